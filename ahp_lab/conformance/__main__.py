@@ -1,0 +1,124 @@
+"""Command line: ``python -m ahp_lab.conformance run DIR [--json]`` and ``... replay ...``.
+
+``run DIR`` runs every reducer or round-trip fixture found under DIR, prints one line per failure
+with the first differing path, then ``N passed, M failed``; ``--json`` prints
+``{"passed": N, "failed": M, "failures": [names]}`` instead. Exit status 0 only when all pass.
+
+``replay --reducer KIND --initial FILE --actions FILE.jsonl [--now-ms N] [--repeat R]`` applies
+the actions in order, R times from the same initial state, prints the final state as JSON on
+stdout (absent members omitted) and, as the last line on stderr,
+``{"actions": n, "seconds": s, "actions_per_s": r, "per_run_seconds": [...]}`` where ``n`` is the
+number of actions applied over all runs and ``seconds`` sums the per-run reduce loops only (no
+file reading, parsing or output).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from ..protocol.jsonvalue import dumps, strip_nulls
+from ..reducers import REDUCERS
+from . import FIXTURE_NOW_MS, run_dir
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    directory = Path(args.dir)
+    if not directory.is_dir():
+        print(f"error: {directory} is not a directory", file=sys.stderr)
+        return 2
+    report = run_dir(directory)
+    if args.json:
+        print(json.dumps({"passed": report.passed, "failed": report.failed, "failures": report.failures}))
+    else:
+        for result in report.results:
+            if not result.passed:
+                print(f"FAIL {result.name}: {result.detail}")
+        print(f"{report.passed} passed, {report.failed} failed")
+    return 0 if report.failed == 0 and report.results else 1
+
+
+def _read_actions(path: Path) -> list:
+    actions = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                actions.append(json.loads(line))
+            except ValueError as exc:
+                raise SystemExit(f"error: {path}:{lineno}: not JSON ({exc})") from None
+    return actions
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    reducer = REDUCERS.get(args.reducer)
+    if reducer is None:
+        print(
+            f"error: unknown reducer {args.reducer!r}; expected one of {', '.join(REDUCERS)}", file=sys.stderr
+        )
+        return 2
+    try:
+        initial = json.loads(Path(args.initial).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        print(f"error: cannot read initial state {args.initial}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        actions = _read_actions(Path(args.actions))
+    except OSError as exc:
+        print(f"error: cannot read actions {args.actions}: {exc}", file=sys.stderr)
+        return 2
+    if args.repeat < 1:
+        print("error: --repeat must be at least 1", file=sys.stderr)
+        return 2
+    now_ms = args.now_ms
+    per_run: list[float] = []
+    state = initial
+    for _ in range(args.repeat):
+        state = initial
+        start = time.perf_counter()
+        for action in actions:
+            state = reducer(state, action, now_ms)
+        per_run.append(time.perf_counter() - start)
+    sys.stdout.write(dumps(strip_nulls(state)) + "\n")
+    sys.stdout.flush()
+    total_actions = len(actions) * args.repeat
+    seconds = sum(per_run)
+    stats = {
+        "actions": total_actions,
+        "seconds": seconds,
+        "actions_per_s": (total_actions / seconds) if seconds > 0 else None,
+        "per_run_seconds": per_run,
+    }
+    print(json.dumps(stats), file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m ahp_lab.conformance", description=__doc__.split("\n\n")[0]
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run every reducer / round-trip fixture in DIR")
+    run.add_argument("dir")
+    run.add_argument("--json", action="store_true", help="print a JSON summary instead of text")
+    run.set_defaults(func=_cmd_run)
+    replay = sub.add_parser("replay", help="apply a JSON Lines file of actions to an initial state")
+    replay.add_argument("--reducer", required=True, choices=sorted(REDUCERS))
+    replay.add_argument("--initial", required=True, help="JSON file with the initial channel state")
+    replay.add_argument("--actions", required=True, help="JSON Lines file, one action per line")
+    replay.add_argument(
+        "--now-ms", type=int, default=FIXTURE_NOW_MS, help="the injected clock (default 9999)"
+    )
+    replay.add_argument("--repeat", type=int, default=1, help="replay R times from the same initial state")
+    replay.set_defaults(func=_cmd_replay)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

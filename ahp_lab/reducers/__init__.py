@@ -1,0 +1,58 @@
+"""Pure reducers for every AHP channel.
+
+Each reducer is ``reduce(state, action, now_ms=0, log=None) -> state`` over JSON-shaped state:
+it never mutates its input, shares every unchanged subtree with it, reads time only from
+``now_ms`` (epoch milliseconds), and never raises — unknown action types and malformed actions
+return the input state object itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .annotations import reduce_annotations
+from .changeset import reduce_changeset
+from .chat import derive_status, reduce_chat
+from .resource_watch import reduce_resource_watch
+from .root import reduce_root
+from .session import input_needed_status, reduce_session
+from .terminal import reduce_terminal
+
+REDUCERS = {
+    "root": reduce_root,
+    "session": reduce_session,
+    "chat": reduce_chat,
+    "terminal": reduce_terminal,
+    "changeset": reduce_changeset,
+    "annotations": reduce_annotations,
+    "resourceWatch": reduce_resource_watch,
+}
+
+CHANNEL_KINDS = tuple(REDUCERS)
+
+
+def reduce(kind: str, state: Any, action: Any, now_ms: int = 0, log=None) -> Any:
+    """Apply ``action`` to ``state`` with the reducer of channel ``kind``."""
+    try:
+        reducer = REDUCERS[kind]
+    except KeyError:
+        raise ValueError(
+            f"unknown channel kind {kind!r}; expected one of {', '.join(CHANNEL_KINDS)}"
+        ) from None
+    return reducer(state, action, now_ms, log)
+
+
+__all__ = [
+    "REDUCERS",
+    "CHANNEL_KINDS",
+    "reduce",
+    "reduce_root",
+    "reduce_session",
+    "reduce_chat",
+    "reduce_terminal",
+    "reduce_changeset",
+    "reduce_annotations",
+    "reduce_resource_watch",
+    "derive_status",
+    "input_needed_status",
+]

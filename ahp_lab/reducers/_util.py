@@ -1,0 +1,175 @@
+"""Small helpers shared by the channel reducers.
+
+Reducer state is JSON-shaped (dicts with camelCase keys, lists, strings, numbers, booleans). Helpers
+here never mutate their arguments: they return a shallow copy with the change, so untouched
+subtrees are shared between the old and the new state.
+
+``None`` stands for JSON ``null``, which AHP treats exactly like an absent key: reading a missing key
+and reading ``null`` both give ``None``, and writing ``None`` removes the key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+Json = Any
+Action = dict[str, Any]
+Handler = Callable[[Any, Action, int], Any]
+Log = Callable[[str], None]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def iso_ms(now_ms: int) -> str:
+    """Render epoch milliseconds exactly like JavaScript ``Date.prototype.toISOString()``."""
+    ms = int(now_ms)
+    dt = _EPOCH + timedelta(milliseconds=ms)
+    return f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}.{ms % 1000:03d}Z"
+
+
+def put(obj: dict, key: str, value: Any) -> dict:
+    """Copy of ``obj`` with ``key`` set to ``value``, or removed when ``value`` is ``None``."""
+    out = dict(obj)
+    if value is None:
+        out.pop(key, None)
+    else:
+        out[key] = value
+    return out
+
+
+def put_many(obj: dict, **changes: Any) -> dict:
+    out = dict(obj)
+    for key, value in changes.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = value
+    return out
+
+
+def merge(target: dict | None, payload: dict | None) -> dict:
+    """Shallow merge used by AHP merges: payload keys win, a payload ``null`` removes the key."""
+    out = dict(target or {})
+    for key, value in (payload or {}).items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = value
+    return out
+
+
+def pick(source: dict, keys: Iterable[str]) -> dict:
+    """The present (non-null) members of ``source`` among ``keys``."""
+    return {k: source[k] for k in keys if source.get(k) is not None}
+
+
+def replace_at(items: list, index: int, value: Any) -> list:
+    out = list(items)
+    out[index] = value
+    return out
+
+
+def remove_at(items: list, index: int) -> list:
+    return items[:index] + items[index + 1 :]
+
+
+def find_index(items: list | None, pred: Callable[[Any], bool]) -> int:
+    if not items:
+        return -1
+    for i, item in enumerate(items):
+        if pred(item):
+            return i
+    return -1
+
+
+def keyed(key: str, value: Any) -> Callable[[Any], bool]:
+    return lambda item: isinstance(item, dict) and item.get(key) == value
+
+
+def upsert(items: list | None, key: str, item: dict) -> list:
+    """Replace the first element whose ``key`` equals ``item[key]`` in place, else append."""
+    items = items or []
+    i = find_index(items, keyed(key, item.get(key)))
+    return replace_at(items, i, item) if i >= 0 else [*items, item]
+
+
+def as_list(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
+def as_int(value: Any) -> int:
+    """A status bitset as a non-negative int (anything malformed counts as 0)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return int(value) if isinstance(value, float) and value.is_integer() and value >= 0 else 0
+    return value if value >= 0 else value & 0xFFFFFFFF
+
+
+def with_flag(status: Any, flag: int, on: bool) -> int:
+    s = as_int(status)
+    return s | flag if on else s & ~flag
+
+
+def make_reducer(channel: str, handlers: dict[str, Handler]):
+    """Build a total reducer ``(state, action, now_ms=0, log=None) -> state`` from per-type handlers.
+
+    Unknown action types return the very same state object. A malformed action (wrong JSON types)
+    that trips a handler is a no-op too: handlers never mutate, so the input state is intact.
+    """
+
+    def reduce(state: Any, action: Any, now_ms: int = 0, log: Log | None = None) -> Any:
+        kind = action.get("type") if isinstance(action, dict) else None
+        handler = handlers.get(kind) if isinstance(kind, str) else None
+        if handler is None or not isinstance(state, dict):
+            if log is not None:
+                log(f"Unhandled action type: {kind!r} on the {channel} reducer")
+            return state
+        try:
+            return handler(state, action, now_ms)
+        except (TypeError, KeyError, AttributeError, ValueError, IndexError) as exc:
+            if log is not None:
+                log(f"Malformed {kind} action ignored by the {channel} reducer: {exc}")
+            return state
+
+    reduce.__name__ = f"reduce_{channel}"
+    reduce.__qualname__ = reduce.__name__
+    reduce.__doc__ = f"Pure reducer for the {channel} channel: ``(state, action, now_ms) -> state``."
+    reduce.handled_types = frozenset(handlers)  # type: ignore[attr-defined]
+    return reduce
+
+
+def config_changed(state: dict, action: Action) -> dict:
+    """``root/configChanged`` and ``session/configChanged``: merge or replace ``config.values``."""
+    config = state.get("config")
+    if not isinstance(config, dict):
+        return state
+    payload = action.get("config")
+    payload = payload if isinstance(payload, dict) else {}
+    values = dict(payload) if action.get("replace") else merge(config.get("values"), payload)
+    return put(state, "config", put(config, "values", values))
+
+
+def directory_set(state: dict, action: Action, now_ms: int) -> dict:
+    """``session|chat/workingDirectorySet``: append if absent (creating the list)."""
+    directory = action.get("directory")
+    dirs = state.get("workingDirectories")
+    dirs = dirs if isinstance(dirs, list) else []
+    if directory is None or directory in dirs:
+        return state
+    return put(state, "workingDirectories", [*dirs, directory])
+
+
+def directory_removed(state: dict, action: Action, now_ms: int) -> dict:
+    """``session|chat/workingDirectoryRemoved``: remove the first equal entry (may leave ``[]``)."""
+    dirs = state.get("workingDirectories")
+    directory = action.get("directory")
+    if not isinstance(dirs, list) or directory not in dirs:
+        return state
+    return put(state, "workingDirectories", remove_at(dirs, dirs.index(directory)))
+
+
+def set_field(field: str, key: str | None = None) -> Handler:
+    """Handler that unconditionally sets ``field`` from the action's ``key`` (absent ⇒ removed)."""
+    key = key or field
+    return lambda state, action, now_ms: put(state, field, action.get(key))

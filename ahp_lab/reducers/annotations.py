@@ -1,0 +1,63 @@
+"""Annotations channel reducer: review comments anchored to files produced by turns."""
+
+from __future__ import annotations
+
+from ._util import as_list, find_index, keyed, make_reducer, pick, put, remove_at, replace_at, upsert
+
+
+def _annotation(state, action):
+    annotations = as_list(state.get("annotations"))
+    return annotations, find_index(annotations, keyed("id", action.get("annotationId")))
+
+
+def _set(state, action, now_ms):
+    annotation = action.get("annotation")
+    if not isinstance(annotation, dict):
+        return state
+    return put(state, "annotations", upsert(as_list(state.get("annotations")), "id", annotation))
+
+
+def _updated(state, action, now_ms):
+    annotations, i = _annotation(state, action)
+    if i < 0:
+        return state
+    updated = {**annotations[i], **pick(action, ("turnId", "resource", "range", "resolved"))}
+    return put(state, "annotations", replace_at(annotations, i, updated))
+
+
+def _removed(state, action, now_ms):
+    annotations, i = _annotation(state, action)
+    return state if i < 0 else put(state, "annotations", remove_at(annotations, i))
+
+
+def _entry_set(state, action, now_ms):
+    annotations, i = _annotation(state, action)
+    entry = action.get("entry")
+    if i < 0 or not isinstance(entry, dict):
+        return state
+    updated = put(annotations[i], "entries", upsert(as_list(annotations[i].get("entries")), "id", entry))
+    return put(state, "annotations", replace_at(annotations, i, updated))
+
+
+def _entry_removed(state, action, now_ms):
+    annotations, i = _annotation(state, action)
+    if i < 0:
+        return state
+    entries = as_list(annotations[i].get("entries"))
+    j = find_index(entries, keyed("id", action.get("entryId")))
+    if j < 0:
+        return state
+    updated = put(annotations[i], "entries", remove_at(entries, j))
+    return put(state, "annotations", replace_at(annotations, i, updated))
+
+
+reduce_annotations = make_reducer(
+    "annotations",
+    {
+        "annotations/set": _set,
+        "annotations/updated": _updated,
+        "annotations/removed": _removed,
+        "annotations/entrySet": _entry_set,
+        "annotations/entryRemoved": _entry_removed,
+    },
+)

@@ -1,0 +1,88 @@
+"""Changeset channel reducer: files of a change, their review flags, and operations."""
+
+from __future__ import annotations
+
+from ._util import (
+    as_list,
+    find_index,
+    keyed,
+    make_reducer,
+    put,
+    put_many,
+    remove_at,
+    replace_at,
+    set_field,
+    upsert,
+)
+
+
+def _status_changed(state, action, now_ms):
+    status = action.get("status")
+    return put_many(state, status=status, error=action.get("error") if status == "error" else None)
+
+
+def _file_set(state, action, now_ms):
+    file = action.get("file")
+    if not isinstance(file, dict):
+        return state
+    return put(state, "files", upsert(as_list(state.get("files")), "id", file))
+
+
+def _file_removed(state, action, now_ms):
+    files = as_list(state.get("files"))
+    i = find_index(files, keyed("id", action.get("fileId")))
+    return state if i < 0 else put(state, "files", remove_at(files, i))
+
+
+def _files_review_changed(state, action, now_ms):
+    ids = set(f for f in as_list(action.get("files")) if isinstance(f, str))
+    reviewed = action.get("reviewed")
+    files = as_list(state.get("files"))
+    out, changed = list(files), False
+    for i, file in enumerate(files):
+        if (
+            isinstance(file, dict)
+            and file.get("id") in ids
+            and (file.get("reviewed") is None or file.get("reviewed") != reviewed)
+        ):
+            out[i] = put(file, "reviewed", reviewed)
+            changed = True
+    return put(state, "files", out) if changed else state
+
+
+def _content_changed(state, action, now_ms):
+    out = put(state, "files", action.get("files"))
+    if action.get("operations") is not None:
+        out["operations"] = action["operations"]
+    return put(out, "error", action.get("error"))
+
+
+def _operation_status_changed(state, action, now_ms):
+    operations = state.get("operations")
+    i = find_index(operations, keyed("id", action.get("operationId")))
+    if i < 0:
+        return state
+    status = action.get("status")
+    operation = put_many(
+        operations[i], status=status, error=action.get("error") if status == "error" else None
+    )
+    return put(state, "operations", replace_at(operations, i, operation))
+
+
+def _cleared(state, action, now_ms):
+    return state if not as_list(state.get("files")) else put(state, "files", [])
+
+
+reduce_changeset = make_reducer(
+    "changeset",
+    {
+        "changeset/statusChanged": _status_changed,
+        "changeset/fileSet": _file_set,
+        "changeset/fileRemoved": _file_removed,
+        "changeset/filesReviewChanged": _files_review_changed,
+        "changeset/contentChanged": _content_changed,
+        "changeset/operationsChanged": set_field("operations"),
+        "changeset/operationStatusChanged": _operation_status_changed,
+        "changeset/cleared": _cleared,
+    },
+)

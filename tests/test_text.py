@@ -1,0 +1,53 @@
+"""The streamed-text rope: equal to the plain string, cheap to append, immutable."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ahp_lab.protocol.jsonvalue import dumps, strip_nulls, to_json
+from ahp_lab.protocol.text import Text, append_text
+
+
+@given(st.text(max_size=50), st.lists(st.text(max_size=30), max_size=40))
+def test_text_behaves_like_the_concatenated_string(start, chunks):
+    text = Text.of(start)
+    for chunk in chunks:
+        text = text.append(chunk)
+    plain = start + "".join(chunks)
+    assert text == plain and plain == text
+    assert not text != plain  # noqa: SIM202 - __ne__ is part of the contract
+    assert len(text) == len(plain) and str(text) == plain and hash(text) == hash(plain)
+    assert json.loads(dumps({"content": text})) == {"content": plain}
+    assert to_json([text]) == [plain] and strip_nulls({"a": text, "b": None}) == {"a": plain}
+    assert pickle.loads(pickle.dumps(text)) == plain
+
+
+def test_appending_to_a_large_text_never_copies_it():
+    """Appends touch only the small chunks on top: the 4 MB chunk stays the same object."""
+    big = "x" * (4 * 1024 * 1024)
+    text = Text.of(big)
+    for _ in range(10_000):
+        text = text.append("tok ")
+    assert text._chunks[0] is big
+    assert len(text._chunks) <= 20  # chunk sizes shrink geometrically: O(log n) chunks
+    assert len(text) == len(big) + 40_000
+
+
+def test_older_versions_are_unchanged_by_later_appends():
+    base = Text.of("a").append("b")
+    left, right = base.append("c"), base.append("d")
+    assert (str(base), str(left), str(right)) == ("ab", "abc", "abd")
+
+
+def test_append_text_accepts_str_and_rejects_other_values():
+    assert append_text("ab", "c") == "abc"
+    try:
+        append_text(5, "c")
+    except TypeError as exc:
+        assert "int" in str(exc)
+    else:
+        raise AssertionError("appending to a number must fail")
