@@ -7,7 +7,7 @@ from typing import Any
 
 from .text import Text
 
-__all__ = ["to_json", "strip_nulls", "dumps", "loads", "json_equal"]
+__all__ = ["to_json", "strip_nulls", "dumps", "loads", "json_equal", "json_patch", "apply_patch"]
 
 
 def to_json(value: Any) -> Any:
@@ -73,3 +73,74 @@ def json_equal(a: Any, b: Any) -> bool:
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
     return a == b
+
+
+def _pointer(path: str, key: str | int) -> str:
+    return f"{path}/{str(key).replace('~', '~0').replace('/', '~1')}"
+
+
+def json_patch(before: Any, after: Any, path: str = "") -> list[dict]:
+    """An RFC 6902 JSON patch turning ``before`` into ``after`` (``Text`` read as plain strings).
+
+    Shared subtrees (the same object on both sides) are skipped without being walked, so the cost
+    follows what changed, not the size of the state. Lists that only grew at the end produce
+    ``add`` operations; other list changes are compared element by element when the length is
+    unchanged and replaced otherwise.
+    """
+    if before is after:
+        return []
+    if isinstance(before, dict) and isinstance(after, dict):
+        ops: list[dict] = []
+        for key in before:
+            if key not in after:
+                ops.append({"op": "remove", "path": _pointer(path, key)})
+        for key, value in after.items():
+            if key not in before:
+                ops.append({"op": "add", "path": _pointer(path, key), "value": to_json(value)})
+            else:
+                ops.extend(json_patch(before[key], value, _pointer(path, key)))
+        return ops
+    if isinstance(before, list) and isinstance(after, list):
+        n = len(before)
+        if len(after) >= n and all(before[i] is after[i] or json_equal(before[i], after[i]) for i in range(n)):
+            return [{"op": "add", "path": _pointer(path, i), "value": to_json(after[i])} for i in range(n, len(after))]
+        if len(after) == n:
+            ops = []
+            for i in range(n):
+                ops.extend(json_patch(before[i], after[i], _pointer(path, i)))
+            return ops
+        return [{"op": "replace", "path": path, "value": to_json(after)}]
+    if isinstance(before, (str, Text)) and isinstance(after, (str, Text)):
+        return [] if before == after else [{"op": "replace", "path": path, "value": str(after)}]
+    if json_equal(before, after):
+        return []
+    return [{"op": "replace", "path": path, "value": to_json(after)}]
+
+
+def apply_patch(document: Any, patch: list[dict]) -> Any:
+    """Apply an RFC 6902 patch made of add/remove/replace operations (returns a new document)."""
+    import copy
+
+    doc = copy.deepcopy(to_json(document))
+    for op in patch:
+        parts = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
+        if not parts:
+            doc = copy.deepcopy(op.get("value"))
+            continue
+        parent = doc
+        for part in parts[:-1]:
+            parent = parent[int(part)] if isinstance(parent, list) else parent[part]
+        last = parts[-1]
+        if isinstance(parent, list):
+            index = len(parent) if last == "-" else int(last)
+            if op["op"] == "add":
+                parent.insert(index, copy.deepcopy(op["value"]))
+            elif op["op"] == "remove":
+                del parent[index]
+            else:
+                parent[index] = copy.deepcopy(op["value"])
+        elif op["op"] == "remove":
+            del parent[last]
+        else:
+            parent[last] = copy.deepcopy(op["value"])
+    return doc

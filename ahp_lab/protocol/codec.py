@@ -1,0 +1,209 @@
+"""Decode/encode entry points: ``TYPES``, ``parse``, ``dump``, ``roundtrip``, ``validate_action``,
+``validate_state``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from . import (
+    actions,
+    annotation,
+    base,
+    changeset,
+    chat,
+    common,
+    customizations,
+    jsonrpc,
+    messages,
+    resource_watch,
+    root,
+    session,
+    terminal,
+)
+from .actions import ACTION_TYPES
+from .errors import ProtocolError, json_type_name, to_protocol_error
+from .jsonvalue import to_json
+
+__all__ = [
+    "TYPES",
+    "STATE_TYPES",
+    "UNION_TYPES",
+    "parse",
+    "dump",
+    "roundtrip",
+    "validate_action",
+    "validate_state",
+    "adapter",
+]
+
+_MODULES = (
+    common,
+    customizations,
+    terminal,
+    changeset,
+    annotation,
+    resource_watch,
+    chat,
+    session,
+    root,
+    actions,
+    messages,
+    jsonrpc,
+)
+
+#: Named unions and scalar aliases (everything in ``TYPES`` that is not a model class).
+UNION_TYPES: dict[str, Any] = {
+    "StateAction": actions.StateAction,
+    "Customization": customizations.Customization,
+    "ChildCustomization": customizations.ChildCustomization,
+    "CustomizationLoadState": customizations.CustomizationLoadState,
+    "McpServerState": customizations.McpServerState,
+    "StringOrMarkdown": common.StringOrMarkdown,
+    "ToolInput": common.ToolInput,
+    "SessionStatus": base.SessionStatus,
+    "JsonPrimitive": base.JsonPrimitive,
+    "TerminalClaim": terminal.TerminalClaim,
+    "TerminalContentPart": terminal.TerminalContentPart,
+    "ChangesetOperationTarget": changeset.ChangesetOperationTarget,
+    "MessageAttachment": chat.MessageAttachment,
+    "ToolCallContributor": chat.ToolCallContributor,
+    "ToolCallRiskAssessment": chat.ToolCallRiskAssessment,
+    "ToolResultContent": chat.ToolResultContent,
+    "ToolCallState": chat.ToolCallState,
+    "ToolCallConfirmationState": chat.ToolCallConfirmationState,
+    "ChatInputQuestion": chat.ChatInputQuestion,
+    "ChatInputAnswerValue": chat.ChatInputAnswerValue,
+    "ChatInputAnswer": chat.ChatInputAnswer,
+    "ResponsePart": chat.ResponsePart,
+    "ChatOrigin": chat.ChatOrigin,
+    "ChatSource": chat.ChatSource,
+    "SessionInputRequest": session.SessionInputRequest,
+    "ChannelState": messages.ChannelState,
+    "ReconnectResult": messages.ReconnectResult,
+    "JsonRpcMessage": jsonrpc.JsonRpcMessage,
+    "JsonRpcId": jsonrpc.JsonRpcId,
+}
+
+#: Channel kind → state model.
+STATE_TYPES: dict[str, type[BaseModel]] = {
+    "root": root.RootState,
+    "session": session.SessionState,
+    "chat": chat.ChatState,
+    "terminal": terminal.TerminalState,
+    "changeset": changeset.ChangesetState,
+    "annotations": annotation.AnnotationsState,
+    "resourceWatch": resource_watch.ResourceWatchState,
+}
+
+
+def _model_classes() -> dict[str, type[BaseModel]]:
+    out: dict[str, type[BaseModel]] = {}
+    for module in _MODULES:
+        for name in getattr(module, "__all__", ()):
+            obj = getattr(module, name, None)
+            if isinstance(obj, type) and issubclass(obj, base.WireModel):
+                out[name] = obj
+    return out
+
+
+MODEL_CLASSES: dict[str, type[BaseModel]] = _model_classes()
+
+
+#: Every protocol type by name → its module-level ``TypeAdapter``: all model classes (by class
+#: name) plus the named unions and scalars of :data:`UNION_TYPES`.
+TYPES: dict[str, TypeAdapter] = {
+    name: TypeAdapter(tp) for name, tp in {**MODEL_CLASSES, **UNION_TYPES}.items()
+}
+
+_ACTION_ADAPTERS: dict[str, TypeAdapter] = {t: TYPES[cls.__name__] for t, cls in ACTION_TYPES.items()}
+_STATE_ADAPTERS: dict[str, TypeAdapter] = {k: TYPES[cls.__name__] for k, cls in STATE_TYPES.items()}
+
+
+def adapter(type_name: str) -> TypeAdapter:
+    try:
+        return TYPES[type_name]
+    except KeyError:
+        raise ProtocolError.build(
+            None, None, f"unknown protocol type {type_name!r}", "unknown_type"
+        ) from None
+
+
+def parse(type_name: str, data: Any) -> Any:
+    """Decode wire JSON ``data`` as the protocol type ``type_name`` (model, raw dict or scalar).
+
+    ``null`` members are treated as absent, unknown keys are kept, unknown discriminator values
+    decode to plain dicts. Raises :class:`ProtocolError` on invalid data.
+    """
+    ta = adapter(type_name)
+    try:
+        return ta.validate_python(to_json(data), by_alias=True, by_name=False)
+    except ValidationError as exc:
+        raise to_protocol_error(exc, type_name) from exc
+
+
+def dump(value: Any) -> Any:
+    """Encode models (and containers of models, raw values, ``Text``) as wire JSON."""
+    if isinstance(value, BaseModel):
+        return base.wire_dump(value)
+    if isinstance(value, dict):
+        return {k: dump(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [dump(v) for v in value]
+    return to_json(value)
+
+
+def roundtrip(type_name: str, data: Any) -> Any:
+    """``dump(parse(type_name, data))``."""
+    return dump(parse(type_name, data))
+
+
+def validate_action(data: Any) -> dict[str, Any]:
+    """Validate one raw action and return its normalized JSON.
+
+    The model is chosen by ``type`` first (no whole-union validation). Normalization drops ``null``
+    members of declared optional fields (``null`` ≡ absent) but leaves opaque maps untouched, and
+    keeps explicit ``null`` members of merge payloads (``root|session/configChanged.config``,
+    ``session/chatUpdated.changes``, ``chat/inputCompleted.answers``, ``chat/toolCallComplete.result``)
+    because there ``null`` means "remove this key". Raises :class:`ProtocolError` for unknown types
+    and invalid payloads.
+    """
+    data = to_json(data)
+    if not isinstance(data, dict):
+        raise ProtocolError.build(
+            "action", None, f"must be a JSON object, got {json_type_name(data)}", "type"
+        )
+    action_type = data.get("type")
+    if action_type is None:
+        raise ProtocolError.build("action", "type", "is required", "required")
+    if not isinstance(action_type, str):
+        raise ProtocolError.build(
+            "action", "type", f"must be a string, got {json_type_name(action_type)}", "type"
+        )
+    ta = _ACTION_ADAPTERS.get(action_type)
+    if ta is None:
+        raise ProtocolError(
+            f"unknown action type {action_type!r}",
+            field="type",
+            rule="is not a known action type",
+            subject=action_type,
+            code="unknown_action_type",
+        )
+    try:
+        model = ta.validate_python(data, by_alias=True, by_name=False)
+    except ValidationError as exc:
+        raise to_protocol_error(exc, action_type) from exc
+    return model.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+def validate_state(kind: str, data: Any) -> BaseModel:
+    """Validate the state of a channel of ``kind`` (``root``, ``session``, ``chat``, ``terminal``,
+    ``changeset``, ``annotations``, ``resourceWatch``). ``Text`` values are accepted."""
+    ta = _STATE_ADAPTERS.get(kind)
+    if ta is None:
+        raise ProtocolError.build(None, None, f"unknown channel kind {kind!r}", "unknown_kind")
+    try:
+        return ta.validate_python(to_json(data), by_alias=True, by_name=False)
+    except ValidationError as exc:
+        raise to_protocol_error(exc, f"{kind} state") from exc
