@@ -1,0 +1,507 @@
+"""A deterministic scripted agent with a small, readable scenario language.
+
+A script is a list of steps; plain strings are streamed as markdown::
+
+    from ahp_lab.agents.scripted import say, think, call, ask, text_question, summarize, fail
+
+    script = [
+        think("The user wants the tests run."),
+        "Running the unit tests now.",
+        call("run_unit_tests", pattern="auth", confirm=True),
+        summarize(),                       # streams a sentence about the last tool result
+    ]
+    await lab.send("run the tests", script=script)
+
+Without a script the agent picks a built-in scenario from the prompt: naming an available tool
+calls it (arguments written ``key=value`` in the prompt, schema defaults otherwise) and
+summarizes the result; "ask" shows an input request; "think" streams reasoning; "fail" ends the
+turn with an error; anything else gets a short guided answer listing what to try.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .base import InputOutcome, ToolInfo, ToolOutcome, TurnContext, TurnFailed
+
+__all__ = [
+    "ScriptedAgent",
+    "Step",
+    "say",
+    "think",
+    "notify",
+    "call",
+    "ask",
+    "then",
+    "summarize",
+    "fail",
+    "usage",
+    "text_question",
+    "number_question",
+    "integer_question",
+    "boolean_question",
+    "choice_question",
+    "multi_choice_question",
+    "parse_arguments",
+]
+
+
+@dataclass
+class Scope:
+    """What steps of one turn share: the last tool outcome and the last answers."""
+
+    ctx: TurnContext
+    last_tool: ToolOutcome | None = None
+    last_input: InputOutcome | None = None
+    outcomes: list = field(default_factory=list)
+
+
+class Step:
+    async def run(self, scope: Scope) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        return type(self).__name__.lower()
+
+
+@dataclass
+class _Say(Step):
+    text: str
+    chunk_size: int | None = None
+
+    async def run(self, scope: Scope) -> None:
+        await scope.ctx.say(self.text, chunk_size=self.chunk_size)
+
+    def describe(self) -> str:
+        return f"say {self.text[:40]!r}"
+
+
+@dataclass
+class _Think(Step):
+    text: str
+
+    async def run(self, scope: Scope) -> None:
+        await scope.ctx.think(self.text)
+
+    def describe(self) -> str:
+        return f"think {self.text[:40]!r}"
+
+
+@dataclass
+class _Notify(Step):
+    text: str
+
+    async def run(self, scope: Scope) -> None:
+        await scope.ctx.notify(self.text)
+
+
+@dataclass
+class _Call(Step):
+    name: str
+    arguments: dict
+    confirm: bool | None = None
+    options: list | None = None
+    title: str | None = None
+    intention: str | None = None
+    requires_result_confirmation: bool = False
+
+    async def run(self, scope: Scope) -> None:
+        outcome = await scope.ctx.call_tool(
+            self.name,
+            self.arguments,
+            confirm=self.confirm,
+            options=self.options,
+            title=self.title,
+            intention=self.intention,
+            requires_result_confirmation=self.requires_result_confirmation,
+        )
+        scope.last_tool = outcome
+        scope.outcomes.append(outcome)
+
+    def describe(self) -> str:
+        return f"call {self.name}({', '.join(f'{k}={v!r}' for k, v in self.arguments.items())})"
+
+
+@dataclass
+class _Ask(Step):
+    questions: list
+    message: str | None = None
+
+    async def run(self, scope: Scope) -> None:
+        scope.last_input = await scope.ctx.ask(self.questions, message=self.message)
+        scope.outcomes.append(scope.last_input)
+
+
+@dataclass
+class _Then(Step):
+    fn: Callable[[Scope], Any]
+
+    async def run(self, scope: Scope) -> None:
+        produced = self.fn(scope)
+        if hasattr(produced, "__await__"):
+            produced = await produced
+        await run_script(scope, as_steps(produced))
+
+
+@dataclass
+class _Fail(Step):
+    message: str
+    error_type: str = "scriptedFailure"
+
+    async def run(self, scope: Scope) -> None:
+        raise TurnFailed(self.message, self.error_type)
+
+
+@dataclass
+class _Usage(Step):
+    input_tokens: int
+    output_tokens: int
+    model: str | None = None
+
+    async def run(self, scope: Scope) -> None:
+        await scope.ctx.usage(self.input_tokens, self.output_tokens, self.model)
+
+
+def say(text: str, *, chunk_size: int | None = None) -> Step:
+    """Stream ``text`` as a markdown response part, in chunks."""
+    return _Say(text, chunk_size)
+
+
+def think(text: str) -> Step:
+    """Stream ``text`` as a reasoning response part."""
+    return _Think(text)
+
+
+def notify(text: str) -> Step:
+    """Append a system notification part."""
+    return _Notify(text)
+
+
+def call(
+    name: str,
+    /,
+    args: dict | None = None,
+    *,
+    confirm: bool | None = None,
+    options: list[dict] | None = None,
+    title: str | None = None,
+    intention: str | None = None,
+    requires_result_confirmation: bool = False,
+    **arguments: Any,
+) -> Step:
+    """Call a server or client tool; ``confirm=True`` asks the user first (with ``options``).
+
+    Arguments go as keywords (``call("deploy", target="prod")``) or, when a name collides with an
+    option of ``call`` itself, in ``args`` (``call("x", args={"title": "..."})``).
+    """
+    return _Call(
+        name, {**(args or {}), **arguments}, confirm, options, title, intention, requires_result_confirmation
+    )
+
+
+def ask(*questions: dict, message: str | None = None) -> Step:
+    """Ask the user an input request with the given questions (see the ``*_question`` helpers)."""
+    return _Ask(list(questions), message)
+
+
+def then(fn: Callable[[Scope], str | Step | Sequence | None | Awaitable]) -> Step:
+    """Run ``fn(scope)`` and execute what it returns (text, a step or a list of steps)."""
+    return _Then(fn)
+
+
+def summarize() -> Step:
+    """Stream a sentence about the last tool outcome."""
+    return _Then(_summary_of_last_tool)
+
+
+def fail(message: str, error_type: str = "scriptedFailure") -> Step:
+    """End the turn with ``chat/error``."""
+    return _Fail(message, error_type)
+
+
+def usage(input_tokens: int, output_tokens: int, model: str | None = None) -> Step:
+    return _Usage(input_tokens, output_tokens, model)
+
+
+def _question(kind: str, qid: str, message: str, **extra: Any) -> dict:
+    q = {"kind": kind, "id": qid, "message": message}
+    q.update({k: v for k, v in extra.items() if v is not None})
+    return q
+
+
+def text_question(
+    qid: str,
+    message: str,
+    *,
+    required: bool | None = None,
+    default: str | None = None,
+    format: str | None = None,
+    min: int | None = None,
+    max: int | None = None,
+) -> dict:
+    return _question(
+        "text", qid, message, required=required, defaultValue=default, format=format, min=min, max=max
+    )
+
+
+def number_question(
+    qid: str,
+    message: str,
+    *,
+    required: bool | None = None,
+    default: float | None = None,
+    min: float | None = None,
+    max: float | None = None,
+) -> dict:
+    return _question("number", qid, message, required=required, defaultValue=default, min=min, max=max)
+
+
+def integer_question(
+    qid: str,
+    message: str,
+    *,
+    required: bool | None = None,
+    default: int | None = None,
+    min: int | None = None,
+    max: int | None = None,
+) -> dict:
+    return _question("integer", qid, message, required=required, defaultValue=default, min=min, max=max)
+
+
+def boolean_question(
+    qid: str, message: str, *, required: bool | None = None, default: bool | None = None
+) -> dict:
+    return _question("boolean", qid, message, required=required, defaultValue=default)
+
+
+def _options(options: Sequence) -> list[dict]:
+    out = []
+    for o in options:
+        out.append(o if isinstance(o, dict) else {"id": str(o), "label": str(o)})
+    return out
+
+
+def choice_question(
+    qid: str, message: str, options: Sequence, *, required: bool | None = None, freeform: bool | None = None
+) -> dict:
+    return _question(
+        "single-select",
+        qid,
+        message,
+        options=_options(options),
+        required=required,
+        allowFreeformInput=freeform,
+    )
+
+
+def multi_choice_question(
+    qid: str,
+    message: str,
+    options: Sequence,
+    *,
+    required: bool | None = None,
+    min: int | None = None,
+    max: int | None = None,
+    freeform: bool | None = None,
+) -> dict:
+    return _question(
+        "multi-select",
+        qid,
+        message,
+        options=_options(options),
+        required=required,
+        min=min,
+        max=max,
+        allowFreeformInput=freeform,
+    )
+
+
+def as_steps(value: Any) -> list[Step]:
+    if value is None:
+        return []
+    if isinstance(value, Step):
+        return [value]
+    if isinstance(value, str):
+        return [say(value)]
+    if isinstance(value, (list, tuple)):
+        out: list[Step] = []
+        for item in value:
+            out.extend(as_steps(item))
+        return out
+    raise TypeError(f"a script step must be a Step or a string, got {type(value).__name__}")
+
+
+async def run_script(scope: Scope, steps: Sequence[Step]) -> None:
+    for step in steps:
+        await step.run(scope)
+
+
+def _summary_of_last_tool(scope: Scope) -> str:
+    outcome = scope.last_tool
+    if outcome is None:
+        return "There was no tool result to summarize."
+    if outcome.status == "cancelled":
+        why = {
+            "denied": "you denied it",
+            "skipped": "it was skipped",
+            "result-denied": "you rejected its result",
+        }
+        return f"The tool call was cancelled because {why.get(outcome.reason or '', outcome.reason or 'it was cancelled')}."
+    if not outcome.success:
+        return f"The tool call failed: {outcome.error or outcome.text or outcome.message}."
+    text = outcome.text.strip()
+    if not text:
+        return f"{outcome.message or 'The tool finished'} without returning any text."
+    first = text.splitlines()[0]
+    if len(first) > 200:
+        first = first[:197] + "..."
+    more = " (and more, see the tool result)" if len(text) > len(first) else ""
+    return f"The tool returned: **{first}**{more}."
+
+
+# -- prompt-driven defaults -----------------------------------------------------------------------
+
+_ARG = re.compile(r"""(\w+)\s*=\s*("(?:[^"\\]|\\.)*"|'[^']*'|\[[^\]]*\]|\{[^}]*\}|[^\s,;]+)""")
+
+
+def parse_arguments(prompt: str, info: ToolInfo) -> dict:
+    """Tool arguments written ``key=value`` in the prompt, coerced to the schema, with its defaults."""
+    props = info.input_schema.get("properties") or {}
+    args = info.defaults()
+    for key, raw in _ARG.findall(prompt):
+        if key not in props:
+            continue
+        args[key] = _coerce(raw, props[key])
+    for key in info.input_schema.get("required") or ():
+        if key not in args:
+            args[key] = _empty_for(props.get(key) or {})
+    return args
+
+
+def _coerce(raw: str, schema: dict) -> Any:
+    if raw[:1] == "'" and raw[-1:] == "'":
+        return raw[1:-1]
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = raw
+    kind = schema.get("type")
+    try:
+        if kind == "string":
+            return value if isinstance(value, str) else raw
+        if kind == "integer":
+            return int(value)
+        if kind == "number":
+            return float(value)
+        if kind == "boolean":
+            return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes", "on")
+    except (TypeError, ValueError):
+        return value
+    return value
+
+
+def _empty_for(schema: dict) -> Any:
+    return {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}.get(
+        schema.get("type")
+    )
+
+
+def _mentions(prompt: str, info: ToolInfo) -> bool:
+    low = prompt.lower()
+    names = {info.name.lower(), info.name.lower().replace("_", " ")}
+    if info.title:
+        names.add(info.title.lower())
+    return any(re.search(rf"(?<![\w]){re.escape(n)}(?![\w])", low) for n in names if n)
+
+
+class ScriptedAgent:
+    """Deterministic agent: explicit scripts per turn, or a built-in scenario chosen from the prompt."""
+
+    name = "scripted"
+
+    def __init__(self, *, provider: str = "scripted", display_name: str = "Scripted agent") -> None:
+        self.provider = provider
+        self.display_name = display_name
+        self._scripts: dict[str, list[Step]] = {}
+
+    def info(self) -> dict:
+        return {
+            "provider": self.provider,
+            "displayName": self.display_name,
+            "description": "A deterministic agent driven by scripts, for learning and testing AHP.",
+            "models": [{"id": "scripted-1", "provider": self.provider, "name": "Scripted model"}],
+            "capabilities": {"multipleChats": {"fork": True, "sideChat": True}},
+        }
+
+    def queue_script(self, turn_id: str, script: Any) -> None:
+        """Use ``script`` for the turn ``turn_id`` instead of a prompt-chosen scenario."""
+        self._scripts[turn_id] = as_steps(script)
+
+    def scenario(self, prompt: str, tools: list[ToolInfo]) -> list[Step]:
+        """The built-in scenario for a prompt."""
+        low = prompt.lower()
+        for info in tools:
+            if _mentions(prompt, info):
+                args = parse_arguments(prompt, info)
+                shown = ", ".join(f"`{k}={json.dumps(v)}`" for k, v in args.items()) or "no arguments"
+                return [
+                    say(
+                        f"I'll call the {'client' if info.owner.startswith('client:') else 'server'} tool "
+                        f"`{info.name}` with {shown}."
+                    ),
+                    call(info.name, **args),
+                    summarize(),
+                ]
+        if re.search(r"\b(fail|error|crash)\b", low):
+            return [
+                say("Starting to work on that... "),
+                fail("The scripted agent was asked to fail this turn."),
+            ]
+        if re.search(r"\b(ask|question|input|survey)\b", low):
+            return [
+                say("I need a few details first."),
+                ask(
+                    text_question("name", "What should the project be called?", required=True),
+                    choice_question("runtime", "Which runtime?", ["python", "node", "deno"], required=True),
+                    integer_question("workers", "How many workers?", default=2, min=1, max=16),
+                    boolean_question("tests", "Generate tests?", default=True),
+                    message="Project settings",
+                ),
+                then(_describe_answers),
+            ]
+        if re.search(r"\b(think|reason|plan)\b", low):
+            return [
+                think("Let me break this down: read the request, plan the steps, then answer."),
+                say("Here is my plan: 1. understand the request, 2. act, 3. report back."),
+            ]
+        names = ", ".join(f"`{t.name}`" for t in tools) or "none yet (register one with `@lab.tool`)"
+        return [
+            say(
+                f"Hello! I am the scripted agent behind this AHP host. You said: “{prompt}”.\n\n"
+                f"Mention a tool by name to make me call it (available: {names}); write arguments as `key=value`. "
+                "Say *ask* for an input request, *think* for reasoning, or *fail* to see a failed turn."
+            )
+        ]
+
+    async def run_turn(self, ctx: TurnContext) -> None:
+        steps = self._scripts.pop(ctx.turn_id, None)
+        if steps is None:
+            steps = self.scenario(ctx.prompt, ctx.tools())
+        await run_script(Scope(ctx), steps)
+
+
+def _describe_answers(scope: Scope) -> str:
+    outcome = scope.last_input
+    if outcome is None or outcome.response != "accept":
+        return f"Understood, you chose to {outcome.response if outcome else 'skip'} the questions."
+    parts = []
+    for qid, answer in outcome.answers.items():
+        if answer.get("state") == "skipped":
+            parts.append(f"{qid}: skipped")
+        else:
+            parts.append(f"{qid}: {json.dumps(outcome.value(qid))}")
+    return "Thanks! I got " + (", ".join(parts) if parts else "no answers") + "."

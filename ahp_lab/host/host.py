@@ -1,0 +1,757 @@
+"""The in-kernel AHP host: the only authority over state.
+
+The host owns a :class:`~ahp_lab.store.Store`, accepts connections (JSON-RPC 2.0 over any
+transport; an in-process pair by default), validates what clients dispatch, sequences every
+action through the store, broadcasts envelopes to subscribers, drives turns through an agent, and
+does the bookkeeping the reducers leave to it: mirroring chats into their session, failing a
+departed client's tool calls, consuming queued messages, keeping the session catalogue current.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..agents.base import Agent, ToolInfo
+from ..protocol import PROTOCOL_VERSION, SUPPORTED_VERSIONS
+from ..protocol.jsonrpc import ErrorCode
+from ..protocol.jsonvalue import dumps, to_json
+from ..reducers._util import iso_ms
+from ..store import HOST, Store, Transition, wall_clock_ms
+from ..tools import Tool, failure_result
+from ..transport import RpcError, pipe
+from . import mirror
+from .turns import TurnRunner
+from .validation import check_client_action, normalize_client_action
+
+log = logging.getLogger("ahp_lab.host")
+
+__all__ = ["Host", "ResolvedTool", "ROOT"]
+
+ROOT = "ahp-root://"
+IMPLEMENTATION = {"name": "ahp_lab", "version": "0.1.0", "title": "ahp_lab in-kernel host"}
+
+# Chat actions after which the session's inputNeeded list may need to follow the chat.
+_BLOCKING_ACTIONS = frozenset(
+    {
+        "chat/turnStarted",
+        "chat/responsePart",
+        "chat/turnComplete",
+        "chat/turnCancelled",
+        "chat/error",
+        "chat/truncated",
+        "chat/inputRequested",
+        "chat/inputCompleted",
+        "chat/toolCallStart",
+        "chat/toolCallReady",
+        "chat/toolCallConfirmed",
+        "chat/toolCallComplete",
+        "chat/toolCallResultConfirmed",
+        "chat/toolCallAuthRequired",
+        "chat/toolCallAuthResolved",
+        "chat/inputAnswerChanged",
+    }
+)
+# Chat actions that never touch a summary field (title, status, activity, modifiedAt, ...).
+_NO_SUMMARY_CHANGE = frozenset(
+    {
+        "chat/delta",
+        "chat/reasoning",
+        "chat/responsePart",
+        "chat/usage",
+        "chat/toolCallStart",
+        "chat/toolCallDelta",
+        "chat/toolCallContentChanged",
+        "chat/pendingMessageSet",
+        "chat/pendingMessageRemoved",
+        "chat/queuedMessagesReordered",
+        "chat/draftChanged",
+        "chat/turnsLoaded",
+    }
+)
+
+
+@dataclass
+class ResolvedTool:
+    """Where a tool name leads: a server tool (run by the host), a client's tool, or an MCP tool."""
+
+    kind: str  # "server" | "client" | "mcp"
+    name: str
+    title: str
+    definition: dict
+    tool: Tool | None = None
+    owner: str | None = None  # client id for client tools, customization id for MCP tools
+    contributor: dict | None = None
+
+
+@dataclass
+class _SessionRuntime:
+    uri: str
+    provider: str
+    created_at: str
+    chats: list
+    summary: dict
+    creator: str | None = None
+
+
+class Host:
+    """An AHP host with a store, one agent per provider and any number of client connections."""
+
+    def __init__(
+        self,
+        agent: Agent | None = None,
+        *,
+        clock_ms: Callable[[], int] = wall_clock_ms,
+        chunk_size: int = 24,
+        pace_s: float = 0.0,
+        client_tool_timeout: float = 300.0,
+        confirm_tools: str = "auto",
+        client_grace_s: float = 2.0,
+    ) -> None:
+        if agent is None:
+            from ..agents.scripted import ScriptedAgent
+
+            agent = ScriptedAgent()
+        if confirm_tools not in ("auto", "always", "never"):
+            raise ValueError("confirm_tools must be 'auto', 'always' or 'never'")
+        self.agents: dict[str, Agent] = {}
+        self.store = Store(clock_ms)
+        self.chunk_size = chunk_size
+        self.pace_s = pace_s
+        self.client_tool_timeout = client_tool_timeout
+        self.confirm_tools = confirm_tools
+        self.client_grace_s = client_grace_s
+        self.server_tools: dict[str, Tool] = {}
+        self.sessions: dict[str, _SessionRuntime] = {}
+        self.chat_session: dict[str, str] = {}
+        self.turns: dict[str, TurnRunner] = {}
+        self.turn_clients: dict[tuple[str, str], str] = {}
+        self._waiters: dict[str, list[tuple[Callable, asyncio.Future]]] = {}
+        self.connections: set = set()
+        self.subscribers: dict[str, set] = {}
+        self.tokens: dict[str, str] = {}
+        self.extensions: list = []  # objects with optional on_session_created / on_transition / run_tool hooks
+        self.store.add_channel(ROOT, "root", {"agents": [], "activeSessions": 0})
+        self.store.subscribe(self._broadcast)
+        self.add_agent(agent)
+
+    # -- agents and tools ---------------------------------------------------------------------
+
+    def add_agent(self, agent: Agent) -> None:
+        info = dict(agent.info())
+        self.agents[info["provider"]] = agent
+        root = self.store.state(ROOT)
+        agents = [a for a in root.get("agents", []) if a.get("provider") != info["provider"]] + [info]
+        self.dispatch(ROOT, {"type": "root/agentsChanged", "agents": agents})
+
+    def agent_for(self, session: str) -> Agent:
+        return self.agents[self.sessions[session].provider]
+
+    def agent_capabilities(self, session: str) -> dict:
+        provider = self.sessions[session].provider
+        for info in self.store.state(ROOT).get("agents", []):
+            if info.get("provider") == provider:
+                return info.get("capabilities") or {}
+        return {}
+
+    def add_server_tool(self, tool: Tool) -> Tool:
+        """Register a tool the host executes itself and publish it in every session's ``serverTools``."""
+        self.server_tools[tool.name] = tool
+        for uri in self.sessions:
+            self._publish_server_tools(uri)
+        return tool
+
+    def remove_server_tool(self, name: str) -> None:
+        if self.server_tools.pop(name, None) is not None:
+            for uri in self.sessions:
+                self._publish_server_tools(uri)
+
+    def _publish_server_tools(self, session: str) -> None:
+        tools = [t.definition() for t in self.server_tools.values()]
+        for ext in self.extensions:
+            tools.extend(getattr(ext, "server_tool_definitions", lambda s: [])(session))
+        current = (self.store.state(session) or {}).get("serverTools") or []
+        if to_json(current) != tools:
+            self.dispatch(session, {"type": "session/serverToolsChanged", "tools": tools})
+
+    def available_tools(self, session: str) -> list[ToolInfo]:
+        """Every tool an agent may call in ``session``: server tools, then each active client's."""
+        state = self.store.state(session) or {}
+        out: list[ToolInfo] = []
+        for d in state.get("serverTools") or ():
+            owner = "server"
+            for ext in self.extensions:
+                found = getattr(ext, "tool_owner", lambda s, n: None)(session, d.get("name"))
+                if found:
+                    owner = found
+            out.append(self._info(d, owner))
+        for client in state.get("activeClients") or ():
+            for d in client.get("tools") or ():
+                out.append(self._info(d, f"client:{client.get('clientId')}"))
+        return out
+
+    @staticmethod
+    def _info(d: dict, owner: str) -> ToolInfo:
+        return ToolInfo(
+            d.get("name", ""),
+            d.get("description", ""),
+            d.get("title"),
+            d.get("inputSchema") or {},
+            owner,
+            d.get("annotations") or {},
+        )
+
+    def resolve_tool(
+        self, session: str, name: str, preferred_client: str | None = None
+    ) -> ResolvedTool | None:
+        """Find the tool an agent named: server tools first, then the turn's client, then other clients."""
+        state = self.store.state(session) or {}
+        for ext in self.extensions:
+            found = getattr(ext, "resolve_tool", lambda s, n: None)(session, name)
+            if found is not None:
+                return found
+        tool = self.server_tools.get(name)
+        if tool is not None:
+            return ResolvedTool("server", name, tool.title, tool.definition(), tool=tool)
+        clients = list(state.get("activeClients") or ())
+        clients.sort(key=lambda c: c.get("clientId") != preferred_client)
+        for client in clients:
+            for d in client.get("tools") or ():
+                if d.get("name") == name:
+                    cid = client.get("clientId")
+                    title = d.get("title") or (d.get("annotations") or {}).get("title") or name
+                    return ResolvedTool(
+                        "client", name, title, d, owner=cid, contributor={"kind": "client", "clientId": cid}
+                    )
+        return None
+
+    def needs_confirmation(self, resolved: ResolvedTool, confirm: bool | None) -> bool:
+        if confirm is not None:
+            return confirm
+        if self.confirm_tools != "auto":
+            return self.confirm_tools == "always"
+        if resolved.tool is not None and resolved.tool.confirm is not None:
+            return resolved.tool.confirm
+        annotations = resolved.definition.get("annotations") or {}
+        return bool(annotations.get("destructiveHint"))
+
+    async def run_external_tool(
+        self,
+        runner: TurnRunner,
+        resolved: ResolvedTool,
+        call_id: str,
+        tc: dict,
+        requires_result_confirmation: bool,
+    ) -> None:
+        for ext in self.extensions:
+            run = getattr(ext, "run_tool", None)
+            if run is not None and await run(runner, resolved, call_id, tc, requires_result_confirmation):
+                return
+        self.dispatch(
+            runner.chat,
+            {
+                "type": "chat/toolCallComplete",
+                "turnId": runner.turn_id,
+                "toolCallId": call_id,
+                "result": failure_result(resolved.title, f"no runner for {resolved.kind} tools"),
+            },
+        )
+
+    async def pace(self) -> None:
+        """Yield to the event loop between streamed chunks (optionally slowed down for demos)."""
+        await asyncio.sleep(self.pace_s)
+
+    # -- applying actions -----------------------------------------------------------------------
+
+    def dispatch(self, channel: str, action: dict, origin: dict = HOST) -> Transition:
+        """Apply a host- or agent-originated action (trusted code) and do the follow-ups."""
+        transition = self.store.apply(channel, action, origin)
+        self._after(transition)
+        return transition
+
+    def dispatch_from_client(
+        self, client_id: str, client_seq: Any, channel: str, raw: Any
+    ) -> Transition | None:
+        """Validate and apply a client's ``dispatchAction``; rejections are recorded and echoed."""
+        kind = self.store.kind_of(channel)
+        if kind is None:
+            return None  # unknown channel: dropped silently (overview §6.1)
+        origin = {"kind": "client", "clientId": client_id, "clientSeq": client_seq}
+        action, reason = normalize_client_action(raw)
+        if action is not None:
+            session_uri = self.chat_session.get(channel) if kind == "chat" else channel
+            session_state = self.store.state(session_uri) if session_uri else None
+            caps = self.agent_capabilities(session_uri) if session_uri in self.sessions else {}
+            reason = check_client_action(
+                action,
+                channel,
+                kind,
+                self.store.state(channel),
+                client_id,
+                session=session_state,
+                agent_capabilities=caps,
+            )
+        if reason is not None:
+            return self.store.reject(channel, raw if action is None else action, origin, reason)
+        transition = self.store.apply(channel, action, origin)
+        self._after(transition)
+        self._client_side_effects(transition, client_id)
+        return transition
+
+    def _broadcast(self, transition: Transition) -> None:
+        subscribers = self.subscribers.get(transition.channel)
+        if not subscribers:
+            return
+        text = dumps(
+            {"jsonrpc": "2.0", "method": "action", "params": transition.envelope()}, separators=(",", ":")
+        )
+        for conn in tuple(subscribers):
+            conn.send_text(text)
+
+    def _after(self, transition: Transition) -> None:
+        """Host follow-ups of an accepted transition (mirroring, waiters, extensions)."""
+        if not transition.accepted:
+            return
+        kind = transition.channel_kind
+        if kind == "chat":
+            self._after_chat(transition)
+        elif kind == "session":
+            self._refresh_summary(transition.channel)
+        for ext in self.extensions:
+            hook = getattr(ext, "on_transition", None)
+            if hook is not None:
+                hook(transition)
+
+    def _after_chat(self, transition: Transition) -> None:
+        chat_uri = transition.channel
+        session_uri = self.chat_session.get(chat_uri)
+        chat = transition.after
+        action_type = transition.type
+        if session_uri is not None and self.store.has_channel(session_uri):
+            session = self.store.state(session_uri)
+            entry = next((c for c in session.get("chats") or () if c.get("resource") == chat_uri), None)
+            if entry is not None and action_type not in _NO_SUMMARY_CHANGE:
+                changes = mirror.summary_changes(entry, chat)
+                if changes:
+                    self.dispatch(
+                        session_uri, {"type": "session/chatUpdated", "chat": chat_uri, "changes": changes}
+                    )
+            if action_type in _BLOCKING_ACTIONS:
+                for action in mirror.input_needed_actions(chat_uri, chat, self.store.state(session_uri)):
+                    self.dispatch(session_uri, action)
+        waiters = self._waiters.get(chat_uri)
+        if waiters:
+            self._check_waiters(chat_uri, chat)
+
+    # -- waiting on state -----------------------------------------------------------------------
+
+    async def wait_for(self, channel: str, check: Callable[[Any], Any], timeout: float | None = None) -> Any:
+        """Wait until ``check(state)`` returns something other than ``None`` for the channel."""
+        result = check(self.store.state(channel) or {})
+        if result is not None:
+            return result
+        future = asyncio.get_running_loop().create_future()
+        entry = (check, future)
+        self._waiters.setdefault(channel, []).append(entry)
+        try:
+            if timeout is None:
+                return await future
+            return await asyncio.wait_for(future, timeout)
+        finally:
+            bucket = self._waiters.get(channel)
+            if bucket and entry in bucket:
+                bucket.remove(entry)
+
+    def _check_waiters(self, channel: str, state: Any) -> None:
+        for check, future in list(self._waiters.get(channel, ())):
+            if future.done():
+                continue
+            try:
+                result = check(state)
+            except Exception as exc:
+                future.set_exception(exc)
+                continue
+            if result is not None:
+                future.set_result(result)
+
+    # -- client-triggered side effects -----------------------------------------------------------
+
+    def _client_side_effects(self, transition: Transition, client_id: str) -> None:
+        action = transition.action
+        kind = action["type"]
+        channel = transition.channel
+        if kind == "chat/turnStarted":
+            self.turn_clients[(channel, action["turnId"])] = client_id
+            self.start_turn(channel, action["turnId"], action.get("message") or {})
+        elif kind in ("chat/turnCancelled", "chat/truncated"):
+            runner = self.turns.get(channel)
+            if runner is not None and runner.task is not None:
+                runner.task.cancel()
+        elif kind == "chat/pendingMessageSet" and action.get("kind") == "queued":
+            self._consume_queue(channel)
+        elif kind == "session/activeClientRemoved":
+            self._client_left(channel, action.get("clientId"), "was removed from the session")
+        for ext in self.extensions:
+            hook = getattr(ext, "on_client_action", None)
+            if hook is not None:
+                hook(transition, client_id)
+
+    # -- turns ----------------------------------------------------------------------------------
+
+    def start_turn(self, chat: str, turn_id: str, message: dict) -> TurnRunner:
+        session = self.chat_session[chat]
+        runner = TurnRunner(self, session, chat, turn_id, message, self.agent_for(session))
+        previous = self.turns.get(chat)
+        if previous is not None and previous.task is not None:
+            previous.task.cancel()
+        self.turns[chat] = runner
+        runner.start()
+        return runner
+
+    def _turn_finished(self, runner: TurnRunner) -> None:
+        if self.turns.get(runner.chat) is runner:
+            del self.turns[runner.chat]
+        self.turn_clients.pop((runner.chat, runner.turn_id), None)
+        if self.store.has_channel(runner.chat):
+            asyncio.get_running_loop().call_soon(self._consume_queue, runner.chat)
+
+    def _consume_queue(self, chat: str) -> None:
+        """Start the first queued message as a new turn when the chat is idle (chat-channel §10)."""
+        state = self.store.state(chat)
+        if state is None or state.get("activeTurn") is not None or chat in self.turns:
+            return
+        queued = state.get("queuedMessages") or []
+        if not queued:
+            return
+        first = queued[0]
+        self.dispatch(chat, {"type": "chat/pendingMessageRemoved", "kind": "queued", "id": first["id"]})
+        turn_id = f"turn-{uuid.uuid4().hex[:8]}"
+        self.dispatch(
+            chat,
+            {
+                "type": "chat/turnStarted",
+                "turnId": turn_id,
+                "startedAt": iso_ms(self.store.clock_ms()),
+                "message": first["message"],
+                "queuedMessageId": first["id"],
+            },
+        )
+        self.start_turn(chat, turn_id, first["message"])
+
+    # -- sessions and chats ---------------------------------------------------------------------
+
+    def create_session(self, uri: str, params: dict, client_id: str | None = None) -> None:
+        if uri in self.sessions or self.store.has_channel(uri):
+            raise RpcError(ErrorCode.SESSION_ALREADY_EXISTS, f"session {uri} already exists")
+        if not uri.startswith("ahp-session:/"):
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS, f"a session URI must start with 'ahp-session:/', got {uri!r}"
+            )
+        provider = params.get("provider") or next(iter(self.agents))
+        if provider not in self.agents:
+            raise RpcError(
+                ErrorCode.PROVIDER_NOT_FOUND,
+                f"no agent provider {provider!r}; known: {', '.join(self.agents)}",
+            )
+        active_client = params.get("activeClient")
+        if active_client is not None and client_id is not None and active_client.get("clientId") != client_id:
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS, "createSession.activeClient must be the creating client's own entry"
+            )
+        state: dict[str, Any] = {
+            "provider": provider,
+            "title": params.get("title") or "New session",
+            "status": 1,
+            "lifecycle": "creating",
+            "activeClients": [],
+            "chats": [],
+        }
+        dirs = params.get("workingDirectories")
+        if dirs:
+            caps = {}
+            for info in self.store.state(ROOT).get("agents", []):
+                if info.get("provider") == provider:
+                    caps = info.get("capabilities") or {}
+            state["workingDirectories"] = (
+                list(dirs) if "multipleWorkingDirectories" in caps else list(dirs[:1])
+            )
+        now = iso_ms(self.store.clock_ms())
+        runtime = _SessionRuntime(uri, provider, now, [], {}, creator=client_id)
+        self.sessions[uri] = runtime
+        self.store.add_channel(uri, "session", state)
+        if active_client is not None:
+            self.dispatch(uri, {"type": "session/activeClientSet", "activeClient": active_client})
+        self._count_sessions()
+        try:
+            asyncio.get_running_loop().call_soon(self._init_session, uri)
+        except RuntimeError:
+            self._init_session(uri)
+
+    def _init_session(self, uri: str) -> None:
+        if uri not in self.sessions:
+            return
+        try:
+            self._publish_server_tools(uri)
+            for ext in self.extensions:
+                hook = getattr(ext, "on_session_created", None)
+                if hook is not None:
+                    hook(uri)
+            chat = f"ahp-chat:/{uuid.uuid4()}"
+            self.create_chat(uri, chat, {"title": "Chat"})
+            self.dispatch(uri, {"type": "session/defaultChatChanged", "defaultChat": chat})
+            self.dispatch(uri, {"type": "session/ready"})
+        except Exception as exc:
+            log.exception("session %s failed to initialise", uri)
+            self.dispatch(
+                uri,
+                {
+                    "type": "session/creationFailed",
+                    "error": {"errorType": type(exc).__name__, "message": str(exc)},
+                },
+            )
+        runtime = self.sessions[uri]
+        runtime.summary = self._summary(uri)
+        self._notify_root("root/sessionAdded", {"summary": runtime.summary})
+
+    def create_chat(self, session: str, chat: str, params: dict) -> None:
+        if session not in self.sessions:
+            raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"no session {session}")
+        if self.store.has_channel(chat):
+            raise RpcError(ErrorCode.ALREADY_EXISTS, f"chat {chat} already exists")
+        if not chat.startswith("ahp-chat:/"):
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"a chat URI must start with 'ahp-chat:/', got {chat!r}")
+        runtime = self.sessions[session]
+        caps = self.agent_capabilities(session)
+        if runtime.chats and "multipleChats" not in caps:
+            raise RpcError(ErrorCode.INVALID_PARAMS, "this agent supports a single chat per session")
+        state: dict[str, Any] = {
+            "resource": chat,
+            "title": params.get("title") or "Chat",
+            "status": 1,
+            "modifiedAt": iso_ms(self.store.clock_ms()),
+            "turns": [],
+        }
+        source = params.get("source")
+        if source is not None:
+            state = self._chat_from_source(session, chat, state, source, caps)
+        elif runtime.chats:
+            state["origin"] = {"kind": "user"}
+        dirs = params.get("workingDirectories")
+        if dirs is not None and (source or {}).get("kind") != "fork":
+            session_dirs = (self.store.state(session) or {}).get("workingDirectories") or []
+            outside = [d for d in dirs if d not in session_dirs]
+            if outside:
+                raise RpcError(
+                    ErrorCode.INVALID_PARAMS, f"{outside[0]} is not one of the session's working directories"
+                )
+            state["workingDirectories"] = list(dirs)
+        self.store.add_channel(chat, "chat", state)
+        self.chat_session[chat] = session
+        runtime.chats.append(chat)
+        self.dispatch(session, {"type": "session/chatAdded", "summary": mirror.chat_summary(state)})
+        initial = params.get("initialMessage")
+        if initial is not None:
+            turn_id = f"turn-{uuid.uuid4().hex[:8]}"
+            self.dispatch(
+                chat,
+                {
+                    "type": "chat/turnStarted",
+                    "turnId": turn_id,
+                    "startedAt": iso_ms(self.store.clock_ms()),
+                    "message": initial,
+                },
+            )
+            self.start_turn(chat, turn_id, initial)
+
+    def _chat_from_source(self, session: str, chat: str, state: dict, source: dict, caps: dict) -> dict:
+        kind = source.get("kind")
+        multi = caps.get("multipleChats") or {}
+        if kind not in ("fork", "sideChat") or not multi.get(kind):
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"this agent does not support {kind!r} chats")
+        src = source.get("chat")
+        if src == chat or src not in self.sessions[session].chats:
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"source chat {src} is not a chat of this session")
+        src_state = self.store.state(src)
+        turns = src_state.get("turns") or []
+        index = next((i for i, t in enumerate(turns) if t.get("id") == source.get("turnId")), None)
+        active = (src_state.get("activeTurn") or {}).get("id") == source.get("turnId")
+        if index is None and not (kind == "sideChat" and active):
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS, f"turn {source.get('turnId')!r} is not a completed turn of {src}"
+            )
+        origin = {k: v for k, v in source.items() if k in ("kind", "chat", "turnId", "selection")}
+        state["origin"] = origin
+        if kind == "fork":
+            state["turns"] = list(turns[: index + 1])
+            if src_state.get("workingDirectories") is not None:
+                state["workingDirectories"] = src_state["workingDirectories"]
+        return state
+
+    def dispose_chat(self, chat: str) -> None:
+        session = self.chat_session.get(chat)
+        if session is None:
+            raise RpcError(ErrorCode.NOT_FOUND, f"no chat {chat}")
+        runner = self.turns.pop(chat, None)
+        if runner is not None and runner.task is not None:
+            runner.task.cancel()
+        for action in mirror.input_needed_actions(chat, {}, self.store.state(session)):
+            self.dispatch(session, action)
+        self.store.remove_channel(chat)
+        self.chat_session.pop(chat, None)
+        self.sessions[session].chats.remove(chat)
+        self.subscribers.pop(chat, None)
+        self.dispatch(session, {"type": "session/chatRemoved", "chat": chat})
+
+    def dispose_session(self, uri: str) -> None:
+        runtime = self.sessions.get(uri)
+        if runtime is None:
+            raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"no session {uri}")
+        for ext in self.extensions:
+            hook = getattr(ext, "on_session_disposed", None)
+            if hook is not None:
+                hook(uri)
+        for chat in list(runtime.chats):
+            runner = self.turns.pop(chat, None)
+            if runner is not None and runner.task is not None:
+                runner.task.cancel()
+            self.store.remove_channel(chat)
+            self.chat_session.pop(chat, None)
+            self.subscribers.pop(chat, None)
+        self.store.remove_channel(uri)
+        self.subscribers.pop(uri, None)
+        del self.sessions[uri]
+        self._count_sessions()
+        self._notify_root("root/sessionRemoved", {"session": uri})
+
+    def _count_sessions(self) -> None:
+        if self.store.state(ROOT).get("activeSessions") != len(self.sessions):
+            self.dispatch(ROOT, {"type": "root/activeSessionsChanged", "activeSessions": len(self.sessions)})
+
+    # -- active clients -------------------------------------------------------------------------
+
+    def remove_client(self, session: str, client_id: str, why: str = "left the session") -> None:
+        """Remove an active client the way the spec says (§5.2): entry, plugins, in-flight calls."""
+        state = self.store.state(session)
+        if state is None:
+            return
+        if any(c.get("clientId") == client_id for c in state.get("activeClients") or ()):
+            self.dispatch(session, {"type": "session/activeClientRemoved", "clientId": client_id})
+        self._client_left(session, client_id, why)
+
+    def _client_left(self, session: str, client_id: str | None, why: str) -> None:
+        state = self.store.state(session)
+        if state is None or client_id is None:
+            return
+        for entry in list(state.get("customizations") or ()):
+            if entry.get("clientId") == client_id:
+                self.dispatch(session, {"type": "session/customizationRemoved", "id": entry.get("id")})
+        for chat in list(self.sessions[session].chats):
+            chat_state = self.store.state(chat) or {}
+            active = chat_state.get("activeTurn") or {}
+            for part in active.get("responseParts") or ():
+                tc = part.get("toolCall") if part.get("kind") == "toolCall" else None
+                if not tc:
+                    continue
+                contributor = tc.get("contributor") or {}
+                if (
+                    contributor.get("kind") == "client"
+                    and contributor.get("clientId") == client_id
+                    and tc.get("status") in ("running", "pending-confirmation")
+                ):
+                    message = f"Client {client_id} {why} before the tool call finished"
+                    self.dispatch(
+                        chat,
+                        {
+                            "type": "chat/toolCallComplete",
+                            "turnId": active.get("id"),
+                            "toolCallId": tc.get("toolCallId"),
+                            "result": failure_result(
+                                tc.get("displayName") or tc.get("toolName"), message, "clientRemoved"
+                            ),
+                        },
+                    )
+        for ext in self.extensions:
+            hook = getattr(ext, "on_client_left", None)
+            if hook is not None:
+                hook(session, client_id)
+
+    # -- catalogue ------------------------------------------------------------------------------
+
+    def _summary(self, uri: str) -> dict:
+        runtime = self.sessions[uri]
+        state = self.store.state(uri) or {}
+        chats = {c: self.store.state(c) for c in runtime.chats if self.store.has_channel(c)}
+        status, activity = mirror.aggregate_status(state, chats)
+        modified = max([c.get("modifiedAt") or "" for c in chats.values()] + [runtime.created_at])
+        summary: dict[str, Any] = {
+            "resource": uri,
+            "provider": runtime.provider,
+            "title": state.get("title", ""),
+            "status": status,
+            "createdAt": runtime.created_at,
+            "modifiedAt": modified,
+        }
+        if activity is not None:
+            summary["activity"] = activity
+        for key in ("project", "workingDirectories", "annotations"):
+            if state.get(key) is not None:
+                summary[key] = state[key]
+        return summary
+
+    def _refresh_summary(self, uri: str) -> None:
+        runtime = self.sessions.get(uri)
+        if runtime is None or not runtime.summary:
+            return
+        new = self._summary(uri)
+        changes = {k: v for k, v in new.items() if runtime.summary.get(k) != v}
+        changes.update({k: None for k in runtime.summary if k not in new})
+        if changes:
+            runtime.summary = new
+            changes.pop("resource", None)
+            self._notify_root("root/sessionSummaryChanged", {"session": uri, "changes": changes})
+
+    def list_sessions(self) -> list[dict]:
+        items = [self._summary(uri) for uri in self.sessions]
+        items.sort(key=lambda s: s["modifiedAt"], reverse=True)
+        return items
+
+    def _notify_root(self, method: str, params: dict) -> None:
+        text = dumps(
+            {"jsonrpc": "2.0", "method": method, "params": {"channel": ROOT, **params}}, separators=(",", ":")
+        )
+        for conn in tuple(self.subscribers.get(ROOT, ())):
+            conn.send_text(text)
+
+    # -- connections ----------------------------------------------------------------------------
+
+    def connect(self, name: str = "client"):
+        """Open an in-process connection; returns the client end of the transport."""
+        from .connection import Connection
+
+        client_end, host_end = pipe(name, "host")
+        Connection(self, host_end)
+        return client_end
+
+    def attach(self, transport) -> Any:
+        """Serve a connection arriving over any transport (e.g. a WebSocket)."""
+        from .connection import Connection
+
+        return Connection(self, transport)
+
+    def negotiate(self, offered: list) -> str:
+        for version in offered or ():
+            if version in SUPPORTED_VERSIONS:
+                return version
+        raise RpcError(
+            ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
+            f"none of {offered} is supported",
+            {"supportedVersions": list(SUPPORTED_VERSIONS)},
+        )
+
+    @property
+    def protocol_version(self) -> str:
+        return PROTOCOL_VERSION

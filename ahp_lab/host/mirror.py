@@ -1,0 +1,125 @@
+"""Pure functions the host uses to keep the session channel in step with its chats.
+
+* ``session/chatUpdated`` mirrors a chat's summary fields into ``SessionState.chats``;
+* ``session/inputNeededSet|Removed`` mirror blocking chat conditions into ``SessionState.inputNeeded``
+  (session-channel §5);
+* the catalogue ``SessionSummary`` aggregates status across chats (session-channel §6).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..protocol.jsonvalue import to_json
+
+SUMMARY_KEYS = (
+    "resource",
+    "title",
+    "status",
+    "activity",
+    "modifiedAt",
+    "origin",
+    "interactivity",
+    "workingDirectories",
+)
+ACTIVITY_MASK = 0x1F
+IDLE, ERROR, IN_PROGRESS, INPUT_NEEDED = 1, 2, 8, 24
+
+
+def chat_summary(chat: dict) -> dict:
+    """The ``ChatSummary`` of a chat state."""
+    return {k: chat[k] for k in SUMMARY_KEYS if chat.get(k) is not None}
+
+
+def summary_changes(summary: dict | None, chat: dict) -> dict:
+    """Keys of the chat's summary that differ from ``summary`` (removed keys map to ``None``)."""
+    summary = summary or {}
+    changes: dict[str, Any] = {}
+    for key in SUMMARY_KEYS:
+        if key == "resource":
+            continue
+        new, old = chat.get(key), summary.get(key)
+        if new != old:
+            changes[key] = new
+    return changes
+
+
+def entry_id(chat: str, local_id: str) -> str:
+    return f"{chat}#{local_id}"
+
+
+def input_needed_for_chat(chat_uri: str, chat: dict) -> dict[str, dict]:
+    """The ``SessionInputRequest`` entries a chat's active turn calls for, keyed by entry id."""
+    active = chat.get("activeTurn") if isinstance(chat, dict) else None
+    if not isinstance(active, dict):
+        return {}
+    turn_id = active.get("id")
+    out: dict[str, dict] = {}
+    for part in active.get("responseParts") or ():
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("kind")
+        if kind == "inputRequest" and part.get("response") is None and isinstance(part.get("request"), dict):
+            request = part["request"]
+            eid = entry_id(chat_uri, f"input:{request.get('id')}")
+            out[eid] = {"kind": "chatInput", "id": eid, "chat": chat_uri, "request": to_json(request)}
+        elif kind == "toolCall" and isinstance(part.get("toolCall"), dict):
+            tc = part["toolCall"]
+            status = tc.get("status")
+            eid = entry_id(chat_uri, str(tc.get("toolCallId")))
+            base = {"id": eid, "chat": chat_uri, "turnId": turn_id, "toolCall": to_json(tc)}
+            contributor = tc.get("contributor") or {}
+            if status in ("pending-confirmation", "pending-result-confirmation"):
+                out[eid] = {"kind": "toolConfirmation", **base}
+            elif status == "auth-required":
+                out[eid] = {"kind": "toolAuthentication", **base}
+            elif status == "running" and contributor.get("kind") == "client":
+                out[eid] = {"kind": "toolClientExecution", **base, "clientId": contributor.get("clientId")}
+    return out
+
+
+def _comparable(entry: dict) -> dict:
+    """An entry without the live fields that change while a call runs (they are not worth a re-set)."""
+    if entry.get("kind") != "toolClientExecution":
+        return entry
+    tc = {k: v for k, v in entry["toolCall"].items() if k not in ("content", "_meta")}
+    return {**entry, "toolCall": tc}
+
+
+def input_needed_actions(chat_uri: str, chat: dict, session: dict) -> list[dict]:
+    """``session/inputNeededSet|Removed`` actions that bring the session in line with the chat."""
+    wanted = input_needed_for_chat(chat_uri, chat)
+    current = {
+        e.get("id"): e
+        for e in (session.get("inputNeeded") or ())
+        if isinstance(e, dict) and e.get("chat") == chat_uri
+    }
+    actions: list[dict] = []
+    for eid in current:
+        if eid not in wanted:
+            actions.append({"type": "session/inputNeededRemoved", "id": eid})
+    for eid, entry in wanted.items():
+        old = current.get(eid)
+        if old is None or _comparable(to_json(old)) != _comparable(entry):
+            actions.append({"type": "session/inputNeededSet", "request": entry})
+    return actions
+
+
+def aggregate_status(session: dict, chats: dict[str, dict]) -> tuple[int, str | None]:
+    """Catalogue status and activity of a session from its chats (session-channel §6)."""
+    flags = int(session.get("status") or 0) & ~ACTIVITY_MASK
+    default = chats.get(session.get("defaultChat") or "")
+    if default is None and chats:
+        default = max(chats.values(), key=lambda c: c.get("modifiedAt") or "")
+    source = default or {}
+    activity_bits = int(source.get("status") or IDLE) & ACTIVITY_MASK
+    activity = source.get("activity")
+    for chat in chats.values():
+        bits = int(chat.get("status") or 0) & ACTIVITY_MASK
+        if bits == INPUT_NEEDED and activity_bits != ERROR:
+            activity_bits, activity = INPUT_NEEDED, chat.get("activity")
+    for chat in chats.values():
+        if int(chat.get("status") or 0) & ACTIVITY_MASK == ERROR:
+            activity_bits, activity = ERROR, chat.get("activity")
+            break
+    return flags | (activity_bits or IDLE), activity

@@ -1,0 +1,267 @@
+"""Host-side validation of client-dispatched actions (overview §6.1, session-channel §7).
+
+:func:`check_client_action` returns ``None`` when the host accepts the action, or a one-sentence
+rejection reason that is echoed to the client as ``rejectionReason`` and recorded in the log.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..protocol import CLIENT_DISPATCHABLE, ProtocolError, validate_action
+from ..protocol.actions import channel_kind_of_action
+
+
+def _active_turn(chat: dict) -> dict | None:
+    active = chat.get("activeTurn")
+    return active if isinstance(active, dict) else None
+
+
+def find_tool_call(chat: dict, turn_id: Any, call_id: Any) -> dict | None:
+    active = _active_turn(chat)
+    if active is None or active.get("id") != turn_id:
+        return None
+    for part in active.get("responseParts") or ():
+        if isinstance(part, dict) and part.get("kind") == "toolCall":
+            tc = part.get("toolCall") or {}
+            if tc.get("toolCallId") == call_id:
+                return tc
+    return None
+
+
+def find_open_request(chat: dict, request_id: Any) -> dict | None:
+    active = _active_turn(chat)
+    for part in (active or {}).get("responseParts") or ():
+        if (
+            isinstance(part, dict)
+            and part.get("kind") == "inputRequest"
+            and part.get("response") is None
+            and (part.get("request") or {}).get("id") == request_id
+        ):
+            return part["request"]
+    return None
+
+
+_VALUE_KIND = {
+    "text": "text",
+    "number": "number",
+    "integer": "number",
+    "boolean": "boolean",
+    "single-select": "selected",
+    "multi-select": "selected-many",
+}
+
+
+def check_answer(question: dict | None, answer: dict) -> str | None:
+    """Why an answer does not fit its question (``None`` when it does)."""
+    state = answer.get("state")
+    if state == "skipped":
+        return None
+    value = answer.get("value")
+    if not isinstance(value, dict):
+        return f"a {state} answer needs a value"
+    if question is None:
+        return None
+    want = _VALUE_KIND.get(question.get("kind"))
+    if want is not None and value.get("kind") != want:
+        return f"question '{question.get('id')}' takes a {want} answer, not {value.get('kind')}"
+    v = value.get("value")
+    kind = question.get("kind")
+    if kind == "integer" and not (isinstance(v, int) and not isinstance(v, bool)):
+        return f"question '{question.get('id')}' takes a whole number"
+    if kind in ("number", "integer"):
+        if question.get("min") is not None and v < question["min"]:
+            return f"question '{question.get('id')}' takes a number of at least {question['min']}"
+        if question.get("max") is not None and v > question["max"]:
+            return f"question '{question.get('id')}' takes a number of at most {question['max']}"
+    if kind in ("single-select", "multi-select") and not question.get("allowFreeformInput"):
+        known = {o.get("id") for o in question.get("options") or ()}
+        chosen = v if isinstance(v, list) else [v]
+        unknown = [c for c in chosen if c not in known]
+        if unknown:
+            return f"question '{question.get('id')}' has no option {unknown[0]!r}"
+    if kind == "multi-select" and isinstance(v, list):
+        if question.get("min") is not None and len(v) < question["min"]:
+            return f"question '{question.get('id')}' needs at least {question['min']} choices"
+        if question.get("max") is not None and len(v) > question["max"]:
+            return f"question '{question.get('id')}' allows at most {question['max']} choices"
+    if kind == "text" and isinstance(v, str):
+        if question.get("min") is not None and len(v) < question["min"]:
+            return f"question '{question.get('id')}' needs at least {question['min']} characters"
+        if question.get("max") is not None and len(v) > question["max"]:
+            return f"question '{question.get('id')}' allows at most {question['max']} characters"
+    return None
+
+
+def _questions(request: dict) -> dict[str, dict]:
+    return {q.get("id"): q for q in request.get("questions") or () if isinstance(q, dict)}
+
+
+def check_client_action(
+    action: dict,
+    channel: str,
+    channel_kind: str,
+    state: Any,
+    client_id: str,
+    *,
+    session: dict | None = None,
+    agent_capabilities: dict | None = None,
+) -> str | None:
+    """Validate a client dispatch; ``action`` must already be normalized by ``validate_action``."""
+    kind = action["type"]
+    if kind not in CLIENT_DISPATCHABLE:
+        return f"{kind} is host-only: clients cannot dispatch it"
+    if channel_kind_of_action(kind) != channel_kind:
+        return f"{kind} belongs on a {channel_kind_of_action(kind)} channel, but {channel} is a {channel_kind} channel"
+    caps = agent_capabilities or {}
+    if channel_kind == "chat":
+        return _check_chat(action, kind, state, client_id, session, caps)
+    if channel_kind == "session":
+        return _check_session(action, kind, state, client_id, caps)
+    if kind == "terminal/claimed":
+        claim = (state or {}).get("claim") or {}
+        if not (claim.get("kind") == "client" and claim.get("clientId") == client_id):
+            return "terminal/claimed: only the client holding the claim may transfer it"
+    return None
+
+
+def _check_chat(
+    action: dict, kind: str, chat: dict, client_id: str, session: dict | None, caps: dict
+) -> str | None:
+    if kind in ("chat/turnStarted", "chat/pendingMessageSet", "chat/draftChanged"):
+        message = action.get("message") if kind != "chat/draftChanged" else action.get("draft")
+        if message is not None and (message.get("origin") or {}).get("kind") != "user":
+            return f"{kind}: clients may only send user messages (origin.kind must be 'user')"
+    if kind == "chat/turnStarted" and _active_turn(chat) is not None:
+        return (
+            "a turn is already in progress: cancel it first or queue the message with chat/pendingMessageSet"
+        )
+    if kind == "chat/turnCancelled":
+        active = _active_turn(chat)
+        if active is None:
+            return "chat/turnCancelled: there is no active turn to cancel"
+        if active.get("id") != action.get("turnId"):
+            return f"chat/turnCancelled: turn {action.get('turnId')!r} is not the active turn"
+    if kind in (
+        "chat/toolCallConfirmed",
+        "chat/toolCallResultConfirmed",
+        "chat/toolCallComplete",
+        "chat/toolCallContentChanged",
+    ):
+        tc = find_tool_call(chat, action.get("turnId"), action.get("toolCallId"))
+        if tc is None:
+            return f"{kind}: no tool call {action.get('toolCallId')!r} in the active turn {action.get('turnId')!r}"
+        status = tc.get("status")
+        if kind == "chat/toolCallConfirmed" and status != "pending-confirmation":
+            return f"tool call {action.get('toolCallId')!r} is not waiting for confirmation (it is {status})"
+        if kind == "chat/toolCallResultConfirmed" and status != "pending-result-confirmation":
+            return f"tool call {action.get('toolCallId')!r} has no result waiting for confirmation (it is {status})"
+        if kind in ("chat/toolCallComplete", "chat/toolCallContentChanged"):
+            contributor = tc.get("contributor") or {}
+            if contributor.get("kind") != "client" or contributor.get("clientId") != client_id:
+                owner = contributor.get("clientId") if contributor.get("kind") == "client" else "the host"
+                return f"{kind}: tool call {action.get('toolCallId')!r} is executed by {owner}, not by client {client_id}"
+            if kind == "chat/toolCallContentChanged" and status != "running":
+                return f"chat/toolCallContentChanged: tool call {action.get('toolCallId')!r} is {status}, not running"
+            if kind == "chat/toolCallComplete":
+                ok = status in ("running", "pending-confirmation") or (
+                    status == "auth-required" and not (action.get("result") or {}).get("success")
+                )
+                if not ok:
+                    return f"chat/toolCallComplete: tool call {action.get('toolCallId')!r} is {status} and cannot complete now"
+    if kind in ("chat/inputAnswerChanged", "chat/inputCompleted"):
+        request = find_open_request(chat, action.get("requestId"))
+        if request is None:
+            return f"{kind}: no open input request {action.get('requestId')!r} in the active turn"
+        questions = _questions(request)
+        if kind == "chat/inputAnswerChanged" and action.get("answer") is not None:
+            reason = check_answer(questions.get(action.get("questionId")), action["answer"])
+            if reason:
+                return f"chat/inputAnswerChanged: {reason}"
+        if kind == "chat/inputCompleted":
+            given = action.get("answers") or {}
+            if any(v is None for v in given.values()):
+                return "chat/inputCompleted: answers must not be null (omit the key instead)"
+            for qid, answer in given.items():
+                reason = check_answer(questions.get(qid), answer)
+                if reason:
+                    return f"chat/inputCompleted: {reason}"
+            if action.get("response") == "accept":
+                final = {**(request.get("answers") or {}), **given}
+                for qid, q in questions.items():
+                    if q.get("required") and (final.get(qid) or {}).get("state") != "submitted":
+                        return f"chat/inputCompleted: required question '{qid}' has no submitted answer"
+    if kind == "chat/pendingMessageRemoved":
+        if action.get("kind") == "steering":
+            if (chat.get("steeringMessage") or {}).get("id") != action.get("id"):
+                return f"chat/pendingMessageRemoved: no steering message {action.get('id')!r}"
+        elif not any(m.get("id") == action.get("id") for m in chat.get("queuedMessages") or ()):
+            return f"chat/pendingMessageRemoved: no queued message {action.get('id')!r}"
+    if kind in ("chat/workingDirectorySet", "chat/workingDirectoryRemoved"):
+        if "multipleWorkingDirectories" not in caps:
+            return f"{kind}: the agent does not support multiple working directories"
+        if kind == "chat/workingDirectorySet" and action.get("directory") not in (
+            (session or {}).get("workingDirectories") or ()
+        ):
+            return f"chat/workingDirectorySet: {action.get('directory')} is not one of the session's working directories"
+    return None
+
+
+def _check_session(action: dict, kind: str, session_state: dict, client_id: str, caps: dict) -> str | None:
+    if kind == "session/activeClientSet" and (action.get("activeClient") or {}).get("clientId") != client_id:
+        return (
+            f"session/activeClientSet: a client may only set its own entry (clientId must be {client_id!r})"
+        )
+    if kind == "session/customizationToggled" and not _customization_exists(session_state, action.get("id")):
+        return f"session/customizationToggled: no customization with id {action.get('id')!r}"
+    if kind in ("session/mcpServerStartRequested", "session/mcpServerStopRequested"):
+        entry = _customization(session_state, action.get("id"))
+        if entry is None or entry.get("type") != "mcpServer":
+            return f"{kind}: {action.get('id')!r} is not an MCP server of this session"
+    if kind == "session/configChanged":
+        config = session_state.get("config")
+        if not isinstance(config, dict):
+            return "session/configChanged: this session has no configuration"
+        props = (config.get("schema") or {}).get("properties") or {}
+        for key in action.get("config") or {}:
+            if key not in props:
+                return f"session/configChanged: unknown configuration property {key!r}"
+            if not props[key].get("sessionMutable"):
+                return (
+                    f"session/configChanged: property {key!r} cannot be changed after the session was created"
+                )
+    if kind in ("session/workingDirectorySet", "session/workingDirectoryRemoved"):
+        multi = caps.get("multipleWorkingDirectories")
+        if multi is None:
+            return f"{kind}: the agent does not support multiple working directories"
+        dirs = session_state.get("workingDirectories") or []
+        if (
+            kind == "session/workingDirectoryRemoved"
+            and multi.get("immutablePrimary")
+            and dirs[:1] == [action.get("directory")]
+        ):
+            return "session/workingDirectoryRemoved: the primary working directory cannot be removed"
+    return None
+
+
+def _customization(session: dict, cid: Any) -> dict | None:
+    for entry in session.get("customizations") or ():
+        if entry.get("id") == cid:
+            return entry
+    for entry in session.get("customizations") or ():
+        for child in entry.get("children") or () if entry.get("type") != "mcpServer" else ():
+            if child.get("id") == cid:
+                return child
+    return None
+
+
+def _customization_exists(session: dict, cid: Any) -> bool:
+    return _customization(session, cid) is not None
+
+
+def normalize_client_action(raw: Any) -> tuple[dict | None, str | None]:
+    """Validate the wire shape of a dispatched action: ``(action, None)`` or ``(None, reason)``."""
+    try:
+        return validate_action(raw), None
+    except ProtocolError as exc:
+        return None, str(exc)

@@ -1,0 +1,872 @@
+"""``Lab``: the one facade a notebook needs.
+
+``Lab()`` starts an in-kernel AHP host with the scripted agent, connects this notebook to it as
+an AHP client over the in-process JSON-RPC pair, creates a session and subscribes to its default
+chat. From there::
+
+    @lab.tool
+    async def run_unit_tests(pattern: str = "test_*", *, ctx) -> str: ...
+
+    turn = await lab.send("run the tests")   # never blocks the kernel's event loop
+    lab.transitions[-5:]                      # the transition log as a table
+    lab.state_at(42)                          # every channel as it was after seq 42
+    lab.dispatch({...})                       # any client-dispatchable action
+    lab.export("run.jsonl"); Lab.replay("run.jsonl")
+
+``lab.run(...)`` is the synchronous twin of ``send`` for scripts and nbval; it refuses to wait for
+a person (a blocked cell cannot receive widget clicks) and says to ``await`` instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+from .agents.base import Agent
+from .client import AhpClient
+from .host import ROOT, Host
+from .protocol import ProtocolError
+from .protocol.actions import channel_kind_of_action
+from .protocol.jsonvalue import to_json
+from .reducers._util import iso_ms
+from .store import Store, Transition, wall_clock_ms
+from .tools import Tool
+
+__all__ = ["Lab", "LabReplay", "Turn", "ToolCall", "ActionRejected", "HumanInputNeeded", "run_sync"]
+
+
+class ActionRejected(ValueError):
+    """The host rejected a dispatched action; the message is the host's one-sentence reason."""
+
+    def __init__(self, reason: str, transition: Transition | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.transition = transition
+
+
+class HumanInputNeeded(RuntimeError):
+    """A synchronous helper would have to wait for a person; use ``await`` instead."""
+
+
+_private_loop: asyncio.AbstractEventLoop | None = None
+
+
+def run_sync(coro: Coroutine) -> Any:
+    """Run a coroutine to completion from synchronous code, in a script or inside a notebook cell.
+
+    Inside a running loop (a Jupyter cell) this uses ``nest_asyncio2`` (never ``nest_asyncio``:
+    DESIGN.md decision 7); widget messages cannot arrive until the cell ends, so callers must not
+    wait for a person here.
+    """
+    global _private_loop
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    if loop is None:
+        if _private_loop is None or _private_loop.is_closed():
+            _private_loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(_private_loop)
+        return _private_loop.run_until_complete(coro)
+    import nest_asyncio2
+
+    nest_asyncio2.apply(loop)
+    return loop.run_until_complete(coro)
+
+
+def _markdown(value: Any) -> str:
+    return (
+        str(value.get("markdown", "")) if isinstance(value, dict) else ("" if value is None else str(value))
+    )
+
+
+class ToolCall:
+    """A read-only view of one tool call (from the chat state), with a readable display."""
+
+    def __init__(self, state: dict, turn_id: str, chat: str, lab: Lab | None = None) -> None:
+        self.state = to_json(state)
+        self.turn_id = turn_id
+        self.chat = chat
+        self._lab = lab
+
+    id = property(lambda self: self.state.get("toolCallId"))
+    name = property(lambda self: self.state.get("toolName"))
+    status = property(lambda self: self.state.get("status"))
+    success = property(lambda self: self.state.get("success"))
+
+    @property
+    def input(self) -> Any:
+        raw = self.state.get("toolInput")
+        try:
+            return json.loads(raw) if isinstance(raw, str) else raw
+        except ValueError:
+            return raw
+
+    @property
+    def result_text(self) -> str:
+        return "\n".join(
+            b.get("text", "") for b in self.state.get("content") or () if b.get("type") == "text"
+        )
+
+    def _tool(self) -> Tool | None:
+        if self._lab is None:
+            return None
+        client = self._lab.client
+        name = client.tool_names.get(self.name)
+        return client.tools.get(name) if name else self._lab.host.server_tools.get(self.name)
+
+    def __repr__(self) -> str:
+        bits = [f"{self.name} [{self.status}]"]
+        if self.input not in (None, {}, ""):
+            bits.append(f"input={json.dumps(self.input, ensure_ascii=False)}")
+        if self.status == "completed":
+            bits.append(
+                ("ok: " if self.success else "failed: ")
+                + (self.result_text or _markdown(self.state.get("pastTenseMessage")))
+            )
+        if self.status == "cancelled":
+            bits.append(f"reason={self.state.get('reason')}")
+        return f"<ToolCall {' '.join(bits)}>"
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        tool = self._tool()
+        shown = False
+        if tool is not None and tool.render_call is not None:
+            display(tool.render_call(self.input))
+            shown = True
+        if tool is not None and tool.render_result is not None and self.status == "completed":
+            display(tool.render_result(self.state))
+            shown = True
+        if not shown:
+            print(repr(self))
+
+
+class Turn:
+    """A read-only view of one turn of a chat."""
+
+    def __init__(self, state: dict, chat: str, lab: Lab | None = None, active: bool = False) -> None:
+        self.state = to_json(state)
+        self.chat = chat
+        self.active = active
+        self._lab = lab
+
+    id = property(lambda self: self.state.get("id"))
+
+    @property
+    def status(self) -> str:
+        return "active" if self.active else self.state.get("state", "?")
+
+    @property
+    def text(self) -> str:
+        """The markdown the agent streamed, concatenated."""
+        return "\n\n".join(str(p.get("content", "")) for p in self.parts if p.get("kind") == "markdown")
+
+    @property
+    def reasoning(self) -> str:
+        return "".join(str(p.get("content", "")) for p in self.parts if p.get("kind") == "reasoning")
+
+    @property
+    def parts(self) -> list[dict]:
+        return self.state.get("responseParts") or []
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return [
+            ToolCall(p["toolCall"], self.id, self.chat, self._lab)
+            for p in self.parts
+            if p.get("kind") == "toolCall"
+        ]
+
+    @property
+    def input_requests(self) -> list[dict]:
+        return [p for p in self.parts if p.get("kind") == "inputRequest"]
+
+    @property
+    def error(self) -> dict | None:
+        return self.state.get("error")
+
+    def __repr__(self) -> str:
+        lines = [f"<Turn {self.id} {self.status}: {self.state.get('message', {}).get('text', '')!r}"]
+        if self.reasoning:
+            lines.append(f"  reasoning: {self.reasoning[:120]}")
+        if self.text:
+            lines.append(f"  text: {self.text[:400]}")
+        for call in self.tool_calls:
+            lines.append(f"  {call!r}")
+        for part in self.input_requests:
+            lines.append(f"  input request {part['request'].get('id')}: {part.get('response', 'open')}")
+        if self.error:
+            lines.append(f"  error: {self.error.get('message')}")
+        return "\n".join(lines) + ">"
+
+    def _repr_markdown_(self) -> str:
+        out = [
+            f"**Turn `{self.id}`** — {self.status}",
+            "",
+            f"> {self.state.get('message', {}).get('text', '')}",
+            "",
+        ]
+        if self.reasoning:
+            out += [f"*reasoning:* {self.reasoning}", ""]
+        if self.text:
+            out += [self.text, ""]
+        for call in self.tool_calls:
+            out.append(
+                f"- tool `{call.name}` → **{call.status}**"
+                + (f": {call.result_text}" if call.result_text else "")
+            )
+        if self.error:
+            out.append(f"- error: {self.error.get('message')}")
+        return "\n".join(out)
+
+
+class _TurnPolicy:
+    """Answers for a turn sent with ``approve=`` / ``answers=`` (dispatched as real protocol actions)."""
+
+    def __init__(self, lab: Lab, chat: str, turn_id: str, approve: Any, answers: Any) -> None:
+        self.lab, self.chat, self.turn_id = lab, chat, turn_id
+        self.approve, self.answers = approve, answers
+        self.handled: set[str] = set()
+
+    @property
+    def active(self) -> bool:
+        return self.approve is not None or self.answers is not None
+
+    def react(self) -> None:
+        client = self.lab.client
+        state = client.confirmed(self.chat) or {}
+        active = state.get("activeTurn") or {}
+        if active.get("id") != self.turn_id:
+            return
+        for part in active.get("responseParts") or ():
+            if part.get("kind") == "toolCall" and self.approve is not None:
+                tc = part["toolCall"]
+                key = f"{tc.get('toolCallId')}:{tc.get('status')}"
+                if (
+                    tc.get("status") in ("pending-confirmation", "pending-result-confirmation")
+                    and key not in self.handled
+                ):
+                    self.handled.add(key)
+                    self.lab._decide(self.chat, self.turn_id, tc, self.approve)
+            elif (
+                part.get("kind") == "inputRequest"
+                and part.get("response") is None
+                and self.answers is not None
+            ):
+                request = part["request"]
+                if request.get("id") not in self.handled:
+                    self.handled.add(request.get("id"))
+                    given = self.answers(request) if callable(self.answers) else self.answers
+                    self.lab.answer(request.get("id"), given, chat=self.chat, _wait=False)
+        if self.approve is not None:
+            for approval in list(client.approvals.values()):
+                if (
+                    approval.chat == self.chat
+                    and approval.turn_id == self.turn_id
+                    and approval.tool_call_id not in self.handled
+                ):
+                    self.handled.add(approval.tool_call_id)
+                    verdict = (
+                        self.approve(
+                            ToolCall(
+                                {
+                                    "toolCallId": approval.tool_call_id,
+                                    "toolName": approval.tool_name,
+                                    "status": "local-approval",
+                                    "toolInput": approval.tool_input,
+                                },
+                                self.turn_id,
+                                self.chat,
+                                self.lab,
+                            )
+                        )
+                        if callable(self.approve)
+                        else self.approve
+                    )
+                    approval.approve() if verdict not in (False, "deny") else approval.deny()
+
+
+class _LabBase:
+    """What a live lab and a replayed log have in common: the store and its views."""
+
+    store: Store
+    session: str | None
+    chat: str | None
+
+    @property
+    def transitions(self):
+        """The transition log: ``lab.transitions[42]`` is seq 42, ``lab.transitions[-5:]`` the newest five."""
+        return self.store.transitions
+
+    def state_at(self, seq: int) -> dict[str, Any]:
+        """Every channel's state right after transition ``seq`` (time travel)."""
+        return self.store.state_at(seq)
+
+    def state(self, channel: str | None = None) -> Any:
+        """The authoritative state of a channel (default: the session's default chat)."""
+        return self.store.state(channel or self.chat)
+
+    @property
+    def root(self) -> Any:
+        return self.store.state(ROOT)
+
+    @property
+    def session_state(self) -> Any:
+        return self.store.state(self.session) if self.session else None
+
+    @property
+    def chat_state(self) -> Any:
+        return self.store.state(self.chat) if self.chat else None
+
+    def turns(self, chat: str | None = None) -> list[Turn]:
+        chat = chat or self.chat
+        state = self.store.state(chat) or {}
+        out = [Turn(t, chat, self) for t in state.get("turns") or ()]
+        if state.get("activeTurn"):
+            out.append(Turn(state["activeTurn"], chat, self, active=True))
+        return out
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return [call for turn in self.turns() for call in turn.tool_calls]
+
+    def export(self, path: str | Path) -> int:
+        """Write the transition log as JSON Lines; returns the number of lines."""
+        return self.store.export(path)
+
+    def subscribe(self, listener: Callable[[Transition], None]) -> Callable[[], None]:
+        return self.store.subscribe(listener)
+
+
+class Lab(_LabBase):
+    """An in-kernel AHP host, its scripted agent, one session, and this notebook as a client."""
+
+    def __init__(
+        self,
+        *,
+        agent: Agent | None = None,
+        client_id: str = "notebook",
+        display_name: str = "This notebook",
+        title: str = "Notebook session",
+        clock_ms: Callable[[], int] = wall_clock_ms,
+        chunk_size: int = 24,
+        pace_s: float = 0.0,
+        confirm_tools: str = "auto",
+        client_tool_timeout: float = 300.0,
+        host: Host | None = None,
+        connect: bool = True,
+    ) -> None:
+        self.host = host or Host(
+            agent,
+            clock_ms=clock_ms,
+            chunk_size=chunk_size,
+            pace_s=pace_s,
+            confirm_tools=confirm_tools,
+            client_tool_timeout=client_tool_timeout,
+        )
+        self.store = self.host.store
+        self.client = AhpClient(
+            self.host.connect(client_id), client_id=client_id, display_name=display_name, clock_ms=clock_ms
+        )
+        self.session: str | None = None
+        self.chat: str | None = None
+        self._policies: dict[str, _TurnPolicy] = {}
+        self._title = title
+        self._background: set[asyncio.Task] = set()
+        self.client.on_change(self._on_client_change)
+        if connect:
+            run_sync(self._start())
+
+    @classmethod
+    async def open(cls, **options: Any) -> Lab:
+        """``await Lab.open(...)``: the same as ``Lab(...)`` from inside a coroutine (no nested loop)."""
+        lab = cls(connect=False, **options)
+        await lab._start()
+        return lab
+
+    async def _start(self) -> None:
+        await self.client.initialize([ROOT])
+        self.session = await self.client.create_session(title=self._title)
+        state = await self.client.wait_for(
+            self.session,
+            lambda s: s if s and s.get("lifecycle") in ("ready", "creationFailed") else None,
+            timeout=30,
+        )
+        if state.get("lifecycle") != "ready":
+            raise RuntimeError(
+                f"the session could not be created: {(state.get('creationError') or {}).get('message')}"
+            )
+        self.chat = state["defaultChat"]
+        await self.client.subscribe(self.chat)
+
+    def __repr__(self) -> str:
+        state = self.session_state or {}
+        tools = [t.get("name") for c in state.get("activeClients") or () for t in c.get("tools") or ()]
+        return (
+            f"<Lab session={self.session} chat={self.chat} agent={self.agent.name} "
+            f"transitions={len(self.store.transitions)} client tools={tools}>"
+        )
+
+    @property
+    def agent(self) -> Agent:
+        return self.host.agent_for(self.session)
+
+    # -- tools ----------------------------------------------------------------------------------
+
+    def tool(self, fn: Callable | None = None, /, **options: Any):
+        """Register a client tool (this notebook executes it): ``@lab.tool`` or ``@lab.tool(...)``."""
+
+        def register(f: Callable) -> Tool:
+            t = f if isinstance(f, Tool) else Tool(f, **options)
+            self.client.register_tool(t)
+            self._settle()
+            return t
+
+        return register if fn is None else register(fn)
+
+    def server_tool(self, fn: Callable | None = None, /, **options: Any):
+        """Register a server tool (the host executes it): ``@lab.server_tool``."""
+
+        def register(f: Callable) -> Tool:
+            t = f if isinstance(f, Tool) else Tool(f, **options)
+            self.host.add_server_tool(t)
+            self._settle()
+            return t
+
+        return register if fn is None else register(fn)
+
+    def _settle(self) -> None:
+        """Let queued messages flow (echoes of what we just sent) when called from sync code."""
+        try:
+            asyncio.get_running_loop()
+            in_loop = True
+        except RuntimeError:
+            in_loop = False
+        if not in_loop:
+            run_sync(asyncio.sleep(0))
+
+    # -- turns ----------------------------------------------------------------------------------
+
+    def _start_turn(
+        self, text: str, script: Any, approve: Any, answers: Any, chat: str | None
+    ) -> tuple[str, str]:
+        chat = chat or self.chat
+        turn_id = f"turn-{uuid.uuid4().hex[:8]}"
+        if script is not None:
+            queue = getattr(self.agent, "queue_script", None)
+            if queue is None:
+                raise TypeError(f"the {self.agent.name} agent does not take scripts")
+            queue(turn_id, script)
+        policy = _TurnPolicy(self, chat, turn_id, approve, answers)
+        if policy.active:
+            self._policies[turn_id] = policy
+        self.client.dispatch(
+            chat,
+            {
+                "type": "chat/turnStarted",
+                "turnId": turn_id,
+                "startedAt": iso_ms(self.host.store.clock_ms()),
+                "message": {"text": text, "origin": {"kind": "user"}},
+            },
+        )
+        return chat, turn_id
+
+    async def _wait_turn(self, chat: str, turn_id: str, stop_when_blocked: bool = False) -> Turn:
+        def done(state: Any) -> Any:
+            for rejection in self.client.rejections:
+                if (
+                    rejection["action"].get("turnId") == turn_id
+                    and rejection["action"].get("type") == "chat/turnStarted"
+                ):
+                    return ("rejected", rejection["reason"])
+            for t in (state or {}).get("turns") or ():
+                if t.get("id") == turn_id:
+                    return ("done", t)
+            if stop_when_blocked and turn_id not in self._policies and self._blocked(chat, turn_id):
+                return ("blocked", None)
+            return None
+
+        try:
+            kind, value = await self.client.wait_for(chat, done)
+        finally:
+            self._policies.pop(turn_id, None)
+        if kind == "rejected":
+            raise ActionRejected(value)
+        if kind == "blocked":
+            raise HumanInputNeeded(
+                f"turn {turn_id} is waiting for a person ({self._blocked(chat, turn_id)}); a blocked cell cannot "
+                "receive widget clicks, so use `await lab.send(...)` in the notebook, or pass approve=/answers= "
+                "to answer programmatically"
+            )
+        return Turn(value, chat, self)
+
+    def _blocked(self, chat: str, turn_id: str) -> str | None:
+        state = self.client.confirmed(chat) or {}
+        active = state.get("activeTurn") or {}
+        if active.get("id") != turn_id:
+            return None
+        for part in active.get("responseParts") or ():
+            if part.get("kind") == "inputRequest" and part.get("response") is None:
+                return f"input request {part['request'].get('id')}"
+            tc = part.get("toolCall") if part.get("kind") == "toolCall" else None
+            if tc and tc.get("status") in (
+                "pending-confirmation",
+                "pending-result-confirmation",
+                "auth-required",
+            ):
+                return f"{tc.get('displayName')} is {tc.get('status')}"
+        for approval in self.client.approvals.values():
+            if approval.turn_id == turn_id:
+                return f"{approval.title} needs this notebook's approval"
+        return None
+
+    async def send(
+        self,
+        text: str,
+        *,
+        script: Any = None,
+        approve: Any = None,
+        answers: Any = None,
+        chat: str | None = None,
+    ) -> Turn:
+        """Start a turn with a user message and wait until it ends; returns the :class:`Turn`.
+
+        ``script`` runs an explicit scenario (see :mod:`ahp_lab.agents.scripted`). ``approve``
+        answers tool confirmations as they appear: ``True``/``False``, an option id, or a callable
+        taking a :class:`ToolCall` and returning one of those or ``{"edit": <new input>}``.
+        ``answers`` answers input requests: ``{questionId: value}`` or a callable taking the
+        request. Without them, a person answers in the workbench (clicks arrive while this awaits).
+        """
+        chat, turn_id = self._start_turn(text, script, approve, answers, chat)
+        return await self._wait_turn(chat, turn_id)
+
+    def start(self, text: str, **kwargs: Any) -> asyncio.Task:
+        """Start a turn and return at once; ``await`` the returned task for the :class:`Turn`."""
+        chat, turn_id = self._start_turn(
+            text,
+            kwargs.pop("script", None),
+            kwargs.pop("approve", None),
+            kwargs.pop("answers", None),
+            kwargs.pop("chat", None),
+        )
+        task = asyncio.ensure_future(self._wait_turn(chat, turn_id))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+    def run(self, text: str, **kwargs: Any) -> Turn:
+        """Synchronous :meth:`send` for scripts and nbval; raises :class:`HumanInputNeeded` instead of waiting for a person."""
+
+        async def go() -> Turn:
+            chat, turn_id = self._start_turn(
+                text,
+                kwargs.pop("script", None),
+                kwargs.pop("approve", None),
+                kwargs.pop("answers", None),
+                kwargs.pop("chat", None),
+            )
+            return await self._wait_turn(chat, turn_id, stop_when_blocked=True)
+
+        return run_sync(go())
+
+    def _on_client_change(self, channel: str, action: dict) -> None:
+        for policy in list(self._policies.values()):
+            if policy.chat == channel:
+                policy.react()
+
+    # -- answering ------------------------------------------------------------------------------
+
+    def _pending_calls(self, chat: str) -> list[tuple[str, dict]]:
+        state = self.client.confirmed(chat) or {}
+        active = state.get("activeTurn") or {}
+        return [
+            (active.get("id"), p["toolCall"])
+            for p in active.get("responseParts") or ()
+            if p.get("kind") == "toolCall"
+            and p["toolCall"].get("status") in ("pending-confirmation", "pending-result-confirmation")
+        ]
+
+    def _decide(self, chat: str, turn_id: str, tc: dict, verdict: Any) -> None:
+        if callable(verdict):
+            verdict = verdict(ToolCall(tc, turn_id, chat, self))
+        base = {"turnId": turn_id, "toolCallId": tc.get("toolCallId")}
+        if tc.get("status") == "pending-result-confirmation":
+            approved = verdict not in (False, "deny") and not (
+                isinstance(verdict, str) and self._option_kind(tc, verdict) == "deny"
+            )
+            self.client.dispatch(chat, {"type": "chat/toolCallResultConfirmed", **base, "approved": approved})
+            return
+        action: dict[str, Any] = {"type": "chat/toolCallConfirmed", **base}
+        edit = verdict.get("edit") if isinstance(verdict, dict) else None
+        option = verdict if isinstance(verdict, str) and verdict not in ("deny", "approve") else None
+        if isinstance(verdict, dict) and verdict.get("option"):
+            option = verdict["option"]
+        approved = verdict not in (False, "deny")
+        if option is not None:
+            kind = self._option_kind(tc, option)
+            if kind is None:
+                raise ValueError(f"{tc.get('displayName')} has no confirmation option {option!r}")
+            approved = kind == "approve"
+            action["selectedOptionId"] = option
+        action["approved"] = approved
+        if approved:
+            action["confirmed"] = "user-action"
+            if edit is not None:
+                action["editedToolInput"] = edit if isinstance(edit, str) else json.dumps(edit)
+        else:
+            action["reason"] = "denied"
+        self.client.dispatch(chat, action)
+
+    @staticmethod
+    def _option_kind(tc: dict, option_id: str) -> str | None:
+        for option in tc.get("options") or ():
+            if option.get("id") == option_id:
+                return option.get("kind")
+        return None
+
+    def approve(
+        self,
+        tool_call_id: str | None = None,
+        *,
+        option: str | None = None,
+        edit: Any = None,
+        chat: str | None = None,
+    ) -> None:
+        """Approve a tool call waiting for confirmation (the newest one by default)."""
+        self._answer_call(
+            tool_call_id, {"option": option, "edit": edit} if (option or edit is not None) else True, chat
+        )
+
+    def deny(self, tool_call_id: str | None = None, *, chat: str | None = None) -> None:
+        """Deny a tool call waiting for confirmation (or reject a result waiting for confirmation)."""
+        self._answer_call(tool_call_id, False, chat)
+
+    def _answer_call(self, tool_call_id: str | None, verdict: Any, chat: str | None) -> None:
+        chat = chat or self.chat
+        for approval in list(self.client.approvals.values()):
+            if tool_call_id in (None, approval.tool_call_id) and approval.chat == chat:
+                approval.approve() if verdict is not False else approval.deny()
+                self._settle()
+                return
+        pending = self._pending_calls(chat)
+        if tool_call_id is not None:
+            pending = [(t, tc) for t, tc in pending if tc.get("toolCallId") == tool_call_id]
+        if not pending:
+            raise LookupError(
+                "no tool call is waiting for confirmation"
+                + (f" with id {tool_call_id!r}" if tool_call_id else "")
+            )
+        turn_id, tc = pending[-1]
+        self._decide(chat, turn_id, tc, verdict)
+        self._settle()
+
+    def answer(
+        self,
+        request_id: str | None = None,
+        answers: dict | None = None,
+        *,
+        response: str = "accept",
+        chat: str | None = None,
+        _wait: bool = True,
+    ) -> None:
+        """Answer an open input request: ``answers`` maps question ids to values (or full answers)."""
+        chat = chat or self.chat
+        state = self.client.confirmed(chat) or {}
+        active = state.get("activeTurn") or {}
+        open_requests = [
+            p["request"]
+            for p in active.get("responseParts") or ()
+            if p.get("kind") == "inputRequest" and p.get("response") is None
+        ]
+        if request_id is not None:
+            open_requests = [r for r in open_requests if r.get("id") == request_id]
+        if not open_requests:
+            raise LookupError("no input request is open" + (f" with id {request_id!r}" if request_id else ""))
+        request = open_requests[-1]
+        built = {}
+        questions = {q.get("id"): q for q in request.get("questions") or ()}
+        for qid, value in (answers or {}).items():
+            built[qid] = (
+                value
+                if isinstance(value, dict) and "state" in value
+                else _answer_for(questions.get(qid), value)
+            )
+        action: dict[str, Any] = {
+            "type": "chat/inputCompleted",
+            "requestId": request.get("id"),
+            "response": response,
+        }
+        if built:
+            action["answers"] = built
+        self.client.dispatch(chat, action)
+        if _wait:
+            self._settle()
+
+    async def cancel(self, chat: str | None = None) -> None:
+        """Cancel the active turn of the chat."""
+        chat = chat or self.chat
+        active = (self.client.confirmed(chat) or {}).get("activeTurn")
+        if not active:
+            raise LookupError("there is no active turn to cancel")
+        self.client.dispatch(
+            chat,
+            {
+                "type": "chat/turnCancelled",
+                "turnId": active["id"],
+                "duration": max(0, self.host.store.clock_ms() - _parse_ms(active.get("startedAt"))),
+            },
+        )
+        await asyncio.sleep(0)
+
+    # -- dispatch -------------------------------------------------------------------------------
+
+    def _channel_for(self, action: dict, channel: str | None) -> str:
+        if channel is not None:
+            return channel
+        kind = channel_kind_of_action(action.get("type")) if isinstance(action, dict) else None
+        target = {"root": ROOT, "session": self.session, "chat": self.chat}.get(kind or "")
+        if target is None:
+            raise ProtocolError(
+                f"say which channel {action.get('type') if isinstance(action, dict) else action!r} goes to (channel=...)",
+                field="channel",
+                rule="is required for this action",
+            )
+        return target
+
+    async def adispatch(self, action: dict, channel: str | None = None) -> Transition:
+        """Dispatch as this notebook's client and wait for the host's verdict.
+
+        Raises :class:`ProtocolError` for malformed input (nothing is sent) and
+        :class:`ActionRejected` with the host's reason when the host rejects it (the rejection is
+        in the transition log).
+        """
+        channel = self._channel_for(action, channel)
+        seq = self.client.dispatch(channel, action)
+
+        def echoed(_state: Any) -> Any:
+            for t in reversed(self.store.transitions[-50:]):
+                origin = t.origin
+                if origin.get("clientId") == self.client.client_id and origin.get("clientSeq") == seq:
+                    return t
+            return None
+
+        transition = await self.client.wait_for(channel, echoed, timeout=30)
+        if not transition.accepted:
+            raise ActionRejected(transition.rejection_reason, transition)
+        return transition
+
+    def dispatch(self, action: dict, channel: str | None = None) -> Transition:
+        """Synchronous :meth:`adispatch` (the host answers at once; no person is involved)."""
+        return run_sync(self.adispatch(action, channel))
+
+    # -- clients --------------------------------------------------------------------------------
+
+    async def add_client(
+        self, client_id: str, display_name: str | None = None, *, trusted_host: bool = True
+    ) -> AhpClient:
+        """Connect another client (say, an IDE) and make it active in this session."""
+        client = AhpClient(
+            self.host.connect(client_id),
+            client_id=client_id,
+            display_name=display_name,
+            trusted_host=trusted_host,
+            clock_ms=self.store.clock_ms,
+        )
+        await client.initialize([ROOT])
+        await client.subscribe(self.session)
+        await client.subscribe(self.chat)
+        client.sessions.add(self.session)
+        client.publish(self.session)
+        await client.wait_for(
+            self.session,
+            lambda s: (
+                s
+                if any(c.get("clientId") == client_id for c in (s or {}).get("activeClients") or ())
+                else None
+            ),
+            timeout=10,
+        )
+        return client
+
+    def remove_client(self, client_id: str) -> None:
+        """Remove an active client from the session (its running tool calls fail)."""
+        self.host.remove_client(self.session, client_id, "was removed from the session")
+
+    # -- the workbench source interface ---------------------------------------------------------
+
+    def prompt(self, text: str) -> None:
+        """Start a turn from the workbench's prompt box (does not wait)."""
+        self.start(text)
+
+    def authenticate(self, resource: str, token: str) -> None:
+        task = asyncio.ensure_future(
+            self.client.request("authenticate", {"resource": resource, "token": token})
+        )
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def show(self):
+        """The workbench: customization tree, tool-call timeline, input queue, transitions, chat."""
+        from .widgets import Workbench
+
+        return Workbench(self)
+
+    @classmethod
+    def replay(cls, path: str | Path) -> LabReplay:
+        """Load an exported log; the replayed states equal the live ones at export time."""
+        return LabReplay(Store.load(path))
+
+
+class LabReplay(_LabBase):
+    """A read-only lab rebuilt from an exported transition log."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        channels = store.channels()
+        self.session = next((u for u, k in channels.items() if k == "session"), None)
+        session = store.state(self.session) if self.session else None
+        self.chat = (session or {}).get("defaultChat") or next(
+            (u for u, k in channels.items() if k == "chat"), None
+        )
+
+    def __repr__(self) -> str:
+        return f"<LabReplay {len(self.store.transitions)} transitions, session={self.session}>"
+
+    def dispatch(self, channel: str, action: dict) -> None:
+        raise PermissionError("a replayed log is read-only")
+
+    def prompt(self, text: str) -> None:
+        raise PermissionError("a replayed log is read-only")
+
+    def authenticate(self, resource: str, token: str) -> None:
+        raise PermissionError("a replayed log is read-only")
+
+
+def _answer_for(question: dict | None, value: Any) -> dict:
+    kind = (question or {}).get("kind")
+    if value is None:
+        return {"state": "skipped"}
+    if kind in ("number", "integer"):
+        return {"state": "submitted", "value": {"kind": "number", "value": value}}
+    if kind == "boolean":
+        return {"state": "submitted", "value": {"kind": "boolean", "value": bool(value)}}
+    if kind == "single-select":
+        return {"state": "submitted", "value": {"kind": "selected", "value": value}}
+    if kind == "multi-select":
+        return {"state": "submitted", "value": {"kind": "selected-many", "value": list(value)}}
+    return {"state": "submitted", "value": {"kind": "text", "value": str(value)}}
+
+
+def _parse_ms(iso: Any) -> int:
+    from datetime import datetime
+
+    try:
+        return int(datetime.fromisoformat(str(iso).replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError:
+        return 0

@@ -1,0 +1,602 @@
+"""The store: current state of every channel, the transition log, subscriptions, time travel, replay.
+
+Nothing writes state except :meth:`Store.apply`, which runs the channel's pure reducer on an
+action the host accepted and records a transition. The log is column-oriented so that recording
+costs little time and memory: each transition keeps its action, channel, origin, clock value and
+reducer time; channel states are kept for the live head, at periodic checkpoints and in a small
+cache. Any earlier state (``transition.before``/``after``, :meth:`Store.state_at`) is rebuilt on
+demand by replaying the channel's actions from the nearest checkpoint with the clock values that
+were recorded — the reducers are pure, so the result is exactly the state that existed.
+
+Export writes JSON Lines: a header, each channel's initial state where it appears, and one
+envelope per transition; :meth:`Store.load` replays such a file into a store whose states equal
+the live ones.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from array import array
+from bisect import bisect_right
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from .protocol import PROTOCOL_VERSION
+from .protocol.jsonvalue import dumps, json_patch, strip_nulls, to_json
+from .reducers import REDUCERS
+
+__all__ = ["Store", "Transition", "TransitionLog", "HOST", "agent_origin", "client_origin", "wall_clock_ms"]
+
+HOST: dict = {"kind": "host"}
+_AGENT_ORIGINS: dict[str, dict] = {}
+LOG_FORMAT = "ahp_lab.transitions"
+LOG_VERSION = 1
+
+
+def agent_origin(name: str) -> dict:
+    """The (shared) origin record of actions an agent produced through the host."""
+    origin = _AGENT_ORIGINS.get(name)
+    if origin is None:
+        origin = _AGENT_ORIGINS[name] = {"kind": "agent", "name": name}
+    return origin
+
+
+def client_origin(client_id: str, client_seq: int) -> dict:
+    return {"kind": "client", "clientId": client_id, "clientSeq": client_seq}
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+Listener = Callable[["Transition"], None]
+
+
+@dataclass
+class _Channel:
+    uri: str
+    kind: str
+    reducer: Callable
+    first_index: int  # log length when the channel appeared
+    initial: Any
+    positions: array = field(default_factory=lambda: array("q"))  # log indices of its transitions
+    checkpoints: list = field(default_factory=list)  # [(count, state)] state after `count` transitions
+    removed_at: int | None = None  # log length when it was removed
+
+
+class Transition:
+    """One action the host sequenced on a channel, accepted or rejected; a view into the log."""
+
+    __slots__ = ("_store", "index", "_before", "_after")
+
+    def __init__(self, store: Store, index: int, before: Any = None, after: Any = None) -> None:
+        self._store = store
+        self.index = index
+        self._before = before
+        self._after = after
+
+    @property
+    def seq(self) -> int:
+        return self._store.first_seq + self.index
+
+    @property
+    def channel(self) -> str:
+        return self._store._channel_of(self.index).uri
+
+    @property
+    def channel_kind(self) -> str:
+        return self._store._channel_of(self.index).kind
+
+    @property
+    def action(self) -> dict:
+        return self._store._actions[self.index]
+
+    @property
+    def type(self) -> str:
+        action = self.action
+        return action.get("type", "?") if isinstance(action, dict) else "?"
+
+    @property
+    def origin(self) -> dict:
+        return self._store._origins[self.index]
+
+    @property
+    def rejection_reason(self) -> str | None:
+        return self._store._rejections.get(self.index)
+
+    @property
+    def accepted(self) -> bool:
+        return self.index not in self._store._rejections
+
+    @property
+    def now_ms(self) -> int:
+        return self._store._now[self.index]
+
+    @property
+    def wall_time(self) -> float:
+        """Epoch seconds of the clock value the reducer saw."""
+        return self.now_ms / 1000.0
+
+    @property
+    def reducer_ns(self) -> int:
+        return self._store._reducer_ns[self.index]
+
+    @property
+    def before(self) -> Any:
+        if self._before is None:
+            self._before = self._store._state_around(self.index, after=False)
+        return self._before
+
+    @property
+    def after(self) -> Any:
+        if self._after is None:
+            self._after = self._store._state_around(self.index, after=True)
+        return self._after
+
+    @property
+    def diff(self) -> list[dict]:
+        """RFC 6902 JSON patch from ``before`` to ``after`` (empty for rejected and no-op actions)."""
+        return json_patch(self.before, self.after)
+
+    def envelope(self) -> dict:
+        """The wire ``ActionEnvelope`` of this transition."""
+        env: dict[str, Any] = {"channel": self.channel, "action": to_json(self.action), "serverSeq": self.seq}
+        origin = self.origin
+        if origin.get("kind") == "client":
+            env["origin"] = {"clientId": origin["clientId"], "clientSeq": origin["clientSeq"]}
+        reason = self.rejection_reason
+        if reason is not None:
+            env["rejectionReason"] = reason
+        return env
+
+    def origin_label(self) -> str:
+        origin = self.origin
+        kind = origin.get("kind")
+        if kind == "client":
+            return f"client {origin.get('clientId')} #{origin.get('clientSeq')}"
+        if kind == "agent":
+            return f"agent {origin.get('name')}"
+        return str(kind)
+
+    def summary(self) -> str:
+        """A short human description of the action's payload."""
+        return summarize_action(self.action)
+
+    def row(self) -> dict:
+        return {
+            "seq": self.seq,
+            "time": time.strftime("%H:%M:%S", time.gmtime(self.wall_time)) + f".{self.now_ms % 1000:03d}",
+            "channel": self.channel,
+            "type": self.type,
+            "origin": self.origin_label(),
+            "status": "accepted" if self.accepted else "rejected",
+            "summary": self.rejection_reason if not self.accepted else self.summary(),
+        }
+
+    def __repr__(self) -> str:
+        r = self.row()
+        mark = "" if self.accepted else " REJECTED"
+        return f"<Transition seq={r['seq']} {r['type']} on {r['channel']} by {r['origin']}{mark}: {r['summary']}>"
+
+    def _repr_html_(self) -> str:
+        return _rows_html([self])
+
+
+def summarize_action(action: Any, limit: int = 72) -> str:
+    if not isinstance(action, dict):
+        return repr(action)[:limit]
+    bits = []
+    for key, value in action.items():
+        if key == "type" or value is None:
+            continue
+        if isinstance(value, (dict, list)):
+            text = json.dumps(strip_nulls(value), ensure_ascii=False)
+        else:
+            text = json.dumps(to_json(value), ensure_ascii=False)
+        if len(text) > 32:
+            text = text[:29] + "..."
+        bits.append(f"{key}={text}")
+    out = " ".join(bits)
+    return out if len(out) <= limit else out[: limit - 3] + "..."
+
+
+def _escape(text: Any) -> str:
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _rows_html(transitions: list[Transition]) -> str:
+    head = "".join(f"<th>{h}</th>" for h in ("seq", "time", "channel", "action", "origin", "", "summary"))
+    body = []
+    for t in transitions:
+        r = t.row()
+        status = "✓" if t.accepted else "✗ rejected"
+        body.append(
+            "<tr>"
+            + "".join(
+                f"<td>{_escape(v)}</td>"
+                for v in (r["seq"], r["time"], r["channel"], r["type"], r["origin"], status, r["summary"])
+            )
+            + "</tr>"
+        )
+    return (
+        f"<table class='ahp-transitions'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    )
+
+
+class TransitionLog:
+    """The transition log as a read-only sequence.
+
+    ``log[42]`` is the transition with server seq 42; negative indices count from the newest
+    (``log[-1]`` is the latest); slices work the same way (``log[-5:]``, ``log[10:20]``).
+    """
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def __len__(self) -> int:
+        return len(self._store._actions)
+
+    def _position(self, i: int) -> int:
+        n = len(self)
+        if i < 0:
+            pos = n + i
+        else:
+            pos = i - self._store.first_seq
+        if not 0 <= pos < n:
+            first, last = self._store.first_seq, self._store.first_seq + n - 1
+            raise IndexError(
+                f"no transition {i}: the log holds seqs {first}..{last}" if n else "the log is empty"
+            )
+        return pos
+
+    def __getitem__(self, item):
+        if isinstance(item, slice):
+            n = len(self)
+            first = self._store.first_seq
+
+            def bound(value, default):
+                if value is None:
+                    return default
+                return n + value if value < 0 else value - first
+
+            start = max(0, min(n, bound(item.start, 0)))
+            stop = max(0, min(n, bound(item.stop, n)))
+            return TransitionList([self._store._transition(p) for p in range(start, stop, item.step or 1)])
+        return self._store._transition(self._position(item))
+
+    def __iter__(self) -> Iterator[Transition]:
+        for pos in range(len(self)):
+            yield self._store._transition(pos)
+
+    def window(self, start: int, count: int) -> TransitionList:
+        """``count`` transitions starting at log position ``start`` (0 = oldest)."""
+        n = len(self)
+        start = max(0, min(n, start))
+        return TransitionList([self._store._transition(p) for p in range(start, min(n, start + count))])
+
+    def where(
+        self, channel: str | None = None, type: str | None = None, origin: str | None = None
+    ) -> TransitionList:
+        """Transitions filtered by channel URI, action type (prefix match) and origin kind."""
+        out = []
+        for t in self:
+            if channel is not None and t.channel != channel:
+                continue
+            if type is not None and not t.type.startswith(type):
+                continue
+            if origin is not None and t.origin.get("kind") != origin:
+                continue
+            out.append(t)
+        return TransitionList(out)
+
+    def __repr__(self) -> str:
+        return repr(self[-10:]) if len(self) else "<empty transition log>"
+
+    def _repr_html_(self) -> str:
+        return self[-10:]._repr_html_() if len(self) else "<em>empty transition log</em>"
+
+
+class TransitionList(list):
+    """A list of transitions that prints as a readable table."""
+
+    def __repr__(self) -> str:
+        if not self:
+            return "[]"
+        rows = [t.row() for t in self]
+        cols = ("seq", "channel", "type", "origin", "status", "summary")
+        widths = {c: min(48, max(len(c), *(len(str(r[c])) for r in rows))) for c in cols}
+        line = "  ".join(c.ljust(widths[c]) for c in cols)
+        out = [line, "  ".join("-" * widths[c] for c in cols)]
+        for r in rows:
+            out.append("  ".join(str(r[c])[: widths[c]].ljust(widths[c]) for c in cols))
+        return "\n".join(out)
+
+    def _repr_html_(self) -> str:
+        return _rows_html(list(self))
+
+
+class Store:
+    """Authoritative state per channel plus the record of every transition."""
+
+    def __init__(
+        self,
+        clock_ms: Callable[[], int] = wall_clock_ms,
+        *,
+        first_seq: int = 1,
+        checkpoint_every: int = 128,
+        cache_size: int = 512,
+    ) -> None:
+        self.clock_ms = clock_ms
+        self.first_seq = first_seq
+        self.checkpoint_every = checkpoint_every
+        self._channels: dict[str, _Channel] = {}
+        self._history: list[_Channel] = []  # every channel ever added, in order
+        self._states: dict[str, Any] = {}
+        # columns of the log
+        self._actions: list = []
+        self._origins: list = []
+        self._chan: array = array("l")  # index into self._history
+        self._now: array = array("q")
+        self._reducer_ns: array = array("q")
+        self._rejections: dict[int, str] = {}
+        self._events: list[tuple[int, str, _Channel]] = []  # (log length, "add"/"remove", channel)
+        self._cache: OrderedDict[tuple[int, int], Any] = OrderedDict()
+        self._cache_size = cache_size
+        self._listeners: list[Listener] = []
+        self._channel_listeners: dict[str, list[Listener]] = {}
+        self.transitions = TransitionLog(self)
+
+    # -- channels -----------------------------------------------------------------------------
+
+    def add_channel(self, uri: str, kind: str, state: Any) -> None:
+        """Start tracking a channel with its initial state (recorded for replay and time travel)."""
+        if uri in self._channels:
+            raise ValueError(f"channel {uri} already exists")
+        reducer = REDUCERS.get(kind)
+        if reducer is None:
+            raise ValueError(f"unknown channel kind {kind!r} for {uri}")
+        ch = _Channel(uri, kind, reducer, len(self._actions), state)
+        ch.index = len(self._history)  # type: ignore[attr-defined]
+        ch.checkpoints.append((0, state))
+        self._history.append(ch)
+        self._channels[uri] = ch
+        self._states[uri] = state
+        self._events.append((len(self._actions), "add", ch))
+
+    def remove_channel(self, uri: str) -> None:
+        ch = self._channels.pop(uri, None)
+        if ch is None:
+            return
+        self._states.pop(uri, None)
+        ch.removed_at = len(self._actions)
+        self._events.append((len(self._actions), "remove", ch))
+        self._channel_listeners.pop(uri, None)
+
+    def has_channel(self, uri: str) -> bool:
+        return uri in self._channels
+
+    def kind_of(self, uri: str) -> str | None:
+        ch = self._channels.get(uri)
+        return ch.kind if ch else None
+
+    def state(self, uri: str) -> Any:
+        """The current state of a channel (``None`` if it does not exist)."""
+        return self._states.get(uri)
+
+    def states(self) -> dict[str, Any]:
+        """Current state of every live channel."""
+        return dict(self._states)
+
+    def channels(self) -> dict[str, str]:
+        """Live channels and their kinds."""
+        return {uri: ch.kind for uri, ch in self._channels.items()}
+
+    @property
+    def last_seq(self) -> int:
+        """The seq of the newest transition (``first_seq - 1`` when the log is empty)."""
+        return self.first_seq + len(self._actions) - 1
+
+    # -- applying -----------------------------------------------------------------------------
+
+    def apply(
+        self, channel: str, action: dict, origin: dict = HOST, *, now_ms: int | None = None
+    ) -> Transition:
+        """Reduce an accepted action into ``channel`` and record the transition."""
+        ch = self._channels.get(channel)
+        if ch is None:
+            raise KeyError(f"no channel {channel}")
+        now = self.clock_ms() if now_ms is None else now_ms
+        before = self._states[channel]
+        t0 = time.perf_counter_ns()
+        after = ch.reducer(before, action, now)
+        elapsed = time.perf_counter_ns() - t0
+        self._states[channel] = after
+        index = self._record(ch, action, origin, now, elapsed)
+        count = len(ch.positions)
+        if count % self.checkpoint_every == 0:
+            ch.checkpoints.append((count, after))
+        transition = Transition(self, index, before, after)
+        self._notify(channel, transition)
+        return transition
+
+    def reject(
+        self, channel: str, action: Any, origin: dict, reason: str, *, now_ms: int | None = None
+    ) -> Transition:
+        """Record a rejected dispatch: it takes a seq (the echo carries it) but changes nothing."""
+        ch = self._channels.get(channel)
+        if ch is None:
+            raise KeyError(f"no channel {channel}")
+        now = self.clock_ms() if now_ms is None else now_ms
+        index = self._record(ch, action, origin, now, 0)
+        self._rejections[index] = reason
+        state = self._states[channel]
+        transition = Transition(self, index, state, state)
+        self._notify(channel, transition)
+        return transition
+
+    def _record(self, ch: _Channel, action: Any, origin: dict, now: int, elapsed: int) -> int:
+        index = len(self._actions)
+        self._actions.append(action)
+        self._origins.append(origin)
+        self._chan.append(ch.index)  # type: ignore[attr-defined]
+        self._now.append(now)
+        self._reducer_ns.append(elapsed)
+        ch.positions.append(index)
+        return index
+
+    # -- subscriptions --------------------------------------------------------------------------
+
+    def subscribe(self, listener: Listener, channel: str | None = None) -> Callable[[], None]:
+        """Call ``listener(transition)`` after every transition (of ``channel`` only, if given)."""
+        bucket = self._listeners if channel is None else self._channel_listeners.setdefault(channel, [])
+        bucket.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in bucket:
+                bucket.remove(listener)
+
+        return unsubscribe
+
+    def _notify(self, channel: str, transition: Transition) -> None:
+        for listener in tuple(self._channel_listeners.get(channel, ())) + tuple(self._listeners):
+            try:
+                listener(transition)
+            except Exception as exc:  # a broken view must never break the host
+                import logging
+
+                logging.getLogger("ahp_lab").exception("transition listener %r failed: %s", listener, exc)
+
+    # -- history ------------------------------------------------------------------------------
+
+    def _channel_of(self, index: int) -> _Channel:
+        return self._history[self._chan[index]]
+
+    def _transition(self, index: int) -> Transition:
+        return Transition(self, index)
+
+    def _state_around(self, index: int, after: bool) -> Any:
+        """The channel state right before or right after the transition at log ``index``."""
+        ch = self._channel_of(index)
+        count = bisect_right(ch.positions, index)  # transitions of the channel up to and including index
+        return self._state_after_count(ch, count if after else count - 1)
+
+    def _state_after_count(self, ch: _Channel, count: int) -> Any:
+        if count == len(ch.positions) and ch.uri in self._channels:
+            return self._states[ch.uri]
+        key = (ch.index, count)  # type: ignore[attr-defined]
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._cache.move_to_end(key)
+            return cached
+        i = bisect_right([c for c, _ in ch.checkpoints], count) - 1
+        done, state = ch.checkpoints[i]
+        for k in range(done, count):
+            index = ch.positions[k]
+            if index not in self._rejections:
+                state = ch.reducer(state, self._actions[index], self._now[index])
+        self._cache[key] = state
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return state
+
+    def state_at(self, seq: int) -> dict[str, Any]:
+        """Every channel's state as it was right after transition ``seq`` (time travel)."""
+        upto = seq - self.first_seq + 1  # number of transitions included
+        if upto < 0 or upto > len(self._actions):
+            raise IndexError(f"no seq {seq}: the log holds seqs {self.first_seq}..{self.last_seq}")
+        out: dict[str, Any] = {}
+        for ch in self._history:
+            if ch.first_index > upto or (ch.removed_at is not None and ch.removed_at <= upto):
+                continue
+            count = bisect_right(ch.positions, upto - 1)
+            out[ch.uri] = self._state_after_count(ch, count)
+        return out
+
+    # -- export / replay ------------------------------------------------------------------------
+
+    def export(self, target: str | Path | IO[str]) -> int:
+        """Write the log as JSON Lines (initial channel states + envelopes); returns the line count."""
+        if isinstance(target, (str, Path)):
+            with open(target, "w", encoding="utf-8") as fh:
+                return self.export(fh)
+        lines = 0
+
+        def write(obj: dict) -> None:
+            nonlocal lines
+            target.write(dumps(obj, separators=(",", ":")) + "\n")
+            lines += 1
+
+        write(
+            {
+                "format": LOG_FORMAT,
+                "version": LOG_VERSION,
+                "protocolVersion": PROTOCOL_VERSION,
+                "firstSeq": self.first_seq,
+            }
+        )
+        events = iter(self._events)
+        pending = next(events, None)
+        for index in range(len(self._actions) + 1):
+            while pending is not None and pending[0] == index:
+                at, what, ch = pending
+                if what == "add":
+                    write({"channel": ch.uri, "kind": ch.kind, "state": to_json(ch.initial)})
+                else:
+                    write({"removed": ch.uri})
+                pending = next(events, None)
+            if index == len(self._actions):
+                break
+            t = self._transition(index)
+            write({"envelope": t.envelope(), "origin": t.origin, "nowMs": t.now_ms})
+        return lines
+
+    @classmethod
+    def load(cls, source: str | Path | IO[str], **kwargs: Any) -> Store:
+        """Rebuild a store by replaying an exported log; its states equal the exported ones."""
+        if isinstance(source, (str, Path)):
+            with open(source, encoding="utf-8") as fh:
+                return cls.load(fh, **kwargs)
+        store: Store | None = None
+        for lineno, line in enumerate(source, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError as exc:
+                raise ValueError(f"line {lineno}: not JSON ({exc})") from None
+            if store is None:
+                if record.get("format") != LOG_FORMAT:
+                    raise ValueError(
+                        f"line {lineno}: not an ahp_lab transition log (no {LOG_FORMAT!r} header)"
+                    )
+                store = cls(first_seq=int(record.get("firstSeq", 1)), **kwargs)
+                continue
+            if "envelope" in record:
+                env = record["envelope"]
+                expected = store.last_seq + 1
+                if env.get("serverSeq") != expected:
+                    raise ValueError(
+                        f"line {lineno}: serverSeq {env.get('serverSeq')} where {expected} was expected"
+                    )
+                if env["channel"] not in store._channels:
+                    raise ValueError(f"line {lineno}: envelope for unknown channel {env['channel']}")
+                origin = record.get("origin") or HOST
+                if "rejectionReason" in env:
+                    store.reject(
+                        env["channel"], env["action"], origin, env["rejectionReason"], now_ms=record["nowMs"]
+                    )
+                else:
+                    store.apply(env["channel"], env["action"], origin, now_ms=record["nowMs"])
+            elif "removed" in record:
+                store.remove_channel(record["removed"])
+            elif "channel" in record:
+                store.add_channel(record["channel"], record["kind"], record["state"])
+            else:
+                raise ValueError(f"line {lineno}: unknown record {sorted(record)}")
+        if store is None:
+            raise ValueError("empty transition log")
+        return store

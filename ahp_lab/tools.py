@@ -1,0 +1,299 @@
+"""Tools as Python functions: the custom-tool contract (seed 004) adapted to Python.
+
+A tool is a plain function, sync or async. Its name, title and description come from the
+function (or the decorator's arguments), its ``inputSchema`` from the type hints (or a pydantic
+model), and it may take a ``ctx`` keyword parameter (:class:`ToolContext`) to stream partial
+content, see its call id and session, and notice cancellation::
+
+    @tool
+    async def run_unit_tests(pattern: str = "test_*", *, ctx) -> str:
+        await ctx.update("collecting...")
+        return "12 passed"
+
+The same :class:`Tool` objects serve as client tools (executed by a client, ``lab.tool``) and
+server tools (executed by the host, ``lab.server_tool``). Every input is validated against the
+tool's schema before the function sees it; exceptions, timeouts and unserializable results end
+the call as a failure with a one-sentence message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from .protocol.jsonvalue import to_json
+
+__all__ = ["Tool", "ToolContext", "ToolError", "tool", "tool_result"]
+
+
+class ToolError(Exception):
+    """A tool call that cannot run or did not succeed; its message is shown to the user."""
+
+
+def _title_from_name(name: str) -> str:
+    words = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name).replace("_", " ").replace("-", " ").split()
+    return " ".join(w[:1].upper() + w[1:] for w in words) or name
+
+
+def _first_paragraph(doc: str | None) -> str:
+    if not doc:
+        return ""
+    return inspect.cleandoc(doc).split("\n\n")[0].replace("\n", " ").strip()
+
+
+@dataclass
+class ToolContext:
+    """What a running tool function can see and do."""
+
+    call_id: str
+    tool_name: str
+    session: str
+    chat: str
+    turn_id: str
+    _send_content: Callable[[list], Any]
+    _loop: asyncio.AbstractEventLoop
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+    updates: int = 0
+
+    async def update(self, content: Any) -> None:
+        """Stream partial content (``chat/toolCallContentChanged``); replaces what was shown before."""
+        self.updates += 1
+        result = self._send_content(content_blocks(content))
+        if inspect.isawaitable(result):
+            await result
+
+    def update_sync(self, content: Any) -> None:
+        """:meth:`update` for sync tool functions (they run in a worker thread)."""
+        self.updates += 1
+        blocks = content_blocks(content)
+        self._loop.call_soon_threadsafe(lambda: _fire(self._send_content(blocks)))
+
+    @property
+    def is_cancelled(self) -> bool:
+        return self.cancelled.is_set()
+
+
+def _fire(result: Any) -> None:
+    if inspect.isawaitable(result):
+        asyncio.ensure_future(result)
+
+
+def content_blocks(value: Any) -> list[dict]:
+    """``ToolResultContent[]`` from a string, a list of blocks or any JSON value."""
+    if isinstance(value, list) and all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in value):
+        return to_json(value)
+    if isinstance(value, str):
+        return [{"type": "text", "text": value}]
+    return [{"type": "text", "text": json.dumps(_jsonable(value), ensure_ascii=False, indent=2)}]
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    json.dumps(value)  # raises TypeError for what JSON cannot carry
+    return value
+
+
+def tool_result(value: Any, tool_title: str) -> dict:
+    """A successful ``ToolCallResult`` from a function's return value (raises ToolError if unserializable)."""
+    if isinstance(value, dict) and "success" in value and "pastTenseMessage" in value:
+        return to_json(value)  # already an AHP result
+    try:
+        if value is None:
+            content, structured = [], None
+        elif isinstance(value, str):
+            content, structured = [{"type": "text", "text": value}], None
+        else:
+            data = _jsonable(value)
+            content = [{"type": "text", "text": json.dumps(data, ensure_ascii=False, indent=2)}]
+            structured = data if isinstance(data, dict) else {"result": data}
+    except (TypeError, ValueError) as exc:
+        raise ToolError(
+            f"{tool_title} returned a {type(value).__name__}, which is not JSON-serializable ({exc})"
+        ) from None
+    result: dict[str, Any] = {"success": True, "pastTenseMessage": f"Ran {tool_title}", "content": content}
+    if structured is not None:
+        result["structuredContent"] = structured
+    return result
+
+
+def failure_result(tool_title: str, message: str, code: str = "error") -> dict:
+    return {
+        "success": False,
+        "pastTenseMessage": f"{tool_title} failed",
+        "content": [{"type": "text", "text": message}],
+        "error": {"message": message, "code": code},
+    }
+
+
+class Tool:
+    """A Python function published as an AHP tool."""
+
+    def __init__(
+        self,
+        fn: Callable,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        input_model: type[BaseModel] | None = None,
+        output_schema: dict | None = None,
+        annotations: dict | None = None,
+        approval: str = "auto",
+        confirm: bool | None = None,
+        timeout: float | None = 60.0,
+        render_call: Callable[[dict], Any] | None = None,
+        render_result: Callable[[dict], Any] | None = None,
+    ) -> None:
+        if approval not in ("auto", "always", "never"):
+            raise ValueError("approval must be 'auto', 'always' or 'never'")
+        self.fn = fn
+        self.name = name or fn.__name__
+        if not re.fullmatch(r"[A-Za-z0-9_.\-]{1,128}", self.name):
+            raise ValueError(f"tool name {self.name!r} must be 1-128 letters, digits, '_', '-' or '.'")
+        self.title = title or _title_from_name(self.name)
+        self.description = description if description is not None else _first_paragraph(fn.__doc__)
+        self.is_async = inspect.iscoroutinefunction(fn)
+        self.takes_ctx, self._params = self._signature(fn)
+        self.input_model = input_model or self._model_from_signature()
+        self.output_schema = output_schema
+        self.annotations = dict(annotations or {})
+        self.approval = approval
+        self.confirm = confirm
+        self.timeout = timeout
+        self.render_call = render_call
+        self.render_result = render_result
+        self._takes_model = input_model is not None and self._params == ["__model__"]
+
+    # -- schema ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def _signature(fn: Callable) -> tuple[bool, list[str]]:
+        sig = inspect.signature(fn)
+        takes_ctx = "ctx" in sig.parameters
+        params = []
+        for p in sig.parameters.values():
+            if p.name == "ctx" or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                continue
+            params.append(p.name)
+        # a single parameter annotated with a pydantic model takes the whole input as that model
+        hints = typing.get_type_hints(fn) if params else {}
+        if (
+            len(params) == 1
+            and isinstance(hints.get(params[0]), type)
+            and issubclass(hints[params[0]], BaseModel)
+        ):
+            return takes_ctx, ["__model__:" + params[0]]
+        return takes_ctx, params
+
+    def _model_from_signature(self) -> type[BaseModel]:
+        fn = self.fn
+        if self._params and self._params[0].startswith("__model__:"):
+            param = self._params[0].split(":", 1)[1]
+            self._model_param = param
+            return typing.get_type_hints(fn)[param]
+        hints = typing.get_type_hints(fn)
+        sig = inspect.signature(fn)
+        fields: dict[str, Any] = {}
+        for name in self._params:
+            p = sig.parameters[name]
+            annotation = hints.get(name, Any)
+            default = ... if p.default is inspect.Parameter.empty else p.default
+            fields[name] = (annotation, default)
+        model = create_model(f"{self.name}_input", __config__=ConfigDict(extra="forbid"), **fields)
+        return model
+
+    @property
+    def input_schema(self) -> dict:
+        schema = self.input_model.model_json_schema()
+        schema.pop("title", None)
+        schema.setdefault("type", "object")
+        schema.setdefault("properties", {})
+        return schema
+
+    def definition(self, name: str | None = None) -> dict:
+        """The ``ToolDefinition`` published in ``activeClients[].tools`` or ``serverTools``."""
+        out: dict[str, Any] = {
+            "name": name or self.name,
+            "title": self.title,
+            "inputSchema": self.input_schema,
+        }
+        if self.description:
+            out["description"] = self.description
+        if self.output_schema:
+            out["outputSchema"] = self.output_schema
+        annotations = dict(self.annotations)
+        annotations.setdefault("title", self.title)
+        out["annotations"] = annotations
+        return out
+
+    # -- calling --------------------------------------------------------------------------------
+
+    def parse_input(self, tool_input: Any) -> dict:
+        """Validate a tool input (a JSON string or object) against the schema; returns call kwargs."""
+        if isinstance(tool_input, str):
+            if not tool_input.strip():
+                data: Any = {}
+            else:
+                try:
+                    data = json.loads(tool_input)
+                except ValueError as exc:
+                    raise ToolError(f"{self.title}: the input is not valid JSON ({exc.msg})") from None
+        elif tool_input is None:
+            data = {}
+        else:
+            data = to_json(tool_input)
+        if not isinstance(data, dict):
+            raise ToolError(f"{self.title}: the input must be a JSON object, got {type(data).__name__}")
+        try:
+            model = self.input_model.model_validate(data)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err.get("loc", ())) or "input"
+            raise ToolError(
+                f"{self.title}: argument '{where}' {err.get('msg', 'is invalid').lower()}"
+            ) from None
+        if getattr(self, "_model_param", None):
+            return {self._model_param: model}
+        return {name: getattr(model, name) for name in self._params}
+
+    async def invoke(self, kwargs: dict, ctx: ToolContext | None) -> Any:
+        """Run the function (sync functions in a worker thread) with the tool's timeout."""
+        call_kwargs = dict(kwargs)
+        if self.takes_ctx:
+            call_kwargs["ctx"] = ctx
+        if self.is_async:
+            coro = self.fn(**call_kwargs)
+        else:
+            coro = asyncio.to_thread(self.fn, **call_kwargs)
+        if self.timeout is None:
+            return await coro
+        try:
+            return await asyncio.wait_for(coro, self.timeout)
+        except TimeoutError:
+            raise ToolError(
+                f"{self.title} did not finish within {self.timeout:g} s and was stopped"
+            ) from None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Calling the tool object calls the function directly (handy in a notebook)."""
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        params = ", ".join(self.input_schema.get("properties", {}))
+        return f"<Tool {self.name}({params})>"
+
+
+def tool(fn: Callable | None = None, /, **options: Any):
+    """Decorator and factory: ``@tool``, ``@tool(name=..., approval="always")`` or ``tool(fn, ...)``."""
+    if fn is None:
+        return lambda f: Tool(f, **options)
+    return Tool(fn, **options)

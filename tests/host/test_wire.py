@@ -1,0 +1,189 @@
+"""The host over raw JSON-RPC text: what a foreign client (or a broken one) sees on the wire."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from ahp_lab.host import Host
+from ahp_lab.protocol.jsonrpc import ErrorCode
+
+
+class RawClient:
+    """A bare wire peer: sends texts, collects every message the host sends back."""
+
+    def __init__(self, host: Host) -> None:
+        self.transport = host.connect("raw")
+        self.received: list[dict] = []
+        self.transport.set_receiver(lambda text: self.received.append(json.loads(text)), lambda: None)
+        self.next_id = 1
+
+    def send(self, obj) -> None:
+        self.transport.send(obj if isinstance(obj, str) else json.dumps(obj))
+
+    async def call(self, method: str, params: dict) -> dict:
+        rid = self.next_id
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        for _ in range(100):
+            await asyncio.sleep(0)
+            for msg in self.received:
+                if msg.get("id") == rid:
+                    return msg
+        raise AssertionError(f"no answer to {method}")
+
+    def actions(self) -> list[dict]:
+        return [m["params"] for m in self.received if m.get("method") == "action"]
+
+
+async def settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+def test_handshake_session_and_rejections_on_the_wire():
+    async def main():
+        host = Host()
+        raw = RawClient(host)
+        bad = await raw.call(
+            "initialize", {"channel": "ahp-root://", "protocolVersions": ["9.9.9"], "clientId": "x"}
+        )
+        assert bad["error"]["code"] == ErrorCode.UNSUPPORTED_PROTOCOL_VERSION
+        assert "0.8.0" in bad["error"]["data"]["supportedVersions"]
+        ok = await raw.call(
+            "initialize",
+            {
+                "channel": "ahp-root://",
+                "protocolVersions": ["0.8.0"],
+                "clientId": "raw",
+                "initialSubscriptions": ["ahp-root://"],
+            },
+        )
+        assert ok["result"]["protocolVersion"] == "0.8.0"
+        assert ok["result"]["snapshots"][0]["state"]["agents"][0]["provider"] == "scripted"
+        assert (await raw.call("ping", {"channel": "ahp-root://"}))["result"] is None
+        assert (await raw.call("nope", {"channel": "ahp-root://"}))["error"][
+            "code"
+        ] == ErrorCode.METHOD_NOT_FOUND
+        uri = "ahp-session:/s1"
+        created = await raw.call(
+            "createSession", {"channel": uri, "activeClient": {"clientId": "raw", "tools": []}}
+        )
+        assert created["result"] is None
+        again = await raw.call("createSession", {"channel": uri})
+        assert again["error"]["code"] == ErrorCode.SESSION_ALREADY_EXISTS
+        sub = await raw.call("subscribe", {"channel": uri})
+        assert sub["result"]["snapshot"]["state"]["lifecycle"] in ("creating", "ready")
+        await settle()
+        assert host.store.state(uri)["lifecycle"] == "ready"
+        missing = await raw.call("subscribe", {"channel": "ahp-session:/nope"})
+        assert missing["error"]["code"] == ErrorCode.SESSION_NOT_FOUND
+
+        # garbage in: clear errors, no crash, no state change
+        before = host.store.states()
+        raw.send("{not json")
+        raw.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "dispatchAction",
+                "params": {
+                    "channel": uri,
+                    "clientSeq": 1,
+                    "action": {"type": "session/titleChanged", "title": 5},
+                },
+            }
+        )
+        raw.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "dispatchAction",
+                "params": {"channel": uri, "clientSeq": 2, "action": {"type": "session/ready"}},
+            }
+        )
+        raw.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "dispatchAction",
+                "params": {
+                    "channel": "ahp-session:/unknown",
+                    "clientSeq": 3,
+                    "action": {"type": "session/ready"},
+                },
+            }
+        )
+        raw.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "dispatchAction",
+                "params": {"channel": uri, "clientSeq": 4, "action": {"type": "chat/draftChanged"}},
+            }
+        )
+        await settle()
+        assert any(m.get("error", {}).get("code") == ErrorCode.PARSE_ERROR for m in raw.received)
+        assert host.store.states() == before
+        echoes = {
+            e["origin"]["clientSeq"]: e for e in raw.actions() if e.get("origin", {}).get("clientId") == "raw"
+        }
+        assert (
+            "must be a string" in echoes[1]["rejectionReason"] and "'title'" in echoes[1]["rejectionReason"]
+        )
+        assert "host-only" in echoes[2]["rejectionReason"]
+        assert 3 not in echoes  # unknown channel: dropped silently
+        assert "belongs on a chat channel" in echoes[4]["rejectionReason"]
+        # every rejection is in the log, with a seq the echo carries
+        rejected = [t for t in host.store.transitions if not t.accepted]
+        assert [t.seq for t in rejected] == [
+            echoes[1]["serverSeq"],
+            echoes[2]["serverSeq"],
+            echoes[4]["serverSeq"],
+        ]
+
+        # an accepted dispatch is echoed with origin and a higher seq than the snapshot's
+        raw.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "dispatchAction",
+                "params": {
+                    "channel": uri,
+                    "clientSeq": 5,
+                    "action": {"type": "session/titleChanged", "title": "Hi"},
+                },
+            }
+        )
+        await settle()
+        echo = next(e for e in raw.actions() if e.get("origin", {}).get("clientSeq") == 5)
+        assert "rejectionReason" not in echo and echo["serverSeq"] > sub["result"]["snapshot"]["fromSeq"]
+        assert host.store.state(uri)["title"] == "Hi"
+        listed = await raw.call("listSessions", {"channel": "ahp-root://"})
+        assert [s["title"] for s in listed["result"]["items"]] == ["Hi"]
+
+    asyncio.run(main())
+
+
+def test_reconnect_replays_what_was_missed():
+    async def main():
+        host = Host()
+        raw = RawClient(host)
+        await raw.call(
+            "initialize", {"channel": "ahp-root://", "protocolVersions": ["0.8.0"], "clientId": "a"}
+        )
+        await raw.call("createSession", {"channel": "ahp-session:/s"})
+        await settle()
+        seen = host.store.last_seq
+        host.dispatch("ahp-session:/s", {"type": "session/titleChanged", "title": "later"})
+        other = RawClient(host)
+        result = await other.call(
+            "reconnect",
+            {
+                "channel": "ahp-root://",
+                "clientId": "a",
+                "lastSeenServerSeq": seen,
+                "subscriptions": ["ahp-session:/s", "ahp-session:/gone"],
+            },
+        )
+        replay = result["result"]
+        assert replay["type"] == "replay" and replay["missing"] == ["ahp-session:/gone"]
+        assert [a["action"]["type"] for a in replay["actions"]] == ["session/titleChanged"]
+        assert all(a["serverSeq"] > seen for a in replay["actions"])
+
+    asyncio.run(main())
