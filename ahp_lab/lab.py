@@ -36,7 +36,16 @@ from .reducers._util import iso_ms
 from .store import Store, Transition, wall_clock_ms
 from .tools import Tool
 
-__all__ = ["Lab", "LabReplay", "Turn", "ToolCall", "ActionRejected", "HumanInputNeeded", "run_sync"]
+__all__ = [
+    "Lab",
+    "LabReplay",
+    "WorkbenchSource",
+    "Turn",
+    "ToolCall",
+    "ActionRejected",
+    "HumanInputNeeded",
+    "run_sync",
+]
 
 
 class ActionRejected(ValueError):
@@ -798,12 +807,6 @@ class Lab(_LabBase):
         """Remove an active client from the session (its running tool calls fail)."""
         self.host.remove_client(self.session, client_id, "was removed from the session")
 
-    # -- the workbench source interface ---------------------------------------------------------
-
-    def prompt(self, text: str) -> None:
-        """Start a turn from the workbench's prompt box (does not wait)."""
-        self.start(text)
-
     def authenticate(self, resource: str, token: str) -> None:
         task = asyncio.ensure_future(
             self.client.request("authenticate", {"resource": resource, "token": token})
@@ -815,12 +818,56 @@ class Lab(_LabBase):
         """The workbench: customization tree, tool-call timeline, input queue, transitions, chat."""
         from .widgets import Workbench
 
-        return Workbench(self)
+        return Workbench(WorkbenchSource(self))
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.show())
 
     @classmethod
     def replay(cls, path: str | Path) -> LabReplay:
         """Load an exported log; the replayed states equal the live ones at export time."""
         return LabReplay(Store.load(path))
+
+
+class WorkbenchSource:
+    """What the workbench views read and do, backed by a lab (see ``ahp_lab.widgets.source``).
+
+    Reads come from the host's store (the authoritative state and the transition log); clicks
+    are dispatched through this notebook's client without waiting, so the kernel never blocks.
+    """
+
+    def __init__(self, lab: _LabBase) -> None:
+        self.lab = lab
+
+    session = property(lambda self: self.lab.session)
+    chat = property(lambda self: self.lab.chat)
+    transitions = property(lambda self: self.lab.store.transitions)
+
+    def state(self, channel: str) -> Any:
+        return self.lab.store.state(channel)
+
+    def state_at(self, seq: int) -> dict[str, Any]:
+        return self.lab.store.state_at(seq)
+
+    def subscribe(self, listener: Callable[[Transition], None]) -> Callable[[], None]:
+        return self.lab.store.subscribe(listener)
+
+    def dispatch(self, channel: str, action: dict) -> None:
+        if not isinstance(self.lab, Lab):
+            raise PermissionError("a replayed log is read-only")
+        self.lab.client.dispatch(channel, action)
+
+    def prompt(self, text: str) -> None:
+        if not isinstance(self.lab, Lab):
+            raise PermissionError("a replayed log is read-only")
+        self.lab.start(text)
+
+    def authenticate(self, resource: str, token: str) -> None:
+        if not isinstance(self.lab, Lab):
+            raise PermissionError("a replayed log is read-only")
+        self.lab.authenticate(resource, token)
 
 
 class LabReplay(_LabBase):
@@ -838,14 +885,11 @@ class LabReplay(_LabBase):
     def __repr__(self) -> str:
         return f"<LabReplay {len(self.store.transitions)} transitions, session={self.session}>"
 
-    def dispatch(self, channel: str, action: dict) -> None:
-        raise PermissionError("a replayed log is read-only")
+    def show(self):
+        """The workbench over the replayed log (read-only)."""
+        from .widgets import Workbench
 
-    def prompt(self, text: str) -> None:
-        raise PermissionError("a replayed log is read-only")
-
-    def authenticate(self, resource: str, token: str) -> None:
-        raise PermissionError("a replayed log is read-only")
+        return Workbench(WorkbenchSource(self))
 
 
 def _answer_for(question: dict | None, value: Any) -> dict:

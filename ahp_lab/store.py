@@ -510,7 +510,8 @@ class Store:
             raise IndexError(f"no seq {seq}: the log holds seqs {self.first_seq}..{self.last_seq}")
         out: dict[str, Any] = {}
         for ch in self._history:
-            if ch.first_index > upto or (ch.removed_at is not None and ch.removed_at <= upto):
+            # visible at transition index upto-1: added before it and not removed before it
+            if ch.first_index >= upto or (ch.removed_at is not None and ch.removed_at < upto):
                 continue
             count = bisect_right(ch.positions, upto - 1)
             out[ch.uri] = self._state_after_count(ch, count)

@@ -265,19 +265,27 @@ class AhpClient:
         origin = env.get("origin")
         rejected = env.get("rejectionReason")
         own = isinstance(origin, dict) and origin.get("clientId") == self.client_id
-        if own:
-            client_seq = origin.get("clientSeq")
-            ch.pending = [(s, a) for s, a in ch.pending if s != client_seq]
-            if rejected is not None:
-                self.rejections.append(
-                    {"channel": channel, "action": action, "reason": rejected, "clientSeq": client_seq}
-                )
-        if rejected is None:
+        if own and rejected is None and ch.pending and ch.pending[0][0] == origin.get("clientSeq"):
+            # The host accepted our oldest pending action in order: confirmed catches up and the
+            # optimistic state (confirmed + pending) is unchanged, so no rebase is needed.
+            ch.pending.pop(0)
             ch.confirmed = REDUCERS[ch.kind](ch.confirmed, action, self.clock_ms())
-        if ch.pending:
-            ch.rebase(self.clock_ms())
+            if not ch.pending:
+                ch.optimistic = ch.confirmed
         else:
-            ch.optimistic = ch.confirmed
+            if own:
+                client_seq = origin.get("clientSeq")
+                ch.pending = [(s, a) for s, a in ch.pending if s != client_seq]
+                if rejected is not None:
+                    self.rejections.append(
+                        {"channel": channel, "action": action, "reason": rejected, "clientSeq": client_seq}
+                    )
+            if rejected is None:
+                ch.confirmed = REDUCERS[ch.kind](ch.confirmed, action, self.clock_ms())
+            if ch.pending:
+                ch.rebase(self.clock_ms())
+            else:
+                ch.optimistic = ch.confirmed
         self._notify(
             channel,
             action if rejected is None else {"type": "$rejected", "action": action, "reason": rejected},

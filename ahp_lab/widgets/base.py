@@ -1,0 +1,297 @@
+"""Shared machinery of the workbench widgets: coalesced updates, time travel, message handling."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import traitlets
+
+from ahp_lab.protocol.jsonvalue import to_json
+
+from .sanitize import BLOCK_LIMIT, one_line
+
+__all__ = ["Coalescer", "ViewContext", "SourceView", "STATIC"]
+
+STATIC = Path(__file__).parent / "static"
+MAX_BLOCK_LIMIT = 4 * 1024 * 1024
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+class Coalescer:
+    """Run ``flush`` at most ``max_per_s`` times per second however often :meth:`request` is called.
+
+    With a running asyncio loop (the kernel's), the first request schedules a flush with
+    ``loop.call_later`` (immediately if the last flush is older than ``1/max_per_s``); requests
+    arriving before it runs are absorbed. Without a running loop every request flushes
+    synchronously. ``clock`` and ``get_loop`` are injectable for tests.
+    """
+
+    def __init__(
+        self,
+        flush: Callable[[], None],
+        max_per_s: float = 30.0,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        get_loop: Callable[[], Any] | None = None,
+    ) -> None:
+        self._flush = flush
+        self.max_per_s = max_per_s
+        self._clock = clock
+        self._get_loop = get_loop
+        self._handle: Any = None
+        self._last = -math.inf
+        self.flushes = 0
+
+    @property
+    def interval(self) -> float:
+        return 1.0 / self.max_per_s if self.max_per_s and self.max_per_s > 0 else 0.0
+
+    @property
+    def pending(self) -> bool:
+        return self._handle is not None
+
+    def request(self) -> None:
+        if self._handle is not None:
+            return
+        loop = self._get_loop() if self._get_loop is not None else _running_loop()
+        if loop is None:
+            self._run()
+            return
+        delay = max(0.0, self._last + self.interval - self._clock())
+        self._handle = loop.call_later(delay, self._fire)
+
+    def flush_now(self) -> None:
+        """Flush immediately (cancelling a scheduled flush)."""
+        self.cancel()
+        self._run()
+
+    def cancel(self) -> None:
+        h, self._handle = self._handle, None
+        if h is not None:
+            with contextlib.suppress(Exception):
+                h.cancel()
+
+    def _fire(self) -> None:
+        self._handle = None
+        self._run()
+
+    def _run(self) -> None:
+        self._last = self._clock()
+        self.flushes += 1
+        self._flush()
+
+
+class ViewContext:
+    """What the views of one workbench share: the time-travel position.
+
+    ``at_seq`` is ``None`` for live state; otherwise every view renders ``source.state_at(at_seq)``
+    read-only.
+    """
+
+    def __init__(self) -> None:
+        self.at_seq: int | None = None
+        self._views: weakref.WeakSet[SourceView] = weakref.WeakSet()
+        self._snapshot: tuple[int, dict[str, Any]] | None = None
+
+    def attach(self, view: SourceView) -> None:
+        self._views.add(view)
+
+    def detach(self, view: SourceView) -> None:
+        self._views.discard(view)
+
+    def state(self, source: Any, channel: str) -> Any:
+        if self.at_seq is None:
+            return source.state(channel)
+        if self._snapshot is None or self._snapshot[0] != self.at_seq:
+            snap = source.state_at(self.at_seq)
+            self._snapshot = (self.at_seq, snap if isinstance(snap, dict) else {})
+        return self._snapshot[1].get(channel)
+
+    def set_at_seq(self, seq: int | None) -> None:
+        if seq == self.at_seq:
+            return
+        self.at_seq = seq
+        self._snapshot = None
+        for view in list(self._views):
+            view._context_changed()
+
+
+class SourceView(anywidget.AnyWidget):
+    """Base of the workbench widgets: subscribes to a source, coalesces refreshes, and turns custom
+    messages from the browser into ``dispatch``/``prompt``/``authenticate`` calls.
+
+    A dispatch that raises (a ``ProtocolError`` for malformed input, or anything else) is shown in
+    the view as a one-line error (the ``error`` traitlet) and never propagates into the kernel.
+    """
+
+    _esm = STATIC / "widgets.js"
+    _css = STATIC / "widgets.css"
+
+    _kind = traitlets.Unicode("").tag(sync=True)
+    read_only = traitlets.Bool(False).tag(sync=True)
+    at_seq = traitlets.Int(None, allow_none=True).tag(sync=True)
+    error = traitlets.Unicode("").tag(sync=True)
+    error_count = traitlets.Int(0).tag(sync=True)
+
+    def __init__(
+        self,
+        source: Any,
+        *,
+        context: ViewContext | None = None,
+        max_syncs_per_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+        get_loop: Callable[[], Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self._source = source
+        self._context = context if context is not None else ViewContext()
+        self._limits: dict[str, int] = {}
+        self._coalescer = Coalescer(self._refresh, max_syncs_per_s, clock=clock, get_loop=get_loop)
+        self._context.attach(self)
+        self._unsubscribe: Callable[[], None] | None = source.subscribe(self._on_transition)
+        self.on_msg(self._on_custom_msg)
+        self.sent_messages = 0
+        self._refresh()
+
+    # -- plumbing -------------------------------------------------------------------------------
+    @property
+    def source(self) -> Any:
+        return self._source
+
+    @property
+    def context(self) -> ViewContext:
+        return self._context
+
+    @property
+    def max_syncs_per_s(self) -> float:
+        return self._coalescer.max_per_s
+
+    @max_syncs_per_s.setter
+    def max_syncs_per_s(self, value: float) -> None:
+        self._coalescer.max_per_s = value
+
+    def state_of(self, channel: str) -> Any:
+        return self._context.state(self._source, channel)
+
+    def _on_transition(self, _t: Any) -> None:
+        self._coalescer.request()
+
+    def _context_changed(self) -> None:
+        self._coalescer.cancel()
+        self._refresh()
+
+    def _refresh(self) -> None:
+        at = self._context.at_seq
+        try:
+            with self.hold_sync():
+                self.at_seq = at
+                self.read_only = at is not None
+                self.render_view()
+        except Exception as exc:  # a view must never take the kernel down
+            self._show_error(f"view update failed: {type(exc).__name__}: {exc}")
+
+    def render_view(self) -> None:  # pragma: no cover - overridden
+        """Recompute the view model and set the synced traitlets (subclasses)."""
+
+    def refresh(self) -> None:
+        """Recompute now (bypassing coalescing)."""
+        self._coalescer.cancel()
+        self._refresh()
+
+    def send_msg(self, content: dict[str, Any]) -> None:
+        self.sent_messages += 1
+        self.send(to_json(content))
+
+    def close(self) -> None:
+        self._coalescer.cancel()
+        if self._unsubscribe is not None:
+            with contextlib.suppress(Exception):
+                self._unsubscribe()
+            self._unsubscribe = None
+        self._context.detach(self)
+        super().close()
+
+    def _show_error(self, message: str) -> None:
+        self.error = one_line(message, 300)
+        self.error_count += 1
+
+    def limit_for(self, ref: str) -> int:
+        return self._limits.get(ref, BLOCK_LIMIT)
+
+    # -- messages from the browser --------------------------------------------------------------
+    def _on_custom_msg(self, _widget: Any, content: Any, _buffers: Any = None) -> None:
+        try:
+            self.handle_message(content)
+        except Exception as exc:
+            self._show_error(f"{type(exc).__name__}: {exc}")
+
+    def handle_message(self, content: Any) -> None:
+        if not isinstance(content, dict):
+            return
+        typ = content.get("type")
+        if typ == "dispatch":
+            self._do("dispatch", content)
+        elif typ == "prompt":
+            self._do("prompt", content)
+        elif typ == "authenticate":
+            self._do("authenticate", content)
+        elif typ == "more":
+            ref = content.get("ref")
+            if isinstance(ref, str) and len(ref) < 1000:
+                self._limits[ref] = min(MAX_BLOCK_LIMIT, self.limit_for(ref) * 4)
+                self.refresh()
+        elif typ == "clear_error":
+            self.error = ""
+        else:
+            self.handle_view_message(typ, content)
+
+    def handle_view_message(self, typ: Any, content: dict[str, Any]) -> None:
+        """Widget-specific messages (subclasses)."""
+
+    def _do(self, what: str, content: dict[str, Any]) -> None:
+        if self._context.at_seq is not None:
+            self._show_error(
+                f"read-only: viewing the state at seq {self._context.at_seq}; leave time travel to act"
+            )
+            return
+        try:
+            if what == "dispatch":
+                channel, action = content.get("channel"), content.get("action")
+                if not isinstance(channel, str) or not channel:
+                    raise ValueError("dispatch needs a channel URI")
+                if not isinstance(action, dict) or not isinstance(action.get("type"), str):
+                    raise ValueError("dispatch needs an action object with a string type")
+                self._source.dispatch(channel, action)
+            elif what == "prompt":
+                text = content.get("text")
+                if not isinstance(text, str) or not text.strip():
+                    raise ValueError("a prompt needs some text")
+                self._source.prompt(text)
+            else:
+                resource, token = content.get("resource"), content.get("token")
+                if not isinstance(resource, str) or not resource:
+                    raise ValueError("authenticate needs the protected resource URI")
+                if not isinstance(token, str) or not token:
+                    raise ValueError("authenticate needs a token")
+                self._source.authenticate(resource, token)
+        except Exception as exc:  # ProtocolError (a ValueError) or anything the host raised
+            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            self._show_error(msg)
+        else:
+            if self.error:
+                self.error = ""

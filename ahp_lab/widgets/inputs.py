@@ -1,0 +1,310 @@
+"""View model of the session input queue (``SessionState.inputNeeded``).
+
+Each entry carries ready-made actions (channel + action JSON) for its buttons, so the browser only
+fills in what the person typed (an edited tool input, answers) and never invents protocol shapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .content import contributor_view, result_content_view, tool_call_view
+from .sanitize import as_text, is_markdown, one_line, safe_url, text_block
+
+__all__ = ["inputs_view_model", "question_view", "ANSWER_KINDS"]
+
+MAX_ENTRIES = 200
+MAX_OPTIONS = 100
+
+ANSWER_KINDS = {
+    "text": "text",
+    "number": "number",
+    "integer": "number",
+    "boolean": "boolean",
+    "single-select": "selected",
+    "multi-select": "selected-many",
+}
+
+
+def _m(v: Any) -> Mapping[str, Any]:
+    return v if isinstance(v, Mapping) else {}
+
+
+def _num(v: Any) -> float | int | None:
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _answer_value(answer: Any) -> dict[str, Any] | None:
+    """Current answer of a question as ``{"state", "kind", "value", "freeform"}``."""
+    a = _m(answer)
+    state = a.get("state")
+    if state == "skipped":
+        return {"state": "skipped"}
+    val = _m(a.get("value"))
+    kind = val.get("kind")
+    v = val.get("value")
+    if kind == "text":
+        v = one_line(v, 10_000) if not isinstance(v, str) else as_text(v)[:10_000]
+    elif kind == "number":
+        v = _num(v)
+    elif kind == "boolean":
+        v = v if isinstance(v, bool) else None
+    elif kind == "selected":
+        v = one_line(v, 200) if v is not None else None
+    elif kind == "selected-many":
+        v = [one_line(x, 200) for x in v[:MAX_OPTIONS]] if isinstance(v, list) else []
+    else:
+        return None
+    ff = val.get("freeformValues")
+    return {
+        "state": one_line(state, 20) or "draft",
+        "kind": kind,
+        "value": v,
+        "freeform": [one_line(x, 500) for x in ff[:20]] if isinstance(ff, list) else [],
+    }
+
+
+def question_view(q: Any, answers: Any, ref: str) -> dict[str, Any]:
+    """Display form of one ``ChatInputQuestion`` with its current (draft) answer."""
+    qq = _m(q)
+    kind = qq.get("kind")
+    kind_s = kind if isinstance(kind, str) else "unknown"
+    qid = one_line(qq.get("id"), 200)
+    view: dict[str, Any] = {
+        "id": qid,
+        "kind": kind_s if kind_s in ANSWER_KINDS else "unknown",
+        "rawKind": one_line(kind_s, 40),
+        "answerKind": ANSWER_KINDS.get(kind_s),
+        "title": one_line(qq.get("title"), 200),
+        "message": text_block(
+            qq.get("message"), f"{ref}/{qid}/message", None, markdown=is_markdown(qq.get("message"))
+        ),
+        "required": qq.get("required") is True,
+        "min": _num(qq.get("min")),
+        "max": _num(qq.get("max")),
+    }
+    if kind_s == "text":
+        view["format"] = one_line(qq.get("format"), 40)
+        d = qq.get("defaultValue")
+        view["default"] = as_text(d)[:10_000] if isinstance(d, str) else None
+    elif kind_s in ("number", "integer"):
+        view["default"] = _num(qq.get("defaultValue"))
+    elif kind_s == "boolean":
+        d = qq.get("defaultValue")
+        view["default"] = d if isinstance(d, bool) else None
+    elif kind_s in ("single-select", "multi-select"):
+        opts = qq.get("options")
+        view["options"] = [
+            {
+                "id": one_line(_m(o).get("id"), 200),
+                "label": one_line(_m(o).get("label"), 200) or one_line(_m(o).get("id"), 200),
+                "description": one_line(_m(o).get("description"), 300),
+                "recommended": _m(o).get("recommended") is True,
+            }
+            for o in (opts[:MAX_OPTIONS] if isinstance(opts, list) else [])
+            if isinstance(o, Mapping)
+        ]
+        view["allowFreeform"] = qq.get("allowFreeformInput") is True
+    view["answer"] = _answer_value(_m(answers).get(qq.get("id"))) if isinstance(qq.get("id"), str) else None
+    return view
+
+
+def _options_view(options: Any) -> list[dict[str, Any]]:
+    out = []
+    for o in options[:MAX_OPTIONS] if isinstance(options, list) else []:
+        if not isinstance(o, Mapping):
+            continue
+        kind = o.get("kind")
+        out.append(
+            {
+                "id": one_line(o.get("id"), 200),
+                "label": one_line(o.get("label"), 200) or one_line(o.get("id"), 200),
+                "kind": kind if kind in ("approve", "deny") else "approve",
+                "group": _num(o.get("group")),
+            }
+        )
+    return out
+
+
+def _risk_view(risk: Any) -> dict[str, Any] | None:
+    r = _m(risk)
+    if not r:
+        return None
+    status = r.get("status")
+    safety = _num(r.get("safety"))
+    return {
+        "status": one_line(status, 20),
+        "loading": status == "loading",
+        "safety": max(0.0, min(1.0, float(safety))) if safety is not None else None,
+        "reason": one_line(r.get("reason"), 500),
+    }
+
+
+def _tool_confirmation(
+    entry: Mapping[str, Any], base: dict[str, Any], limits: Mapping[str, int] | None
+) -> None:
+    tc = _m(entry.get("toolCall"))
+    status = tc.get("status")
+    phase = "result" if status == "pending-result-confirmation" else "tool"
+    ref = f"input/{base['id']}"
+    view = tool_call_view(tc, ref, limits, full=True)
+    chat = base["chat"]
+    turn_id = entry.get("turnId")
+    tcid = tc.get("toolCallId")
+    head = {"turnId": turn_id, "toolCallId": tcid}
+    tool_input = tc.get("toolInput")
+    editable = phase == "tool" and isinstance(tool_input, str) and tc.get("editable") is not False
+    options = _options_view(tc.get("options")) if phase == "tool" else []
+    if phase == "tool":
+        approve = {"type": "chat/toolCallConfirmed", **head, "approved": True, "confirmed": "user-action"}
+        deny = {"type": "chat/toolCallConfirmed", **head, "approved": False, "reason": "denied"}
+        for o in options:
+            base_action = approve if o["kind"] == "approve" else deny
+            o["action"] = {"channel": chat, "action": {**base_action, "selectedOptionId": o["id"]}}
+    else:
+        approve = {"type": "chat/toolCallResultConfirmed", **head, "approved": True}
+        deny = {"type": "chat/toolCallResultConfirmed", **head, "approved": False}
+    base.update(
+        {
+            "phase": phase,
+            "toolCall": view,
+            "toolCallId": one_line(tcid, 200),
+            "displayName": view["displayName"],
+            "editable": editable,
+            "inputText": view["toolInput"]["block"]["text"] if editable and view.get("toolInput") else None,
+            "inputTruncated": bool(
+                editable and view.get("toolInput") and view["toolInput"]["block"]["truncated"]
+            ),
+            "options": options,
+            "risk": _risk_view(tc.get("riskAssessment")) if phase == "tool" else None,
+            "title": text_block(tc.get("confirmationTitle"), f"{ref}/title", limits)
+            if tc.get("confirmationTitle") is not None
+            else None,
+            "edits": len(_m(tc.get("edits")).get("items") or [])
+            if isinstance(_m(tc.get("edits")).get("items"), list)
+            else 0,
+            "approve": {"channel": chat, "action": approve},
+            "deny": {"channel": chat, "action": deny},
+        }
+    )
+    if phase == "result":
+        base["result"] = {
+            "success": tc.get("success") is True,
+            "pastTense": text_block(tc.get("pastTenseMessage"), f"{ref}/pastTense", limits),
+            "content": result_content_view(tc.get("content"), f"{ref}/result", limits),
+        }
+
+
+def inputs_view_model(
+    session_state: Any,
+    *,
+    read_only: bool = False,
+    limits: Mapping[str, int] | None = None,
+    chats: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The session's input-needed entries as JSON for the view.
+
+    ``chats`` optionally maps chat URIs to titles. Unknown kinds are listed (without controls).
+    """
+    st = _m(session_state)
+    raw = st.get("inputNeeded")
+    entries_in = raw if isinstance(raw, list) else []
+    clients = {
+        _m(c).get("clientId"): one_line(_m(c).get("displayName"), 120)
+        for c in (st.get("activeClients") if isinstance(st.get("activeClients"), list) else [])
+        if isinstance(c, Mapping)
+    }
+    titles = dict(chats or {})
+    for c in st.get("chats") if isinstance(st.get("chats"), list) else []:
+        if isinstance(c, Mapping) and isinstance(c.get("resource"), str):
+            titles.setdefault(c["resource"], one_line(c.get("title"), 120))
+    out: list[dict[str, Any]] = []
+    blocking = 0
+    for entry in entries_in[:MAX_ENTRIES]:
+        if not isinstance(entry, Mapping):
+            continue
+        kind = entry.get("kind")
+        chat = entry.get("chat") if isinstance(entry.get("chat"), str) else ""
+        base: dict[str, Any] = {
+            "id": one_line(entry.get("id"), 300),
+            "kind": kind if isinstance(kind, str) else "unknown",
+            "chat": chat,
+            "chatTitle": titles.get(chat, "") if chat else "",
+            "turnId": one_line(entry.get("turnId"), 200) if entry.get("turnId") is not None else None,
+            "blocking": kind != "toolClientExecution",
+        }
+        if base["blocking"]:
+            blocking += 1
+        try:
+            if kind == "toolConfirmation":
+                _tool_confirmation(entry, base, limits)
+            elif kind == "toolClientExecution":
+                tc = _m(entry.get("toolCall"))
+                cid = one_line(entry.get("clientId"), 120) or one_line(
+                    _m(tc.get("contributor")).get("clientId"), 120
+                )
+                base.update(
+                    {
+                        "clientId": cid,
+                        "clientName": clients.get(entry.get("clientId")) or "",
+                        "toolCall": tool_call_view(tc, f"input/{base['id']}", limits, full=False),
+                        "displayName": one_line(tc.get("displayName"), 120)
+                        or one_line(tc.get("toolName"), 120)
+                        or "(tool)",
+                    }
+                )
+            elif kind == "chatInput":
+                req = _m(entry.get("request"))
+                rid = req.get("id")
+                qs = req.get("questions")
+                base.update(
+                    {
+                        "requestId": one_line(rid, 200),
+                        "message": text_block(
+                            req.get("message"), f"input/{base['id']}/message", limits, markdown=True
+                        )
+                        if req.get("message") is not None
+                        else None,
+                        "url": safe_url(req.get("url")),
+                        "rawUrl": one_line(req.get("url"), 300) if req.get("url") is not None else None,
+                        "questions": [
+                            question_view(q, req.get("answers"), f"input/{base['id']}")
+                            for q in (qs[:50] if isinstance(qs, list) else [])
+                            if isinstance(q, Mapping)
+                        ],
+                        "validRequest": isinstance(rid, str),
+                    }
+                )
+            elif kind == "toolAuthentication":
+                tc = _m(entry.get("toolCall"))
+                auth = _m(tc.get("auth"))
+                res = _m(auth.get("resource"))
+                scopes = auth.get("requiredScopes")
+                base.update(
+                    {
+                        "toolCall": tool_call_view(tc, f"input/{base['id']}", limits, full=False),
+                        "displayName": one_line(tc.get("displayName"), 120) or "(tool)",
+                        "contributor": contributor_view(tc.get("contributor")),
+                        "resource": as_text(res.get("resource"))[:2000]
+                        if isinstance(res.get("resource"), str)
+                        else "",
+                        "reason": one_line(auth.get("reason"), 40),
+                        "description": one_line(auth.get("description"), 500),
+                        "scopes": [one_line(s, 80) for s in scopes[:20]] if isinstance(scopes, list) else [],
+                    }
+                )
+            else:
+                base["kind"] = "unknown"
+                base["rawKind"] = one_line(kind, 60) if kind is not None else "?"
+        except Exception as exc:  # never let one malformed entry hide the others
+            base["kind"] = "unknown"
+            base["rawKind"] = f"malformed {one_line(kind, 40)} ({type(exc).__name__})"
+        out.append(base)
+    return {
+        "entries": out,
+        "count": len(entries_in),
+        "shown": len(out),
+        "blocking": blocking,
+        "readOnly": bool(read_only),
+    }

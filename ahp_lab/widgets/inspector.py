@@ -1,0 +1,221 @@
+"""View model of the transition inspector: rows of the transition log, filters, one transition's detail."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ahp_lab.protocol.text import Text
+
+from .sanitize import clean_text, json_preview, one_line
+
+__all__ = [
+    "TransitionFilter",
+    "channel_kind",
+    "channel_label",
+    "origin_view",
+    "transition_row",
+    "inspector_rows",
+    "transition_detail",
+    "readable_patch",
+]
+
+MAX_WINDOW = 500
+MAX_DIFF_OPS = 300
+
+
+def channel_kind(uri: Any) -> str:
+    s = str(uri or "")
+    if s.startswith("ahp-root:"):
+        return "root"
+    if s.startswith("ahp-session:"):
+        return "annotations" if s.endswith("/annotations") else "session"
+    if s.startswith("ahp-chat:"):
+        return "chat"
+    if s.startswith("ahp-terminal:"):
+        return "terminal"
+    if s.startswith("ahp-changeset:"):
+        return "changeset"
+    if s.startswith("ahp-resource-watch:"):
+        return "resourceWatch"
+    return "other"
+
+
+def channel_label(uri: Any) -> str:
+    """Short label of a channel URI for a table cell: its kind and the tail of its id."""
+    s = one_line(uri, 300)
+    kind = channel_kind(s)
+    if kind == "root":
+        return "root"
+    tail = s.split(":", 1)[1].lstrip("/") if ":" in s else s
+    if kind == "annotations":
+        tail = tail.removesuffix("/annotations")
+    if len(tail) > 14:
+        tail = "…" + tail[-13:]
+    return f"{kind} {tail}" if kind != "other" else s[:40]
+
+
+def origin_view(origin: Any) -> dict[str, Any]:
+    o = origin if isinstance(origin, Mapping) else {}
+    kind = o.get("kind")
+    if kind == "client" or (kind is None and "clientId" in o):
+        cid = one_line(o.get("clientId"), 80)
+        cseq = o.get("clientSeq")
+        return {
+            "kind": "client",
+            "label": f"client {cid}" + (f" #{cseq}" if isinstance(cseq, int) else ""),
+            "key": f"client {cid}",
+        }
+    if kind == "agent":
+        name = one_line(o.get("name"), 80)
+        return {"kind": "agent", "label": f"agent {name}", "key": f"agent {name}"}
+    if kind == "host" or not o:
+        return {"kind": "host", "label": "host", "key": "host"}
+    k = one_line(kind, 40)
+    return {"kind": k, "label": k, "key": k}
+
+
+class TransitionFilter:
+    """Filter on channel (exact URI), action type (exact, or a prefix ending in ``/``), origin key
+    (``host``, ``client <id>``, ``agent <name>``, or just a kind) and accepted/rejected."""
+
+    def __init__(self, channel: str = "", action_type: str = "", origin: str = "", status: str = "") -> None:
+        self.channel = channel or ""
+        self.action_type = action_type or ""
+        self.origin = origin or ""
+        self.status = status or ""
+
+    @classmethod
+    def from_json(cls, value: Any) -> TransitionFilter:
+        v = value if isinstance(value, Mapping) else {}
+        g = lambda k: v.get(k) if isinstance(v.get(k), str) else ""  # noqa: E731
+        return cls(g("channel"), g("type"), g("origin"), g("status"))
+
+    @property
+    def empty(self) -> bool:
+        return not (self.channel or self.action_type or self.origin or self.status)
+
+    def matches(self, t: Any) -> bool:
+        if self.channel and getattr(t, "channel", None) != self.channel:
+            return False
+        if self.action_type:
+            action = getattr(t, "action", None)
+            typ = action.get("type") if isinstance(action, Mapping) else None
+            typ = typ if isinstance(typ, str) else ""
+            if self.action_type.endswith("/"):
+                if not typ.startswith(self.action_type):
+                    return False
+            elif typ != self.action_type:
+                return False
+        if self.origin:
+            ov = origin_view(getattr(t, "origin", None))
+            if self.origin not in (ov["key"], ov["kind"]):
+                return False
+        if self.status:
+            rejected = bool(getattr(t, "rejection_reason", None))
+            if (self.status == "rejected") != rejected:
+                return False
+        return True
+
+
+def transition_row(t: Any, index: int) -> dict[str, Any]:
+    """One table row (small, bounded)."""
+    action = getattr(t, "action", None)
+    typ = action.get("type") if isinstance(action, Mapping) else None
+    reason = getattr(t, "rejection_reason", None)
+    wall = getattr(t, "wall_time", None)
+    seq = getattr(t, "seq", None)
+    return {
+        "i": index,
+        "seq": seq if isinstance(seq, int) else None,
+        "time": float(wall) if isinstance(wall, (int, float)) and not isinstance(wall, bool) else None,
+        "channel": one_line(getattr(t, "channel", ""), 200),
+        "channelKind": channel_kind(getattr(t, "channel", "")),
+        "channelLabel": channel_label(getattr(t, "channel", "")),
+        "type": one_line(typ, 100) if typ is not None else "(no type)",
+        "origin": origin_view(getattr(t, "origin", None))["label"],
+        "rejected": bool(reason),
+        "reason": one_line(reason, 300) if reason else None,
+    }
+
+
+def inspector_rows(
+    transitions: Sequence[Any],
+    start: int = 0,
+    count: int = 100,
+    flt: TransitionFilter | Mapping[str, Any] | None = None,
+    index: Sequence[int] | None = None,
+) -> dict[str, Any]:
+    """A window of rows of the (filtered) log: ``{"start", "total", "rows"}``.
+
+    ``index`` (positions into ``transitions`` that pass the filter) can be passed in when the caller
+    keeps it incrementally; otherwise it is computed. ``count`` is capped at ``MAX_WINDOW``.
+    """
+    if not isinstance(flt, TransitionFilter):
+        flt = TransitionFilter.from_json(flt)
+    if index is None:
+        index = (
+            range(len(transitions)) if flt.empty else [i for i, t in enumerate(transitions) if flt.matches(t)]
+        )
+    total = len(index)
+    start = max(0, min(int(start), total))
+    count = max(0, min(int(count), MAX_WINDOW))
+    rows = [transition_row(transitions[index[k]], k) for k in range(start, min(total, start + count))]
+    return {"start": start, "total": total, "rows": rows}
+
+
+def _short_json(value: Any, limit: int = 400) -> str:
+    if isinstance(value, Text):
+        value = str(value)
+    if isinstance(value, str):
+        head = value[: limit * 2]
+        s = json.dumps(clean_text(head), ensure_ascii=False)
+    else:
+        try:
+            s = json.dumps(
+                value, ensure_ascii=False, default=lambda o: str(o) if isinstance(o, Text) else repr(o)
+            )
+        except (TypeError, ValueError, RecursionError):
+            s = "<unserializable>"
+    s = clean_text(s[: limit * 2])
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def readable_patch(patch: Any, max_ops: int = MAX_DIFF_OPS) -> dict[str, Any]:
+    """RFC 6902 ops as short readable lines: ``{"ops": [{"op", "path", "value", "from"}], "omitted"}``."""
+    ops = patch if isinstance(patch, list) else []
+    out = []
+    for op in ops[:max_ops]:
+        if not isinstance(op, Mapping):
+            continue
+        item = {"op": one_line(op.get("op"), 20), "path": one_line(op.get("path"), 300)}
+        if "value" in op:
+            item["value"] = _short_json(op.get("value"))
+        if "from" in op:
+            item["from"] = one_line(op.get("from"), 300)
+        out.append(item)
+    return {"ops": out, "omitted": max(0, len(ops) - max_ops), "total": len(ops)}
+
+
+def transition_detail(t: Any, limits: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """The selected transition: its action as JSON, the origin, rejection reason and readable diff."""
+    row = transition_row(t, -1)
+    seq = row["seq"]
+    try:
+        patch = t.diff
+    except Exception as exc:  # a diff that cannot be computed is shown as such
+        patch = None
+        diff_error = f"{type(exc).__name__}: {one_line(str(exc), 200)}"
+    else:
+        diff_error = None
+    origin = getattr(t, "origin", None)
+    reducer_ns = getattr(t, "reducer_ns", None)
+    return {
+        **row,
+        "originJson": json_preview(origin if isinstance(origin, Mapping) else {}, f"t{seq}/origin", limits),
+        "action": json_preview(getattr(t, "action", None), f"t{seq}/action", limits),
+        "diff": readable_patch(patch) if diff_error is None else {"ops": [], "omitted": 0, "total": 0},
+        "diffError": diff_error,
+        "reducerUs": round(reducer_ns / 1000, 1) if isinstance(reducer_ns, int) else None,
+    }

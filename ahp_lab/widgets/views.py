@@ -1,0 +1,467 @@
+"""The anywidget classes of the workbench: thin shells whose traitlets carry the view models."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import ipywidgets
+import traitlets
+
+from .base import SourceView, ViewContext
+from .chat import active_turn_patch, chat_view_model, turn_view
+from .inputs import inputs_view_model
+from .inspector import MAX_WINDOW, TransitionFilter, origin_view, transition_detail, transition_row
+from .logaccess import find_seq, log_at, log_slice
+from .timeline import ToolCallHistory, collect_tool_calls, timeline_view_model
+from .tree import tree_view_model
+
+__all__ = [
+    "CustomizationTree",
+    "ToolCallTimeline",
+    "InputQueue",
+    "TransitionInspector",
+    "ChatPane",
+    "Workbench",
+]
+
+
+class CustomizationTree(SourceView):
+    """The session's customizations: containers, children by type, load and MCP server states.
+
+    A checkbox dispatches ``session/customizationToggled``; MCP start/stop buttons dispatch
+    ``session/mcpServerStartRequested`` / ``…StopRequested``.
+    """
+
+    _kind = traitlets.Unicode("tree").tag(sync=True)
+    session = traitlets.Unicode("").tag(sync=True)
+    model = traitlets.Dict({}).tag(sync=True)
+    type_filter = traitlets.Unicode("").tag(sync=True)
+    text_filter = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(self, source: Any, **kwargs: Any) -> None:
+        self._memo: tuple[Any, Any] | None = None
+        super().__init__(source, session=str(source.session), **kwargs)
+
+    @traitlets.observe("type_filter", "text_filter")
+    def _filters_changed(self, _change: Any) -> None:
+        if hasattr(self, "_coalescer"):
+            self.refresh()
+
+    def render_view(self) -> None:
+        state = self.state_of(self.session)
+        key = (self.type_filter, self.text_filter, self.read_only)
+        if self._memo is not None and self._memo[0] is state and self._memo[1] == key:
+            return  # the session did not change (e.g. a chat delta)
+        self._memo = (state, key)
+        self.model = tree_view_model(
+            state,
+            type_filter=self.type_filter,
+            text_filter=self.text_filter[:200],
+            read_only=self.read_only,
+        )
+
+
+class ToolCallTimeline(SourceView):
+    """Every tool call of the chat, one lane each, with the steps that moved it (windowed)."""
+
+    _kind = traitlets.Unicode("timeline").tag(sync=True)
+    chat = traitlets.Unicode("").tag(sync=True)
+    model = traitlets.Dict({}).tag(sync=True)
+    window_start = traitlets.Int(0).tag(sync=True)
+    window_count = traitlets.Int(40).tag(sync=True)
+    selected = traitlets.Unicode(None, allow_none=True).tag(sync=True)
+
+    def __init__(self, source: Any, *, chat: str | None = None, **kwargs: Any) -> None:
+        self._history = ToolCallHistory()
+        self._fed = 0
+        self._turn_calls: dict[int, tuple[Any, list[dict[str, Any]]]] = {}
+        super().__init__(source, chat=str(chat or source.chat), **kwargs)
+
+    @traitlets.observe("window_start", "window_count", "selected")
+    def _window_changed(self, _change: Any) -> None:
+        if hasattr(self, "_coalescer"):
+            self.refresh()
+
+    def _feed(self) -> None:
+        """Feed the log into the history: live transitions come through the listener (they carry
+        their states); this only catches up when the log and the history disagree (first render,
+        a replaced log)."""
+        log = self._source.transitions
+        n = len(log)
+        if n < self._fed:
+            self._history = ToolCallHistory()
+            self._fed = 0
+        if n > self._fed:
+            for t in log_slice(log, self._fed, n):
+                self._history.feed(t)
+            self._fed = n
+
+    def _on_transition(self, t: Any) -> None:
+        if self._fed == len(self._source.transitions) - 1:
+            self._history.feed(t)
+            self._fed += 1
+        super()._on_transition(t)
+
+    def _calls(self, state: Any) -> list[dict[str, Any]]:
+        """``collect_tool_calls`` with completed turns cached by identity (they never change)."""
+        if not isinstance(state, Mapping):
+            return []
+        out: list[dict[str, Any]] = []
+        cache: dict[int, tuple[Any, list[dict[str, Any]]]] = {}
+        turns = state.get("turns")
+        for turn in turns if isinstance(turns, list) else ():
+            hit = self._turn_calls.get(id(turn))
+            calls = hit[1] if hit is not None and hit[0] is turn else collect_tool_calls({"turns": [turn]})
+            cache[id(turn)] = (turn, calls)
+            out.extend(calls)
+        self._turn_calls = cache
+        active = state.get("activeTurn")
+        if isinstance(active, Mapping):
+            out.extend(collect_tool_calls({"activeTurn": active}))
+        return out
+
+    def render_view(self) -> None:
+        self._feed()
+        state = self.state_of(self.chat)
+        self.model = timeline_view_model(
+            state,
+            self._history,
+            calls=self._calls(state),
+            channel=self.chat,
+            start=self.window_start,
+            count=self.window_count,
+            selected=self.selected,
+            limits=self._limits,
+            at_seq=self._context.at_seq,
+            read_only=self.read_only,
+        )
+
+
+class InputQueue(SourceView):
+    """``inputNeeded`` across the session's chats, with controls to answer each entry."""
+
+    _kind = traitlets.Unicode("inputs").tag(sync=True)
+    session = traitlets.Unicode("").tag(sync=True)
+    model = traitlets.Dict({}).tag(sync=True)
+    debounce_ms = traitlets.Int(300).tag(sync=True)
+
+    def __init__(self, source: Any, **kwargs: Any) -> None:
+        self._memo: tuple[Any, Any] | None = None
+        super().__init__(source, session=str(source.session), **kwargs)
+
+    def render_view(self) -> None:
+        state = self.state_of(self.session)
+        key = (self.read_only, tuple(sorted(self._limits.items())))
+        if self._memo is not None and self._memo[0] is state and self._memo[1] == key:
+            return  # the session did not change (e.g. a chat delta)
+        self._memo = (state, key)
+        self.model = inputs_view_model(state, read_only=self.read_only, limits=self._limits)
+
+
+class TransitionInspector(SourceView):
+    """The transition log as a virtualized table, filters, a detail pane, and time travel.
+
+    Rows travel as custom messages: the browser asks ``{"type": "window", "start", "count"}`` and
+    gets ``{"type": "rows", "version", "start", "total", "rows"}``; new transitions are announced
+    with ``{"type": "appended", "version", "total", "rows"}`` (the last few rows only).
+    """
+
+    _kind = traitlets.Unicode("inspector").tag(sync=True)
+    total = traitlets.Int(0).tag(sync=True)
+    version = traitlets.Int(0).tag(sync=True)
+    filters = traitlets.Dict({}).tag(sync=True)
+    options = traitlets.Dict({"channels": [], "types": [], "origins": []}).tag(sync=True)
+    selected_seq = traitlets.Int(None, allow_none=True).tag(sync=True)
+    detail = traitlets.Dict({}).tag(sync=True)
+    time_travel = traitlets.Bool(False).tag(sync=True)
+
+    APPEND_TAIL = 200
+
+    def __init__(self, source: Any, **kwargs: Any) -> None:
+        self._index: list[int] = []
+        self._scanned = 0
+        self._filter = TransitionFilter()
+        self._channels: dict[str, None] = {}
+        self._types: dict[str, None] = {}
+        self._origins: dict[str, None] = {}
+        super().__init__(source, **kwargs)
+
+    # traitlet observers ----------------------------------------------------------------------------
+    @traitlets.observe("filters")
+    def _filters_changed(self, change: Any) -> None:
+        if not hasattr(self, "_coalescer"):
+            return
+        self._filter = TransitionFilter.from_json(change["new"])
+        self._index = []
+        self._scanned = 0
+        self.version += 1
+        self.refresh()
+
+    @traitlets.observe("selected_seq")
+    def _selected_changed(self, _change: Any) -> None:
+        if not hasattr(self, "_coalescer"):
+            return
+        self._update_detail()
+        if self.time_travel:
+            self._context.set_at_seq(self.selected_seq)
+
+    @traitlets.observe("time_travel")
+    def _time_travel_changed(self, change: Any) -> None:
+        if not hasattr(self, "_coalescer"):
+            return
+        self._context.set_at_seq(self.selected_seq if change["new"] else None)
+
+    # incremental index -----------------------------------------------------------------------------
+    def _scan(self) -> list[int]:
+        log = self._source.transitions
+        n = len(log)
+        if n < self._scanned:
+            self._index, self._scanned = [], 0
+            self.version += 1
+        new_positions: list[int] = []
+        if n > self._scanned:
+            flt = self._filter
+            for pos, t in enumerate(log_slice(log, self._scanned, n), start=self._scanned):
+                self._note_options(t)
+                if flt.empty or flt.matches(t):
+                    self._index.append(pos)
+                    new_positions.append(pos)
+            self._scanned = n
+        return new_positions
+
+    def _note_options(self, t: Any) -> None:
+        ch = getattr(t, "channel", None)
+        if isinstance(ch, str) and ch not in self._channels and len(self._channels) < 500:
+            self._channels[ch] = None
+        action = getattr(t, "action", None)
+        typ = action.get("type") if isinstance(action, Mapping) else None
+        if isinstance(typ, str) and typ not in self._types and len(self._types) < 500:
+            self._types[typ] = None
+        ok = origin_view(getattr(t, "origin", None))["key"]
+        if ok not in self._origins and len(self._origins) < 200:
+            self._origins[ok] = None
+
+    def rows(self, start: int, count: int) -> dict[str, Any]:
+        """The window ``[start, start+count)`` of the filtered log (what a ``window`` request gets)."""
+        self._scan()
+        log = self._source.transitions
+        total = len(self._index)
+        start = max(0, min(int(start), total))
+        count = max(0, min(int(count), MAX_WINDOW))
+        rows = [
+            transition_row(log_at(log, self._index[k]), k) for k in range(start, min(total, start + count))
+        ]
+        return {"type": "rows", "version": self.version, "start": start, "total": total, "rows": rows}
+
+    def render_view(self) -> None:
+        old_total = len(self._index)
+        first_version = self.version
+        new_positions = self._scan()
+        total = len(self._index)
+        self.total = total
+        opts = {
+            "channels": list(self._channels),
+            "types": sorted(self._types),
+            "origins": list(self._origins),
+        }
+        if opts != self.options:
+            self.options = opts
+        if new_positions and self.version == first_version:
+            log = self._source.transitions
+            tail_from = max(old_total, total - self.APPEND_TAIL)
+            rows = [transition_row(log_at(log, self._index[k]), k) for k in range(tail_from, total)]
+            self.send_msg({"type": "appended", "version": self.version, "total": total, "rows": rows})
+        if self.selected_seq is not None and not self.detail:
+            self._update_detail()
+
+    def _find(self, seq: int) -> Any:
+        return find_seq(self._source.transitions, seq)[1]
+
+    def _update_detail(self) -> None:
+        seq = self.selected_seq
+        if seq is None:
+            self.detail = {}
+            return
+        t = self._find(seq)
+        self.detail = transition_detail(t, self._limits) if t is not None else {"missing": seq}
+
+    def handle_message(self, content: Any) -> None:
+        if isinstance(content, dict) and content.get("type") == "more":
+            ref = content.get("ref")
+            if isinstance(ref, str) and len(ref) < 1000:
+                self._limits[ref] = min(4 * 1024 * 1024, self.limit_for(ref) * 4)
+                self._update_detail()
+            return
+        super().handle_message(content)
+
+    def handle_view_message(self, typ: Any, content: dict[str, Any]) -> None:
+        if typ == "window":
+            start, count = content.get("start", 0), content.get("count", 100)
+            if not isinstance(start, int) or isinstance(start, bool):
+                start = 0
+            if not isinstance(count, int) or isinstance(count, bool):
+                count = 100
+            reply = self.rows(start, count)
+            if "req" in content:
+                reply["req"] = content["req"]
+            self.send_msg(reply)
+
+    def _context_changed(self) -> None:
+        # the inspector is the time-travel control itself: it stays live and interactive
+        self.at_seq = self._context.at_seq
+        if self._context.at_seq is None and self.time_travel:
+            self.time_travel = False
+
+
+class ChatPane(SourceView):
+    """The conversation (user messages, streamed markdown, reasoning, tool-call cards, system
+    notifications) plus a prompt box.
+
+    The view says ``{"type": "hello"}`` when it renders and gets ``{"type": "reset", "view"}``;
+    afterwards only ``{"type": "patch", "active", "turns", "turnCount"}`` messages travel: new
+    completed turns once each, and the active turn as per-part patches with text appends.
+    """
+
+    _kind = traitlets.Unicode("chat").tag(sync=True)
+    chat = traitlets.Unicode("").tag(sync=True)
+    header = traitlets.Dict({}).tag(sync=True)
+    tail = traitlets.Int(20).tag(sync=True)
+
+    def __init__(self, source: Any, *, chat: str | None = None, **kwargs: Any) -> None:
+        self._sent_ids: list[Any] | None = None
+        self._sent_active: dict[str, Any] | None = None
+        self._part_cache: dict[int, Any] = {}
+        super().__init__(source, chat=str(chat or source.chat), **kwargs)
+
+    def _chat_state(self) -> Mapping[str, Any]:
+        st = self.state_of(self.chat)
+        return st if isinstance(st, Mapping) else {}
+
+    def full_view(self) -> dict[str, Any]:
+        st = self._chat_state()
+        view = chat_view_model(st, tail=self.tail, limits=self._limits, read_only=self.read_only)
+        turns = st.get("turns") if isinstance(st.get("turns"), list) else []
+        self._sent_ids = [t.get("id") if isinstance(t, Mapping) else None for t in turns]
+        self._sent_active = view["active"]
+        return view
+
+    def _send_reset(self) -> None:
+        self.send_msg({"type": "reset", "view": self.full_view()})
+
+    def render_view(self) -> None:
+        st = self._chat_state()
+        status = st.get("status")
+        self.header = {
+            "title": str(st.get("title") or "")[:200],
+            "status": status if isinstance(status, int) else None,
+            "active": isinstance(st.get("activeTurn"), Mapping),
+        }
+        if self._sent_ids is None:  # nothing sent yet: the view will say hello
+            return
+        turns = st.get("turns") if isinstance(st.get("turns"), list) else []
+        ids = [t.get("id") if isinstance(t, Mapping) else None for t in turns]
+        n_old = len(self._sent_ids)
+        if ids[:n_old] != self._sent_ids or len(ids) - n_old > self.tail:
+            self._send_reset()
+            return
+        new_turns = [
+            {"index": n_old + k, "turn": turn_view(t, self._limits)} for k, t in enumerate(turns[n_old:])
+        ]
+        self._sent_ids = ids
+        active = st.get("activeTurn")
+        if len(self._part_cache) > 4 * 400:
+            self._part_cache.clear()
+        active_view = (
+            turn_view(active, self._limits, active=True, cache=self._part_cache)
+            if isinstance(active, Mapping)
+            else None
+        )
+        patch = active_turn_patch(self._sent_active, active_view)
+        self._sent_active = active_view
+        if patch is None and not new_turns:
+            return
+        self.send_msg({"type": "patch", "active": patch, "turns": new_turns, "turnCount": len(ids)})
+
+    def _context_changed(self) -> None:
+        super()._context_changed()
+        if self._sent_ids is not None:
+            self._send_reset()
+
+    def handle_message(self, content: Any) -> None:
+        if isinstance(content, dict) and content.get("type") == "more":
+            ref = content.get("ref")
+            if isinstance(ref, str) and len(ref) < 1000:
+                self._limits[ref] = min(4 * 1024 * 1024, self.limit_for(ref) * 4)
+                self._part_cache.clear()
+                self._send_reset()
+            return
+        super().handle_message(content)
+
+    def handle_view_message(self, typ: Any, content: dict[str, Any]) -> None:
+        if typ == "hello":
+            self._send_reset()
+        elif typ == "older":
+            before = content.get("before")
+            count = content.get("count", 10)
+            if not isinstance(before, int) or not isinstance(count, int):
+                return
+            st = self._chat_state()
+            turns = st.get("turns") if isinstance(st.get("turns"), list) else []
+            before = max(0, min(before, len(turns)))
+            first = max(0, before - max(1, min(count, 50)))
+            self.send_msg(
+                {
+                    "type": "older",
+                    "first": first,
+                    "turns": [turn_view(t, self._limits) for t in turns[first:before]],
+                }
+            )
+
+
+class Workbench(ipywidgets.GridBox):
+    """The four views and the chat pane in one layout, sharing one time-travel context.
+
+    ``Workbench(source)``; the parts are ``.chat``, ``.inputs``, ``.tree``, ``.timeline`` and
+    ``.inspector``.
+    """
+
+    def __init__(self, source: Any, *, max_syncs_per_s: float = 30.0, **kwargs: Any) -> None:
+        ctx = ViewContext()
+        common = {"context": ctx, "max_syncs_per_s": max_syncs_per_s}
+        self.context = ctx
+        self.source = source
+        self.chat = ChatPane(source, layout=ipywidgets.Layout(grid_area="chat", min_width="0"), **common)
+        self.inputs = InputQueue(
+            source, layout=ipywidgets.Layout(grid_area="inputs", min_width="0"), **common
+        )
+        self.tree = CustomizationTree(
+            source, layout=ipywidgets.Layout(grid_area="tree", min_width="0"), **common
+        )
+        self.timeline = ToolCallTimeline(
+            source, layout=ipywidgets.Layout(grid_area="timeline", min_width="0"), **common
+        )
+        self.inspector = TransitionInspector(
+            source, layout=ipywidgets.Layout(grid_area="inspector", min_width="0"), **common
+        )
+        layout = ipywidgets.Layout(
+            width="100%",
+            grid_template_columns="minmax(0, 3fr) minmax(0, 2fr)",
+            grid_template_areas='"chat inputs" "chat tree" "timeline timeline" "inspector inspector"',
+            grid_gap="8px",
+        )
+        super().__init__(
+            children=[self.chat, self.inputs, self.tree, self.timeline, self.inspector],
+            layout=kwargs.pop("layout", layout),
+            **kwargs,
+        )
+        self.add_class("ahp-workbench")
+
+    @property
+    def views(self) -> list[SourceView]:
+        return [self.chat, self.inputs, self.tree, self.timeline, self.inspector]
+
+    def close(self) -> None:
+        for v in self.views:
+            v.close()
+        super().close()

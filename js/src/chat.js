@@ -1,0 +1,191 @@
+// Chat pane: completed turns (sent once), the active turn as per-part patches, a prompt box.
+import { badge, frame, h, spinner, statusBadge, textBlock } from "./util.js";
+
+const STATUS_NAMES = { 1: "idle", 2: "error", 8: "in progress", 24: "input needed" };
+
+export function renderChat({ model, el }) {
+  const { root, heading, off } = frame(model, el, "ahp-chat", "Chat");
+  const status = h("span", { class: "ahp-count" });
+  heading.appendChild(status);
+  const log = h("div", { class: "ahp-chat-log", role: "log", "aria-label": "Conversation", tabindex: "0" });
+  const olderBtn = h("button", { class: "ahp-btn ahp-btn-small", type: "button", hidden: true, "aria-label": "Show earlier turns" }, "Show earlier turns");
+  const turnsBox = h("div", { class: "ahp-turns" });
+  const activeBox = h("div", { class: "ahp-active" });
+  log.append(olderBtn, turnsBox, activeBox);
+  const input = h("textarea", { class: "ahp-textarea ahp-prompt-input", rows: 2, placeholder: "Ask the agent… (Enter sends, Shift+Enter for a new line)", "aria-label": "Prompt" });
+  const sendBtn = h("button", { class: "ahp-btn ahp-primary", type: "submit", "aria-label": "Send prompt" }, "Send");
+  const form = h("form", { class: "ahp-prompt" }, input, sendBtn);
+  root.append(log, form);
+
+  let ready = false;
+  let first = 0; // index of the oldest turn shown
+  let turnCount = 0;
+  let active = null; // active turn view
+  let activePartEls = [];
+
+  const send = () => {
+    const text = input.value;
+    if (!text.trim() || model.get("read_only")) return;
+    model.send({ type: "prompt", text });
+    input.value = "";
+  };
+  form.addEventListener("submit", (e) => { e.preventDefault(); send(); });
+  input.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); send(); }
+  });
+  olderBtn.addEventListener("click", () => model.send({ type: "older", before: first, count: 10 }));
+
+  function atBottom() {
+    return log.scrollTop + log.clientHeight >= log.scrollHeight - 40;
+  }
+  function stickIf(was) {
+    if (was) log.scrollTop = log.scrollHeight;
+  }
+
+  function partEl(p) {
+    switch (p.kind) {
+      case "markdown":
+        return textBlock(p.block, model, { cls: "ahp-part-md", markdown: true });
+      case "reasoning": {
+        const d = h("details", { class: "ahp-reasoning" }, h("summary", null, "Reasoning"), textBlock(p.block, model));
+        return d;
+      }
+      case "toolCall": {
+        const t = p.toolCall;
+        const done = t.status === "completed" || t.status === "cancelled";
+        return h("div", { class: `ahp-toolcard ${done && t.success === false ? "ahp-failed" : ""}`, "data-tool-call-id": t.toolCallId, "data-state": t.status },
+          h("div", { class: "ahp-row-flex" }, h("strong", null, t.displayName), statusBadge(t.status), badge(t.contributor.label, "ahp-contrib")),
+          t.invocation ? h("div", { class: "ahp-dim" }, t.invocation) : null,
+          t.summary ? h("div", null, t.summary) : null,
+          t.status === "cancelled" ? h("div", { class: "ahp-dim" }, `cancelled (${t.reason || "?"})${t.reasonMessage ? `: ${t.reasonMessage}` : ""}`) : null,
+          t.errorMessage ? h("div", { class: "ahp-err-text" }, t.errorMessage) : null);
+      }
+      case "systemNotification":
+        return h("div", { class: "ahp-sysnote", role: "note" }, textBlock(p.block, model));
+      case "inputRequest":
+        return h("div", { class: "ahp-inputreq", "data-response": p.response || "open" },
+          `Question: ${p.message || "input requested"}${p.questions ? ` (${p.questions} question${p.questions > 1 ? "s" : ""})` : ""} — ${p.response || "waiting for an answer"}`);
+      case "contentRef":
+        return h("div", { class: "ahp-mono" }, `resource: ${p.uri}`);
+      default:
+        return h("div", { class: "ahp-dim" }, `(unsupported part ${p.rawKind})`);
+    }
+  }
+
+  function turnEl(t) {
+    const el2 = h("div", { class: `ahp-turn ${t.active ? "ahp-turn-active" : ""}`, "data-turn-id": t.id, "data-state": t.state });
+    const m = t.message || {};
+    el2.appendChild(h("div", { class: `ahp-msg ahp-msg-${m.origin || "user"}` },
+      h("div", { class: "ahp-msg-who" }, m.origin === "user" ? "You" : m.origin || "user"),
+      textBlock(m.block, model),
+      m.attachments && m.attachments.length ? h("div", { class: "ahp-dim" }, `attachments: ${m.attachments.join(", ")}`) : null));
+    const parts = h("div", { class: "ahp-parts" });
+    const els = (t.parts || []).map(partEl);
+    parts.append(...els);
+    el2.appendChild(parts);
+    if (t.partsOmitted) el2.appendChild(h("div", { class: "ahp-dim" }, `${t.partsOmitted} more parts not shown`));
+    if (t.active) el2.appendChild(h("div", { class: "ahp-working" }, spinner("agent working"), " working…"));
+    else if (t.state === "error") el2.appendChild(h("div", { class: "ahp-err-text" }, `Turn failed: ${t.error || "error"}`));
+    else if (t.state === "cancelled") el2.appendChild(h("div", { class: "ahp-dim" }, "Turn cancelled"));
+    return { el: el2, parts, els };
+  }
+
+  function drawActive() {
+    activeBox.replaceChildren();
+    activePartEls = [];
+    if (!active) return;
+    const r = turnEl(active);
+    activeBox.appendChild(r.el);
+    activePartEls = r.els;
+    activeBox._parts = r.parts;
+  }
+
+  function setOlder(hasOlder) {
+    olderBtn.hidden = !(first > 0 || hasOlder);
+  }
+
+  function reset(view) {
+    const was = !ready || atBottom();
+    ready = true;
+    first = view.first || 0;
+    turnCount = view.turnCount || 0;
+    turnsBox.replaceChildren(...(view.turns || []).map((t) => turnEl(t).el));
+    active = view.active;
+    drawActive();
+    setOlder(view.hasOlder);
+    stickIf(was);
+  }
+
+  function patch(msg) {
+    const was = atBottom();
+    for (const item of msg.turns || []) turnsBox.appendChild(turnEl(item.turn).el);
+    turnCount = msg.turnCount ?? turnCount;
+    const p = msg.active;
+    if (p) {
+      if ("reset" in p) {
+        active = p.reset;
+        drawActive();
+      } else if (active && p.id === active.id) {
+        for (const [i, part] of p.parts || []) {
+          active.parts[i] = part;
+          const fresh = partEl(part);
+          if (activePartEls[i]) activePartEls[i].replaceWith(fresh);
+          else activeBox._parts.appendChild(fresh);
+          activePartEls[i] = fresh;
+        }
+        for (const [i, text] of p.appends || []) {
+          const part = active.parts[i];
+          if (!part || !part.block) continue;
+          part.block = { ...part.block, text: part.block.text + text, length: (part.block.length || 0) + text.length };
+          const fresh = partEl(part);
+          // keep a reasoning block open if the person opened it
+          if (activePartEls[i] && activePartEls[i].tagName === "DETAILS" && activePartEls[i].open) fresh.open = true;
+          if (activePartEls[i]) activePartEls[i].replaceWith(fresh);
+          activePartEls[i] = fresh;
+        }
+        if (p.length < activePartEls.length) {
+          for (const extra of activePartEls.splice(p.length)) extra.remove();
+          active.parts.length = p.length;
+        }
+      }
+    }
+    stickIf(was);
+  }
+
+  function onMsg(msg) {
+    if (!msg || typeof msg !== "object") return;
+    if (msg.type === "reset") reset(msg.view);
+    else if (msg.type === "patch" && ready) patch(msg);
+    else if (msg.type === "older" && ready) {
+      const h0 = log.scrollHeight;
+      const frag = document.createDocumentFragment();
+      for (const t of msg.turns || []) frag.appendChild(turnEl(t).el);
+      turnsBox.prepend(frag);
+      first = msg.first;
+      setOlder(false);
+      log.scrollTop += log.scrollHeight - h0;
+    }
+  }
+  model.on("msg:custom", onMsg);
+
+  function drawHeader() {
+    const hd = model.get("header") || {};
+    const ro = !!model.get("read_only");
+    const act = (hd.status ?? 0) & 0x1f;
+    status.textContent = ` ${hd.title ? `${hd.title} · ` : ""}${STATUS_NAMES[act] || ""}`;
+    root.dataset.chatStatus = STATUS_NAMES[act] || "";
+    input.disabled = ro;
+    sendBtn.disabled = ro;
+  }
+  drawHeader();
+  model.on("change:header", drawHeader);
+  model.on("change:read_only", drawHeader);
+  // anywidget drops custom messages sent before this view existed: ask for the conversation
+  model.send({ type: "hello" });
+  return () => {
+    off();
+    model.off("msg:custom", onMsg);
+    model.off("change:header", drawHeader);
+    model.off("change:read_only", drawHeader);
+  };
+}

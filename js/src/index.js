@@ -1,0 +1,33 @@
+// One bundle for every ahp_lab view; the widget's `_kind` traitlet picks the renderer.
+import { renderChat } from "./chat.js";
+import { renderInputs } from "./inputs.js";
+import { renderInspector } from "./inspector.js";
+import { renderTimeline } from "./timeline.js";
+import { renderTree } from "./tree.js";
+import { h } from "./util.js";
+
+const RENDERERS = {
+  tree: renderTree,
+  timeline: renderTimeline,
+  inputs: renderInputs,
+  inspector: renderInspector,
+  chat: renderChat,
+};
+
+function render({ model, el }) {
+  el.classList.add("ahp-root");
+  const kind = model.get("_kind");
+  const fn = RENDERERS[kind];
+  if (!fn) {
+    el.appendChild(h("div", { class: "ahp-error" }, `unknown ahp_lab view ${kind}`));
+    return undefined;
+  }
+  try {
+    return fn({ model, el });
+  } catch (e) {
+    el.appendChild(h("div", { class: "ahp-error", role: "alert" }, `view failed: ${e && e.message}`));
+    return undefined;
+  }
+}
+
+export default { render };

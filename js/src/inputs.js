@@ -1,0 +1,280 @@
+// Session input queue: tool confirmations, client executions, questions, authentication.
+import { contentList } from "./content.js";
+import { badge, debounce, dispatch, frame, h, safeUrl, spinner, textBlock } from "./util.js";
+
+function signature(entry) {
+  // everything but the answers: a card is rebuilt only when its structure changes, so what a person
+  // is typing (and the focus) survives the draft echoes
+  return JSON.stringify(entry, (k, v) => (k === "answer" ? undefined : v));
+}
+
+export function renderInputs({ model, el }) {
+  const { root, heading, off } = frame(model, el, "ahp-inputs", "Input needed");
+  const count = h("span", { class: "ahp-count" });
+  heading.appendChild(count);
+  const list = h("div", { class: "ahp-input-list", role: "list" });
+  root.appendChild(list);
+  const cards = new Map(); // entry id -> {sig, el, ro}
+
+  const send = (target, extra) => {
+    if (!target) return;
+    dispatch(model, target.channel, { ...target.action, ...(extra || {}) });
+  };
+
+  function confirmationCard(e, ro) {
+    const name = e.displayName;
+    const tc = e.toolCall || {};
+    const isResult = e.phase === "result";
+    let editing = false;
+    const area = h("textarea", {
+      class: "ahp-textarea", rows: 4, "aria-label": `Edit input of ${name}`, hidden: true, disabled: ro,
+    });
+    area.value = e.inputText || "";
+    const approveEdited = h("button", {
+      class: "ahp-btn ahp-primary", type: "button", hidden: true, disabled: ro,
+      "aria-label": `Approve ${name} with edited input`,
+      onclick: () => send(e.approve, { editedToolInput: area.value }),
+    }, "Approve with edits");
+    const inputView = tc.toolInput && tc.toolInput.block ? textBlock(tc.toolInput.block, model, { cls: "ahp-input-preview" })
+      : tc.toolInput && tc.toolInput.ref ? h("div", { class: "ahp-mono" }, `input: ${tc.toolInput.uri}`) : null;
+    const buttons = [
+      h("button", { class: "ahp-btn ahp-primary", type: "button", disabled: ro, "aria-label": `Approve ${name}`, onclick: () => send(e.approve) }, "Approve"),
+      h("button", { class: "ahp-btn ahp-danger", type: "button", disabled: ro, "aria-label": `Deny ${name}`, onclick: () => send(e.deny) }, "Deny"),
+    ];
+    let lastGroup = null;
+    for (const o of e.options || []) {
+      if (lastGroup !== null && o.group !== lastGroup) buttons.push(h("span", { class: "ahp-sep" }));
+      lastGroup = o.group;
+      buttons.push(h("button", {
+        class: `ahp-btn ${o.kind === "deny" ? "ahp-danger" : ""}`, type: "button", disabled: ro,
+        "aria-label": `${o.label} ${name}`, "data-option-id": o.id,
+        onclick: () => send(o.action),
+      }, o.label));
+    }
+    if (e.editable) {
+      buttons.push(h("button", {
+        class: "ahp-btn", type: "button", disabled: ro || e.inputTruncated, "aria-label": `Edit input of ${name} before approving`,
+        title: e.inputTruncated ? "input too large to edit here" : "",
+        onclick: (ev) => {
+          editing = !editing;
+          area.hidden = !editing;
+          approveEdited.hidden = !editing;
+          if (inputView) inputView.hidden = editing;
+          ev.currentTarget.textContent = editing ? "Cancel edit" : "Edit input";
+          if (editing) area.focus();
+        },
+      }, "Edit input"));
+    }
+    const risk = e.risk;
+    return [
+      h("div", { class: "ahp-card-head" },
+        badge(isResult ? "confirm result" : "confirm tool", "ahp-kind"),
+        h("strong", null, name),
+        badge((tc.contributor || {}).label || "host", "ahp-contrib"),
+        e.chatTitle ? h("span", { class: "ahp-dim" }, `in ${e.chatTitle}`) : null),
+      e.title ? textBlock(e.title, model) : null,
+      tc.invocationBlock ? textBlock(tc.invocationBlock, model) : null,
+      risk ? h("div", { class: "ahp-risk", "data-safety": risk.safety ?? "" },
+        risk.loading ? [spinner("assessing risk"), " assessing risk…"] : `risk: safety ${risk.safety != null ? risk.safety.toFixed(2) : "?"} — ${risk.reason}`) : null,
+      e.edits ? h("div", { class: "ahp-dim" }, `${e.edits} file edit(s)`) : null,
+      isResult && e.result ? h("div", { class: `ahp-sec ${e.result.success ? "" : "ahp-failed"}` },
+        h("div", { class: "ahp-label" }, e.result.success ? "result" : "result (failed)"),
+        textBlock(e.result.pastTense, model), contentList(e.result.content, model)) : null,
+      inputView, area,
+      h("div", { class: "ahp-actions" }, buttons, approveEdited),
+    ];
+  }
+
+  function clientCard(e) {
+    const who = e.clientName ? `${e.clientName} (${e.clientId})` : e.clientId;
+    return [
+      h("div", { class: "ahp-card-head" }, badge("client execution", "ahp-kind"), h("strong", null, e.displayName)),
+      h("div", { class: "ahp-waiting" }, `Waiting on client ${who} to run it`),
+      h("div", { class: "ahp-progress", role: "progressbar", "aria-label": `Waiting on client ${e.clientId}` }, h("div", { class: "ahp-progress-bar" })),
+      e.toolCall && e.toolCall.invocation ? h("div", { class: "ahp-dim" }, e.toolCall.invocation) : null,
+    ];
+  }
+
+  function authCard(e, ro) {
+    const token = h("input", { class: "ahp-input", type: "password", autocomplete: "off", disabled: ro, "aria-label": `Token for ${e.resource}`, placeholder: "access token" });
+    const go = () => {
+      if (!token.value || ro) return;
+      model.send({ type: "authenticate", resource: e.resource, token: token.value });
+      token.value = "";
+    };
+    token.addEventListener("keydown", (ev) => { if (ev.key === "Enter") go(); });
+    return [
+      h("div", { class: "ahp-card-head" }, badge("authentication", "ahp-kind ahp-auth-kind"), h("strong", null, e.displayName), badge((e.contributor || {}).label || "", "ahp-contrib")),
+      h("div", { class: "ahp-auth-panel", "data-auth-required": "true" },
+        h("div", { class: "ahp-auth-title" }, `Needs authentication (${e.reason || "required"})`),
+        h("div", { class: "ahp-mono" }, e.resource),
+        e.description ? h("div", null, e.description) : null,
+        e.scopes && e.scopes.length ? h("div", null, `scopes: ${e.scopes.join(" ")}`) : null,
+        h("div", { class: "ahp-row-flex" }, token,
+          h("button", { class: "ahp-btn ahp-primary", type: "button", disabled: ro, "aria-label": `Authenticate ${e.displayName}`, onclick: go }, "Authenticate"))),
+    ];
+  }
+
+  function questionControl(q, e, ro, onDraft) {
+    const id = `q-${Math.random().toString(36).slice(2)}`;
+    const label = h("label", { for: id, class: "ahp-q-label" }, q.title || q.id, q.required ? h("span", { class: "ahp-req", "aria-hidden": "true" }, " *") : null);
+    const ans = q.answer && q.answer.state !== "skipped" ? q.answer : null;
+    let control;
+    let read;
+    const hint = [];
+    if (q.kind === "text") {
+      const fmtType = { email: "email", uri: "url", date: "date", "date-time": "datetime-local" }[q.format] || "text";
+      control = h("input", { id, class: "ahp-input", type: fmtType, disabled: ro, required: q.required, minlength: q.min ?? null, maxlength: q.max ?? null, "data-question-id": q.id });
+      control.value = ans ? ans.value ?? "" : q.default ?? "";
+      read = () => (control.value === "" && !q.required ? null : { kind: "text", value: control.value });
+      if (q.format) hint.push(`format: ${q.format}`);
+      if (q.min != null || q.max != null) hint.push(`length ${q.min ?? 0}–${q.max ?? "∞"}`);
+    } else if (q.kind === "number" || q.kind === "integer") {
+      control = h("input", { id, class: "ahp-input", type: "number", disabled: ro, step: q.kind === "integer" ? "1" : "any", min: q.min ?? null, max: q.max ?? null, "data-question-id": q.id });
+      const v = ans ? ans.value : q.default;
+      control.value = v == null ? "" : String(v);
+      read = () => {
+        if (control.value === "") return null;
+        const n = q.kind === "integer" ? parseInt(control.value, 10) : parseFloat(control.value);
+        return Number.isFinite(n) ? { kind: "number", value: n } : null;
+      };
+      if (q.min != null || q.max != null) hint.push(`${q.min ?? "−∞"} to ${q.max ?? "∞"}`);
+    } else if (q.kind === "boolean") {
+      control = h("input", { id, type: "checkbox", class: "ahp-check", disabled: ro, "data-question-id": q.id });
+      control.checked = ans ? !!ans.value : !!q.default;
+      read = () => ({ kind: "boolean", value: control.checked });
+    } else if (q.kind === "single-select" || q.kind === "multi-select") {
+      const multi = q.kind === "multi-select";
+      const chosen = new Set(ans ? (multi ? ans.value || [] : [ans.value]) : []);
+      const group = h("div", { class: "ahp-options", role: multi ? "group" : "radiogroup", "aria-labelledby": `${id}-l`, id });
+      label.id = `${id}-l`;
+      label.removeAttribute("for");
+      const boxes = (q.options || []).map((o) => {
+        const box = h("input", { type: multi ? "checkbox" : "radio", name: id, value: o.id, disabled: ro, checked: chosen.has(o.id), "aria-label": o.label, "data-option-id": o.id });
+        group.appendChild(h("label", { class: "ahp-option" }, box, " ", o.label, o.recommended ? badge("recommended", "ahp-rec") : null, o.description ? h("span", { class: "ahp-dim" }, ` — ${o.description}`) : null));
+        return box;
+      });
+      let free = null;
+      if (q.allowFreeform) {
+        free = h("input", { class: "ahp-input", type: "text", disabled: ro, placeholder: "other…", "aria-label": `Other answer for ${q.title || q.id}` });
+        free.value = ans && ans.freeform && ans.freeform[0] ? ans.freeform[0] : "";
+        group.appendChild(free);
+      }
+      control = group;
+      read = () => {
+        const vals = boxes.filter((b) => b.checked).map((b) => b.value);
+        const ff = free && free.value ? [free.value] : undefined;
+        if (!vals.length && !ff) return null;
+        return multi ? { kind: "selected-many", value: vals, ...(ff ? { freeformValues: ff } : {}) }
+          : { kind: "selected", value: vals[0] ?? "", ...(ff ? { freeformValues: ff } : {}) };
+      };
+      if (multi && (q.min != null || q.max != null)) hint.push(`choose ${q.min ?? 0}–${q.max ?? "any"}`);
+    } else {
+      control = h("div", { class: "ahp-dim" }, `(unsupported question kind ${q.rawKind})`);
+      read = () => null;
+    }
+    const onChange = () => onDraft(q, read());
+    control.addEventListener("input", onChange);
+    control.addEventListener("change", onChange);
+    return {
+      el: h("div", { class: "ahp-question", "data-question-id": q.id, "data-question-kind": q.kind },
+        label, q.message && q.message.text ? textBlock(q.message, model, { cls: "ahp-q-msg" }) : null, control,
+        hint.length ? h("div", { class: "ahp-dim" }, hint.join(" · ")) : null),
+      read, q,
+    };
+  }
+
+  function questionCard(e, ro) {
+    const debounceMs = model.get("debounce_ms") || 300;
+    const pending = new Map();
+    const flush = debounce(() => {
+      for (const [qid, value] of pending) {
+        dispatch(model, e.chat, {
+          type: "chat/inputAnswerChanged", requestId: e.requestId, questionId: qid,
+          ...(value ? { answer: { state: "draft", value } } : {}),
+        });
+      }
+      pending.clear();
+    }, debounceMs);
+    const onDraft = (q, value) => { pending.set(q.id, value); flush(); };
+    const controls = (e.questions || []).map((q) => questionControl(q, e, ro, onDraft));
+    const complete = (response) => {
+      flush.cancel();
+      pending.clear();
+      const action = { type: "chat/inputCompleted", requestId: e.requestId, response };
+      if (response === "accept") {
+        const answers = {};
+        for (const c of controls) {
+          const v = c.read();
+          if (v) answers[c.q.id] = { state: "submitted", value: v };
+        }
+        action.answers = answers;
+      }
+      dispatch(model, e.chat, action);
+    };
+    const url = e.url ? safeUrl(e.url) : null;
+    return [
+      h("div", { class: "ahp-card-head" }, badge("question", "ahp-kind"), e.chatTitle ? h("span", { class: "ahp-dim" }, `in ${e.chatTitle}`) : null),
+      e.message ? textBlock(e.message, model) : null,
+      url ? h("a", { href: url, target: "_blank", rel: "noopener noreferrer nofollow" }, url) : e.rawUrl ? h("div", { class: "ahp-mono ahp-dim" }, `(link not shown: ${e.rawUrl})`) : null,
+      h("form", { class: "ahp-form", onsubmit: (ev) => { ev.preventDefault(); complete("accept"); } },
+        controls.map((c) => c.el),
+        h("div", { class: "ahp-actions" },
+          h("button", { class: "ahp-btn ahp-primary", type: "submit", disabled: ro, "aria-label": "Submit answers" }, "Submit"),
+          h("button", { class: "ahp-btn", type: "button", disabled: ro, "aria-label": "Decline question", onclick: () => complete("decline") }, "Decline"),
+          h("button", { class: "ahp-btn", type: "button", disabled: ro, "aria-label": "Cancel question", onclick: () => complete("cancel") }, "Cancel"))),
+    ];
+  }
+
+  function card(e, ro) {
+    let body;
+    if (e.kind === "toolConfirmation") body = confirmationCard(e, ro);
+    else if (e.kind === "toolClientExecution") body = clientCard(e);
+    else if (e.kind === "chatInput") body = questionCard(e, ro);
+    else if (e.kind === "toolAuthentication") body = authCard(e, ro);
+    else body = [h("div", { class: "ahp-dim" }, `(unsupported input kind ${e.rawKind})`)];
+    return h("div", {
+      class: `ahp-card ahp-input-card ${e.blocking ? "ahp-blocking" : ""}`, role: "listitem",
+      "data-kind": e.kind, "data-entry-id": e.id, "data-tool-call-id": e.toolCallId || null,
+    }, body);
+  }
+
+  function draw() {
+    const vm = model.get("model") || {};
+    const ro = !!vm.readOnly || !!model.get("read_only");
+    const entries = vm.entries || [];
+    count.textContent = vm.count ? ` ${vm.count}${vm.blocking ? ` · ${vm.blocking} blocking` : ""}` : "";
+    const seen = new Set();
+    const order = [];
+    for (const e of entries) {
+      seen.add(e.id);
+      const sig = signature(e);
+      let c = cards.get(e.id);
+      if (!c || c.sig !== sig || c.ro !== ro) {
+        const fresh = card(e, ro);
+        if (c && c.el.contains(document.activeElement) && c.sig === sig) {
+          // keep the card being edited
+        } else {
+          if (c) c.el.replaceWith(fresh);
+          c = { sig, el: fresh, ro };
+          cards.set(e.id, c);
+        }
+      }
+      order.push(c.el);
+    }
+    for (const [id, c] of cards) if (!seen.has(id)) { c.el.remove(); cards.delete(id); }
+    // order the cards without recreating them
+    order.forEach((node, i) => { if (list.children[i] !== node) list.insertBefore(node, list.children[i] || null); });
+    const empty = list.querySelector(":scope > .ahp-empty");
+    if (!entries.length && !empty) list.appendChild(h("div", { class: "ahp-empty" }, "Nothing is waiting for you."));
+    if (entries.length && empty) empty.remove();
+  }
+  draw();
+  model.on("change:model", draw);
+  model.on("change:read_only", draw);
+  return () => {
+    off();
+    model.off("change:model", draw);
+    model.off("change:read_only", draw);
+  };
+}

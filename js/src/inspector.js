@@ -1,0 +1,257 @@
+// Transition inspector: virtualized table fed by window requests, filters, detail, time travel.
+import { fmtTime, frame, h, rafThrottle, setChildren, textBlock } from "./util.js";
+
+const ROW_H = 24;
+const OVERSCAN = 30;
+
+export function renderInspector({ model, el }) {
+  const { root, heading, off } = frame(model, el, "ahp-inspector", "Transitions");
+  const count = h("span", { class: "ahp-count" });
+  heading.appendChild(count);
+
+  const sel = (label, key) => {
+    const s = h("select", { class: "ahp-select", "aria-label": label, "data-filter": key });
+    s.addEventListener("change", () => {
+      model.set("filters", { ...(model.get("filters") || {}), [key]: s.value });
+      model.save_changes();
+    });
+    return s;
+  };
+  const fChannel = sel("Filter by channel", "channel");
+  const fType = sel("Filter by action type", "type");
+  const fOrigin = sel("Filter by origin", "origin");
+  const fStatus = sel("Filter by result", "status");
+  fStatus.replaceChildren(h("option", { value: "" }, "accepted + rejected"), h("option", { value: "accepted" }, "accepted"), h("option", { value: "rejected" }, "rejected"));
+  const follow = h("input", { type: "checkbox", checked: true, "aria-label": "Follow new transitions" });
+  const travel = h("input", { type: "checkbox", "aria-label": "View state at the selected seq", "data-focus": "time-travel" });
+  travel.addEventListener("change", () => {
+    model.set("time_travel", travel.checked);
+    model.save_changes();
+  });
+  root.appendChild(h("div", { class: "ahp-toolbar" }, fChannel, fType, fOrigin, fStatus,
+    h("label", { class: "ahp-toggle" }, follow, " follow"),
+    h("label", { class: "ahp-toggle ahp-travel" }, travel, " view state at this seq")));
+
+  const head = h("div", { class: "ahp-trow ahp-thead", role: "row" },
+    ["seq", "time", "channel", "action", "origin", "result"].map((c) => h("span", { role: "columnheader", class: `ahp-c-${c}` }, c)));
+  const scroller = h("div", { class: "ahp-tscroll", role: "rowgroup", tabindex: "0", "aria-label": "Transition rows" });
+  const spacer = h("div", { class: "ahp-spacer" });
+  scroller.appendChild(spacer);
+  const table = h("div", { class: "ahp-table", role: "table", "aria-label": "Transitions" }, head, scroller);
+  const detail = h("div", { class: "ahp-tdetail", "aria-live": "polite" });
+  root.appendChild(h("div", { class: "ahp-insp-body" }, table, detail));
+
+  let cache = new Map(); // filtered index -> row
+  let version = model.get("version");
+  let total = model.get("total") || 0;
+  let inflight = new Set();
+  let rowEls = new Map();
+
+  function fillSelect(s, values, all, current, labels) {
+    const opts = [h("option", { value: "" }, all)].concat(values.map((v) => h("option", { value: v }, labels ? labels(v) : v)));
+    if (current && !values.includes(current)) opts.push(h("option", { value: current }, current));
+    s.replaceChildren(...opts);
+    s.value = current || "";
+  }
+  function drawOptions() {
+    const o = model.get("options") || {};
+    const f = model.get("filters") || {};
+    fillSelect(fChannel, o.channels || [], "all channels", f.channel);
+    const types = o.types || [];
+    const prefixes = [...new Set(types.map((t) => t.split("/")[0] + "/"))];
+    fillSelect(fType, prefixes.concat(types), "all actions", f.type, (v) => (v.endsWith("/") ? `${v}*` : v));
+    fillSelect(fOrigin, o.origins || [], "all origins", f.origin);
+    fStatus.value = f.status || "";
+  }
+
+  function visibleRange() {
+    const first = Math.floor(scroller.scrollTop / ROW_H);
+    const n = Math.ceil((scroller.clientHeight || 300) / ROW_H) + 1;
+    return [first, Math.min(total, first + n)];
+  }
+
+  function request(start, count) {
+    const key = `${version}:${start}`;
+    if (inflight.has(key)) return;
+    inflight.add(key);
+    model.send({ type: "window", start, count, req: key });
+  }
+
+  function ensureRows() {
+    const [a, b] = visibleRange();
+    for (let i = a; i < b; i++) {
+      if (!cache.has(i)) {
+        const start = Math.max(0, a - OVERSCAN);
+        request(start, b - start + OVERSCAN);
+        return;
+      }
+    }
+  }
+
+  function selectSeq(seq) {
+    model.set("selected_seq", seq);
+    model.save_changes();
+  }
+
+  function rowEl(r) {
+    const selected = model.get("selected_seq") === r.seq;
+    const row = h("div", {
+      class: `ahp-trow ${r.rejected ? "ahp-rejected" : ""} ${selected ? "ahp-selected" : ""}`,
+      role: "row", tabindex: "-1", "data-seq": r.seq, "data-index": r.i, "aria-selected": selected ? "true" : "false",
+      "aria-label": `seq ${r.seq} ${r.type} ${r.rejected ? "rejected" : "accepted"}`,
+      onclick: () => selectSeq(r.seq),
+    },
+      h("span", { class: "ahp-c-seq ahp-mono" }, String(r.seq)),
+      h("span", { class: "ahp-c-time ahp-mono" }, fmtTime(r.time)),
+      h("span", { class: "ahp-c-channel ahp-mono", title: r.channel }, r.channelLabel || r.channel),
+      h("span", { class: "ahp-c-action ahp-mono", "data-channel-kind": r.channelKind }, r.type),
+      h("span", { class: "ahp-c-origin" }, r.origin),
+      h("span", { class: "ahp-c-result", title: r.reason || "" }, r.rejected ? `✗ ${r.reason || "rejected"}` : "✓"),
+    );
+    row.style.top = `${r.i * ROW_H}px`;
+    return row;
+  }
+
+  function drawRows() {
+    spacer.style.height = `${total * ROW_H}px`;
+    const [a, b] = visibleRange();
+    const lo = Math.max(0, a - 5);
+    const hi = Math.min(total, b + 5);
+    const next = new Map();
+    const sel = model.get("selected_seq");
+    for (let i = lo; i < hi; i++) {
+      const r = cache.get(i);
+      if (!r) continue;
+      const old = rowEls.get(i);
+      const isSel = r.seq === sel;
+      if (old && old.dataset.seq === String(r.seq) && old.classList.contains("ahp-selected") === isSel) next.set(i, old);
+      else next.set(i, rowEl(r));
+    }
+    for (const [i, node] of rowEls) if (next.get(i) !== node) node.remove();
+    for (const [i, node] of next) if (!node.parentNode) scroller.appendChild(node);
+    rowEls = next;
+    count.textContent = ` ${total}`;
+    ensureRows();
+  }
+  const redraw = rafThrottle(drawRows);
+
+  function scrollToEnd() {
+    scroller.scrollTop = Math.max(0, total * ROW_H - scroller.clientHeight);
+  }
+
+  scroller.addEventListener("scroll", () => {
+    const atEnd = scroller.scrollTop + scroller.clientHeight >= total * ROW_H - ROW_H;
+    if (!atEnd && follow.checked && document.activeElement === scroller) follow.checked = false;
+    redraw();
+  });
+  scroller.addEventListener("keydown", (e) => {
+    const sel = model.get("selected_seq");
+    const rows = [...cache.values()].sort((x, y) => x.i - y.i);
+    let idx = rows.findIndex((r) => r.seq === sel);
+    if (e.key === "ArrowDown") idx = Math.min(total - 1, idx + 1);
+    else if (e.key === "ArrowUp") idx = Math.max(0, idx - 1);
+    else if (e.key === "End") { follow.checked = true; scrollToEnd(); return; }
+    else return;
+    e.preventDefault();
+    const r = cache.get(idx) || rows[idx];
+    if (r) {
+      selectSeq(r.seq);
+      const top = r.i * ROW_H;
+      if (top < scroller.scrollTop) scroller.scrollTop = top;
+      else if (top + ROW_H > scroller.scrollTop + scroller.clientHeight) scroller.scrollTop = top + ROW_H - scroller.clientHeight;
+    }
+  });
+
+  function onMsg(msg) {
+    if (!msg || typeof msg !== "object") return;
+    if (msg.type === "rows") {
+      inflight.delete(msg.req);
+      if (msg.version !== version) return;
+      total = msg.total;
+      for (const r of msg.rows) cache.set(r.i, r);
+      drawRows();
+      if (follow.checked) scrollToEnd();
+    } else if (msg.type === "appended") {
+      if (msg.version !== version) return;
+      total = msg.total;
+      for (const r of msg.rows) cache.set(r.i, r);
+      if (follow.checked) scrollToEnd();
+      redraw();
+    }
+  }
+  model.on("msg:custom", onMsg);
+
+  function onVersion() {
+    version = model.get("version");
+    cache = new Map();
+    inflight = new Set();
+    total = model.get("total") || 0;
+    for (const [, node] of rowEls) node.remove();
+    rowEls = new Map();
+    redraw();
+    if (follow.checked) requestAnimationFrame(scrollToEnd);
+  }
+  function onTotal() {
+    total = model.get("total") || 0;
+    redraw();
+  }
+  model.on("change:version", onVersion);
+  model.on("change:total", onTotal);
+
+  function drawDetail() {
+    const d = model.get("detail") || {};
+    travel.checked = !!model.get("time_travel");
+    travel.disabled = model.get("selected_seq") == null;
+    if (d.missing != null) { detail.replaceChildren(h("div", { class: "ahp-empty" }, `seq ${d.missing} is not in the log`)); return; }
+    if (d.seq == null) { detail.replaceChildren(h("div", { class: "ahp-empty" }, "Select a transition to see its action and diff.")); return; }
+    const ops = (d.diff && d.diff.ops) || [];
+    setChildren(detail,
+      h("div", { class: "ahp-detail-head", "data-seq": d.seq },
+        h("strong", null, `#${d.seq} ${d.type}`), " ",
+        h("span", { class: "ahp-dim" }, `${d.origin} · ${d.channel} · ${fmtTime(d.time)}${d.reducerUs != null ? ` · reducer ${d.reducerUs} µs` : ""}`)),
+      d.rejected ? h("div", { class: "ahp-err-text ahp-rejected-reason", role: "note" }, `Rejected: ${d.reason}`) : null,
+      h("div", { class: "ahp-label" }, "action"),
+      textBlock(d.action, model, { cls: "ahp-json" }),
+      h("div", { class: "ahp-label" }, `diff (${d.diff ? d.diff.total : 0} change${d.diff && d.diff.total === 1 ? "" : "s"})`),
+      d.diffError ? h("div", { class: "ahp-err-text" }, d.diffError) : null,
+      ops.length ? h("ul", { class: "ahp-diff" }, ops.map((o) => h("li", { class: `ahp-op ahp-op-${o.op}`, "data-op": o.op },
+        h("span", { class: "ahp-op-sym" }, { add: "+", remove: "−", replace: "~", move: "→", copy: "c", test: "?" }[o.op] || o.op),
+        h("span", { class: "ahp-mono ahp-op-path" }, o.path || "/"),
+        o.from ? h("span", { class: "ahp-dim" }, ` from ${o.from}`) : null,
+        o.value !== undefined ? h("span", { class: "ahp-mono ahp-op-value" }, ` ${o.value}`) : null))) : h("div", { class: "ahp-dim" }, d.rejected ? "state unchanged (rejected)" : "no change"),
+      d.diff && d.diff.omitted ? h("div", { class: "ahp-dim" }, `${d.diff.omitted} more operations not shown`) : null,
+    );
+  }
+  const onSelected = () => { redrawSelection(); drawDetail(); };
+  function redrawSelection() {
+    for (const [, node] of rowEls) node.remove();
+    rowEls = new Map();
+    drawRows();
+  }
+
+  drawOptions();
+  drawDetail();
+  model.on("change:options", drawOptions);
+  model.on("change:filters", drawOptions);
+  model.on("change:detail", drawDetail);
+  model.on("change:selected_seq", onSelected);
+  model.on("change:time_travel", drawDetail);
+  // anywidget drops custom messages sent before this view existed: ask for what we show
+  requestAnimationFrame(() => {
+    drawRows();
+    const n = Math.ceil((scroller.clientHeight || 300) / ROW_H) + OVERSCAN;
+    if (follow.checked && total > 0) request(Math.max(0, total - n), n);
+    else request(0, n);
+  });
+  return () => {
+    off();
+    model.off("msg:custom", onMsg);
+    model.off("change:version", onVersion);
+    model.off("change:total", onTotal);
+    model.off("change:options", drawOptions);
+    model.off("change:filters", drawOptions);
+    model.off("change:detail", drawDetail);
+    model.off("change:selected_seq", onSelected);
+    model.off("change:time_travel", drawDetail);
+  };
+}

@@ -1,0 +1,117 @@
+"""The store: transitions, time travel and export/replay agree with applying the reducers directly."""
+
+from __future__ import annotations
+
+import copy
+import io
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ahp_lab.protocol.jsonvalue import apply_patch, to_json
+from ahp_lab.reducers import REDUCERS
+from ahp_lab.store import HOST, Store, agent_origin, client_origin
+
+from ..reducers.fixtures import reducer_fixtures
+from ..reducers.test_properties import perturbed_action
+
+FIXTURES = [fx for _, fx in reducer_fixtures() if fx["reducer"] in ("chat", "session", "terminal")]
+
+
+@st.composite
+def runs(draw):
+    fx = draw(st.sampled_from(FIXTURES))
+    actions = draw(st.lists(perturbed_action(fx["reducer"]), max_size=40))
+    rejected = draw(st.lists(st.booleans(), min_size=len(actions), max_size=len(actions)))
+    return fx, actions, rejected
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(runs(), st.integers(1, 7))
+def test_history_matches_direct_reduction(run, checkpoint_every):
+    fx, actions, rejected = run
+    clock = iter(range(1_000, 100_000))
+    store = Store(lambda: next(clock), checkpoint_every=checkpoint_every, cache_size=3)
+    store.add_channel("ch", fx["reducer"], copy.deepcopy(fx["initial"]))
+    expected = [fx["initial"]]
+    reducer = REDUCERS[fx["reducer"]]
+    for i, (action, reject) in enumerate(zip(actions, rejected, strict=True)):
+        if reject:
+            store.reject("ch", action, client_origin("c", i), "no")
+            expected.append(expected[-1])
+        else:
+            t = store.apply("ch", action, agent_origin("a"))
+            expected.append(reducer(expected[-1], action, t.now_ms))
+    assert store.state("ch") == expected[-1]
+    for k, t in enumerate(store.transitions):
+        assert t.before == expected[k] and t.after == expected[k + 1], f"seq {t.seq}"
+        assert t.accepted == (not rejected[k])
+        assert apply_patch(to_json(t.before), t.diff) == to_json(t.after)
+        assert store.state_at(t.seq)["ch"] == expected[k + 1]
+    buffer = io.StringIO()
+    store.export(buffer)
+    buffer.seek(0)
+    again = Store.load(buffer)
+    assert again.states() == store.states()
+    assert [t.envelope() for t in again.transitions] == [t.envelope() for t in store.transitions]
+
+
+def test_log_is_indexed_by_seq_and_prints_as_a_table():
+    store = Store(lambda: 0)
+    store.add_channel("ahp-session:/s", "session", {"title": "a", "status": 1})
+    for title in "bcdefg":
+        store.apply("ahp-session:/s", {"type": "session/titleChanged", "title": title}, HOST)
+    log = store.transitions
+    assert len(log) == 6 and log[1].seq == 1 and log[6].action["title"] == "g" and log[-1].seq == 6
+    assert [t.seq for t in log[-2:]] == [5, 6] and [t.seq for t in log[2:4]] == [2, 3]
+    with pytest.raises(IndexError, match="seqs 1..6"):
+        log[0]
+    table = repr(log[-2:])
+    assert "session/titleChanged" in table.splitlines()[2] and table.splitlines()[0].startswith("seq")
+    assert "<table" in log[-2:]._repr_html_()
+    assert log.where(type="session/").__len__() == 6
+
+
+def test_channels_added_later_and_removed_travel_in_time():
+    store = Store(lambda: 0)
+    store.add_channel("ahp-session:/s", "session", {"title": "a", "status": 1})
+    store.apply("ahp-session:/s", {"type": "session/titleChanged", "title": "b"})
+    store.add_channel(
+        "ahp-chat:/c",
+        "chat",
+        {"resource": "ahp-chat:/c", "title": "c", "status": 1, "modifiedAt": "x", "turns": []},
+    )
+    store.apply(
+        "ahp-chat:/c", {"type": "chat/draftChanged", "draft": {"text": "d", "origin": {"kind": "user"}}}
+    )
+    store.remove_channel("ahp-chat:/c")
+    store.apply("ahp-session:/s", {"type": "session/titleChanged", "title": "z"})
+    assert set(store.state_at(1)) == {"ahp-session:/s"}
+    assert store.state_at(2)["ahp-chat:/c"]["draft"]["text"] == "d"
+    assert set(store.state_at(3)) == {"ahp-session:/s"}
+    buffer = io.StringIO()
+    store.export(buffer)
+    buffer.seek(0)
+    again = Store.load(buffer)
+    assert again.states() == store.states() and again.state_at(2) == store.state_at(2)
+
+
+def test_a_broken_log_file_is_refused_with_the_line_number():
+    with pytest.raises(ValueError, match="not an ahp_lab transition log"):
+        Store.load(io.StringIO('{"hello": 1}\n'))
+    header = '{"format":"ahp_lab.transitions","version":1,"firstSeq":1}\n'
+    with pytest.raises(ValueError, match="line 2: envelope for unknown channel"):
+        Store.load(io.StringIO(header + '{"envelope":{"channel":"x","action":{},"serverSeq":1},"nowMs":0}\n'))
+    with pytest.raises(ValueError, match="line 2: not JSON"):
+        Store.load(io.StringIO(header + "{oops\n"))
+
+
+def test_a_failing_listener_does_not_break_the_store():
+    store = Store(lambda: 0)
+    store.add_channel("ahp-session:/s", "session", {"title": "a", "status": 1})
+    seen = []
+    store.subscribe(lambda t: 1 / 0)
+    store.subscribe(seen.append, channel="ahp-session:/s")
+    store.apply("ahp-session:/s", {"type": "session/titleChanged", "title": "b"})
+    assert store.state("ahp-session:/s")["title"] == "b" and len(seen) == 1

@@ -1,0 +1,212 @@
+import json
+
+import pytest
+
+from ahp_lab.widgets.inputs import inputs_view_model
+
+from .conftest import WEIRD
+
+C = "ahp-chat:/demo-chat"
+
+
+def _entries(src):
+    return {e["id"].split("#")[1]: e for e in inputs_view_model(src.state(src.session))["entries"]}
+
+
+def test_tool_confirmation_actions(demo):
+    e = _entries(demo)["edit-1"]
+    assert e["kind"] == "toolConfirmation" and e["phase"] == "tool" and e["displayName"] == "Edit file"
+    assert e["approve"] == {
+        "channel": C,
+        "action": {
+            "type": "chat/toolCallConfirmed",
+            "turnId": "t2",
+            "toolCallId": "edit-1",
+            "approved": True,
+            "confirmed": "user-action",
+        },
+    }
+    assert e["deny"] == {
+        "channel": C,
+        "action": {
+            "type": "chat/toolCallConfirmed",
+            "turnId": "t2",
+            "toolCallId": "edit-1",
+            "approved": False,
+            "reason": "denied",
+        },
+    }
+    opts = {o["id"]: o for o in e["options"]}
+    assert opts["always"]["action"]["action"] == {**e["approve"]["action"], "selectedOptionId": "always"}
+    assert opts["never"]["action"]["action"] == {**e["deny"]["action"], "selectedOptionId": "never"}
+    assert [o["group"] for o in e["options"]] == [1, 1, 2]
+    assert e["editable"] and e["inputText"] == '{"path": "src/tokenizer.py", "patch": "..."}'
+    assert e["risk"]["safety"] == 0.82 and e["title"]["markdown"] is True
+    assert e["chatTitle"] == "Refactor the parser" and e["blocking"]
+
+
+def test_result_confirmation(demo):
+    e = _entries(demo)["shell-1"]
+    assert e["phase"] == "result" and not e["editable"] and e["options"] == []
+    assert e["approve"]["action"] == {
+        "type": "chat/toolCallResultConfirmed",
+        "turnId": "t2",
+        "toolCallId": "shell-1",
+        "approved": True,
+    }
+    assert e["deny"]["action"]["approved"] is False
+    assert e["result"]["success"] and e["result"]["content"][0]["block"]["text"].startswith(
+        " src/tokenizer.py"
+    )
+
+
+def test_client_execution_and_authentication(demo):
+    es = _entries(demo)
+    ce = es["tests-1"]
+    assert ce["kind"] == "toolClientExecution" and not ce["blocking"]
+    assert (
+        ce["clientId"] == "vscode-1"
+        and ce["clientName"] == "VS Code"
+        and ce["displayName"] == "Run Unit Tests"
+    )
+    au = es["jira-1"]
+    assert au["kind"] == "toolAuthentication" and au["resource"] == "https://mcp.example/jira"
+    assert au["reason"] == "insufficientScope" and au["scopes"] == ["read:issues"]
+
+
+def test_chat_input_questions(demo):
+    q = _entries(demo)["q-1"]
+    assert q["requestId"] == "q-1" and q["message"]["text"].startswith("A few choices")
+    qs = {x["id"]: x for x in q["questions"]}
+    assert [x["kind"] for x in q["questions"]] == [
+        "single-select",
+        "multi-select",
+        "text",
+        "integer",
+        "number",
+        "boolean",
+    ]
+    assert qs["style"]["allowFreeform"] and qs["style"]["options"][0] == {
+        "id": "snake",
+        "label": "snake_case",
+        "description": "",
+        "recommended": True,
+    }
+    assert qs["style"]["answerKind"] == "selected" and qs["targets"]["answerKind"] == "selected-many"
+    assert (qs["targets"]["min"], qs["targets"]["max"]) == (0, 2)
+    assert qs["email"]["format"] == "email" and qs["email"]["max"] == 80
+    assert qs["depth"]["default"] == 3 and qs["depth"]["answerKind"] == "number"
+    assert qs["commit"]["default"] is False and qs["commit"]["answerKind"] == "boolean"
+
+
+def test_draft_answers_are_shown(demo):
+    demo.apply(
+        C,
+        {
+            "type": "chat/inputAnswerChanged",
+            "requestId": "q-1",
+            "questionId": "targets",
+            "answer": {
+                "state": "draft",
+                "value": {"kind": "selected-many", "value": ["lexer"], "freeformValues": ["docs"]},
+            },
+        },
+    )
+    req = demo.state(C)["activeTurn"]["responseParts"][7]["request"]
+    st = dict(demo.state(demo.session))
+    st["inputNeeded"] = [
+        e if not e["id"].endswith("q-1") else {**e, "request": req} for e in st["inputNeeded"]
+    ]
+    q = {x["id"]: x for x in {e["id"]: e for e in inputs_view_model(st)["entries"]}[f"{C}#q-1"]["questions"]}
+    assert q["targets"]["answer"] == {
+        "state": "draft",
+        "kind": "selected-many",
+        "value": ["lexer"],
+        "freeform": ["docs"],
+    }
+
+
+def test_empty_and_unknown():
+    assert inputs_view_model({}) == {"entries": [], "count": 0, "shown": 0, "blocking": 0, "readOnly": False}
+    vm = inputs_view_model({"inputNeeded": [{"kind": "holographic", "id": "h", "chat": C}]}, read_only=True)
+    assert (
+        vm["entries"][0]["kind"] == "unknown"
+        and vm["entries"][0]["rawKind"] == "holographic"
+        and vm["readOnly"]
+    )
+
+
+def test_hostile_content(hostile):
+    e = _entries(hostile)["q-evil"]
+    assert e["url"] is None and e["rawUrl"] == "javascript:window.__pwned=1"
+    assert e["questions"][0]["title"] == '<b onmouseover="window.__pwned=1">title</b>'  # text, never markup
+    assert e["message"]["markdown"] is True  # rendered in the browser through marked + DOMPurify
+
+
+def test_large_queue_is_bounded():
+    big = [
+        {
+            "kind": "toolConfirmation",
+            "id": f"e{i}",
+            "chat": C,
+            "turnId": "t",
+            "toolCall": {
+                "status": "pending-confirmation",
+                "toolCallId": f"c{i}",
+                "toolName": "x",
+                "displayName": "X",
+                "invocationMessage": "m",
+                "toolInput": "y" * 200_000,
+            },
+        }
+        for i in range(500)
+    ]
+    vm = inputs_view_model({"inputNeeded": big})
+    assert vm["count"] == 500 and vm["shown"] == 200
+    assert len(json.dumps(vm)) < 200 * 200_000
+
+
+@pytest.mark.parametrize("weird", WEIRD)
+def test_malformed_never_raises(weird):
+    for entry in [
+        weird,
+        {"kind": "toolConfirmation", "id": weird, "chat": weird, "toolCall": weird},
+        {
+            "kind": "toolConfirmation",
+            "id": "a",
+            "chat": C,
+            "toolCall": {
+                "status": weird,
+                "options": weird,
+                "riskAssessment": weird,
+                "toolInput": weird,
+                "edits": weird,
+            },
+        },
+        {"kind": "chatInput", "id": "b", "chat": C, "request": weird},
+        {
+            "kind": "chatInput",
+            "id": "b",
+            "chat": C,
+            "request": {
+                "id": "r",
+                "questions": [
+                    weird,
+                    {"kind": weird, "id": weird, "options": weird},
+                    {"kind": "single-select", "id": "s", "options": [weird]},
+                ],
+                "answers": weird,
+                "url": weird,
+            },
+        },
+        {
+            "kind": "chatInput",
+            "id": "c",
+            "chat": C,
+            "request": {"id": "r", "questions": [{"kind": "text", "id": "t"}], "answers": {"t": weird}},
+        },
+        {"kind": "toolAuthentication", "id": "d", "chat": C, "toolCall": {"auth": weird}},
+        {"kind": "toolClientExecution", "id": "e", "chat": C, "clientId": weird, "toolCall": weird},
+    ]:
+        json.dumps(inputs_view_model({"inputNeeded": [entry], "activeClients": weird, "chats": weird}))
+    json.dumps(inputs_view_model({"inputNeeded": weird}))

@@ -1,0 +1,68 @@
+from ahp_lab.protocol.text import Text
+from ahp_lab.widgets.sanitize import BLOCK_LIMIT, clean_text, json_preview, one_line, safe_url, text_block
+
+
+def test_clean_text_strips_terminal_escapes_and_controls():
+    s = "\x1b[31mred\x1b[0m \x1b]0;title\x07ok \x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\ \x9b2J\x07\x00\x08end"
+    assert clean_text(s) == "red ok link end"
+    assert clean_text("a\tb\nc\r\nd\re") == "a\tb\nc\nd\ne"
+    assert clean_text("\u202eevil\u202c") == "evil"
+    assert clean_text("unterminated \x1b]52;c;ZXZpbA==") == "unterminated "
+    assert clean_text("lone \x1b") == "lone "
+
+
+def test_clean_text_accepts_anything():
+    assert clean_text(None) == ""
+    assert clean_text(Text(("ab", "c"))) == "abc"
+    assert clean_text({"markdown": "**x**"}) == "**x**"
+    assert clean_text(12) == "12"
+    assert clean_text(object()) == ""
+
+
+def test_text_block_caps_and_reports_length():
+    big = "y" * (5 * 1024 * 1024)
+    b = text_block(big, "r")
+    assert len(b["text"]) == BLOCK_LIMIT and b["truncated"] and b["length"] == len(big)
+    b = text_block(big, "r", {"r": 4 * BLOCK_LIMIT})
+    assert len(b["text"]) == 4 * BLOCK_LIMIT
+    small = text_block({"markdown": "hi"}, "m")
+    assert small == {"text": "hi", "length": 2, "truncated": False, "ref": "m", "markdown": True}
+    assert text_block(None, "n")["text"] == ""
+
+
+def test_text_block_cleans_only_a_bounded_prefix():
+    big = "\x1b[1m" + "z" * (3 * 1024 * 1024)
+    b = text_block(big, "r")
+    assert b["text"].startswith("zzz") and len(b["text"]) == BLOCK_LIMIT
+
+
+def test_safe_url():
+    assert safe_url("https://example.org/a?b") == "https://example.org/a?b"
+    assert safe_url("mailto:a@b.c") == "mailto:a@b.c"
+    for bad in [
+        "javascript:alert(1)",
+        "JaVaScRiPt:alert(1)",
+        " javascript:x",
+        "java\tscript:x",
+        "jav\x00ascript:x",
+        "data:text/html,<script>",
+        "data:image/png;base64,AAAA",
+        "vbscript:msgbox",
+        "file:///etc/passwd",
+        "/relative",
+        "",
+        None,
+        5,
+        {"u": 1},
+    ]:
+        assert safe_url(bad) is None, bad
+
+
+def test_one_line_and_json_preview():
+    assert one_line("a\n\n b\x1b[2m  c", 50) == "a b c"
+    assert one_line("x" * 300, 10) == "x" * 9 + "…"
+    p = json_preview({"a": "\x1b[31m", "t": Text(("q",))}, "j")
+    assert "\\u001b[31m" in p["text"] and '"q"' in p["text"]
+    circular: dict = {}
+    circular["self"] = circular
+    assert "unserializable" in json_preview(circular, "c")["text"]
