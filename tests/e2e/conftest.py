@@ -113,6 +113,17 @@ def _status_ok(url: str, token: str) -> bool:
         return False
 
 
+def _die_with_parent() -> None:
+    """preexec_fn: SIGTERM the server if pytest dies without teardown (killed, timed out).
+
+    On SIGTERM the server also shuts its kernels down (they run in sessions of their own).
+    """
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+
+
 def _stop(proc: subprocess.Popen, url: str, token: str) -> None:
     if proc.poll() is not None:
         return
@@ -167,7 +178,13 @@ def jupyter_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Jupyter
     log_path = base / "jupyterlab.log"
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            cmd, cwd=root_dir, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            cmd,
+            cwd=root_dir,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
     server = JupyterServer(url=url, token=token, root_dir=root_dir, log_path=log_path, proc=proc)
     try:
