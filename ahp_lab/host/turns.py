@@ -278,10 +278,8 @@ class TurnRunner:
         }
         if needs_confirmation:
             ready["confirmationTitle"] = f"Run {display}?"
-            ready["options"] = options or [
-                {"id": "approve", "label": "Approve", "kind": "approve", "group": 0},
-                {"id": "deny", "label": "Deny", "kind": "deny", "group": 1},
-            ]
+            if options:
+                ready["options"] = options
             ready["editable"] = True if editable is None else editable
         else:
             ready["confirmed"] = "not-needed"
