@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import uuid
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -354,7 +355,14 @@ class _LabBase:
 
 
 class Lab(_LabBase):
-    """An in-kernel AHP host, its scripted agent, one session, and this notebook as a client."""
+    """An in-kernel AHP host, its scripted agent, one session, and this notebook as a client.
+
+    Customizations: ``plugins=[folder, ...]`` (Open Plugins folders), ``directories=[{"path": ...,
+    "contents": "skill", "writable": True}, ...]`` (watched folders) and ``mcp_servers={name:
+    {"command": ..., "args": [...]} | {"url": ...}}`` (MCP servers the host runs) fill the
+    session's customization tree; ``lab.customizations`` and ``lab.mcp`` are the host extensions
+    behind it, ``lab.write_skill(...)`` saves a skill through the protocol.
+    """
 
     def __init__(
         self,
@@ -370,6 +378,9 @@ class Lab(_LabBase):
         client_tool_timeout: float = 300.0,
         host: Host | None = None,
         connect: bool = True,
+        plugins: list | tuple = (),
+        directories: list | tuple = (),
+        mcp_servers: dict | None = None,
     ) -> None:
         self.host = host or Host(
             agent,
@@ -380,6 +391,8 @@ class Lab(_LabBase):
             client_tool_timeout=client_tool_timeout,
         )
         self.store = self.host.store
+        # Customizations (plugins, directories, client plugins), MCP servers and resource* commands.
+        self.customizations, self.mcp = _attach_customizations(self.host, plugins, directories, mcp_servers)
         self.client = AhpClient(
             self.host.connect(client_id), client_id=client_id, display_name=display_name, clock_ms=clock_ms
         )
@@ -814,6 +827,90 @@ class Lab(_LabBase):
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
+    # -- customizations -------------------------------------------------------------------------
+
+    def write_skill(self, name: str, description: str, body: str, **options: Any) -> dict:
+        """Synchronous :meth:`awrite_skill` (no person is involved, so it is safe in a cell)."""
+        return run_sync(self.awrite_skill(name, description, body, **options))
+
+    async def awrite_skill(
+        self,
+        name: str,
+        description: str,
+        body: str,
+        *,
+        directory: str | None = None,
+        create_only: bool = False,
+        timeout: float = 10.0,
+    ) -> dict:
+        """Write ``<writable skills dir>/<name>/SKILL.md`` through the protocol and wait for the skill.
+
+        The notebook's client sends ``resourceMkdir`` and ``resourceWrite`` to the host (writes are
+        allowed only under ``writable`` directory customizations), then waits until the watched
+        directory re-publishes itself with the skill in its ``children``; returns that child.
+        ``directory`` picks the directory customization by id, name or URI (default: the first
+        writable one holding skills).
+        """
+        import yaml
+
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", name or ""):
+            raise ValueError(f"{name!r} is not a usable skill name (letters, digits, '.', '_' and '-')")
+        state = self.client.state(self.session) or {}
+        target = None
+        for entry in state.get("customizations") or ():
+            if (
+                entry.get("type") != "directory"
+                or not entry.get("writable")
+                or entry.get("contents") != "skill"
+            ):
+                continue
+            if directory is None or directory in (entry.get("id"), entry.get("name"), entry.get("uri")):
+                target = entry
+                break
+        if target is None:
+            raise LookupError(
+                "no writable skills directory in this session; pass "
+                "Lab(directories=[{'path': ..., 'contents': 'skill', 'writable': True}])"
+            )
+        front = yaml.safe_dump(
+            {"name": name, "description": description}, sort_keys=False, allow_unicode=True
+        )
+        text = f"---\n{front}---\n\n{body.rstrip()}\n"
+        folder = f"{target['uri'].rstrip('/')}/{name}"
+        await self.client.request("resourceMkdir", {"uri": folder})
+        await self.client.request(
+            "resourceWrite",
+            {
+                "uri": f"{folder}/SKILL.md",
+                "data": text,
+                "encoding": "utf-8",
+                "contentType": "text/markdown",
+                "createOnly": create_only,
+            },
+        )
+
+        def appeared(s: Any) -> Any:
+            for entry in (s or {}).get("customizations") or ():
+                if entry.get("id") != target["id"]:
+                    continue
+                for child in entry.get("children") or ():
+                    if (
+                        child.get("type") == "skill"
+                        and child.get("name") == name
+                        and (child.get("description") or "") == (description.strip() or "")
+                    ):
+                        return child
+            return None
+
+        return await self.client.wait_for(self.session, appeared, timeout=timeout)
+
+    async def aclose(self) -> None:
+        """Stop this lab's MCP servers and watchers (their subprocesses exit)."""
+        for ext in list(self.host.extensions):
+            close = getattr(ext, "aclose", None)
+            if close is not None:
+                await close()
+
     def show(self):
         """The workbench: customization tree, tool-call timeline, input queue, transitions, chat."""
         from .widgets import Workbench
@@ -869,6 +966,46 @@ class WorkbenchSource:
             raise PermissionError("a replayed log is read-only")
         self.lab.authenticate(resource, token)
 
+    # -- local approvals (client state, not host state; see ahp_lab.widgets.source) -------------
+
+    def local_approvals(self) -> list[dict]:
+        """Client tool calls waiting for this notebook's own approval (``approval="always"``)."""
+        if not isinstance(self.lab, Lab):
+            return []
+        client = self.lab.client
+        return [
+            {
+                "toolCallId": a.tool_call_id,
+                "chat": a.chat,
+                "turnId": a.turn_id,
+                "toolName": a.tool_name,
+                "title": a.title,
+                "toolInput": a.tool_input,
+                "clientId": client.client_id,
+            }
+            for a in list(client.approvals.values())
+            if not a.future.done()  # decided, the client drops it on its next step
+        ]
+
+    def decide_local(self, tool_call_id: str, approved: bool) -> None:
+        if not isinstance(self.lab, Lab):
+            raise PermissionError("a replayed log is read-only")
+        approval = self.lab.client.approvals.get(tool_call_id)
+        if approval is None or approval.future.done():
+            raise LookupError(f"no local approval is waiting for tool call {tool_call_id!r}")
+        approval.approve() if approved else approval.deny()
+
+    def subscribe_local_approvals(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener()`` when a local approval appears or ends (``$localApproval[Done]``)."""
+        if not isinstance(self.lab, Lab):
+            return lambda: None
+
+        def on_change(_channel: str, action: dict) -> None:
+            if action.get("type") in ("$localApproval", "$localApprovalDone"):
+                listener()
+
+        return self.lab.client.on_change(on_change)
+
 
 class LabReplay(_LabBase):
     """A read-only lab rebuilt from an exported transition log."""
@@ -890,6 +1027,30 @@ class LabReplay(_LabBase):
         from .widgets import Workbench
 
         return Workbench(WorkbenchSource(self))
+
+
+def _attach_customizations(host: Host, plugins: Any, directories: Any, mcp_servers: Any) -> tuple:
+    """Give the host its customization, MCP and resource extensions (once per host)."""
+    from .host.customizations import CustomizationManager
+    from .host.mcp import McpManager
+    from .host.resources import ResourceService
+
+    manager = next((e for e in host.extensions if isinstance(e, CustomizationManager)), None)
+    if manager is None:
+        manager = CustomizationManager(
+            host, plugins=list(plugins), directories=list(directories), mcp_servers=mcp_servers
+        )
+        mcp = McpManager(host, manager)
+        host.extensions.extend([manager, mcp, ResourceService(manager.read_roots, manager.write_roots)])
+    else:
+        extra = CustomizationManager(
+            host, plugins=list(plugins), directories=list(directories), mcp_servers=mcp_servers
+        )
+        manager.plugins.extend(extra.plugins)
+        manager.directories.extend(extra.directories)
+        manager.mcp_servers.update(extra.mcp_servers)
+        mcp = next(e for e in host.extensions if isinstance(e, McpManager))
+    return manager, mcp
 
 
 def _answer_for(question: dict | None, value: Any) -> dict:

@@ -33,7 +33,10 @@ command for ``resource.resource``, and then retries the request with the token.
 * ``read_secret`` without a token fails with reason ``insufficientScope`` (a step-up that blocks
   only that call); with a token that ``--token`` does not accept, with reason ``expired``.
 * ``--require-auth`` makes every ``tools/list`` and ``tools/call`` demand the token (reason
-  ``required``), so the server itself stops in ``authRequired`` right after its handshake.
+  ``required``), so the server itself stops in ``authRequired`` right after its handshake. Over
+  streamable HTTP it uses the SDK's own resource-server support instead: requests without a valid
+  ``Authorization: Bearer`` header get HTTP 401 with a ``WWW-Authenticate`` header pointing at
+  RFC 9728 protected-resource metadata (``resource`` = the server's ``/mcp`` URL).
 * Without ``--token`` any non-empty token is accepted; with ``--token T`` only ``T`` is.
 
 Misbehaviour for demonstrating failure states (``--misbehave``): ``crash`` exits with an error on
@@ -116,13 +119,38 @@ class RequireAuth:
         return await call_next(ctx)
 
 
-def build_server(policy: AuthPolicy, require_auth: bool = False) -> MCPServer:
+class DemoTokenVerifier:
+    """Bearer tokens for streamable HTTP with ``--require-auth``: the SDK answers HTTP 401 without one."""
+
+    def __init__(self, policy: AuthPolicy) -> None:
+        self.policy = policy
+
+    async def verify_token(self, token: str) -> Any:
+        from mcp.server.auth.provider import AccessToken
+
+        if not token or (self.policy.accepted is not None and token != self.policy.accepted):
+            return None
+        return AccessToken(
+            token=token, client_id="ahp-lab", scopes=[SECRET_SCOPE], resource=self.policy.resource
+        )
+
+
+def build_server(policy: AuthPolicy, require_auth: bool = False, http_url: str | None = None) -> MCPServer:
+    options: dict[str, Any] = {}
+    if require_auth and http_url:  # real HTTP 401s with RFC 9728 metadata, from the SDK itself
+        from mcp.server.auth.settings import AuthSettings
+
+        policy.resource = http_url
+        options["token_verifier"] = DemoTokenVerifier(policy)
+        options["auth"] = AuthSettings(issuer_url=AUTH_SERVER, resource_server_url=http_url)
+    elif require_auth:
+        options["middleware"] = [RequireAuth(policy)]
     server = MCPServer(
         "ahp-lab-demo",
         title="ahp_lab demo server",
         version="0.1.0",
         instructions="A demo server: echo, a slow counter with progress, and a tool that needs a token.",
-        middleware=[RequireAuth(policy)] if require_auth else None,
+        **options,
     )
 
     @server.tool(title="Echo")
@@ -183,7 +211,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.misbehave:
         _misbehave(args.misbehave)
-    server = build_server(AuthPolicy(args.resource, args.token), require_auth=args.require_auth)
+    http_url = f"http://{args.host}:{args.port}/mcp" if args.http else None
+    server = build_server(
+        AuthPolicy(args.resource, args.token), require_auth=args.require_auth, http_url=http_url
+    )
     if args.http:
         server.run("streamable-http", host=args.host, port=args.port)
     else:

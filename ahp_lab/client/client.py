@@ -133,6 +133,8 @@ class AhpClient:
         self.resources: dict[str, str] = {}  # uri -> text served to the host (virtual plugins)
         self._listeners: list[Callable[[str, dict], None]] = []
         self._waiters: list[tuple[str, Callable, asyncio.Future]] = []
+        # Envelopes that arrive for a channel whose subscribe response is not applied yet.
+        self._early: dict[str, list[dict]] = {}
         self.closed = False
         from ..store import wall_clock_ms
 
@@ -184,10 +186,16 @@ class AhpClient:
         params: dict[str, Any] = {"channel": channel}
         if turns is not None:
             params["view"] = {"turns": turns}
-        result = await self.peer.request("subscribe", params)
+        self._early.setdefault(channel, [])
+        try:
+            result = await self.peer.request("subscribe", params)
+        finally:
+            early = self._early.pop(channel, [])
         snapshot = (result or {}).get("snapshot")
         if snapshot is not None:
             self._apply_snapshot(snapshot)
+            for env in early:  # sent after the snapshot but delivered before we applied it
+                self._on_envelope(env)
             if channel_kind_of_uri(channel) == "chat":
                 self._scan_tool_calls(channel)
         return self.state(channel)
@@ -259,6 +267,9 @@ class AhpClient:
             self.last_seen_seq = max(self.last_seen_seq, seq)
         channel = env.get("channel")
         ch = self.channels.get(channel)
+        if ch is None and channel in self._early:
+            self._early[channel].append(env)
+            return
         if ch is None or (isinstance(seq, int) and seq <= ch.from_seq):
             return
         action = env.get("action") or {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import Field
@@ -39,6 +40,10 @@ __all__ = [
     "McpServerCustomization",
     "ChildCustomization",
     "Customization",
+    "CHILD_TYPES",
+    "is_enabled",
+    "child_effective",
+    "effective_enabled",
 ]
 
 
@@ -245,3 +250,47 @@ Customization = tagged_union(
         McpServerCustomization,
     ],
 )
+
+
+# ---------------------------------------------------------------- effective enablement (§1.3)
+
+#: Child customization types (they live only inside containers).
+CHILD_TYPES = ("agent", "skill", "prompt", "rule", "hook", "mcpServer")
+
+
+def is_enabled(entry: object) -> bool:
+    """An entry's own ``enabled`` flag; absent (or not a boolean) ⇒ enabled."""
+    value = entry.get("enabled") if isinstance(entry, Mapping) else None
+    return value if isinstance(value, bool) else True
+
+
+def child_effective(container: object, child: object) -> bool:
+    """``container.enabled && (child.enabled ?? true)``: a disabled container disables every child."""
+    return is_enabled(container) and is_enabled(child)
+
+
+def effective_enabled(customizations: object) -> dict[str, bool]:
+    """Effective enablement of every entry in a customization tree, by id (the one implementation).
+
+    Top-level entries (containers and bare MCP servers) use their own ``enabled``; children of a
+    container (any non-``mcpServer`` top-level entry with a ``children`` array) are effective only
+    while their container is enabled. Entries without a string id are skipped; the first entry
+    with an id wins (ids are session-unique).
+    """
+    out: dict[str, bool] = {}
+    if not isinstance(customizations, list):
+        return out
+    for entry in customizations:
+        if not isinstance(entry, Mapping):
+            continue
+        eid = entry.get("id")
+        if isinstance(eid, str):
+            out.setdefault(eid, is_enabled(entry))
+        kids = entry.get("children")
+        if entry.get("type") == "mcpServer" or not isinstance(kids, list):
+            continue
+        for child in kids:
+            cid = child.get("id") if isinstance(child, Mapping) else None
+            if isinstance(cid, str):
+                out.setdefault(cid, child_effective(entry, child))
+    return out

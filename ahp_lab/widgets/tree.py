@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ahp_lab.protocol.customizations import child_effective, is_enabled
+
 from .sanitize import one_line, safe_url
 
 __all__ = [
@@ -30,11 +32,6 @@ def _str(v: Any, limit: int = 200) -> str:
     return one_line(v, limit) if v is not None else ""
 
 
-def _enabled(entry: Mapping[str, Any], default: bool) -> bool:
-    v = entry.get("enabled")
-    return v if isinstance(v, bool) else default
-
-
 def effective_customizations(customizations: Any) -> list[dict[str, Any]]:
     """Normalise the top-level customization list and compute effective enablement once.
 
@@ -54,7 +51,7 @@ def effective_customizations(customizations: Any) -> list[dict[str, Any]]:
             continue
         typ = entry.get("type")
         typ = typ if isinstance(typ, str) else ""
-        enabled = _enabled(entry, True)
+        enabled = is_enabled(entry)
         kids = entry.get("children")
         is_container = typ != "mcpServer" and isinstance(kids, list)
         children: list[dict[str, Any]] | None = None
@@ -64,14 +61,14 @@ def effective_customizations(customizations: Any) -> list[dict[str, Any]]:
                 if not isinstance(child, Mapping):
                     continue
                 ctype = child.get("type")
-                c_enabled = _enabled(child, True)
+                c_enabled = is_enabled(child)
                 children.append(
                     {
                         "entry": child,
                         "id": child.get("id") if isinstance(child.get("id"), str) else "",
                         "type": ctype if isinstance(ctype, str) else "",
                         "enabled": c_enabled,
-                        "effective": enabled and c_enabled,
+                        "effective": child_effective(entry, child),
                     }
                 )
         out.append(

@@ -1,0 +1,908 @@
+"""MCP servers for real: the host runs them with the official ``mcp`` SDK and mirrors them into AHP.
+
+Every ``mcpServer`` customization (a bare top-level server or a container's child) gets a
+runtime here. Stdio servers run as subprocesses, streamable HTTP servers are reached by URL.
+Their state follows mcp-servers.md §3 through ``session/mcpServerStateChanged``::
+
+    starting → ready | authRequired (with the McpAuthRequirement, never a token) | error | stopped
+
+A server that crashes, never answers its handshake, or writes something that is not JSON-RPC
+ends in ``error`` (with the tail of its stderr) within ``start_timeout``; nothing here blocks
+the kernel's event loop. Start and stop requests from clients, toggles and a disabled container
+start and stop servers. A ready server's tools become session server tools named
+``mcp__plugin_<plugin>_<server>__<tool>`` (``mcp__<server>__<tool>`` outside plugins) whose tool
+calls carry ``contributor: {kind: "mcp", customizationId}``.
+
+Authorization: a request answered with an authorization challenge — an HTTP 401/403, or the
+JSON-RPC error ``-32401`` whose ``data.auth`` is an ``McpAuthRequirement`` (the convention of
+``examples/mcp_server.py``) — moves the server to ``authRequired`` (at connect time) or the tool
+call to ``auth-required`` (``chat/toolCallAuthRequired``; for reasons ``required``/``expired``
+the server too). ``authenticate`` for the advertised ``resource.resource`` stores the token
+and resumes: the host retries with ``_meta["ahp_lab/authorization"] = "Bearer <token>"`` (and the
+``Authorization`` header over HTTP), then ``chat/toolCallAuthResolved`` and the call continues.
+
+A stdio server whose ``command`` is ``python`` or ``python3`` runs with the kernel's interpreter
+(``sys.executable``), so a plugin's Python server sees the packages the notebook sees. Plugin
+servers get ``PLUGIN_ROOT`` in their environment and the plugin folder as working directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import re
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import mcp_types as mt
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
+
+from ..protocol.customizations import effective_enabled
+from ..tools import failure_result
+
+log = logging.getLogger("ahp_lab.host.mcp")
+
+__all__ = ["McpManager", "AUTH_ERROR_CODE", "TOKEN_META_KEY"]
+
+AUTH_ERROR_CODE = -32401
+TOKEN_META_KEY = "ahp_lab/authorization"
+_RELEVANT = frozenset(
+    {
+        "session/customizationsChanged",
+        "session/customizationToggled",
+        "session/customizationUpdated",
+        "session/customizationRemoved",
+        "session/mcpServerStartRequested",
+        "session/mcpServerStopRequested",
+    }
+)
+_STDERR_TAIL = 2000
+
+
+class _Failure(Exception):
+    """A server failure described in one sentence."""
+
+
+@dataclass
+class _Tool:
+    published: str
+    mcp_name: str
+    title: str
+    definition: dict
+
+
+@dataclass
+class _Runtime:
+    session: str
+    id: str
+    config: dict
+    config_key: str
+    wanted: bool = True
+    failed: bool = False
+    last_effective: bool | None = None
+    gen: int = 0
+    state: str = "stopped"
+    task: asyncio.Task | None = None
+    client: ClientSession | None = None
+    tools: list[_Tool] = field(default_factory=list)
+    token: str | None = None
+    auth: dict | None = None  # the live server-level requirement
+    auth_mid_turn: bool = False
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    stopping: bool = False
+    dead: bool = False  # failed; its task may still be cleaning up
+    call_waiters: list[tuple[str, asyncio.Future]] = field(default_factory=list)
+    http_challenge: dict | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.config.get("server") or self.id)
+
+    @property
+    def active(self) -> bool:
+        return self.task is not None and not self.task.done()
+
+
+def _key(config: dict) -> str:
+    return json.dumps(config, sort_keys=True, default=str)
+
+
+def _auth_requirement(exc: BaseException) -> dict | None:
+    """The McpAuthRequirement an MCP error carries (the -32401 convention), if any."""
+    if not isinstance(exc, MCPError):
+        return None
+    data = exc.data if isinstance(exc.data, dict) else {}
+    auth = data.get("auth")
+    if isinstance(auth, dict) and isinstance((auth.get("resource") or {}).get("resource"), str):
+        out = {
+            k: auth[k]
+            for k in ("reason", "oauthClient", "resource", "requiredScopes", "description")
+            if k in auth
+        }
+        out.setdefault("reason", "required")
+        out.pop("token", None)
+        return out
+    return None
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _unwrap(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        inner = [
+            e
+            for e in exc.exceptions
+            if not isinstance(e, (asyncio.CancelledError, anyio.get_cancelled_exc_class()))
+        ]
+        exc = (inner or list(exc.exceptions))[0]
+    return exc
+
+
+def _content(block: Any) -> dict | None:
+    """MCP content → AHP ``ToolResultContent``."""
+    kind = getattr(block, "type", None)
+    if kind == "text":
+        return {"type": "text", "text": block.text}
+    if kind in ("image", "audio"):
+        return {"type": "embeddedResource", "data": block.data, "contentType": block.mime_type}
+    if kind == "resource":
+        res = block.resource
+        if getattr(res, "text", None) is not None:
+            return {"type": "text", "text": res.text}
+        return {
+            "type": "embeddedResource",
+            "data": getattr(res, "blob", ""),
+            "contentType": getattr(res, "mime_type", None) or "application/octet-stream",
+        }
+    if kind == "resource_link":
+        out = {"type": "resource", "uri": str(block.uri)}
+        if getattr(block, "mime_type", None):
+            out["contentType"] = block.mime_type
+        return out
+    return None
+
+
+class McpManager:
+    """Host extension: MCP server lifecycles, their tools, tool calls and authorization."""
+
+    def __init__(
+        self,
+        host: Any,
+        customizations: Any,
+        *,
+        start_timeout: float = 15.0,
+        tool_timeout: float = 300.0,
+    ) -> None:
+        self.host = host
+        self.customizations = customizations
+        self.start_timeout = start_timeout
+        self.tool_timeout = tool_timeout
+        self.runtimes: dict[tuple[str, str], _Runtime] = {}
+        self._scheduled: set[str] = set()
+        self._tasks: set[asyncio.Task] = set()
+
+    # -- host hooks -----------------------------------------------------------------------------
+
+    def on_transition(self, transition: Any) -> None:
+        if transition.channel_kind != "session" or transition.type not in _RELEVANT:
+            return
+        session = transition.channel
+        action = transition.action
+        rt = self.runtimes.get((session, action.get("id"))) if isinstance(action.get("id"), str) else None
+        if transition.type == "session/mcpServerStartRequested" and rt is not None:
+            serving = rt.active and not rt.stopping and not rt.dead
+            rt.wanted, rt.failed = True, False
+            if serving:
+                self._set_state(rt, rt.gen, self._state_json(rt))  # already running: confirm its state
+        elif transition.type == "session/mcpServerStopRequested" and rt is not None:
+            rt.wanted = False
+        self._schedule(session)
+
+    def on_session_disposed(self, session: str) -> None:
+        for key, rt in list(self.runtimes.items()):
+            if key[0] == session:
+                del self.runtimes[key]
+                self._spawn(self._stop(rt, publish=False))
+
+    def server_tool_definitions(self, session: str) -> list[dict]:
+        out = []
+        for (s, _), rt in self.runtimes.items():
+            if s == session and rt.client is not None:
+                out.extend(t.definition for t in rt.tools)
+        return out
+
+    def tool_owner(self, session: str, name: str) -> str | None:
+        found = self._find_tool(session, name)
+        return f"mcp:{found[0].id}" if found else None
+
+    def resolve_tool(self, session: str, name: str) -> Any:
+        found = self._find_tool(session, name)
+        if found is None:
+            return None
+        from .host import ResolvedTool
+
+        rt, tool = found
+        return ResolvedTool(
+            "mcp",
+            name,
+            tool.title,
+            tool.definition,
+            owner=rt.id,
+            contributor={"kind": "mcp", "customizationId": rt.id},
+        )
+
+    def authenticate(self, resource: str, token: str, scopes: Any = None) -> bool:
+        matched = False
+        for rt in list(self.runtimes.values()):
+            hit = False
+            if rt.auth is not None and (rt.auth.get("resource") or {}).get("resource") == resource:
+                hit = True
+            for res, fut in list(rt.call_waiters):
+                if res == resource:
+                    hit = True
+                    if not fut.done():
+                        fut.set_result(token)
+            if not hit:
+                continue
+            matched = True
+            rt.token = token
+            if rt.auth is not None:
+                rt.auth = None
+                if rt.auth_mid_turn:
+                    rt.auth_mid_turn = False
+                    rt.state = "ready"
+                    self._set_state(rt, rt.gen, {"kind": "ready"})
+                rt.wake.set()
+        return matched
+
+    async def aclose(self) -> None:
+        runtimes = list(self.runtimes.values())
+        self.runtimes.clear()
+        await asyncio.gather(*(self._stop(rt, publish=False) for rt in runtimes), return_exceptions=True)
+
+    # -- reconciling the tree with the running servers ------------------------------------------
+
+    def _schedule(self, session: str) -> None:
+        if session in self._scheduled:
+            return
+        self._scheduled.add(session)
+        try:
+            asyncio.get_running_loop().call_soon(self._reconcile, session)
+        except RuntimeError:
+            self._scheduled.discard(session)
+
+    def _servers(self, session: str) -> dict[str, dict]:
+        state = self.host.store.state(session) or {}
+        out: dict[str, dict] = {}
+        for entry in state.get("customizations") or ():
+            if not isinstance(entry, dict):
+                continue
+            if entry.get("type") == "mcpServer":
+                out.setdefault(entry.get("id"), entry)
+                continue
+            for child in entry.get("children") or ():
+                if isinstance(child, dict) and child.get("type") == "mcpServer":
+                    out.setdefault(child.get("id"), child)
+        return out
+
+    def _reconcile(self, session: str) -> None:
+        self._scheduled.discard(session)
+        if not self.host.store.has_channel(session):
+            return
+        servers = self._servers(session)
+        effective = effective_enabled((self.host.store.state(session) or {}).get("customizations"))
+        for sid, entry in servers.items():
+            config = self.customizations.mcp_config(session, sid)
+            if config is None:
+                continue
+            eff = effective.get(sid, True)
+            rt = self.runtimes.get((session, sid))
+            if rt is None:
+                rt = _Runtime(session, sid, config, _key(config), wanted=eff, last_effective=eff)
+                self.runtimes[(session, sid)] = rt
+            elif eff != rt.last_effective:
+                rt.last_effective = eff
+                rt.wanted, rt.failed = eff, False
+            if _key(config) != rt.config_key:
+                rt.config, rt.config_key, rt.failed = config, _key(config), False
+                if rt.active:
+                    self._spawn(self._restart(rt))
+                    continue
+            kind = (entry.get("state") or {}).get("kind")
+            if rt.wanted and not eff:
+                rt.wanted = False
+                self._set_state(
+                    rt,
+                    rt.gen,
+                    self._error_state(f"The MCP server {rt.name} is disabled; enable it before starting it."),
+                )
+                continue
+            if rt.wanted and not rt.failed and (not rt.active or rt.stopping or rt.dead):
+                self._start(rt)
+            elif not rt.wanted and rt.active and not rt.stopping and not rt.dead:
+                self._spawn(self._stop(rt))
+            elif not rt.wanted and not rt.active and kind not in ("stopped", "error"):
+                self._set_state(rt, rt.gen, {"kind": "stopped"})
+        for key, rt in list(self.runtimes.items()):
+            if key[0] == session and key[1] not in servers:
+                del self.runtimes[key]
+                self._spawn(self._stop(rt, publish=False))
+
+    def _spawn(self, coro: Any) -> asyncio.Task:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def _start(self, rt: _Runtime) -> None:
+        previous = rt.task
+        rt.gen += 1
+        rt.stopping = False
+        rt.failed = False
+        rt.dead = False
+        rt.wake = asyncio.Event()
+        rt.state = "starting"
+        self._set_state(rt, rt.gen, {"kind": "starting"})
+        rt.task = asyncio.ensure_future(self._serve(rt, rt.gen, previous))
+
+    async def _restart(self, rt: _Runtime) -> None:
+        await self._stop(rt, publish=False)
+        if rt.wanted and (rt.session, rt.id) in self.runtimes:
+            self._start(rt)
+
+    async def _stop(self, rt: _Runtime, publish: bool = True) -> None:
+        rt.stopping = True
+        gen = rt.gen
+        for _res, fut in rt.call_waiters:
+            if not fut.done():
+                fut.set_result(None)
+        rt.auth = None
+        rt.auth_mid_turn = False
+        rt.wake.set()
+        task = rt.task
+        if task is not None and not task.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(task), timeout=8)
+            except (TimeoutError, asyncio.CancelledError, Exception):
+                task.cancel()
+        self._drop_tools(rt)
+        if publish and rt.gen == gen and not rt.wanted:
+            rt.state = "stopped"
+            self._set_state(rt, gen, {"kind": "stopped"})
+
+    def _drop_tools(self, rt: _Runtime) -> None:
+        rt.client = None
+        if rt.tools:
+            rt.tools = []
+            if rt.session in self.host.sessions:
+                self.host._publish_server_tools(rt.session)
+
+    def _state_json(self, rt: _Runtime) -> dict:
+        if rt.state == "authRequired" and rt.auth is not None:
+            return {"kind": "authRequired", **rt.auth}
+        return {"kind": rt.state}
+
+    @staticmethod
+    def _error_state(message: str, stderr: str = "", error_type: str = "McpServerError") -> dict:
+        error: dict[str, Any] = {"errorType": error_type, "message": message}
+        if stderr:
+            error["stack"] = stderr
+        return {"kind": "error", "error": error}
+
+    def _set_state(self, rt: _Runtime, gen: int, state: dict) -> None:
+        if gen != rt.gen or not self.host.store.has_channel(rt.session):
+            return
+        entry = self._servers(rt.session).get(rt.id)
+        if entry is None or entry.get("state") == state:
+            return
+        self.host.dispatch(rt.session, {"type": "session/mcpServerStateChanged", "id": rt.id, "state": state})
+
+    def _check_startable(self, rt: _Runtime) -> None:
+        config = rt.config
+        text = json.dumps({k: config.get(k) for k in ("command", "args", "env", "cwd", "url")})
+        if "${PLUGIN_ROOT}" in text and not config.get("pluginRoot"):
+            raise _Failure(
+                f"The MCP server {rt.name} refers to ${{PLUGIN_ROOT}}, but its plugin has no folder on this machine."
+            )
+        client_id = config.get("clientId")
+        if client_id and config.get("command") and not self._trusted_client(client_id):
+            raise _Failure(
+                f"The MCP server {rt.name} was published by remote client {client_id}; this host runs stdio servers only for in-process clients."
+            )
+
+    def _trusted_client(self, client_id: str) -> bool:
+        from ..transport.inprocess import InProcessTransport
+
+        return any(
+            getattr(conn, "client_id", None) == client_id
+            and isinstance(conn.peer.transport, InProcessTransport)
+            for conn in tuple(self.host.connections)
+        )
+
+    async def _serve(self, rt: _Runtime, gen: int, previous: asyncio.Task | None) -> None:
+        """Run one connection to the server until it is stopped or fails."""
+        if previous is not None and not previous.done():
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(previous), timeout=8)
+        errlog = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below
+        closed: dict[str, Any] = {"eof": False, "garbage": None}
+        reported = False
+
+        def fail(message: str, error_type: str = "McpServerError") -> None:
+            nonlocal reported
+            if reported or rt.stopping or gen != rt.gen:
+                return
+            reported = True
+            rt.dead = True
+            tail = _tail(errlog)
+            last = next((line for line in reversed(tail.splitlines()) if line.strip()), "")
+            if last:
+                message = f"{message.rstrip('.')} (stderr: {_one_line(last, 200)})."
+            rt.failed = True
+            rt.state = "error"
+            self._drop_tools(rt)
+            for _res, fut in rt.call_waiters:
+                if not fut.done():
+                    fut.set_result(None)
+            self._set_state(rt, gen, self._error_state(message, tail, error_type))
+
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                try:
+                    self._check_startable(rt)
+                    read, write = await self._open_transport(rt, stack, errlog)
+                    relay_send, relay_recv = anyio.create_memory_object_stream(0)
+                    tg = await stack.enter_async_context(anyio.create_task_group())
+                    stack.callback(tg.cancel_scope.cancel)
+                    tg.start_soon(self._relay, read, relay_send, rt, closed)
+                    session = await stack.enter_async_context(
+                        ClientSession(
+                            relay_recv, write, client_info=mt.Implementation(name="ahp_lab", version="0.1.0")
+                        )
+                    )
+                    tools = await self._connect(rt, gen, session, closed)
+                    if tools is None:
+                        return  # stopped while waiting for authorization
+                    rt.client = session
+                    rt.tools = tools
+                    rt.state = "ready"
+                    self._set_state(rt, gen, {"kind": "ready"})
+                    self.host._publish_server_tools(rt.session)
+                    while not rt.stopping and not closed["eof"]:
+                        rt.wake.clear()
+                        await rt.wake.wait()
+                    if not rt.stopping:
+                        raise _Failure(self._eof_reason(rt, closed, "while it was running"))
+                except _Failure as exc:
+                    fail(str(exc))
+                except TimeoutError:
+                    fail(
+                        f"The MCP server {rt.name} did not answer its handshake within {self._start_timeout(rt):g} s.",
+                        "McpServerTimeout",
+                    )
+                except (asyncio.CancelledError, anyio.get_cancelled_exc_class()):
+                    raise
+                except BaseException as raw:  # noqa: BLE001 - every failure becomes an error state
+                    exc = _unwrap(raw)
+                    if isinstance(exc, _Failure):
+                        fail(str(exc))
+                    elif isinstance(exc, TimeoutError):
+                        fail(
+                            f"The MCP server {rt.name} did not answer its handshake within {self._start_timeout(rt):g} s.",
+                            "McpServerTimeout",
+                        )
+                    elif isinstance(exc, MCPError) and (closed["eof"] or closed["garbage"]):
+                        fail(self._eof_reason(rt, closed, "before completing its handshake"))
+                    elif isinstance(exc, OSError):
+                        fail(
+                            f"The MCP server {rt.name} could not be started: {exc.strerror or exc}.",
+                            "McpServerSpawnFailed",
+                        )
+                    else:
+                        fail(f"The MCP server {rt.name} failed: {_one_line(exc) or type(exc).__name__}.")
+        except (asyncio.CancelledError, anyio.get_cancelled_exc_class()):
+            raise
+        except BaseException as raw:  # noqa: BLE001 - cleanup trouble after the fact
+            log.debug("MCP server %s cleanup: %r", rt.name, _unwrap(raw))
+            fail(f"The MCP server {rt.name} failed: {_one_line(_unwrap(raw))}.")
+        finally:
+            if gen == rt.gen:
+                self._drop_tools(rt)
+            with contextlib.suppress(Exception):
+                errlog.close()
+
+    @staticmethod
+    def _eof_reason(rt: _Runtime, closed: dict, when: str) -> str:
+        if closed["garbage"]:
+            return f"The MCP server {rt.name} wrote output that is not MCP JSON-RPC {when} ({_one_line(closed['garbage'], 160)})."
+        return f"The MCP server {rt.name} exited {when}."
+
+    async def _open_transport(self, rt: _Runtime, stack: contextlib.AsyncExitStack, errlog: Any) -> tuple:
+        config = rt.config
+        if config.get("url"):
+            from mcp.client.streamable_http import streamable_http_client
+
+            http = self._http_client(rt)
+            await stack.enter_async_context(http)
+            return await stack.enter_async_context(
+                streamable_http_client(str(config["url"]), http_client=http)
+            )
+        env = {str(k): str(v) for k, v in (config.get("env") or {}).items()}
+        if config.get("pluginRoot"):
+            env.setdefault("PLUGIN_ROOT", str(config["pluginRoot"]))
+        cwd = config.get("cwd") or config.get("pluginRoot") or None
+        command = str(config["command"])
+        if command in ("python", "python3"):
+            command = sys.executable  # a plugin's "python" is the kernel's interpreter
+        params = StdioServerParameters(
+            command=command,
+            args=[str(a) for a in config.get("args") or ()],
+            env=env or None,
+            cwd=cwd,
+        )
+        return await stack.enter_async_context(stdio_client(params, errlog=errlog))
+
+    def _http_client(self, rt: _Runtime) -> Any:
+        import httpx2
+
+        manager_rt = rt
+
+        class _Bearer(httpx2.Auth):
+            def auth_flow(self, request: Any) -> Any:
+                if manager_rt.token:
+                    request.headers["Authorization"] = f"Bearer {manager_rt.token}"
+                yield request
+
+        async def on_response(response: Any) -> None:
+            if response.status_code in (401, 403):
+                manager_rt.http_challenge = {
+                    "status": response.status_code,
+                    "header": response.headers.get("www-authenticate", ""),
+                }
+
+        headers = {str(k): str(v) for k, v in (rt.config.get("headers") or {}).items()}
+        return httpx2.AsyncClient(
+            headers=headers or None,
+            auth=_Bearer(),
+            timeout=httpx2.Timeout(30.0, read=300.0),
+            event_hooks={"response": [on_response]},
+        )
+
+    async def _relay(self, read: Any, send: Any, rt: _Runtime, closed: dict) -> None:
+        """Forward the transport's messages to the session; notice EOF and garbage."""
+        try:
+            async with send:
+                async for item in read:
+                    if isinstance(item, Exception):
+                        closed["garbage"] = str(item).splitlines()[0] if str(item) else type(item).__name__
+                        return  # closing the session's stream fails whatever waits on the server
+                    await send.send(item)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
+            pass
+        finally:
+            closed["eof"] = True
+            rt.wake.set()
+
+    async def _handshake(self, rt: _Runtime, session: ClientSession, closed: dict) -> None:
+        try:
+            with anyio.fail_after(self._start_timeout(rt)):
+                await session.initialize()
+        except MCPError as exc:
+            auth = await self._http_auth(rt, exc)
+            if auth is not None:
+                raise _AuthAtConnect(auth) from None
+            if closed["eof"] or closed["garbage"]:
+                raise _Failure(self._eof_reason(rt, closed, "before completing its handshake")) from None
+            raise _Failure(
+                f"The MCP server {rt.name} refused the handshake: {_one_line(exc.message)}."
+            ) from None
+
+    async def _http_auth(self, rt: _Runtime, exc: BaseException) -> dict | None:
+        """The auth requirement behind an error: the -32401 convention or an HTTP 401/403 challenge."""
+        auth = _auth_requirement(exc)
+        if auth is not None or rt.http_challenge is None:
+            return auth
+        challenge, rt.http_challenge = rt.http_challenge, None
+        params: dict[str, str] = {}
+        header = challenge.get("header") or ""
+        for part in re.finditer(r'(\w+)="?([^",]*)"?', header.split(" ", 1)[-1] if " " in header else ""):
+            params[part.group(1)] = part.group(2)
+        status = challenge.get("status")
+        if status == 403 or params.get("error") == "insufficient_scope":
+            reason = "insufficientScope"
+        else:
+            reason = "expired" if rt.token else "required"
+        resource: dict[str, Any] = {"resource": str(rt.config.get("url"))}
+        metadata_url = params.get("resource_metadata")
+        if metadata_url:
+            resource = await self._fetch_resource_metadata(rt, metadata_url) or resource
+        out: dict[str, Any] = {"reason": reason, "resource": resource}
+        if params.get("scope"):
+            out["requiredScopes"] = params["scope"].split()
+        out["description"] = params.get("error_description") or f"The MCP server answered HTTP {status}."
+        return out
+
+    async def _fetch_resource_metadata(self, rt: _Runtime, url: str) -> dict | None:
+        """RFC 9728 protected-resource metadata from the URL a ``WWW-Authenticate`` header names."""
+        import httpx2
+
+        try:
+            async with httpx2.AsyncClient(timeout=5.0) as client:
+                response = await client.get(url)
+            data = response.json() if response.status_code == 200 else None
+        except Exception:  # noqa: BLE001 - the metadata is a nicety; the URL is the fallback
+            return None
+        if isinstance(data, dict) and isinstance(data.get("resource"), str):
+            return data
+        return None
+
+    async def _connect(
+        self, rt: _Runtime, gen: int, session: ClientSession, closed: dict
+    ) -> list[_Tool] | None:
+        """Handshake and list the tools, waiting for ``authenticate`` whenever the server asks."""
+        initialized = False
+        while True:
+            try:
+                if not initialized:
+                    await self._handshake(rt, session, closed)
+                    initialized = True
+                listed: list = []
+                cursor = None
+                for _page in range(50):
+                    params = mt.PaginatedRequestParams(cursor=cursor, _meta=self._meta(rt))
+                    with anyio.fail_after(self._start_timeout(rt)):
+                        result = await session.list_tools(params=params)
+                    listed.extend(result.tools)
+                    cursor = result.next_cursor
+                    if not cursor:
+                        break
+                return [self._tool(rt, t) for t in listed]
+            except (MCPError, _AuthAtConnect) as exc:
+                auth = exc.auth if isinstance(exc, _AuthAtConnect) else await self._http_auth(rt, exc)
+                if auth is None:
+                    if closed["eof"] or closed["garbage"]:
+                        raise _Failure(self._eof_reason(rt, closed, "while listing its tools")) from None
+                    raise _Failure(
+                        f"The MCP server {rt.name} could not list its tools: {_one_line(exc)}."
+                    ) from None
+                rt.auth = auth
+                rt.auth_mid_turn = False
+                rt.state = "authRequired"
+                rt.token = None if auth.get("reason") != "insufficientScope" else rt.token
+                self._set_state(rt, gen, {"kind": "authRequired", **auth})
+                while rt.auth is not None and not rt.stopping and not closed["eof"]:
+                    rt.wake.clear()
+                    await rt.wake.wait()
+                if rt.stopping:
+                    return None
+                if closed["eof"]:
+                    raise _Failure(self._eof_reason(rt, closed, "while waiting for authorization")) from None
+                rt.state = "starting"
+                self._set_state(rt, gen, {"kind": "starting"})
+
+    def _start_timeout(self, rt: _Runtime) -> float:
+        """Seconds a server has to answer its handshake (``startTimeout`` in its config overrides)."""
+        value = rt.config.get("startTimeout")
+        return float(value) if isinstance(value, (int, float)) and value > 0 else self.start_timeout
+
+    def _meta(self, rt: _Runtime) -> dict | None:
+        return {TOKEN_META_KEY: f"Bearer {rt.token}"} if rt.token else None
+
+    def _tool(self, rt: _Runtime, tool: Any) -> _Tool:
+        plugin = rt.config.get("plugin")
+        published = (
+            f"mcp__plugin_{plugin}_{rt.name}__{tool.name}" if plugin else f"mcp__{rt.name}__{tool.name}"
+        )
+        title = tool.title or (
+            tool.annotations.title if tool.annotations and tool.annotations.title else None
+        )
+        title = title or tool.name
+        definition: dict[str, Any] = {"name": published, "title": f"{title} ({rt.name})"}
+        if tool.description:
+            definition["description"] = tool.description
+        if isinstance(tool.input_schema, dict):
+            definition["inputSchema"] = tool.input_schema
+        if tool.annotations is not None:
+            annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True, mode="json")
+            if annotations:
+                definition["annotations"] = annotations
+        definition["_meta"] = {
+            "ahp_lab/mcp": {"customizationId": rt.id, "server": rt.name, "tool": tool.name}
+        }
+        return _Tool(published, tool.name, definition["title"], definition)
+
+    def _find_tool(self, session: str, name: str) -> tuple[_Runtime, _Tool] | None:
+        for (s, _), rt in self.runtimes.items():
+            if s != session or rt.client is None:
+                continue
+            for tool in rt.tools:
+                if tool.published == name:
+                    return rt, tool
+        return None
+
+    # -- tool calls -----------------------------------------------------------------------------
+
+    async def run_tool(
+        self, runner: Any, resolved: Any, call_id: str, tc: dict, requires_result_confirmation: bool
+    ) -> bool:
+        if resolved.kind != "mcp":
+            return False
+        rt = self.runtimes.get((runner.session, resolved.owner))
+        tool = next((t for t in rt.tools if t.published == resolved.name), None) if rt else None
+        base = {"turnId": runner.turn_id, "toolCallId": call_id}
+
+        def complete(result: dict) -> None:
+            current = runner._tool_call(call_id)
+            if current is None or current.get("status") not in ("running", "auth-required"):
+                return
+            if current.get("status") == "auth-required" and result.get("success"):
+                return
+            action: dict[str, Any] = {"type": "chat/toolCallComplete", **base, "result": result}
+            if requires_result_confirmation and current.get("status") == "running":
+                action["requiresResultConfirmation"] = True
+            self.host.dispatch(runner.chat, action)
+
+        raw_input = tc.get("toolInput")
+        try:
+            arguments = json.loads(raw_input) if isinstance(raw_input, str) and raw_input.strip() else {}
+            if not isinstance(arguments, dict):
+                raise ValueError("the tool input is not a JSON object")
+        except ValueError as exc:
+            complete(
+                failure_result(resolved.title, f"The tool input is not valid JSON: {exc}.", "invalidInput")
+            )
+            return True
+
+        async def progress(value: float, total: float | None, message: str | None) -> None:
+            current = runner._tool_call(call_id)
+            if current is None or current.get("status") != "running":
+                return
+            amount = f"{value:g}/{total:g}" if total else f"{value:g}"
+            text = f"{message} ({amount})" if message else f"progress {amount}"
+            self.host.dispatch(
+                runner.chat,
+                {"type": "chat/toolCallContentChanged", **base, "content": [{"type": "text", "text": text}]},
+            )
+
+        for _attempt in range(4):
+            if rt is None or tool is None or rt.client is None:
+                state = rt.state if rt else "gone"
+                complete(
+                    failure_result(
+                        resolved.title,
+                        f"The MCP server is not running (its state is {state}).",
+                        "serverNotReady",
+                    )
+                )
+                return True
+            try:
+                result = await rt.client.call_tool(
+                    tool.mcp_name,
+                    arguments,
+                    read_timeout_seconds=self.tool_timeout,
+                    progress_callback=progress,
+                    meta=self._meta(rt),
+                )
+            except MCPError as exc:
+                auth = await self._http_auth(rt, exc)
+                if auth is not None:
+                    token = await self._wait_call_auth(runner, call_id, rt, auth)
+                    if token is None:
+                        message = "The tool call was not authorized: the MCP server stopped or the call ended first."
+                        complete(failure_result(resolved.title, message, "authorizationMissing"))
+                        return True
+                    current = runner._tool_call(call_id)
+                    if current is None or current.get("status") != "auth-required":
+                        return True
+                    self.host.dispatch(runner.chat, {"type": "chat/toolCallAuthResolved", **base})
+                    continue
+                if closed_connection(exc):
+                    message = f"The MCP server {rt.name} exited before answering."
+                else:
+                    message = f"The MCP server answered with an error: {_one_line(exc.message)}."
+                complete(failure_result(resolved.title, message, "mcpError"))
+                return True
+            except TimeoutError:
+                complete(
+                    failure_result(
+                        resolved.title,
+                        f"The MCP server did not answer within {self.tool_timeout:g} s.",
+                        "timeout",
+                    )
+                )
+                return True
+            except (asyncio.CancelledError, anyio.get_cancelled_exc_class()):
+                raise
+            except Exception as exc:  # noqa: BLE001 - a broken server fails the call, not the turn
+                complete(
+                    failure_result(
+                        resolved.title,
+                        f"The MCP call failed: {_one_line(exc) or type(exc).__name__}.",
+                        "mcpError",
+                    )
+                )
+                return True
+            complete(self._result(resolved.title, result))
+            return True
+        complete(
+            failure_result(
+                resolved.title, "The MCP server kept asking for authorization.", "authorizationFailed"
+            )
+        )
+        return True
+
+    @staticmethod
+    def _result(title: str, result: Any) -> dict:
+        content = [c for c in (_content(b) for b in result.content or ()) if c is not None]
+        text = " ".join(c["text"] for c in content if c.get("type") == "text")
+        if result.is_error:
+            out = failure_result(title, text or "The MCP tool reported an error.", "toolError")
+            if content:
+                out["content"] = content
+            return out
+        out: dict[str, Any] = {"success": True, "pastTenseMessage": f"Ran {title}"}
+        if content:
+            out["content"] = content
+        if isinstance(result.structured_content, dict):
+            out["structuredContent"] = result.structured_content
+        return out
+
+    async def _wait_call_auth(self, runner: Any, call_id: str, rt: _Runtime, auth: dict) -> str | None:
+        """Move the call to ``auth-required`` and wait for ``authenticate`` (None: gave up or stopped)."""
+        base = {"turnId": runner.turn_id, "toolCallId": call_id}
+        current = runner._tool_call(call_id)
+        if current is None or current.get("status") != "running":
+            return None
+        self.host.dispatch(runner.chat, {"type": "chat/toolCallAuthRequired", **base, "auth": auth})
+        if auth.get("reason") in ("required", "expired") and rt.state == "ready":
+            rt.auth = auth
+            rt.auth_mid_turn = True
+            rt.state = "authRequired"
+            self._set_state(rt, rt.gen, {"kind": "authRequired", **auth})
+        resource = auth["resource"]["resource"]
+        future: asyncio.Future = asyncio.get_running_loop().create_future()
+        entry = (resource, future)
+        rt.call_waiters.append(entry)
+        left = asyncio.ensure_future(runner._wait_call(call_id, {"auth-required"}))
+        try:
+            await asyncio.wait({future, left}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            left.cancel()
+            if entry in rt.call_waiters:
+                rt.call_waiters.remove(entry)
+        if future.done() and not future.cancelled():
+            return future.result()
+        return None
+
+
+def closed_connection(exc: MCPError) -> bool:
+    return exc.message == "Connection closed"
+
+
+class _AuthAtConnect(Exception):
+    def __init__(self, auth: dict) -> None:
+        super().__init__("authorization required")
+        self.auth = auth
+
+
+def _tail(handle: Any) -> str:
+    try:
+        handle.flush()
+        size = handle.seek(0, os.SEEK_END)
+        handle.seek(max(0, size - _STDERR_TAIL))
+        return handle.read().decode("utf-8", "replace").strip()
+    except (OSError, ValueError):
+        return ""

@@ -1,0 +1,376 @@
+"""The ``resource*`` commands over ``file://`` URIs, with the host's permission policy.
+
+Reads are allowed under the host's known roots: plugin folders, directory customizations and the
+sessions' working directories. Writes (``resourceWrite``, ``resourceMkdir``, ``resourceDelete``)
+are allowed only under ``writable`` directory customizations. A path that resolves outside every
+allowed root — through ``..``, an absolute path elsewhere or a symlink pointing out — is refused
+with -32009 PermissionDenied and a one-sentence reason (``data.request`` names the grant that
+would unlock it, as overview §2 describes).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import mimetypes
+import os
+import stat as statmod
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote, urlsplit
+
+from ..protocol.jsonrpc import ErrorCode
+from ..transport import RpcError
+
+__all__ = ["ResourceService", "file_uri", "uri_path", "MAX_READ_BYTES", "MAX_WRITE_BYTES"]
+
+MAX_READ_BYTES = 16 * 1024 * 1024
+MAX_WRITE_BYTES = 8 * 1024 * 1024
+_METHODS = (
+    "resourceRead",
+    "resourceWrite",
+    "resourceList",
+    "resourceMkdir",
+    "resourceResolve",
+    "resourceDelete",
+    "resourceRequest",
+)
+
+
+def file_uri(path: str | os.PathLike) -> str:
+    """The ``file://`` URI of an absolute path (percent-encoded)."""
+    p = os.path.abspath(os.fspath(path))
+    return "file://" + quote(p, safe="/:@!$&'()*+,;=-._~")
+
+
+def uri_path(uri: Any) -> Path:
+    """The local path a ``file://`` URI names; raises InvalidParams for anything else."""
+    if not isinstance(uri, str) or not uri:
+        raise RpcError(ErrorCode.INVALID_PARAMS, "params.uri is required and must be a file:// URI")
+    parts = urlsplit(uri)
+    if parts.scheme != "file":
+        raise RpcError(
+            ErrorCode.INVALID_PARAMS, f"{uri} is not a file:// URI; this host serves only local files"
+        )
+    if parts.netloc not in ("", "localhost"):
+        raise RpcError(ErrorCode.INVALID_PARAMS, f"{uri} names another machine ({parts.netloc})")
+    path = unquote(parts.path)
+    if not path.startswith("/"):
+        raise RpcError(ErrorCode.INVALID_PARAMS, f"{uri} does not hold an absolute path")
+    if "\x00" in path:
+        raise RpcError(ErrorCode.INVALID_PARAMS, f"{uri} contains a NUL character")
+    return Path(path)
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _real(path: Path) -> str:
+    """``realpath`` that also works when the tail does not exist yet (symlinks in the prefix count)."""
+    return os.path.realpath(path)
+
+
+class ResourceService:
+    """Serves ``resource*`` requests; a host extension (``handle_request``)."""
+
+    def __init__(
+        self,
+        read_roots: Callable[[], Iterable[str | os.PathLike]],
+        write_roots: Callable[[], Iterable[str | os.PathLike]],
+    ) -> None:
+        self._read_roots = read_roots
+        self._write_roots = write_roots
+
+    # -- host extension hook --------------------------------------------------------------------
+
+    def handle_request(self, connection: Any, method: str, params: dict) -> Any:
+        if method not in _METHODS:
+            return NotImplemented
+        if getattr(connection, "client_id", None) is None:
+            raise RpcError(ErrorCode.INVALID_REQUEST, f"{method} before initialize")
+        return getattr(self, "_" + method)(params)
+
+    # -- permissions ----------------------------------------------------------------------------
+
+    def check(self, uri: Any, *, write: bool = False) -> Path:
+        """The path ``uri`` names if this host lets a client read (or write) it, else -32009."""
+        path = uri_path(uri)
+        what = "write" if write else "read"
+        request = {"uri": uri, "write": True} if write else {"uri": uri, "read": True}
+        if ".." in path.parts:
+            raise RpcError(
+                ErrorCode.PERMISSION_DENIED,
+                f"{uri} is refused because it contains '..', which could step outside the allowed folders",
+                {"request": request},
+            )
+        real = _real(path)
+        roots = self._write_roots() if write else list(self._read_roots()) + list(self._write_roots())
+        for root in roots:
+            root_abs = os.path.abspath(os.fspath(root))
+            root_real = _real(Path(root_abs))
+            if _inside(os.path.abspath(path), root_abs) or _inside(real, root_real):
+                if not _inside(real, root_real):
+                    raise RpcError(
+                        ErrorCode.PERMISSION_DENIED,
+                        f"{uri} is refused because it resolves to {real}, outside {root_abs} (a symlink points out)",
+                        {"request": request},
+                    )
+                return path
+        kind = (
+            "writable directory customization" if write else "plugin folder, directory or working directory"
+        )
+        raise RpcError(
+            ErrorCode.PERMISSION_DENIED,
+            f"{uri} is refused because it is not inside any {kind} this host may {what}",
+            {"request": request},
+        )
+
+    # -- commands -------------------------------------------------------------------------------
+
+    def _resourceRequest(self, params: dict) -> dict:
+        self.check(params.get("uri"), write=bool(params.get("write")))
+        return {}
+
+    def _resourceRead(self, params: dict) -> dict:
+        uri = params.get("uri")
+        path = self.check(uri)
+        st = _stat(path, uri)
+        if not statmod.S_ISREG(st.st_mode):
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"{uri} is not a regular file")
+        if st.st_size > MAX_READ_BYTES:
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                f"{uri} is {st.st_size / 1e6:.1f} MB, over the {MAX_READ_BYTES // (1024 * 1024)} MB read limit",
+            )
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise _os_error(exc, uri) from None
+        wanted = params.get("encoding") or "utf-8"
+        result: dict[str, Any] = {}
+        if wanted == "utf-8":
+            try:
+                result = {"data": data.decode("utf-8"), "encoding": "utf-8"}
+            except UnicodeDecodeError:
+                wanted = "base64"
+        if wanted == "base64":
+            result = {"data": base64.b64encode(data).decode("ascii"), "encoding": "base64"}
+        elif not result:
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"unknown encoding {wanted!r}; use 'utf-8' or 'base64'")
+        content_type = _content_type(path)
+        if content_type:
+            result["contentType"] = content_type
+        return result
+
+    def _resourceWrite(self, params: dict) -> dict:
+        uri = params.get("uri")
+        path = self.check(uri, write=True)
+        data = _decode(params)
+        mode = params.get("mode") or "truncate"
+        if mode not in ("truncate", "append", "insert"):
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"unknown mode {mode!r}; use truncate, append or insert")
+        position = params.get("position") or 0
+        if not isinstance(position, int) or isinstance(position, bool) or position < 0:
+            raise RpcError(ErrorCode.INVALID_PARAMS, "params.position must be a non-negative integer")
+        if not path.parent.is_dir():
+            raise RpcError(
+                ErrorCode.NOT_FOUND,
+                f"the folder {file_uri(path.parent)} does not exist; create it with resourceMkdir first",
+            )
+        exists = os.path.lexists(path)
+        if exists and params.get("createOnly"):
+            raise RpcError(ErrorCode.ALREADY_EXISTS, f"{uri} already exists and createOnly is set")
+        if exists and not path.is_file():
+            raise RpcError(ErrorCode.ALREADY_EXISTS, f"{uri} exists and is not a regular file")
+        if_match = params.get("ifMatch")
+        if if_match is not None:
+            current = _etag(os.stat(path)) if exists else None
+            if current != if_match:
+                raise RpcError(
+                    ErrorCode.CONFLICT,
+                    f"{uri} changed since it was read (etag {current or 'none'}, expected {if_match})",
+                )
+        try:
+            existing = path.read_bytes() if exists else b""
+        except OSError as exc:
+            raise _os_error(exc, uri) from None
+        if mode == "truncate":
+            new = existing[:position] + data
+        elif mode == "append":
+            cut = max(0, len(existing) - position)
+            new = existing[:cut] + data + existing[cut:]
+        else:
+            cut = min(position, len(existing))
+            new = existing[:cut] + data + existing[cut:]
+        if len(new) > MAX_WRITE_BYTES:
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS, f"{uri} would grow past the {MAX_WRITE_BYTES} byte write limit"
+            )
+        _atomic_write(path, new, uri)
+        return {}
+
+    def _resourceList(self, params: dict) -> dict:
+        uri = params.get("uri")
+        path = self.check(uri)
+        st = _stat(path, uri)
+        if not statmod.S_ISDIR(st.st_mode):
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"{uri} is not a folder")
+        entries = []
+        try:
+            names = sorted(os.listdir(path))
+        except OSError as exc:
+            raise _os_error(exc, uri) from None
+        for name in names:
+            try:
+                mode = os.stat(path / name).st_mode
+            except OSError:
+                continue  # dangling symlinks and loops are not listed
+            entries.append({"name": name, "type": "directory" if statmod.S_ISDIR(mode) else "file"})
+        return {"entries": entries}
+
+    def _resourceMkdir(self, params: dict) -> dict:
+        uri = params.get("uri")
+        path = self.check(uri, write=True)
+        if os.path.lexists(path) and not path.is_dir():
+            raise RpcError(ErrorCode.ALREADY_EXISTS, f"{uri} exists and is not a folder")
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _os_error(exc, uri) from None
+        return {}
+
+    def _resourceDelete(self, params: dict) -> dict:
+        uri = params.get("uri")
+        path = self.check(uri, write=True)
+        if not os.path.lexists(path):
+            raise RpcError(ErrorCode.NOT_FOUND, f"{uri} does not exist")
+        for root in self._write_roots():
+            if _real(path) == _real(Path(os.fspath(root))):
+                raise RpcError(
+                    ErrorCode.PERMISSION_DENIED, f"{uri} is a writable root itself and cannot be deleted"
+                )
+        try:
+            if path.is_dir() and not path.is_symlink():
+                if params.get("recursive"):
+                    import shutil
+
+                    shutil.rmtree(path)
+                else:
+                    path.rmdir()
+            else:
+                path.unlink()
+        except OSError as exc:
+            raise _os_error(exc, uri) from None
+        return {}
+
+    def _resourceResolve(self, params: dict) -> dict:
+        uri = params.get("uri")
+        path = self.check(uri)
+        follow = params.get("followSymlinks", True) is not False
+        try:
+            st = os.stat(path) if follow else os.lstat(path)
+        except OSError as exc:
+            raise _os_error(exc, uri) from None
+        if statmod.S_ISLNK(st.st_mode):
+            kind = "symlink"
+        elif statmod.S_ISDIR(st.st_mode):
+            kind = "directory"
+        else:
+            kind = "file"
+        out: dict[str, Any] = {
+            "uri": file_uri(_real(path)) if follow else uri,
+            "type": kind,
+            "mtime": st.st_mtime_ns // 1_000_000,
+            "ctime": st.st_ctime_ns // 1_000_000,
+        }
+        if kind == "file":
+            out["size"] = st.st_size
+            out["etag"] = _etag(st)
+            content_type = _content_type(path)
+            if content_type:
+                out["contentType"] = content_type
+        return out
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def _etag(st: os.stat_result) -> str:
+    return f'"{st.st_ino:x}-{st.st_mtime_ns:x}-{st.st_size:x}"'
+
+
+def _content_type(path: Path) -> str | None:
+    if path.suffix in (".md", ".mdc"):
+        return "text/markdown"
+    return mimetypes.guess_type(path.name)[0]
+
+
+def _stat(path: Path, uri: Any) -> os.stat_result:
+    try:
+        return os.stat(path)
+    except OSError as exc:
+        raise _os_error(exc, uri) from None
+
+
+def _os_error(exc: OSError, uri: Any) -> RpcError:
+    import errno
+
+    if exc.errno == errno.ENOENT:
+        return RpcError(ErrorCode.NOT_FOUND, f"{uri} does not exist")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return RpcError(
+            ErrorCode.PERMISSION_DENIED, f"{uri} cannot be accessed: the operating system denied it"
+        )
+    if exc.errno == errno.ELOOP:
+        return RpcError(ErrorCode.INVALID_PARAMS, f"{uri} is a symlink loop")
+    if exc.errno == errno.ENOTEMPTY:
+        return RpcError(
+            ErrorCode.INVALID_PARAMS, f"{uri} is a folder that is not empty; pass recursive: true"
+        )
+    return RpcError(ErrorCode.INTERNAL_ERROR, f"{uri}: {exc.strerror or exc}")
+
+
+def _decode(params: dict) -> bytes:
+    data = params.get("data")
+    if not isinstance(data, str):
+        raise RpcError(ErrorCode.INVALID_PARAMS, "params.data is required and must be a string")
+    encoding = params.get("encoding") or "utf-8"
+    if encoding == "utf-8":
+        return data.encode("utf-8")
+    if encoding == "base64":
+        try:
+            return base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            raise RpcError(ErrorCode.INVALID_PARAMS, "params.data is not valid base64") from None
+    raise RpcError(ErrorCode.INVALID_PARAMS, f"unknown encoding {encoding!r}; use 'utf-8' or 'base64'")
+
+
+def _atomic_write(path: Path, data: bytes, uri: Any) -> None:
+    """Write through a temporary file and rename it into place, so a watcher never sees half a file."""
+    try:
+        mode = os.stat(path).st_mode & 0o7777 if path.exists() else None
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            if mode is not None:
+                os.chmod(tmp, mode)
+            else:
+                os.chmod(tmp, 0o666 & ~_umask())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    except OSError as exc:
+        raise _os_error(exc, uri) from None
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
