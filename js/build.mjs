@@ -2,7 +2,10 @@
 import * as esbuild from "esbuild";
 import { copyFileSync, mkdirSync } from "node:fs";
 
-const outdir = "../ahp_lab/widgets/static";
+// `node build.mjs --outdir DIR` writes the same bundle elsewhere (tests/widgets/test_bundle.py
+// rebuilds into a temporary folder and compares bytes with the committed one).
+const at = process.argv.indexOf("--outdir");
+const outdir = at >= 0 && process.argv[at + 1] ? process.argv[at + 1] : "../ahp_lab/widgets/static";
 mkdirSync(outdir, { recursive: true });
 const options = {
   entryPoints: { widgets: "src/index.js" },

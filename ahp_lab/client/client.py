@@ -143,20 +143,28 @@ class AhpClient:
     # -- connection -----------------------------------------------------------------------------
 
     async def initialize(self, subscriptions: list[str] | None = None) -> dict:
-        result = await self.peer.request(
-            "initialize",
-            {
-                "channel": ROOT,
-                "protocolVersions": list(SUPPORTED_VERSIONS),
-                "clientId": self.client_id,
-                "clientInfo": {"name": "ahp_lab", "version": "0.1.0"},
-                "initialSubscriptions": subscriptions if subscriptions is not None else [ROOT],
-            },
-        )
+        subscriptions = subscriptions if subscriptions is not None else [ROOT]
+        for channel in subscriptions:
+            self._early.setdefault(channel, [])
+        try:
+            result = await self.peer.request(
+                "initialize",
+                {
+                    "channel": ROOT,
+                    "protocolVersions": list(SUPPORTED_VERSIONS),
+                    "clientId": self.client_id,
+                    "clientInfo": {"name": "ahp_lab", "version": "0.1.0"},
+                    "initialSubscriptions": subscriptions,
+                },
+            )
+        finally:
+            early = {c: self._early.pop(c, []) for c in subscriptions}
         self.protocol_version = result.get("protocolVersion", PROTOCOL_VERSION)
         self.last_seen_seq = max(self.last_seen_seq, int(result.get("serverSeq") or 0))
         for snapshot in result.get("snapshots") or ():
             self._apply_snapshot(snapshot)
+            for env in early.get(snapshot["resource"], ()):  # sent after the snapshot, delivered before it
+                self._on_envelope(env)
         return result
 
     async def request(self, method: str, params: dict | None = None, *, timeout: float | None = None) -> Any:
@@ -267,7 +275,7 @@ class AhpClient:
             self.last_seen_seq = max(self.last_seen_seq, seq)
         channel = env.get("channel")
         ch = self.channels.get(channel)
-        if ch is None and channel in self._early:
+        if channel in self._early:  # a (re)subscribe is in flight: apply after its snapshot
             self._early[channel].append(env)
             return
         if ch is None or (isinstance(seq, int) and seq <= ch.from_seq):

@@ -6,11 +6,11 @@ tool-call timeline and the transition inspector over a
 """
 
 from .base import Coalescer, SourceView, ViewContext
-from .chat import active_turn_patch, chat_view_model, part_view, turn_view
-from .inputs import inputs_view_model
+from .chat import active_turn_patch, chat_view_model, part_view, promote_patch, turn_view
+from .inputs import inputs_view_model, local_approval_view
 from .inspector import TransitionFilter, inspector_rows, readable_patch, transition_detail, transition_row
 from .sanitize import clean_text, safe_url, text_block
-from .source import Transition, WorkbenchSource
+from .source import LocalApprovalSource, Transition, WorkbenchSource
 from .statemachine import state_machine_model
 from .timeline import ToolCallHistory, collect_tool_calls, timeline_view_model, tool_call_steps
 from .tree import effective_customizations, tree_view_model
@@ -21,6 +21,7 @@ __all__ = [
     "Coalescer",
     "CustomizationTree",
     "InputQueue",
+    "LocalApprovalSource",
     "SourceView",
     "ToolCallHistory",
     "ToolCallTimeline",
@@ -36,8 +37,10 @@ __all__ = [
     "collect_tool_calls",
     "effective_customizations",
     "inputs_view_model",
+    "local_approval_view",
     "inspector_rows",
     "part_view",
+    "promote_patch",
     "readable_patch",
     "safe_url",
     "state_machine_model",

@@ -8,7 +8,7 @@ from typing import Any
 from .content import tool_call_view
 from .sanitize import one_line, safe_url, text_block
 
-__all__ = ["part_view", "turn_view", "chat_view_model", "active_turn_patch", "MAX_PARTS"]
+__all__ = ["part_view", "turn_view", "chat_view_model", "active_turn_patch", "promote_patch", "MAX_PARTS"]
 
 MAX_PARTS = 400
 
@@ -145,6 +145,26 @@ def chat_view_model(
     }
 
 
+def _block_append(q: Any, p: Mapping[str, Any]) -> list[Any] | None:
+    """``[text]`` or ``[text, length, truncated]`` turning part view ``q`` into ``p`` when only the
+    text of its block grew; ``None`` when the part must be sent whole."""
+    if not isinstance(q, Mapping) or q.get("kind") != p.get("kind") or "block" not in p or "block" not in q:
+        return None
+    a, b = q["block"], p["block"]
+    if a["truncated"] and not b["truncated"]:
+        return None  # a "show more" or a shrink: send it whole
+    if a.get("ref") != b.get("ref") or a.get("markdown") != b.get("markdown"):
+        return None
+    if not b["text"].startswith(a["text"]):
+        return None
+    if {k: v for k, v in p.items() if k != "block"} != {k: v for k, v in q.items() if k != "block"}:
+        return None
+    text = b["text"][len(a["text"]) :]
+    if not a["truncated"] and not b["truncated"] and b["length"] == a["length"] + len(text):
+        return [text]
+    return [text, b["length"], b["truncated"]]
+
+
 def active_turn_patch(
     previous: dict[str, Any] | None, current: dict[str, Any] | None
 ) -> dict[str, Any] | None:
@@ -152,7 +172,10 @@ def active_turn_patch(
 
     ``None`` when nothing changed; ``{"reset": current}`` for a new (or removed) active turn;
     otherwise ``{"id", "parts": [[index, part]...], "appends": [[index, text]...], "length"}`` where
-    an append extends a text block that only grew (streamed deltas).
+    an append extends a text block that only grew (streamed deltas). Once a block is capped (its
+    view shows the first ``limit`` characters of a longer text), an append is
+    ``[index, text, length, truncated]``: the text that still fits (often ``""``) and the new raw
+    length, so a stream past the cap costs a few bytes per sync instead of the whole capped block.
     """
     if previous == current:
         return None
@@ -168,18 +191,28 @@ def active_turn_patch(
         q = old[i] if i < len(old) else None
         if q == p:
             continue
-        if (
-            q is not None
-            and q.get("kind") == p.get("kind")
-            and "block" in p
-            and "block" in q
-            and not q["block"]["truncated"]
-            and not p["block"]["truncated"]
-            and p["block"]["text"].startswith(q["block"]["text"])
-            and {k: v for k, v in p.items() if k != "block"} == {k: v for k, v in q.items() if k != "block"}
-        ):
-            appends.append([i, p["block"]["text"][len(q["block"]["text"]) :]])
+        append = _block_append(q, p)
+        if append is not None:
+            appends.append([i, *append])
             continue
         parts.append([i, p])
     extra = {k: current[k] for k in ("usage", "partsOmitted") if current.get(k) != previous.get(k)}
     return {"id": current.get("id"), "parts": parts, "appends": appends, "length": len(new), **extra}
+
+
+_TURN_FIELDS = ("active", "state", "error", "duration", "usage", "partsOmitted")
+
+
+def promote_patch(active: dict[str, Any] | None, done: dict[str, Any]) -> dict[str, Any] | None:
+    """The active turn the view holds (``active``) became the completed turn ``done``: what turns
+    one into the other, so a finished turn is not sent again whole (its streamed text can be
+    64 KB). ``{"id", "patch": <active_turn_patch>, "fields": {...}}``, or ``None`` when ``done`` is
+    another turn (or its message changed) and must be sent whole."""
+    if not isinstance(active, Mapping) or active.get("id") != done.get("id"):
+        return None
+    patch = active_turn_patch(dict(active), {**done, "active": True})
+    if patch is None:
+        patch = {"id": done.get("id"), "parts": [], "appends": [], "length": len(done.get("parts", []))}
+    if "reset" in patch:
+        return None
+    return {"id": done.get("id"), "patch": patch, "fields": {k: done.get(k) for k in _TURN_FIELDS}}

@@ -151,6 +151,9 @@ class FakeSource:
         self.apply_dispatches = True
         self.dispatch_error: str | None = None
         self.reject_reason: str | None = None
+        self.local: dict[str, dict] = {}
+        self.local_decisions: list[tuple[str, bool]] = []
+        self._local_listeners: list[Callable[[], None]] = []
 
     # -- WorkbenchSource -------------------------------------------------------------------------
     def state(self, channel: str) -> Any:
@@ -195,6 +198,47 @@ class FakeSource:
 
     def authenticate(self, resource: str, token: str) -> None:
         self.authentications.append((resource, token))
+
+    # -- LocalApprovalSource (optional) ------------------------------------------------------------
+    def local_approvals(self) -> list[dict]:
+        return [dict(a) for a in self.local.values()]
+
+    def decide_local(self, tool_call_id: str, approved: bool) -> None:
+        if tool_call_id not in self.local:
+            raise LookupError(f"no local approval is waiting for tool call {tool_call_id!r}")
+        self.local_decisions.append((tool_call_id, bool(approved)))
+        del self.local[tool_call_id]
+        self._notify_local()
+
+    def subscribe_local_approvals(self, listener: Callable[[], None]) -> Callable[[], None]:
+        self._local_listeners.append(listener)
+        return lambda: self._local_listeners.remove(listener) if listener in self._local_listeners else None
+
+    def add_local_approval(
+        self,
+        tool_call_id: str,
+        *,
+        chat: str | None = None,
+        turn_id: str | None = None,
+        tool_name: str = "tool",
+        title: str | None = None,
+        tool_input: Any = None,
+    ) -> None:
+        """Make a client tool call wait for a local approval (what ``approval="always"`` does)."""
+        self.local[tool_call_id] = {
+            "toolCallId": tool_call_id,
+            "chat": chat or self.chat,
+            "turnId": turn_id,
+            "toolName": tool_name,
+            "title": title or tool_name,
+            "toolInput": tool_input,
+            "clientId": self.client_id,
+        }
+        self._notify_local()
+
+    def _notify_local(self) -> None:
+        for listener in list(self._local_listeners):
+            listener()
 
     # -- scripting ---------------------------------------------------------------------------------
     def set_state(self, channel: str, state: Any) -> None:

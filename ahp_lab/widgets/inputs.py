@@ -12,9 +12,10 @@ from typing import Any
 from .content import contributor_view, result_content_view, tool_call_view
 from .sanitize import as_text, is_markdown, one_line, safe_url, text_block
 
-__all__ = ["inputs_view_model", "question_view", "ANSWER_KINDS"]
+__all__ = ["inputs_view_model", "question_view", "local_approval_view", "ANSWER_KINDS"]
 
 MAX_ENTRIES = 200
+MAX_LOCAL = 50
 MAX_OPTIONS = 100
 
 ANSWER_KINDS = {
@@ -196,16 +197,40 @@ def _tool_confirmation(
         }
 
 
+def local_approval_view(approval: Any, ref: str, limits: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """Display form of one local approval (a client tool waiting for *this notebook's* own approval
+    before it runs; not host state). The buttons send ``{"type": "local_approval", "toolCallId",
+    "approved"}`` to the kernel, which calls ``source.decide_local``."""
+    a = _m(approval)
+    tool_input = a.get("toolInput")
+    return {
+        "toolCallId": one_line(a.get("toolCallId"), 200),
+        "chat": a.get("chat") if isinstance(a.get("chat"), str) else "",
+        "turnId": one_line(a.get("turnId"), 200) if a.get("turnId") is not None else None,
+        "toolName": one_line(a.get("toolName"), 120),
+        "title": one_line(a.get("title"), 120) or one_line(a.get("toolName"), 120) or "(tool)",
+        "clientId": one_line(a.get("clientId"), 120),
+        "input": text_block(tool_input, f"{ref}/input", limits, markdown=False)
+        if tool_input not in (None, "")
+        else None,
+    }
+
+
 def inputs_view_model(
     session_state: Any,
     *,
     read_only: bool = False,
     limits: Mapping[str, int] | None = None,
     chats: Mapping[str, str] | None = None,
+    local_approvals: Any = None,
 ) -> dict[str, Any]:
     """The session's input-needed entries as JSON for the view.
 
     ``chats`` optionally maps chat URIs to titles. Unknown kinds are listed (without controls).
+    ``local_approvals`` (``source.local_approvals()``: client tool calls waiting for this
+    notebook's own approval) are attached to the matching ``toolClientExecution`` entry as
+    ``localApproval`` (which makes it blocking), or listed as entries of kind ``localApproval``
+    when the session has no such entry (yet).
     """
     st = _m(session_state)
     raw = st.get("inputNeeded")
@@ -248,6 +273,7 @@ def inputs_view_model(
                     {
                         "clientId": cid,
                         "clientName": clients.get(entry.get("clientId")) or "",
+                        "toolCallId": one_line(tc.get("toolCallId"), 200),
                         "toolCall": tool_call_view(tc, f"input/{base['id']}", limits, full=False),
                         "displayName": one_line(tc.get("displayName"), 120)
                         or one_line(tc.get("toolName"), 120)
@@ -301,10 +327,46 @@ def inputs_view_model(
             base["kind"] = "unknown"
             base["rawKind"] = f"malformed {one_line(kind, 40)} ({type(exc).__name__})"
         out.append(base)
-    return {
+    local_count = 0
+    if isinstance(local_approvals, (list, tuple)):
+        by_call = {(e["chat"], e.get("toolCallId")): e for e in out if e["kind"] == "toolClientExecution"}
+        for approval in local_approvals[:MAX_LOCAL]:
+            if not isinstance(approval, Mapping):
+                continue
+            try:
+                tcid = one_line(approval.get("toolCallId"), 200)
+                view = local_approval_view(approval, f"local/{tcid}", limits)
+            except Exception:  # a malformed approval must not hide the queue
+                continue
+            local_count += 1
+            entry = by_call.get((view["chat"], tcid))
+            if entry is not None:
+                entry["localApproval"] = view
+                if not entry["blocking"]:
+                    entry["blocking"] = True
+                    blocking += 1
+                continue
+            blocking += 1
+            out.append(
+                {
+                    "id": f"local/{view['chat']}#{tcid}",
+                    "kind": "localApproval",
+                    "chat": view["chat"],
+                    "chatTitle": titles.get(view["chat"], "") if view["chat"] else "",
+                    "turnId": view["turnId"],
+                    "blocking": True,
+                    "toolCallId": tcid,
+                    "displayName": view["title"],
+                    "localApproval": view,
+                }
+            )
+    model: dict[str, Any] = {
         "entries": out,
-        "count": len(entries_in),
+        "count": len(entries_in) + sum(1 for e in out if e["kind"] == "localApproval"),
         "shown": len(out),
         "blocking": blocking,
         "readOnly": bool(read_only),
     }
+    if local_approvals is not None:
+        model["local"] = local_count
+    return model

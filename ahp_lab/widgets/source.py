@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Transition", "WorkbenchSource"]
+__all__ = ["LocalApprovalSource", "Transition", "WorkbenchSource"]
 
 
 @runtime_checkable
@@ -69,4 +69,29 @@ class WorkbenchSource(Protocol):
 
     def authenticate(self, resource: str, token: str) -> None:
         """AHP ``authenticate`` command (MCP auth), scheduled."""
+        ...
+
+
+@runtime_checkable
+class LocalApprovalSource(Protocol):
+    """Optional extension of :class:`WorkbenchSource`: this notebook's *local* approvals.
+
+    A client tool registered with ``approval="always"`` makes the notebook's client wait for its
+    own person before the tool's function runs. That wait is client state, not host state (the
+    host only sees a ``running`` call and a ``toolClientExecution`` input entry), so the views ask
+    the source for it. A source without these methods simply shows no local approvals.
+    """
+
+    def local_approvals(self) -> list[dict]:
+        """The waiting approvals: ``{"toolCallId", "chat", "turnId", "toolName", "title",
+        "toolInput", "clientId"}`` each, oldest first."""
+        ...
+
+    def decide_local(self, tool_call_id: str, approved: bool) -> None:
+        """Approve (run the tool) or deny (fail the call) a waiting approval; ``LookupError`` if
+        none is waiting with that id."""
+        ...
+
+    def subscribe_local_approvals(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener()`` whenever the set of waiting approvals changes; returns unsubscribe."""
         ...

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any
 
 import ipywidgets
 import traitlets
 
+from . import base as _base
 from .base import SourceView, ViewContext
-from .chat import active_turn_patch, chat_view_model, turn_view
+from .chat import active_turn_patch, chat_view_model, promote_patch, turn_view
 from .inputs import inputs_view_model
 from .inspector import MAX_WINDOW, TransitionFilter, origin_view, transition_detail, transition_row
 from .logaccess import find_seq, log_at, log_slice
@@ -63,11 +65,22 @@ class CustomizationTree(SourceView):
 
 
 class ToolCallTimeline(SourceView):
-    """Every tool call of the chat, one lane each, with the steps that moved it (windowed)."""
+    """Every tool call of the chat, one lane each, with the steps that moved it (windowed).
+
+    ``model`` is the whole :func:`timeline_view_model` (kernel side only); the browser gets it in
+    four synced parts, each sent only when it changed: ``meta`` (total, window, axis, counts),
+    ``lanes`` (the window's lanes), ``detail`` (the selected call without its diagram) and
+    ``machine`` (its state-machine diagram). While a tool streams, only ``meta`` (the axis grows)
+    and ``detail`` (content, steps) travel, not the window of lanes and the diagram again.
+    """
 
     _kind = traitlets.Unicode("timeline").tag(sync=True)
     chat = traitlets.Unicode("").tag(sync=True)
-    model = traitlets.Dict({}).tag(sync=True)
+    model = traitlets.Dict({})
+    meta = traitlets.Dict({}).tag(sync=True)
+    lanes = traitlets.List([]).tag(sync=True)
+    detail = traitlets.Dict({}).tag(sync=True)
+    machine = traitlets.Dict({}).tag(sync=True)
     window_start = traitlets.Int(0).tag(sync=True)
     window_count = traitlets.Int(40).tag(sync=True)
     selected = traitlets.Unicode(None, allow_none=True).tag(sync=True)
@@ -136,6 +149,19 @@ class ToolCallTimeline(SourceView):
             at_seq=self._context.at_seq,
             read_only=self.read_only,
         )
+        vm = self.model
+        self.meta = {k: v for k, v in vm.items() if k not in ("lanes", "detail")}
+        # lanes of the active turn: their last seq and step count grow with every transition, and
+        # the view draws them up to the axis end anyway
+        self.lanes = [
+            {k: v for k, v in lane.items() if k not in ("lastSeq", "stepCount")}
+            if lane.get("active")
+            else lane
+            for lane in vm.get("lanes") or ()
+        ]
+        detail = vm.get("detail") or {}
+        self.detail = {k: v for k, v in detail.items() if k != "machine"}
+        self.machine = detail.get("machine") or {}
 
 
 class InputQueue(SourceView):
@@ -148,15 +174,66 @@ class InputQueue(SourceView):
 
     def __init__(self, source: Any, **kwargs: Any) -> None:
         self._memo: tuple[Any, Any] | None = None
+        self._unsubscribe_local: Any = None
         super().__init__(source, session=str(source.session), **kwargs)
+        subscribe = getattr(source, "subscribe_local_approvals", None)
+        if callable(subscribe):
+            self._unsubscribe_local = subscribe(self._coalescer.request)
+
+    def _local_approvals(self) -> list[dict[str, Any]] | None:
+        """This notebook's local approvals (live only: they are not part of the host's past)."""
+        get = getattr(self._source, "local_approvals", None)
+        if not callable(get) or self._context.at_seq is not None:
+            return None
+        try:
+            got = get()
+        except Exception as exc:
+            self._show_error(f"local approvals unavailable: {type(exc).__name__}: {exc}")
+            return None
+        return list(got) if isinstance(got, (list, tuple)) else None
 
     def render_view(self) -> None:
         state = self.state_of(self.session)
-        key = (self.read_only, tuple(sorted(self._limits.items())))
+        local = self._local_approvals()
+        key = (self.read_only, tuple(sorted(self._limits.items())), local)
         if self._memo is not None and self._memo[0] is state and self._memo[1] == key:
             return  # the session did not change (e.g. a chat delta)
         self._memo = (state, key)
-        self.model = inputs_view_model(state, read_only=self.read_only, limits=self._limits)
+        self.model = inputs_view_model(
+            state, read_only=self.read_only, limits=self._limits, local_approvals=local
+        )
+
+    def handle_view_message(self, typ: Any, content: dict[str, Any]) -> None:
+        if typ != "local_approval":
+            return
+        if self._context.at_seq is not None:
+            self._show_error(
+                f"read-only: viewing the state at seq {self._context.at_seq}; leave time travel to act"
+            )
+            return
+        tcid, approved = content.get("toolCallId"), content.get("approved")
+        if not isinstance(tcid, str) or not tcid or not isinstance(approved, bool):
+            self._show_error("local_approval needs a toolCallId and approved: true|false")
+            return
+        decide = getattr(self._source, "decide_local", None)
+        if not callable(decide):
+            self._show_error("this source has no local approvals")
+            return
+        try:
+            decide(tcid, approved)
+        except Exception as exc:
+            self._show_error(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+        else:
+            if self.error:
+                self.error = ""
+        self.refresh()
+
+    def close(self) -> None:
+        unsubscribe, self._unsubscribe_local = self._unsubscribe_local, None
+        if unsubscribe is not None:
+            with contextlib.suppress(Exception):
+                unsubscribe()
+        super().close()
 
 
 class TransitionInspector(SourceView):
@@ -164,7 +241,13 @@ class TransitionInspector(SourceView):
 
     Rows travel as custom messages: the browser asks ``{"type": "window", "start", "count"}`` and
     gets ``{"type": "rows", "version", "start", "total", "rows"}``; new transitions are announced
-    with ``{"type": "appended", "version", "total", "rows"}`` (the last few rows only).
+    with ``{"type": "appended", "version", "total", "rows"}`` (the last ``APPEND_TAIL`` rows only:
+    about what a following table shows; it asks for any other window it scrolls to).
+
+    While transitions stream in, the ``total`` traitlet is not synced with every flush (each
+    ``appended`` message carries the total already): it follows once the log has been quiet for
+    ``TOTAL_QUIET_S``, so a stream costs one message per flush, not two. A filter change or a
+    replaced log syncs it at once, together with the new ``version``.
     """
 
     _kind = traitlets.Unicode("inspector").tag(sync=True)
@@ -176,15 +259,20 @@ class TransitionInspector(SourceView):
     detail = traitlets.Dict({}).tag(sync=True)
     time_travel = traitlets.Bool(False).tag(sync=True)
 
-    APPEND_TAIL = 200
+    APPEND_TAIL = 30  # the table shows ~13 rows (300 px); it asks for any other window
+    TOTAL_QUIET_S = 0.5
 
     def __init__(self, source: Any, **kwargs: Any) -> None:
+        self._total_handle: Any = None
+        self._total_version: int | None = None
+        self._announced_total = 0
         self._index: list[int] = []
         self._scanned = 0
         self._filter = TransitionFilter()
         self._channels: dict[str, None] = {}
         self._types: dict[str, None] = {}
         self._origins: dict[str, None] = {}
+        self._last_origin: Any = None
         super().__init__(source, **kwargs)
 
     # traitlet observers ----------------------------------------------------------------------------
@@ -238,7 +326,11 @@ class TransitionInspector(SourceView):
         typ = action.get("type") if isinstance(action, Mapping) else None
         if isinstance(typ, str) and typ not in self._types and len(self._types) < 500:
             self._types[typ] = None
-        ok = origin_view(getattr(t, "origin", None))["key"]
+        origin = getattr(t, "origin", None)
+        if origin is self._last_origin and origin is not None:
+            return  # a stream repeats the same origin object: its key is noted already
+        self._last_origin = origin
+        ok = origin_view(origin)["key"]
         if ok not in self._origins and len(self._origins) < 200:
             self._origins[ok] = None
 
@@ -259,7 +351,9 @@ class TransitionInspector(SourceView):
         first_version = self.version
         new_positions = self._scan()
         total = len(self._index)
-        self.total = total
+        streaming = bool(new_positions) and self.version == first_version == self._total_version
+        if not streaming:
+            self._set_total(total)
         opts = {
             "channels": list(self._channels),
             "types": sorted(self._types),
@@ -272,8 +366,43 @@ class TransitionInspector(SourceView):
             tail_from = max(old_total, total - self.APPEND_TAIL)
             rows = [transition_row(log_at(log, self._index[k]), k) for k in range(tail_from, total)]
             self.send_msg({"type": "appended", "version": self.version, "total": total, "rows": rows})
+            self._announced_total = total
+            if streaming:
+                self._total_when_quiet()
         if self.selected_seq is not None and not self.detail:
             self._update_detail()
+
+    def _set_total(self, total: int) -> None:
+        self._cancel_total()
+        self._total_version = self.version
+        self._announced_total = total
+        self.total = total
+
+    def _cancel_total(self) -> None:
+        h, self._total_handle = self._total_handle, None
+        if h is not None:
+            with contextlib.suppress(Exception):
+                h.cancel()
+
+    def _total_when_quiet(self) -> None:
+        """Sync ``total`` once no rows were appended for ``TOTAL_QUIET_S`` (each new append restarts
+        the wait); at once without a running loop."""
+        self._cancel_total()
+        get_loop = self._coalescer._get_loop
+        loop = get_loop() if get_loop is not None else _base._running_loop()
+        if loop is None:
+            self._fire_total()
+        else:
+            self._total_handle = loop.call_later(self.TOTAL_QUIET_S, self._fire_total)
+
+    def _fire_total(self) -> None:
+        self._total_handle = None
+        if self._total_version == self.version:
+            self.total = self._announced_total
+
+    def close(self) -> None:
+        self._cancel_total()
+        super().close()
 
     def _find(self, seq: int) -> Any:
         return find_seq(self._source.transitions, seq)[1]
@@ -365,9 +494,15 @@ class ChatPane(SourceView):
         if ids[:n_old] != self._sent_ids or len(ids) - n_old > self.tail:
             self._send_reset()
             return
-        new_turns = [
-            {"index": n_old + k, "turn": turn_view(t, self._limits)} for k, t in enumerate(turns[n_old:])
-        ]
+        new_turns = []
+        for k, t in enumerate(turns[n_old:]):
+            done = turn_view(t, self._limits, cache=self._part_cache)
+            # the turn that was active: send what changed since (the view promotes its copy)
+            promote = promote_patch(self._sent_active, done) if k == 0 else None
+            if promote is not None:
+                new_turns.append({"index": n_old + k, "promote": promote})
+            else:
+                new_turns.append({"index": n_old + k, "turn": done})
         self._sent_ids = ids
         active = st.get("activeTurn")
         if len(self._part_cache) > 4 * 400:

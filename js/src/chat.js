@@ -1,5 +1,5 @@
 // Chat pane: completed turns (sent once), the active turn as per-part patches, a prompt box.
-import { badge, frame, h, spinner, statusBadge, textBlock } from "./util.js";
+import { badge, fmtSize, frame, h, spinner, statusBadge, textBlock } from "./util.js";
 
 const STATUS_NAMES = { 1: "idle", 2: "error", 8: "in progress", 24: "input needed" };
 
@@ -116,9 +116,32 @@ export function renderChat({ model, el }) {
     stickIf(was);
   }
 
+  // apply an active-turn patch to a view object (no DOM): used to promote the active turn
+  function applyToView(view, p) {
+    for (const [i, part] of p.parts || []) view.parts[i] = part;
+    for (const [i, text, length, truncated] of p.appends || []) {
+      const part = view.parts[i];
+      if (!part || !part.block) continue;
+      part.block = {
+        ...part.block, text: part.block.text + text,
+        length: length ?? (part.block.length || 0) + text.length, truncated: truncated ?? part.block.truncated,
+      };
+    }
+    if (p.length < view.parts.length) view.parts.length = p.length;
+    return view;
+  }
+
   function patch(msg) {
     const was = atBottom();
-    for (const item of msg.turns || []) turnsBox.appendChild(turnEl(item.turn).el);
+    for (const item of msg.turns || []) {
+      let view = item.turn;
+      if (item.promote) {
+        // the active turn finished: the kernel sent only what changed, not the turn again
+        if (!active || active.id !== item.promote.id) { model.send({ type: "hello" }); return; }
+        view = { ...applyToView({ ...active, parts: [...active.parts] }, item.promote.patch), ...item.promote.fields };
+      }
+      turnsBox.appendChild(turnEl(view).el);
+    }
     turnCount = msg.turnCount ?? turnCount;
     const p = msg.active;
     if (p) {
@@ -133,10 +156,20 @@ export function renderChat({ model, el }) {
           else activeBox._parts.appendChild(fresh);
           activePartEls[i] = fresh;
         }
-        for (const [i, text] of p.appends || []) {
+        for (const [i, text, length, truncated] of p.appends || []) {
           const part = active.parts[i];
           if (!part || !part.block) continue;
-          part.block = { ...part.block, text: part.block.text + text, length: (part.block.length || 0) + text.length };
+          const wasTruncated = !!part.block.truncated;
+          part.block = {
+            ...part.block, text: part.block.text + text,
+            length: length ?? (part.block.length || 0) + text.length, truncated: truncated ?? wasTruncated,
+          };
+          const moreLabel = activePartEls[i] && activePartEls[i].querySelector(".ahp-more > span");
+          if (!text && wasTruncated && part.block.truncated && moreLabel) {
+            // a capped block kept streaming: only "showing X of Y" changes (no markdown re-render)
+            moreLabel.textContent = `showing ${fmtSize(part.block.text.length)} of ${fmtSize(part.block.length)} `;
+            continue;
+          }
           const fresh = partEl(part);
           // keep a reasoning block open if the person opened it
           if (activePartEls[i] && activePartEls[i].tagName === "DETAILS" && activePartEls[i].open) fresh.open = true;

@@ -85,13 +85,41 @@ export function renderInputs({ model, el }) {
     ];
   }
 
-  function clientCard(e) {
+  // A client tool waiting for this notebook's own approval (client state, not host state): the
+  // buttons go to the kernel as {type: "local_approval"}, never as a protocol action.
+  function localPanel(a, ro) {
+    const name = a.title || a.toolName || "tool";
+    const decide = (approved) => {
+      if (ro) return;
+      model.send({ type: "local_approval", toolCallId: a.toolCallId, approved });
+    };
+    return h("div", { class: "ahp-local-panel", "data-local-approval": a.toolCallId },
+      h("div", { class: "ahp-local-title" }, `Approve running ${name} in this notebook${a.clientId ? ` (client ${a.clientId})` : ""}?`),
+      a.input ? textBlock(a.input, model, { cls: "ahp-input-preview" }) : null,
+      h("div", { class: "ahp-actions" },
+        h("button", { class: "ahp-btn ahp-primary", type: "button", disabled: ro, "aria-label": `Approve ${name} locally`, onclick: () => decide(true) }, "Approve"),
+        h("button", { class: "ahp-btn ahp-danger", type: "button", disabled: ro, "aria-label": `Deny ${name} locally`, onclick: () => decide(false) }, "Deny")));
+  }
+
+  function clientCard(e, ro) {
     const who = e.clientName ? `${e.clientName} (${e.clientId})` : e.clientId;
+    const local = e.localApproval;
     return [
-      h("div", { class: "ahp-card-head" }, badge("client execution", "ahp-kind"), h("strong", null, e.displayName)),
-      h("div", { class: "ahp-waiting" }, `Waiting on client ${who} to run it`),
-      h("div", { class: "ahp-progress", role: "progressbar", "aria-label": `Waiting on client ${e.clientId}` }, h("div", { class: "ahp-progress-bar" })),
+      h("div", { class: "ahp-card-head" }, badge("client execution", "ahp-kind"), h("strong", null, e.displayName),
+        local ? badge("needs your approval", "ahp-kind ahp-local-kind") : null),
+      local ? localPanel(local, ro) : [
+        h("div", { class: "ahp-waiting" }, `Waiting on client ${who} to run it`),
+        h("div", { class: "ahp-progress", role: "progressbar", "aria-label": `Waiting on client ${e.clientId}` }, h("div", { class: "ahp-progress-bar" })),
+      ],
       e.toolCall && e.toolCall.invocation ? h("div", { class: "ahp-dim" }, e.toolCall.invocation) : null,
+    ];
+  }
+
+  function localCard(e, ro) {
+    return [
+      h("div", { class: "ahp-card-head" }, badge("local approval", "ahp-kind ahp-local-kind"), h("strong", null, e.displayName),
+        e.chatTitle ? h("span", { class: "ahp-dim" }, `in ${e.chatTitle}`) : null),
+      localPanel(e.localApproval, ro),
     ];
   }
 
@@ -229,7 +257,8 @@ export function renderInputs({ model, el }) {
   function card(e, ro) {
     let body;
     if (e.kind === "toolConfirmation") body = confirmationCard(e, ro);
-    else if (e.kind === "toolClientExecution") body = clientCard(e);
+    else if (e.kind === "toolClientExecution") body = clientCard(e, ro);
+    else if (e.kind === "localApproval" && e.localApproval) body = localCard(e, ro);
     else if (e.kind === "chatInput") body = questionCard(e, ro);
     else if (e.kind === "toolAuthentication") body = authCard(e, ro);
     else body = [h("div", { class: "ahp-dim" }, `(unsupported input kind ${e.rawKind})`)];

@@ -4,6 +4,11 @@ import { fmtTime, frame, h, rafThrottle, setChildren, textBlock } from "./util.j
 const ROW_H = 24;
 const OVERSCAN = 30;
 
+// "chat …-1234567890ab" -> "chat …890ab": the column is narrow, and the tail tells channels apart
+function shortChannel(label) {
+  return String(label).replace(/….*(.{5})$/, "…$1");
+}
+
 export function renderInspector({ model, el }) {
   const { root, heading, off } = frame(model, el, "ahp-inspector", "Transitions");
   const count = h("span", { class: "ahp-count" });
@@ -103,7 +108,7 @@ export function renderInspector({ model, el }) {
     },
       h("span", { class: "ahp-c-seq ahp-mono" }, String(r.seq)),
       h("span", { class: "ahp-c-time ahp-mono" }, fmtTime(r.time)),
-      h("span", { class: "ahp-c-channel ahp-mono", title: r.channel }, r.channelLabel || r.channel),
+      h("span", { class: "ahp-c-channel ahp-mono", title: r.channel }, shortChannel(r.channelLabel || r.channel)),
       h("span", { class: "ahp-c-action ahp-mono", "data-channel-kind": r.channelKind }, r.type),
       h("span", { class: "ahp-c-origin" }, r.origin),
       h("span", { class: "ahp-c-result", title: r.reason || "" }, r.rejected ? `✗ ${r.reason || "rejected"}` : "✓"),
@@ -136,6 +141,9 @@ export function renderInspector({ model, el }) {
   const redraw = rafThrottle(drawRows);
 
   function scrollToEnd() {
+    // grow the spacer first: scrollTop is clamped to the current scrollHeight, and the redraw that
+    // would grow it is throttled to the next frame (the newest rows stayed below the fold)
+    spacer.style.height = `${total * ROW_H}px`;
     scroller.scrollTop = Math.max(0, total * ROW_H - scroller.clientHeight);
   }
 

@@ -29,7 +29,7 @@ export function renderTimeline({ model, el }) {
     const visible = Math.ceil((scroller.clientHeight || 300) / LANE_H);
     const ws = model.get("window_start");
     const wc = model.get("window_count");
-    const total = (model.get("model") || {}).total || 0;
+    const total = (model.get("meta") || {}).total || 0;
     const need0 = Math.max(0, first - 2);
     const need1 = Math.min(total, first + visible + 2);
     if (need0 < ws || need1 > ws + wc) {
@@ -92,7 +92,7 @@ export function renderTimeline({ model, el }) {
   }
 
   function onKey(e, l) {
-    const total = (model.get("model") || {}).total || 0;
+    const total = (model.get("meta") || {}).total || 0;
     let idx = null;
     if (e.key === "ArrowDown") idx = Math.min(total - 1, l.index + 1);
     else if (e.key === "ArrowUp") idx = Math.max(0, l.index - 1);
@@ -107,7 +107,7 @@ export function renderTimeline({ model, el }) {
   }
 
   function drawLanes() {
-    const vm = model.get("model") || {};
+    const vm = { ...(model.get("meta") || {}), lanes: model.get("lanes") || [] };
     const total = vm.total || 0;
     const wasAtEnd = stick;
     spacer.style.height = `${total * LANE_H}px`;
@@ -136,12 +136,16 @@ export function renderTimeline({ model, el }) {
     requestWindow();
   }
 
+  function drawMachine() {
+    const m = model.get("machine") || {};
+    if (!m.nodes) machine.replaceChildren();
+    else setChildren(machine, renderMachine(m));
+  }
+
   function drawDetail() {
-    const vm = model.get("model") || {};
-    const d = vm.detail;
-    if (!d) {
+    const d = model.get("detail") || {};
+    if (!d.key) {
       detail.replaceChildren(h("div", { class: "ahp-empty" }, "Select a tool call to see its steps and its path through the state machine."));
-      machine.replaceChildren();
       return;
     }
     const steps = h("table", { class: "ahp-steps" },
@@ -163,7 +167,6 @@ export function renderTimeline({ model, el }) {
     if (d.structuredContent) sections.push(h("div", { class: "ahp-sec" }, h("div", { class: "ahp-label" }, "structured content"), textBlock(d.structuredContent, model)));
     if (d.status === "cancelled") sections.push(h("div", { class: "ahp-sec ahp-failed" }, h("div", { class: "ahp-label" }, "cancelled"), h("div", null, `reason: ${d.reason || "?"}`), d.reasonBlock ? textBlock(d.reasonBlock, model) : null));
     if (d.status === "auth-required") sections.push(h("div", { class: "ahp-sec ahp-auth-panel" }, `Waiting for authentication (${d.authReason}) of ${d.authResource}`));
-    setChildren(machine, renderMachine(d.machine));
     setChildren(detail,
       h("div", { class: "ahp-detail-head", "data-tool-call-id": d.toolCallId, "data-state": d.status },
         h("strong", null, d.displayName), " ", statusBadge(d.status), " ",
@@ -178,13 +181,24 @@ export function renderTimeline({ model, el }) {
     );
   }
 
-  const drawAll = () => { drawLanes(); drawDetail(); };
-  drawAll();
-  const onModel = rafThrottle(drawAll);
-  model.on("change:model", onModel);
+  drawLanes();
+  drawDetail();
+  drawMachine();
+  // each part redraws only when it changed (a streaming tool changes meta + detail, not the lanes
+  // or the diagram)
+  const onLanes = rafThrottle(drawLanes);
+  const onDetail = rafThrottle(drawDetail);
+  const onMachine = rafThrottle(drawMachine);
+  model.on("change:meta", onLanes);
+  model.on("change:lanes", onLanes);
+  model.on("change:detail", onDetail);
+  model.on("change:machine", onMachine);
   return () => {
     off();
-    model.off("change:model", onModel);
+    model.off("change:meta", onLanes);
+    model.off("change:lanes", onLanes);
+    model.off("change:detail", onDetail);
+    model.off("change:machine", onMachine);
     scroller.removeEventListener("scroll", onScroll);
   };
 }

@@ -145,6 +145,7 @@ export function renderTree({ model, el }) {
     );
   }
 
+  let nodes = new Map(); // container key -> {sig, ro, el}
   function draw() {
     const vm = model.get("model") || {};
     const ro = !!vm.readOnly || !!model.get("read_only");
@@ -161,11 +162,30 @@ export function renderTree({ model, el }) {
     authBox.hidden = auth.length === 0;
     authBox.textContent = auth.length ? `${auth.map((a) => a.name || a.id).join(", ")} ${auth.length === 1 ? "needs" : "need"} authentication` : "";
     keepFocus(body, () => {
-      body.replaceChildren();
-      if (!vm.hasCustomizations) body.appendChild(h("div", { class: "ahp-empty" }, "No customizations in this session."));
-      else if (!(vm.containers || []).length) body.appendChild(h("div", { class: "ahp-empty" }, "Nothing matches the filter."));
-      for (const node of vm.containers || []) body.appendChild(container(node, ro));
-      if (vm.truncated) body.appendChild(h("div", { class: "ahp-dim" }, `${vm.truncated} more not shown`));
+      // keyed: only containers whose view changed are rebuilt (a toggle in a 2,000-node tree
+      // rebuilds one container, not the tree); the rest keep their elements, focus and scroll
+      const next = new Map();
+      const seenIds = new Map();
+      const order = [];
+      for (const node of vm.containers || []) {
+        const n = (seenIds.get(node.id) || 0) + 1;
+        seenIds.set(node.id, n);
+        const key = `${node.id}\u241f${n}`;
+        const sig = JSON.stringify(node);
+        let c = nodes.get(key);
+        if (!c || c.sig !== sig || c.ro !== ro) c = { sig, ro, el: container(node, ro) };
+        next.set(key, c);
+        order.push(c.el);
+      }
+      let msg = null;
+      if (!vm.hasCustomizations) msg = h("div", { class: "ahp-empty" }, "No customizations in this session.");
+      else if (!(vm.containers || []).length) msg = h("div", { class: "ahp-empty" }, "Nothing matches the filter.");
+      const tail = vm.truncated ? h("div", { class: "ahp-dim" }, `${vm.truncated} more not shown`) : null;
+      const want = [msg, ...order, tail].filter(Boolean);
+      for (const [key, c] of nodes) if (next.get(key) !== c) c.el.remove();
+      for (const child of [...body.children]) if (!want.includes(child)) child.remove();
+      want.forEach((node, i) => { if (body.children[i] !== node) body.insertBefore(node, body.children[i] || null); });
+      nodes = next;
     });
   }
   draw();

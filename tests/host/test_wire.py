@@ -187,3 +187,40 @@ def test_reconnect_replays_what_was_missed():
         assert all(a["serverSeq"] > seen for a in replay["actions"])
 
     asyncio.run(main())
+
+
+def test_envelopes_racing_a_snapshot_are_not_lost(monkeypatch):
+    """The host answers subscribe, then at once dispatches: the envelope is delivered before the
+    client's awaiting coroutine applies the snapshot; it must be applied after it, not dropped."""
+    from ahp_lab.client import AhpClient
+    from ahp_lab.host.connection import Connection
+
+    async def main():
+        host = Host()
+        client = AhpClient(host.connect("c"), client_id="c")
+        await client.initialize()
+        await client.create_session("ahp-session:/race")
+        original = Connection._cmd_subscribe
+
+        titles = iter(["right after", "right after again"])
+
+        def subscribe_then_change(self, params):
+            result = original(self, params)
+            asyncio.get_running_loop().call_soon(
+                host.dispatch, params["channel"], {"type": "session/titleChanged", "title": next(titles)}
+            )
+            return result
+
+        monkeypatch.setattr(Connection, "_cmd_subscribe", subscribe_then_change)
+        await client.subscribe("ahp-session:/race")
+        await client.wait_for(
+            "ahp-session:/race", lambda s: s if s["title"] == "right after" else None, timeout=2
+        )
+        other = AhpClient(host.connect("d"), client_id="d")
+        await other.initialize()
+        await other.subscribe("ahp-session:/race")  # a first subscription races the same way
+        await other.wait_for(
+            "ahp-session:/race", lambda s: s if s["title"] == "right after again" else None, timeout=2
+        )
+
+    asyncio.run(main())
