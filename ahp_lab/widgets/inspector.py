@@ -8,6 +8,7 @@ from typing import Any
 
 from ahp_lab.protocol.text import Text
 
+from ..client.client import channel_kind_of_uri
 from .sanitize import clean_text, json_preview, one_line
 
 __all__ = [
@@ -26,20 +27,8 @@ MAX_DIFF_OPS = 300
 
 
 def channel_kind(uri: Any) -> str:
-    s = str(uri or "")
-    if s.startswith("ahp-root:"):
-        return "root"
-    if s.startswith("ahp-session:"):
-        return "annotations" if s.endswith("/annotations") else "session"
-    if s.startswith("ahp-chat:"):
-        return "chat"
-    if s.startswith("ahp-terminal:"):
-        return "terminal"
-    if s.startswith("ahp-changeset:"):
-        return "changeset"
-    if s.startswith("ahp-resource-watch:"):
-        return "resourceWatch"
-    return "other"
+    """The channel kind a URI names (``"other"`` when its scheme does not tell)."""
+    return channel_kind_of_uri(str(uri or "")) or "other"
 
 
 def channel_label(uri: Any) -> str:

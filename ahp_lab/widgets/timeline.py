@@ -11,17 +11,18 @@ import contextlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..reducers.chat import (  # the tool-call states, named once
+    AUTH_REQUIRED,
+    CANCELLED,
+    COMPLETED,
+    PENDING_CONFIRMATION,
+    PENDING_RESULT_CONFIRMATION,
+    RUNNING,
+    STREAMING,
+)
 from .content import status_of, tool_call_view
 from .sanitize import one_line
 from .statemachine import TERMINAL_STATUSES, TURN_END_ACTIONS, state_machine_model
-
-STREAMING = "streaming"
-PENDING_CONFIRMATION = "pending-confirmation"
-RUNNING = "running"
-AUTH_REQUIRED = "auth-required"
-PENDING_RESULT_CONFIRMATION = "pending-result-confirmation"
-COMPLETED = "completed"
-CANCELLED = "cancelled"
 
 __all__ = [
     "ToolCallHistory",
