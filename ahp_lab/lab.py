@@ -40,7 +40,8 @@ from .tools import Tool
 __all__ = [
     "Lab",
     "LabReplay",
-    "WorkbenchSource",
+    "LabSource",
+    "PendingTurn",
     "Turn",
     "ToolCall",
     "ActionRejected",
@@ -59,7 +60,15 @@ class ActionRejected(ValueError):
 
 
 class HumanInputNeeded(RuntimeError):
-    """A synchronous helper would have to wait for a person; use ``await`` instead."""
+    """A synchronous helper would have to wait for a person; use ``await`` instead.
+
+    ``turn`` is the :class:`PendingTurn` that is still running: answer it (``lab.approve()``,
+    ``lab.answer(...)`` or the workbench) and ``await exc.turn`` for the finished :class:`Turn`.
+    """
+
+    def __init__(self, message: str, turn: PendingTurn | None = None) -> None:
+        super().__init__(message)
+        self.turn = turn
 
 
 _private_loop: asyncio.AbstractEventLoop | None = None
@@ -103,13 +112,18 @@ class ToolCall:
         self.chat = chat
         self._lab = lab
 
-    id = property(lambda self: self.state.get("toolCallId"))
-    name = property(lambda self: self.state.get("toolName"))
-    status = property(lambda self: self.state.get("status"))
-    success = property(lambda self: self.state.get("success"))
+    id = property(lambda self: self.state.get("toolCallId"), doc="The tool call id (``toolCallId``).")
+    name = property(lambda self: self.state.get("toolName"), doc="The tool's name (``toolName``).")
+    status = property(
+        lambda self: self.state.get("status"), doc="Its state: streaming, pending-confirmation, running, ..."
+    )
+    success = property(
+        lambda self: self.state.get("success"), doc="Whether the result succeeded (completed calls)."
+    )
 
     @property
     def input(self) -> Any:
+        """The tool input, decoded from JSON when it is a JSON string."""
         raw = self.state.get("toolInput")
         try:
             return json.loads(raw) if isinstance(raw, str) else raw
@@ -118,6 +132,7 @@ class ToolCall:
 
     @property
     def result_text(self) -> str:
+        """The text content of the result (or of the live partial content)."""
         return "\n".join(
             b.get("text", "") for b in self.state.get("content") or () if b.get("type") == "text"
         )
@@ -166,10 +181,11 @@ class Turn:
         self.active = active
         self._lab = lab
 
-    id = property(lambda self: self.state.get("id"))
+    id = property(lambda self: self.state.get("id"), doc="The turn id.")
 
     @property
     def status(self) -> str:
+        """``active`` while the turn runs, then ``complete``, ``cancelled`` or ``error``."""
         return "active" if self.active else self.state.get("state", "?")
 
     @property
@@ -179,14 +195,17 @@ class Turn:
 
     @property
     def reasoning(self) -> str:
+        """The reasoning the agent streamed, concatenated."""
         return "".join(str(p.get("content", "")) for p in self.parts if p.get("kind") == "reasoning")
 
     @property
     def parts(self) -> list[dict]:
+        """The turn's response parts (markdown, reasoning, tool calls, input requests, ...)."""
         return self.state.get("responseParts") or []
 
     @property
     def tool_calls(self) -> list[ToolCall]:
+        """The turn's tool calls, in order."""
         return [
             ToolCall(p["toolCall"], self.id, self.chat, self._lab)
             for p in self.parts
@@ -195,10 +214,12 @@ class Turn:
 
     @property
     def input_requests(self) -> list[dict]:
+        """The turn's input-request parts (``response`` is absent while open)."""
         return [p for p in self.parts if p.get("kind") == "inputRequest"]
 
     @property
     def error(self) -> dict | None:
+        """The ``ErrorInfo`` of a turn that ended with ``chat/error``."""
         return self.state.get("error")
 
     def __repr__(self) -> str:
@@ -234,6 +255,57 @@ class Turn:
         if self.error:
             out.append(f"- error: {self.error.get('message')}")
         return "\n".join(out)
+
+
+class PendingTurn:
+    """A turn that was started and may still be running; ``await`` it for the finished :class:`Turn`."""
+
+    def __init__(self, lab: Lab, chat: str, turn_id: str) -> None:
+        self.lab = lab
+        self.chat = chat
+        self.turn_id = turn_id
+        self._task = asyncio.ensure_future(lab._wait_turn(chat, turn_id))
+        lab._background.add(self._task)
+        self._task.add_done_callback(lab._background.discard)
+
+    def __await__(self):
+        return self._task.__await__()
+
+    def done(self) -> bool:
+        """Whether the turn has ended."""
+        return self._task.done()
+
+    def result(self) -> Turn:
+        """The finished turn (raises ``asyncio.InvalidStateError`` while it runs)."""
+        return self._task.result()
+
+    @property
+    def blocked(self) -> str | None:
+        """What the turn waits for from a person right now (``None`` when it is not blocked)."""
+        return self.lab._blocked(self.chat, self.turn_id)
+
+    async def until_blocked(self, timeout: float | None = 30) -> str | None:
+        """Wait until the turn needs a person (returns what for) or ends (returns ``None``)."""
+
+        def check(state: Any) -> Any:
+            if self.done() or any(t.get("id") == self.turn_id for t in (state or {}).get("turns") or ()):
+                return ("done", None)
+            reason = self.blocked
+            return ("blocked", reason) if reason else None
+
+        return (await self.lab.client.wait_for(self.chat, check, timeout=timeout))[1]
+
+    @property
+    def state(self) -> dict | None:
+        """The turn as it is now (the active turn, or the completed one)."""
+        chat = self.lab.client.confirmed(self.chat) or {}
+        if (chat.get("activeTurn") or {}).get("id") == self.turn_id:
+            return to_json(chat["activeTurn"])
+        return next((to_json(t) for t in chat.get("turns") or () if t.get("id") == self.turn_id), None)
+
+    def __repr__(self) -> str:
+        status = "done" if self.done() else (f"blocked: {self.blocked}" if self.blocked else "running")
+        return f"<PendingTurn {self.turn_id} {status}>"
 
 
 class _TurnPolicy:
@@ -273,7 +345,9 @@ class _TurnPolicy:
                 if request.get("id") not in self.handled:
                     self.handled.add(request.get("id"))
                     given = self.answers(request) if callable(self.answers) else self.answers
-                    self.lab.answer(request.get("id"), given, chat=self.chat, _wait=False)
+                    self.lab.client.dispatch(
+                        self.chat, self.lab._completion(self.chat, request.get("id"), given, "accept")
+                    )
         if self.approve is not None:
             for approval in list(client.approvals.values()):
                 if (
@@ -319,22 +393,30 @@ class _LabBase:
         return self.store.state_at(seq)
 
     def state(self, channel: str | None = None) -> Any:
-        """The authoritative state of a channel (default: the session's default chat)."""
-        return self.store.state(channel or self.chat)
+        """The authoritative state of a channel (default: the session's default chat), as plain JSON."""
+        return to_json(self.store.state(channel or self.chat))
 
     @property
     def root(self) -> Any:
-        return self.store.state(ROOT)
+        """The root channel's state (agents, active session count)."""
+        return to_json(self.store.state(ROOT))
 
     @property
     def session_state(self) -> Any:
-        return self.store.state(self.session) if self.session else None
+        """The session channel's state, as plain JSON."""
+        return to_json(self.store.state(self.session)) if self.session else None
 
     @property
     def chat_state(self) -> Any:
-        return self.store.state(self.chat) if self.chat else None
+        """The default chat's state, as plain JSON."""
+        return to_json(self.store.state(self.chat)) if self.chat else None
+
+    def as_source(self) -> LabSource:
+        """What the workbench views read and do (``Workbench(lab)`` calls this for you)."""
+        return LabSource(self)
 
     def turns(self, chat: str | None = None) -> list[Turn]:
+        """Every turn of a chat (default: the session's chat), oldest first; the active one last."""
         chat = chat or self.chat
         state = self.store.state(chat) or {}
         out = [Turn(t, chat, self) for t in state.get("turns") or ()]
@@ -344,6 +426,7 @@ class _LabBase:
 
     @property
     def tool_calls(self) -> list[ToolCall]:
+        """Every tool call of the default chat, oldest first."""
         return [call for turn in self.turns() for call in turn.tool_calls]
 
     def export(self, path: str | Path) -> int:
@@ -351,6 +434,7 @@ class _LabBase:
         return self.store.export(path)
 
     def subscribe(self, listener: Callable[[Transition], None]) -> Callable[[], None]:
+        """Call ``listener(transition)`` after every transition; returns a function that unsubscribes."""
         return self.store.subscribe(listener)
 
 
@@ -437,41 +521,67 @@ class Lab(_LabBase):
 
     @property
     def agent(self) -> Agent:
+        """The agent behind this lab's session (the scripted agent unless another was given)."""
         return self.host.agent_for(self.session)
 
     # -- tools ----------------------------------------------------------------------------------
 
     def tool(self, fn: Callable | None = None, /, **options: Any):
-        """Register a client tool (this notebook executes it): ``@lab.tool`` or ``@lab.tool(...)``."""
+        """Register a client tool (this notebook executes it): ``@lab.tool`` or ``@lab.tool(...)``.
+
+        Options are those of :class:`~ahp_lab.tools.Tool` (``name``, ``title``, ``description``,
+        ``input_model``, ``annotations``, ``approval``, ``confirm``, ``timeout``, ``render_call``,
+        ``render_result``). Returns once the host lists the tool in the session.
+        """
 
         def register(f: Callable) -> Tool:
             t = f if isinstance(f, Tool) else Tool(f, **options)
-            self.client.register_tool(t)
-            self._settle()
+            published = self.client.register_tool(t)
+            me = self.client.client_id
+
+            def listed(state: Any) -> Any:
+                for client in (state or {}).get("activeClients") or ():
+                    if client.get("clientId") == me and any(
+                        d.get("name") == published for d in client.get("tools") or ()
+                    ):
+                        return True
+                return None
+
+            run_sync(self.host.wait_for(self.session, listed, timeout=10))
             return t
 
         return register if fn is None else register(fn)
 
     def server_tool(self, fn: Callable | None = None, /, **options: Any):
-        """Register a server tool (the host executes it): ``@lab.server_tool``."""
+        """Register a server tool (the host executes it): ``@lab.server_tool`` or ``@lab.server_tool(...)``."""
 
         def register(f: Callable) -> Tool:
             t = f if isinstance(f, Tool) else Tool(f, **options)
             self.host.add_server_tool(t)
-            self._settle()
+
+            def known(state: Any) -> Any:
+                return (
+                    True
+                    if any(d.get("name") == t.name for d in (state or {}).get("serverTools") or ())
+                    else None
+                )
+
+            # wait until this notebook's client has seen it too (client tool names avoid clashes with it)
+            run_sync(self.client.wait_for(self.session, known, timeout=10))
             return t
 
         return register if fn is None else register(fn)
 
-    def _settle(self) -> None:
-        """Let queued messages flow (echoes of what we just sent) when called from sync code."""
-        try:
-            asyncio.get_running_loop()
-            in_loop = True
-        except RuntimeError:
-            in_loop = False
-        if not in_loop:
-            run_sync(asyncio.sleep(0))
+    async def wait_for(
+        self, check: Callable[[Any], Any], channel: str | None = None, timeout: float | None = 30
+    ) -> Any:
+        """Wait until ``check(state)`` of a channel (default: the chat) in the host returns something truthy.
+
+        ``check`` runs on the host's authoritative state after every change of that channel;
+        returns what ``check`` returned. Raises ``TimeoutError`` after ``timeout`` seconds.
+        """
+        channel = channel or self.chat
+        return await self.host.wait_for(channel, lambda state: check(to_json(state)) or None, timeout=timeout)
 
     # -- turns ----------------------------------------------------------------------------------
 
@@ -568,32 +678,45 @@ class Lab(_LabBase):
         chat, turn_id = self._start_turn(text, script, approve, answers, chat)
         return await self._wait_turn(chat, turn_id)
 
-    def start(self, text: str, **kwargs: Any) -> asyncio.Task:
-        """Start a turn and return at once; ``await`` the returned task for the :class:`Turn`."""
-        chat, turn_id = self._start_turn(
-            text,
-            kwargs.pop("script", None),
-            kwargs.pop("approve", None),
-            kwargs.pop("answers", None),
-            kwargs.pop("chat", None),
-        )
-        task = asyncio.ensure_future(self._wait_turn(chat, turn_id))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-        return task
+    def start(
+        self,
+        text: str,
+        *,
+        script: Any = None,
+        approve: Any = None,
+        answers: Any = None,
+        chat: str | None = None,
+    ) -> PendingTurn:
+        """Start a turn and return at once: ``await`` the :class:`PendingTurn` for the :class:`Turn`.
 
-    def run(self, text: str, **kwargs: Any) -> Turn:
-        """Synchronous :meth:`send` for scripts and nbval; raises :class:`HumanInputNeeded` instead of waiting for a person."""
+        Takes the same options as :meth:`send`; useful to look at (or answer) a turn while it runs.
+        """
+        chat, turn_id = self._start_turn(text, script, approve, answers, chat)
+        return PendingTurn(self, chat, turn_id)
+
+    def run(
+        self,
+        text: str,
+        *,
+        script: Any = None,
+        approve: Any = None,
+        answers: Any = None,
+        chat: str | None = None,
+    ) -> Turn:
+        """Synchronous :meth:`send` for scripts and nbval.
+
+        Refuses to wait for a person: when the turn needs someone (a confirmation or an input
+        request that ``approve=``/``answers=`` do not cover) it raises :class:`HumanInputNeeded`,
+        whose ``turn`` keeps running and can be answered and awaited later.
+        """
 
         async def go() -> Turn:
-            chat, turn_id = self._start_turn(
-                text,
-                kwargs.pop("script", None),
-                kwargs.pop("approve", None),
-                kwargs.pop("answers", None),
-                kwargs.pop("chat", None),
-            )
-            return await self._wait_turn(chat, turn_id, stop_when_blocked=True)
+            chat_, turn_id = self._start_turn(text, script, approve, answers, chat)
+            try:
+                return await self._wait_turn(chat_, turn_id, stop_when_blocked=True)
+            except HumanInputNeeded as exc:
+                exc.turn = PendingTurn(self, chat_, turn_id)
+                raise
 
         return run_sync(go())
 
@@ -614,7 +737,8 @@ class Lab(_LabBase):
             and p["toolCall"].get("status") in ("pending-confirmation", "pending-result-confirmation")
         ]
 
-    def _decide(self, chat: str, turn_id: str, tc: dict, verdict: Any) -> None:
+    def _decision(self, chat: str, turn_id: str, tc: dict, verdict: Any) -> dict:
+        """The ``chat/toolCallConfirmed`` or ``chat/toolCallResultConfirmed`` action for a verdict."""
         if callable(verdict):
             verdict = verdict(ToolCall(tc, turn_id, chat, self))
         base = {"turnId": turn_id, "toolCallId": tc.get("toolCallId")}
@@ -622,8 +746,7 @@ class Lab(_LabBase):
             approved = verdict not in (False, "deny") and not (
                 isinstance(verdict, str) and self._option_kind(tc, verdict) == "deny"
             )
-            self.client.dispatch(chat, {"type": "chat/toolCallResultConfirmed", **base, "approved": approved})
-            return
+            return {"type": "chat/toolCallResultConfirmed", **base, "approved": approved}
         action: dict[str, Any] = {"type": "chat/toolCallConfirmed", **base}
         edit = verdict.get("edit") if isinstance(verdict, dict) else None
         option = verdict if isinstance(verdict, str) and verdict not in ("deny", "approve") else None
@@ -643,7 +766,11 @@ class Lab(_LabBase):
                 action["editedToolInput"] = edit if isinstance(edit, str) else json.dumps(edit)
         else:
             action["reason"] = "denied"
-        self.client.dispatch(chat, action)
+        return action
+
+    def _decide(self, chat: str, turn_id: str, tc: dict, verdict: Any) -> None:
+        """Answer a confirmation without waiting (used by ``approve=`` policies inside the loop)."""
+        self.client.dispatch(chat, self._decision(chat, turn_id, tc, verdict))
 
     @staticmethod
     def _option_kind(tc: dict, option_id: str) -> str | None:
@@ -659,23 +786,26 @@ class Lab(_LabBase):
         option: str | None = None,
         edit: Any = None,
         chat: str | None = None,
-    ) -> None:
-        """Approve a tool call waiting for confirmation (the newest one by default)."""
-        self._answer_call(
-            tool_call_id, {"option": option, "edit": edit} if (option or edit is not None) else True, chat
-        )
+    ) -> Transition | None:
+        """Approve a tool call waiting for confirmation (the newest one by default).
 
-    def deny(self, tool_call_id: str | None = None, *, chat: str | None = None) -> None:
+        ``option`` picks one of the call's confirmation options; ``edit`` replaces its input.
+        Also approves a local approval of this notebook (tools with ``approval="always"``).
+        Returns the accepted transition; raises :class:`ActionRejected` with the host's reason.
+        """
+        verdict = {"option": option, "edit": edit} if (option or edit is not None) else True
+        return self._answer_call(tool_call_id, verdict, chat)
+
+    def deny(self, tool_call_id: str | None = None, *, chat: str | None = None) -> Transition | None:
         """Deny a tool call waiting for confirmation (or reject a result waiting for confirmation)."""
-        self._answer_call(tool_call_id, False, chat)
+        return self._answer_call(tool_call_id, False, chat)
 
-    def _answer_call(self, tool_call_id: str | None, verdict: Any, chat: str | None) -> None:
+    def _answer_call(self, tool_call_id: str | None, verdict: Any, chat: str | None) -> Transition | None:
         chat = chat or self.chat
         for approval in list(self.client.approvals.values()):
             if tool_call_id in (None, approval.tool_call_id) and approval.chat == chat:
                 approval.approve() if verdict is not False else approval.deny()
-                self._settle()
-                return
+                return None
         pending = self._pending_calls(chat)
         if tool_call_id is not None:
             pending = [(t, tc) for t, tc in pending if tc.get("toolCallId") == tool_call_id]
@@ -685,20 +815,9 @@ class Lab(_LabBase):
                 + (f" with id {tool_call_id!r}" if tool_call_id else "")
             )
         turn_id, tc = pending[-1]
-        self._decide(chat, turn_id, tc, verdict)
-        self._settle()
+        return self.dispatch(self._decision(chat, turn_id, tc, verdict), chat)
 
-    def answer(
-        self,
-        request_id: str | None = None,
-        answers: dict | None = None,
-        *,
-        response: str = "accept",
-        chat: str | None = None,
-        _wait: bool = True,
-    ) -> None:
-        """Answer an open input request: ``answers`` maps question ids to values (or full answers)."""
-        chat = chat or self.chat
+    def _completion(self, chat: str, request_id: str | None, answers: dict | None, response: str) -> dict:
         state = self.client.confirmed(chat) or {}
         active = state.get("activeTurn") or {}
         open_requests = [
@@ -711,14 +830,13 @@ class Lab(_LabBase):
         if not open_requests:
             raise LookupError("no input request is open" + (f" with id {request_id!r}" if request_id else ""))
         request = open_requests[-1]
-        built = {}
         questions = {q.get("id"): q for q in request.get("questions") or ()}
-        for qid, value in (answers or {}).items():
-            built[qid] = (
-                value
-                if isinstance(value, dict) and "state" in value
-                else _answer_for(questions.get(qid), value)
-            )
+        built = {
+            qid: value
+            if isinstance(value, dict) and "state" in value
+            else _answer_for(questions.get(qid), value)
+            for qid, value in (answers or {}).items()
+        }
         action: dict[str, Any] = {
             "type": "chat/inputCompleted",
             "requestId": request.get("id"),
@@ -726,25 +844,40 @@ class Lab(_LabBase):
         }
         if built:
             action["answers"] = built
-        self.client.dispatch(chat, action)
-        if _wait:
-            self._settle()
+        return action
+
+    def answer(
+        self,
+        request_id: str | None = None,
+        answers: dict | None = None,
+        *,
+        response: str = "accept",
+        chat: str | None = None,
+    ) -> Transition:
+        """Answer an open input request (the newest one by default).
+
+        ``answers`` maps question ids to plain values (``{"name": "demo", "workers": 3}``) or to
+        full ``ChatInputAnswer`` objects; ``response`` is ``"accept"``, ``"decline"`` or
+        ``"cancel"``. Returns the accepted transition; raises :class:`ActionRejected` with the
+        host's reason (e.g. a required question left unanswered).
+        """
+        chat = chat or self.chat
+        return self.dispatch(self._completion(chat, request_id, answers, response), chat)
 
     async def cancel(self, chat: str | None = None) -> None:
-        """Cancel the active turn of the chat."""
+        """Cancel the active turn of the chat (``chat/turnCancelled``)."""
         chat = chat or self.chat
         active = (self.client.confirmed(chat) or {}).get("activeTurn")
         if not active:
             raise LookupError("there is no active turn to cancel")
-        self.client.dispatch(
-            chat,
+        await self.adispatch(
             {
                 "type": "chat/turnCancelled",
                 "turnId": active["id"],
                 "duration": max(0, self.host.store.clock_ms() - _parse_ms(active.get("startedAt"))),
             },
+            chat,
         )
-        await asyncio.sleep(0)
 
     # -- dispatch -------------------------------------------------------------------------------
 
@@ -805,13 +938,10 @@ class Lab(_LabBase):
         await client.subscribe(self.chat)
         client.sessions.add(self.session)
         client.publish(self.session)
-        await client.wait_for(
+        # wait for the host (not the new client's optimistic view) to list the client
+        await self.wait_for(
+            lambda s: any(c.get("clientId") == client_id for c in s.get("activeClients") or ()),
             self.session,
-            lambda s: (
-                s
-                if any(c.get("clientId") == client_id for c in (s or {}).get("activeClients") or ())
-                else None
-            ),
             timeout=10,
         )
         return client
@@ -821,6 +951,7 @@ class Lab(_LabBase):
         self.host.remove_client(self.session, client_id, "was removed from the session")
 
     def authenticate(self, resource: str, token: str) -> None:
+        """Send the AHP ``authenticate`` command for a protected resource (does not wait)."""
         task = asyncio.ensure_future(
             self.client.request("authenticate", {"resource": resource, "token": token})
         )
@@ -915,7 +1046,7 @@ class Lab(_LabBase):
         """The workbench: customization tree, tool-call timeline, input queue, transitions, chat."""
         from .widgets import Workbench
 
-        return Workbench(WorkbenchSource(self))
+        return Workbench(LabSource(self))
 
     def _ipython_display_(self) -> None:
         from IPython.display import display
@@ -928,7 +1059,7 @@ class Lab(_LabBase):
         return LabReplay(Store.load(path))
 
 
-class WorkbenchSource:
+class LabSource:
     """What the workbench views read and do, backed by a lab (see ``ahp_lab.widgets.source``).
 
     Reads come from the host's store (the authoritative state and the transition log); clicks
@@ -1026,7 +1157,7 @@ class LabReplay(_LabBase):
         """The workbench over the replayed log (read-only)."""
         from .widgets import Workbench
 
-        return Workbench(WorkbenchSource(self))
+        return Workbench(LabSource(self))
 
 
 def _attach_customizations(host: Host, plugins: Any, directories: Any, mcp_servers: Any) -> tuple:

@@ -81,39 +81,48 @@ class Transition:
 
     @property
     def seq(self) -> int:
+        """The server sequence number the host assigned (the echo carries it as ``serverSeq``)."""
         return self._store.first_seq + self.index
 
     @property
     def channel(self) -> str:
+        """The URI of the channel the action was applied to."""
         return self._store._channel_of(self.index).uri
 
     @property
     def channel_kind(self) -> str:
+        """The channel's kind: root, session, chat, terminal, changeset, annotations or resourceWatch."""
         return self._store._channel_of(self.index).kind
 
     @property
     def action(self) -> dict:
+        """The action as the host sequenced it (normalized JSON)."""
         return self._store._actions[self.index]
 
     @property
     def type(self) -> str:
+        """The action type, e.g. ``chat/delta``."""
         action = self.action
         return action.get("type", "?") if isinstance(action, dict) else "?"
 
     @property
     def origin(self) -> dict:
+        """Who sent it: ``{kind: client, clientId, clientSeq}``, ``{kind: agent, name}`` or ``{kind: host}``."""
         return self._store._origins[self.index]
 
     @property
     def rejection_reason(self) -> str | None:
+        """The host's one-sentence reason when it rejected a client dispatch, else ``None``."""
         return self._store._rejections.get(self.index)
 
     @property
     def accepted(self) -> bool:
+        """False for a rejected dispatch (which changed nothing)."""
         return self.index not in self._store._rejections
 
     @property
     def now_ms(self) -> int:
+        """The clock value (epoch ms) the reducer was given."""
         return self._store._now[self.index]
 
     @property
@@ -123,16 +132,19 @@ class Transition:
 
     @property
     def reducer_ns(self) -> int:
+        """How long the reducer took, in nanoseconds (0 for a rejection)."""
         return self._store._reducer_ns[self.index]
 
     @property
     def before(self) -> Any:
+        """The channel's state right before this transition (rebuilt from a checkpoint if needed)."""
         if self._before is None:
             self._before = self._store._state_around(self.index, after=False)
         return self._before
 
     @property
     def after(self) -> Any:
+        """The channel's state right after this transition (``before`` when rejected)."""
         if self._after is None:
             self._after = self._store._state_around(self.index, after=True)
         return self._after
@@ -154,6 +166,7 @@ class Transition:
         return env
 
     def origin_label(self) -> str:
+        """The origin as a short label (``client notebook #3``, ``agent scripted``, ``host``)."""
         origin = self.origin
         kind = origin.get("kind")
         if kind == "client":
@@ -167,6 +180,7 @@ class Transition:
         return summarize_action(self.action)
 
     def row(self) -> dict:
+        """The transition as a table row (seq, time, channel, type, origin, status, summary)."""
         return {
             "seq": self.seq,
             "time": time.strftime("%H:%M:%S", time.gmtime(self.wall_time)) + f".{self.now_ms % 1000:03d}",
@@ -368,6 +382,7 @@ class Store:
         self._events.append((len(self._actions), "add", ch))
 
     def remove_channel(self, uri: str) -> None:
+        """Stop tracking a channel (it disappears from later ``state_at`` results; its history stays)."""
         ch = self._channels.pop(uri, None)
         if ch is None:
             return
@@ -377,9 +392,11 @@ class Store:
         self._channel_listeners.pop(uri, None)
 
     def has_channel(self, uri: str) -> bool:
+        """Whether the channel is live."""
         return uri in self._channels
 
     def kind_of(self, uri: str) -> str | None:
+        """The kind of a live channel (``None`` when it does not exist)."""
         ch = self._channels.get(uri)
         return ch.kind if ch else None
 

@@ -31,7 +31,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from .protocol.jsonvalue import to_json
 
-__all__ = ["Tool", "ToolContext", "ToolError", "tool", "tool_result"]
+__all__ = ["Tool", "ToolContext", "ToolError", "tool", "tool_result", "CONFIRM_META"]
+
+#: ``ToolDefinition._meta`` key carrying a tool's ``confirm=`` choice to the host.
+CONFIRM_META = "ahp_lab/confirm"
 
 
 class ToolError(Exception):
@@ -78,6 +81,7 @@ class ToolContext:
 
     @property
     def is_cancelled(self) -> bool:
+        """Whether the call was cancelled (sync tools should check this and return early)."""
         return self.cancelled.is_set()
 
 
@@ -213,6 +217,7 @@ class Tool:
 
     @property
     def input_schema(self) -> dict:
+        """The JSON Schema of the tool's input (``inputSchema``), from the type hints or the model."""
         schema = self.input_model.model_json_schema()
         schema.pop("title", None)
         schema.setdefault("type", "object")
@@ -233,6 +238,9 @@ class Tool:
         annotations = dict(self.annotations)
         annotations.setdefault("title", self.title)
         out["annotations"] = annotations
+        if self.confirm is not None:
+            # the host reads this to ask the user first (or not), whoever executes the tool
+            out["_meta"] = {CONFIRM_META: self.confirm}
         return out
 
     # -- calling --------------------------------------------------------------------------------

@@ -224,6 +224,7 @@ def fail(message: str, error_type: str = "scriptedFailure") -> Step:
 
 
 def usage(input_tokens: int, output_tokens: int, model: str | None = None) -> Step:
+    """Report token usage for the turn (``chat/usage``)."""
     return _Usage(input_tokens, output_tokens, model)
 
 
@@ -243,6 +244,7 @@ def text_question(
     min: int | None = None,
     max: int | None = None,
 ) -> dict:
+    """A free-text question (``format`` such as ``email``; ``min``/``max`` lengths)."""
     return _question(
         "text", qid, message, required=required, defaultValue=default, format=format, min=min, max=max
     )
@@ -257,6 +259,7 @@ def number_question(
     min: float | None = None,
     max: float | None = None,
 ) -> dict:
+    """A number question (floats allowed; ``min``/``max`` bounds)."""
     return _question("number", qid, message, required=required, defaultValue=default, min=min, max=max)
 
 
@@ -269,12 +272,14 @@ def integer_question(
     min: int | None = None,
     max: int | None = None,
 ) -> dict:
+    """A whole-number question (``min``/``max`` bounds)."""
     return _question("integer", qid, message, required=required, defaultValue=default, min=min, max=max)
 
 
 def boolean_question(
     qid: str, message: str, *, required: bool | None = None, default: bool | None = None
 ) -> dict:
+    """A yes/no question."""
     return _question("boolean", qid, message, required=required, defaultValue=default)
 
 
@@ -288,6 +293,7 @@ def _options(options: Sequence) -> list[dict]:
 def choice_question(
     qid: str, message: str, options: Sequence, *, required: bool | None = None, freeform: bool | None = None
 ) -> dict:
+    """A single-choice question; ``options`` are ids or ``{id, label, description?}``."""
     return _question(
         "single-select",
         qid,
@@ -308,6 +314,7 @@ def multi_choice_question(
     max: int | None = None,
     freeform: bool | None = None,
 ) -> dict:
+    """A multiple-choice question; ``min``/``max`` bound how many may be chosen."""
     return _question(
         "multi-select",
         qid,
@@ -321,7 +328,12 @@ def multi_choice_question(
 
 
 def as_steps(value: Any) -> list[Step]:
-    if value is None:
+    """Steps from a script value: a step, a string (streamed), a list of those, or nothing.
+
+    ``None`` and booleans (what a waiting helper such as ``event.wait()`` returns inside
+    ``then``) mean "no more steps".
+    """
+    if value is None or isinstance(value, bool):
         return []
     if isinstance(value, Step):
         return [value]
@@ -429,6 +441,7 @@ class ScriptedAgent:
         self._scripts: dict[str, list[Step]] = {}
 
     def info(self) -> dict:
+        """The ``AgentInfo`` this agent publishes on the root channel."""
         return {
             "provider": self.provider,
             "displayName": self.display_name,
@@ -488,6 +501,7 @@ class ScriptedAgent:
         ]
 
     async def run_turn(self, ctx: TurnContext) -> None:
+        """Run the queued script of this turn, or the built-in scenario for its prompt."""
         steps = self._scripts.pop(ctx.turn_id, None)
         if steps is None:
             steps = self.scenario(ctx.prompt, ctx.tools())

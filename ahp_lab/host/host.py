@@ -22,7 +22,7 @@ from ..protocol.jsonrpc import ErrorCode
 from ..protocol.jsonvalue import dumps, to_json
 from ..reducers._util import iso_ms
 from ..store import HOST, Store, Transition, wall_clock_ms
-from ..tools import Tool, failure_result
+from ..tools import CONFIRM_META, Tool, failure_result
 from ..transport import RpcError, pipe
 from . import mirror
 from .turns import TurnRunner
@@ -234,8 +234,9 @@ class Host:
             return confirm
         if self.confirm_tools != "auto":
             return self.confirm_tools == "always"
-        if resolved.tool is not None and resolved.tool.confirm is not None:
-            return resolved.tool.confirm
+        declared = (resolved.definition.get("_meta") or {}).get(CONFIRM_META)
+        if isinstance(declared, bool):
+            return declared
         annotations = resolved.definition.get("annotations") or {}
         return bool(annotations.get("destructiveHint"))
 
@@ -321,6 +322,8 @@ class Host:
             self._after_chat(transition)
         elif kind == "session":
             self._refresh_summary(transition.channel)
+        if self._waiters.get(transition.channel):
+            self._check_waiters(transition.channel, transition.after)
         for ext in self.extensions:
             hook = getattr(ext, "on_transition", None)
             if hook is not None:
@@ -343,9 +346,6 @@ class Host:
             if action_type in _BLOCKING_ACTIONS:
                 for action in mirror.input_needed_actions(chat_uri, chat, self.store.state(session_uri)):
                     self.dispatch(session_uri, action)
-        waiters = self._waiters.get(chat_uri)
-        if waiters:
-            self._check_waiters(chat_uri, chat)
 
     # -- waiting on state -----------------------------------------------------------------------
 

@@ -156,6 +156,13 @@ def _check_chat(
             return f"tool call {action.get('toolCallId')!r} is not waiting for confirmation (it is {status})"
         if kind == "chat/toolCallResultConfirmed" and status != "pending-result-confirmation":
             return f"tool call {action.get('toolCallId')!r} has no result waiting for confirmation (it is {status})"
+        gives_up = (
+            kind == "chat/toolCallComplete"
+            and status == "auth-required"
+            and not (action.get("result") or {}).get("success")
+        )
+        if gives_up:
+            return None  # any client may give up on a call blocked on auth (mcp-servers §5.2)
         if kind in ("chat/toolCallComplete", "chat/toolCallContentChanged"):
             contributor = tc.get("contributor") or {}
             if contributor.get("kind") != "client" or contributor.get("clientId") != client_id:
@@ -163,12 +170,8 @@ def _check_chat(
                 return f"{kind}: tool call {action.get('toolCallId')!r} is executed by {owner}, not by client {client_id}"
             if kind == "chat/toolCallContentChanged" and status != "running":
                 return f"chat/toolCallContentChanged: tool call {action.get('toolCallId')!r} is {status}, not running"
-            if kind == "chat/toolCallComplete":
-                ok = status in ("running", "pending-confirmation") or (
-                    status == "auth-required" and not (action.get("result") or {}).get("success")
-                )
-                if not ok:
-                    return f"chat/toolCallComplete: tool call {action.get('toolCallId')!r} is {status} and cannot complete now"
+            if kind == "chat/toolCallComplete" and status not in ("running", "pending-confirmation"):
+                return f"chat/toolCallComplete: tool call {action.get('toolCallId')!r} is {status} and cannot complete now"
     if kind in ("chat/inputAnswerChanged", "chat/inputCompleted"):
         request = find_open_request(chat, action.get("requestId"))
         if request is None:

@@ -53,6 +53,7 @@ class ProtocolError(ValueError):
 
     @classmethod
     def build(cls, subject: str | None, field: str | None, rule: str, code: str = "invalid") -> ProtocolError:
+        """A ProtocolError whose message names the subject, the field and the rule."""
         prefix = f"{subject}: " if subject else ""
         if field:
             message = f"{prefix}field '{field}' {rule}"

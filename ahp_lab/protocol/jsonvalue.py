@@ -102,8 +102,13 @@ def json_patch(before: Any, after: Any, path: str = "") -> list[dict]:
         return ops
     if isinstance(before, list) and isinstance(after, list):
         n = len(before)
-        if len(after) >= n and all(before[i] is after[i] or json_equal(before[i], after[i]) for i in range(n)):
-            return [{"op": "add", "path": _pointer(path, i), "value": to_json(after[i])} for i in range(n, len(after))]
+        if len(after) >= n and all(
+            before[i] is after[i] or json_equal(before[i], after[i]) for i in range(n)
+        ):
+            return [
+                {"op": "add", "path": _pointer(path, i), "value": to_json(after[i])}
+                for i in range(n, len(after))
+            ]
         if len(after) == n:
             ops = []
             for i in range(n):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["LocalApprovalSource", "Transition", "WorkbenchSource"]
+__all__ = ["as_source", "LocalApprovalSource", "Transition", "WorkbenchSource"]
 
 
 @runtime_checkable
@@ -95,3 +95,9 @@ class LocalApprovalSource(Protocol):
     def subscribe_local_approvals(self, listener: Callable[[], None]) -> Callable[[], None]:
         """Call ``listener()`` whenever the set of waiting approvals changes; returns unsubscribe."""
         ...
+
+
+def as_source(obj: Any) -> Any:
+    """The :class:`WorkbenchSource` behind ``obj``: a lab gives its own (``lab.as_source()``)."""
+    make = getattr(obj, "as_source", None)
+    return make() if callable(make) else obj

@@ -15,6 +15,7 @@ from .chat import active_turn_patch, chat_view_model, promote_patch, turn_view
 from .inputs import inputs_view_model
 from .inspector import MAX_WINDOW, TransitionFilter, origin_view, transition_detail, transition_row
 from .logaccess import find_seq, log_at, log_slice
+from .source import as_source
 from .timeline import ToolCallHistory, collect_tool_calls, timeline_view_model
 from .tree import tree_view_model
 
@@ -42,6 +43,7 @@ class CustomizationTree(SourceView):
     text_filter = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, source: Any, **kwargs: Any) -> None:
+        source = as_source(source)
         self._memo: tuple[Any, Any] | None = None
         super().__init__(source, session=str(source.session), **kwargs)
 
@@ -86,6 +88,7 @@ class ToolCallTimeline(SourceView):
     selected = traitlets.Unicode(None, allow_none=True).tag(sync=True)
 
     def __init__(self, source: Any, *, chat: str | None = None, **kwargs: Any) -> None:
+        source = as_source(source)
         self._history = ToolCallHistory()
         self._fed = 0
         self._turn_calls: dict[int, tuple[Any, list[dict[str, Any]]]] = {}
@@ -173,6 +176,7 @@ class InputQueue(SourceView):
     debounce_ms = traitlets.Int(300).tag(sync=True)
 
     def __init__(self, source: Any, **kwargs: Any) -> None:
+        source = as_source(source)
         self._memo: tuple[Any, Any] | None = None
         self._unsubscribe_local: Any = None
         super().__init__(source, session=str(source.session), **kwargs)
@@ -263,6 +267,7 @@ class TransitionInspector(SourceView):
     TOTAL_QUIET_S = 0.5
 
     def __init__(self, source: Any, **kwargs: Any) -> None:
+        source = as_source(source)
         self._total_handle: Any = None
         self._total_version: int | None = None
         self._announced_total = 0
@@ -458,6 +463,7 @@ class ChatPane(SourceView):
     tail = traitlets.Int(20).tag(sync=True)
 
     def __init__(self, source: Any, *, chat: str | None = None, **kwargs: Any) -> None:
+        source = as_source(source)
         self._sent_ids: list[Any] | None = None
         self._sent_active: dict[str, Any] | None = None
         self._part_cache: dict[int, Any] = {}
@@ -562,6 +568,7 @@ class Workbench(ipywidgets.GridBox):
     """
 
     def __init__(self, source: Any, *, max_syncs_per_s: float = 30.0, **kwargs: Any) -> None:
+        source = as_source(source)
         ctx = ViewContext()
         common = {"context": ctx, "max_syncs_per_s": max_syncs_per_s}
         self.context = ctx

@@ -93,6 +93,47 @@ def test_auth_required_then_authenticate_resumes_the_tool_call():
     arun(main())
 
 
+def test_a_client_may_give_up_on_a_call_blocked_on_auth():
+    """mcp-servers §5.2: instead of authenticating, a client completes the call as failed."""
+
+    async def main():
+        lab = await Lab.open(mcp_servers={"vault": demo_server("--token", "s3cret")})
+        try:
+            await wait_server(lab, server_id(lab, "vault"), "ready")
+            task = lab.start("read", script=[call("mcp__vault__read_secret", name="launch-code")])
+            entry = await wait_state(
+                lab,
+                lambda s: next(
+                    (e for e in s.get("inputNeeded") or () if e["kind"] == "toolAuthentication"), None
+                ),
+            )
+            tc = entry["toolCall"]
+            await lab.adispatch(
+                {
+                    "type": "chat/toolCallComplete",
+                    "turnId": entry["turnId"],
+                    "toolCallId": tc["toolCallId"],
+                    "result": {
+                        "success": False,
+                        "pastTenseMessage": "Gave up",
+                        "error": {"message": "no access", "code": "cancelled"},
+                    },
+                }
+            )
+            turn = await asyncio.wait_for(task, 20)
+            [done] = turn.tool_calls
+            assert (done.status, done.success, done.state["error"]["code"]) == (
+                "completed",
+                False,
+                "cancelled",
+            )
+            assert "inputNeeded" not in lab.session_state
+        finally:
+            await lab.aclose()
+
+    arun(main())
+
+
 def test_a_server_that_demands_auth_at_connect_waits_in_auth_required():
     async def main():
         lab = await Lab.open(mcp_servers={"locked": demo_server("--require-auth", "--token", "good")})

@@ -209,9 +209,9 @@ def test_local_approvals_of_a_live_lab():
         unsubscribe()
         wb.close()
         # a replayed log has none and refuses decisions
-        from ahp_lab.lab import LabReplay, WorkbenchSource
+        from ahp_lab.lab import LabReplay, LabSource
 
-        ro = WorkbenchSource(LabReplay(lab.store))
+        ro = LabSource(LabReplay(lab.store))
         assert ro.local_approvals() == []
         with pytest.raises(PermissionError):
             ro.decide_local("x", True)
