@@ -946,6 +946,45 @@ class Lab(_LabBase):
         )
         return client
 
+    def publish_plugin(
+        self,
+        name: str,
+        files: dict[str, str] | None = None,
+        *,
+        folder: str | Path | None = None,
+        timeout: float = 10,
+    ) -> dict:
+        """Publish a plugin from this notebook's client and wait until the host has resolved it.
+
+        Give ``files`` (path inside the plugin → text) for a plugin made up in memory, or
+        ``folder`` to publish a folder from disk. The host reads the files from this client over
+        the protocol and shows the plugin at the top of the tree with ``clientId`` set. Returns the
+        resolved container as the host shows it.
+        """
+        if (files is None) == (folder is None):
+            raise TypeError("give either files= or folder=")
+        if folder is not None:
+            entry = self.client.publish_plugin_folder(folder, name=name)
+        else:
+            entry = self.client.publish_plugin(name, files)
+        me = self.client.client_id
+
+        def resolved(state: Any) -> Any:
+            for c in state.get("customizations") or ():
+                if (
+                    c.get("clientId") == me
+                    and c.get("uri") == entry["uri"]
+                    and (c.get("load") or {}).get("kind")
+                    not in (
+                        None,
+                        "loading",
+                    )
+                ):
+                    return c
+            return None
+
+        return run_sync(self.wait_for(resolved, self.session, timeout=timeout))
+
     def remove_client(self, client_id: str) -> None:
         """Remove an active client from the session (its running tool calls fail)."""
         self.host.remove_client(self.session, client_id, "was removed from the session")

@@ -14,6 +14,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..protocol import (
@@ -131,6 +132,7 @@ class AhpClient:
         self.approvals: dict[str, LocalApproval] = {}
         self.executions: dict[str, asyncio.Task] = {}
         self.resources: dict[str, str] = {}  # uri -> text served to the host (virtual plugins)
+        self.published_customizations: list[dict] = []  # ClientPluginCustomization entries
         self._listeners: list[Callable[[str, dict], None]] = []
         self._waiters: list[tuple[str, Callable, asyncio.Future]] = []
         # Envelopes that arrive for a channel whose subscribe response is not applied yet.
@@ -379,9 +381,8 @@ class AhpClient:
         }
         if self.display_name:
             entry["displayName"] = self.display_name
-        extra = getattr(self, "published_customizations", None)
-        if extra:
-            entry["customizations"] = extra
+        if self.published_customizations:
+            entry["customizations"] = list(self.published_customizations)
         return entry
 
     async def create_session(self, uri: str | None = None, **params: Any) -> str:
@@ -421,6 +422,69 @@ class AhpClient:
         for session in list(self.sessions):
             self.publish(session)
         return published
+
+    # -- client-published plugins ---------------------------------------------------------------
+
+    def publish_plugin(self, name: str, files: dict[str, str], *, nonce: str | None = None) -> dict:
+        """Publish a plugin that lives only in this client (a *virtual* plugin).
+
+        ``files`` maps paths inside the plugin (``"skills/review/SKILL.md"``,
+        ``".plugin/plugin.json"``, ...) to their text. The host reads them back with
+        ``resourceList``/``resourceRead`` on ``virtual://<clientId>/<name>/...``. The ``nonce``
+        (default: a hash of the files) tells the host whether anything changed since the last
+        publication. Returns the ``ClientPluginCustomization`` entry.
+        """
+        import hashlib
+
+        if not name or "/" in name:
+            raise ValueError(f"a plugin name must be a non-empty path segment, got {name!r}")
+        root = f"virtual://{self.client_id}/{name}"
+        for uri in [u for u in self.resources if u.startswith(root + "/")]:
+            del self.resources[uri]
+        digest = hashlib.sha256()
+        for rel in sorted(files):
+            clean = rel.strip("/")
+            if not clean or ".." in clean.split("/"):
+                raise ValueError(f"plugin file path {rel!r} must stay inside the plugin")
+            self.resources[f"{root}/{clean}"] = files[rel]
+            digest.update(clean.encode() + b"\0" + files[rel].encode() + b"\0")
+        entry = {
+            "type": "plugin",
+            "id": f"{self.client_id}:{name}",
+            "uri": root,
+            "name": name,
+            "enabled": True,
+            "nonce": nonce or digest.hexdigest()[:16],
+        }
+        self.published_customizations = [c for c in self.published_customizations if c.get("uri") != root] + [
+            entry
+        ]
+        for session in list(self.sessions):
+            self.publish(session)
+        return entry
+
+    def publish_plugin_folder(self, path: str | Path, *, name: str | None = None) -> dict:
+        """Publish a plugin folder from this client's disk (read into memory, served as a virtual plugin)."""
+        folder = Path(path)
+        if not folder.is_dir():
+            raise ValueError(f"{folder} is not a folder")
+        files = {}
+        for file in sorted(folder.rglob("*")):
+            if file.is_file():
+                try:
+                    files[file.relative_to(folder).as_posix()] = file.read_text(encoding="utf-8")
+                except (OSError, UnicodeDecodeError):
+                    continue  # binary or unreadable: the host reports what it could not read
+        return self.publish_plugin(name or folder.name, files)
+
+    def unpublish_plugin(self, name: str) -> None:
+        """Stop publishing a plugin; the host removes it from the tree."""
+        root = f"virtual://{self.client_id}/{name}"
+        self.published_customizations = [c for c in self.published_customizations if c.get("uri") != root]
+        for uri in [u for u in self.resources if u.startswith(root + "/")]:
+            del self.resources[uri]
+        for session in list(self.sessions):
+            self.publish(session)
 
     def unregister_tool(self, name: str) -> None:
         self.tools.pop(name, None)
