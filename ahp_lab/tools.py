@@ -31,7 +31,16 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from .protocol.jsonvalue import to_json
 
-__all__ = ["Tool", "ToolContext", "ToolError", "tool", "tool_result", "CONFIRM_META"]
+__all__ = [
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "tool",
+    "tool_result",
+    "failure_result",
+    "run_tool_call",
+    "CONFIRM_META",
+]
 
 #: ``ToolDefinition._meta`` key carrying a tool's ``confirm=`` choice to the host.
 CONFIRM_META = "ahp_lab/confirm"
@@ -136,6 +145,27 @@ def failure_result(tool_title: str, message: str, code: str = "error") -> dict:
         "content": [{"type": "text", "text": message}],
         "error": {"message": message, "code": code},
     }
+
+
+async def run_tool_call(tool: Tool, tool_input: Any, ctx: ToolContext | None) -> dict:
+    """Run one call of ``tool`` and return its ``ToolCallResult``, whoever executes it.
+
+    The input is validated against the tool's schema first; a validation error, an exception,
+    a timeout or an unserializable return value becomes a failed result with a one-sentence
+    message. Cancellation propagates (after ``ctx.cancelled`` is set).
+    """
+    try:
+        kwargs = tool.parse_input(tool_input)
+        value = await tool.invoke(kwargs, ctx)
+        return tool_result(value, tool.title)
+    except asyncio.CancelledError:
+        if ctx is not None:
+            ctx.cancelled.set()
+        raise
+    except ToolError as exc:
+        return failure_result(tool.title, str(exc))
+    except Exception as exc:  # the tool's own bug fails the call, never the host
+        return failure_result(tool.title, f"{type(exc).__name__}: {exc}")
 
 
 class Tool:

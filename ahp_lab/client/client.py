@@ -26,8 +26,9 @@ from ..protocol import (
 )
 from ..protocol.actions import channel_kind_of_action
 from ..reducers import REDUCERS
-from ..tools import Tool, ToolContext, ToolError, failure_result, tool_result
+from ..tools import Tool, ToolContext, failure_result, run_tool_call
 from ..transport import JsonRpcPeer, RpcError
+from ..waiting import StateWaiters
 
 log = logging.getLogger("ahp_lab.client")
 
@@ -134,7 +135,7 @@ class AhpClient:
         self.resources: dict[str, str] = {}  # uri -> text served to the host (virtual plugins)
         self.published_customizations: list[dict] = []  # ClientPluginCustomization entries
         self._listeners: list[Callable[[str, dict], None]] = []
-        self._waiters: list[tuple[str, Callable, asyncio.Future]] = []
+        self._waiters = StateWaiters()
         # Envelopes that arrive for a channel whose subscribe response is not applied yet.
         self._early: dict[str, list[dict]] = {}
         self.closed = False
@@ -235,33 +236,12 @@ class AhpClient:
                 listener(channel, action)
             except Exception:
                 log.exception("client listener failed")
-        if self._waiters:
-            state = self.state(channel)
-            for entry in list(self._waiters):
-                uri, check, future = entry
-                if uri != channel or future.done():
-                    continue
-                try:
-                    result = check(state)
-                except Exception as exc:
-                    future.set_exception(exc)
-                    continue
-                if result is not None:
-                    future.set_result(result)
+        if self._waiters.has(channel):
+            self._waiters.notify(channel, self.state(channel))
 
     async def wait_for(self, channel: str, check: Callable[[Any], Any], timeout: float | None = None) -> Any:
         """Wait until ``check(optimistic state)`` returns something other than ``None``."""
-        result = check(self.state(channel))
-        if result is not None:
-            return result
-        future = asyncio.get_running_loop().create_future()
-        entry = (channel, check, future)
-        self._waiters.append(entry)
-        try:
-            return await (future if timeout is None else asyncio.wait_for(future, timeout))
-        finally:
-            if entry in self._waiters:
-                self._waiters.remove(entry)
+        return await self._waiters.wait(channel, check, self.state(channel), timeout)
 
     # -- receiving ------------------------------------------------------------------------------
 
@@ -570,6 +550,20 @@ class AhpClient:
         # "auto": a remote host's "not-needed" is advisory; trust the in-kernel host.
         return not self.trusted_host and not tool.annotations.get("readOnlyHint")
 
+    async def _approved_locally(self, chat: str, turn_id: str, tc: dict, tool: Tool, loop) -> bool:
+        """Hold a call until this client's user approves it (the client's own policy)."""
+        call_id = tc.get("toolCallId")
+        approval = LocalApproval(
+            chat, turn_id, call_id, tool.name, tool.title, tc.get("toolInput"), loop.create_future()
+        )
+        self.approvals[call_id] = approval
+        self._notify(chat, {"type": "$localApproval", "toolCallId": call_id})
+        try:
+            return await approval.future
+        finally:
+            self.approvals.pop(call_id, None)
+            self._notify(chat, {"type": "$localApprovalDone", "toolCallId": call_id})
+
     async def _execute(self, chat: str, turn_id: str, tc: dict) -> None:
         call_id = tc.get("toolCallId")
         base = {"turnId": turn_id, "toolCallId": call_id}
@@ -599,30 +593,12 @@ class AhpClient:
 
         session = self._session_of_chat(chat) or ""
         ctx = ToolContext(call_id, tool.name, session, chat, turn_id, send_content, loop)
-        try:
-            if self.needs_local_approval(tool):
-                approval = LocalApproval(
-                    chat, turn_id, call_id, tool.name, tool.title, tc.get("toolInput"), loop.create_future()
-                )
-                self.approvals[call_id] = approval
-                self._notify(chat, {"type": "$localApproval", "toolCallId": call_id})
-                try:
-                    approved = await approval.future
-                finally:
-                    self.approvals.pop(call_id, None)
-                    self._notify(chat, {"type": "$localApprovalDone", "toolCallId": call_id})
-                if not approved:
-                    raise ToolError(f"{tool.title} was not approved on client {self.client_id}")
-            kwargs = tool.parse_input(tc.get("toolInput"))
-            value = await tool.invoke(kwargs, ctx)
-            result = tool_result(value, tool.title)
-        except asyncio.CancelledError:
-            ctx.cancelled.set()
-            raise
-        except ToolError as exc:
-            result = failure_result(tool.title, str(exc))
-        except Exception as exc:
-            result = failure_result(tool.title, f"{type(exc).__name__}: {exc}")
+        if self.needs_local_approval(tool) and not await self._approved_locally(
+            chat, turn_id, tc, tool, loop
+        ):
+            result = failure_result(tool.title, f"{tool.title} was not approved on client {self.client_id}")
+        else:
+            result = await run_tool_call(tool, tc.get("toolInput"), ctx)
         if still_running():
             try:
                 self.dispatch(chat, {"type": "chat/toolCallComplete", **base, "result": result})

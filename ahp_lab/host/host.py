@@ -24,6 +24,7 @@ from ..reducers._util import iso_ms
 from ..store import HOST, Store, Transition, wall_clock_ms
 from ..tools import CONFIRM_META, Tool, failure_result
 from ..transport import RpcError, pipe
+from ..waiting import StateWaiters
 from . import mirror
 from .turns import TurnRunner
 from .validation import check_client_action, normalize_client_action
@@ -130,7 +131,7 @@ class Host:
         self.chat_session: dict[str, str] = {}
         self.turns: dict[str, TurnRunner] = {}
         self.turn_clients: dict[tuple[str, str], str] = {}
-        self._waiters: dict[str, list[tuple[Callable, asyncio.Future]]] = {}
+        self._waiters = StateWaiters()
         self.connections: set = set()
         self.subscribers: dict[str, set] = {}
         self.tokens: dict[str, str] = {}
@@ -322,8 +323,8 @@ class Host:
             self._after_chat(transition)
         elif kind == "session":
             self._refresh_summary(transition.channel)
-        if self._waiters.get(transition.channel):
-            self._check_waiters(transition.channel, transition.after)
+        if self._waiters.has(transition.channel):
+            self._waiters.notify(transition.channel, transition.after)
         for ext in self.extensions:
             hook = getattr(ext, "on_transition", None)
             if hook is not None:
@@ -351,32 +352,7 @@ class Host:
 
     async def wait_for(self, channel: str, check: Callable[[Any], Any], timeout: float | None = None) -> Any:
         """Wait until ``check(state)`` returns something other than ``None`` for the channel."""
-        result = check(self.store.state(channel) or {})
-        if result is not None:
-            return result
-        future = asyncio.get_running_loop().create_future()
-        entry = (check, future)
-        self._waiters.setdefault(channel, []).append(entry)
-        try:
-            if timeout is None:
-                return await future
-            return await asyncio.wait_for(future, timeout)
-        finally:
-            bucket = self._waiters.get(channel)
-            if bucket and entry in bucket:
-                bucket.remove(entry)
-
-    def _check_waiters(self, channel: str, state: Any) -> None:
-        for check, future in list(self._waiters.get(channel, ())):
-            if future.done():
-                continue
-            try:
-                result = check(state)
-            except Exception as exc:
-                future.set_exception(exc)
-                continue
-            if result is not None:
-                future.set_result(result)
+        return await self._waiters.wait(channel, check, self.store.state(channel) or {}, timeout)
 
     # -- client-triggered side effects -----------------------------------------------------------
 

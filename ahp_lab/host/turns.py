@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..agents.base import InputOutcome, ToolInfo, ToolOutcome, TurnFailed
 from ..protocol.jsonvalue import to_json
 from ..store import agent_origin
-from ..tools import ToolContext, ToolError, failure_result, tool_result
+from ..tools import ToolContext, failure_result, run_tool_call
 from .validation import find_open_request, find_tool_call
 
 if TYPE_CHECKING:
@@ -313,22 +313,12 @@ class TurnRunner:
                 self._dispatch({"type": "chat/toolCallContentChanged", **base, "content": blocks})
 
         ctx = ToolContext(call_id, tool.name, self.session, self.chat, self.turn_id, send_content, loop)
+        task = asyncio.ensure_future(run_tool_call(tool, tc.get("toolInput"), ctx))
+        self.tool_tasks.add(task)
         try:
-            kwargs = tool.parse_input(tc.get("toolInput"))
-            task = asyncio.ensure_future(tool.invoke(kwargs, ctx))
-            self.tool_tasks.add(task)
-            try:
-                value = await task
-            finally:
-                self.tool_tasks.discard(task)
-            result = tool_result(value, tool.title)
-        except asyncio.CancelledError:
-            ctx.cancelled.set()
-            raise
-        except ToolError as exc:
-            result = failure_result(tool.title, str(exc))
-        except Exception as exc:
-            result = failure_result(tool.title, f"{type(exc).__name__}: {exc}")
+            result = await task
+        finally:
+            self.tool_tasks.discard(task)
         if self._tool_call(call_id) is None:
             return
         action: dict[str, Any] = {"type": "chat/toolCallComplete", **base, "result": result}
