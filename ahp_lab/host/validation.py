@@ -10,6 +10,7 @@ from typing import Any
 
 from ..protocol import CLIENT_DISPATCHABLE, ProtocolError, validate_action
 from ..protocol.actions import channel_kind_of_action
+from ..protocol.chat import ANSWER_KINDS
 
 
 def _active_turn(chat: dict) -> dict | None:
@@ -42,16 +43,6 @@ def find_open_request(chat: dict, request_id: Any) -> dict | None:
     return None
 
 
-_VALUE_KIND = {
-    "text": "text",
-    "number": "number",
-    "integer": "number",
-    "boolean": "boolean",
-    "single-select": "selected",
-    "multi-select": "selected-many",
-}
-
-
 def check_answer(question: dict | None, answer: dict) -> str | None:
     """Why an answer does not fit its question (``None`` when it does)."""
     state = answer.get("state")
@@ -62,7 +53,7 @@ def check_answer(question: dict | None, answer: dict) -> str | None:
         return f"a {state} answer needs a value"
     if question is None:
         return None
-    want = _VALUE_KIND.get(question.get("kind"))
+    want = ANSWER_KINDS.get(question.get("kind"))
     if want is not None and value.get("kind") != want:
         return f"question '{question.get('id')}' takes a {want} answer, not {value.get('kind')}"
     v = value.get("value")

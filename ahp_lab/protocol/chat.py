@@ -22,7 +22,18 @@ from .common import (
     UsageInfo,
 )
 
+#: The answer value kind each question kind takes (chat-channel §3).
+ANSWER_KINDS: dict[str, str] = {
+    "text": "text",
+    "number": "number",
+    "integer": "number",
+    "boolean": "boolean",
+    "single-select": "selected",
+    "multi-select": "selected-many",
+}
+
 __all__ = [
+    "ANSWER_KINDS",
     # messages
     "MessageOrigin",
     "AgentSelection",

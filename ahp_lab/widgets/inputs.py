@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..protocol.chat import ANSWER_KINDS
 from .content import contributor_view, result_content_view, tool_call_view
 from .sanitize import as_text, is_markdown, one_line, safe_url, text_block
 
@@ -17,15 +18,6 @@ __all__ = ["inputs_view_model", "question_view", "local_approval_view", "ANSWER_
 MAX_ENTRIES = 200
 MAX_LOCAL = 50
 MAX_OPTIONS = 100
-
-ANSWER_KINDS = {
-    "text": "text",
-    "number": "number",
-    "integer": "number",
-    "boolean": "boolean",
-    "single-select": "selected",
-    "multi-select": "selected-many",
-}
 
 
 def _m(v: Any) -> Mapping[str, Any]:
