@@ -22,6 +22,12 @@ __all__ = ["Coalescer", "ViewContext", "SourceView", "STATIC"]
 
 STATIC = Path(__file__).parent / "static"
 MAX_BLOCK_LIMIT = 4 * 1024 * 1024
+# synced traitlets of every anywidget (module, layout, the code itself): not part of a view
+_BASE_SYNC_KEYS = frozenset(anywidget.AnyWidget.class_trait_names(sync=True)) | {
+    "_esm",
+    "_css",
+    "_anywidget_id",
+}
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -213,6 +219,21 @@ class SourceView(anywidget.AnyWidget):
         self._coalescer.cancel()
         self._refresh()
 
+    def view_keys(self) -> list[str]:
+        """The synced traitlets that make up the view (not anywidget's own: code, layout)."""
+        return [k for k in dict.fromkeys(self.keys) if k not in _BASE_SYNC_KEYS]
+
+    def resync(self) -> None:
+        """Send the browser the whole view again, changed or not.
+
+        The front end asks (``{"type": "sync"}``) when it finds its model deaf: anywidget's front
+        end drops every message from the kernel to a model whose module took longer than its load
+        deadline (2 s) to import, which a loaded machine can take; see ``js/src/resync.js``.
+        Subclasses also resend what travels as custom messages.
+        """
+        self.refresh()
+        self.send_state(key=self.view_keys())
+
     def send_msg(self, content: dict[str, Any]) -> None:
         self.sent_messages += 1
         self.send(to_json(content))
@@ -257,6 +278,8 @@ class SourceView(anywidget.AnyWidget):
                 self.refresh()
         elif typ == "clear_error":
             self.error = ""
+        elif typ == "sync":
+            self.resync()
         else:
             self.handle_view_message(typ, content)
 

@@ -409,6 +409,12 @@ class TransitionInspector(SourceView):
         self._cancel_total()
         super().close()
 
+    def resync(self) -> None:
+        # a new version: the browser drops its cached rows (and its window requests whose answers
+        # were lost) and asks again for the rows it shows
+        self.version += 1
+        super().resync()
+
     def _find(self, seq: int) -> Any:
         return find_seq(self._source.transitions, seq)[1]
 
@@ -528,6 +534,10 @@ class ChatPane(SourceView):
         super()._context_changed()
         if self._sent_ids is not None:
             self._send_reset()
+
+    def resync(self) -> None:
+        super().resync()
+        self._send_reset()  # the conversation travels as custom messages: all of it again
 
     def handle_message(self, content: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "more":

@@ -4,6 +4,7 @@ import { renderInputs } from "./inputs.js";
 import { renderInspector } from "./inspector.js";
 import { renderTimeline } from "./timeline.js";
 import { renderTree } from "./tree.js";
+import { keepReceiving } from "./resync.js";
 import { h } from "./util.js";
 
 const RENDERERS = {
@@ -22,12 +23,16 @@ function render({ model, el }) {
     el.appendChild(h("div", { class: "ahp-error" }, `unknown ahp_lab view ${kind}`));
     return undefined;
   }
+  let cleanup;
   try {
-    return fn({ model, el });
+    cleanup = fn({ model, el });
   } catch (e) {
     el.appendChild(h("div", { class: "ahp-error", role: "alert" }, `view failed: ${e && e.message}`));
     return undefined;
   }
+  // a model whose module loaded late may drop everything the kernel sends: see resync.js
+  keepReceiving(model).catch(() => {});
+  return cleanup;
 }
 
 export default { render };
