@@ -537,12 +537,15 @@ class _Resolver:
         doc = self.document(rel)
         if doc is None:
             return
-        fm, _body = doc
+        self.add_skill(f"skill:{rel}", rel, dirname, doc[0])
+
+    def add_skill(self, key: str, rel: str, base: str, fm: dict) -> None:
+        """A skill child (from ``skills/<name>/SKILL.md`` or a slash command's ``commands/*.md``)."""
         self.add(
             "skill",
-            f"skill:{rel}",
+            key,
             {
-                "name": self.name(dirname),
+                "name": self.name(base),
                 "uri": self.src.uri(rel),
                 "description": _text(fm.get("description")),
                 "disableModelInvocation": _flag(fm, "disable-model-invocation", "disableModelInvocation"),
@@ -554,19 +557,7 @@ class _Resolver:
         doc = self.document(rel)
         if doc is None:
             return
-        fm, _body = doc
-        base = _stem(rel.rsplit("/", 1)[-1], ".md")
-        self.add(
-            "skill",
-            f"command:{rel}",
-            {
-                "name": self.name(base),
-                "uri": self.src.uri(rel),
-                "description": _text(fm.get("description")),
-                "disableModelInvocation": _flag(fm, "disable-model-invocation", "disableModelInvocation"),
-                "disableUserInvocation": _user_flag(fm),
-            },
-        )
+        self.add_skill(f"command:{rel}", rel, _stem(rel.rsplit("/", 1)[-1], ".md"), doc[0])
 
     def agent(self, rel: str) -> None:
         doc = self.document(rel)

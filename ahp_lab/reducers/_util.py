@@ -173,3 +173,26 @@ def set_field(field: str, key: str | None = None) -> Handler:
     """Handler that unconditionally sets ``field`` from the action's ``key`` (absent ⇒ removed)."""
     key = key or field
     return lambda state, action, now_ms: put(state, field, action.get(key))
+
+
+def upsert_handler(field: str, payload: str, key: str) -> Handler:
+    """Handler upserting ``action[payload]`` into the list ``state[field]`` by ``key``."""
+
+    def handler(state: dict, action: Action, now_ms: int) -> dict:
+        item = action.get(payload)
+        if not isinstance(item, dict):
+            return state
+        return put(state, field, upsert(as_list(state.get(field)), key, item))
+
+    return handler
+
+
+def remove_handler(field: str, id_field: str, key: str) -> Handler:
+    """Handler removing the first element of ``state[field]`` whose ``key`` is ``action[id_field]``."""
+
+    def handler(state: dict, action: Action, now_ms: int) -> dict:
+        items = as_list(state.get(field))
+        i = find_index(items, keyed(key, action.get(id_field)))
+        return state if i < 0 else put(state, field, remove_at(items, i))
+
+    return handler

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
-from ._util import as_list, find_index, keyed, make_reducer, pick, put, remove_at, replace_at, upsert
+from ._util import (
+    as_list,
+    find_index,
+    keyed,
+    make_reducer,
+    pick,
+    put,
+    remove_at,
+    remove_handler,
+    replace_at,
+    upsert,
+    upsert_handler,
+)
 
 
 def _annotation(state, action):
     annotations = as_list(state.get("annotations"))
     return annotations, find_index(annotations, keyed("id", action.get("annotationId")))
-
-
-def _set(state, action, now_ms):
-    annotation = action.get("annotation")
-    if not isinstance(annotation, dict):
-        return state
-    return put(state, "annotations", upsert(as_list(state.get("annotations")), "id", annotation))
 
 
 def _updated(state, action, now_ms):
@@ -23,11 +28,6 @@ def _updated(state, action, now_ms):
         return state
     updated = {**annotations[i], **pick(action, ("turnId", "resource", "range", "resolved"))}
     return put(state, "annotations", replace_at(annotations, i, updated))
-
-
-def _removed(state, action, now_ms):
-    annotations, i = _annotation(state, action)
-    return state if i < 0 else put(state, "annotations", remove_at(annotations, i))
 
 
 def _entry_set(state, action, now_ms):
@@ -54,9 +54,9 @@ def _entry_removed(state, action, now_ms):
 reduce_annotations = make_reducer(
     "annotations",
     {
-        "annotations/set": _set,
+        "annotations/set": upsert_handler("annotations", "annotation", "id"),
         "annotations/updated": _updated,
-        "annotations/removed": _removed,
+        "annotations/removed": remove_handler("annotations", "annotationId", "id"),
         "annotations/entrySet": _entry_set,
         "annotations/entryRemoved": _entry_removed,
     },

@@ -9,29 +9,16 @@ from ._util import (
     make_reducer,
     put,
     put_many,
-    remove_at,
+    remove_handler,
     replace_at,
     set_field,
-    upsert,
+    upsert_handler,
 )
 
 
 def _status_changed(state, action, now_ms):
     status = action.get("status")
     return put_many(state, status=status, error=action.get("error") if status == "error" else None)
-
-
-def _file_set(state, action, now_ms):
-    file = action.get("file")
-    if not isinstance(file, dict):
-        return state
-    return put(state, "files", upsert(as_list(state.get("files")), "id", file))
-
-
-def _file_removed(state, action, now_ms):
-    files = as_list(state.get("files"))
-    i = find_index(files, keyed("id", action.get("fileId")))
-    return state if i < 0 else put(state, "files", remove_at(files, i))
 
 
 def _files_review_changed(state, action, now_ms):
@@ -77,8 +64,8 @@ reduce_changeset = make_reducer(
     "changeset",
     {
         "changeset/statusChanged": _status_changed,
-        "changeset/fileSet": _file_set,
-        "changeset/fileRemoved": _file_removed,
+        "changeset/fileSet": upsert_handler("files", "file", "id"),
+        "changeset/fileRemoved": remove_handler("files", "fileId", "id"),
         "changeset/filesReviewChanged": _files_review_changed,
         "changeset/contentChanged": _content_changed,
         "changeset/operationsChanged": set_field("operations"),

@@ -21,9 +21,11 @@ from ._util import (
     put,
     put_many,
     remove_at,
+    remove_handler,
     replace_at,
     set_field,
     upsert,
+    upsert_handler,
     with_flag,
 )
 
@@ -42,13 +44,6 @@ def input_needed_status(status: Any, entries: list) -> int:
 
 
 # -- lifecycle and catalogue -------------------------------------------------------------------
-
-
-def _chat_added(state, action, now_ms):
-    summary = action.get("summary")
-    if not isinstance(summary, dict):
-        return state
-    return put(state, "chats", upsert(as_list(state.get("chats")), "resource", summary))
 
 
 def _chat_removed(state, action, now_ms):
@@ -86,19 +81,6 @@ def _flag(field: str, flag: int):
 
 
 # -- active clients and working directories -----------------------------------------------------
-
-
-def _active_client_set(state, action, now_ms):
-    client = action.get("activeClient")
-    if not isinstance(client, dict):
-        return state
-    return put(state, "activeClients", upsert(as_list(state.get("activeClients")), "clientId", client))
-
-
-def _active_client_removed(state, action, now_ms):
-    clients = as_list(state.get("activeClients"))
-    i = find_index(clients, keyed("clientId", action.get("clientId")))
-    return state if i < 0 else put(state, "activeClients", remove_at(clients, i))
 
 
 # -- input needed ------------------------------------------------------------------------------
@@ -160,13 +142,6 @@ def _customization_toggled(state, action, now_ms):
     return state
 
 
-def _customization_updated(state, action, now_ms):
-    entry = action.get("customization")
-    if not isinstance(entry, dict):
-        return state
-    return put(state, "customizations", upsert(as_list(state.get("customizations")), "id", entry))
-
-
 def _customization_removed(state, action, now_ms):
     tree = state.get("customizations")
     if not isinstance(tree, list):
@@ -216,7 +191,7 @@ reduce_session = make_reducer(
     {
         "session/ready": lambda s, a, n: put(s, "lifecycle", "ready"),
         "session/creationFailed": _creation_failed,
-        "session/chatAdded": _chat_added,
+        "session/chatAdded": upsert_handler("chats", "summary", "resource"),
         "session/chatRemoved": _chat_removed,
         "session/chatUpdated": _chat_updated,
         "session/defaultChatChanged": set_field("defaultChat"),
@@ -228,15 +203,15 @@ reduce_session = make_reducer(
         "session/configChanged": lambda s, a, n: config_changed(s, a),
         "session/metaChanged": set_field("_meta"),
         "session/serverToolsChanged": set_field("serverTools", "tools"),
-        "session/activeClientSet": _active_client_set,
-        "session/activeClientRemoved": _active_client_removed,
+        "session/activeClientSet": upsert_handler("activeClients", "activeClient", "clientId"),
+        "session/activeClientRemoved": remove_handler("activeClients", "clientId", "clientId"),
         "session/workingDirectorySet": directory_set,
         "session/workingDirectoryRemoved": directory_removed,
         "session/inputNeededSet": _input_needed_set,
         "session/inputNeededRemoved": _input_needed_removed,
         "session/customizationsChanged": set_field("customizations"),
         "session/customizationToggled": _customization_toggled,
-        "session/customizationUpdated": _customization_updated,
+        "session/customizationUpdated": upsert_handler("customizations", "customization", "id"),
         "session/customizationRemoved": _customization_removed,
         "session/mcpServerStateChanged": lambda s, a, n: _mcp_update(
             s, a.get("id"), a.get("state"), a.get("channel")
