@@ -182,8 +182,12 @@ def test_workbench_drives_a_real_lab(jupyter_server, page):
 
     # 3. select that transition in the inspector: its diff is shown
     page.locator(".ahp-inspector select[data-filter='type']").select_option("session/customizationToggled")
+    # wait until the filtered rows have replaced the unfiltered ones (the kernel answers the filter)
+    page.wait_for_function(
+        """() => { const rows = [...document.querySelectorAll('.ahp-inspector .ahp-trow[data-seq]')];
+                   return rows.length > 0 && rows.every(r => r.textContent.includes('customizationToggled')); }"""
+    )
     row = page.locator(".ahp-inspector .ahp-trow[data-seq]").first
-    row.wait_for()
     seq = row.get_attribute("data-seq")
     row.click()
     detail = page.locator(f".ahp-inspector .ahp-tdetail [data-seq='{seq}']")
