@@ -618,10 +618,7 @@ class _Resolver:
         doc = doc or self.json_doc(rel)
         if doc is None:
             return
-        value = doc.value
-        for key in prefix:
-            value = value.get(key) if isinstance(value, dict) else None
-        events = value.get("hooks") if isinstance(value, dict) else None
+        events = _member(doc.value, prefix + ("hooks",))
         if not isinstance(events, dict):
             self.warn(rel, 'it has no "hooks" object mapping events to hook rules')
             return
@@ -650,10 +647,7 @@ class _Resolver:
         doc = doc or self.json_doc(rel)
         if doc is None:
             return
-        value = doc.value
-        for key in prefix:
-            value = value.get(key) if isinstance(value, dict) else None
-        servers = value.get("mcpServers") if isinstance(value, dict) else None
+        servers = _member(doc.value, prefix + ("mcpServers",))
         if not isinstance(servers, dict):
             self.warn(rel, 'it has no "mcpServers" object')
             return
@@ -687,6 +681,13 @@ class _Resolver:
                 },
                 internal,
             )
+
+
+def _member(value: Any, path: tuple) -> Any:
+    """The JSON value at ``path`` inside ``value`` (``None`` where an object is missing)."""
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
 
 
 def _user_flag(fm: dict) -> bool | None:
