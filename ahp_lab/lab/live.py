@@ -23,422 +23,34 @@ import asyncio
 import json
 import re
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .agents.base import Agent
-from .client import AhpClient
-from .host import ROOT, Host
-from .protocol import ProtocolError
-from .protocol.actions import channel_kind_of_action
-from .protocol.jsonvalue import to_json
-from .reducers._util import iso_ms
-from .store import Store, Transition, wall_clock_ms
-from .tools import Tool
-
-__all__ = [
-    "Lab",
-    "LabReplay",
-    "LabSource",
-    "PendingTurn",
-    "Turn",
-    "ToolCall",
-    "ActionRejected",
-    "HumanInputNeeded",
-    "run_sync",
-]
-
-
-class ActionRejected(ValueError):
-    """The host rejected a dispatched action; the message is the host's one-sentence reason."""
-
-    def __init__(self, reason: str, transition: Transition | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.transition = transition
-
-
-class HumanInputNeeded(RuntimeError):
-    """A synchronous helper would have to wait for a person; use ``await`` instead.
-
-    ``turn`` is the :class:`PendingTurn` that is still running: answer it (``lab.approve()``,
-    ``lab.answer(...)`` or the workbench) and ``await exc.turn`` for the finished :class:`Turn`.
-    """
-
-    def __init__(self, message: str, turn: PendingTurn | None = None) -> None:
-        super().__init__(message)
-        self.turn = turn
-
-
-_private_loop: asyncio.AbstractEventLoop | None = None
-
-
-def run_sync(coro: Coroutine) -> Any:
-    """Run a coroutine to completion from synchronous code, in a script or inside a notebook cell.
-
-    Inside a running loop (a Jupyter cell) this uses ``nest_asyncio2`` (never ``nest_asyncio``:
-    DESIGN.md decision 7); widget messages cannot arrive until the cell ends, so callers must not
-    wait for a person here.
-    """
-    global _private_loop
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        loop = None
-    if loop is None:
-        if _private_loop is None or _private_loop.is_closed():
-            _private_loop = asyncio.new_event_loop()
-            asyncio.set_event_loop(_private_loop)
-        return _private_loop.run_until_complete(coro)
-    import nest_asyncio2
-
-    nest_asyncio2.apply(loop)
-    return loop.run_until_complete(coro)
-
-
-def _markdown(value: Any) -> str:
-    return (
-        str(value.get("markdown", "")) if isinstance(value, dict) else ("" if value is None else str(value))
-    )
-
-
-class ToolCall:
-    """A read-only view of one tool call (from the chat state), with a readable display."""
-
-    def __init__(self, state: dict, turn_id: str, chat: str, lab: Lab | None = None) -> None:
-        self.state = to_json(state)
-        self.turn_id = turn_id
-        self.chat = chat
-        self._lab = lab
-
-    id = property(lambda self: self.state.get("toolCallId"), doc="The tool call id (``toolCallId``).")
-    name = property(lambda self: self.state.get("toolName"), doc="The tool's name (``toolName``).")
-    status = property(
-        lambda self: self.state.get("status"), doc="Its state: streaming, pending-confirmation, running, ..."
-    )
-    success = property(
-        lambda self: self.state.get("success"), doc="Whether the result succeeded (completed calls)."
-    )
-
-    @property
-    def input(self) -> Any:
-        """The tool input, decoded from JSON when it is a JSON string."""
-        raw = self.state.get("toolInput")
-        try:
-            return json.loads(raw) if isinstance(raw, str) else raw
-        except ValueError:
-            return raw
-
-    @property
-    def result_text(self) -> str:
-        """The text content of the result (or of the live partial content)."""
-        return "\n".join(
-            b.get("text", "") for b in self.state.get("content") or () if b.get("type") == "text"
-        )
-
-    def _tool(self) -> Tool | None:
-        if self._lab is None:
-            return None
-        client = self._lab.client
-        name = client.tool_names.get(self.name)
-        return client.tools.get(name) if name else self._lab.host.server_tools.get(self.name)
-
-    def __repr__(self) -> str:
-        bits = [f"{self.name} [{self.status}]"]
-        if self.input not in (None, {}, ""):
-            bits.append(f"input={json.dumps(self.input, ensure_ascii=False)}")
-        if self.status == "completed":
-            bits.append(
-                ("ok: " if self.success else "failed: ")
-                + (self.result_text or _markdown(self.state.get("pastTenseMessage")))
-            )
-        if self.status == "cancelled":
-            bits.append(f"reason={self.state.get('reason')}")
-        return f"<ToolCall {' '.join(bits)}>"
-
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        tool = self._tool()
-        shown = False
-        if tool is not None and tool.render_call is not None:
-            display(tool.render_call(self.input))
-            shown = True
-        if tool is not None and tool.render_result is not None and self.status == "completed":
-            display(tool.render_result(self.state))
-            shown = True
-        if not shown:
-            print(repr(self))
-
-
-class Turn:
-    """A read-only view of one turn of a chat."""
-
-    def __init__(self, state: dict, chat: str, lab: Lab | None = None, active: bool = False) -> None:
-        self.state = to_json(state)
-        self.chat = chat
-        self.active = active
-        self._lab = lab
-
-    id = property(lambda self: self.state.get("id"), doc="The turn id.")
-
-    @property
-    def status(self) -> str:
-        """``active`` while the turn runs, then ``complete``, ``cancelled`` or ``error``."""
-        return "active" if self.active else self.state.get("state", "?")
-
-    @property
-    def text(self) -> str:
-        """The markdown the agent streamed, concatenated."""
-        return "\n\n".join(str(p.get("content", "")) for p in self.parts if p.get("kind") == "markdown")
-
-    @property
-    def reasoning(self) -> str:
-        """The reasoning the agent streamed, concatenated."""
-        return "".join(str(p.get("content", "")) for p in self.parts if p.get("kind") == "reasoning")
-
-    @property
-    def parts(self) -> list[dict]:
-        """The turn's response parts (markdown, reasoning, tool calls, input requests, ...)."""
-        return self.state.get("responseParts") or []
-
-    @property
-    def tool_calls(self) -> list[ToolCall]:
-        """The turn's tool calls, in order."""
-        return [
-            ToolCall(p["toolCall"], self.id, self.chat, self._lab)
-            for p in self.parts
-            if p.get("kind") == "toolCall"
-        ]
-
-    @property
-    def input_requests(self) -> list[dict]:
-        """The turn's input-request parts (``response`` is absent while open)."""
-        return [p for p in self.parts if p.get("kind") == "inputRequest"]
-
-    @property
-    def error(self) -> dict | None:
-        """The ``ErrorInfo`` of a turn that ended with ``chat/error``."""
-        return self.state.get("error")
-
-    def __repr__(self) -> str:
-        lines = [f"<Turn {self.id} {self.status}: {self.state.get('message', {}).get('text', '')!r}"]
-        if self.reasoning:
-            lines.append(f"  reasoning: {self.reasoning[:120]}")
-        if self.text:
-            lines.append(f"  text: {self.text[:400]}")
-        for call in self.tool_calls:
-            lines.append(f"  {call!r}")
-        for part in self.input_requests:
-            lines.append(f"  input request {part['request'].get('id')}: {part.get('response', 'open')}")
-        if self.error:
-            lines.append(f"  error: {self.error.get('message')}")
-        return "\n".join(lines) + ">"
-
-    def _repr_markdown_(self) -> str:
-        out = [
-            f"**Turn `{self.id}`** — {self.status}",
-            "",
-            f"> {self.state.get('message', {}).get('text', '')}",
-            "",
-        ]
-        if self.reasoning:
-            out += [f"*reasoning:* {self.reasoning}", ""]
-        if self.text:
-            out += [self.text, ""]
-        for call in self.tool_calls:
-            out.append(
-                f"- tool `{call.name}` → **{call.status}**"
-                + (f": {call.result_text}" if call.result_text else "")
-            )
-        if self.error:
-            out.append(f"- error: {self.error.get('message')}")
-        return "\n".join(out)
-
-
-class PendingTurn:
-    """A turn that was started and may still be running; ``await`` it for the finished :class:`Turn`."""
-
-    def __init__(self, lab: Lab, chat: str, turn_id: str) -> None:
-        self.lab = lab
-        self.chat = chat
-        self.turn_id = turn_id
-        self._task = asyncio.ensure_future(lab._wait_turn(chat, turn_id))
-        lab._background.add(self._task)
-        self._task.add_done_callback(lab._background.discard)
-
-    def __await__(self):
-        return self._task.__await__()
-
-    def done(self) -> bool:
-        """Whether the turn has ended."""
-        return self._task.done()
-
-    def result(self) -> Turn:
-        """The finished turn (raises ``asyncio.InvalidStateError`` while it runs)."""
-        return self._task.result()
-
-    @property
-    def blocked(self) -> str | None:
-        """What the turn waits for from a person right now (``None`` when it is not blocked)."""
-        return self.lab._blocked(self.chat, self.turn_id)
-
-    async def until_blocked(self, timeout: float | None = 30) -> str | None:
-        """Wait until the turn needs a person (returns what for) or ends (returns ``None``)."""
-
-        def check(state: Any) -> Any:
-            if self.done() or any(t.get("id") == self.turn_id for t in (state or {}).get("turns") or ()):
-                return ("done", None)
-            reason = self.blocked
-            return ("blocked", reason) if reason else None
-
-        return (await self.lab.client.wait_for(self.chat, check, timeout=timeout))[1]
-
-    @property
-    def state(self) -> dict | None:
-        """The turn as it is now (the active turn, or the completed one)."""
-        chat = self.lab.client.confirmed(self.chat) or {}
-        if (chat.get("activeTurn") or {}).get("id") == self.turn_id:
-            return to_json(chat["activeTurn"])
-        return next((to_json(t) for t in chat.get("turns") or () if t.get("id") == self.turn_id), None)
-
-    def __repr__(self) -> str:
-        status = "done" if self.done() else (f"blocked: {self.blocked}" if self.blocked else "running")
-        return f"<PendingTurn {self.turn_id} {status}>"
-
-
-class _TurnPolicy:
-    """Answers for a turn sent with ``approve=`` / ``answers=`` (dispatched as real protocol actions)."""
-
-    def __init__(self, lab: Lab, chat: str, turn_id: str, approve: Any, answers: Any) -> None:
-        self.lab, self.chat, self.turn_id = lab, chat, turn_id
-        self.approve, self.answers = approve, answers
-        self.handled: set[str] = set()
-
-    @property
-    def active(self) -> bool:
-        return self.approve is not None or self.answers is not None
-
-    def react(self) -> None:
-        client = self.lab.client
-        state = client.confirmed(self.chat) or {}
-        active = state.get("activeTurn") or {}
-        if active.get("id") != self.turn_id:
-            return
-        for part in active.get("responseParts") or ():
-            if part.get("kind") == "toolCall" and self.approve is not None:
-                tc = part["toolCall"]
-                key = f"{tc.get('toolCallId')}:{tc.get('status')}"
-                if (
-                    tc.get("status") in ("pending-confirmation", "pending-result-confirmation")
-                    and key not in self.handled
-                ):
-                    self.handled.add(key)
-                    self.lab._decide(self.chat, self.turn_id, tc, self.approve)
-            elif (
-                part.get("kind") == "inputRequest"
-                and part.get("response") is None
-                and self.answers is not None
-            ):
-                request = part["request"]
-                if request.get("id") not in self.handled:
-                    self.handled.add(request.get("id"))
-                    given = self.answers(request) if callable(self.answers) else self.answers
-                    self.lab.client.dispatch(
-                        self.chat, self.lab._completion(self.chat, request.get("id"), given, "accept")
-                    )
-        if self.approve is not None:
-            for approval in list(client.approvals.values()):
-                if (
-                    approval.chat == self.chat
-                    and approval.turn_id == self.turn_id
-                    and approval.tool_call_id not in self.handled
-                ):
-                    self.handled.add(approval.tool_call_id)
-                    verdict = (
-                        self.approve(
-                            ToolCall(
-                                {
-                                    "toolCallId": approval.tool_call_id,
-                                    "toolName": approval.tool_name,
-                                    "status": "local-approval",
-                                    "toolInput": approval.tool_input,
-                                },
-                                self.turn_id,
-                                self.chat,
-                                self.lab,
-                            )
-                        )
-                        if callable(self.approve)
-                        else self.approve
-                    )
-                    approval.approve() if verdict not in (False, "deny") else approval.deny()
-
-
-class _LabBase:
-    """What a live lab and a replayed log have in common: the store and its views."""
-
-    store: Store
-    session: str | None
-    chat: str | None
-
-    @property
-    def transitions(self):
-        """The transition log: ``lab.transitions[42]`` is seq 42, ``lab.transitions[-5:]`` the newest five."""
-        return self.store.transitions
-
-    def state_at(self, seq: int) -> dict[str, Any]:
-        """Every channel's state right after transition ``seq`` (time travel)."""
-        return self.store.state_at(seq)
-
-    def state(self, channel: str | None = None) -> Any:
-        """The authoritative state of a channel (default: the session's default chat), as plain JSON."""
-        return to_json(self.store.state(channel or self.chat))
-
-    @property
-    def root(self) -> Any:
-        """The root channel's state (agents, active session count)."""
-        return to_json(self.store.state(ROOT))
-
-    @property
-    def session_state(self) -> Any:
-        """The session channel's state, as plain JSON."""
-        return to_json(self.store.state(self.session)) if self.session else None
-
-    @property
-    def chat_state(self) -> Any:
-        """The default chat's state, as plain JSON."""
-        return to_json(self.store.state(self.chat)) if self.chat else None
-
-    def as_source(self) -> LabSource:
-        """What the workbench views read and do (``Workbench(lab)`` calls this for you)."""
-        return LabSource(self)
-
-    def turns(self, chat: str | None = None) -> list[Turn]:
-        """Every turn of a chat (default: the session's chat), oldest first; the active one last."""
-        chat = chat or self.chat
-        state = self.store.state(chat) or {}
-        out = [Turn(t, chat, self) for t in state.get("turns") or ()]
-        if state.get("activeTurn"):
-            out.append(Turn(state["activeTurn"], chat, self, active=True))
-        return out
-
-    @property
-    def tool_calls(self) -> list[ToolCall]:
-        """Every tool call of the default chat, oldest first."""
-        return [call for turn in self.turns() for call in turn.tool_calls]
-
-    def export(self, path: str | Path) -> int:
-        """Write the transition log as JSON Lines; returns the number of lines."""
-        return self.store.export(path)
-
-    def subscribe(self, listener: Callable[[Transition], None]) -> Callable[[], None]:
-        """Call ``listener(transition)`` after every transition; returns a function that unsubscribes."""
-        return self.store.subscribe(listener)
-
-
-class Lab(_LabBase):
+from ..agents.base import Agent
+from ..client import AhpClient
+from ..host import ROOT, Host
+from ..protocol import ProtocolError
+from ..protocol.actions import channel_kind_of_action
+from ..protocol.jsonvalue import to_json
+from ..reducers._util import iso_ms
+from ..store import Store, Transition, wall_clock_ms
+from ..tools import Tool
+from .base import LabBase, LabReplay, LabSource
+from .turns import (
+    ActionRejected,
+    HumanInputNeeded,
+    PendingTurn,
+    ToolCall,
+    Turn,
+    TurnPolicy,
+    answer_for,
+    parse_ms,
+    run_sync,
+)
+
+
+class Lab(LabBase):
     """An in-kernel AHP host, its scripted agent, one session, and this notebook as a client.
 
     Customizations: ``plugins=[folder, ...]`` (Open Plugins folders), ``directories=[{"path": ...,
@@ -482,7 +94,7 @@ class Lab(_LabBase):
         )
         self.session: str | None = None
         self.chat: str | None = None
-        self._policies: dict[str, _TurnPolicy] = {}
+        self._policies: dict[str, TurnPolicy] = {}
         self._title = title
         self._background: set[asyncio.Task] = set()
         self.client.on_change(self._on_client_change)
@@ -595,7 +207,7 @@ class Lab(_LabBase):
             if queue is None:
                 raise TypeError(f"the {self.agent.name} agent does not take scripts")
             queue(turn_id, script)
-        policy = _TurnPolicy(self, chat, turn_id, approve, answers)
+        policy = TurnPolicy(self, chat, turn_id, approve, answers)
         if policy.active:
             self._policies[turn_id] = policy
         self.client.dispatch(
@@ -834,7 +446,7 @@ class Lab(_LabBase):
         built = {
             qid: value
             if isinstance(value, dict) and "state" in value
-            else _answer_for(questions.get(qid), value)
+            else answer_for(questions.get(qid), value)
             for qid, value in (answers or {}).items()
         }
         action: dict[str, Any] = {
@@ -874,7 +486,7 @@ class Lab(_LabBase):
             {
                 "type": "chat/turnCancelled",
                 "turnId": active["id"],
-                "duration": max(0, self.host.store.clock_ms() - _parse_ms(active.get("startedAt"))),
+                "duration": max(0, self.host.store.clock_ms() - parse_ms(active.get("startedAt"))),
             },
             chat,
         )
@@ -1083,7 +695,7 @@ class Lab(_LabBase):
 
     def show(self):
         """The workbench: customization tree, tool-call timeline, input queue, transitions, chat."""
-        from .widgets import Workbench
+        from ..widgets import Workbench
 
         return Workbench(LabSource(self))
 
@@ -1098,112 +710,11 @@ class Lab(_LabBase):
         return LabReplay(Store.load(path))
 
 
-class LabSource:
-    """What the workbench views read and do, backed by a lab (see ``ahp_lab.widgets.source``).
-
-    Reads come from the host's store (the authoritative state and the transition log); clicks
-    are dispatched through this notebook's client without waiting, so the kernel never blocks.
-    """
-
-    def __init__(self, lab: _LabBase) -> None:
-        self.lab = lab
-
-    session = property(lambda self: self.lab.session)
-    chat = property(lambda self: self.lab.chat)
-    transitions = property(lambda self: self.lab.store.transitions)
-
-    def state(self, channel: str) -> Any:
-        return self.lab.store.state(channel)
-
-    def state_at(self, seq: int) -> dict[str, Any]:
-        return self.lab.store.state_at(seq)
-
-    def subscribe(self, listener: Callable[[Transition], None]) -> Callable[[], None]:
-        return self.lab.store.subscribe(listener)
-
-    def dispatch(self, channel: str, action: dict) -> None:
-        if not isinstance(self.lab, Lab):
-            raise PermissionError("a replayed log is read-only")
-        self.lab.client.dispatch(channel, action)
-
-    def prompt(self, text: str) -> None:
-        if not isinstance(self.lab, Lab):
-            raise PermissionError("a replayed log is read-only")
-        self.lab.start(text)
-
-    def authenticate(self, resource: str, token: str) -> None:
-        if not isinstance(self.lab, Lab):
-            raise PermissionError("a replayed log is read-only")
-        self.lab.authenticate(resource, token)
-
-    # -- local approvals (client state, not host state; see ahp_lab.widgets.source) -------------
-
-    def local_approvals(self) -> list[dict]:
-        """Client tool calls waiting for this notebook's own approval (``approval="always"``)."""
-        if not isinstance(self.lab, Lab):
-            return []
-        client = self.lab.client
-        return [
-            {
-                "toolCallId": a.tool_call_id,
-                "chat": a.chat,
-                "turnId": a.turn_id,
-                "toolName": a.tool_name,
-                "title": a.title,
-                "toolInput": a.tool_input,
-                "clientId": client.client_id,
-            }
-            for a in list(client.approvals.values())
-            if not a.future.done()  # decided, the client drops it on its next step
-        ]
-
-    def decide_local(self, tool_call_id: str, approved: bool) -> None:
-        if not isinstance(self.lab, Lab):
-            raise PermissionError("a replayed log is read-only")
-        approval = self.lab.client.approvals.get(tool_call_id)
-        if approval is None or approval.future.done():
-            raise LookupError(f"no local approval is waiting for tool call {tool_call_id!r}")
-        approval.approve() if approved else approval.deny()
-
-    def subscribe_local_approvals(self, listener: Callable[[], None]) -> Callable[[], None]:
-        """Call ``listener()`` when a local approval appears or ends (``$localApproval[Done]``)."""
-        if not isinstance(self.lab, Lab):
-            return lambda: None
-
-        def on_change(_channel: str, action: dict) -> None:
-            if action.get("type") in ("$localApproval", "$localApprovalDone"):
-                listener()
-
-        return self.lab.client.on_change(on_change)
-
-
-class LabReplay(_LabBase):
-    """A read-only lab rebuilt from an exported transition log."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        channels = store.channels()
-        self.session = next((u for u, k in channels.items() if k == "session"), None)
-        session = store.state(self.session) if self.session else None
-        self.chat = (session or {}).get("defaultChat") or next(
-            (u for u, k in channels.items() if k == "chat"), None
-        )
-
-    def __repr__(self) -> str:
-        return f"<LabReplay {len(self.store.transitions)} transitions, session={self.session}>"
-
-    def show(self):
-        """The workbench over the replayed log (read-only)."""
-        from .widgets import Workbench
-
-        return Workbench(LabSource(self))
-
-
 def _attach_customizations(host: Host, plugins: Any, directories: Any, mcp_servers: Any) -> tuple:
     """Give the host its customization, MCP and resource extensions (once per host)."""
-    from .host.customizations import CustomizationManager
-    from .host.mcp import McpManager
-    from .host.resources import ResourceService
+    from ..host.customizations import CustomizationManager
+    from ..host.mcp import McpManager
+    from ..host.resources import ResourceService
 
     manager = next((e for e in host.extensions if isinstance(e, CustomizationManager)), None)
     if manager is None:
@@ -1221,27 +732,3 @@ def _attach_customizations(host: Host, plugins: Any, directories: Any, mcp_serve
         manager.mcp_servers.update(extra.mcp_servers)
         mcp = next(e for e in host.extensions if isinstance(e, McpManager))
     return manager, mcp
-
-
-def _answer_for(question: dict | None, value: Any) -> dict:
-    kind = (question or {}).get("kind")
-    if value is None:
-        return {"state": "skipped"}
-    if kind in ("number", "integer"):
-        return {"state": "submitted", "value": {"kind": "number", "value": value}}
-    if kind == "boolean":
-        return {"state": "submitted", "value": {"kind": "boolean", "value": bool(value)}}
-    if kind == "single-select":
-        return {"state": "submitted", "value": {"kind": "selected", "value": value}}
-    if kind == "multi-select":
-        return {"state": "submitted", "value": {"kind": "selected-many", "value": list(value)}}
-    return {"state": "submitted", "value": {"kind": "text", "value": str(value)}}
-
-
-def _parse_ms(iso: Any) -> int:
-    from datetime import datetime
-
-    try:
-        return int(datetime.fromisoformat(str(iso).replace("Z", "+00:00")).timestamp() * 1000)
-    except ValueError:
-        return 0

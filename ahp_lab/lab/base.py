@@ -1,0 +1,179 @@
+"""What a live lab and a replayed log share: the store and its readable views, and the source the
+workbench views read from (``LabSource``). A replay is read-only: ``read_only`` says so to the views."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..host import ROOT
+from ..protocol.jsonvalue import to_json
+from ..store import Store, Transition
+from .turns import ToolCall, Turn
+
+
+class LabBase:
+    """What a live lab and a replayed log have in common: the store and its views."""
+
+    store: Store
+    session: str | None
+    chat: str | None
+    read_only: bool = False  # a replayed log: views show it and dispatch nothing
+
+    @property
+    def transitions(self):
+        """The transition log: ``lab.transitions[42]`` is seq 42, ``lab.transitions[-5:]`` the newest five."""
+        return self.store.transitions
+
+    def state_at(self, seq: int) -> dict[str, Any]:
+        """Every channel's state right after transition ``seq`` (time travel)."""
+        return self.store.state_at(seq)
+
+    def state(self, channel: str | None = None) -> Any:
+        """The authoritative state of a channel (default: the session's default chat), as plain JSON."""
+        return to_json(self.store.state(channel or self.chat))
+
+    @property
+    def root(self) -> Any:
+        """The root channel's state (agents, active session count)."""
+        return to_json(self.store.state(ROOT))
+
+    @property
+    def session_state(self) -> Any:
+        """The session channel's state, as plain JSON."""
+        return to_json(self.store.state(self.session)) if self.session else None
+
+    @property
+    def chat_state(self) -> Any:
+        """The default chat's state, as plain JSON."""
+        return to_json(self.store.state(self.chat)) if self.chat else None
+
+    def as_source(self) -> LabSource:
+        """What the workbench views read and do (``Workbench(lab)`` calls this for you)."""
+        return LabSource(self)
+
+    def turns(self, chat: str | None = None) -> list[Turn]:
+        """Every turn of a chat (default: the session's chat), oldest first; the active one last."""
+        chat = chat or self.chat
+        state = self.store.state(chat) or {}
+        out = [Turn(t, chat, self) for t in state.get("turns") or ()]
+        if state.get("activeTurn"):
+            out.append(Turn(state["activeTurn"], chat, self, active=True))
+        return out
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        """Every tool call of the default chat, oldest first."""
+        return [call for turn in self.turns() for call in turn.tool_calls]
+
+    def export(self, path: str | Path) -> int:
+        """Write the transition log as JSON Lines; returns the number of lines."""
+        return self.store.export(path)
+
+    def subscribe(self, listener: Callable[[Transition], None]) -> Callable[[], None]:
+        """Call ``listener(transition)`` after every transition; returns a function that unsubscribes."""
+        return self.store.subscribe(listener)
+
+
+class LabSource:
+    """What the workbench views read and do, backed by a lab (see ``ahp_lab.widgets.source``).
+
+    Reads come from the host's store (the authoritative state and the transition log); clicks
+    are dispatched through this notebook's client without waiting, so the kernel never blocks.
+    """
+
+    def __init__(self, lab: LabBase) -> None:
+        self.lab = lab
+
+    session = property(lambda self: self.lab.session)
+    chat = property(lambda self: self.lab.chat)
+    transitions = property(lambda self: self.lab.store.transitions)
+
+    def state(self, channel: str) -> Any:
+        return self.lab.store.state(channel)
+
+    def state_at(self, seq: int) -> dict[str, Any]:
+        return self.lab.store.state_at(seq)
+
+    def subscribe(self, listener: Callable[[Transition], None]) -> Callable[[], None]:
+        return self.lab.store.subscribe(listener)
+
+    def dispatch(self, channel: str, action: dict) -> None:
+        if self.lab.read_only:
+            raise PermissionError("a replayed log is read-only")
+        self.lab.client.dispatch(channel, action)
+
+    def prompt(self, text: str) -> None:
+        if self.lab.read_only:
+            raise PermissionError("a replayed log is read-only")
+        self.lab.start(text)
+
+    def authenticate(self, resource: str, token: str) -> None:
+        if self.lab.read_only:
+            raise PermissionError("a replayed log is read-only")
+        self.lab.authenticate(resource, token)
+
+    # -- local approvals (client state, not host state; see ahp_lab.widgets.source) -------------
+
+    def local_approvals(self) -> list[dict]:
+        """Client tool calls waiting for this notebook's own approval (``approval="always"``)."""
+        if self.lab.read_only:
+            return []
+        client = self.lab.client
+        return [
+            {
+                "toolCallId": a.tool_call_id,
+                "chat": a.chat,
+                "turnId": a.turn_id,
+                "toolName": a.tool_name,
+                "title": a.title,
+                "toolInput": a.tool_input,
+                "clientId": client.client_id,
+            }
+            for a in list(client.approvals.values())
+            if not a.future.done()  # decided, the client drops it on its next step
+        ]
+
+    def decide_local(self, tool_call_id: str, approved: bool) -> None:
+        if self.lab.read_only:
+            raise PermissionError("a replayed log is read-only")
+        approval = self.lab.client.approvals.get(tool_call_id)
+        if approval is None or approval.future.done():
+            raise LookupError(f"no local approval is waiting for tool call {tool_call_id!r}")
+        approval.approve() if approved else approval.deny()
+
+    def subscribe_local_approvals(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener()`` when a local approval appears or ends (``$localApproval[Done]``)."""
+        if self.lab.read_only:
+            return lambda: None
+
+        def on_change(_channel: str, action: dict) -> None:
+            if action.get("type") in ("$localApproval", "$localApprovalDone"):
+                listener()
+
+        return self.lab.client.on_change(on_change)
+
+
+class LabReplay(LabBase):
+    """A read-only lab rebuilt from an exported transition log."""
+
+    read_only = True
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        channels = store.channels()
+        self.session = next((u for u, k in channels.items() if k == "session"), None)
+        session = store.state(self.session) if self.session else None
+        self.chat = (session or {}).get("defaultChat") or next(
+            (u for u, k in channels.items() if k == "chat"), None
+        )
+
+    def __repr__(self) -> str:
+        return f"<LabReplay {len(self.store.transitions)} transitions, session={self.session}>"
+
+    def show(self):
+        """The workbench over the replayed log (read-only)."""
+        from ..widgets import Workbench
+
+        return Workbench(LabSource(self))
