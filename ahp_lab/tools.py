@@ -40,6 +40,7 @@ __all__ = [
     "failure_result",
     "run_tool_call",
     "CONFIRM_META",
+    "ResolvedTool",
 ]
 
 #: ``ToolDefinition._meta`` key carrying a tool's ``confirm=`` choice to the host.
@@ -166,6 +167,19 @@ async def run_tool_call(tool: Tool, tool_input: Any, ctx: ToolContext | None) ->
         return failure_result(tool.title, str(exc))
     except Exception as exc:  # the tool's own bug fails the call, never the host
         return failure_result(tool.title, f"{type(exc).__name__}: {exc}")
+
+
+@dataclass
+class ResolvedTool:
+    """Where a tool name leads: a server tool (run by the host), a client's tool, or an MCP tool."""
+
+    kind: str  # "server" | "client" | "mcp"
+    name: str
+    title: str
+    definition: dict
+    tool: Tool | None = None
+    owner: str | None = None  # client id for client tools, customization id for MCP tools
+    contributor: dict | None = None
 
 
 class Tool:

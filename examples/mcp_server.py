@@ -11,6 +11,8 @@ Tools:
 * ``slow_count(steps, delay)`` — counts slowly and reports MCP progress after every step
   (``notifications/progress``, which ahp_lab shows as ``chat/toolCallContentChanged``).
 * ``read_secret(name)`` — demands authorization (see below).
+* ``add_tool(name, description)`` / ``remove_tool(name)`` — change the tool list mid-session and
+  say so with ``notifications/tools/list_changed`` (the host lists the tools again).
 * ``crash(code)`` — exits the process at once (to watch a server die mid-session).
 
 How authorization is demanded
@@ -173,6 +175,24 @@ def build_server(policy: AuthPolicy, require_auth: bool = False, http_url: str |
         token = _token_from(ctx.request_context.meta, ctx.headers)
         policy.check(token, reason_if_missing="insufficientScope", scopes=[SECRET_SCOPE])
         return f"the secret {name!r} is 'swordfish'"
+
+    @server.tool(title="Add a tool")
+    async def add_tool(ctx: Context, name: str = "extra", description: str = "An added tool.") -> str:
+        """Add a tool that echoes its text and tell the client (``notifications/tools/list_changed``)."""
+
+        def added(text: str = "") -> str:
+            return f"{name}: {text}"
+
+        server.add_tool(added, name=name, description=description)
+        await ctx.session.send_tool_list_changed()
+        return f"added the tool {name}"
+
+    @server.tool(title="Remove a tool")
+    async def remove_tool(ctx: Context, name: str) -> str:
+        """Remove a tool and tell the client (``notifications/tools/list_changed``)."""
+        server.remove_tool(name)
+        await ctx.session.send_tool_list_changed()
+        return f"removed the tool {name}"
 
     @server.tool(title="Crash")
     def crash(code: int = 3) -> str:

@@ -8,6 +8,7 @@ confirmation, a client's result, an answer).
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -85,11 +86,12 @@ class TurnContext(Protocol):
 
     def tools(self) -> list[ToolInfo]: ...
 
-    async def say(self, text: str, *, chunk_size: int | None = None) -> str:
-        """Stream markdown as a new response part; returns the part id."""
+    async def say(self, text: str | AsyncIterable[str], *, chunk_size: int | None = None) -> str:
+        """Stream markdown as a new response part (a string in chunks, or each piece of a live
+        stream as it arrives); returns the part id."""
 
-    async def think(self, text: str, *, chunk_size: int | None = None) -> str:
-        """Stream reasoning as a new response part; returns the part id."""
+    async def think(self, text: str | AsyncIterable[str], *, chunk_size: int | None = None) -> str:
+        """Stream reasoning as a new response part (like :meth:`say`); returns the part id."""
 
     async def notify(self, text: str) -> None:
         """Append a system notification part."""

@@ -259,9 +259,13 @@ class Connection:
         while start > 0 and not text[start - 1].isspace():
             start -= 1
         word = text[start:offset]
-        if not word.startswith("@"):
-            return {"items": []}
         items = []
+        for ext in self.host.extensions:  # e.g. a LoopAgent's slash commands (/skill:name)
+            more = getattr(ext, "completion_items", None)
+            if more is not None:
+                items.extend(more(session, chat, word, start, offset))
+        if not word.startswith("@"):
+            return {"items": items}
         for info in self.host.available_tools(session):
             if info.name.startswith(word[1:]):
                 items.append(

@@ -1043,19 +1043,31 @@ class CustomizationManager:
             sess.containers[c.id] = c
             self._publish(sess, c)
         for name, config in self.mcp_servers.items():
-            sid = self._mint(sess, "mcpServer")
-            sess.servers[sid] = {**config, "server": name, "pluginRoot": None, "plugin": None}
-            enabled = bool(config.get("enabled", True))
-            entry = {
-                "type": "mcpServer",
-                "id": sid,
-                "uri": _server_uri(config),
-                "name": name,
-                "enabled": enabled,
-                "state": {"kind": "starting" if enabled else "stopped"},
-            }
-            self.host.dispatch(session, {"type": "session/customizationUpdated", "customization": entry})
+            self.add_mcp_server(session, name, config)
         sess.watcher = asyncio.ensure_future(self._load_and_watch(sess))
+
+    def add_mcp_server(self, session: str, name: str, config: dict) -> str:
+        """Add a top-level MCP server to one session (trusted callers only); returns its id.
+
+        ``config`` is ``{"command", "args"?, "env"?, "cwd"?}`` or ``{"url", "headers"?}``; it stays
+        host-internal, only the entry (name, uri, state) reaches the session's tree.
+        """
+        if not isinstance(config, dict) or not (config.get("command") or config.get("url")):
+            raise ValueError(f"the MCP server {name!r} needs a 'command' or a 'url'")
+        sess = self.sessions[session]
+        sid = self._mint(sess, "mcpServer")
+        sess.servers[sid] = {**config, "server": name, "pluginRoot": None, "plugin": None}
+        enabled = bool(config.get("enabled", True))
+        entry = {
+            "type": "mcpServer",
+            "id": sid,
+            "uri": _server_uri(config),
+            "name": name,
+            "enabled": enabled,
+            "state": {"kind": "starting" if enabled else "stopped"},
+        }
+        self.host.dispatch(session, {"type": "session/customizationUpdated", "customization": entry})
+        return sid
 
     def on_transition(self, transition: Any) -> None:
         if transition.channel_kind != "session" or transition.type != "session/activeClientSet":

@@ -22,7 +22,7 @@ from ..protocol.jsonrpc import ErrorCode
 from ..protocol.jsonvalue import dumps, to_json
 from ..reducers._util import iso_ms
 from ..store import HOST, Store, Transition, wall_clock_ms
-from ..tools import CONFIRM_META, Tool, failure_result
+from ..tools import CONFIRM_META, ResolvedTool, Tool, failure_result
 from ..transport import RpcError, pipe
 from ..waiting import StateWaiters
 from . import mirror
@@ -74,19 +74,6 @@ _NO_SUMMARY_CHANGE = frozenset(
         "chat/turnsLoaded",
     }
 )
-
-
-@dataclass
-class ResolvedTool:
-    """Where a tool name leads: a server tool (run by the host), a client's tool, or an MCP tool."""
-
-    kind: str  # "server" | "client" | "mcp"
-    name: str
-    title: str
-    definition: dict
-    tool: Tool | None = None
-    owner: str | None = None  # client id for client tools, customization id for MCP tools
-    contributor: dict | None = None
 
 
 @dataclass
@@ -143,6 +130,9 @@ class Host:
     # -- agents and tools ---------------------------------------------------------------------
 
     def add_agent(self, agent: Agent) -> None:
+        attach = getattr(agent, "attach", None)
+        if attach is not None:
+            attach(self)  # an agent that serves sessions through host extensions (LoopAgent) joins here
         info = dict(agent.info())
         self.agents[info["provider"]] = agent
         root = self.store.state(ROOT)
@@ -493,7 +483,12 @@ class Host:
         runtime.summary = self._summary(uri)
         self._notify_root("root/sessionAdded", {"summary": runtime.summary})
 
-    def create_chat(self, session: str, chat: str, params: dict) -> None:
+    def create_chat(self, session: str, chat: str, params: dict, *, origin: dict | None = None) -> None:
+        """Create a chat in a session (the ``createChat`` command).
+
+        ``origin`` is for trusted host-side code only (never taken from a client's params): a
+        subagent's chat is created with ``{"kind": "tool", "chat": ..., "toolCallId": ...}``.
+        """
         if session not in self.sessions:
             raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"no session {session}")
         if self.store.has_channel(chat):
@@ -502,7 +497,7 @@ class Host:
             raise RpcError(ErrorCode.INVALID_PARAMS, f"a chat URI must start with 'ahp-chat:/', got {chat!r}")
         runtime = self.sessions[session]
         caps = self.agent_capabilities(session)
-        if runtime.chats and "multipleChats" not in caps:
+        if runtime.chats and "multipleChats" not in caps and origin is None:
             raise RpcError(ErrorCode.INVALID_PARAMS, "this agent supports a single chat per session")
         state: dict[str, Any] = {
             "resource": chat,
@@ -512,7 +507,9 @@ class Host:
             "turns": [],
         }
         source = params.get("source")
-        if source is not None:
+        if origin is not None:
+            state["origin"] = dict(origin)
+        elif source is not None:
             state = self._chat_from_source(session, chat, state, source, caps)
         elif runtime.chats:
             state["origin"] = {"kind": "user"}

@@ -101,6 +101,7 @@ class _Runtime:
     dead: bool = False  # failed; its task may still be cleaning up
     call_waiters: list[tuple[str, asyncio.Future]] = field(default_factory=list)
     http_challenge: dict | None = None
+    tools_stale: bool = False  # the server said notifications/tools/list_changed
 
     @property
     def name(self) -> str:
@@ -468,9 +469,18 @@ class McpManager:
                     tg = await stack.enter_async_context(anyio.create_task_group())
                     stack.callback(tg.cancel_scope.cancel)
                     tg.start_soon(self._relay, read, relay_send, rt, closed)
+
+                    async def on_message(message: Any) -> None:
+                        if isinstance(message, mt.ToolListChangedNotification):
+                            rt.tools_stale = True
+                            rt.wake.set()
+
                     session = await stack.enter_async_context(
                         ClientSession(
-                            relay_recv, write, client_info=mt.Implementation(name="ahp_lab", version="0.1.0")
+                            relay_recv,
+                            write,
+                            client_info=mt.Implementation(name="ahp_lab", version="0.1.0"),
+                            message_handler=on_message,
                         )
                     )
                     tools = await self._connect(rt, gen, session, closed)
@@ -484,6 +494,10 @@ class McpManager:
                     while not rt.stopping and not closed["eof"]:
                         rt.wake.clear()
                         await rt.wake.wait()
+                        if rt.tools_stale and not rt.stopping and not closed["eof"]:
+                            rt.tools_stale = False  # a changed tool list: list again, republish
+                            rt.tools = await self._list_tools(rt, session)
+                            self.host._publish_server_tools(rt.session)
                     if not rt.stopping:
                         raise _Failure(self._eof_reason(rt, closed, "while it was running"))
                 except _Failure as exc:
@@ -659,17 +673,7 @@ class McpManager:
                 if not initialized:
                     await self._handshake(rt, session, closed)
                     initialized = True
-                listed: list = []
-                cursor = None
-                for _page in range(50):
-                    params = mt.PaginatedRequestParams(cursor=cursor, _meta=self._meta(rt))
-                    with anyio.fail_after(self._start_timeout(rt)):
-                        result = await session.list_tools(params=params)
-                    listed.extend(result.tools)
-                    cursor = result.next_cursor
-                    if not cursor:
-                        break
-                return [self._tool(rt, t) for t in listed]
+                return await self._list_tools(rt, session)
             except (MCPError, _AuthAtConnect) as exc:
                 auth = exc.auth if isinstance(exc, _AuthAtConnect) else await self._http_auth(rt, exc)
                 if auth is None:
@@ -692,6 +696,19 @@ class McpManager:
                     raise _Failure(self._eof_reason(rt, closed, "while waiting for authorization")) from None
                 rt.state = "starting"
                 self._set_state(rt, gen, {"kind": "starting"})
+
+    async def _list_tools(self, rt: _Runtime, session: ClientSession) -> list[_Tool]:
+        listed: list = []
+        cursor = None
+        for _page in range(50):
+            params = mt.PaginatedRequestParams(cursor=cursor, _meta=self._meta(rt))
+            with anyio.fail_after(self._start_timeout(rt)):
+                result = await session.list_tools(params=params)
+            listed.extend(result.tools)
+            cursor = result.next_cursor
+            if not cursor:
+                break
+        return [self._tool(rt, t) for t in listed]
 
     def _start_timeout(self, rt: _Runtime) -> float:
         """Seconds a server has to answer its handshake (``startTimeout`` in its config overrides)."""

@@ -11,6 +11,7 @@ import asyncio
 import json
 import traceback
 import uuid
+from collections.abc import AsyncIterable
 from typing import TYPE_CHECKING, Any
 
 from ..agents.base import InputOutcome, ToolInfo, ToolOutcome, TurnFailed
@@ -121,7 +122,7 @@ class TurnRunner:
     def tools(self) -> list[ToolInfo]:
         return self.host.available_tools(self.session)
 
-    async def _stream(self, kind: str, text: str, chunk_size: int | None) -> str:
+    async def _stream(self, kind: str, text: str | AsyncIterable[str], chunk_size: int | None) -> str:
         self._ensure_active()
         part_id = _short_id("md" if kind == "markdown" else "rs")
         self._dispatch(
@@ -131,25 +132,29 @@ class TurnRunner:
                 "part": {"kind": kind, "id": part_id, "content": ""},
             }
         )
-        size = chunk_size or self.chunk_size
         action_type = "chat/delta" if kind == "markdown" else "chat/reasoning"
-        for i in range(0, len(text), size):
-            await self.host.pace()
+
+        def delta(content: str) -> None:
             self._ensure_active()
             self._dispatch(
-                {
-                    "type": action_type,
-                    "turnId": self.turn_id,
-                    "partId": part_id,
-                    "content": text[i : i + size],
-                }
+                {"type": action_type, "turnId": self.turn_id, "partId": part_id, "content": content}
             )
+
+        if isinstance(text, str):
+            size = chunk_size or self.chunk_size
+            for i in range(0, len(text), size):
+                await self.host.pace()
+                delta(text[i : i + size])
+        else:  # a live stream (a model's deltas): one chat/delta per piece, as it arrives
+            async for piece in text:
+                if piece:
+                    delta(piece)
         return part_id
 
-    async def say(self, text: str, *, chunk_size: int | None = None) -> str:
+    async def say(self, text: str | AsyncIterable[str], *, chunk_size: int | None = None) -> str:
         return await self._stream("markdown", text, chunk_size)
 
-    async def think(self, text: str, *, chunk_size: int | None = None) -> str:
+    async def think(self, text: str | AsyncIterable[str], *, chunk_size: int | None = None) -> str:
         return await self._stream("reasoning", text, chunk_size)
 
     async def notify(self, text: str) -> None:
