@@ -1,0 +1,387 @@
+"""``LoopAgent``: a multi-turn model loop behind the host, extensible from cells (seeds 003 and 004).
+
+Each turn: model call → tool calls → results → model call … until the model answers without a
+tool call. The model is pluggable (:class:`~ahp_lab.agents.models.ScriptedModel` by default, no
+network; :class:`~ahp_lab.agents.models.OpenAIModel` for an OpenAI-compatible endpoint). Its text
+streams into the chat as deltas and its tool calls are ordinary AHP tool calls, exactly like the
+scripted agent's::
+
+    from ahp_lab import Lab
+    from ahp_lab.agents.loop import LoopAgent
+    from ahp_lab.agents.models import ScriptedModel, respond, use
+    from ahp_lab.extensions import todo_extension
+
+    agent = LoopAgent(ScriptedModel([respond("Planning.", use("UpdateTodos", todos=[...])), "Done."]),
+                      extensions=[todo_extension()])
+    lab = Lab(agent=agent)
+    await lab.send("plan the release")
+    lab.model_calls            # what the model saw, call by call
+
+The history the model sees is kept per turn, in the form it was sent, so it follows the chat: a
+truncated chat continues from the kept turns, a fork from the turns it copied. Nothing already sent
+is ever rewritten ("never modify a sent prefix"): capability notices are appended when the
+inventory changes, and what hooks add goes into a synthetic tail of one call only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..extensions import catalog as cat
+from ..extensions.config import Workspace
+from ..extensions.contract import Extension
+from ..extensions.custom_tools import USER_TOOLS
+from ..extensions.session import ExtensionSession, maybe_await
+from .base import TurnContext, TurnFailed
+from .loop_host import LoopHost, SubagentSpec
+from .model_calls import ModelCallLog
+from .models import Model, ModelRequest, ModelResponse, ModelToolCall, ScriptedModel
+
+__all__ = ["LoopAgent", "ToolCallInfo", "ToolResultInfo", "DEFAULT_SYSTEM_PROMPT"]
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a helpful agent working through the Agent Host Protocol. Use the tools you are given; "
+    "answer in short markdown."
+)
+
+
+@dataclass(frozen=True)
+class ToolCallInfo:
+    """What ``before_tool_call`` / ``after_tool_call`` hooks see of a call."""
+
+    id: str
+    name: str
+    arguments: dict
+
+
+@dataclass(frozen=True)
+class ToolResultInfo:
+    """What ``after_tool_call`` hooks see of the result."""
+
+    ok: bool
+    text: str
+    status: str  # completed | cancelled | blocked | invalid
+
+
+_END = object()
+
+
+class LoopAgent:
+    """A model loop with extensions and custom tools (see the module docstring).
+
+    ``extensions``: :class:`~ahp_lab.extensions.Extension` s. ``custom_tools``: tools or factories
+    given in code; ``tool_paths``: more directories or files to discover tools in (relative to the
+    workspace); ``user_tools``: the user tool directory (``None`` for none). ``workspace``: a
+    :class:`~ahp_lab.extensions.config.Workspace` (default: the current directory, untrusted);
+    ``user_config``: the user configuration file. ``hook_timeout``: seconds a hook may take.
+    ``max_steps``: model calls per turn at most.
+    """
+
+    name = "loop"
+
+    def __init__(
+        self,
+        model: Model | None = None,
+        *,
+        extensions: Sequence[Extension] = (),
+        custom_tools: Sequence[Any] = (),
+        tool_paths: Sequence[Any] = (),
+        user_tools: Any = USER_TOOLS,
+        workspace: Workspace | None = None,
+        user_config: Any = None,
+        system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+        hook_timeout: float = 2.0,
+        max_steps: int = 24,
+        has_ui: bool = False,
+        provider: str = "loop",
+        display_name: str = "Loop agent",
+    ) -> None:
+        self.model = model if model is not None else ScriptedModel()
+        self.extensions = list(extensions)
+        self.custom_tools = list(custom_tools)
+        self.tool_paths = list(tool_paths)
+        self.user_tools = user_tools
+        self.workspace = workspace or Workspace.at()
+        self.user_config = user_config
+        self.system_prompt = system_prompt
+        self.hook_timeout = hook_timeout
+        self.max_steps = max_steps
+        self.has_ui = has_ui
+        self.provider = provider
+        self.display_name = display_name
+        self.model_calls = ModelCallLog()
+        self.bridge: LoopHost | None = None
+        self._transcripts: dict[str, list[dict]] = {}  # turn id -> the messages of that turn
+        self._compactions: dict[str, str] = {}  # turn id -> summary replacing everything up to it
+
+    # -- the agent interface --------------------------------------------------------------------
+
+    def attach(self, host: Any) -> None:
+        """Join ``host`` through its extension hooks (the host calls this from ``add_agent``)."""
+        if self.bridge is not None and self.bridge.host is host:
+            return
+        self.bridge = LoopHost(self, host)
+        host.extensions.append(self.bridge)
+
+    def info(self) -> dict:
+        """The ``AgentInfo`` published on the root channel."""
+        return {
+            "provider": self.provider,
+            "displayName": self.display_name,
+            "description": "A model loop with extensions (todo, subagents, skills, MCP catalogs) and custom tools.",
+            "models": [{"id": self.model.name, "provider": self.provider, "name": self.model.name}],
+            "capabilities": {"multipleChats": {"fork": True, "sideChat": True}},
+        }
+
+    def extension_session(self, session: str) -> ExtensionSession:
+        """The extensions of a session (their configuration, instances, state, problems)."""
+        if self.bridge is None or session not in self.bridge.sessions:
+            raise LookupError(f"{session} is not a session of this agent")
+        return self.bridge.sessions[session]
+
+    # -- history --------------------------------------------------------------------------------
+
+    def history(self, chat: str, turn_id: str | None = None) -> list[dict]:
+        """The messages the model sees for ``chat`` (through ``turn_id`` when it is the active one),
+        after the newest compaction on the chat's branch."""
+        branch = self.bridge.branch(chat) if self.bridge else []
+        if turn_id is not None and turn_id not in branch:
+            branch.append(turn_id)
+        start, out = 0, []
+        for i, tid in enumerate(branch):
+            if tid in self._compactions:
+                start, out = i + 1, [{"role": "user", "content": self._compactions[tid], "_compaction": True}]
+        for tid in branch[start:]:
+            out.extend(self._transcripts.get(tid) or self._reconstructed(chat, tid))
+        return out
+
+    def _reconstructed(self, chat: str, turn_id: str) -> list[dict]:
+        """A turn this agent has no transcript of (say, from an imported log): text only."""
+        state = self.bridge.host.store.state(chat) or {} if self.bridge else {}
+        for turn in state.get("turns") or ():
+            if turn.get("id") == turn_id:
+                text = "".join(
+                    str(p.get("content") or "")
+                    for p in turn.get("responseParts") or ()
+                    if p.get("kind") == "markdown"
+                )
+                msgs = [{"role": "user", "content": str((turn.get("message") or {}).get("text") or "")}]
+                return msgs + ([{"role": "assistant", "content": text}] if text else [])
+        return []
+
+    def final_text(self, turn_id: str | None) -> str:
+        """The last text the model gave in a turn ("" when none)."""
+        for message in reversed(self._transcripts.get(turn_id or "") or ()):
+            if message.get("role") == "assistant" and message.get("content"):
+                return str(message["content"])
+        return ""
+
+    def compact(self, chat: str, summary: str | None = None) -> str:
+        """Replace the chat's history so far by one summary message (a compaction).
+
+        The next model call starts from the summary; what earlier notices told is gone with them,
+        so the capability inventory is sent again in full. Recorded on the chat's newest turn, so
+        it follows the conversation tree like everything else. Returns the summary.
+        """
+        branch = self.bridge.branch(chat) if self.bridge else []
+        if not branch:
+            raise LookupError("there is nothing to compact in this chat yet")
+        if summary is None:
+            prompts = [
+                m["content"]
+                for m in self.history(chat)
+                if m.get("role") == "user" and not m.get(cat.NOTICE_META)
+            ]
+            summary = (
+                "Summary of the conversation so far: the user asked "
+                + "; then ".join(json.dumps(str(p)[:80], ensure_ascii=False) for p in prompts[-10:])
+                + "."
+            )
+        self._compactions[branch[-1]] = summary
+        return summary
+
+    # -- one turn -------------------------------------------------------------------------------
+
+    async def run_turn(self, ctx: TurnContext) -> None:
+        """Run the loop for one turn."""
+        if self.bridge is None or ctx.session not in self.bridge.sessions:
+            raise TurnFailed("this LoopAgent is not attached to the session's host", "agentError")
+        es = self.bridge.sessions[ctx.session]
+        await es.ready.wait()
+        spec = self.bridge.subagents.get(ctx.chat)
+        system = spec.instructions if spec is not None and spec.instructions else self.system_prompt
+        turn_log = self._transcripts.setdefault(ctx.turn_id, [])
+        turn_log.append({"role": "user", "content": await self._expand(es, ctx.prompt)})
+        for _step in range(self.max_steps):
+            steering = ctx.take_steering()
+            if steering is not None:
+                turn_log.append({"role": "user", "content": str(steering.get("text") or "")})
+            response = await self._model_call(ctx, es, spec, system, turn_log)
+            turn_log.append(response.message())
+            if response.usage:
+                await ctx.usage(
+                    int(response.usage.get("inputTokens") or 0),
+                    int(response.usage.get("outputTokens") or 0),
+                    response.model or self.model.name,
+                )
+            if not response.tool_calls:
+                return
+            for call in response.tool_calls:
+                text = await self._tool_call(ctx, es, spec, call)
+                turn_log.append({"role": "tool", "tool_call_id": call.id, "content": text})
+        await ctx.notify(f"Stopped after {self.max_steps} model calls in one turn.")
+
+    async def _expand(self, es: ExtensionSession, prompt: str) -> str:
+        """A message starting with ``/command`` becomes what the command expands it to."""
+        if not prompt.startswith("/"):
+            return prompt
+        head, _, rest = prompt[1:].partition(" ")
+        command = es.all_commands().get(head)
+        if command is None:
+            return prompt
+        try:
+            return str(await maybe_await(command.expand(rest.strip())))
+        except Exception as exc:
+            raise TurnFailed(f"/{head} failed: {type(exc).__name__}: {exc}", "commandFailed") from None
+
+    def resident_tools(self, es: ExtensionSession, ctx: TurnContext, spec: SubagentSpec | None) -> list[dict]:
+        """The tools sent with every request: the extensions' (and custom) tools, then the host's
+        tools that no catalog claims."""
+        exclude = spec.exclude if spec is not None else frozenset()
+        enabled = set(d["name"] for d in self.bridge.server_tool_definitions(ctx.session))
+        claimed = es.claimed_names()
+        out = []
+        for name, tool in es.tools.items():
+            if name in exclude or name not in enabled:
+                continue
+            out.append(_function(name, tool.description, tool.input_schema))
+        for info in ctx.tools():
+            if info.name in es.tools or info.name in claimed or info.name in exclude:
+                continue
+            out.append(_function(info.name, info.description, info.input_schema))
+        return out
+
+    async def _model_call(
+        self,
+        ctx: TurnContext,
+        es: ExtensionSession,
+        spec: SubagentSpec | None,
+        system: str,
+        turn_log: list[dict],
+    ) -> ModelResponse:
+        await es.refresh()
+        history = self.history(ctx.chat, ctx.turn_id)
+        since = next((i for i in range(len(history) - 1, -1, -1) if history[i].get("_compaction")), 0)
+        current = es.inventory()
+        notice = cat.render_notice(cat.told_inventory(history[since:]), current)
+        if notice is not None:
+            message = {"role": "user", "content": notice, cat.NOTICE_META: cat.snapshot(current)}
+            turn_log.append(message)
+            history.append(message)
+            await ctx.notify(notice)
+        contexts, reports = await es.before_model_call(ctx.chat, ctx.turn_id)
+        for report in reports:
+            await ctx.notify(f"Extension hook {report}.")
+        tail = [{"role": "user", "content": text, "_synthetic": ext_id} for ext_id, text in contexts]
+        request = ModelRequest(
+            self.model.name, system, self.resident_tools(es, ctx, spec), history + tail, len(tail)
+        )
+        notices = [i for i, m in enumerate(request.messages) if cat.NOTICE_META in m]
+        record = self.model_calls.begin(ctx.session, ctx.chat, ctx.turn_id, request, notices)
+        record.reports = [str(r) for r in reports]
+        try:
+            response = await self._stream(ctx, request)
+        except asyncio.CancelledError:
+            self.model_calls.end(record, error="cancelled")
+            raise
+        except Exception as exc:
+            self.model_calls.end(record, error=f"{type(exc).__name__}: {exc}")
+            raise TurnFailed(f"The model call failed: {type(exc).__name__}: {exc}", "modelError") from None
+        self.model_calls.end(record, response)
+        return response
+
+    async def _stream(self, ctx: TurnContext, request: ModelRequest) -> ModelResponse:
+        """Stream the model's answer into the chat (text and reasoning as deltas)."""
+        events = self.model.stream(request).__aiter__()
+        pending: Any = _END
+
+        async def pieces(kind: str, first: str):
+            nonlocal pending
+            yield first
+            async for ev in events:
+                if ev.kind != kind:
+                    pending = ev
+                    return
+                yield ev.text
+            pending = None
+
+        ev: Any = await anext(events, None)
+        while ev is not None:
+            if ev.kind == "done":
+                return ev.response
+            if ev.kind in ("text", "reasoning"):
+                pending = None
+                await (ctx.say if ev.kind == "text" else ctx.think)(pieces(ev.kind, ev.text))
+                ev = pending
+            else:
+                ev = await anext(events, None)
+        raise TurnFailed("The model's stream ended without a response.", "modelError")
+
+    async def _tool_call(
+        self, ctx: TurnContext, es: ExtensionSession, spec: SubagentSpec | None, call: ModelToolCall
+    ) -> str:
+        """Run one tool call the model asked for; returns what the model is told."""
+        try:
+            arguments = json.loads(call.arguments or "{}")
+        except ValueError as exc:
+            arguments = None
+            problem = f"The arguments of {call.name} are not valid JSON ({exc.msg}); nothing was run."
+        else:
+            problem = (
+                None
+                if isinstance(arguments, dict)
+                else f"The arguments of {call.name} must be a JSON object; nothing was run."
+            )
+        info = ToolCallInfo(call.id, call.name, arguments if isinstance(arguments, dict) else {})
+        if problem is None and spec is not None and call.name in spec.exclude:
+            problem = f"The tool {call.name} is not available to a subagent."
+        if problem is not None:
+            await ctx.notify(problem)
+            return problem
+        block, reports = await es.before_tool_call(ctx.chat, ctx.turn_id, info)
+        for report in reports:
+            await ctx.notify(f"Extension hook {report}.")
+        if block is not None:
+            text = f"The call of {call.name} was blocked by {block}."
+            await ctx.notify(text)
+            result = ToolResultInfo(False, text, "blocked")
+        else:
+            outcome = await ctx.call_tool(call.name, info.arguments)
+            if outcome.status == "cancelled":
+                text = f"The call was cancelled ({outcome.reason or 'cancelled'}){': ' + outcome.message if outcome.message else ''}."
+            elif outcome.ok:
+                text = outcome.text or outcome.message or "(no output)"
+            else:
+                text = f"Error: {outcome.error or outcome.text or outcome.message or 'the tool failed'}"
+            result = ToolResultInfo(outcome.ok, text, outcome.status)
+        for report in await es.after_tool_call(ctx.chat, ctx.turn_id, info, result):
+            await ctx.notify(f"Extension hook {report}.")
+        return result.text
+
+    def __repr__(self) -> str:
+        return f"<LoopAgent model={self.model!r} extensions={[e.id for e in self.extensions]}>"
+
+
+def _function(name: str, description: str, schema: dict) -> dict:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description or "",
+            "parameters": schema or {"type": "object"},
+        },
+    }

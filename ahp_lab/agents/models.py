@@ -1,0 +1,310 @@
+"""Models behind :class:`~ahp_lab.agents.loop.LoopAgent`: a scripted one (no network) and OpenAI's.
+
+A model turns a :class:`ModelRequest` (system prompt, resident tools, messages in the OpenAI
+chat-completions shape) into a stream of :class:`ModelEvent` s: text and reasoning deltas as they
+arrive, then the finished :class:`ModelResponse` (its text, its tool calls, its usage)::
+
+    model = ScriptedModel([
+        respond("Let me look.", use("read_file", path="README.md")),   # a tool call
+        "It says hello.",                                               # plain text
+    ])
+    model = ScriptedModel(lambda request: f"you said {request.messages[-1]['content']}")
+    model = OpenAIModel("gpt-4o-mini", base_url="http://127.0.0.1:8000/v1", api_key="...")
+
+The API key of :class:`OpenAIModel` lives in the SDK client only: it is never part of a request, a
+response, a log record or a ``repr``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+__all__ = [
+    "Model",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelEvent",
+    "ModelToolCall",
+    "ScriptedModel",
+    "OpenAIModel",
+    "respond",
+    "use",
+]
+
+
+@dataclass(frozen=True)
+class ModelToolCall:
+    """One tool call the model asked for: its id, the tool's name and the arguments as JSON text."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+    def wire(self) -> dict:
+        """The call as it appears in an assistant message."""
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+
+@dataclass
+class ModelResponse:
+    """What one model call produced."""
+
+    text: str = ""
+    tool_calls: list[ModelToolCall] = field(default_factory=list)
+    reasoning: str = ""
+    usage: dict | None = None  # {"inputTokens", "outputTokens"}
+    model: str | None = None
+
+    def message(self) -> dict:
+        """The assistant message that goes into the history (OpenAI shape)."""
+        out: dict[str, Any] = {"role": "assistant", "content": self.text}
+        if self.tool_calls:
+            out["tool_calls"] = [c.wire() for c in self.tool_calls]
+        return out
+
+
+@dataclass(frozen=True)
+class ModelEvent:
+    """A streamed piece: ``kind`` is ``"text"`` or ``"reasoning"`` (with ``text``) or ``"done"``."""
+
+    kind: str
+    text: str = ""
+    response: ModelResponse | None = None
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """Everything one model call sends: the model name, the system prompt, the resident tools (in
+    the chat-completions ``tools`` shape) and the messages, whose last ``synthetic`` entries are
+    the synthetic tail of this call only."""
+
+    model: str
+    system: str
+    tools: list[dict]
+    messages: list[dict]
+    synthetic: int = 0
+
+    def wire_messages(self) -> list[dict]:
+        """The messages as sent: the system prompt first."""
+        head = [{"role": "system", "content": self.system}] if self.system else []
+        return head + [{k: v for k, v in m.items() if not k.startswith("_")} for m in self.messages]
+
+    def segments(self, *, without_tail: bool = False) -> list[str]:
+        """The request as the model's cache sees it, in order: a header line (model, system prompt,
+        tools), then one line per message, each canonical JSON. ``without_tail`` drops the
+        synthetic tail."""
+        header = json.dumps(
+            {"model": self.model, "system": self.system, "tools": self.tools},
+            ensure_ascii=False,
+            sort_keys=True,
+            separators=(",", ":"),
+        )
+        messages = self.messages[: len(self.messages) - self.synthetic] if without_tail else self.messages
+        return [header] + [
+            json.dumps(
+                {k: v for k, v in m.items() if not k.startswith("_")},
+                ensure_ascii=False,
+                sort_keys=True,
+                separators=(",", ":"),
+            )
+            for m in messages
+        ]
+
+    def canonical(self, *, without_tail: bool = False) -> bytes:
+        """:meth:`segments` joined by newlines, as UTF-8 (what the stable-prefix share compares)."""
+        return "\n".join(self.segments(without_tail=without_tail)).encode("utf-8")
+
+
+class Model(Protocol):
+    """A model the loop can call."""
+
+    name: str
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Stream the answer to ``request``; the last event is ``done`` with the response."""
+
+
+# -- scripted ----------------------------------------------------------------------------------------
+
+
+def use(
+    name: str, /, arguments: dict | None = None, *, id: str | None = None, **kwargs: Any
+) -> ModelToolCall:
+    """A tool call for a scripted response: ``use("UpdateTodos", todos=[...])``."""
+    args = {**(arguments or {}), **kwargs}
+    return ModelToolCall(id or f"call_{uuid.uuid4().hex[:8]}", name, json.dumps(args, ensure_ascii=False))
+
+
+def respond(text: str = "", *calls: ModelToolCall, reasoning: str = "") -> ModelResponse:
+    """A scripted response: some text, then any tool calls (see :func:`use`)."""
+    return ModelResponse(text=text, tool_calls=list(calls), reasoning=reasoning)
+
+
+def _as_response(value: Any) -> ModelResponse:
+    if isinstance(value, ModelResponse):
+        return ModelResponse(value.text, list(value.tool_calls), value.reasoning, value.usage, value.model)
+    if isinstance(value, str):
+        return ModelResponse(text=value)
+    if isinstance(value, ModelToolCall):
+        return ModelResponse(tool_calls=[value])
+    if isinstance(value, (list, tuple)) and all(isinstance(v, ModelToolCall) for v in value):
+        return ModelResponse(tool_calls=list(value))
+    if isinstance(value, dict):
+        calls = [
+            c if isinstance(c, ModelToolCall) else use(c["name"], c.get("arguments"))
+            for c in value.get("tool_calls") or ()
+        ]
+        return ModelResponse(str(value.get("text") or ""), calls, str(value.get("reasoning") or ""))
+    raise TypeError(
+        f"a scripted model response must be text, respond(...), use(...) or a dict, not {type(value).__name__}"
+    )
+
+
+class ScriptedModel:
+    """A deterministic model: responses taken in order from a list, or computed by a function.
+
+    ``responses`` is a list of text, :func:`respond` / :func:`use` values or dicts, or a function
+    ``request -> response`` (sync or async). When a list runs out the model answers with a plain
+    sentence saying so. Text streams in ``chunk_size`` pieces, so the chat shows deltas.
+    """
+
+    def __init__(
+        self,
+        responses: Sequence[Any] | Callable[[ModelRequest], Any] | None = None,
+        *,
+        name: str = "scripted-model",
+        chunk_size: int = 16,
+    ) -> None:
+        self.name = name
+        self.chunk_size = chunk_size
+        self._fn = responses if callable(responses) else None
+        self._queue = list(responses or ()) if not callable(responses) else []
+        self.requests: list[ModelRequest] = []
+
+    def add(self, *responses: Any) -> None:
+        """Queue more responses."""
+        self._queue.extend(responses)
+
+    async def _next(self, request: ModelRequest) -> ModelResponse:
+        if self._fn is not None:
+            value = self._fn(request)
+            if inspect.isawaitable(value):
+                value = await value
+            return _as_response(value)
+        if self._queue:
+            return _as_response(self._queue.pop(0))
+        return ModelResponse(text="(The scripted model has no more responses.)")
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        self.requests.append(request)
+        response = await self._next(request)
+        size = max(1, self.chunk_size)
+        for kind, text in (("reasoning", response.reasoning), ("text", response.text)):
+            for i in range(0, len(text), size):
+                yield ModelEvent(kind, text[i : i + size])
+        if response.usage is None:
+            sent = sum(len(s) for s in request.segments())
+            response.usage = {
+                "inputTokens": max(1, sent // 4),
+                "outputTokens": max(1, len(response.text) // 4),
+            }
+        response.model = response.model or self.name
+        yield ModelEvent("done", response=response)
+
+    def __repr__(self) -> str:
+        left = "a function" if self._fn is not None else f"{len(self._queue)} queued responses"
+        return f"<ScriptedModel {self.name}: {left}>"
+
+
+# -- OpenAI-compatible chat completions ---------------------------------------------------------------
+
+
+class OpenAIModel:
+    """An OpenAI-compatible chat-completions model through the official ``openai`` SDK, streaming.
+
+    ``base_url`` and ``api_key`` default to ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``; ``params``
+    go to ``chat.completions.create`` as they are (``temperature=0``, ...). The key is kept by the
+    SDK client only.
+    """
+
+    def __init__(
+        self,
+        model: str = "gpt-4o-mini",
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 0,
+        **params: Any,
+    ) -> None:
+        import openai
+
+        self.name = model
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        self.params = params
+        self._client = openai.AsyncOpenAI(
+            base_url=self.base_url,
+            api_key=api_key or os.environ.get("OPENAI_API_KEY") or "not-set",
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        kwargs: dict[str, Any] = {
+            "model": request.model or self.name,
+            "messages": request.wire_messages(),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            **self.params,
+        }
+        if request.tools:
+            kwargs["tools"] = request.tools
+        stream = await self._client.chat.completions.create(**kwargs)
+        text: list[str] = []
+        reasoning: list[str] = []
+        calls: dict[int, dict[str, Any]] = {}
+        usage = None
+        model = None
+        async for chunk in stream:
+            model = getattr(chunk, "model", None) or model
+            if getattr(chunk, "usage", None) is not None:
+                u = chunk.usage
+                usage = {"inputTokens": u.prompt_tokens or 0, "outputTokens": u.completion_tokens or 0}
+            for choice in chunk.choices or ():
+                delta = choice.delta
+                if delta is None:
+                    continue
+                thought = getattr(delta, "reasoning_content", None) or getattr(delta, "reasoning", None)
+                if isinstance(thought, str) and thought:
+                    reasoning.append(thought)
+                    yield ModelEvent("reasoning", thought)
+                if delta.content:
+                    text.append(delta.content)
+                    yield ModelEvent("text", delta.content)
+                for tc in delta.tool_calls or ():
+                    entry = calls.setdefault(tc.index, {"id": None, "name": "", "arguments": ""})
+                    if tc.id:
+                        entry["id"] = tc.id
+                    if tc.function is not None:
+                        entry["name"] += tc.function.name or ""
+                        entry["arguments"] += tc.function.arguments or ""
+        tool_calls = [
+            ModelToolCall(c["id"] or f"call_{i}", c["name"], c["arguments"] or "{}")
+            for i, c in sorted(calls.items())
+        ]
+        yield ModelEvent(
+            "done", response=ModelResponse("".join(text), tool_calls, "".join(reasoning), usage, model)
+        )
+
+    def __repr__(self) -> str:
+        return f"<OpenAIModel {self.name} at {self.base_url or 'the default endpoint'}>"
