@@ -274,7 +274,9 @@ class LoopHost:
         return to_json((self.host.store.state(session) or {}).get("customizations") or [])
 
     def add_mcp_server(self, session: str, name: str, config: dict) -> str:
-        manager = next((e for e in self.host.extensions if hasattr(e, "add_mcp_server")), None)
+        manager = next(
+            (e for e in self.host.extensions if e is not self and hasattr(e, "add_mcp_server")), None
+        )
         if manager is None:
             raise ToolError("this host runs no MCP servers (no customization manager)")
         return manager.add_mcp_server(session, name, config)
