@@ -137,12 +137,11 @@ class Model(Protocol):
 # -- scripted ----------------------------------------------------------------------------------------
 
 
-def use(
-    name: str, /, arguments: dict | None = None, *, id: str | None = None, **kwargs: Any
-) -> ModelToolCall:
-    """A tool call for a scripted response: ``use("UpdateTodos", todos=[...])``."""
-    args = {**(arguments or {}), **kwargs}
-    return ModelToolCall(id or f"call_{uuid.uuid4().hex[:8]}", name, json.dumps(args, ensure_ascii=False))
+def use(name: str, args: dict | None = None, /, *, id: str | None = None, **kwargs: Any) -> ModelToolCall:
+    """A tool call for a scripted response: ``use("UpdateTodos", todos=[...])`` (or the arguments
+    as a dict: ``use("ExecuteTool", {"toolRef": ..., "arguments": {...}})``)."""
+    merged = {**(args or {}), **kwargs}
+    return ModelToolCall(id or f"call_{uuid.uuid4().hex[:8]}", name, json.dumps(merged, ensure_ascii=False))
 
 
 def respond(text: str = "", *calls: ModelToolCall, reasoning: str = "") -> ModelResponse:
