@@ -99,7 +99,8 @@ def _render(section: str, names: list[str], info: dict[str, tuple[str | None, st
     if section == "mcp":
         groups: dict[str, list[str]] = {}
         for n in names:
-            group = info.get(n, (None, ""))[0] or "mcp"
+            parts = n.split("__")
+            group = info.get(n, (None, ""))[0] or (parts[1] if len(parts) >= 3 else "mcp")
             short = n.split("__", 2)[-1] if n.startswith("mcp__") else n
             groups.setdefault(group, []).append(short)
         return [f"- {g}: {', '.join(ns)}" for g, ns in groups.items()]

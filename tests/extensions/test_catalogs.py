@@ -23,7 +23,12 @@ def test_scoring_follows_the_seed_weights():
     assert cat.score("mcp__github__create_issue", "", terms) == 16  # 8 + 8
     assert cat.score("open_pr", "Opens a pull request on GitHub", terms) == 2
     assert cat.score("weather", "rain", terms) == 0
-    entries = [("r1", "weather", "rain"), ("r2", "open_pr", "on github"), ("r3", "mcp__github__create_issue", ""), ("r4", "github", "")]
+    entries = [
+        ("r1", "weather", "rain"),
+        ("r2", "open_pr", "on github"),
+        ("r3", "mcp__github__create_issue", ""),
+        ("r4", "github", ""),
+    ]
     assert cat.search(entries, "github create_issue") == ["r4", "r3", "r2"]  # 16, 16 (ties by name), 2
     many = [(f"r{i}", f"tool_{i:02}", "") for i in range(20)]
     assert len(cat.search(many, "tool")) == cat.SEARCH_LIMIT
@@ -49,7 +54,12 @@ class Toolbox:
 
     def extension(self) -> Extension:
         def discover(runtime):
-            return [CatalogEntry(n, d, {"type": "object", "properties": {"x": {"type": "string"}}}, execute=self._run(n)) for n, d in self.entries.items()]
+            return [
+                CatalogEntry(
+                    n, d, {"type": "object", "properties": {"x": {"type": "string"}}}, execute=self._run(n)
+                )
+                for n, d in self.entries.items()
+            ]
 
         return Extension("box", catalogs=[Catalog("tools", discover)])
 
@@ -77,7 +87,9 @@ def test_search_then_execute_by_a_stable_ref_and_a_removed_ref_is_an_error_resul
             return respond("", use("SearchTools", query="convert units"))
         if n == 1:
             found["matches"] = json.loads(last["content"])
-            return respond("", use("ExecuteTool", toolRef=found["matches"][0]["toolRef"], arguments={"x": "1 km"}))
+            return respond(
+                "", use("ExecuteTool", toolRef=found["matches"][0]["toolRef"], arguments={"x": "1 km"})
+            )
         if n == 2 or last["role"] == "tool":
             return "done"
         return respond("", use("ExecuteTool", toolRef=found["matches"][0]["toolRef"], arguments={}))
@@ -85,7 +97,10 @@ def test_search_then_execute_by_a_stable_ref_and_a_removed_ref_is_an_error_resul
     async def main():
         lab, agent = await loop_lab(tmp_path, ScriptedModel(model), [box.extension()])
         turn = await lab.send("convert 1 km")
-        assert [t["function"]["name"] for t in agent.model_calls[0].request.tools] == ["SearchTools", "ExecuteTool"]
+        assert [t["function"]["name"] for t in agent.model_calls[0].request.tools] == [
+            "SearchTools",
+            "ExecuteTool",
+        ]
         assert found["matches"][0] == {
             "toolRef": "box.tools/convert_units",
             "name": "convert_units",
@@ -111,7 +126,10 @@ def test_notices_are_full_first_then_only_changes_then_resent_after_truncation_a
         lab, agent = await loop_lab(tmp_path, ScriptedModel(lambda r: "ok"), [box.extension()])
         t1 = await lab.send("one")
         [first] = _notice_texts(agent, 0)
-        assert first.startswith("<tool>\nThese tools are loaded on demand.") and "- convert_units\n- lookup_word\n</tool>" in first
+        assert (
+            first.startswith("<tool>\nThese tools are loaded on demand.")
+            and "- convert_units\n- lookup_word\n</tool>" in first
+        )
         await lab.send("two")
         assert _notice_texts(agent, 1) == [first]  # the old notice is history; nothing new was added
         assert agent.model_calls[1].stable
@@ -121,13 +139,17 @@ def test_notices_are_full_first_then_only_changes_then_resent_after_truncation_a
         await lab.send("three")
         *_, diff = _notice_texts(agent, 2)
         assert diff == (
-            "<tool>\n" + cat._GUIDES["tool"] + "\nAdded:\n- spell_check\nRemoved:\n- convert_units\nUpdated:\n- lookup_word\n</tool>"
+            "<tool>\n"
+            + cat._GUIDES["tool"]
+            + "\nAdded:\n- spell_check\nRemoved:\n- convert_units\nUpdated:\n- lookup_word\n</tool>"
         )
         assert agent.model_calls[2].stable  # a diff is appended; the sent prefix is untouched
         await lab.adispatch({"type": "chat/truncated", "turnId": t1.id})
         await lab.send("four")
         *_, resent = _notice_texts(agent, 3)
-        assert "Added:\n- spell_check\nRemoved:\n- convert_units\nUpdated:\n- lookup_word" in resent  # vs turn 1's notice
+        assert (
+            "Added:\n- spell_check\nRemoved:\n- convert_units\nUpdated:\n- lookup_word" in resent
+        )  # vs turn 1's notice
         agent.compact(lab.chat)
         await lab.send("five")
         call = agent.model_calls[4]
@@ -141,10 +163,17 @@ def test_notices_are_full_first_then_only_changes_then_resent_after_truncation_a
 
 def test_render_notice_groups_mcp_tools_by_server_and_skills_with_descriptions():
     current = {
-        "mcp": {"mcp__github__create_issue": ("github", "", "f1"), "mcp__github__get_pr": ("github", "", "f2"), "mcp__we0__list": ("we0", "", "f3")},
+        "mcp": {
+            "mcp__github__create_issue": ("github", "", "f1"),
+            "mcp__github__get_pr": ("github", "", "f2"),
+            "mcp__we0__list": ("we0", "", "f3"),
+        },
         "skill": {"brainstorming": (None, "Explore ideas before building", "f4")},
     }
     text = cat.render_notice({}, current)
     assert "- github: create_issue, get_pr\n- we0: list" in text
-    assert "<skill>\nLoad a skill with the Skill tool before following it.\n- brainstorming: Explore ideas before building\n</skill>" in text
+    assert (
+        "<skill>\nLoad a skill with the Skill tool before following it.\n- brainstorming: Explore ideas before building\n</skill>"
+        in text
+    )
     assert cat.render_notice(cat.snapshot(current), current) is None

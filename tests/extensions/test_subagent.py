@@ -73,10 +73,15 @@ def test_a_background_subagent_is_reported_once_by_before_model_call(tmp_path):
         release.set()
         run = agent.extension_session(lab.session).instances["subagent"].runs["subagent-1"]
         await asyncio.wait_for(run.wait(), 20)
-        assert run.status == "completed" and run.chat in [b["resource"] for b in tc.state["content"] if b["type"] == "subagent"]
+        assert run.status == "completed" and run.chat in [
+            b["resource"] for b in tc.state["content"] if b["type"] == "subagent"
+        ]
         await lab.send("anything new?")
         tail = [m["content"] for m in agent.model_calls[-1].tail]
-        assert len(tail) == 1 and 'Background subagent "slow job" (subagent-1) completed: background result' in tail[0]
+        assert (
+            len(tail) == 1
+            and 'Background subagent "slow job" (subagent-1) completed: background result' in tail[0]
+        )
         await lab.send("and now?")
         assert agent.model_calls[-1].tail == []  # reported once
         await lab.aclose()
@@ -99,7 +104,10 @@ def test_get_agent_result_waits_for_a_background_subagent(tmp_path):
         lab, agent = await loop_lab(tmp_path, ScriptedModel(model), [subagent_extension()])
         turn = await lab.send("go")
         spawn, get = turn.tool_calls
-        assert get.result_text == "collected" and get.state["structuredContent"] == {"agentId": "subagent-1", "status": "completed"}
+        assert get.result_text == "collected" and get.state["structuredContent"] == {
+            "agentId": "subagent-1",
+            "status": "completed",
+        }
         await lab.send("more")
         assert agent.model_calls[-1].tail == []  # collected, so not reported again
         await lab.aclose()
