@@ -1,0 +1,207 @@
+"""Custom tools (seed 004): discovery rules from real directories, streamed updates, cancellation
+that kills the tool's process, lifecycle events, and failures that never stop the rest."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import textwrap
+
+from ahp_lab.agents.models import ScriptedModel, respond, use
+from ahp_lab.extensions import CustomTool, todo_extension
+
+from ..customizations.conftest import write
+from ..loop_helpers import actions, arun, loop_lab
+
+TOOL = """
+from ahp_lab.extensions import CustomTool
+
+def factory(api):
+    async def execute(call_id, params, on_update, ctx, cancel):
+        return "{name} ran"
+    return CustomTool(name="{name}", description="The {name} tool.", execute=execute)
+"""
+
+
+def tool_module(name: str) -> str:
+    return TOOL.replace("{name}", name)
+
+
+def _tree_tools(lab) -> dict[str, list[str]]:
+    out = {}
+    for c in lab.session_state.get("customizations") or ():
+        if c.get("contents") == "tool":
+            out[c["name"]] = [ch["name"] for ch in c.get("children") or ()]
+    return out
+
+
+def _container(lab, directory) -> dict:
+    return next(
+        c
+        for c in lab.session_state["customizations"]
+        if c.get("contents") == "tool" and str(directory) in c["name"]
+    )
+
+
+def test_discovery_rules(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    marker = tmp_path / "executed"
+    write(home / "tools" / "alpha.py", tool_module("alpha"))
+    ws = tmp_path / "ws"
+    rel = ws / "more-tools"
+    write(rel / "beta.py", tool_module("beta"))
+    write(rel / "clash.py", tool_module("UpdateTodos"))  # a built-in's name
+    write(rel / "again.py", tool_module("alpha"))  # already loaded from the user directory
+    write(rel / "broken.py", "import no_such_module_here\n")
+    write(rel / "notes.md", f"open({str(marker)!r}, 'w')\n")  # metadata: never executed
+    write(rel / "schema.json", f"__import__('pathlib').Path({str(marker)!r}).touch()\n")
+    write(rel / "pkg" / "__init__.py", tool_module("gamma"))
+    os.symlink(rel, ws / "linked-tools")
+    write(
+        ws / ".ahp_lab" / "tools" / "project.py",
+        f"open({str(marker)!r}, 'w')\n" + tool_module("project_tool"),
+    )
+
+    async def main(trusted: bool):
+        lab, agent = await loop_lab(
+            tmp_path,
+            ScriptedModel(["ok"]),
+            [todo_extension()],
+            trusted=trusted,
+            user_tools="~/tools",
+            tool_paths=["more-tools", "./more-tools", "linked-tools", str(rel)],  # one folder, four ways
+        )
+        tree = _tree_tools(lab)
+        server = {t["name"] for t in lab.session_state["serverTools"]}
+        container = _container(lab, rel)
+        discovery = agent.bridge.discoveries[lab.session]
+        await lab.aclose()
+        return tree, server, container, discovery
+
+    tree, server, container, discovery = arun(main(False))
+    assert tree == {f"Custom tools ({home / 'tools'})": ["alpha"], f"Custom tools ({rel})": ["beta", "gamma"]}
+    assert {"alpha", "beta", "gamma", "UpdateTodos"} <= server and "project_tool" not in server
+    message = container["load"]["message"]
+    assert container["load"]["kind"] == "degraded"
+    assert "broken.py: it could not be loaded: ModuleNotFoundError" in message
+    assert "clash.py: the tool name 'UpdateTodos' is already taken" in message
+    assert "again.py: the tool name 'alpha' is already taken" in message
+    assert [s.path.name for s in discovery.sources if s.metadata] == ["notes.md", "schema.json"]
+    assert len([s for s in discovery.sources if s.path.name == "beta.py"]) == 1  # de-duplicated
+    assert not marker.exists()  # neither the metadata nor the untrusted project folder ran
+
+    tree, server, _container_, _discovery = arun(main(True))
+    assert "project_tool" in server and marker.exists()  # trusted: the project folder counts
+
+
+def test_a_discovered_tool_streams_updates_and_cancellation_kills_its_process(tmp_path):
+    pidfile = tmp_path / "pid"
+    events = tmp_path / "events"
+    write(
+        tmp_path / "ws" / "tools" / "worker.py",
+        textwrap.dedent(
+            f"""
+            from pydantic import BaseModel
+            from ahp_lab.extensions import CustomTool
+
+            class Count(BaseModel):
+                steps: int = 3
+
+            def factory(api):
+                async def count(call_id, params, on_update, ctx, cancel):
+                    for i in range(1, params.steps + 1):
+                        await on_update(f"step {{i}} of {{params.steps}}")
+                    return f"counted {{params.steps}}"
+
+                async def wait(call_id, params, on_update, ctx, cancel):
+                    await on_update("starting a long job")
+                    result = await api.exec("sh", ["-c", "echo $$ > {pidfile}; exec sleep 60"], cancel=cancel)
+                    return result.stdout
+
+                def on_session(event):
+                    with open({str(events)!r}, "a") as f:
+                        f.write(event["reason"] + "\\n")
+
+                return [
+                    CustomTool(name="count", description="Count with progress.", parameters=Count, execute=count, on_session=on_session),
+                    CustomTool(name="wait_long", description="Run a long process.", execute=wait),
+                ]
+            """
+        ),
+    )
+
+    async def main():
+        model = ScriptedModel(
+            [respond("", use("count", steps=3)), "counted", respond("", use("wait_long")), "never"]
+        )
+        lab, _agent = await loop_lab(tmp_path, model, tool_paths=["tools"])
+        turn = await lab.send("count")
+        [tc] = turn.tool_calls
+        assert tc.result_text == "counted 3"
+        streamed = [
+            a["content"][0]["text"]
+            for a in actions(lab, "chat/toolCallContentChanged")
+            if a["toolCallId"] == tc.id
+        ]
+        assert streamed == ["step 1 of 3", "step 2 of 3", "step 3 of 3"]
+
+        pending = lab.start("wait")
+        await _poll(lambda: pidfile.exists() and pidfile.read_text().strip(), "the tool's process to start")
+        pid = int(pidfile.read_text())
+        os.kill(pid, 0)  # running
+        await lab.cancel()
+        turn = await pending
+        assert turn.state["state"] == "cancelled"
+        await _until_dead(pid)
+        await lab.aclose()
+
+    arun(main())
+    # lifecycle events reached the tool (shutdown happens as the lab closes)
+    assert events.read_text().split()[:1] == ["start"]
+
+
+async def _poll(condition, what: str, timeout: float = 20.0) -> None:
+    """Wait for a condition outside AHP state (a process, a file) under a deadline."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.05)
+
+
+def _dead(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+async def _until_dead(pid: int) -> None:
+    await _poll(lambda: _dead(pid), f"process {pid} to be killed by the cancellation", timeout=10)
+
+
+def test_sdk_custom_tools_can_abort_the_turn_and_a_failing_factory_is_listed(tmp_path):
+    async def stop(call_id, params, on_update, ctx, cancel):
+        ctx.abort()
+        await asyncio.Event().wait()
+
+    def bad_factory(api):
+        raise RuntimeError("no config")
+
+    async def main():
+        lab, agent = await loop_lab(
+            tmp_path,
+            ScriptedModel([respond("", use("stop_now"))]),
+            custom_tools=[CustomTool("stop_now", "Abort the turn.", stop), bad_factory],
+        )
+        turn = await lab.send("stop")
+        assert turn.state["state"] == "cancelled"
+        source = agent.bridge.discoveries[lab.session].sources[0]
+        assert [t.name for t in source.tools] == [
+            "stop_now"
+        ] and "its factory failed: RuntimeError: no config" in source.error
+        await lab.aclose()
+
+    arun(main())
