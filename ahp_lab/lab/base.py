@@ -114,6 +114,25 @@ class LabSource:
             raise PermissionError("a replayed log is read-only")
         self.lab.authenticate(resource, token)
 
+    # -- model calls (a LoopAgent's record, not host state; see ahp_lab.widgets.model_calls) -----
+
+    def _call_log(self) -> Any:
+        host = getattr(self.lab, "host", None)
+        session = self.lab.session
+        if host is None or session not in getattr(host, "sessions", {}):
+            return None
+        return getattr(host.agent_for(session), "model_calls", None)
+
+    def model_calls(self) -> list | None:
+        """The model calls of this session (``None`` when its agent calls no model)."""
+        log = self._call_log()
+        return None if log is None else log.for_session(self.lab.session)
+
+    def subscribe_model_calls(self, listener: Callable[[Any], None]) -> Callable[[], None]:
+        """Call ``listener(call)`` as each model call starts and ends; returns unsubscribe."""
+        log = self._call_log()
+        return log.subscribe(listener) if log is not None else (lambda: None)
+
     # -- local approvals (client state, not host state; see ahp_lab.widgets.source) -------------
 
     def local_approvals(self) -> list[dict]:

@@ -136,6 +136,13 @@ class Lab(LabBase):
         """The agent behind this lab's session (the scripted agent unless another was given)."""
         return self.host.agent_for(self.session)
 
+    @property
+    def model_calls(self) -> list:
+        """What the model saw: every request a :class:`~ahp_lab.agents.loop.LoopAgent` sent in this
+        session, with its stable-prefix share (``[]`` for agents that call no model)."""
+        log = getattr(self.agent, "model_calls", None)
+        return log.for_session(self.session) if log is not None else []
+
     # -- tools ----------------------------------------------------------------------------------
 
     def tool(self, fn: Callable | None = None, /, **options: Any):

@@ -9,6 +9,7 @@ from .base import Coalescer, SourceView, ViewContext
 from .chat import active_turn_patch, chat_view_model, part_view, promote_patch, turn_view
 from .inputs import inputs_view_model, local_approval_view
 from .inspector import TransitionFilter, inspector_rows, readable_patch, transition_detail, transition_row
+from .model_calls import ModelCallsView, model_calls_view_model
 from .sanitize import clean_text, safe_url, text_block
 from .source import LocalApprovalSource, Transition, WorkbenchSource
 from .statemachine import state_machine_model
@@ -22,6 +23,7 @@ __all__ = [
     "CustomizationTree",
     "InputQueue",
     "LocalApprovalSource",
+    "ModelCallsView",
     "SourceView",
     "ToolCallHistory",
     "ToolCallTimeline",
@@ -38,6 +40,7 @@ __all__ = [
     "effective_customizations",
     "inputs_view_model",
     "local_approval_view",
+    "model_calls_view_model",
     "inspector_rows",
     "part_view",
     "promote_patch",

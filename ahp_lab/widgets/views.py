@@ -15,6 +15,7 @@ from .chat import active_turn_patch, chat_view_model, promote_patch, turn_view
 from .inputs import inputs_view_model
 from .inspector import MAX_WINDOW, TransitionFilter, origin_view, transition_detail, transition_row
 from .logaccess import find_seq, log_at, log_slice
+from .model_calls import ModelCallsView
 from .source import as_source
 from .timeline import ToolCallHistory, collect_tool_calls, timeline_view_model
 from .tree import tree_view_model
@@ -25,6 +26,7 @@ __all__ = [
     "InputQueue",
     "TransitionInspector",
     "ChatPane",
+    "ModelCallsView",
     "Workbench",
 ]
 
@@ -574,7 +576,7 @@ class Workbench(ipywidgets.GridBox):
     """The four views and the chat pane in one layout, sharing one time-travel context.
 
     ``Workbench(source)``; the parts are ``.chat``, ``.inputs``, ``.tree``, ``.timeline`` and
-    ``.inspector``.
+    ``.inspector``, plus ``.model_calls`` when the session's agent calls a model (else ``None``).
     """
 
     def __init__(self, source: Any, *, max_syncs_per_s: float = 30.0, **kwargs: Any) -> None:
@@ -596,14 +598,22 @@ class Workbench(ipywidgets.GridBox):
         self.inspector = TransitionInspector(
             source, layout=ipywidgets.Layout(grid_area="inspector", min_width="0"), **common
         )
+        # a LoopAgent's session also shows what its model saw (ahp_lab.widgets.model_calls)
+        calls = getattr(source, "model_calls", None)
+        self.model_calls = (
+            ModelCallsView(source, layout=ipywidgets.Layout(grid_area="calls", min_width="0"), **common)
+            if callable(calls) and calls() is not None
+            else None
+        )
+        areas = '"chat inputs" "chat tree" "timeline timeline" "inspector inspector"'
         layout = ipywidgets.Layout(
             width="100%",
             grid_template_columns="minmax(0, 3fr) minmax(0, 2fr)",
-            grid_template_areas='"chat inputs" "chat tree" "timeline timeline" "inspector inspector"',
+            grid_template_areas=areas + (' "calls calls"' if self.model_calls is not None else ""),
             grid_gap="8px",
         )
         super().__init__(
-            children=[self.chat, self.inputs, self.tree, self.timeline, self.inspector],
+            children=self.views,
             layout=kwargs.pop("layout", layout),
             **kwargs,
         )
@@ -611,7 +621,8 @@ class Workbench(ipywidgets.GridBox):
 
     @property
     def views(self) -> list[SourceView]:
-        return [self.chat, self.inputs, self.tree, self.timeline, self.inspector]
+        extra = [self.model_calls] if self.model_calls is not None else []
+        return [self.chat, self.inputs, self.tree, self.timeline, self.inspector, *extra]
 
     def close(self) -> None:
         for v in self.views:

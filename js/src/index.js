@@ -2,6 +2,7 @@
 import { renderChat } from "./chat.js";
 import { renderInputs } from "./inputs.js";
 import { renderInspector } from "./inspector.js";
+import { renderModelCalls } from "./model_calls.js";
 import { renderTimeline } from "./timeline.js";
 import { renderTree } from "./tree.js";
 import { keepReceiving } from "./resync.js";
@@ -13,6 +14,7 @@ const RENDERERS = {
   inputs: renderInputs,
   inspector: renderInspector,
   chat: renderChat,
+  modelcalls: renderModelCalls,
 };
 
 function render({ model, el }) {
