@@ -56,6 +56,7 @@ class ModelCall:
     duration_s: float | None = None
     reports: list[str] = field(default_factory=list)  # hooks that failed or timed out
     notices: list[int] = field(default_factory=list)  # message indexes that are capability notices
+    new_notices: list[int] = field(default_factory=list)  # those not in the previous request
     _base: bytes = field(default=b"", repr=False)  # this request minus its tail, for the next call
 
     @property
@@ -82,6 +83,7 @@ class ModelCall:
             "messages": self.request.messages,
             "synthetic": self.request.synthetic,
             "notices": list(self.notices),
+            "newNotices": list(self.new_notices),
             "previous": self.previous,
             "prefixBytes": self.prefix_bytes,
             "totalBytes": self.total_bytes,
@@ -149,11 +151,15 @@ class ModelCallLog:
     ) -> ModelCall:
         """Record a request before it is sent and measure its stable prefix."""
         index = (self._calls[-1].index + 1) if self._calls else 0
-        call = ModelCall(index, session, chat, turn_id, request, time.time(), notices=notices)
+        call = ModelCall(
+            index, session, chat, turn_id, request, time.time(), notices=notices, new_notices=notices
+        )
         current = request.canonical()
         call.total_bytes = len(current)
         previous = self._last.get(chat)
         if previous is not None:
+            sent = len(previous.request.messages) - previous.request.synthetic
+            call.new_notices = [i for i in notices if i >= sent]
             call.previous = previous.index
             call.prefix_bytes = _common_prefix(previous._base, current)
             call.stable = call.prefix_bytes == len(previous._base)

@@ -72,7 +72,7 @@ def _row(call: Any) -> dict[str, Any]:
         "share": round(call.share, 4),
         "stable": call.stable,
         "synthetic": call.request.synthetic,
-        "notices": len(call.notices),
+        "notices": len(call.new_notices),
         "reports": len(call.reports),
         "pending": call.response is None and call.error is None,
         "said": said,

@@ -60,7 +60,7 @@ export function renderModelCalls({ model, el }) {
         h("span", { class: "ahp-mc-pct" }, pct(r.share)),
         stableBadge(r.stable),
         h("span", { class: "ahp-dim" }, `${r.messages} msgs · ${r.tools} tools`),
-        r.notices ? badge(`${r.notices} notice${r.notices > 1 ? "s" : ""}`, "ahp-mc-notice") : null,
+        r.notices ? badge(`${r.notices} new notice${r.notices > 1 ? "s" : ""}`, "ahp-mc-notice") : null,
         r.synthetic ? badge(`tail ${r.synthetic}`, "ahp-mc-tailbadge") : null,
         r.reports ? badge(`${r.reports} hook problem${r.reports > 1 ? "s" : ""}`, "ahp-mc-broken") : null,
         h("span", { class: "ahp-mc-said" }, r.pending ? "waiting for the model…" : r.said)),
