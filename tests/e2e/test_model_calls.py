@@ -68,7 +68,9 @@ def test_model_calls_view_shows_the_stable_prefix_and_where_it_broke(jupyter_ser
     # a call that kept the prefix: history marked prefix, the new prompt new, the hook's text tail
     page.locator(".ahp-modelcalls .ahp-mc-row[data-index='2']").click()
     page.wait_for_selector(".ahp-modelcalls .ahp-mc-head[data-index='2']")
-    marks = detail.locator(".ahp-mc-msg[data-i]").evaluate_all("els => els.map(e => e.dataset.mark + ':' + e.dataset.kind)")
+    marks = detail.locator(".ahp-mc-msg[data-i]").evaluate_all(
+        "els => els.map(e => e.dataset.mark + ':' + e.dataset.kind)"
+    )
     assert marks[0] == "prefix:user" and marks[1] == "prefix:notice", marks
     assert marks[-1] == "tail:tail" and "new:user" in marks, marks
     assert "synthetic · clock" in detail.inner_text() and "It is 12:00." in detail.inner_text()
