@@ -255,10 +255,11 @@ class LoopAgent:
         enabled = set(d["name"] for d in self.bridge.server_tool_definitions(ctx.session))
         claimed = es.claimed_names()
         out = []
-        for name, tool in es.tools.items():
+        for name in es.tools:
             if name in exclude or name not in enabled:
                 continue
-            out.append(_function(name, tool.description, tool.input_schema))
+            d = es.definition(name)
+            out.append(_function(name, d.get("description", ""), d.get("inputSchema") or {}))
         for info in ctx.tools():
             if info.name in es.tools or info.name in claimed or info.name in exclude:
                 continue

@@ -170,12 +170,11 @@ class LoopHost:
         es = self.sessions.get(session)
         if es is None or not es.ready.is_set():
             return []
-        enabled = self._enabled_custom_tools(session)
-        return [
-            d
-            for d in es.definitions()
-            if d["name"] in enabled or d["name"] not in self._custom_names(session)
-        ]
+        custom = self._custom_names(session)
+        if not custom:
+            return es.definitions()
+        enabled = self._enabled_custom_tools(session)  # a custom tool turned off in the tree is left out
+        return [d for d in es.definitions() if d["name"] in enabled or d["name"] not in custom]
 
     def resolve_tool(self, session: str, name: str) -> ResolvedTool | None:
         es = self.sessions.get(session)

@@ -154,7 +154,8 @@ class ModelCallLog:
         call = ModelCall(
             index, session, chat, turn_id, request, time.time(), notices=notices, new_notices=notices
         )
-        current = request.canonical()
+        segments = request.segments()
+        current = "\n".join(segments).encode("utf-8")
         call.total_bytes = len(current)
         previous = self._last.get(chat)
         if previous is not None:
@@ -163,7 +164,8 @@ class ModelCallLog:
             call.previous = previous.index
             call.prefix_bytes = _common_prefix(previous._base, current)
             call.stable = call.prefix_bytes == len(previous._base)
-        call._base = request.canonical(without_tail=True) if request.synthetic else current
+        kept = len(segments) - request.synthetic
+        call._base = "\n".join(segments[:kept]).encode("utf-8") if request.synthetic else current
         self._last[chat] = call
         self._calls.append(call)
         if len(self._calls) > self.limit:

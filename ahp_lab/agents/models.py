@@ -103,26 +103,33 @@ class ModelRequest:
         """The request as the model's cache sees it, in order: a header line (model, system prompt,
         tools), then one line per message, each canonical JSON. ``without_tail`` drops the
         synthetic tail."""
-        header = json.dumps(
-            {"model": self.model, "system": self.system, "tools": self.tools},
-            ensure_ascii=False,
-            sort_keys=True,
-            separators=(",", ":"),
-        )
+        header = _canonical_json({"model": self.model, "system": self.system, "tools": self.tools})
         messages = self.messages[: len(self.messages) - self.synthetic] if without_tail else self.messages
-        return [header] + [
-            json.dumps(
-                {k: v for k, v in m.items() if not k.startswith("_")},
-                ensure_ascii=False,
-                sort_keys=True,
-                separators=(",", ":"),
-            )
-            for m in messages
-        ]
+        return [header] + [_message_line(m) for m in messages]
 
     def canonical(self, *, without_tail: bool = False) -> bytes:
         """:meth:`segments` joined by newlines, as UTF-8 (what the stable-prefix share compares)."""
         return "\n".join(self.segments(without_tail=without_tail)).encode("utf-8")
+
+
+def _canonical_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+# History messages are never changed once sent, and every request repeats them: their lines are
+# computed once (keyed by identity, checked on use).
+_LINES: dict[int, tuple[dict, str]] = {}
+
+
+def _message_line(message: dict) -> str:
+    hit = _LINES.get(id(message))
+    if hit is not None and hit[0] is message:
+        return hit[1]
+    line = _canonical_json({k: v for k, v in message.items() if not k.startswith("_")})
+    if len(_LINES) > 50_000:
+        _LINES.clear()
+    _LINES[id(message)] = (message, line)
+    return line
 
 
 class Model(Protocol):

@@ -80,7 +80,15 @@ def search(entries: Iterable[tuple[str, str, str]], query: Any, limit: int = SEA
 def fingerprint(description: str, schema: Any) -> str:
     """A short hash of what the model would learn about a tool (an "Updated" is a changed one)."""
     text = json.dumps([description or "", schema or {}], sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+    hit = _FINGERPRINTS.get(text)
+    if hit is None:
+        if len(_FINGERPRINTS) > 20_000:
+            _FINGERPRINTS.clear()
+        hit = _FINGERPRINTS[text] = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+    return hit
+
+
+_FINGERPRINTS: dict[str, str] = {}
 
 
 def told_inventory(messages: Iterable[dict]) -> dict[str, dict[str, str]]:

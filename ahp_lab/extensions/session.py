@@ -374,6 +374,8 @@ class ExtensionSession:
                 raise ValueError(f"the tool {t.name!r} clashes with an extension's tool")
             tools[t.name] = t
         self.tools = tools
+        # built once: a pydantic JSON schema costs far more than a model call's other preparation
+        self._definitions = {name: t.definition() for name, t in tools.items()}
 
     def _call(self, name: str, args: Any, ctx: Any) -> ToolCall:
         return ToolCall(ctx.call_id, name, args, ctx.chat, ctx.turn_id, ctx.update, ctx.cancelled, self)
@@ -396,7 +398,11 @@ class ExtensionSession:
 
     def definitions(self) -> list[dict]:
         """The resident tools' ``ToolDefinition`` s (what the session's ``serverTools`` lists)."""
-        return [t.definition() for t in self.tools.values()]
+        return list(self._definitions.values())
+
+    def definition(self, name: str) -> dict:
+        """One resident tool's ``ToolDefinition``."""
+        return self._definitions[name]
 
     # -- catalogs -------------------------------------------------------------------------------
 
