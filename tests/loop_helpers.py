@@ -31,8 +31,7 @@ async def loop_lab(
     options.setdefault("user_config", tmp_path / "user.json")
     options.setdefault("workspace", Workspace.at(tmp_path / "ws", trusted=trusted))
     agent = LoopAgent(model, extensions=list(extensions), **options)
-    the_lab = await Lab.open(agent=agent, **(lab or {}))
-    await agent.extension_session(the_lab.session).ready.wait()
+    the_lab = await Lab.open(agent=agent, **(lab or {}))  # returns once the extensions are active
     return the_lab, agent
 
 

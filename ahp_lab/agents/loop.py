@@ -137,6 +137,12 @@ class LoopAgent:
             "capabilities": {"multipleChats": {"fork": True, "sideChat": True}},
         }
 
+    async def wait_ready(self, session: str, timeout: float = 30.0) -> None:
+        """Wait until the session's extensions are active and its tools are published."""
+        es = self.extension_session(session)
+        await asyncio.wait_for(es.ready.wait(), timeout)
+        await asyncio.wait_for(asyncio.shield(self.bridge.activation(session)), timeout)
+
     def extension_session(self, session: str) -> ExtensionSession:
         """The extensions of a session (their configuration, instances, state, problems)."""
         if self.bridge is None or session not in self.bridge.sessions:

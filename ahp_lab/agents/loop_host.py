@@ -59,6 +59,7 @@ class LoopHost:
         self.discoveries: dict[str, Discovery] = {}
         self.subagents: dict[str, SubagentSpec] = {}
         self._tasks: set[asyncio.Task] = set()
+        self._activations: dict[str, asyncio.Task] = {}
         self._counter = 0
 
     def _spawn(self, coro: Any) -> asyncio.Task:
@@ -85,7 +86,11 @@ class LoopHost:
             hook_timeout=self.agent.hook_timeout,
         )
         self.sessions[session] = es
-        self._spawn(self._activate(session, es))
+        self._activations[session] = self._spawn(self._activate(session, es))
+
+    def activation(self, session: str) -> asyncio.Future:
+        """The task activating a session's extensions (done once its tools are published)."""
+        return self._activations[session]
 
     async def _activate(self, session: str, es: ExtensionSession) -> None:
         try:
@@ -123,6 +128,7 @@ class LoopHost:
         return discovery
 
     def on_session_disposed(self, session: str) -> None:
+        self._activations.pop(session, None)
         es = self.sessions.pop(session, None)
         if es is None:
             return

@@ -122,6 +122,9 @@ class Lab(LabBase):
             )
         self.chat = state["defaultChat"]
         await self.client.subscribe(self.chat)
+        ready = getattr(self.agent, "wait_ready", None)
+        if ready is not None:  # a LoopAgent: its extensions are active and their tools listed
+            await ready(self.session)
 
     def __repr__(self) -> str:
         state = self.session_state or {}
