@@ -78,8 +78,33 @@ SECTIONS: list[tuple[str, str, list[str] | None, str]] = [
             "CustomizationTree",
             "ToolCallTimeline",
             "TransitionInspector",
+            "ModelCallsView",
         ],
-        "`lab.show()` returns a `Workbench`; its parts are `.chat`, `.inputs`, `.tree`, `.timeline` and `.inspector`.",
+        "`lab.show()` returns a `Workbench`; its parts are `.chat`, `.inputs`, `.tree`, `.timeline` and `.inspector` (and `.model_calls` for a `LoopAgent`).",
+    ),
+    (
+        "ahp_lab.agents.loop",
+        "`ahp_lab.agents.loop`: the agent loop",
+        ["LoopAgent", "ToolCallInfo", "ToolResultInfo"],
+        "`Lab(agent=LoopAgent(model, extensions=[...]))`; see [extensions.md](extensions.md).",
+    ),
+    (
+        "ahp_lab.agents.models",
+        "`ahp_lab.agents.models`: models for the loop",
+        ["ScriptedModel", "respond", "use", "OpenAIModel", "ModelRequest", "ModelResponse", "ModelToolCall", "ModelEvent"],
+        "A scripted model needs no network; `OpenAIModel` streams from an OpenAI-compatible endpoint.",
+    ),
+    (
+        "ahp_lab.agents.model_calls",
+        "`ahp_lab.agents.model_calls`: what the model saw",
+        ["ModelCall", "ModelCallLog"],
+        "`lab.model_calls` lists the session's `ModelCall`s; `agent.model_calls` is the whole `ModelCallLog`.",
+    ),
+    (
+        "ahp_lab.extensions",
+        "`ahp_lab.extensions`: the extension contract and custom tools",
+        None,
+        "Seeds 003 and 004; the guide is [extensions.md](extensions.md).",
     ),
 ]
 

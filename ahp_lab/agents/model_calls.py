@@ -131,9 +131,11 @@ class ModelCallLog:
         return self._calls[i]
 
     def for_chat(self, chat: str) -> list[ModelCall]:
+        """The calls made for one chat, oldest first."""
         return [c for c in self._calls if c.chat == chat]
 
     def for_session(self, session: str) -> list[ModelCall]:
+        """The calls made in one session (all its chats, subagents' included), oldest first."""
         return [c for c in self._calls if c.session == session]
 
     def subscribe(self, listener: Callable[[ModelCall], None]) -> Callable[[], None]:
@@ -176,6 +178,7 @@ class ModelCallLog:
         return call
 
     def end(self, call: ModelCall, response: ModelResponse | None = None, error: str | None = None) -> None:
+        """Record how a call ended: its response, or the error that ended it."""
         call.response = response
         call.error = error
         call.duration_s = time.time() - call.started_at

@@ -212,6 +212,7 @@ class ScriptedModel:
         return ModelResponse(text="(The scripted model has no more responses.)")
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """The next response, streamed in ``chunk_size`` pieces (reasoning first, then text)."""
         self.requests.append(request)
         response = await self._next(request)
         size = max(1, self.chunk_size)
@@ -266,6 +267,8 @@ class OpenAIModel:
         )
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """One streaming ``chat.completions.create`` call: text and reasoning deltas as they arrive,
+        tool-call deltas assembled by index, usage from the final chunk."""
         kwargs: dict[str, Any] = {
             "model": request.model or self.name,
             "messages": request.wire_messages(),

@@ -50,6 +50,7 @@ class Workspace:
 
     @property
     def project_config(self) -> Path:
+        """The project configuration file (read only when the workspace is trusted)."""
         return self.root / PROJECT_CONFIG
 
 

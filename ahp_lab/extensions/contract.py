@@ -157,6 +157,7 @@ class CatalogEntry:
     group: str | None = None
 
     def schema(self) -> dict:
+        """The entry's input schema (from ``parameters`` when given)."""
         if self.parameters is not None:
             out = self.parameters.model_json_schema()
             out.pop("title", None)
