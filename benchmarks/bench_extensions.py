@@ -61,7 +61,9 @@ class InstantModel:
     async def stream(self, request):
         self.reached.append(time.perf_counter())
         yield ModelEvent("text", "ok")
-        yield ModelEvent("done", response=ModelResponse(text="ok", usage={"inputTokens": 1, "outputTokens": 1}))
+        yield ModelEvent(
+            "done", response=ModelResponse(text="ok", usage={"inputTokens": 1, "outputTokens": 1})
+        )
 
 
 class TimedLoop(LoopAgent):
