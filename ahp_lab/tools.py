@@ -38,6 +38,7 @@ __all__ = [
     "tool",
     "tool_result",
     "failure_result",
+    "first_error",
     "run_tool_call",
     "CONFIRM_META",
     "ResolvedTool",
@@ -137,6 +138,13 @@ def tool_result(value: Any, tool_title: str) -> dict:
     if structured is not None:
         result["structuredContent"] = structured
     return result
+
+
+def first_error(exc: ValidationError, default: str = "input") -> tuple[str, str]:
+    """Where a pydantic validation failed first, and why in lowercase (``("todos.0.id", "field required")``)."""
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err.get("loc", ())) or default
+    return where, str(err.get("msg", "is invalid")).lower()
 
 
 def failure_result(tool_title: str, message: str, code: str = "error") -> dict:
@@ -308,11 +316,8 @@ class Tool:
         try:
             model = self.input_model.model_validate(data)
         except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err.get("loc", ())) or "input"
-            raise ToolError(
-                f"{self.title}: argument '{where}' {err.get('msg', 'is invalid').lower()}"
-            ) from None
+            where, why = first_error(exc)
+            raise ToolError(f"{self.title}: argument '{where}' {why}") from None
         if getattr(self, "_model_param", None):
             return {self._model_param: model}
         return {name: getattr(model, name) for name in self._params}

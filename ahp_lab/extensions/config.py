@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ..tools import first_error
 from .contract import Configuration
 
 __all__ = ["Workspace", "ConfigError", "USER_CONFIG", "PROJECT_CONFIG", "read_layer", "resolve_configuration"]
@@ -80,9 +81,8 @@ def _validate(schema: type[BaseModel], value: Any, where: str) -> BaseModel:
     try:
         return schema.model_validate(value.model_dump() if isinstance(value, BaseModel) else value)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        at = ".".join(str(p) for p in err.get("loc", ())) or "value"
-        raise ConfigError(f"{where}: {at} {err.get('msg', 'is invalid').lower()}.") from None
+        at, why = first_error(exc, "value")
+        raise ConfigError(f"{where}: {at} {why}.") from None
 
 
 class _Layers:

@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..protocol.customizations import effective_enabled
-from ..tools import Tool, ToolError, content_blocks
+from ..tools import Tool, ToolError, content_blocks, first_error
 from . import catalog as cat
 from .config import Workspace, layers_for, resolve_configuration
 from .contract import Block, CatalogEntry, Extension, ExtensionTool, ToolResult
@@ -244,11 +244,8 @@ class ExtensionSession:
             data = value.model_dump() if isinstance(value, BaseModel) else value
             validated = decl.schema.model_validate(data)
         except ValidationError as exc:
-            err = exc.errors()[0]
-            at = ".".join(str(p) for p in err.get("loc", ())) or "state"
-            raise ToolError(
-                f"the new session state of {extension_id} was refused: {at} {err.get('msg', 'is invalid').lower()}"
-            ) from None
+            at, why = first_error(exc, "state")
+            raise ToolError(f"the new session state of {extension_id} was refused: {at} {why}") from None
         self._states.setdefault(turn_id, {})[extension_id] = validated
         return validated
 
@@ -483,11 +480,8 @@ class ExtensionSession:
             try:
                 arguments = entry.parameters.model_validate(arguments)
             except ValidationError as exc:
-                err = exc.errors()[0]
-                at = ".".join(str(p) for p in err.get("loc", ())) or "input"
-                raise ToolError(
-                    f"{entry.name}: argument '{at}' {err.get('msg', 'is invalid').lower()}"
-                ) from None
+                at, why = first_error(exc)
+                raise ToolError(f"{entry.name}: argument '{at}' {why}") from None
         call = self._call(entry.name, arguments, ctx)
         try:
             value = await maybe_await(entry.execute(self.runtime(ext_id, ctx.chat, ctx.turn_id), call))
