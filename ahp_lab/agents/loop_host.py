@@ -162,7 +162,13 @@ class LoopHost:
 
     def on_transition(self, transition: Any) -> None:
         t = transition.type
-        if t == "chat/truncated":
+        if (
+            t == "session/customizationToggled"
+            and transition.channel in self.sessions
+            and self._custom_names(transition.channel)
+        ):
+            self.host._publish_server_tools(transition.channel)  # a custom tool turned on or off
+        elif t == "chat/truncated":
             session = self.host.chat_session.get(transition.channel)
             if session in self.sessions:
                 self._spawn(self._session_event(session, {"reason": "tree", "chat": transition.channel}))

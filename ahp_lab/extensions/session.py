@@ -57,7 +57,9 @@ class HookReport:
 
 class _SearchArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    query: str = Field(description="Tool names or words to look for, e.g. 'github create_issue'.")
+    query: str = Field(
+        max_length=1000, description="Tool names or words to look for, e.g. 'github create_issue'."
+    )
 
 
 class _ExecuteArgs(BaseModel):

@@ -108,7 +108,12 @@ class ToolCall:
             return None
         client = self._lab.client
         name = client.tool_names.get(self.name)
-        return client.tools.get(name) if name else self._lab.host.server_tools.get(self.name)
+        if name:
+            return client.tools.get(name)
+        resolved = self._lab.host.resolve_tool(
+            self._lab.session, self.name
+        )  # server tools, a LoopAgent's too
+        return resolved.tool if resolved is not None else None
 
     def __repr__(self) -> str:
         bits = [f"{self.name} [{self.status}]"]

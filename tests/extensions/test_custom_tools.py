@@ -205,3 +205,37 @@ def test_sdk_custom_tools_can_abort_the_turn_and_a_failing_factory_is_listed(tmp
         await lab.aclose()
 
     arun(main())
+
+
+def test_a_custom_tool_turned_off_in_the_tree_leaves_the_session_and_renderers_fall_back(tmp_path):
+    def shout(call_id, params, on_update, ctx, cancel):
+        return "HEY"
+
+    def broken_renderer(result):
+        raise ValueError("cannot draw")
+
+    tool = CustomTool(
+        "shout", "Shout.", shout, render_call=lambda args: f"shout({args})", render_result=broken_renderer
+    )
+
+    async def main():
+        lab, agent = await loop_lab(
+            tmp_path,
+            ScriptedModel([respond("", use("shout")), "ok", respond("", use("shout")), "ok"]),
+            custom_tools=[tool],
+        )
+        turn = await lab.send("shout")
+        call = turn.tool_calls[0]
+        host_tool = call._tool()
+        assert host_tool.render_call({"a": 1}) == "shout({'a': 1})"
+        assert host_tool.render_result(call.state) == call.state  # the renderer raised: the default instead
+        [container] = [c for c in lab.session_state["customizations"] if c.get("contents") == "tool"]
+        child = container["children"][0]["id"]
+        await lab.adispatch({"type": "session/customizationToggled", "id": child, "enabled": False})
+        assert "shout" not in {t["name"] for t in lab.session_state["serverTools"]}
+        turn = await lab.send("shout again")
+        assert not turn.tool_calls[0].success and "No tool named 'shout'" in turn.tool_calls[0].result_text
+        assert "shout" not in [t["function"]["name"] for t in agent.model_calls[-1].request.tools]
+        await lab.aclose()
+
+    arun(main())
