@@ -137,7 +137,8 @@ class ExtensionRuntime:
 
     def customizations(self, type_: str | None = None) -> list[dict]:
         """The session's effective customizations (children flattened), optionally of one type,
-        each with ``_container`` naming its container's ``uri``."""
+        each with ``_container`` naming its container's ``uri`` and ``_clientId`` the client that
+        published it (``None`` for the host's own)."""
         return self._owner.customizations(type_) if self._owner else []
 
     def add_mcp_server(self, name: str, config: dict) -> str:

@@ -507,5 +507,7 @@ class ExtensionSession:
                     continue
                 if not effective.get(item.get("id"), False):
                     continue
-                out.append({**item, "_container": container.get("uri")})
+                out.append(
+                    {**item, "_container": container.get("uri"), "_clientId": container.get("clientId")}
+                )
         return out

@@ -1,5 +1,8 @@
 """The skills extension: the session's skill customizations as an on-demand catalog (seed 003 §4.3).
 
+Only the host's own skills count (plugin folders and directories it resolved from its disk); a
+client-published plugin's skills are left out, since the host would read them from its own disk.
+
 Only each skill's name and one-line description reach the model, in the capability notice. The
 resident ``Skill`` tool reads a ``SKILL.md`` (or a file beside it, ``path``) when the model asks,
 after a real-path check: the file must resolve inside the skill's folder, which must resolve inside
@@ -51,6 +54,10 @@ def _strip_frontmatter(text: str) -> str:
 def read_skill(skill: dict, path: str | None = None) -> str:
     """The body of a skill's ``SKILL.md`` (or of ``path`` inside its folder), real-path checked."""
     md = _local(skill.get("uri"))
+    if skill.get("_clientId"):
+        raise ToolError(
+            f"the skill {skill.get('name')!r} was published by a client; the host reads only its own skills"
+        )
     if md is None:
         raise ToolError(f"the skill {skill.get('name')!r} is not a local file; it cannot be read here")
     folder = os.path.realpath(md.parent)
@@ -85,8 +92,11 @@ class SkillArgs(BaseModel):
 
 
 def _skills(runtime, *, for_model: bool = True) -> list[dict]:
+    """The session's skills the host can read: its own, not a client's. A client-published plugin
+    may claim any ``file://`` URI, and reading the host's disk there would hand the host's files to
+    whoever published it."""
     flag = "disableModelInvocation" if for_model else "disableUserInvocation"
-    return [s for s in runtime.customizations("skill") if not s.get(flag)]
+    return [s for s in runtime.customizations("skill") if not s.get(flag) and not s.get("_clientId")]
 
 
 def _find(runtime, name: str) -> dict:
