@@ -326,11 +326,18 @@ class LoopAgent:
                 yield ev.text
             pending = None
 
+        streamed: set[str] = set()
         ev: Any = await anext(events, None)
         while ev is not None:
             if ev.kind == "done":
-                return ev.response
+                response = ev.response
+                if response.reasoning and "reasoning" not in streamed:  # a model that did not stream it
+                    await ctx.think(response.reasoning)
+                if response.text and "text" not in streamed:
+                    await ctx.say(response.text)
+                return response
             if ev.kind in ("text", "reasoning"):
+                streamed.add(ev.kind)
                 pending = None
                 await (ctx.say if ev.kind == "text" else ctx.think)(pieces(ev.kind, ev.text))
                 ev = pending

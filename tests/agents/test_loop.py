@@ -197,3 +197,22 @@ def test_an_endpoint_error_fails_the_turn_with_the_reason(tmp_path):
         turn = arun(main())
     assert turn.state["state"] == "error"
     assert turn.state["error"]["errorType"] == "modelError" and "500" in turn.state["error"]["message"]
+
+
+def test_a_model_that_does_not_stream_still_shows_its_answer(tmp_path):
+    from ahp_lab.agents.models import ModelEvent
+
+    class Batch:
+        name = "batch"
+
+        async def stream(self, request):
+            yield ModelEvent("done", response=ModelResponse(text="all at once", reasoning="quietly"))
+
+    async def main():
+        lab, _agent = await loop_lab(tmp_path, Batch())
+        turn = await lab.send("hi")
+        kinds = [p["kind"] for p in turn.state["responseParts"]]
+        assert turn.text == "all at once" and kinds == ["reasoning", "markdown"]
+        await lab.aclose()
+
+    arun(main())
