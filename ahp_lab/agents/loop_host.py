@@ -60,6 +60,7 @@ class LoopHost:
         self.subagents: dict[str, SubagentSpec] = {}
         self._tasks: set[asyncio.Task] = set()
         self._activations: dict[str, asyncio.Task] = {}
+        self._disposing: set[asyncio.Task] = set()  # deactivations under way: aclose waits for them
         self._counter = 0
 
     def _spawn(self, coro: Any) -> asyncio.Task:
@@ -135,7 +136,7 @@ class LoopHost:
         runtime = self.host.sessions.get(session)
         for chat in runtime.chats if runtime is not None else ():
             self.subagents.pop(chat, None)
-        self._spawn(self._dispose(session, es))
+        self._disposing.add(self._spawn(self._dispose(session, es)))
 
     async def _dispose(self, session: str, es: ExtensionSession) -> None:
         await self._session_event(session, {"reason": "shutdown"})
@@ -219,9 +220,12 @@ class LoopHost:
         return items
 
     async def aclose(self) -> None:
+        """Deactivate every session's extensions (running ``deactivate``) and stop background work."""
         for session in list(self.sessions):
             es = self.sessions.pop(session)
             await self._dispose(session, es)
+        await asyncio.gather(*self._disposing, return_exceptions=True)
+        self._disposing.clear()
         for task in list(self._tasks):
             task.cancel()
 
