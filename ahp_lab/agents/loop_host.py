@@ -17,7 +17,14 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..extensions.custom_tools import Discovery, ToolSource, as_host_tool, discover_tools, load_custom_tools
+from ..extensions.custom_tools import (
+    CustomToolAPI,
+    Discovery,
+    ToolSource,
+    as_host_tool,
+    discover_tools,
+    load_custom_tools,
+)
 from ..extensions.runtime import AgentRun
 from ..extensions.session import ExtensionSession
 from ..protocol.jsonvalue import to_json
@@ -120,8 +127,6 @@ class LoopHost:
         if agent.custom_tools:
             source = ToolSource(agent.workspace.root, agent.workspace.root)
             taken = builtin | {t.name for t in discovery.tools}
-            from ..extensions.custom_tools import CustomToolAPI
-
             api = CustomToolAPI(agent.workspace.root, has_ui=agent.has_ui)
             await load_custom_tools(agent.custom_tools, api, taken, source)
             discovery.sources.insert(0, source)
