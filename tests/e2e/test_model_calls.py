@@ -1,6 +1,6 @@
 """The Model calls view over a real LoopAgent, in a real JupyterLab and Chromium.
 
-Two turns keep the prefix; then a client tool registered mid-session changes the resident tool
+The custom tools a LoopAgent discovered show in the customization tree. Two turns keep the prefix; then a client tool registered mid-session changes the resident tool
 list, and the view shows that call as "prefix broken", with its messages past the system prompt
 and tools marked new. Clicking a call shows its messages marked stable prefix / new / synthetic
 tail, and the capability notice. Screenshots go to ``artifacts/model-calls*.png``.
@@ -12,6 +12,8 @@ from .conftest import cell_output_text, run_cell, write_notebook
 from .test_workbench_lab import _shot
 
 SETUP = """\
+import tempfile
+from pathlib import Path
 from ahp_lab import Lab
 from ahp_lab.agents.loop import LoopAgent
 from ahp_lab.agents.models import ScriptedModel, respond, use
@@ -23,7 +25,14 @@ model = ScriptedModel([
     respond("Planning.", use("UpdateTodos", todos=[{"id": "1", "content": "ship it", "status": "in_progress"}])),
     "Planned.", "Second answer.", "Third answer.",
 ])
-agent = LoopAgent(model, extensions=[todo_extension(), clock, box], user_tools=None)
+tools = Path(tempfile.mkdtemp())
+(tools / "shout.py").write_text(
+    "from ahp_lab.extensions import CustomTool\\n"
+    "def factory(api):\\n"
+    "    return CustomTool(name='shout', description='Shout a word.', execute=lambda *a: 'HEY')\\n"
+)
+(tools / "broken.py").write_text("import nowhere\\n")
+agent = LoopAgent(model, extensions=[todo_extension(), clock, box], user_tools=None, tool_paths=[str(tools)])
 lab = Lab(agent=agent)
 wb = lab.show()
 wb
@@ -77,4 +86,11 @@ def test_model_calls_view_shows_the_stable_prefix_and_where_it_broke(jupyter_ser
     assert "capability notice" in detail.inner_text() and "convert_units" in detail.inner_text()
     _shot(page, ".ahp-modelcalls", "model-calls")
     _shot(page, ".ahp-workbench", "model-calls-workbench")
+
+    # the discovered custom tools are a container of the customization tree, with the failed module
+    folder = page.locator(".ahp-tree .ahp-container[data-type='directory']", has_text="Custom tools")
+    folder.wait_for()
+    assert folder.locator("[data-type='tool']", has_text="shout").count() == 1
+    assert "broken.py: it could not be loaded" in folder.inner_text()
+    _shot(page, ".ahp-tree", "model-calls-custom-tools-tree")
     assert errors == [], errors
