@@ -58,6 +58,7 @@ _MODEL_MODULES = (
     "actions",
     "messages",
     "jsonrpc",
+    "limits",
 )
 #: Individually re-exported names.
 _NAMED = {
@@ -70,6 +71,7 @@ _NAMED = {
         "dump",
         "roundtrip",
         "validate_action",
+        "validate_params",
         "validate_state",
         "adapter",
     ),
@@ -133,6 +135,7 @@ if TYPE_CHECKING:  # static view of the lazily bound names
         parse,
         roundtrip,
         validate_action,
+        validate_params,
         validate_state,
     )
     from .common import *  # noqa: F403

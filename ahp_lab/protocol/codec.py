@@ -1,5 +1,5 @@
 """Decode/encode entry points: ``TYPES``, ``parse``, ``dump``, ``roundtrip``, ``validate_action``,
-``validate_state``."""
+``validate_params``, ``validate_state``."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from . import (
 from .actions import ACTION_TYPES
 from .errors import ProtocolError, json_type_name, to_protocol_error
 from .jsonvalue import to_json
+from .limits import DEFAULT_LIMITS, Limits, check_json
 
 __all__ = [
     "TYPES",
@@ -34,6 +35,7 @@ __all__ = [
     "dump",
     "roundtrip",
     "validate_action",
+    "validate_params",
     "validate_state",
     "adapter",
 ]
@@ -159,8 +161,11 @@ def roundtrip(type_name: str, data: Any) -> Any:
     return dump(parse(type_name, data))
 
 
-def validate_action(data: Any) -> dict[str, Any]:
+def validate_action(data: Any, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
     """Validate one raw action and return its normalized JSON.
+
+    The value is first checked against ``limits`` (:func:`~ahp_lab.protocol.limits.check_json`:
+    JSON types only, nesting, string lengths, lone surrogates, non-finite numbers, overall size).
 
     The model is chosen by ``type`` first (no whole-union validation). Normalization drops ``null``
     members of declared optional fields (``null`` ≡ absent) but leaves opaque maps untouched, and
@@ -175,6 +180,8 @@ def validate_action(data: Any) -> dict[str, Any]:
             "action", None, f"must be a JSON object, got {json_type_name(data)}", "type"
         )
     action_type = data.get("type")
+    subject = action_type if isinstance(action_type, str) and len(action_type) <= 80 else "action"
+    check_json(data, limits, subject)
     if action_type is None:
         raise ProtocolError.build("action", "type", "is required", "required")
     if not isinstance(action_type, str):
@@ -195,6 +202,29 @@ def validate_action(data: Any) -> dict[str, Any]:
     except ValidationError as exc:
         raise to_protocol_error(exc, action_type) from exc
     return model.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+_PARAMS_ADAPTERS: dict[str, TypeAdapter] = {
+    method: TYPES[model.__name__] for method, (model, _result) in messages.COMMANDS.items()
+}
+
+
+def validate_params(method: str, data: Any, limits: Limits = DEFAULT_LIMITS) -> BaseModel:
+    """Validate the params of a client → host request with the protocol's command models.
+
+    ``data`` is checked against ``limits`` first, then against the method's params model
+    (``CreateSessionParams`` for ``createSession``, ...). Raises :class:`ProtocolError` whose
+    message names the method, the field and the rule (``createSession: field
+    'workingDirectories' must be an array, got string``). Unknown keys are allowed and kept.
+    """
+    ta = _PARAMS_ADAPTERS.get(method)
+    if ta is None:
+        raise ProtocolError.build(None, None, f"unknown method {method!r}", "unknown_method")
+    check_json(data, limits, method)
+    try:
+        return ta.validate_python(data, by_alias=True, by_name=False)
+    except ValidationError as exc:
+        raise to_protocol_error(exc, method) from exc
 
 
 def validate_state(kind: str, data: Any) -> BaseModel:

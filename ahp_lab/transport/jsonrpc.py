@@ -4,6 +4,12 @@ Both ends of an AHP connection are peers: each may send requests and notificatio
 other's requests (the host also sends ``resourceRead`` to clients). Requests are answered in
 tasks; notifications are handled synchronously in arrival order, which keeps ``dispatchAction``
 and ``action`` envelopes ordered.
+
+Whatever arrives, the peer answers and carries on: a message over the size limit, nested too
+deep for the parser, not JSON (``NaN`` and ``Infinity`` included), not JSON-RPC, or with an id
+that is neither an integer within ±(2^53 - 1) nor a short string gets a JSON-RPC error (with the
+request's id when it can be read, else ``null``). Nothing it sends contains ``NaN`` or
+``Infinity``. Every success response carries ``"result"``, ``null`` included.
 """
 
 from __future__ import annotations
@@ -12,15 +18,25 @@ import asyncio
 import inspect
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from ..protocol.jsonrpc import ErrorCode
 from ..protocol.jsonvalue import dumps
+from ..protocol.limits import ENVELOPE_DEPTH, Limits, nesting_exceeds, valid_request_id
 
 log = logging.getLogger("ahp_lab.transport")
 
 __all__ = ["RpcError", "JsonRpcPeer", "Transport", "RequestHandler", "NotificationHandler"]
+
+#: Nesting the parser is protected against when a peer has no :class:`Limits` (well below
+#: Python's recursion limit).
+PARSER_DEPTH = 512
+# The id of a request whose text is too big or too deep to parse: read from the first members.
+_LEADING_ID = re.compile(
+    r'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,16}|"[^"\\]{0,256}")\s*[,}]'
+)
 
 
 class RpcError(Exception):
@@ -58,8 +74,29 @@ RequestHandler = Callable[[str, dict], Any]  # (method, params) -> result (or aw
 NotificationHandler = Callable[[str, dict], None]
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _leading_id(text: str) -> Any:
+    """The id of a request that cannot be parsed, when it is one of the first members."""
+    match = _LEADING_ID.match(text[:400])
+    if match is None:
+        return None
+    try:
+        value = json.loads(match.group(1))
+    except ValueError:
+        return None
+    return value if valid_request_id(value) else None
+
+
 class JsonRpcPeer:
-    """One end of a JSON-RPC 2.0 connection."""
+    """One end of a JSON-RPC 2.0 connection.
+
+    ``limits`` (the host's :class:`~ahp_lab.protocol.limits.Limits`) bounds incoming messages:
+    their size, their nesting and the number of this peer's requests still being answered.
+    Without it only the parser is protected (nesting at most ``PARSER_DEPTH``).
+    """
 
     def __init__(
         self,
@@ -68,12 +105,15 @@ class JsonRpcPeer:
         on_notification: NotificationHandler | None = None,
         on_close: Callable[[], None] | None = None,
         name: str = "peer",
+        limits: Limits | None = None,
     ) -> None:
         self.transport = transport
         self.name = name
         self.on_request = on_request
         self.on_notification = on_notification
         self.on_close = on_close
+        self.limits = limits
+        self._depth_cap = limits.max_depth + ENVELOPE_DEPTH if limits is not None else PARSER_DEPTH
         self._next_id = 1
         self._pending: dict[int | str, asyncio.Future] = {}
         self._tasks: set[asyncio.Task] = set()
@@ -87,8 +127,9 @@ class JsonRpcPeer:
     def _send(self, message: dict) -> None:
         if self.closed:
             raise ConnectionError(f"{self.name}: the connection is closed")
+        text = dumps(message, separators=(",", ":"), allow_nan=False)
         self.sent += 1
-        self.transport.send(dumps(message, separators=(",", ":")))
+        self.transport.send(text)
 
     def send_text(self, text: str) -> None:
         """Send an already-encoded message (used to broadcast one encoding to many peers)."""
@@ -120,61 +161,110 @@ class JsonRpcPeer:
         finally:
             self._pending.pop(request_id, None)
 
+    @property
+    def busy(self) -> int:
+        """Requests of the other side this peer is still answering."""
+        return len(self._tasks)
+
     # -- receiving ------------------------------------------------------------------------------
 
     def _receive(self, text: str) -> None:
         self.received += 1
         try:
-            message = json.loads(text)
-        except ValueError:
-            self._send(
-                {
-                    "jsonrpc": "2.0",
-                    "id": None,
-                    "error": {"code": ErrorCode.PARSE_ERROR, "message": "invalid JSON"},
-                }
+            self._receive_text(text)
+        except Exception:  # never let one message break the connection
+            log.exception("%s: a message could not be handled", self.name)
+            self._reply_error(None, RpcError(ErrorCode.INTERNAL_ERROR, "the message could not be handled"))
+
+    def _parse(self, text: Any) -> tuple[Any, RpcError | None]:
+        if not isinstance(text, str):
+            return None, RpcError(ErrorCode.INVALID_REQUEST, "a message must be one JSON text")
+        limits = self.limits
+        if limits is not None and len(text) > limits.max_message_bytes:
+            return _leading_id(text), RpcError(
+                ErrorCode.INVALID_REQUEST,
+                f"the message is {len(text):,} characters long, over the limit of {limits.max_message_bytes:,}",
             )
+        if nesting_exceeds(text, self._depth_cap):
+            return _leading_id(text), RpcError(
+                ErrorCode.INVALID_REQUEST, f"the message nests deeper than {self._depth_cap} levels"
+            )
+        try:
+            return json.loads(text, parse_constant=_reject_constant), None
+        except RecursionError:
+            return _leading_id(text), RpcError(
+                ErrorCode.INVALID_REQUEST, "the message nests too deep to parse"
+            )
+        except ValueError as exc:
+            return None, RpcError(ErrorCode.PARSE_ERROR, f"invalid JSON: {exc}")
+
+    def _receive_text(self, text: str) -> None:
+        message, error = self._parse(text)
+        if error is not None:
+            self._reply_error(message, error)
             return
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             self._reply_error(None, RpcError(ErrorCode.INVALID_REQUEST, "not a JSON-RPC 2.0 message"))
             return
+        has_id = "id" in message
+        request_id = message.get("id")
+        if has_id and not valid_request_id(request_id):
+            self._reply_error(
+                None,
+                RpcError(
+                    ErrorCode.INVALID_REQUEST,
+                    "the id must be an integer between -(2^53 - 1) and 2^53 - 1 or a string of at most 256 characters",
+                ),
+            )
+            return
         method = message.get("method")
-        params = message.get("params")
-        if params is None:
-            params = {}
-        if isinstance(method, str):
-            if not isinstance(params, dict):
-                if "id" in message:
+        if "method" in message:
+            if not isinstance(method, str):
+                if has_id:
                     self._reply_error(
-                        message["id"], RpcError(ErrorCode.INVALID_PARAMS, "params must be an object")
+                        request_id, RpcError(ErrorCode.INVALID_REQUEST, "method must be a string")
                     )
                 return
-            if "id" in message:
-                self._handle_request(message["id"], method, params)
+            params = message.get("params")
+            if params is None:
+                params = {}
+            if not isinstance(params, dict):
+                if has_id:
+                    self._reply_error(
+                        request_id, RpcError(ErrorCode.INVALID_PARAMS, "params must be an object")
+                    )
+                return
+            if has_id:
+                self._handle_request(request_id, method, params)
             else:
                 self._handle_notification(method, params)
             return
-        if "id" in message and ("result" in message or "error" in message):
-            future = self._pending.get(message["id"])
-            if future is None or future.done():
-                log.debug("%s: response for unknown request %r", self.name, message.get("id"))
-                return
-            if "error" in message:
-                err = message["error"] if isinstance(message["error"], dict) else {}
-                future.set_exception(
-                    RpcError(
-                        err.get("code", ErrorCode.INTERNAL_ERROR),
-                        err.get("message", "error"),
-                        err.get("data"),
-                    )
-                )
-            else:
-                future.set_result(message.get("result"))
+        if has_id and ("result" in message or "error" in message):
+            self._handle_response(message)
             return
         self._reply_error(
-            message.get("id"),
+            request_id if has_id else None,
             RpcError(ErrorCode.INVALID_REQUEST, "neither a request, a notification nor a response"),
         )
+
+    def _handle_response(self, message: dict) -> None:
+        future = self._pending.get(message["id"])
+        if future is None or future.done():
+            log.debug("%s: response for unknown request %r", self.name, message.get("id"))
+            return
+        if "error" in message:
+            err = message["error"] if isinstance(message["error"], dict) else {}
+            code = err.get("code")
+            text = err.get("message")
+            future.set_exception(
+                RpcError(
+                    code if type(code) is int else ErrorCode.INTERNAL_ERROR,
+                    text if isinstance(text, str) else "error",
+                    err.get("data"),
+                )
+            )
+        else:
+            future.set_result(message.get("result"))
 
     def _handle_notification(self, method: str, params: dict) -> None:
         if self.on_notification is None:
@@ -188,6 +278,17 @@ class JsonRpcPeer:
         if self.on_request is None:
             self._reply_error(
                 request_id, RpcError(ErrorCode.METHOD_NOT_FOUND, f"method {method} is not served here")
+            )
+            return
+        limits = self.limits
+        if limits is not None and len(self._tasks) >= limits.max_pending_requests:
+            self._reply_error(
+                request_id,
+                RpcError(
+                    ErrorCode.INVALID_REQUEST,
+                    f"this connection already has {len(self._tasks)} requests waiting for an answer "
+                    f"(the limit is {limits.max_pending_requests}); wait for some answers first",
+                ),
             )
             return
         try:
@@ -221,12 +322,30 @@ class JsonRpcPeer:
             self._reply(request_id, result)
 
     def _reply(self, request_id: Any, result: Any) -> None:
-        if not self.closed:
+        if self.closed:
+            return
+        try:
             self._send({"jsonrpc": "2.0", "id": request_id, "result": result})
+        except (ValueError, TypeError) as exc:  # e.g. NaN in a result: never put it on the wire
+            log.error("%s: a result could not be encoded: %s", self.name, exc)
+            self._reply_error(
+                request_id, RpcError(ErrorCode.INTERNAL_ERROR, "the result could not be encoded as JSON")
+            )
+        except ConnectionError:
+            pass
 
     def _reply_error(self, request_id: Any, error: RpcError) -> None:
-        if not self.closed:
-            self._send({"jsonrpc": "2.0", "id": request_id, "error": error.to_json()})
+        if self.closed:
+            return
+        body = error.to_json()
+        body["message"] = str(body["message"]).encode("utf-8", "replace").decode("utf-8")
+        try:
+            self._send({"jsonrpc": "2.0", "id": request_id, "error": body})
+        except (ValueError, TypeError):  # data that cannot be encoded: send the sentence alone
+            body.pop("data", None)
+            self._send({"jsonrpc": "2.0", "id": request_id, "error": body})
+        except ConnectionError:
+            pass
 
     # -- closing --------------------------------------------------------------------------------
 

@@ -1,0 +1,331 @@
+"""Every limit the host enforces, in one place (DESIGN decision 10).
+
+A :class:`Limits` value bounds what one connection, one message and one customization can make
+the host hold or do. The defaults suit a local workbench; ``Lab(limits=...)`` or
+``Host(limits=...)`` changes them (a :class:`Limits`, or a mapping of field names to values)::
+
+    Lab(limits={"max_string_chars": 4_000_000, "max_folder_files": 50_000})
+
+The same limits apply on every entry path: the wire (any connection), cells (``lab.dispatch``,
+``lab.send``) and widgets, because all of them reach the host as JSON-RPC messages and actions.
+:func:`check_json` is the one walk that checks a JSON value against them (nesting depth, string
+length, lone surrogates, non-finite numbers, overall size); :func:`nesting_exceeds` guards the
+JSON parser itself before it can recurse too deep; :func:`truncated` is the short form in which a
+rejected payload is kept in the log.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from .errors import ProtocolError, json_type_name
+
+__all__ = [
+    "Limits",
+    "LimitError",
+    "DEFAULT_LIMITS",
+    "ENVELOPE_DEPTH",
+    "MAX_SAFE_INTEGER",
+    "check_json",
+    "check_text",
+    "nesting_exceeds",
+    "truncated",
+    "valid_request_id",
+    "valid_client_seq",
+]
+
+#: The largest integer every JSON implementation represents exactly (2^53 - 1): the range of
+#: JSON-RPC ids and ``clientSeq``.
+MAX_SAFE_INTEGER = 2**53 - 1
+#: Levels a JSON-RPC message adds around a payload (message → params → action → …): the frame
+#: guard allows ``max_depth + ENVELOPE_DEPTH`` so that a payload at the limit still arrives.
+ENVELOPE_DEPTH = 8
+_MAX_ID_CHARS = 256
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """Bounds on what the host accepts; every field is documented in ``docs/security.md``.
+
+    Sizes are in characters of JSON text (what a message carries), times in seconds.
+    """
+
+    #: One JSON-RPC message (one WebSocket frame); larger messages are refused unread.
+    max_message_bytes: int = 16 * 1024 * 1024
+    #: Nesting of one command's params or one action (objects and arrays count one level each).
+    max_depth: int = 64
+    #: Length of any one string in params or actions (a title, a message text, a tool result block).
+    max_string_chars: int = 1_000_000
+    #: A tool call's result (or streamed content) as JSON text.
+    max_tool_result_bytes: int = 4 * 1024 * 1024
+    #: One top-level customization entry as JSON text (a plugin with all its children).
+    max_customization_entry_bytes: int = 2 * 1024 * 1024
+    #: One customization file (skill, agent, rule, manifest, hooks or MCP configuration).
+    max_customization_file_bytes: int = 1_000_000
+    #: The YAML frontmatter of one markdown customization file.
+    max_frontmatter_bytes: int = 64 * 1024
+    #: YAML aliases (``*name``) in one frontmatter; the expanded value may also be at most four
+    #: times ``max_frontmatter_bytes``.
+    max_yaml_aliases: int = 100
+    #: Files the host looks at in one plugin, watched folder or client-published plugin.
+    max_folder_files: int = 2_000
+    #: Channels one connection may be subscribed to at once.
+    max_subscriptions: int = 256
+    #: Requests of one connection the host is still working on (further ones are refused).
+    max_pending_requests: int = 64
+    #: A rejected action is kept in the log (and echoed) cut to about this many characters.
+    max_logged_action_chars: int = 2_000
+    #: ``resourceRead`` of one file.
+    max_read_bytes: int = 8 * 1024 * 1024
+    #: A file ``resourceWrite`` may produce.
+    max_write_bytes: int = 8 * 1024 * 1024
+    #: Seconds the live holder of a client id has to answer a ``ping`` when another connection
+    #: claims that id; a holder that does not answer is closed and the newcomer takes over.
+    identity_grace_s: float = 2.0
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ValueError(f"Limits.{f.name} must be a positive number, got {value!r}")
+            if f.type == "int" and not isinstance(value, int):
+                raise ValueError(f"Limits.{f.name} must be an integer, got {value!r}")
+
+    @classmethod
+    def of(cls, value: Limits | Mapping[str, Any] | None) -> Limits:
+        """``value`` as :class:`Limits`: ``None`` gives the defaults, a mapping overrides fields."""
+        if value is None:
+            return DEFAULT_LIMITS
+        if isinstance(value, Limits):
+            return value
+        if isinstance(value, Mapping):
+            known = {f.name for f in dataclasses.fields(cls)}
+            unknown = sorted(set(value) - known)
+            if unknown:
+                raise ValueError(f"unknown limit {unknown[0]!r}; known limits: {', '.join(sorted(known))}")
+            return cls(**dict(value))
+        raise TypeError(f"limits must be a Limits or a mapping, not {type(value).__name__}")
+
+    def replace(self, **changes: Any) -> Limits:
+        """A copy with some limits changed."""
+        return dataclasses.replace(self, **changes)
+
+
+DEFAULT_LIMITS = Limits()
+
+
+class LimitError(ProtocolError):
+    """A value that breaks a limit or cannot travel as JSON; the message names the field and rule."""
+
+
+def _path(node: Any) -> str:
+    parts: list[Any] = []
+    while node is not None:
+        node, key = node
+        parts.append(key)
+    out = ""
+    for key in reversed(parts):
+        out += f"[{key}]" if isinstance(key, int) else (f".{key}" if out else str(key))
+    return out
+
+
+def _fail(subject: str | None, node: Any, rule: str, code: str) -> LimitError:
+    path = _path(node) or None
+    prefix = f"{subject}: " if subject else ""
+    message = f"{prefix}field '{path}' {rule}" if path else f"{prefix}{rule}"
+    return LimitError(message, field=path, rule=rule, subject=subject, code=code)
+
+
+def _string_problem(value: str, max_chars: int) -> tuple[str, str] | None:
+    if len(value) > max_chars:
+        return f"is {len(value):,} characters long, over the limit of {max_chars:,}", "too_long"
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            bad = value[exc.start]
+            return (
+                f"contains a lone surrogate (U+{ord(bad):04X} at index {exc.start}), which is not valid Unicode",
+                "surrogate",
+            )
+    return None
+
+
+def check_text(value: str, limits: Limits = DEFAULT_LIMITS, subject: str | None = None) -> None:
+    """Check one string against :func:`check_json`'s string rules."""
+    problem = _string_problem(value, limits.max_string_chars)
+    if problem is not None:
+        raise _fail(subject, None, *problem)
+
+
+def check_json(
+    value: Any,
+    limits: Limits = DEFAULT_LIMITS,
+    subject: str | None = None,
+    *,
+    max_depth: int | None = None,
+    max_chars: int | None = None,
+) -> int:
+    """Check that ``value`` is JSON within ``limits``; returns its approximate size in characters.
+
+    Rules: only JSON types (``dict`` with string keys, ``list``/``tuple``, ``str``, finite numbers,
+    ``bool``, ``None``); nesting at most ``max_depth`` (default ``limits.max_depth``); every string
+    (keys included) at most ``limits.max_string_chars`` characters and valid Unicode (no lone
+    surrogates); the whole at most ``max_chars`` (default ``limits.max_message_bytes``). Raises
+    :class:`LimitError` naming the first offending field. The walk is iterative, so a value
+    nested far too deep is reported, not a ``RecursionError``.
+    """
+    depth_cap = limits.max_depth if max_depth is None else max_depth
+    size_cap = limits.max_message_bytes if max_chars is None else max_chars
+    max_str = limits.max_string_chars
+    size = 0
+    stack: list[tuple[Any, int, Any]] = [(value, 1, None)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        v, depth, node = pop()
+        t = type(v)
+        if t is str:
+            size += len(v) + 2
+            if len(v) > max_str or not v.isascii():
+                problem = _string_problem(v, max_str)
+                if problem is not None:
+                    raise _fail(subject, node, *problem)
+        elif t is dict:
+            if depth > depth_cap:
+                raise _fail(subject, node, f"nests deeper than {depth_cap} levels", "too_deep")
+            size += 2
+            for k, item in v.items():
+                if type(k) is not str:
+                    raise _fail(
+                        subject, node, f"has a {json_type_name(k)} key; JSON keys are strings", "type"
+                    )
+                size += len(k) + 3
+                if len(k) > max_str or not k.isascii():
+                    problem = _string_problem(k, max_str)
+                    if problem is not None:
+                        raise _fail(subject, (node, k[:40]), *problem)
+                push((item, depth + 1, (node, k)))
+        elif t is list or t is tuple:
+            if depth > depth_cap:
+                raise _fail(subject, node, f"nests deeper than {depth_cap} levels", "too_deep")
+            size += 2 + len(v)
+            for i, item in enumerate(v):
+                push((item, depth + 1, (node, i)))
+        elif t is int or t is bool or v is None:
+            size += 5
+        elif t is float:
+            if not math.isfinite(v):
+                raise _fail(subject, node, "must be a finite number, got float", "nan")
+            size += 8
+        elif isinstance(v, str):  # str subclasses such as Text
+            stack.append((str(v), depth, node))
+            continue
+        elif isinstance(v, int) and not isinstance(v, bool):
+            size += 5
+        else:
+            raise _fail(subject, node, f"is a {type(v).__name__}, which JSON cannot carry", "type")
+        if size > size_cap:
+            raise _fail(subject, None, f"is over the size limit of {size_cap:,} characters", "too_large")
+    return size
+
+
+_NON_BRACKETS = re.compile(r"[^\[\]{}]+")
+_JSON_STRINGS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_PAIRS = re.compile(r"\[\]|\{\}")
+
+
+def nesting_exceeds(text: str, cap: int) -> bool:
+    """Whether the JSON ``text`` nests more than ``cap`` levels (checked before parsing it).
+
+    Cheap for ordinary messages (fewer brackets than ``cap``); otherwise strings are cut out and
+    innermost bracket pairs removed ``cap`` times, all at regular-expression speed. Unbalanced
+    input deeper than ``cap`` counts as too deep; other malformed input is left to the parser.
+    """
+    if text.count("[") + text.count("{") <= cap:
+        return False
+    skeleton = _NON_BRACKETS.sub("", _JSON_STRINGS.sub("", text))
+    for _ in range(cap):
+        skeleton, removed = _PAIRS.subn("", skeleton)
+        if not skeleton:
+            return False
+        if not removed:
+            return len(skeleton) > cap
+    return bool(skeleton)
+
+
+def valid_request_id(value: Any) -> bool:
+    """A JSON-RPC id AHP accepts: an integer within ±(2^53 - 1), or a string of at most 256 characters."""
+    if type(value) is int:
+        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+    if type(value) is str:
+        return len(value) <= _MAX_ID_CHARS and _string_problem(value, _MAX_ID_CHARS) is None
+    return False
+
+
+def valid_client_seq(value: Any) -> bool:
+    """A ``clientSeq``: an integer from 0 to 2^53 - 1."""
+    return type(value) is int and 0 <= value <= MAX_SAFE_INTEGER
+
+
+def _clip(text: str, limit: int) -> str:
+    text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates become "?"
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}…[{len(text) - limit:,} more characters]"
+
+
+def truncated(value: Any, max_chars: int = DEFAULT_LIMITS.max_logged_action_chars) -> Any:
+    """A short, always-encodable form of a (possibly huge or malformed) payload, for the log.
+
+    Strings are cut, long arrays and objects elided, deep nesting replaced by ``"…"``, lone
+    surrogates replaced; the result is valid JSON of roughly ``max_chars`` characters at most.
+    """
+    budget = [max(64, max_chars)]
+    piece = max(16, max_chars // 8)
+
+    def walk(v: Any, depth: int) -> Any:
+        if budget[0] <= 0:
+            return "…"
+        if isinstance(v, str):
+            out = _clip(v, min(piece, budget[0]))
+            budget[0] -= len(out) + 2
+            return out
+        if isinstance(v, bool) or v is None:
+            budget[0] -= 5
+            return v
+        if isinstance(v, int):
+            budget[0] -= 8
+            return v if abs(v) <= MAX_SAFE_INTEGER else _clip(str(v), 40)
+        if isinstance(v, float):
+            budget[0] -= 8
+            return v if math.isfinite(v) else repr(v)
+        if depth >= 8:
+            return "…"
+        if isinstance(v, dict):
+            out: dict[str, Any] = {}
+            for i, (k, item) in enumerate(v.items()):
+                if budget[0] <= 0 or i >= 50:
+                    out["…"] = f"{len(v) - i} more members"
+                    break
+                key = _clip(str(k), 80)
+                budget[0] -= len(key) + 3
+                out[key] = walk(item, depth + 1)
+            return out
+        if isinstance(v, (list, tuple)):
+            items: list[Any] = []
+            for i, item in enumerate(v):
+                if budget[0] <= 0 or i >= 20:
+                    items.append(f"… {len(v) - i} more items")
+                    break
+                items.append(walk(item, depth + 1))
+            return items
+        return _clip(repr(v), piece)
+
+    out = walk(value, 0)
+    json.dumps(out, allow_nan=False)  # the contract: always encodable
+    return out
