@@ -24,7 +24,17 @@ SECTIONS: list[tuple[str, str, list[str] | None, str]] = [
     (
         "ahp_lab",
         "`ahp_lab`: the lab",
-        ["Lab", "LabReplay", "Turn", "PendingTurn", "ToolCall", "ActionRejected", "HumanInputNeeded", "ProtocolError", "to_json"],
+        [
+            "Lab",
+            "LabReplay",
+            "Turn",
+            "PendingTurn",
+            "ToolCall",
+            "ActionRejected",
+            "HumanInputNeeded",
+            "ProtocolError",
+            "to_json",
+        ],
         "`from ahp_lab import Lab` is all a notebook needs to start a host, a session and a chat.",
     ),
     (

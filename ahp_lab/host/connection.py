@@ -1,43 +1,129 @@
-"""One client connection to the host: the JSON-RPC command set of overview §3.1."""
+"""One client connection to the host: its lifecycle, its identity and the commands of overview §3.1.
+
+A connection is transport-agnostic: it gets a transport object (the in-process pair or a
+WebSocket, :class:`~ahp_lab.transport.Transport`) and never asks which. Whether it is the
+*trusted* in-process notebook connection is decided by whoever creates it
+(:meth:`Host.connect(trusted=True) <ahp_lab.host.Host.connect>` for the notebook's own client),
+never by anything the peer says.
+
+Lifecycle (upstream ``lifecycle.md``, ``transport.md``)::
+
+    new ──initialize / reconnect──► ready ──close──► closed
+     │                   (a contested client id: "claiming" until the old holder is pinged)
+     └── ping is answered in every state; every other request before initialize gets
+         -32600 "not initialized"; a second initialize or reconnect is refused.
+
+Identity: a ``clientId`` belongs to the live connection that initialized with it. A claim on an
+id held by another live connection pings that connection; if it answers within
+``Limits.identity_grace_s`` the claim is refused (-32010 AlreadyExists), otherwise the old one is
+closed and the newcomer takes over. Everything a client may do only to its own things (complete
+its tool calls, remove itself, publish its plugins) is checked against this binding.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..protocol import PROTOCOL_VERSION, ProtocolError, validate_params
 from ..protocol.jsonrpc import ErrorCode
 from ..protocol.jsonvalue import to_json
+from ..protocol.limits import MAX_SAFE_INTEGER, check_json, valid_client_seq
+from ..protocol.messages import COMMANDS
 from ..transport import JsonRpcPeer, RpcError
-
-if TYPE_CHECKING:
-    from .host import Host
 
 log = logging.getLogger("ahp_lab.host")
 
+__all__ = ["Connection", "IMPLEMENTATION", "ROOT", "NOT_INITIALIZED"]
+
 ROOT = "ahp-root://"
+IMPLEMENTATION = {"name": "ahp_lab", "version": "0.1.0", "title": "ahp_lab in-kernel host"}
 REPLAY_LIMIT = 50_000
+#: A client id travels in every envelope the client dispatches; it stays short.
+MAX_CLIENT_ID_CHARS = 256
+#: The message of the error (-32600 InvalidRequest) for requests before ``initialize``; the spec
+#: defines no dedicated code for it.
+NOT_INITIALIZED = "not initialized: send initialize (or reconnect) first"
+# Connection-level commands whose ``channel`` is the root literal; a missing channel defaults to it.
+_ROOT_LEVEL = frozenset(
+    {
+        "initialize",
+        "reconnect",
+        "listSessions",
+        "resolveSessionConfig",
+        "sessionConfigCompletions",
+        "authenticate",
+        "createResourceWatch",
+        "resourceRead",
+        "resourceWrite",
+        "resourceList",
+        "resourceCopy",
+        "resourceDelete",
+        "resourceMove",
+        "resourceResolve",
+        "resourceMkdir",
+        "resourceRequest",
+    }
+)
 
 
-def _require(params: dict, key: str, kind: type | tuple = str) -> Any:
-    value = params.get(key)
-    if not isinstance(value, kind):
-        expected = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise RpcError(ErrorCode.INVALID_PARAMS, f"params.{key} is required and must be a {expected}")
-    return value
+def invalid_params(exc: ProtocolError) -> RpcError:
+    """The -32602 answer for params that break the protocol models or a limit."""
+    return RpcError(ErrorCode.INVALID_PARAMS, str(exc), {"field": exc.field, "rule": exc.rule})
 
 
 class Connection:
-    """Serves one client: its subscriptions, its dispatches, its commands."""
+    """Serves one client: its lifecycle and identity, its subscriptions, dispatches and commands."""
 
-    def __init__(self, host: Host, transport) -> None:
+    def __init__(self, host: Any, transport: Any, *, trusted: bool = False) -> None:
         self.host = host
+        self._trusted = bool(trusted)
+        self.limits = host.limits
         self.client_id: str | None = None
+        #: ``"new"`` → (``"claiming"``) → ``"ready"``
+        self.phase = "new"
         self.protocol_version: str | None = None
         self.capabilities: dict = {}
         self.subscriptions: set[str] = set()
-        self.peer = JsonRpcPeer(transport, self._request, self._notification, self._closed, name="host")
+        self.peer = JsonRpcPeer(
+            transport, self._request, self._notification, self._closed, name="host", limits=self.limits
+        )
         host.connections.add(self)
+
+    # -- identity and trust ---------------------------------------------------------------------
+
+    @property
+    def trusted(self) -> bool:
+        """Whether this is the notebook's own in-process connection (fixed when it was created)."""
+        return self._trusted
+
+    @property
+    def initialized(self) -> bool:
+        """Whether ``initialize`` (or ``reconnect``) succeeded on this connection."""
+        return self.phase == "ready"
+
+    @property
+    def closed(self) -> bool:
+        return self.peer.closed
+
+    def close(self, reason: str = "") -> None:
+        """Close the transport (the client sees the connection end)."""
+        if reason:
+            log.info("closing connection of %s: %s", self.client_id or "an uninitialized client", reason)
+        self.peer.close()
+
+    async def probe(self, timeout: float) -> bool:
+        """Ping the client: ``True`` if it answers (with a result or any error) within ``timeout``."""
+        if self.closed:
+            return False
+        try:
+            await self.peer.request("ping", {"channel": ROOT}, timeout=timeout)
+        except RpcError:
+            return True  # an error answer proves the other side is there
+        except (TimeoutError, ConnectionError):
+            return False
+        return True
 
     # -- plumbing -------------------------------------------------------------------------------
 
@@ -56,9 +142,18 @@ class Connection:
                 else ErrorCode.NOT_FOUND
             )
             raise RpcError(code, f"no channel {channel}")
+        self._add_subscription(channel)
+        return {"resource": channel, "state": to_json(state), "fromSeq": self.host.store.last_seq}
+
+    def _add_subscription(self, channel: str) -> None:
+        if channel not in self.subscriptions and len(self.subscriptions) >= self.limits.max_subscriptions:
+            raise RpcError(
+                ErrorCode.INVALID_REQUEST,
+                f"this connection already has {len(self.subscriptions)} subscriptions "
+                f"(the limit is {self.limits.max_subscriptions}); unsubscribe from some first",
+            )
         self.subscriptions.add(channel)
         self.host.subscribers.setdefault(channel, set()).add(self)
-        return {"resource": channel, "state": to_json(state), "fromSeq": self.host.store.last_seq}
 
     def _unsubscribe(self, channel: str) -> None:
         self.subscriptions.discard(channel)
@@ -73,6 +168,7 @@ class Connection:
         if self not in self.host.connections:
             return
         self.host.connections.discard(self)
+        self.host.release_client_id(self)
         for channel in list(self.subscriptions):
             bucket = self.host.subscribers.get(channel)
             if bucket is not None:
@@ -84,9 +180,8 @@ class Connection:
         grace = self.host.client_grace_s
 
         def expire() -> None:
-            still_here = any(c.client_id == client_id for c in self.host.connections)
-            if still_here:
-                return
+            if self.host.connection_of(client_id) is not None:
+                return  # the client came back (reconnect or a new initialize)
             for session in sessions:
                 if session in self.host.sessions:
                     self.host.remove_client(session, client_id, "disconnected")
@@ -96,23 +191,43 @@ class Connection:
         except RuntimeError:
             expire()
 
+    def _refuse(self, error: RpcError) -> None:
+        """Answer an invalid notification (which has no id) with an error whose id is ``null``."""
+        self.peer._reply_error(None, error)
+
     # -- notifications --------------------------------------------------------------------------
 
     def _notification(self, method: str, params: dict) -> None:
-        if method == "dispatchAction":
-            if self.client_id is None:
-                log.warning("dispatchAction before initialize ignored")
-                return
-            channel = params.get("channel")
-            if not isinstance(channel, str):
-                return
-            self.host.dispatch_from_client(
-                self.client_id, params.get("clientSeq"), channel, params.get("action")
+        if method not in ("dispatchAction", "unsubscribe"):
+            return  # unknown notifications are ignored (JSON-RPC)
+        if not self.initialized:
+            self._refuse(RpcError(ErrorCode.INVALID_REQUEST, f"{method}: {NOT_INITIALIZED}"))
+            return
+        channel = params.get("channel")
+        if not isinstance(channel, str) or not channel:
+            self._refuse(
+                RpcError(ErrorCode.INVALID_PARAMS, f"{method}: field 'channel' must be a URI string")
             )
-        elif method == "unsubscribe":
-            channel = params.get("channel")
-            if isinstance(channel, str):
-                self._unsubscribe(channel)
+            return
+        try:
+            check_json(channel, self.limits, method)
+        except ProtocolError as exc:
+            self._refuse(invalid_params(exc))
+            return
+        if method == "unsubscribe":
+            self._unsubscribe(channel)
+            return
+        client_seq = params.get("clientSeq")
+        if not valid_client_seq(client_seq):
+            self._refuse(
+                RpcError(
+                    ErrorCode.INVALID_PARAMS,
+                    f"dispatchAction: field 'clientSeq' must be an integer from 0 to {MAX_SAFE_INTEGER}, "
+                    f"got {client_seq!r:.40}",
+                )
+            )
+            return
+        self.host.dispatch_from_client(self, client_seq, channel, params.get("action"))
 
     # -- requests -------------------------------------------------------------------------------
 
@@ -120,68 +235,123 @@ class Connection:
         if method == "ping":
             return None
         handler = getattr(self, "_cmd_" + method, None)
-        if handler is None:
-            ext_result = self._extension_request(method, params)
-            if ext_result is not NotImplemented:
-                return ext_result
+        known = handler is not None or self._extension_serves(method)
+        if method in ("initialize", "reconnect"):
+            if self.phase == "claiming":
+                raise RpcError(
+                    ErrorCode.INVALID_REQUEST, f"{method} refused: this connection is still initializing"
+                )
+            if self.phase == "ready":
+                raise RpcError(
+                    ErrorCode.INVALID_REQUEST,
+                    f"{method} refused: this connection is already initialized as {self.client_id!r}",
+                )
+        elif self.phase != "ready":
+            raise RpcError(ErrorCode.INVALID_REQUEST, f"{method}: {NOT_INITIALIZED}")
+        if not known:
             raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"method {method} is not supported by this host")
-        if method not in ("initialize", "reconnect") and self.client_id is None:
-            raise RpcError(ErrorCode.INVALID_REQUEST, f"{method} before initialize")
+        if "channel" not in params and method in _ROOT_LEVEL:
+            params = {**params, "channel": ROOT}
+        if method == "initialize" and isinstance(params.get("protocolVersions"), str):
+            params = {**params, "protocolVersions": [params["protocolVersions"]]}
+        try:
+            if method in COMMANDS:
+                validate_params(method, params, self.limits)
+            else:
+                check_json(params, self.limits, method)
+        except ProtocolError as exc:
+            raise invalid_params(exc) from None
+        if handler is None:
+            return self._extension_request(method, params)
         return handler(params)
+
+    def _extension_serves(self, method: str) -> bool:
+        return any(method in getattr(ext, "methods", ()) for ext in self.host.extensions)
 
     def _extension_request(self, method: str, params: dict) -> Any:
         for ext in self.host.extensions:
-            handle = getattr(ext, "handle_request", None)
-            if handle is not None:
-                result = handle(self, method, params)
-                if result is not NotImplemented:
-                    return result
-        return NotImplemented
+            if method in getattr(ext, "methods", ()):
+                return ext.handle_request(self, method, params)
+        raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"method {method} is not supported by this host")
 
-    def _cmd_initialize(self, params: dict) -> dict:
-        self.protocol_version = self.host.negotiate(_require(params, "protocolVersions", list))
-        self.client_id = _require(params, "clientId")
-        self.capabilities = params.get("capabilities") or {}
-        snapshots = [self._subscribe(c) for c in params.get("initialSubscriptions") or ()]
-        from .host import IMPLEMENTATION
+    # -- lifecycle commands ---------------------------------------------------------------------
 
-        return {
-            "protocolVersion": self.protocol_version,
-            "serverSeq": self.host.store.last_seq,
-            "serverInfo": IMPLEMENTATION,
-            "snapshots": snapshots,
-        }
+    def _claim(self, client_id: str, finish: Any) -> Any:
+        """Take ``client_id`` for this connection, then ``finish()``; a contested id is awaited."""
+        if not 0 < len(client_id) <= MAX_CLIENT_ID_CHARS:
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                f"field 'clientId' must be 1 to {MAX_CLIENT_ID_CHARS} characters long, got {len(client_id):,}",
+            )
+        if self.host.try_claim_client_id(self, client_id):
+            self.client_id = client_id
+            self.phase = "ready"
+            return finish()
+        self.phase = "claiming"
 
-    def _cmd_reconnect(self, params: dict) -> dict:
-        self.client_id = _require(params, "clientId")
-        last = params.get("lastSeenServerSeq")
-        if not isinstance(last, int):
-            raise RpcError(ErrorCode.INVALID_PARAMS, "params.lastSeenServerSeq must be a number")
-        wanted = [c for c in params.get("subscriptions") or () if isinstance(c, str)]
-        live = [c for c in wanted if self.host.store.has_channel(c)]
-        missing = [c for c in wanted if not self.host.store.has_channel(c)]
-        for session in self.host.sessions:
+        async def contested() -> Any:
+            try:
+                await self.host.claim_client_id(self, client_id)
+            except BaseException:
+                self.phase = "new"
+                raise
+            self.client_id = client_id
+            self.phase = "ready"
+            return finish()
+
+        return contested()
+
+    def _cmd_initialize(self, params: dict) -> Any:
+        version = self.host.negotiate(params["protocolVersions"])
+        capabilities = params.get("capabilities")
+
+        def finish() -> dict:
+            self.protocol_version = version
+            self.capabilities = capabilities if isinstance(capabilities, dict) else {}
+            snapshots = []
+            for channel in params.get("initialSubscriptions") or ():
+                if self.host.store.has_channel(channel):  # stale URIs are skipped, not fatal
+                    snapshots.append(self._subscribe(channel))
+            return {
+                "protocolVersion": version,
+                "serverSeq": self.host.store.last_seq,
+                "serverInfo": IMPLEMENTATION,
+                "snapshots": snapshots,
+            }
+
+        return self._claim(params["clientId"], finish)
+
+    def _cmd_reconnect(self, params: dict) -> Any:
+        return self._claim(params["clientId"], lambda: self._replay(params))
+
+    def _replay(self, params: dict) -> dict:
+        self.protocol_version = self.protocol_version or PROTOCOL_VERSION
+        last = params["lastSeenServerSeq"]
+        wanted = list(dict.fromkeys(params.get("subscriptions") or ()))
+        store = self.host.store
+        live = [c for c in wanted if store.has_channel(c)][: self.limits.max_subscriptions]
+        missing = [c for c in wanted if c not in live]
+        for session in list(self.host.sessions):
             if session not in wanted:
-                state = self.host.store.state(session) or {}
+                state = store.state(session) or {}
                 if any(c.get("clientId") == self.client_id for c in state.get("activeClients") or ()):
                     self.host.remove_client(session, self.client_id, "reconnected without the session")
         for channel in live:
-            self.subscriptions.add(channel)
-            self.host.subscribers.setdefault(channel, set()).add(self)
-        store = self.host.store
-        if store.last_seq - last > REPLAY_LIMIT or last < store.first_seq - 1:
-            return {
-                "type": "snapshot",
-                "snapshots": [
-                    {"resource": c, "state": to_json(store.state(c)), "fromSeq": store.last_seq} for c in live
-                ],
-            }
+            self._add_subscription(channel)
+        if last > store.last_seq or store.last_seq - last > REPLAY_LIMIT or last < store.first_seq - 1:
+            snapshots = [
+                {"resource": c, "state": to_json(store.state(c)), "fromSeq": store.last_seq} for c in live
+            ]
+            return {"type": "snapshot", "snapshots": snapshots, "missing": missing}
         chosen = set(live)
-        actions = [t.envelope() for t in store.transitions[last + 1 :] if t.channel in chosen]
+        start = max(last + 1, store.first_seq)
+        actions = [t.envelope() for t in store.transitions[start:] if t.channel in chosen]
         return {"type": "replay", "actions": actions, "missing": missing}
 
+    # -- channel commands -----------------------------------------------------------------------
+
     def _cmd_subscribe(self, params: dict) -> dict:
-        channel = _require(params, "channel")
+        channel = params["channel"]
         snapshot = self._subscribe(channel)
         view = params.get("view") or {}
         turns = view.get("turns")
@@ -195,19 +365,19 @@ class Connection:
         return {"snapshot": snapshot}
 
     def _cmd_createSession(self, params: dict) -> None:
-        self.host.create_session(_require(params, "channel"), params, self.client_id)
+        self.host.create_session(params["channel"], params, self)
         return None
 
     def _cmd_disposeSession(self, params: dict) -> None:
-        self.host.dispose_session(_require(params, "channel"))
+        self.host.dispose_session(params["channel"], self)
         return None
 
     def _cmd_createChat(self, params: dict) -> None:
-        self.host.create_chat(_require(params, "channel"), _require(params, "chat"), params)
+        self.host.create_chat(params["channel"], params["chat"], params, self)
         return None
 
     def _cmd_disposeChat(self, params: dict) -> None:
-        self.host.dispose_chat(_require(params, "channel"))
+        self.host.dispose_chat(params["channel"], self)
         return None
 
     def _cmd_listSessions(self, params: dict) -> dict:
@@ -216,8 +386,8 @@ class Connection:
         cursor = params.get("cursor")
         start = 0
         if cursor is not None:
-            if not (isinstance(cursor, str) and cursor.startswith("offset:") and cursor[7:].isdigit()):
-                raise RpcError(ErrorCode.INVALID_PARAMS, f"unknown cursor {cursor!r}")
+            if not (cursor.startswith("offset:") and cursor[7:].isdigit() and len(cursor) < 20):
+                raise RpcError(ErrorCode.INVALID_PARAMS, f"unknown cursor {cursor!r:.80}")
             start = int(cursor[7:])
         end = len(items) if not isinstance(limit, int) or limit <= 0 else start + limit
         result: dict[str, Any] = {"items": items[start:end]}
@@ -226,7 +396,7 @@ class Connection:
         return result
 
     def _cmd_fetchTurns(self, params: dict) -> dict:
-        chat = _require(params, "channel")
+        chat = params["channel"]
         state = self.host.store.state(chat)
         if state is None or self.host.store.kind_of(chat) != "chat":
             raise RpcError(ErrorCode.NOT_FOUND, f"no chat {chat}")
@@ -235,8 +405,8 @@ class Connection:
         end = len(turns)
         if cursor is not None:
             ids = [t.get("id") for t in turns]
-            if not (isinstance(cursor, str) and cursor.startswith("before:") and cursor[7:] in ids):
-                raise RpcError(ErrorCode.INVALID_PARAMS, f"unknown cursor {cursor!r}")
+            if not (cursor.startswith("before:") and cursor[7:] in ids):
+                raise RpcError(ErrorCode.INVALID_PARAMS, f"unknown cursor {cursor!r:.80}")
             end = ids.index(cursor[7:])
         page = 50
         start = max(0, end - page)
@@ -247,11 +417,13 @@ class Connection:
         return {}
 
     def _cmd_completions(self, params: dict) -> dict:
-        chat = _require(params, "channel")
-        text = _require(params, "text")
-        offset = params.get("offset")
-        if not isinstance(offset, int) or not 0 <= offset <= len(text):
-            raise RpcError(ErrorCode.INVALID_PARAMS, "params.offset must be a position inside params.text")
+        chat = params["channel"]
+        text = params["text"]
+        offset = params["offset"]
+        if not 0 <= offset <= len(text):
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS, "completions: field 'offset' must be a position inside 'text'"
+            )
         session = self.host.chat_session.get(chat)
         if session is None:
             raise RpcError(ErrorCode.NOT_FOUND, f"no chat {chat}")
@@ -283,15 +455,15 @@ class Connection:
         return {"items": items}
 
     def _cmd_authenticate(self, params: dict) -> dict:
-        resource = _require(params, "resource")
-        token = _require(params, "token")
+        resource = params["resource"]
         for ext in self.host.extensions:
             handle = getattr(ext, "authenticate", None)
-            if handle is not None and handle(resource, token, params.get("scopes")):
-                self.host.tokens[resource] = token
+            if handle is not None and handle(self, resource, params["token"], params.get("scopes")):
                 return {}
         raise RpcError(
-            ErrorCode.INVALID_PARAMS, f"{resource} is not a resource this host asked to authenticate"
+            ErrorCode.INVALID_PARAMS,
+            f"{resource!r:.200} is not a resource that a server or tool call of a session this "
+            "connection is subscribed to asked to authenticate",
         )
 
     def _cmd_resolveSessionConfig(self, params: dict) -> dict:

@@ -905,6 +905,7 @@ class _Container:
     contents: str | None = None
     writable: bool = False
     client_id: str | None = None
+    trusted: bool = False  # published by the notebook's own (trusted) connection
     nonce: str | None = None
     initial_enabled: bool = True
     resolution: Resolution | None = None
@@ -988,6 +989,7 @@ class CustomizationManager:
                     **c.internal[cid],
                     "plugin": c.resolution.name if c.type == "plugin" and c.resolution else None,
                     "clientId": c.client_id,
+                    "trusted": c.client_id is None or c.trusted,
                 }
         return None
 
@@ -999,23 +1001,30 @@ class CustomizationManager:
                 return c.internal[cid]
         return None
 
-    def read_roots(self) -> list[Path]:
+    def _sessions_of(self, connection: Any) -> list[_Session]:
+        subscribed = getattr(connection, "subscriptions", ())
+        return [sess for uri, sess in self.sessions.items() if uri in subscribed]
+
+    def read_roots(self, connection: Any) -> list[Path]:
+        """Folders ``connection`` may read: the containers and working directories of the sessions
+        it is subscribed to."""
+        from .resources import uri_path
+
         roots: list[Path] = []
-        for sess in self.sessions.values():
+        for sess in self._sessions_of(connection):
             roots.extend(c.path for c in sess.containers.values() if c.path is not None)
             state = self.host.store.state(sess.uri) or {}
             for uri in state.get("workingDirectories") or ():
                 if isinstance(uri, str) and uri.startswith("file://"):
-                    from .resources import uri_path
-
                     with contextlib.suppress(Exception):
                         roots.append(uri_path(uri))
         return roots
 
-    def write_roots(self) -> list[Path]:
+    def write_roots(self, connection: Any) -> list[Path]:
+        """Folders ``connection`` may write: writable directories of the sessions it is subscribed to."""
         return [
             c.path
-            for sess in self.sessions.values()
+            for sess in self._sessions_of(connection)
             for c in sess.containers.values()
             if c.type == "directory" and c.writable and c.path is not None
         ]
@@ -1239,6 +1248,7 @@ class CustomizationManager:
         if not isinstance(client_id, str):
             return
         seen: set[tuple[str, str]] = set()
+        trusted = self.host.is_trusted(client_id)  # decided by the connection, never by the entry
         for plugin in active_client.get("customizations") or ():
             if not isinstance(plugin, dict) or plugin.get("type", "plugin") != "plugin":
                 continue
@@ -1258,28 +1268,29 @@ class CustomizationManager:
                     uri,
                     name=plugin.get("name") if isinstance(plugin.get("name"), str) else None,
                     client_id=client_id,
+                    trusted=trusted,
                     nonce=nonce,
                     initial_enabled=plugin.get("enabled") is not False,
                 )
                 sess.containers[c.id] = c
                 sess.client_plugins[ident] = c.id
                 self._publish(sess, c)
-            elif nonce is not None and nonce == c.nonce and uri == c.uri and c.resolution is not None:
+            elif (
+                nonce is not None
+                and nonce == c.nonce
+                and uri == c.uri
+                and trusted == c.trusted
+                and c.resolution is not None
+            ):
                 continue  # unchanged nonce: no re-parse
             else:
-                c.nonce, c.uri = nonce, uri
+                c.nonce, c.uri, c.trusted = nonce, uri, trusted
             if c.task is not None:
                 c.task.cancel()
             c.task = asyncio.ensure_future(self._resolve_client_plugin(sess, c))
         for ident, hid in list(sess.client_plugins.items()):
             if ident[0] == client_id and ident not in seen:
                 self._forget(sess, hid)
-
-    def _connection(self, client_id: str) -> Any:
-        for conn in tuple(self.host.connections):
-            if getattr(conn, "client_id", None) == client_id and not conn.peer.closed:
-                return conn
-        return None
 
     async def _resolve_client_plugin(self, sess: _Session, c: _Container) -> None:
         fallback = c.name or c.uri.rstrip("/").rsplit("/", 1)[-1] or "plugin"
@@ -1297,7 +1308,7 @@ class CustomizationManager:
         """Read a client's (virtual) plugin with host→client ``resourceList``/``resourceRead``."""
         from ..transport import RpcError
 
-        conn = self._connection(client_id or "")
+        conn = self.host.connection_of(client_id)
         if conn is None:
             raise SourceError(f"client {client_id} is not connected")
         self.stats["client_fetches"] += 1

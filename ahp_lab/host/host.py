@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,12 +21,16 @@ from ..agents.base import Agent, ToolInfo
 from ..protocol import PROTOCOL_VERSION, SUPPORTED_VERSIONS
 from ..protocol.jsonrpc import ErrorCode
 from ..protocol.jsonvalue import dumps, to_json
+from ..protocol.limits import Limits, truncated
 from ..reducers._util import iso_ms
 from ..store import HOST, Store, Transition, wall_clock_ms
 from ..tools import CONFIRM_META, ResolvedTool, Tool, failure_result
 from ..transport import RpcError, pipe
 from ..waiting import StateWaiters
 from . import mirror
+from .connection import ROOT, Connection
+from .redaction import Redactor
+from .roots import WorkingDirectories
 from .turns import TurnRunner
 from .validation import check_client_action, normalize_client_action
 
@@ -33,8 +38,6 @@ log = logging.getLogger("ahp_lab.host")
 
 __all__ = ["Host", "ResolvedTool", "ROOT"]
 
-ROOT = "ahp-root://"
-IMPLEMENTATION = {"name": "ahp_lab", "version": "0.1.0", "title": "ahp_lab in-kernel host"}
 
 # Chat actions after which the session's inputNeeded list may need to follow the chat.
 _BLOCKING_ACTIONS = frozenset(
@@ -76,6 +79,28 @@ _NO_SUMMARY_CHANGE = frozenset(
 )
 
 
+def _logged_form(raw: Any, limits: Limits) -> dict:
+    """The short, encodable form in which a rejected action is kept (an object with a ``type``)."""
+    short = truncated(raw, limits.max_logged_action_chars)
+    if isinstance(short, dict) and isinstance(short.get("type"), str) and len(short["type"]) <= 100:
+        return short
+    return {"type": "(invalid action)", "value": short}
+
+
+_SEMVER = re.compile(r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)")
+_LINES = {tuple(v.split(".")[:2]) for v in SUPPORTED_VERSIONS}
+
+
+def _honoured(version: Any) -> bool:
+    """A version this host can speak: a supported one, or a SemVer on a supported ``0.MINOR`` line."""
+    if not isinstance(version, str) or len(version) > 32:
+        return False
+    if version in SUPPORTED_VERSIONS:
+        return True
+    match = _SEMVER.fullmatch(version)
+    return match is not None and match.group(1) == "0" and (match.group(1), match.group(2)) in _LINES
+
+
 @dataclass
 class _SessionRuntime:
     uri: str
@@ -99,6 +124,8 @@ class Host:
         client_tool_timeout: float = 300.0,
         confirm_tools: str = "auto",
         client_grace_s: float = 2.0,
+        limits: Limits | dict | None = None,
+        roots: list | tuple | None = None,
     ) -> None:
         if agent is None:
             from ..agents.scripted import ScriptedAgent
@@ -113,15 +140,24 @@ class Host:
         self.client_tool_timeout = client_tool_timeout
         self.confirm_tools = confirm_tools
         self.client_grace_s = client_grace_s
+        #: every bound this host enforces (``ahp_lab.protocol.limits``)
+        self.limits = Limits.of(limits)
+        #: folders under which clients may name working directories (``Lab(roots=[...])``)
+        self.roots = WorkingDirectories(roots)
+        #: masks secrets (MCP env/header values, delivered tokens, URL credentials) in what the
+        #: host publishes
+        self.redactor = Redactor()
         self.server_tools: dict[str, Tool] = {}
         self.sessions: dict[str, _SessionRuntime] = {}
         self.chat_session: dict[str, str] = {}
+        self.chat_creators: dict[str, str | None] = {}
         self.turns: dict[str, TurnRunner] = {}
         self.turn_clients: dict[tuple[str, str], str] = {}
         self._waiters = StateWaiters()
-        self.connections: set = set()
+        self.connections: set[Connection] = set()
+        #: client id → the live connection that holds it (identity is bound to the connection)
+        self.clients: dict[str, Connection] = {}
         self.subscribers: dict[str, set] = {}
-        self.tokens: dict[str, str] = {}
         self.extensions: list = []  # objects with optional on_session_created / on_transition / run_tool hooks
         self.store.add_channel(ROOT, "root", {"agents": [], "activeSessions": 0})
         self.store.subscribe(self._broadcast)
@@ -260,20 +296,29 @@ class Host:
     # -- applying actions -----------------------------------------------------------------------
 
     def dispatch(self, channel: str, action: dict, origin: dict = HOST) -> Transition:
-        """Apply a host- or agent-originated action (trusted code) and do the follow-ups."""
-        transition = self.store.apply(channel, action, origin)
+        """Apply a host-, agent- or MCP-originated action and do the follow-ups.
+
+        This is where text the host did not write enters state, so the action is redacted here
+        (:class:`~ahp_lab.host.redaction.Redactor`), once, before the store sees it.
+        """
+        transition = self.store.apply(channel, self.redactor.action(action), origin)
         self._after(transition)
         return transition
 
     def dispatch_from_client(
-        self, client_id: str, client_seq: Any, channel: str, raw: Any
+        self, conn: Connection, client_seq: int, channel: str, raw: Any
     ) -> Transition | None:
-        """Validate and apply a client's ``dispatchAction``; rejections are recorded and echoed."""
+        """Validate and apply a client's ``dispatchAction``; rejections are recorded and echoed.
+
+        The client id is the one bound to ``conn``; the rejected form kept in the log (and echoed)
+        is cut to about ``limits.max_logged_action_chars`` characters.
+        """
         kind = self.store.kind_of(channel)
         if kind is None:
             return None  # unknown channel: dropped silently (overview §6.1)
+        client_id = conn.client_id
         origin = {"kind": "client", "clientId": client_id, "clientSeq": client_seq}
-        action, reason = normalize_client_action(raw)
+        action, reason = normalize_client_action(raw, self.limits)
         if action is not None:
             session_uri = self.chat_session.get(channel) if kind == "chat" else channel
             session_state = self.store.state(session_uri) if session_uri else None
@@ -286,13 +331,41 @@ class Host:
                 client_id,
                 session=session_state,
                 agent_capabilities=caps,
+                trusted=conn.trusted,
+                limits=self.limits,
+                working_directories=self.roots.checker(conn.trusted),
             )
         if reason is not None:
-            return self.store.reject(channel, raw if action is None else action, origin, reason)
+            transition = self.store.reject(channel, _logged_form(raw, self.limits), origin, reason)
+            if action is not None:
+                self._after_rejection(channel, action, client_id, reason)
+            return transition
         transition = self.store.apply(channel, action, origin)
         self._after(transition)
         self._client_side_effects(transition, client_id)
         return transition
+
+    def _after_rejection(self, chat: str, action: dict, client_id: str, reason: str) -> None:
+        """A tool call whose owner sent a result over the size limit fails instead of hanging."""
+        if action["type"] != "chat/toolCallComplete" or "over the limit" not in reason:
+            return
+        from .validation import find_tool_call
+
+        tc = find_tool_call(self.store.state(chat) or {}, action.get("turnId"), action.get("toolCallId"))
+        contributor = (tc or {}).get("contributor") or {}
+        if tc and contributor.get("clientId") == client_id and tc.get("status") == "running":
+            title = tc.get("displayName") or tc.get("toolName") or "the tool"
+            self.dispatch(
+                chat,
+                {
+                    "type": "chat/toolCallComplete",
+                    "turnId": action.get("turnId"),
+                    "toolCallId": action.get("toolCallId"),
+                    "result": failure_result(
+                        title, f"Client {client_id}'s result was refused: {reason}", "tooLarge"
+                    ),
+                },
+            )
 
     def _broadcast(self, transition: Transition) -> None:
         subscribers = self.subscribers.get(transition.channel)
@@ -410,27 +483,33 @@ class Host:
 
     # -- sessions and chats ---------------------------------------------------------------------
 
-    def create_session(self, uri: str, params: dict, client_id: str | None = None) -> None:
+    def create_session(self, uri: str, params: dict, conn: Connection | None = None) -> None:
+        """``createSession``: ``params`` already passed the protocol model; ``conn`` is the creator
+        (``None`` for trusted code in the kernel)."""
+        client_id = conn.client_id if conn is not None else None
         if uri in self.sessions or self.store.has_channel(uri):
             raise RpcError(ErrorCode.SESSION_ALREADY_EXISTS, f"session {uri} already exists")
-        if not uri.startswith("ahp-session:/"):
+        if not uri.startswith("ahp-session:/") or uri.endswith("/annotations"):
             raise RpcError(
-                ErrorCode.INVALID_PARAMS, f"a session URI must start with 'ahp-session:/', got {uri!r}"
+                ErrorCode.INVALID_PARAMS, f"a session URI must start with 'ahp-session:/', got {uri!r:.200}"
             )
         provider = params.get("provider") or next(iter(self.agents))
         if provider not in self.agents:
             raise RpcError(
                 ErrorCode.PROVIDER_NOT_FOUND,
-                f"no agent provider {provider!r}; known: {', '.join(self.agents)}",
+                f"no agent provider {provider!r:.100}; known: {', '.join(self.agents)}",
             )
         active_client = params.get("activeClient")
         if active_client is not None and client_id is not None and active_client.get("clientId") != client_id:
             raise RpcError(
                 ErrorCode.INVALID_PARAMS, "createSession.activeClient must be the creating client's own entry"
             )
+        title = params.get("title")  # an ahp_lab extension: the session's first title
+        if title is not None and not isinstance(title, str):
+            raise RpcError(ErrorCode.INVALID_PARAMS, "createSession: field 'title' must be a string")
         state: dict[str, Any] = {
             "provider": provider,
-            "title": params.get("title") or "New session",
+            "title": title or "New session",
             "status": 1,
             "lifecycle": "creating",
             "activeClients": [],
@@ -438,6 +517,7 @@ class Host:
         }
         dirs = params.get("workingDirectories")
         if dirs:
+            self._check_directories("createSession", dirs, conn)
             caps = {}
             for info in self.store.state(ROOT).get("agents", []):
                 if info.get("provider") == provider:
@@ -483,8 +563,37 @@ class Host:
         runtime.summary = self._summary(uri)
         self._notify_root("root/sessionAdded", {"summary": runtime.summary})
 
-    def create_chat(self, session: str, chat: str, params: dict, *, origin: dict | None = None) -> None:
-        """Create a chat in a session (the ``createChat`` command).
+    def _check_directories(self, command: str, dirs: list, conn: Connection | None) -> None:
+        trusted = conn is None or conn.trusted
+        for index, uri in enumerate(dirs):
+            refused = self.roots.refusal(uri, trusted)
+            if refused:
+                raise RpcError(
+                    ErrorCode.INVALID_PARAMS,
+                    f"{command}: field 'workingDirectories[{index}]' is refused: {refused}",
+                    {"field": f"workingDirectories[{index}]", "rule": refused},
+                )
+
+    def _may_dispose(self, conn: Connection | None, owners: tuple, what: str) -> None:
+        """Only the creator (or the notebook, the host's owner, or kernel code) disposes a channel."""
+        if conn is None or conn.trusted or conn.client_id in owners:
+            return
+        who = " or ".join(repr(o) for o in owners if o) or "the notebook"
+        raise RpcError(
+            ErrorCode.PERMISSION_DENIED,
+            f"client {conn.client_id!r} may not dispose {what}: only its creator ({who}) or the notebook may",
+        )
+
+    def create_chat(
+        self,
+        session: str,
+        chat: str,
+        params: dict,
+        conn: Connection | None = None,
+        *,
+        origin: dict | None = None,
+    ) -> None:
+        """Create a chat in a session (the ``createChat`` command; ``conn`` is the creator).
 
         ``origin`` is for trusted host-side code only (never taken from a client's params): a
         subagent's chat is created with ``{"kind": "tool", "chat": ..., "toolCallId": ...}``.
@@ -524,6 +633,7 @@ class Host:
             state["workingDirectories"] = list(dirs)
         self.store.add_channel(chat, "chat", state)
         self.chat_session[chat] = session
+        self.chat_creators[chat] = conn.client_id if conn is not None else None
         runtime.chats.append(chat)
         self.dispatch(session, {"type": "session/chatAdded", "summary": mirror.chat_summary(state)})
         initial = params.get("initialMessage")
@@ -564,10 +674,13 @@ class Host:
                 state["workingDirectories"] = src_state["workingDirectories"]
         return state
 
-    def dispose_chat(self, chat: str) -> None:
+    def dispose_chat(self, chat: str, conn: Connection | None = None) -> None:
         session = self.chat_session.get(chat)
         if session is None:
             raise RpcError(ErrorCode.NOT_FOUND, f"no chat {chat}")
+        self._may_dispose(
+            conn, (self.chat_creators.get(chat), self.sessions[session].creator), f"chat {chat}"
+        )
         runner = self.turns.pop(chat, None)
         if runner is not None and runner.task is not None:
             runner.task.cancel()
@@ -575,14 +688,18 @@ class Host:
             self.dispatch(session, action)
         self.store.remove_channel(chat)
         self.chat_session.pop(chat, None)
+        self.chat_creators.pop(chat, None)
         self.sessions[session].chats.remove(chat)
         self.subscribers.pop(chat, None)
         self.dispatch(session, {"type": "session/chatRemoved", "chat": chat})
 
-    def dispose_session(self, uri: str) -> None:
+    def dispose_session(self, uri: str, conn: Connection | None = None) -> None:
+        """``disposeSession``: allowed for the session's creator and the notebook (``conn=None``:
+        kernel code)."""
         runtime = self.sessions.get(uri)
         if runtime is None:
             raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"no session {uri}")
+        self._may_dispose(conn, (runtime.creator,), f"session {uri}")
         for ext in self.extensions:
             hook = getattr(ext, "on_session_disposed", None)
             if hook is not None:
@@ -701,27 +818,86 @@ class Host:
 
     # -- connections ----------------------------------------------------------------------------
 
-    def connect(self, name: str = "client"):
-        """Open an in-process connection; returns the client end of the transport."""
-        from .connection import Connection
+    def connect(self, name: str = "client", *, trusted: bool = False):
+        """Open an in-process connection; returns the client end of the transport.
 
+        ``trusted=True`` marks the notebook's own client (the person at the kernel): only such a
+        connection may run MCP servers from the plugins it publishes, set working directories
+        outside ``roots`` or remove other clients. Every other connection is a stranger.
+        """
         client_end, host_end = pipe(name, "host")
-        Connection(self, host_end)
+        Connection(self, host_end, trusted=trusted)
         return client_end
 
-    def attach(self, transport) -> Any:
-        """Serve a connection arriving over any transport (e.g. a WebSocket)."""
-        from .connection import Connection
+    def attach(self, transport, *, trusted: bool = False) -> Connection:
+        """Serve a connection arriving over any transport (e.g. a WebSocket): an untrusted stranger
+        unless the caller, not the peer, decides otherwise."""
+        return Connection(self, transport, trusted=trusted)
 
-        return Connection(self, transport)
+    def connection_of(self, client_id: str | None) -> Connection | None:
+        """The live connection holding ``client_id`` (``None`` when no connection does)."""
+        conn = self.clients.get(client_id) if client_id is not None else None
+        return conn if conn is not None and not conn.closed else None
+
+    def is_trusted(self, client_id: str | None) -> bool:
+        """Whether ``client_id`` is held by the notebook's own (trusted) connection right now."""
+        conn = self.connection_of(client_id)
+        return conn is not None and conn.trusted
+
+    def try_claim_client_id(self, conn: Connection, client_id: str) -> bool:
+        """Bind ``client_id`` to ``conn`` if no other live connection holds it."""
+        holder = self.connection_of(client_id)
+        if holder is not None and holder is not conn:
+            return False
+        self.clients[client_id] = conn
+        return True
+
+    async def claim_client_id(self, conn: Connection, client_id: str) -> None:
+        """Bind a contested ``client_id`` to ``conn``: its holder must prove it is alive.
+
+        The holder is pinged; if it answers within ``limits.identity_grace_s`` the claim is
+        refused (-32010), otherwise the holder is closed (a dropped socket not noticed yet) and
+        ``conn`` takes the id over.
+        """
+        while not self.try_claim_client_id(conn, client_id):
+            holder = self.connection_of(client_id)
+            if holder is None:
+                continue
+            if await holder.probe(self.limits.identity_grace_s):
+                if holder.closed or self.connection_of(client_id) is not holder:
+                    continue
+                raise RpcError(
+                    ErrorCode.ALREADY_EXISTS,
+                    f"client id {client_id!r} belongs to another live connection; "
+                    "pick another id, or reconnect after that connection has closed",
+                )
+            if self.connection_of(client_id) is holder:
+                holder.close(f"it did not answer a ping while another connection claimed {client_id!r}")
+                holder._closed()
+        if conn.closed:
+            self.release_client_id(conn)
+            raise ConnectionError("the connection closed while claiming its client id")
+
+    def release_client_id(self, conn: Connection) -> None:
+        """Forget the id ``conn`` held (it closed)."""
+        if conn.client_id is not None and self.clients.get(conn.client_id) is conn:
+            del self.clients[conn.client_id]
 
     def negotiate(self, offered: list) -> str:
-        for version in offered or ():
-            if version in SUPPORTED_VERSIONS:
+        """The most preferred entry of ``offered`` this host can honour (or -32005).
+
+        A version is honoured when it is one of :data:`SUPPORTED_VERSIONS` or a SemVer of the
+        same ``0.MINOR`` line (caret-compatible: additive changes only); the offered string is
+        returned exactly as given.
+        """
+        for version in offered:
+            if _honoured(version):
                 return version
+        shown = ", ".join(repr(v)[:40] for v in offered[:10]) or "no version"
         raise RpcError(
             ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
-            f"none of {offered} is supported",
+            f"none of the offered protocol versions ({shown}) is supported; this host speaks "
+            + ", ".join(SUPPORTED_VERSIONS),
             {"supportedVersions": list(SUPPORTED_VERSIONS)},
         )
 

@@ -50,10 +50,12 @@ from ..tools import failure_result
 
 log = logging.getLogger("ahp_lab.host.mcp")
 
-__all__ = ["McpManager", "AUTH_ERROR_CODE", "TOKEN_META_KEY"]
+__all__ = ["McpManager", "AUTH_ERROR_CODE", "TOKEN_META_KEY", "NOT_ALLOWED"]
 
 AUTH_ERROR_CODE = -32401
 TOKEN_META_KEY = "ahp_lab/authorization"
+#: ``errorType`` of the state of a client's MCP server that waits for the notebook's permission
+NOT_ALLOWED = "McpServerNotAllowed"
 _RELEVANT = frozenset(
     {
         "session/customizationsChanged",
@@ -68,7 +70,11 @@ _STDERR_TAIL = 2000
 
 
 class _Failure(Exception):
-    """A server failure described in one sentence."""
+    """A server failure described in one sentence (``error_type`` names it in the error state)."""
+
+    def __init__(self, message: str, error_type: str = "McpServerError") -> None:
+        super().__init__(message)
+        self.error_type = error_type
 
 
 @dataclass
@@ -110,6 +116,20 @@ class _Runtime:
     @property
     def active(self) -> bool:
         return self.task is not None and not self.task.done()
+
+
+def _origin(url: str) -> str:
+    """``scheme://host[:port]`` of a URL (lower case), or the string itself when it has none."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return url
+    if not parts.scheme or not parts.netloc:
+        return url
+    return f"{parts.scheme.lower()}://{(parts.hostname or '').lower()}{port}"
 
 
 def _key(config: dict) -> str:
@@ -190,6 +210,10 @@ class McpManager:
         self.start_timeout = start_timeout
         self.tool_timeout = tool_timeout
         self.runtimes: dict[tuple[str, str], _Runtime] = {}
+        #: (session, server id) → the configuration the person at the kernel allowed to run
+        self.allowed: dict[tuple[str, str], str] = {}
+        #: every such decision, in order (who published the server, what it runs, when)
+        self.decisions: list[dict] = []
         self._scheduled: set[str] = set()
         self._tasks: set[asyncio.Task] = set()
 
@@ -243,22 +267,27 @@ class McpManager:
             contributor={"kind": "mcp", "customizationId": rt.id},
         )
 
-    def authenticate(self, resource: str, token: str, scopes: Any = None) -> bool:
+    def authenticate(self, connection: Any, resource: str, token: str, scopes: Any = None) -> bool:
+        """Deliver a token to the requirements that asked for ``resource`` in the sessions
+        ``connection`` is subscribed to: a server waiting in ``authRequired`` for it, or a tool
+        call waiting in ``auth-required`` for it. Nothing else receives it (another server that
+        merely names the same resource included); returns whether anything did."""
+        subscribed = getattr(connection, "subscriptions", ())
         matched = False
         for rt in list(self.runtimes.values()):
-            hit = False
-            if rt.auth is not None and (rt.auth.get("resource") or {}).get("resource") == resource:
-                hit = True
+            if rt.session not in subscribed:
+                continue
+            hit = rt.auth is not None and (rt.auth.get("resource") or {}).get("resource") == resource
             for res, fut in list(rt.call_waiters):
-                if res == resource:
+                if res == resource and not fut.done():
                     hit = True
-                    if not fut.done():
-                        fut.set_result(token)
+                    fut.set_result(token)
             if not hit:
                 continue
             matched = True
+            self.host.redactor.add(token)
             rt.token = token
-            if rt.auth is not None:
+            if rt.auth is not None and (rt.auth.get("resource") or {}).get("resource") == resource:
                 rt.auth = None
                 if rt.auth_mid_turn:
                     rt.auth_mid_turn = False
@@ -266,6 +295,29 @@ class McpManager:
                     self._set_state(rt, rt.gen, {"kind": "ready"})
                 rt.wake.set()
         return matched
+
+    def _claims(self, rt: _Runtime, auth: dict) -> str | None:
+        """Why ``rt`` may not ask for a token for the resource ``auth`` names (``None``: it may).
+
+        A resource belongs to the server it protects: an HTTP server may only name a resource on
+        its own origin, and no server may name a resource another server of the session is
+        already waiting for or is served from. The host never passes another server's token."""
+        resource = str((auth.get("resource") or {}).get("resource") or "")
+        url = rt.config.get("url")
+        if url and _origin(resource) != _origin(str(url)):
+            return f"it asked for a token for {resource}, which is not on its own origin {_origin(str(url))}"
+        for other in self.runtimes.values():
+            if other is rt or other.session != rt.session:
+                continue
+            theirs = {(other.auth or {}).get("resource", {}).get("resource")}
+            theirs.update(res for res, _ in other.call_waiters)
+            if other.config.get("url") and _origin(resource) == _origin(str(other.config["url"])):
+                return f"it asked for a token for {resource}, which belongs to the MCP server {other.name}"
+            if resource in theirs:
+                return (
+                    f"it asked for a token for {resource}, which the MCP server {other.name} is waiting for"
+                )
+        return None
 
     async def aclose(self) -> None:
         runtimes = list(self.runtimes.values())
@@ -419,19 +471,43 @@ class McpManager:
                 f"The MCP server {rt.name} refers to ${{PLUGIN_ROOT}}, but its plugin has no folder on this machine."
             )
         client_id = config.get("clientId")
-        if client_id and config.get("command") and not self._trusted_client(client_id):
+        if client_id and not config.get("trusted") and self.allowed.get((rt.session, rt.id)) != rt.config_key:
             raise _Failure(
-                f"The MCP server {rt.name} was published by remote client {client_id}; this host runs stdio servers only for in-process clients."
+                f"The MCP server {rt.name} was published by remote client {client_id} and was not started: "
+                "the host starts a client's server only when the person at the kernel allows it "
+                f"(lab.allow_mcp({rt.name!r}) or the Allow button in the customization tree).",
+                NOT_ALLOWED,
             )
 
-    def _trusted_client(self, client_id: str) -> bool:
-        from ..transport.inprocess import InProcessTransport
+    def allow(self, session: str, cid: str) -> dict:
+        """Record the local decision to run the MCP server ``cid`` of ``session`` and start it.
 
-        return any(
-            getattr(conn, "client_id", None) == client_id
-            and isinstance(conn.peer.transport, InProcessTransport)
-            for conn in tuple(self.host.connections)
+        The decision covers the server's configuration as it is now (command, arguments,
+        environment, URL): if its client publishes a different one, it must be allowed again.
+        Returns the record (also kept in :attr:`decisions`).
+        """
+        config = self.customizations.mcp_config(session, cid)
+        if config is None:
+            raise LookupError(f"no MCP server {cid!r} in session {session}")
+        key = _key(config)
+        self.allowed[(session, cid)] = key
+        record = {
+            "session": session,
+            "id": cid,
+            "server": config.get("server"),
+            "clientId": config.get("clientId"),
+            "command": config.get("command") or config.get("url"),
+            "at": self.host.store.clock_ms(),
+        }
+        self.decisions.append(record)
+        log.info(
+            "the notebook allowed MCP server %s of client %s", config.get("server"), config.get("clientId")
         )
+        rt = self.runtimes.get((session, cid))
+        if rt is not None:
+            rt.wanted, rt.failed = True, False
+        self._schedule(session)
+        return record
 
     async def _serve(self, rt: _Runtime, gen: int, previous: asyncio.Task | None) -> None:
         """Run one connection to the server until it is stopped or fails."""
@@ -501,7 +577,7 @@ class McpManager:
                     if not rt.stopping:
                         raise _Failure(self._eof_reason(rt, closed, "while it was running"))
                 except _Failure as exc:
-                    fail(str(exc))
+                    fail(str(exc), exc.error_type)
                 except TimeoutError:
                     fail(
                         f"The MCP server {rt.name} did not answer its handshake within {self._start_timeout(rt):g} s.",
@@ -512,7 +588,7 @@ class McpManager:
                 except BaseException as raw:  # noqa: BLE001 - every failure becomes an error state
                     exc = _unwrap(raw)
                     if isinstance(exc, _Failure):
-                        fail(str(exc))
+                        fail(str(exc), exc.error_type)
                     elif isinstance(exc, TimeoutError):
                         fail(
                             f"The MCP server {rt.name} did not answer its handshake within {self._start_timeout(rt):g} s.",
@@ -555,6 +631,7 @@ class McpManager:
                 streamable_http_client(str(config["url"]), http_client=http)
             )
         env = {str(k): str(v) for k, v in (config.get("env") or {}).items()}
+        self.host.redactor.add(*env.values())
         if config.get("pluginRoot"):
             env.setdefault("PLUGIN_ROOT", str(config["pluginRoot"]))
         cwd = config.get("cwd") or config.get("pluginRoot") or None
@@ -588,6 +665,7 @@ class McpManager:
                 }
 
         headers = {str(k): str(v) for k, v in (rt.config.get("headers") or {}).items()}
+        self.host.redactor.add(*headers.values())
         return httpx2.AsyncClient(
             headers=headers or None,
             auth=_Bearer(),
@@ -681,6 +759,11 @@ class McpManager:
                         raise _Failure(self._eof_reason(rt, closed, "while listing its tools")) from None
                     raise _Failure(
                         f"The MCP server {rt.name} could not list its tools: {_one_line(exc)}."
+                    ) from None
+                refused = self._claims(rt, auth)
+                if refused:
+                    raise _Failure(
+                        f"The MCP server {rt.name} was stopped: {refused}; the host never passes one server's tokens to another."
                     ) from None
                 rt.auth = auth
                 rt.auth_mid_turn = False
@@ -815,6 +898,11 @@ class McpManager:
                 )
             except MCPError as exc:
                 auth = await self._http_auth(rt, exc)
+                refused = self._claims(rt, auth) if auth is not None else None
+                if refused:
+                    message = f"The MCP server {rt.name} {refused}; the host never passes one server's tokens to another."
+                    complete(failure_result(resolved.title, message, "authorizationRefused"))
+                    return True
                 if auth is not None:
                     token = await self._wait_call_auth(runner, call_id, rt, auth)
                     if token is None:

@@ -1,11 +1,12 @@
 """The ``resource*`` commands over ``file://`` URIs, with the host's permission policy.
 
-Reads are allowed under the host's known roots: plugin folders, directory customizations and the
-sessions' working directories. Writes (``resourceWrite``, ``resourceMkdir``, ``resourceDelete``)
-are allowed only under ``writable`` directory customizations. A path that resolves outside every
-allowed root — through ``..``, an absolute path elsewhere or a symlink pointing out — is refused
-with -32009 PermissionDenied and a one-sentence reason (``data.request`` names the grant that
-would unlock it, as overview §2 describes).
+Roots are per session and per connection: a connection may read under the plugin folders,
+directory customizations and working directories of the sessions *it is subscribed to*, and
+write (``resourceWrite``, ``resourceMkdir``, ``resourceDelete``) only under their ``writable``
+directory customizations. A path that resolves outside every allowed root — through ``..``
+(encoded or not), an absolute path elsewhere or a symlink pointing out — or that holds a NUL is
+refused with -32009 PermissionDenied and a one-sentence reason (``data.request`` names the grant
+that would unlock it, as overview §2 describes).
 """
 
 from __future__ import annotations
@@ -23,12 +24,11 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from ..protocol.jsonrpc import ErrorCode
+from ..protocol.limits import DEFAULT_LIMITS, Limits
 from ..transport import RpcError
 
-__all__ = ["ResourceService", "file_uri", "uri_path", "MAX_READ_BYTES", "MAX_WRITE_BYTES"]
+__all__ = ["ResourceService", "file_uri", "uri_path"]
 
-MAX_READ_BYTES = 16 * 1024 * 1024
-MAX_WRITE_BYTES = 8 * 1024 * 1024
 _METHODS = (
     "resourceRead",
     "resourceWrite",
@@ -75,29 +75,34 @@ def _real(path: Path) -> str:
 
 
 class ResourceService:
-    """Serves ``resource*`` requests; a host extension (``handle_request``)."""
+    """Serves ``resource*`` requests; a host extension (``methods`` + ``handle_request``).
+
+    ``read_roots(connection)`` and ``write_roots(connection)`` give the folders one connection
+    may read and write (those of the sessions it is subscribed to).
+    """
+
+    methods = frozenset(_METHODS)
 
     def __init__(
         self,
-        read_roots: Callable[[], Iterable[str | os.PathLike]],
-        write_roots: Callable[[], Iterable[str | os.PathLike]],
+        read_roots: Callable[[Any], Iterable[str | os.PathLike]],
+        write_roots: Callable[[Any], Iterable[str | os.PathLike]],
+        limits: Limits = DEFAULT_LIMITS,
     ) -> None:
         self._read_roots = read_roots
         self._write_roots = write_roots
+        self.limits = limits
 
     # -- host extension hook --------------------------------------------------------------------
 
     def handle_request(self, connection: Any, method: str, params: dict) -> Any:
-        if method not in _METHODS:
-            return NotImplemented
-        if getattr(connection, "client_id", None) is None:
-            raise RpcError(ErrorCode.INVALID_REQUEST, f"{method} before initialize")
-        return getattr(self, "_" + method)(params)
+        """Serve one ``resource*`` request of an initialized connection (its params validated)."""
+        return getattr(self, "_" + method)(connection, params)
 
     # -- permissions ----------------------------------------------------------------------------
 
-    def check(self, uri: Any, *, write: bool = False) -> Path:
-        """The path ``uri`` names if this host lets a client read (or write) it, else -32009."""
+    def check(self, connection: Any, uri: Any, *, write: bool = False) -> Path:
+        """The path ``uri`` names if this host lets ``connection`` read (or write) it, else -32009."""
         path = uri_path(uri)
         what = "write" if write else "read"
         request = {"uri": uri, "write": True} if write else {"uri": uri, "read": True}
@@ -108,7 +113,8 @@ class ResourceService:
                 {"request": request},
             )
         real = _real(path)
-        roots = self._write_roots() if write else list(self._read_roots()) + list(self._write_roots())
+        writable = list(self._write_roots(connection))
+        roots = writable if write else list(self._read_roots(connection)) + writable
         for root in roots:
             root_abs = os.path.abspath(os.fspath(root))
             root_real = _real(Path(root_abs))
@@ -125,26 +131,28 @@ class ResourceService:
         )
         raise RpcError(
             ErrorCode.PERMISSION_DENIED,
-            f"{uri} is refused because it is not inside any {kind} this host may {what}",
+            f"{uri} is refused because it is not inside any {kind} of a session this connection "
+            f"is subscribed to, so this host may not {what} it",
             {"request": request},
         )
 
     # -- commands -------------------------------------------------------------------------------
 
-    def _resourceRequest(self, params: dict) -> dict:
-        self.check(params.get("uri"), write=bool(params.get("write")))
+    def _resourceRequest(self, connection: Any, params: dict) -> dict:
+        self.check(connection, params.get("uri"), write=bool(params.get("write")))
         return {}
 
-    def _resourceRead(self, params: dict) -> dict:
+    def _resourceRead(self, connection: Any, params: dict) -> dict:
         uri = params.get("uri")
-        path = self.check(uri)
+        path = self.check(connection, uri)
         st = _stat(path, uri)
         if not statmod.S_ISREG(st.st_mode):
             raise RpcError(ErrorCode.INVALID_PARAMS, f"{uri} is not a regular file")
-        if st.st_size > MAX_READ_BYTES:
+        limit = self.limits.max_read_bytes
+        if st.st_size > limit:
             raise RpcError(
                 ErrorCode.INVALID_PARAMS,
-                f"{uri} is {st.st_size / 1e6:.1f} MB, over the {MAX_READ_BYTES // (1024 * 1024)} MB read limit",
+                f"{uri} is {st.st_size:,} bytes, over the read limit of {limit:,} bytes",
             )
         try:
             data = path.read_bytes()
@@ -166,9 +174,9 @@ class ResourceService:
             result["contentType"] = content_type
         return result
 
-    def _resourceWrite(self, params: dict) -> dict:
+    def _resourceWrite(self, connection: Any, params: dict) -> dict:
         uri = params.get("uri")
-        path = self.check(uri, write=True)
+        path = self.check(connection, uri, write=True)
         data = _decode(params)
         mode = params.get("mode") or "truncate"
         if mode not in ("truncate", "append", "insert"):
@@ -206,16 +214,17 @@ class ResourceService:
         else:
             cut = min(position, len(existing))
             new = existing[:cut] + data + existing[cut:]
-        if len(new) > MAX_WRITE_BYTES:
+        if len(new) > self.limits.max_write_bytes:
             raise RpcError(
-                ErrorCode.INVALID_PARAMS, f"{uri} would grow past the {MAX_WRITE_BYTES} byte write limit"
+                ErrorCode.INVALID_PARAMS,
+                f"{uri} would grow past the write limit of {self.limits.max_write_bytes:,} bytes",
             )
         _atomic_write(path, new, uri)
         return {}
 
-    def _resourceList(self, params: dict) -> dict:
+    def _resourceList(self, connection: Any, params: dict) -> dict:
         uri = params.get("uri")
-        path = self.check(uri)
+        path = self.check(connection, uri)
         st = _stat(path, uri)
         if not statmod.S_ISDIR(st.st_mode):
             raise RpcError(ErrorCode.INVALID_PARAMS, f"{uri} is not a folder")
@@ -232,9 +241,9 @@ class ResourceService:
             entries.append({"name": name, "type": "directory" if statmod.S_ISDIR(mode) else "file"})
         return {"entries": entries}
 
-    def _resourceMkdir(self, params: dict) -> dict:
+    def _resourceMkdir(self, connection: Any, params: dict) -> dict:
         uri = params.get("uri")
-        path = self.check(uri, write=True)
+        path = self.check(connection, uri, write=True)
         if os.path.lexists(path) and not path.is_dir():
             raise RpcError(ErrorCode.ALREADY_EXISTS, f"{uri} exists and is not a folder")
         try:
@@ -243,12 +252,12 @@ class ResourceService:
             raise _os_error(exc, uri) from None
         return {}
 
-    def _resourceDelete(self, params: dict) -> dict:
+    def _resourceDelete(self, connection: Any, params: dict) -> dict:
         uri = params.get("uri")
-        path = self.check(uri, write=True)
+        path = self.check(connection, uri, write=True)
         if not os.path.lexists(path):
             raise RpcError(ErrorCode.NOT_FOUND, f"{uri} does not exist")
-        for root in self._write_roots():
+        for root in self._write_roots(connection):
             if _real(path) == _real(Path(os.fspath(root))):
                 raise RpcError(
                     ErrorCode.PERMISSION_DENIED, f"{uri} is a writable root itself and cannot be deleted"
@@ -267,9 +276,9 @@ class ResourceService:
             raise _os_error(exc, uri) from None
         return {}
 
-    def _resourceResolve(self, params: dict) -> dict:
+    def _resourceResolve(self, connection: Any, params: dict) -> dict:
         uri = params.get("uri")
-        path = self.check(uri)
+        path = self.check(connection, uri)
         follow = params.get("followSymlinks", True) is not False
         try:
             st = os.stat(path) if follow else os.lstat(path)

@@ -6,11 +6,14 @@ rejection reason that is echoed to the client as ``rejectionReason`` and recorde
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..protocol import CLIENT_DISPATCHABLE, ProtocolError, validate_action
 from ..protocol.actions import channel_kind_of_action
 from ..protocol.chat import ANSWER_KINDS
+from ..protocol.jsonvalue import dumps
+from ..protocol.limits import DEFAULT_LIMITS, Limits
 
 
 def _active_turn(chat: dict) -> dict | None:
@@ -97,8 +100,16 @@ def check_client_action(
     *,
     session: dict | None = None,
     agent_capabilities: dict | None = None,
+    trusted: bool = False,
+    limits: Limits = DEFAULT_LIMITS,
+    working_directories: Callable[[Any], str | None] | None = None,
 ) -> str | None:
-    """Validate a client dispatch; ``action`` must already be normalized by ``validate_action``."""
+    """Validate a client dispatch; ``action`` must already be normalized by ``validate_action``.
+
+    ``client_id`` is the id bound to the dispatching connection and ``trusted`` whether that is
+    the notebook's own connection (it may remove other clients and name any working directory);
+    ``working_directories(uri)`` says why a directory may not be used (``None``: it may).
+    """
     kind = action["type"]
     if kind not in CLIENT_DISPATCHABLE:
         return f"{kind} is host-only: clients cannot dispatch it"
@@ -106,13 +117,30 @@ def check_client_action(
         return f"{kind} belongs on a {channel_kind_of_action(kind)} channel, but {channel} is a {channel_kind} channel"
     caps = agent_capabilities or {}
     if channel_kind == "chat":
-        return _check_chat(action, kind, state, client_id, session, caps)
+        reason = _check_tool_result_size(action, kind, limits)
+        return reason or _check_chat(action, kind, state, client_id, session, caps)
     if channel_kind == "session":
-        return _check_session(action, kind, state, client_id, caps)
+        return _check_session(action, kind, state, client_id, caps, trusted, working_directories)
     if kind == "terminal/claimed":
         claim = (state or {}).get("claim") or {}
         if not (claim.get("kind") == "client" and claim.get("clientId") == client_id):
             return "terminal/claimed: only the client holding the claim may transfer it"
+    return None
+
+
+def _check_tool_result_size(action: dict, kind: str, limits: Limits) -> str | None:
+    if kind == "chat/toolCallComplete":
+        payload, what = action.get("result"), "result"
+    elif kind == "chat/toolCallContentChanged":
+        payload, what = action.get("content"), "content"
+    else:
+        return None
+    size = len(dumps(payload, separators=(",", ":")))
+    if size > limits.max_tool_result_bytes:
+        return (
+            f"{kind}: the {what} is {size:,} characters of JSON, over the limit of "
+            f"{limits.max_tool_result_bytes:,} for one tool call"
+        )
     return None
 
 
@@ -201,10 +229,23 @@ def _check_chat(
     return None
 
 
-def _check_session(action: dict, kind: str, session_state: dict, client_id: str, caps: dict) -> str | None:
+def _check_session(
+    action: dict,
+    kind: str,
+    session_state: dict,
+    client_id: str,
+    caps: dict,
+    trusted: bool = False,
+    working_directories: Callable[[Any], str | None] | None = None,
+) -> str | None:
     if kind == "session/activeClientSet" and (action.get("activeClient") or {}).get("clientId") != client_id:
         return (
             f"session/activeClientSet: a client may only set its own entry (clientId must be {client_id!r})"
+        )
+    if kind == "session/activeClientRemoved" and action.get("clientId") != client_id and not trusted:
+        return (
+            f"session/activeClientRemoved: a client may only remove itself (clientId {client_id!r}); "
+            "only the notebook that owns the host may remove other clients"
         )
     if kind == "session/customizationToggled" and not _customization_exists(session_state, action.get("id")):
         return f"session/customizationToggled: no customization with id {action.get('id')!r}"
@@ -235,6 +276,10 @@ def _check_session(action: dict, kind: str, session_state: dict, client_id: str,
             and dirs[:1] == [action.get("directory")]
         ):
             return "session/workingDirectoryRemoved: the primary working directory cannot be removed"
+        if kind == "session/workingDirectorySet" and working_directories is not None:
+            refused = working_directories(action.get("directory"))
+            if refused:
+                return f"session/workingDirectorySet: {refused}"
     return None
 
 
@@ -253,9 +298,9 @@ def _customization_exists(session: dict, cid: Any) -> bool:
     return _customization(session, cid) is not None
 
 
-def normalize_client_action(raw: Any) -> tuple[dict | None, str | None]:
+def normalize_client_action(raw: Any, limits: Limits = DEFAULT_LIMITS) -> tuple[dict | None, str | None]:
     """Validate the wire shape of a dispatched action: ``(action, None)`` or ``(None, reason)``."""
     try:
-        return validate_action(raw), None
+        return validate_action(raw, limits), None
     except ProtocolError as exc:
         return None, str(exc)

@@ -58,6 +58,12 @@ class Lab(LabBase):
     {"command": ..., "args": [...]} | {"url": ...}}`` (MCP servers the host runs) fill the
     session's customization tree; ``lab.customizations`` and ``lab.mcp`` are the host extensions
     behind it, ``lab.write_skill(...)`` saves a skill through the protocol.
+
+    Security (``docs/security.md``): ``roots=[folder, ...]`` are the folders under which other
+    clients may name working directories (default: the kernel's working directory);
+    ``limits=`` (a :class:`~ahp_lab.protocol.limits.Limits` or a mapping of its fields) bounds
+    what any connection, cell or widget can make the host hold. A remote client's MCP server
+    runs only after ``lab.allow_mcp(...)``.
     """
 
     def __init__(
@@ -77,6 +83,8 @@ class Lab(LabBase):
         plugins: list | tuple = (),
         directories: list | tuple = (),
         mcp_servers: dict | None = None,
+        roots: list | tuple | None = None,
+        limits: Any = None,
     ) -> None:
         self.host = host or Host(
             agent,
@@ -85,12 +93,17 @@ class Lab(LabBase):
             pace_s=pace_s,
             confirm_tools=confirm_tools,
             client_tool_timeout=client_tool_timeout,
+            limits=limits,
+            roots=roots,
         )
         self.store = self.host.store
         # Customizations (plugins, directories, client plugins), MCP servers and resource* commands.
         self.customizations, self.mcp = _attach_customizations(self.host, plugins, directories, mcp_servers)
-        self.client = AhpClient(
-            self.host.connect(client_id), client_id=client_id, display_name=display_name, clock_ms=clock_ms
+        self.client = AhpClient(  # the notebook's own client: the one trusted connection
+            self.host.connect(client_id, trusted=True),
+            client_id=client_id,
+            display_name=display_name,
+            clock_ms=clock_ms,
         )
         self.session: str | None = None
         self.chat: str | None = None
@@ -611,6 +624,30 @@ class Lab(LabBase):
         """Remove an active client from the session (its running tool calls fail)."""
         self.host.remove_client(self.session, client_id, "was removed from the session")
 
+    def allow_mcp(self, server: str) -> dict:
+        """Let a remote client's MCP server run: a local decision, recorded in ``lab.mcp.decisions``.
+
+        ``server`` is the server's customization id, its name in the tree (``plugin:server``) or
+        its bare name. The decision covers the configuration the client published; if the client
+        publishes a different one, it must be allowed again. Returns the decision record.
+        """
+        matches = []
+        for entry in (self.session_state or {}).get("customizations") or ():
+            for child in entry.get("children") or () if entry.get("clientId") else ():
+                name = str(child.get("name") or "")
+                if child.get("type") == "mcpServer" and server in (
+                    child.get("id"),
+                    name,
+                    name.split(":")[-1],
+                ):
+                    matches.append(child)
+        if not matches:
+            raise LookupError(f"no MCP server {server!r} published by a client in this session")
+        if len(matches) > 1:
+            ids = ", ".join(str(c.get("id")) for c in matches)
+            raise LookupError(f"{server!r} names several MCP servers ({ids}); pass the id")
+        return self.mcp.allow(self.session, matches[0]["id"])
+
     def authenticate(self, resource: str, token: str) -> None:
         """Send the AHP ``authenticate`` command for a protected resource (does not wait)."""
         task = asyncio.ensure_future(
@@ -732,7 +769,9 @@ def _attach_customizations(host: Host, plugins: Any, directories: Any, mcp_serve
             host, plugins=list(plugins), directories=list(directories), mcp_servers=mcp_servers
         )
         mcp = McpManager(host, manager)
-        host.extensions.extend([manager, mcp, ResourceService(manager.read_roots, manager.write_roots)])
+        host.extensions.extend(
+            [manager, mcp, ResourceService(manager.read_roots, manager.write_roots, host.limits)]
+        )
     else:
         extra = CustomizationManager(
             host, plugins=list(plugins), directories=list(directories), mcp_servers=mcp_servers

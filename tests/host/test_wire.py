@@ -170,6 +170,8 @@ def test_reconnect_replays_what_was_missed():
         await raw.call("createSession", {"channel": "ahp-session:/s"})
         await settle()
         seen = host.store.last_seq
+        raw.transport.close()  # the socket dropped; the id is free again
+        await settle()
         host.dispatch("ahp-session:/s", {"type": "session/titleChanged", "title": "later"})
         other = RawClient(host)
         result = await other.call(

@@ -1,0 +1,105 @@
+"""Redaction: the one function that removes secrets from text the host did not write.
+
+:meth:`Redactor.redact` runs once, in :meth:`Host.dispatch <ahp_lab.host.Host.dispatch>`, on
+every host-, agent- and MCP-originated action before it enters state — so stderr tails, error
+messages, tool results and customization URIs reach neither the store, the transition log, the
+export, the client mirrors nor the views with a secret in them. It removes:
+
+* the literal values of secrets the host handed out: the ``env`` entries and ``headers`` it
+  passed to each MCP server and the tokens it delivered (also JSON-escaped or percent-encoded);
+* the userinfo of URLs (``https://user:password@host/`` becomes ``https://host/``);
+* the values of URL query parameters whose names look like secrets (``?api_key=…``,
+  ``&token=…``, ``access_token``, ``password``, ``signature``, …);
+* ``Bearer …`` / ``Basic …`` credentials.
+
+Tool inputs (``toolInput``, ``editedToolInput``, streamed tool-call arguments) are what a tool
+will run with, so only the literal secrets are masked there.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+from urllib.parse import quote
+
+__all__ = ["Redactor", "MASK"]
+
+MASK = "***"
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]{0,30}://)[^\s/?#@\"'<>\[\]]+@")
+_SECRET_QUERY = re.compile(
+    r"(?i)([?&;](?:[a-z0-9_.\-]*?(?:api[_\-]?key|apikey|key|token|secret|passw(?:or)?d|pwd|auth|"
+    r"credential|signature|session|cookie|jwt|bearer|private)[a-z0-9_.\-]*)=)([^&#\s\"'<>]+)"
+)
+_CREDENTIAL = re.compile(r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=\-]{6,}")
+_PROBE = re.compile(r"(?i)://|[?&;][a-z0-9_.\-]*=|bearer\s|basic\s")
+_TRIVIAL = frozenset({"true", "false", "null", "none", "yes", "no", "on", "off"})
+# Keys whose strings a tool will run with: only literal secrets are masked there.
+_TOOL_INPUT_KEYS = frozenset({"toolInput", "editedToolInput", "partialInput"})
+
+
+class Redactor:
+    """Known secrets plus the generic rules; :meth:`redact` applies both to a JSON value."""
+
+    def __init__(self) -> None:
+        self._secrets: set[str] = set()
+        self._literal: re.Pattern | None = None
+
+    def add(self, *values: Any) -> None:
+        """Remember secret values (strings shorter than 4 characters and booleans are ignored)."""
+        changed = False
+        for value in values:
+            if not isinstance(value, str):
+                continue
+            value = value.strip()
+            if len(value) < 4 or value.lower() in _TRIVIAL:
+                continue
+            parts = [p for p in value.split() if len(p) >= 8] if " " in value else []
+            for form in (value, json.dumps(value)[1:-1], quote(value, safe=""), *parts):
+                if form not in self._secrets:
+                    self._secrets.add(form)
+                    changed = True
+        if changed:
+            ordered = sorted(self._secrets, key=len, reverse=True)  # longest first
+            self._literal = re.compile("|".join(re.escape(s) for s in ordered))
+
+    @property
+    def secrets(self) -> int:
+        """How many secret forms are known (values × their encodings)."""
+        return len(self._secrets)
+
+    def text(self, text: str, *, generic: bool = True) -> str:
+        """``text`` with every known secret and (if ``generic``) every credential-looking part masked."""
+        if self._literal is not None:
+            text = self._literal.sub(MASK, text)
+        if generic and _PROBE.search(text):
+            text = _URL_USERINFO.sub(r"\1", text)
+            text = _SECRET_QUERY.sub(rf"\1{MASK}", text)
+            text = _CREDENTIAL.sub(rf"\1\2{MASK}", text)
+        return text
+
+    def redact(self, value: Any, *, generic: bool = True) -> Any:
+        """``value`` (a JSON value, e.g. an action) with secrets masked in every string.
+
+        Unchanged subtrees are returned as they are (the same objects), so redacting an action
+        with nothing to hide allocates nothing.
+        """
+        if isinstance(value, str):
+            return self.text(value, generic=generic) if value else value
+        if isinstance(value, dict):
+            out = None
+            for key, item in value.items():
+                new = self.redact(item, generic=generic and key not in _TOOL_INPUT_KEYS)
+                if new is not item:
+                    if out is None:
+                        out = dict(value)
+                    out[key] = new
+            return value if out is None else out
+        if isinstance(value, list):
+            items = [self.redact(item, generic=generic) for item in value]
+            return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+        return value
+
+    def action(self, action: dict) -> dict:
+        """Redact an action; a ``chat/toolCallDelta`` streams tool input, so it keeps its generic parts."""
+        return self.redact(action, generic=action.get("type") != "chat/toolCallDelta")

@@ -1,0 +1,66 @@
+"""Where clients may point a session's working directories (``Lab(roots=[...])``).
+
+A session's working directories become read roots for the connections subscribed to that session
+(:mod:`ahp_lab.host.resources`), so a client must not be able to name just any folder. A
+directory a client supplies (``createSession.workingDirectories``, ``createChat``,
+``session/workingDirectorySet``) must be a ``file://`` URI of a folder inside one of the roots the
+kernel's user configured (default: the kernel's working directory when the host starts). It is
+refused when it is ``/``, the user's home directory, or anything above or beside the roots;
+``..`` (encoded or not), NUL characters and symlinks pointing out are refused too. The notebook's
+own trusted client is the person at the kernel and is not restricted.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from ..transport import RpcError
+from .resources import uri_path
+
+__all__ = ["WorkingDirectories"]
+
+
+def _real(path: str | os.PathLike) -> str:
+    return os.path.realpath(os.path.abspath(os.path.expanduser(os.fspath(path))))
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+class WorkingDirectories:
+    """The folders under which clients may name working directories, and the check itself."""
+
+    def __init__(self, roots: list | tuple | None = None) -> None:
+        chosen = list(roots) if roots is not None else [os.getcwd()]
+        self.roots: list[str] = [_real(r) for r in chosen]
+
+    def refusal(self, uri: Any, trusted: bool = False) -> str | None:
+        """Why a client may not use ``uri`` as a working directory (``None`` when it may)."""
+        if trusted:
+            return None
+        try:
+            path = uri_path(uri)
+        except RpcError as exc:
+            return exc.message
+        if ".." in path.parts:
+            return f"{uri} contains '..', which could step outside the allowed folders"
+        real = _real(path)
+        home = _real("~")
+        if real == os.sep:
+            return f"{uri} is the root of the file system, which is never a working directory"
+        if real == home:
+            return f"{uri} is the user's home directory, which is never a working directory"
+        if not any(_inside(real, root) for root in self.roots):
+            shown = ", ".join(self.roots) or "none"
+            return (
+                f"{uri} is outside the folders this host allows for working directories ({shown}); "
+                "the person at the kernel can widen them with Lab(roots=[...])"
+            )
+        return None
+
+    def checker(self, trusted: bool) -> Callable[[Any], str | None]:
+        """``refusal`` bound to one connection's trust."""
+        return lambda uri: self.refusal(uri, trusted)

@@ -1,0 +1,193 @@
+"""Attacks on the host, run through a *connection factory*.
+
+Every attack in this folder talks to the host as a :class:`Stranger`: a bare JSON-RPC peer that
+sends exactly the texts an attacker would and records everything the host sends back. The
+``connect_stranger`` fixture makes one for a lab; today it opens a second in-process connection
+(an untrusted stranger, like any connection but the notebook's own). A WebSocket variant is one
+more entry in ``FACTORIES``: a coroutine ``(lab, name) -> transport`` whose transport has
+``send(text)``, ``set_receiver(on_text, on_close)`` and ``close()``.
+
+No sleeps: every wait is on a condition (a message arriving, a state changing) with a timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ahp_lab import Lab
+
+ROOT = "ahp-root://"
+REPO = Path(__file__).resolve().parents[2]
+DEMO_SERVER = REPO / "examples" / "mcp_server.py"
+
+
+def arun(coro: Awaitable) -> Any:
+    return asyncio.run(coro)
+
+
+class Stranger:
+    """A raw wire peer: what an untrusted program connected to the host can do."""
+
+    def __init__(self, transport: Any, *, answer_pings: bool = True, files: dict[str, str] | None = None):
+        self.transport = transport
+        self.received: list[dict] = []
+        self.texts: list[str] = []
+        self.answer_pings = answer_pings
+        self.files = dict(files or {})  # uri -> text this peer serves to resourceRead/resourceList
+        self.closed = False
+        self._changed = asyncio.Event()
+        self._next_id = 1
+        transport.set_receiver(self._on_text, self._on_close)
+
+    # -- receiving --
+
+    def _on_text(self, text: str) -> None:
+        self.texts.append(text)
+        message = json.loads(text)
+        self.received.append(message)
+        self._changed.set()
+        if "method" in message and "id" in message:
+            self._answer(message)
+
+    def _on_close(self) -> None:
+        self.closed = True
+        self._changed.set()
+
+    def _answer(self, request: dict) -> None:
+        method, params = request["method"], request.get("params") or {}
+        if method == "ping":
+            if self.answer_pings:
+                self.send({"jsonrpc": "2.0", "id": request["id"], "result": None})
+            return
+        uri = str(params.get("uri", ""))
+        if method == "resourceRead" and uri in self.files:
+            result = {"data": self.files[uri], "encoding": "utf-8"}
+            self.send({"jsonrpc": "2.0", "id": request["id"], "result": result})
+        elif method == "resourceList" and self.files:
+            prefix = uri.rstrip("/") + "/"
+            names = sorted({u[len(prefix) :].split("/")[0] for u in self.files if u.startswith(prefix)})
+            entries = [
+                {
+                    "name": n,
+                    "type": "directory" if any(u.startswith(prefix + n + "/") for u in self.files) else "file",
+                }
+                for n in names
+            ]
+            self.send({"jsonrpc": "2.0", "id": request["id"], "result": {"entries": entries}})
+        else:
+            error = {"code": -32601, "message": f"{method} is not served here"}
+            self.send({"jsonrpc": "2.0", "id": request["id"], "error": error})
+
+    async def wait(self, check: Callable[[], Any], timeout: float = 10.0) -> Any:
+        """Wait until ``check()`` returns something truthy (re-checked after every message)."""
+
+        async def loop() -> Any:
+            while True:
+                result = check()
+                if result:
+                    return result
+                self._changed.clear()
+                await self._changed.wait()
+
+        return await asyncio.wait_for(loop(), timeout)
+
+    # -- sending --
+
+    def send(self, obj: Any) -> None:
+        self.transport.send(obj if isinstance(obj, str) else json.dumps(obj))
+
+    def notify(self, method: str, params: dict) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def call(self, method: str, params: dict | None = None, *, timeout: float = 10.0) -> dict:
+        """Send a request and return the whole response message (``result`` or ``error``)."""
+        rid = self._next_id
+        self._next_id += 1
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        return await self.response(rid, timeout=timeout)
+
+    async def response(self, rid: Any, *, timeout: float = 10.0) -> dict:
+        def found() -> Any:
+            return next(
+                (m for m in self.received if m.get("id") == rid and ("result" in m or "error" in m)), None
+            )
+
+        return await self.wait(found, timeout)
+
+    async def initialize(self, client_id: str = "stranger", **extra: Any) -> dict:
+        params = {"channel": ROOT, "protocolVersions": ["0.8.0"], "clientId": client_id, **extra}
+        return await self.call("initialize", params)
+
+    def dispatch(self, channel: str, client_seq: Any, action: Any) -> None:
+        self.notify("dispatchAction", {"channel": channel, "clientSeq": client_seq, "action": action})
+
+    def envelopes(self) -> list[dict]:
+        return [m["params"] for m in self.received if m.get("method") == "action"]
+
+    async def echo(self, client_seq: Any, timeout: float = 10.0) -> dict:
+        """The envelope echoing this peer's dispatch ``client_seq``."""
+        me = None
+
+        def found() -> Any:
+            for env in self.envelopes():
+                origin = env.get("origin") or {}
+                if origin.get("clientSeq") == client_seq and (me is None or origin.get("clientId") == me):
+                    return env
+            return None
+
+        return await self.wait(found, timeout)
+
+    def errors_without_id(self) -> list[dict]:
+        return [m["error"] for m in self.received if "error" in m and m.get("id") is None]
+
+    def close(self) -> None:
+        self.transport.close()
+
+
+async def _inprocess(lab: Lab, name: str) -> Any:
+    return lab.host.connect(name)
+
+
+#: How a stranger reaches the host. The WebSocket endpoint adds its own entry.
+FACTORIES: dict[str, Callable[[Lab, str], Awaitable[Any]]] = {"inprocess": _inprocess}
+
+
+@pytest.fixture(params=sorted(FACTORIES))
+def connect_stranger(request) -> Callable[..., Awaitable[Stranger]]:
+    """``await connect_stranger(lab, name="x", answer_pings=True, files=None)`` → a :class:`Stranger`."""
+    make = FACTORIES[request.param]
+
+    async def connect(lab: Lab, name: str = "stranger", **options: Any) -> Stranger:
+        return Stranger(await make(lab, name), **options)
+
+    return connect
+
+
+@contextlib.asynccontextmanager
+async def open_lab(**options: Any):
+    """A lab for one attack; its MCP servers and watchers are stopped afterwards."""
+    lab = await Lab.open(**options)
+    try:
+        yield lab
+    finally:
+        await lab.aclose()
+
+
+async def settle(lab: Lab) -> None:
+    """Let queued deliveries run: a ping round trip through the notebook's own connection."""
+    await lab.client.request("ping")
+
+
+def demo_server_config(*args: str, **extra: Any) -> dict:
+    return {"command": sys.executable, "args": [str(DEMO_SERVER), *args], **extra}
