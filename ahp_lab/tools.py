@@ -13,7 +13,9 @@ content, see its call id and session, and notice cancellation::
 The same :class:`Tool` objects serve as client tools (executed by a client, ``lab.tool``) and
 server tools (executed by the host, ``lab.server_tool``). Every input is validated against the
 tool's schema before the function sees it; exceptions, timeouts and unserializable results end
-the call as a failure with a one-sentence message.
+the call as a failure with a one-sentence message. A tool cannot end the process: ``SystemExit``,
+``KeyboardInterrupt`` (argparse raises ``SystemExit`` on bad arguments) and any other
+``BaseException`` except cancellation fail that call, with a message naming the exception.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ __all__ = [
     "tool_result",
     "failure_result",
     "first_error",
+    "bounded_result",
     "run_tool_call",
     "CONFIRM_META",
     "ResolvedTool",
@@ -96,6 +99,25 @@ class ToolContext:
         return self.cancelled.is_set()
 
 
+async def _contained(work: Any, title: str) -> Any:
+    """Await a tool's work; a ``BaseException`` that would end the process fails the call instead.
+
+    This runs inside the task that runs the tool, so ``SystemExit`` and ``KeyboardInterrupt``
+    never reach asyncio (which re-raises them out of the event loop, ending the kernel).
+    """
+    try:
+        return await work
+    except (asyncio.CancelledError, GeneratorExit):
+        raise
+    except Exception:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - that is the point
+        detail = f": {exc}" if str(exc) else ""
+        raise ToolError(
+            f"{title} raised {type(exc).__name__}{detail}, which would end the process; the call failed instead"
+        ) from None
+
+
 def _fire(result: Any) -> None:
     if inspect.isawaitable(result):
         asyncio.ensure_future(result)
@@ -113,7 +135,7 @@ def content_blocks(value: Any) -> list[dict]:
 def _jsonable(value: Any) -> Any:
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
-    json.dumps(value)  # raises TypeError for what JSON cannot carry
+    json.dumps(value, allow_nan=False)  # raises for what JSON cannot carry (NaN and Infinity included)
     return value
 
 
@@ -145,6 +167,18 @@ def first_error(exc: ValidationError, default: str = "input") -> tuple[str, str]
     err = exc.errors()[0]
     where = ".".join(str(p) for p in err.get("loc", ())) or default
     return where, str(err.get("msg", "is invalid")).lower()
+
+
+def bounded_result(result: dict, tool_title: str, max_chars: int) -> dict:
+    """``result``, or a failure saying it is too large when its JSON exceeds ``max_chars``."""
+    size = len(json.dumps(result, ensure_ascii=False, separators=(",", ":"), default=str))
+    if size <= max_chars:
+        return result
+    return failure_result(
+        tool_title,
+        f"{tool_title} returned {size:,} characters of JSON, over the limit of {max_chars:,} for one tool result",
+        "tooLarge",
+    )
 
 
 def failure_result(tool_title: str, message: str, code: str = "error") -> dict:
@@ -328,9 +362,9 @@ class Tool:
         if self.takes_ctx:
             call_kwargs["ctx"] = ctx
         if self.is_async:
-            coro = self.fn(**call_kwargs)
+            coro = _contained(self.fn(**call_kwargs), self.title)
         else:
-            coro = asyncio.to_thread(self.fn, **call_kwargs)
+            coro = _contained(asyncio.to_thread(self.fn, **call_kwargs), self.title)
         if self.timeout is None:
             return await coro
         try:

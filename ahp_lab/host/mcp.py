@@ -46,7 +46,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
 from ..protocol.customizations import effective_enabled
-from ..tools import failure_result
+from ..tools import bounded_result, failure_result
 
 log = logging.getLogger("ahp_lab.host.mcp")
 
@@ -940,7 +940,8 @@ class McpManager:
                     )
                 )
                 return True
-            complete(self._result(resolved.title, result))
+            limit = self.host.limits.max_tool_result_bytes
+            complete(bounded_result(self._result(resolved.title, result), resolved.title, limit))
             return True
         complete(
             failure_result(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..agents.base import InputOutcome, ToolInfo, ToolOutcome, TurnFailed
 from ..protocol.jsonvalue import to_json
 from ..store import agent_origin
-from ..tools import ToolContext, failure_result, run_tool_call
+from ..tools import ToolContext, bounded_result, failure_result, run_tool_call
 from .validation import find_open_request, find_tool_call
 
 if TYPE_CHECKING:
@@ -79,7 +79,9 @@ class TurnRunner:
             return  # chat/turnCancelled already ended the turn (or the host is shutting down)
         except TurnFailed as exc:
             self._end("chat/error", error={"errorType": exc.error_type, "message": str(exc)})
-        except Exception as exc:  # an agent bug ends the turn with an error, never the kernel
+        except GeneratorExit:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - an agent bug (even SystemExit) ends the turn, never the kernel
             self._end(
                 "chat/error",
                 error={
@@ -326,6 +328,7 @@ class TurnRunner:
             self.tool_tasks.discard(task)
         if self._tool_call(call_id) is None:
             return
+        result = bounded_result(result, tool.title, self.host.limits.max_tool_result_bytes)
         action: dict[str, Any] = {"type": "chat/toolCallComplete", **base, "result": result}
         if requires_result_confirmation:
             action["requiresResultConfirmation"] = True
