@@ -30,8 +30,8 @@ log = logging.getLogger("ahp_lab.transport")
 
 __all__ = ["RpcError", "JsonRpcPeer", "Transport", "RequestHandler", "NotificationHandler"]
 
-#: Nesting the parser is protected against when a peer has no :class:`Limits` (well below
-#: Python's recursion limit).
+#: Nesting beyond which a message is refused before it is parsed (well below Python's recursion
+#: limit, so ``json.loads`` never recurses too deep).
 PARSER_DEPTH = 512
 # The id of a request whose text is too big or too deep to parse: read from the first members.
 _LEADING_ID = re.compile(
@@ -94,8 +94,9 @@ class JsonRpcPeer:
     """One end of a JSON-RPC 2.0 connection.
 
     ``limits`` (the host's :class:`~ahp_lab.protocol.limits.Limits`) bounds incoming messages:
-    their size, their nesting and the number of this peer's requests still being answered.
-    Without it only the parser is protected (nesting at most ``PARSER_DEPTH``).
+    their size and the number of the other side's requests still being answered. Nesting beyond
+    ``PARSER_DEPTH`` is refused before parsing; the payload limits themselves (depth, strings)
+    are checked by the receiver (the host's connection), which can name the field.
     """
 
     def __init__(
@@ -113,7 +114,9 @@ class JsonRpcPeer:
         self.on_notification = on_notification
         self.on_close = on_close
         self.limits = limits
-        self._depth_cap = limits.max_depth + ENVELOPE_DEPTH if limits is not None else PARSER_DEPTH
+        # The parser guard: deep enough that an over-deep payload still parses and is refused
+        # with a precise reason by the receiver's limit check (an action: with a rejection echo).
+        self._depth_cap = max(PARSER_DEPTH, limits.max_depth + ENVELOPE_DEPTH) if limits else PARSER_DEPTH
         self._next_id = 1
         self._pending: dict[int | str, asyncio.Future] = {}
         self._tasks: set[asyncio.Task] = set()
@@ -281,7 +284,7 @@ class JsonRpcPeer:
             )
             return
         limits = self.limits
-        if limits is not None and len(self._tasks) >= limits.max_pending_requests:
+        if limits is not None and len(self._tasks) >= limits.max_pending_requests and method != "ping":
             self._reply_error(
                 request_id,
                 RpcError(

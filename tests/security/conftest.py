@@ -44,7 +44,7 @@ class Stranger:
         self.files = dict(files or {})  # uri -> text this peer serves to resourceRead/resourceList
         self.closed = False
         self._changed = asyncio.Event()
-        self._next_id = 1
+        self._next_id = 10_000  # raw sends in tests use small ids
         transport.set_receiver(self._on_text, self._on_close)
 
     # -- receiving --
@@ -77,7 +77,9 @@ class Stranger:
             entries = [
                 {
                     "name": n,
-                    "type": "directory" if any(u.startswith(prefix + n + "/") for u in self.files) else "file",
+                    "type": "directory"
+                    if any(u.startswith(prefix + n + "/") for u in self.files)
+                    else "file",
                 }
                 for n in names
             ]

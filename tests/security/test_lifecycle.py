@@ -95,11 +95,24 @@ def test_initialize_params_are_validated_with_the_protocol_model(connect_strange
             s = await connect_stranger(lab)
             cases = [
                 ({"channel": ROOT, "protocolVersions": ["0.8.0"]}, "clientId", "is required"),
-                ({"channel": ROOT, "protocolVersions": ["0.8.0"], "clientId": 7}, "clientId", "must be a string"),
-                ({"channel": ROOT, "protocolVersions": [8], "clientId": "a"}, "protocolVersions[0]", "must be a string"),
+                (
+                    {"channel": ROOT, "protocolVersions": ["0.8.0"], "clientId": 7},
+                    "clientId",
+                    "must be a string",
+                ),
+                (
+                    {"channel": ROOT, "protocolVersions": [8], "clientId": "a"},
+                    "protocolVersions[0]",
+                    "must be a string",
+                ),
                 ({"channel": ROOT, "clientId": "a"}, "protocolVersions", "is required"),
                 (
-                    {"channel": ROOT, "protocolVersions": ["0.8.0"], "clientId": "a", "initialSubscriptions": "x"},
+                    {
+                        "channel": ROOT,
+                        "protocolVersions": ["0.8.0"],
+                        "clientId": "a",
+                        "initialSubscriptions": "x",
+                    },
                     "initialSubscriptions",
                     "must be an array",
                 ),
@@ -142,7 +155,12 @@ def test_reconnect_may_be_the_first_request_and_its_result_always_has_arrays(con
             third = await connect_stranger(lab, "editor")
             quiet = await third.call(
                 "reconnect",
-                {"channel": ROOT, "clientId": "editor", "lastSeenServerSeq": lab.store.last_seq, "subscriptions": []},
+                {
+                    "channel": ROOT,
+                    "clientId": "editor",
+                    "lastSeenServerSeq": lab.store.last_seq,
+                    "subscriptions": [],
+                },
             )
             assert quiet["result"] == {"type": "replay", "actions": [], "missing": []}
             # a seq the host never reached (another host instance): fresh snapshots
@@ -150,7 +168,12 @@ def test_reconnect_may_be_the_first_request_and_its_result_always_has_arrays(con
             fourth = await connect_stranger(lab, "editor")
             fresh = await fourth.call(
                 "reconnect",
-                {"channel": ROOT, "clientId": "editor", "lastSeenServerSeq": 10**9, "subscriptions": [lab.session]},
+                {
+                    "channel": ROOT,
+                    "clientId": "editor",
+                    "lastSeenServerSeq": 10**9,
+                    "subscriptions": [lab.session],
+                },
             )
             assert fresh["result"]["type"] == "snapshot"
             assert [snap["resource"] for snap in fresh["result"]["snapshots"]] == [lab.session]
@@ -169,11 +192,18 @@ def test_a_client_that_answers_method_not_found_to_resource_requests_keeps_worki
             s.dispatch(
                 lab.session,
                 1,
-                {"type": "session/activeClientSet", "activeClient": {"clientId": "ide", "tools": [], "customizations": [plugin]}},
+                {
+                    "type": "session/activeClientSet",
+                    "activeClient": {"clientId": "ide", "tools": [], "customizations": [plugin]},
+                },
             )
             entry = await lab.wait_for(
                 lambda st: next(
-                    (c for c in st.get("customizations") or () if c.get("clientId") == "ide" and c.get("load", {}).get("kind") == "error"),
+                    (
+                        c
+                        for c in st.get("customizations") or ()
+                        if c.get("clientId") == "ide" and c.get("load", {}).get("kind") == "error"
+                    ),
                     None,
                 ),
                 lab.session,

@@ -1,0 +1,252 @@
+"""Requirement 6: every input is validated and bounded, on the wire and from cells.
+
+Each attack is refused with one clear sentence, nothing in state changes, and the host, the
+attacker's connection and the other clients carry on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from ahp_lab import ProtocolError
+from ahp_lab.protocol.jsonrpc import ErrorCode
+
+from .conftest import ROOT, arun, open_lab
+
+
+async def subscribed(connect_stranger, lab, name="mallory"):
+    s = await connect_stranger(lab, name)
+    await s.initialize(name)
+    await s.call("subscribe", {"channel": lab.session})
+    return s
+
+
+def nested(depth: int, leaf="x"):
+    value = leaf
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+def test_too_deep_input_gets_an_error_and_the_connection_stays_usable(connect_stranger):
+    async def main():
+        async with open_lab() as lab:
+            s = await subscribed(connect_stranger, lab)
+            deep = "[" * 1000 + "]" * 1000
+            s.send(
+                '{"jsonrpc":"2.0","id":41,"method":"listSessions","params":{"channel":"ahp-root://","_meta":'
+                + deep
+                + "}}"
+            )
+            answer = await s.response(41)
+            assert (
+                answer["error"]["code"] == ErrorCode.INVALID_REQUEST
+                and "deeper" in answer["error"]["message"]
+            )
+            s.send("[" * 100_000)  # unbalanced and far beyond any recursion limit
+            await s.wait(lambda: s.errors_without_id())
+            # params nested past the limit but within the parser guard: -32602 naming the field
+            answer = await s.call("listSessions", {"channel": ROOT, "_meta": nested(70)})
+            assert answer["error"]["code"] == ErrorCode.INVALID_PARAMS
+            assert "_meta" in answer["error"]["message"] and "deeper than 64" in answer["error"]["message"]
+            # a dispatch with _meta nested 254 deep is rejected with a reason, not ignored
+            before = lab.session_state
+            for seq, depth in ((7, 64), (8, 254)):
+                s.dispatch(
+                    lab.session, seq, {"type": "session/titleChanged", "title": "t", "_meta": nested(depth)}
+                )
+                echo = await s.echo(seq)
+                assert (
+                    "field '_meta" in echo["rejectionReason"]
+                    and "deeper than 64 levels" in echo["rejectionReason"]
+                )
+                assert len(json.dumps(echo)) < 3_000
+            assert lab.session_state == before
+            assert (await s.call("ping"))["result"] is None
+
+    arun(main())
+
+
+def test_lone_surrogates_are_refused_at_the_boundary_and_export_keeps_working(connect_stranger, tmp_path):
+    async def main():
+        async with open_lab() as lab:
+            s = await subscribed(connect_stranger, lab)
+            s.send(
+                '{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":"'
+                + lab.session
+                + '","clientSeq":1,"action":{"type":"session/titleChanged","title":"bad \\ud800 title"}}}'
+            )
+            echo = await s.echo(1)
+            assert "lone surrogate" in echo["rejectionReason"] and "title" in echo["rejectionReason"]
+            s.send(
+                '{"jsonrpc":"2.0","id":902,"method":"createSession","params":{"channel":"ahp-session:/\\udfff"}}'
+            )
+            answer = await s.response(902)
+            assert (
+                answer["error"]["code"] == ErrorCode.INVALID_PARAMS
+                and "lone surrogate" in answer["error"]["message"]
+            )
+            with pytest.raises(ProtocolError, match="lone surrogate"):
+                lab.dispatch({"type": "session/titleChanged", "title": "cell \ud800"})
+            with pytest.raises(ProtocolError, match="lone surrogate"):
+                await lab.send("prompt \udc00")
+            lab.export(tmp_path / "run.jsonl")  # still encodable
+            assert all("\\ud800" not in t for t in s.texts)
+
+    arun(main())
+
+
+def test_client_seq_and_request_ids_must_be_integers_in_range(connect_stranger):
+    async def main():
+        async with open_lab() as lab:
+            s = await subscribed(connect_stranger, lab)
+            watcher = await subscribed(connect_stranger, lab, "watcher")
+            seen = len(watcher.envelopes())
+            for raw_seq in ('"abc"', "1.5", "NaN", "-1", "9007199254740993", "true", "null"):
+                s.send(
+                    '{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":"'
+                    + lab.session
+                    + '","clientSeq":'
+                    + raw_seq
+                    + ',"action":{"type":"session/titleChanged","title":"x"}}}'
+                )
+            await s.wait(lambda: len(s.errors_without_id()) >= 7)
+            assert all("clientSeq" in e["message"] or "JSON" in e["message"] for e in s.errors_without_id())
+            for raw_id in (
+                "NaN",
+                "Infinity",
+                "-Infinity",
+                "1.5",
+                "true",
+                "[1]",
+                '{"a":1}',
+                "1e400",
+                "9007199254740993",
+            ):
+                s.send('{"jsonrpc":"2.0","id":' + raw_id + ',"method":"ping"}')
+            await s.wait(lambda: len(s.errors_without_id()) >= 16)
+            for text in s.texts:  # every answer is strict JSON: no NaN or Infinity values
+                json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} on the wire"))
+            assert (await watcher.call("ping"))["result"] is None
+            assert len(watcher.envelopes()) == seen  # nothing was echoed to anyone
+            assert lab.session_state["title"] != "x"
+            # string ids are fine
+            s.send('{"jsonrpc":"2.0","id":"req-1","method":"ping"}')
+            assert (await s.response("req-1"))["result"] is None
+
+    arun(main())
+
+
+def test_create_session_params_are_validated_field_by_field(connect_stranger):
+    async def main():
+        async with open_lab() as lab:
+            s = await connect_stranger(lab)
+            await s.initialize()
+            cases = [
+                ({"title": 123}, "title"),
+                ({"title": {"markdown": "x"}}, "title"),
+                ({"workingDirectories": "abc"}, "workingDirectories"),
+                ({"workingDirectories": [1]}, "workingDirectories[0]"),
+                ({"provider": ["scripted"]}, "provider"),
+                ({"activeClient": {"clientId": "stranger", "tools": "all"}}, "activeClient.tools"),
+                ({"fork": {"session": 1}}, "fork"),
+            ]
+            for n, (extra, field) in enumerate(cases):
+                uri = f"ahp-session:/bad-{n}"
+                answer = await s.call("createSession", {"channel": uri, **extra})
+                assert answer["error"]["code"] == ErrorCode.INVALID_PARAMS, extra
+                assert f"'{field}" in answer["error"]["message"], answer["error"]["message"]
+                assert uri not in lab.host.sessions and not lab.store.has_channel(uri)
+            assert (await s.call("createSession", {"channel": "ahp-session:/good", "title": "fine"}))[
+                "result"
+            ] is None
+
+    arun(main())
+
+
+def test_huge_values_are_refused_and_a_rejected_action_is_logged_truncated(connect_stranger):
+    async def main():
+        async with open_lab(limits={"max_message_bytes": 4_000_000}) as lab:
+            s = await subscribed(connect_stranger, lab)
+            big = "A" * 5_000_000  # over the frame limit: refused unread, with the request's id
+            s.send(
+                '{"jsonrpc":"2.0","id":9,"method":"createSession","params":{"channel":"ahp-session:/big","title":"'
+                + big
+                + '"}}'
+            )
+            answer = await s.response(9)
+            assert "over the limit of 4,000,000" in answer["error"]["message"]
+            title = "T" * 1_500_000  # within the frame, over the string limit
+            s.dispatch(lab.session, 1, {"type": "session/titleChanged", "title": title})
+            echo = await s.echo(1)
+            assert (
+                "title" in echo["rejectionReason"]
+                and "over the limit of 1,000,000" in echo["rejectionReason"]
+            )
+            assert len(json.dumps(echo)) < 5_000
+            logged = lab.transitions[echo["serverSeq"]]
+            assert not logged.accepted and len(json.dumps(logged.action)) < 5_000
+            assert logged.action["type"] == "session/titleChanged"
+            with pytest.raises(ProtocolError, match="over the limit"):
+                lab.dispatch({"type": "session/titleChanged", "title": title})
+            assert lab.session_state["title"] != title
+
+    arun(main())
+
+
+def test_subscriptions_per_connection_are_bounded(connect_stranger):
+    async def main():
+        async with open_lab(limits={"max_subscriptions": 3}) as lab:
+            s = await connect_stranger(lab)
+            await s.initialize()
+            for n in range(3):
+                await s.call("createSession", {"channel": f"ahp-session:/s{n}"})
+                assert "result" in await s.call("subscribe", {"channel": f"ahp-session:/s{n}"})
+            answer = await s.call("subscribe", {"channel": lab.session})
+            assert (
+                answer["error"]["code"] == ErrorCode.INVALID_REQUEST
+                and "the limit is 3" in answer["error"]["message"]
+            )
+            s.notify("unsubscribe", {"channel": "ahp-session:/s0"})
+            assert "result" in await s.call("subscribe", {"channel": lab.session})
+
+    arun(main())
+
+
+class Stall:
+    """A host extension whose requests wait until released (a slow backend)."""
+
+    methods = frozenset({"stall"})
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+
+    def handle_request(self, connection, method, params):
+        async def wait():
+            await self.release.wait()
+            return {}
+
+        return wait()
+
+
+def test_too_many_requests_in_flight_are_refused_and_the_rest_answered(connect_stranger):
+    async def main():
+        async with open_lab(limits={"max_pending_requests": 2}) as lab:
+            stall = Stall()
+            lab.host.extensions.append(stall)
+            s = await connect_stranger(lab)
+            await s.initialize()
+            for rid in (1, 2):
+                s.send({"jsonrpc": "2.0", "id": rid, "method": "stall", "params": {"channel": ROOT}})
+            refused = await s.call("stall", {"channel": ROOT})
+            assert refused["error"]["code"] == ErrorCode.INVALID_REQUEST
+            assert "the limit is 2" in refused["error"]["message"]
+            assert (await s.call("ping"))["result"] is None  # ping is always answered
+            stall.release.set()
+            assert (await s.response(1))["result"] == {} and (await s.response(2))["result"] == {}
+            assert (await s.call("stall", {"channel": ROOT}))["result"] == {}
+
+    arun(main())

@@ -1,0 +1,94 @@
+"""Requirement 5: secrets are redacted in everything the host publishes but did not write."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ahp_lab.host.redaction import Redactor
+from ahp_lab.widgets.tree import tree_view_model
+
+from .conftest import arun, open_lab
+
+ENV_SECRET = "sk-live-51HxQ2eZvKYlo2C9Xa"
+HEADER_SECRET = "hdr-7b1e0c55d1f04a0f"
+ECHO_AND_DIE = (
+    "import os, sys; print('connecting with key', os.environ['API_KEY'], 'and', os.environ['OTHER'], "
+    "file=sys.stderr); sys.exit(3)"
+)
+
+
+def everything_published(lab, export: Path) -> str:
+    """State, the client's mirror, the view model and the export, as one text."""
+    lab.export(export)
+    parts = [
+        json.dumps(lab.session_state),
+        json.dumps(lab.client.state(lab.session)),
+        json.dumps(tree_view_model(lab.session_state)),
+        export.read_text(encoding="utf-8"),
+    ]
+    return "\n".join(parts)
+
+
+async def wait_error(lab, name: str) -> dict:
+    def check(state):
+        for entry in state.get("customizations") or ():
+            if entry.get("name") == name and (entry.get("state") or {}).get("kind") == "error":
+                return entry
+        return None
+
+    return await lab.wait_for(check, lab.session, timeout=30)
+
+
+def test_a_servers_stderr_echoing_its_env_secret_is_published_redacted(tmp_path: Path):
+    async def main():
+        servers = {
+            "leaky": {
+                "command": sys.executable,
+                "args": ["-c", ECHO_AND_DIE],
+                "env": {"API_KEY": ENV_SECRET, "OTHER": "p@ss word-123", "DEBUG": "1"},
+            }
+        }
+        async with open_lab(mcp_servers=servers) as lab:
+            entry = await wait_error(lab, "leaky")
+            error = entry["state"]["error"]
+            assert "connecting with key ***" in error["stack"] and "***" in error["message"]
+            published = everything_published(lab, tmp_path / "run.jsonl")
+            assert ENV_SECRET not in published
+            assert "p@ss word-123" not in published and json.dumps("p@ss word-123")[1:-1] not in published
+
+    arun(main())
+
+
+def test_server_urls_lose_their_userinfo_and_secret_query_values(tmp_path: Path):
+    async def main():
+        url = "http://admin:hunter2-pw@127.0.0.1:9/mcp?api_key=AKIA0000SECRET&region=eu&access_token=t0k3n"
+        servers = {"remote": {"url": url, "headers": {"Authorization": f"Bearer {HEADER_SECRET}"}}}
+        async with open_lab(mcp_servers=servers) as lab:
+            entry = await wait_error(lab, "remote")
+            assert entry["uri"] == "http://127.0.0.1:9/mcp?api_key=***&region=eu&access_token=***"
+            published = everything_published(lab, tmp_path / "run.jsonl")
+            for secret in ("hunter2-pw", "admin:", "AKIA0000SECRET", "t0k3n", HEADER_SECRET):
+                assert secret not in published, secret
+
+    arun(main())
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    secret=st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=4, max_size=40).filter(
+        lambda s: s.strip() == s and s.lower() not in ("true", "false", "null", "none")
+    ),
+    before=st.text(max_size=30),
+    after=st.text(max_size=30),
+)
+def test_a_known_secret_never_survives_redaction_in_any_surrounding(secret, before, after):
+    redactor = Redactor()
+    redactor.add(secret)
+    for text in (before + secret + after, before + json.dumps(secret)[1:-1] + after):
+        out = redactor.redact({"message": text, "nested": [text]})
+        assert secret not in json.dumps(out, ensure_ascii=False)
