@@ -1,22 +1,27 @@
-"""Customizations: Open Plugins folders, watched directories and client-published plugins.
+"""Customizations: the host extension that keeps every session's customization tree current.
 
 The host resolves every customization source into a container of the session's customization
 tree (customizations-and-client-tools.md):
 
-* a **plugin folder** (``Lab(plugins=[...])``, or a plugin a client publishes) follows the Open
-  Plugins specification v1.0.0: the manifest ``.plugin/plugin.json`` (preferred over the other
-  manifest locations hosts accept: ``.claude-plugin/``, ``.cursor-plugin/``, ``.codex-plugin/``,
-  a root ``plugin.json``), components in their default locations unless the manifest names
-  ``./``-relative paths, ``${PLUGIN_ROOT}`` expanded in MCP configuration, and child names
-  namespaced ``plugin:component``;
+* a **plugin folder** (``Lab(plugins=[...])``, or a plugin a client publishes) is resolved by
+  :func:`~ahp_lab.host.plugin_resolver.resolve_plugin` (Open Plugins v1.0.0);
 * a **directory** (``Lab(directories=[{"path", "contents", "writable"}])``) holds one kind of
   child, may not exist yet, and is watched: files added, changed or removed show up within a
   second as a new ``session/customizationUpdated`` carrying the whole container.
+
+Folders are resolved, and watched for changes, in a worker thread, so a large plugin never
+blocks the kernel's event loop; the watcher polls less often when a sweep is slow (it costs at
+most about a tenth of a core). A container whose entry would exceed
+``Limits.max_customization_entry_bytes`` is published with a ``load`` error instead.
 
 Children carry only protocol fields. Host-internal details — hook commands and matchers, MCP
 ``command``/``args``/``env`` — stay in :attr:`CustomizationManager` and never reach the wire.
 Problems never stop the rest of the tree: a skipped file makes its container ``degraded`` with
 one sentence per problem; a folder that cannot be read makes it ``error``.
+
+Files come from :mod:`~ahp_lab.host.plugin_sources`, are parsed by
+:mod:`~ahp_lab.host.plugin_documents` and resolved by :mod:`~ahp_lab.host.plugin_resolver`;
+their public names are re-exported here.
 """
 
 from __future__ import annotations
@@ -24,22 +29,27 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import errno
-import json
 import logging
 import os
-import re
-import stat as statmod
+import time
 from dataclasses import dataclass, field
-from json.decoder import scanstring
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import yaml
-
 from ..protocol.customizations import CHILD_TYPES, effective_enabled
-from ..protocol.jsonvalue import to_json
+from ..protocol.jsonvalue import dumps, to_json
+from ..protocol.limits import Limits
+from .plugin_documents import FrontmatterError, split_frontmatter
+from .plugin_resolver import (
+    MANIFEST_LOCATIONS,
+    ChildSpec,
+    Resolution,
+    expand_plugin_paths,
+    resolve_directory,
+    resolve_plugin,
+)
+from .plugin_sources import DiskSource, MemorySource, SourceError
 from .resources import file_uri
 
 log = logging.getLogger("ahp_lab.host.customizations")
@@ -56,843 +66,13 @@ __all__ = [
     "resolve_plugin",
     "resolve_directory",
     "split_frontmatter",
-    "MAX_FILE_BYTES",
+    "expand_plugin_paths",
     "MANIFEST_LOCATIONS",
 ]
 
-#: Larger component files are skipped (with a warning) instead of read.
-MAX_FILE_BYTES = 1_000_000
-#: Manifest locations in order of precedence; the first one present is the manifest.
-MANIFEST_LOCATIONS = (
-    ".plugin/plugin.json",
-    ".claude-plugin/plugin.json",
-    ".cursor-plugin/plugin.json",
-    ".codex-plugin/plugin.json",
-    "plugin.json",
-)
-INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", "GEMINI.md")
-_PLUGIN_NAME = re.compile(r"^(?!.*--)(?!.*\.\.)[a-z0-9](?:[a-z0-9.-]{0,62}[a-z0-9])?$")
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-# Client (virtual) plugins are fetched whole; these bound what one client can make the host read.
-_CLIENT_MAX_FILES = 400
+# Client (virtual) plugins are fetched whole; these bound how deep and how long the host reads.
 _CLIENT_MAX_DEPTH = 6
 _CLIENT_TIMEOUT = 10.0
-
-
-class SourceError(Exception):
-    """A file or folder that cannot be used; the message is one sentence ("it is ...")."""
-
-
-class FrontmatterError(ValueError):
-    """YAML frontmatter that cannot be parsed; the message is one sentence."""
-
-
-# ---------------------------------------------------------------------------------------------
-# frontmatter and JSON with source ranges
-
-
-def split_frontmatter(text: str) -> tuple[dict, str]:
-    """Split ``---``-delimited YAML frontmatter from a markdown body; no frontmatter ⇒ ``{}``."""
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    lines = text.split("\n")
-    if not lines or lines[0].rstrip("\r") != "---":
-        return {}, text
-    for idx in range(1, len(lines)):
-        if lines[idx].rstrip("\r") in ("---", "..."):
-            header = "\n".join(lines[1:idx])
-            body = "\n".join(lines[idx + 1 :])
-            break
-    else:
-        raise FrontmatterError("its frontmatter has no closing '---' line")
-    try:
-        data = yaml.load(header, Loader=_SAFE_LOADER)  # noqa: S506 - a safe loader
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        where = f" at line {mark.line + 2}" if mark is not None else ""
-        raise FrontmatterError(f"its frontmatter is not valid YAML{where} ({problem})") from None
-    if data is None:
-        return {}, body
-    if not isinstance(data, dict):
-        raise FrontmatterError("its frontmatter is not a mapping of keys to values")
-    return data, body
-
-
-_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
-_WS = re.compile(r"[ \t\n\r]*")
-
-
-class _SpanParser:
-    """A small JSON parser that remembers where each object member and array item was declared."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.spans: dict[tuple, tuple[int, int]] = {}
-
-    def parse(self) -> Any:
-        value, i = self._value(_WS.match(self.text, 0).end(), ())
-        return value
-
-    def _value(self, i: int, path: tuple) -> tuple[Any, int]:
-        c = self.text[i]
-        if c == "{":
-            out: dict = {}
-            i = _WS.match(self.text, i + 1).end()
-            if self.text[i] == "}":
-                return out, i + 1
-            while True:
-                start = i
-                key, i = scanstring(self.text, i + 1)
-                i = _WS.match(self.text, i).end() + 1  # the ':'
-                i = _WS.match(self.text, i).end()
-                value, i = self._value(i, path + (key,))
-                self.spans[path + (key,)] = (start, i)
-                out.setdefault(key, value)
-                i = _WS.match(self.text, i).end()
-                if self.text[i] == "}":
-                    return out, i + 1
-                i = _WS.match(self.text, i + 1).end()
-        if c == "[":
-            items: list = []
-            i = _WS.match(self.text, i + 1).end()
-            if self.text[i] == "]":
-                return items, i + 1
-            while True:
-                start = i
-                value, i = self._value(i, path + (len(items),))
-                self.spans[path + (len(items),)] = (start, i)
-                items.append(value)
-                i = _WS.match(self.text, i).end()
-                if self.text[i] == "]":
-                    return items, i + 1
-                i = _WS.match(self.text, i + 1).end()
-        if c == '"':
-            return scanstring(self.text, i + 1)
-        for word, value in (("true", True), ("false", False), ("null", None)):
-            if self.text.startswith(word, i):
-                return value, i + len(word)
-        m = _NUMBER.match(self.text, i)
-        return json.loads(m.group()), m.end()
-
-
-class _JsonDoc:
-    """A parsed JSON file and the ranges of its declarations (as ``TextRange``)."""
-
-    def __init__(self, text: str) -> None:
-        try:
-            json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SourceError(
-                f"it is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
-            ) from None
-        parser = _SpanParser(text)
-        self.value = parser.parse()
-        self._spans = parser.spans
-        self._text = text
-        self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
-
-    def _position(self, offset: int) -> dict:
-        import bisect
-
-        line = bisect.bisect_right(self._line_starts, offset) - 1
-        col_text = self._text[self._line_starts[line] : offset]
-        return {"line": line, "character": len(col_text.encode("utf-16-le")) // 2}
-
-    def range(self, path: tuple) -> dict | None:
-        span = self._spans.get(path)
-        if span is None:
-            return None
-        return {"start": self._position(span[0]), "end": self._position(span[1])}
-
-
-# ---------------------------------------------------------------------------------------------
-# sources: where a container's files come from
-
-
-def _errno_reason(err: int | None) -> str:
-    if err == errno.ELOOP:
-        return "it is part of a symlink loop"
-    if err in (errno.EACCES, errno.EPERM):
-        return "it cannot be read (permission denied)"
-    if err == errno.ENOTDIR:
-        return "a part of its path is not a folder"
-    return f"it cannot be read ({os.strerror(err) if err else 'unknown error'})"
-
-
-class DiskSource:
-    """Files under a local folder; records every path it looked at so a watcher can poll them."""
-
-    def __init__(self, root: str | os.PathLike) -> None:
-        self.root = Path(os.path.abspath(os.path.expanduser(os.fspath(root))))
-        self._root_real: str | None = None
-        self.touched: dict[str, tuple] = {}
-
-    @property
-    def local_root(self) -> Path:
-        return self.root
-
-    def path(self, rel: str) -> Path:
-        return self.root / rel if rel else self.root
-
-    def uri(self, rel: str = "") -> str:
-        return file_uri(self.path(rel))
-
-    @staticmethod
-    def signature(path: Path) -> tuple:
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            return ("link",) if os.path.islink(path) else ("absent",)
-        except OSError as exc:
-            return ("error", exc.errno)
-        kind = "dir" if statmod.S_ISDIR(st.st_mode) else "file" if statmod.S_ISREG(st.st_mode) else "other"
-        return (kind, st.st_mtime_ns, st.st_size, st.st_ino)
-
-    def kind(self, rel: str) -> str | None:
-        """``"dir"``, ``"file"``, ``"other"`` or ``None`` (absent); raises :class:`SourceError`."""
-        path = self.path(rel)
-        sig = self.signature(path)
-        self.touched[rel] = sig
-        if sig[0] == "absent":
-            return None
-        if sig[0] == "link":
-            raise SourceError("it is a symlink to something that does not exist")
-        if sig[0] == "error":
-            raise SourceError(_errno_reason(sig[1]))
-        if rel:
-            if self._root_real is None:
-                self._root_real = os.path.realpath(self.root)
-            real = os.path.realpath(path)
-            if not (real == self._root_real or real.startswith(self._root_real + os.sep)):
-                raise SourceError("it resolves outside the folder (a symlink points out)")
-        return sig[0]
-
-    def size(self, rel: str) -> int:
-        sig = self.touched.get(rel) or self.signature(self.path(rel))
-        return sig[2] if len(sig) > 2 else 0
-
-    def list(self, rel: str) -> list[str]:
-        try:
-            return sorted(os.listdir(self.path(rel)))
-        except OSError as exc:
-            raise SourceError(_errno_reason(exc.errno)) from None
-
-    def read(self, rel: str) -> str:
-        kind = self.kind(rel)
-        if kind is None:
-            raise SourceError("it does not exist")
-        if kind != "file":
-            raise SourceError("it is not a regular file")
-        size = self.size(rel)
-        if size > MAX_FILE_BYTES:
-            raise SourceError(
-                f"it is {size / 1e6:.1f} MB, over the {MAX_FILE_BYTES / 1e6:g} MB limit for customization files"
-            )
-        try:
-            with open(self.path(rel), "rb") as handle:
-                data = handle.read(MAX_FILE_BYTES + 1)
-        except OSError as exc:
-            raise SourceError(_errno_reason(exc.errno)) from None
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise SourceError("it is not UTF-8 text") from None
-
-    def changed(self) -> bool:
-        """Whether anything this source looked at changed since (added, edited, removed)."""
-        return any(self.signature(self.path(rel)) != sig for rel, sig in self.touched.items())
-
-
-class MemorySource:
-    """Files held in memory (a client's virtual plugin, fetched over ``resourceRead``)."""
-
-    def __init__(self, root_uri: str, files: dict[str, bytes], errors: dict[str, str] | None = None) -> None:
-        self.root_uri = root_uri.rstrip("/")
-        self.files = files
-        self.errors = dict(errors or {})
-        self.dirs = {""}
-        for rel in list(files) + list(self.errors):
-            parts = rel.split("/")
-            for n in range(1, len(parts)):
-                self.dirs.add("/".join(parts[:n]))
-
-    local_root = None
-
-    def uri(self, rel: str = "") -> str:
-        return f"{self.root_uri}/{quote(rel)}" if rel else self.root_uri
-
-    def kind(self, rel: str) -> str | None:
-        if rel in self.errors:
-            raise SourceError(self.errors[rel])
-        if rel in self.files:
-            return "file"
-        return "dir" if rel in self.dirs else None
-
-    def list(self, rel: str) -> list[str]:
-        prefix = f"{rel}/" if rel else ""
-        names = {
-            p[len(prefix) :].split("/")[0]
-            for p in list(self.files) + list(self.errors)
-            if p.startswith(prefix)
-        }
-        return sorted(n for n in names if n)
-
-    def read(self, rel: str) -> str:
-        if self.kind(rel) != "file":
-            raise SourceError("it does not exist" if self.kind(rel) is None else "it is not a regular file")
-        data = self.files[rel]
-        if len(data) > MAX_FILE_BYTES:
-            raise SourceError(
-                f"it is {len(data) / 1e6:.1f} MB, over the {MAX_FILE_BYTES / 1e6:g} MB limit for customization files"
-            )
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise SourceError("it is not UTF-8 text") from None
-
-
-# ---------------------------------------------------------------------------------------------
-# resolution
-
-
-@dataclass
-class ChildSpec:
-    """One resolved child: protocol ``fields`` plus host-only ``internal`` details."""
-
-    type: str
-    key: str  # stable identity within its container (keeps the child's id across re-parses)
-    fields: dict
-    internal: dict | None = None
-
-
-@dataclass
-class Resolution:
-    name: str
-    children: list[ChildSpec] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    error: str | None = None
-    version: str | None = None
-    description: str | None = None
-
-
-def _text(value: Any) -> str | None:
-    if isinstance(value, str) and value.strip():
-        return value.strip()
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return str(value)
-    return None
-
-
-def _flag(fm: dict, *keys: str) -> bool | None:
-    for key in keys:
-        value = fm.get(key)
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-            return value.strip().lower() == "true"
-    return None
-
-
-def _string_list(value: Any) -> list[str] | None:
-    if isinstance(value, str):
-        items = [v.strip() for v in value.split(",")]
-    elif isinstance(value, list):
-        items = [str(v).strip() for v in value if isinstance(v, (str, int, float))]
-    else:
-        return None
-    return [v for v in items if v]
-
-
-def _stem(name: str, *suffixes: str) -> str:
-    for suffix in suffixes:
-        if name.endswith(suffix) and len(name) > len(suffix):
-            return name[: -len(suffix)]
-    return name
-
-
-def expand_root(value: Any, root: str | None) -> Any:
-    """Expand ``${PLUGIN_ROOT}`` (and ``${CLAUDE_PLUGIN_ROOT}``) in every string of a config value."""
-    if isinstance(value, str):
-        if root is None:
-            return value
-        return value.replace("${PLUGIN_ROOT}", root).replace("${CLAUDE_PLUGIN_ROOT}", root)
-    if isinstance(value, list):
-        return [expand_root(v, root) for v in value]
-    if isinstance(value, dict):
-        return {k: expand_root(v, root) for k, v in value.items()}
-    return value
-
-
-class _Resolver:
-    def __init__(self, src: Any, namespace: str | None) -> None:
-        self.src = src
-        self.ns = namespace
-        self.children: list[ChildSpec] = []
-        self.warnings: list[str] = []
-        self._keys: set[str] = set()
-        self._mcp_names: set[str] = set()
-
-    # -- plumbing --
-
-    def warn(self, rel: str, reason: str) -> None:
-        self.warnings.append(f"{rel or '.'} was skipped: {reason}.")
-
-    def name(self, base: str) -> str:
-        return f"{self.ns}:{base}" if self.ns else base
-
-    def kind(self, rel: str) -> str | None:
-        """The kind of ``rel`` or ``"bad"`` (already reported)."""
-        try:
-            return self.src.kind(rel)
-        except SourceError as exc:
-            self.warn(rel, str(exc))
-            return "bad"
-
-    def listing(self, rel: str) -> list[str]:
-        try:
-            return self.src.list(rel)
-        except SourceError as exc:
-            self.warn(rel, str(exc))
-            return []
-
-    def document(self, rel: str) -> tuple[dict, str] | None:
-        try:
-            text = self.src.read(rel)
-        except SourceError as exc:
-            self.warn(rel, str(exc))
-            return None
-        try:
-            return split_frontmatter(text)
-        except FrontmatterError as exc:
-            self.warn(rel, str(exc))
-            return None
-
-    def json_doc(self, rel: str) -> _JsonDoc | None:
-        try:
-            return _JsonDoc(self.src.read(rel))
-        except SourceError as exc:
-            self.warn(rel, str(exc))
-            return None
-
-    def add(self, type_: str, key: str, fields: dict, internal: dict | None = None) -> None:
-        if key in self._keys:
-            return
-        self._keys.add(key)
-        self.children.append(
-            ChildSpec(type_, key, {k: v for k, v in fields.items() if v is not None}, internal)
-        )
-
-    def files(self, rel: str, suffixes: tuple[str, ...]) -> list[str]:
-        """``rel`` itself when it is a matching file, else the matching files directly inside it."""
-        kind = self.kind(rel)
-        if kind in (None, "bad"):
-            return []
-        if kind == "file":
-            return [rel]
-        if kind != "dir":
-            self.warn(rel, "it is neither a file nor a folder")
-            return []
-        out = []
-        for name in self.listing(rel):
-            if not name.endswith(suffixes) or name.startswith("."):
-                continue
-            sub = f"{rel}/{name}" if rel else name
-            k = self.kind(sub)
-            if k == "file":
-                out.append(sub)
-            elif k not in (None, "bad"):
-                self.warn(sub, "it is not a regular file")
-        return out
-
-    # -- components --
-
-    def skills(self, rel: str, *, flat: bool = False) -> None:
-        kind = self.kind(rel)
-        if kind in (None, "bad"):
-            return
-        if kind != "dir":
-            self.warn(rel, "it is not a folder")
-            return
-        own = f"{rel}/SKILL.md" if rel else "SKILL.md"
-        if rel and self.kind(own) == "file":  # a manifest path naming one skill's folder
-            self.skill(own, rel.rsplit("/", 1)[-1])
-            return
-        for name in self.listing(rel):
-            if name.startswith("."):
-                continue
-            sub = f"{rel}/{name}" if rel else name
-            k = self.kind(sub)
-            if k == "dir":
-                md = f"{sub}/SKILL.md"
-                km = self.kind(md)
-                if km == "file":
-                    self.skill(md, name)
-                elif km not in (None, "bad"):
-                    self.warn(md, "it is not a regular file")
-            elif k == "file" and flat and name.endswith(".md"):
-                self.command(sub)
-
-    def skill(self, rel: str, dirname: str) -> None:
-        doc = self.document(rel)
-        if doc is None:
-            return
-        self.add_skill(f"skill:{rel}", rel, dirname, doc[0])
-
-    def add_skill(self, key: str, rel: str, base: str, fm: dict) -> None:
-        """A skill child (from ``skills/<name>/SKILL.md`` or a slash command's ``commands/*.md``)."""
-        self.add(
-            "skill",
-            key,
-            {
-                "name": self.name(base),
-                "uri": self.src.uri(rel),
-                "description": _text(fm.get("description")),
-                "disableModelInvocation": _flag(fm, "disable-model-invocation", "disableModelInvocation"),
-                "disableUserInvocation": _user_flag(fm),
-            },
-        )
-
-    def command(self, rel: str) -> None:
-        doc = self.document(rel)
-        if doc is None:
-            return
-        self.add_skill(f"command:{rel}", rel, _stem(rel.rsplit("/", 1)[-1], ".md"), doc[0])
-
-    def agent(self, rel: str) -> None:
-        doc = self.document(rel)
-        if doc is None:
-            return
-        fm, _body = doc
-        base = _text(fm.get("name")) or _stem(rel.rsplit("/", 1)[-1], ".agent.md", ".md")
-        model = _text(fm.get("model"))
-        self.add(
-            "agent",
-            f"agent:{rel}",
-            {
-                "name": self.name(base),
-                "uri": self.src.uri(rel),
-                "description": _text(fm.get("description")),
-                "model": None if model in (None, "inherit") else model,
-                "tools": _string_list(fm.get("tools")),
-                "disableModelInvocation": _flag(fm, "disable-model-invocation", "disableModelInvocation"),
-                "disableUserInvocation": _user_flag(fm),
-            },
-        )
-
-    def prompt(self, rel: str) -> None:
-        doc = self.document(rel)
-        if doc is None:
-            return
-        fm, _body = doc
-        base = _text(fm.get("name")) or _stem(rel.rsplit("/", 1)[-1], ".prompt.md", ".md")
-        self.add(
-            "prompt",
-            f"prompt:{rel}",
-            {"name": self.name(base), "uri": self.src.uri(rel), "description": _text(fm.get("description"))},
-        )
-
-    def rule(self, rel: str, *, always: bool | None = None) -> None:
-        doc = self.document(rel)
-        if doc is None:
-            return
-        fm, _body = doc
-        base = _stem(rel.rsplit("/", 1)[-1], ".instructions.md", ".mdc", ".md")
-        globs = _string_list(fm.get("globs"))
-        if globs is None:
-            globs = _string_list(fm.get("applyTo"))
-        always_apply = _flag(fm, "alwaysApply", "always-apply")
-        self.add(
-            "rule",
-            f"rule:{rel}",
-            {
-                "name": self.name(base),
-                "uri": self.src.uri(rel),
-                "description": _text(fm.get("description")),
-                "alwaysApply": always if always_apply is None and always is not None else always_apply,
-                "globs": globs or None,
-            },
-        )
-
-    def hooks(self, rel: str, doc: _JsonDoc | None = None, prefix: tuple = ()) -> None:
-        doc = doc or self.json_doc(rel)
-        if doc is None:
-            return
-        events = _member(doc.value, prefix + ("hooks",))
-        if not isinstance(events, dict):
-            self.warn(rel, 'it has no "hooks" object mapping events to hook rules')
-            return
-        for event, rules in events.items():
-            if not isinstance(rules, list):
-                self.warn(rel, f'its "hooks.{event}" entry is not a list of hook rules')
-                continue
-            for index, rule in enumerate(rules):
-                if not isinstance(rule, dict) or not isinstance(rule.get("hooks"), list):
-                    self.warn(rel, f'its "hooks.{event}[{index}]" rule has no "hooks" list')
-                    continue
-                matcher = rule.get("matcher") if isinstance(rule.get("matcher"), str) else None
-                label = event if len(rules) == 1 else f"{event} #{index + 1}"  # the matcher stays internal
-                self.add(
-                    "hook",
-                    f"hook:{rel}#{'/'.join(map(str, prefix))}/{event}/{index}",
-                    {
-                        "name": self.name(label),
-                        "uri": self.src.uri(rel),
-                        "range": doc.range(prefix + ("hooks", event, index)),
-                    },
-                    {"event": event, "matcher": matcher, "hooks": rule.get("hooks")},
-                )
-
-    def mcp(self, rel: str, doc: _JsonDoc | None = None, prefix: tuple = ()) -> None:
-        doc = doc or self.json_doc(rel)
-        if doc is None:
-            return
-        servers = _member(doc.value, prefix + ("mcpServers",))
-        if not isinstance(servers, dict):
-            self.warn(rel, 'it has no "mcpServers" object')
-            return
-        root = self.src.local_root
-        for name, config in servers.items():
-            if not isinstance(config, dict) or not (
-                isinstance(config.get("command"), str) or isinstance(config.get("url"), str)
-            ):
-                self.warn(rel, f'its MCP server "{name}" has neither a "command" nor a "url"')
-                continue
-            if name in self._mcp_names:
-                self.warn(rel, f'its MCP server "{name}" is declared twice and the first declaration wins')
-                continue
-            self._mcp_names.add(name)
-            internal = expand_root(
-                {
-                    k: config[k]
-                    for k in ("command", "args", "env", "cwd", "url", "headers", "type", "startTimeout")
-                    if k in config
-                },
-                str(root) if root is not None else None,
-            )
-            internal.update({"server": name, "pluginRoot": str(root) if root is not None else None})
-            self.add(
-                "mcpServer",
-                f"mcp:{name}",
-                {
-                    "name": self.name(name),
-                    "uri": self.src.uri(rel),
-                    "range": doc.range(prefix + ("mcpServers", name)),
-                },
-                internal,
-            )
-
-
-def _member(value: Any, path: tuple) -> Any:
-    """The JSON value at ``path`` inside ``value`` (``None`` where an object is missing)."""
-    for key in path:
-        value = value.get(key) if isinstance(value, dict) else None
-    return value
-
-
-def _user_flag(fm: dict) -> bool | None:
-    flag = _flag(fm, "disable-user-invocation", "disableUserInvocation")
-    if flag is None:
-        invocable = _flag(fm, "user-invocable", "userInvocable")
-        if invocable is not None:
-            return not invocable
-    return flag
-
-
-def _manifest_paths(
-    r: _Resolver, manifest: dict, field_name: str, default: list[str]
-) -> tuple[list[str], Any]:
-    """The ``./`` paths a manifest names for a component type (or the default), and any inline value."""
-    if field_name not in manifest:
-        return default, None
-    value = manifest[field_name]
-    inline_key = {"mcpServers": "mcpServers", "hooks": "hooks"}.get(field_name)
-    if isinstance(value, str):
-        raw = [value]
-    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
-        raw = list(value)
-    elif isinstance(value, dict) and isinstance(value.get("paths"), list) and (inline_key not in value):
-        raw = [v for v in value["paths"] if isinstance(v, str)]
-    elif isinstance(value, dict) and inline_key and inline_key in value and "paths" not in value:
-        return [], value
-    else:
-        r.warnings.append(f'The manifest field "{field_name}" has an unrecognized shape and was ignored.')
-        return [], None
-    out = []
-    for path in raw:
-        norm = os.path.normpath(path[2:]) if path.startswith("./") else None
-        if norm is None or norm.startswith("..") or os.path.isabs(norm):
-            r.warnings.append(
-                f'The manifest path "{path}" for "{field_name}" was ignored: plugin paths start with "./" and stay inside the plugin.'
-            )
-            continue
-        out.append("" if norm == "." else norm.replace(os.sep, "/").rstrip("/"))
-    return out, None
-
-
-def resolve_plugin(src: Any, fallback_name: str) -> Resolution:
-    """Resolve an Open Plugins folder (a :class:`DiskSource` or :class:`MemorySource`)."""
-    try:
-        root_kind = src.kind("")
-    except SourceError as exc:
-        return Resolution(fallback_name, error=f"The plugin folder cannot be read: {exc}.")
-    if root_kind is None:
-        return Resolution(fallback_name, error="The plugin folder does not exist.")
-    if root_kind != "dir":
-        return Resolution(fallback_name, error="The plugin path is not a folder.")
-    try:
-        src.list("")
-    except SourceError as exc:
-        return Resolution(fallback_name, error=f"The plugin folder cannot be read: {exc}.")
-    probe = _Resolver(src, None)
-    manifest: dict = {}
-    manifest_rel: str | None = None
-    manifest_doc: _JsonDoc | None = None
-    present = [loc for loc in MANIFEST_LOCATIONS if probe.kind(loc) == "file"]
-    warnings = list(probe.warnings)
-    if present:
-        manifest_rel = present[0]
-        text = None
-        try:
-            text = src.read(manifest_rel)
-            manifest_doc = _JsonDoc(text)
-        except SourceError as exc:
-            warnings.append(
-                f"{manifest_rel} was skipped: {exc}; the plugin loads with its folder name and default locations."
-            )
-        if manifest_doc is not None:
-            if isinstance(manifest_doc.value, dict):
-                manifest = manifest_doc.value
-            else:
-                warnings.append(f"{manifest_rel} was skipped: it is not a JSON object.")
-                manifest_doc = None
-        for other in present[1:]:
-            with contextlib.suppress(SourceError, ValueError):
-                if text is not None and json.loads(src.read(other)) != json.loads(text):
-                    warnings.append(
-                        f"{other} was skipped: it differs from {manifest_rel}, which is the manifest used."
-                    )
-    name = fallback_name
-    manifest_name = manifest.get("name")
-    if isinstance(manifest_name, str) and manifest_name.strip():
-        name = manifest_name.strip()
-        if not _PLUGIN_NAME.match(name):
-            warnings.append(
-                f'The plugin name "{name}" breaks the naming rules (1-64 lowercase letters, digits, "-" and ".").'
-            )
-    elif manifest_doc is not None and "name" in manifest:
-        warnings.append(f'{manifest_rel} has no usable "name"; the folder name is used.')
-    r = _Resolver(src, name)
-    r.warnings = warnings
-    version = _text(manifest.get("version"))
-
-    paths, _ = _manifest_paths(r, manifest, "skills", ["skills"])
-    for rel in paths:
-        r.skills(rel)
-    paths, _ = _manifest_paths(r, manifest, "commands", ["commands"])
-    for rel in paths:
-        for f in r.files(rel, (".md",)):
-            r.command(f)
-    paths, _ = _manifest_paths(r, manifest, "agents", ["agents"])
-    for rel in paths:
-        for f in r.files(rel, (".md",)):
-            r.agent(f)
-    paths, _ = _manifest_paths(r, manifest, "prompts", ["prompts"])
-    for rel in paths:
-        for f in r.files(rel, (".md",)):
-            r.prompt(f)
-    paths, _ = _manifest_paths(r, manifest, "rules", ["rules"])
-    for rel in paths:
-        for f in r.files(rel, (".md", ".mdc")):
-            r.rule(f)
-    for fname in INSTRUCTION_FILES:
-        if r.kind(fname) == "file":
-            r.rule(fname, always=True)
-    paths, inline = _manifest_paths(r, manifest, "hooks", ["hooks/hooks.json"])
-    if inline is not None and manifest_rel is not None:
-        r.hooks(manifest_rel, manifest_doc, ("hooks",))
-    for rel in paths:
-        if r.kind(rel) == "file":
-            r.hooks(rel)
-    paths, inline = _manifest_paths(r, manifest, "mcpServers", [".mcp.json"])
-    if inline is not None and manifest_rel is not None:
-        r.mcp(manifest_rel, manifest_doc, ("mcpServers",))
-    for rel in paths:
-        kind = r.kind(rel)
-        if kind == "file":
-            r.mcp(rel)
-        elif kind not in (None, "bad"):
-            r.warn(rel, "MCP configuration paths must name JSON files, not folders")
-    return Resolution(
-        name, r.children, r.warnings, version=version, description=_text(manifest.get("description"))
-    )
-
-
-def resolve_directory(src: Any, contents: str, name: str) -> Resolution:
-    """Resolve a directory customization holding children of type ``contents``."""
-    try:
-        kind = src.kind("")
-    except SourceError as exc:
-        return Resolution(name, error=f"The folder cannot be read: {exc}.")
-    if kind is None:
-        return Resolution(name)  # may not exist yet: parsed, contributes nothing
-    if kind != "dir":
-        return Resolution(name, error="The path is not a folder.")
-    try:
-        src.list("")
-    except SourceError as exc:
-        return Resolution(name, error=f"The folder cannot be read: {exc}.")
-    r = _Resolver(src, None)
-    if contents == "skill":
-        r.skills("", flat=True)
-    elif contents == "agent":
-        for f in r.files("", (".md",)):
-            r.agent(f)
-    elif contents == "prompt":
-        for f in r.files("", (".md",)):
-            r.prompt(f)
-    elif contents == "rule":
-        for f in r.files("", (".md", ".mdc")):
-            r.rule(f)
-    elif contents == "hook":
-        for f in r.files("", (".json",)):
-            r.hooks(f)
-    elif contents == "mcpServer":
-        for f in r.files("", (".json",)):
-            r.mcp(f)
-    return Resolution(name, r.children, r.warnings)
-
-
-def looks_like_plugin(path: Path) -> bool:
-    markers = [
-        *MANIFEST_LOCATIONS[:-1],
-        "skills",
-        "commands",
-        "agents",
-        "rules",
-        "prompts",
-        "hooks",
-        ".mcp.json",
-    ]
-    return any((path / m).exists() for m in markers)
-
-
-def expand_plugin_paths(paths: list) -> list[Path]:
-    """Plugin folders from ``Lab(plugins=[...])``: a folder of plugin folders expands to its plugins."""
-    out: list[Path] = []
-    for raw in paths:
-        path = Path(os.path.abspath(os.path.expanduser(os.fspath(raw))))
-        if path.is_dir() and not looks_like_plugin(path):
-            subs = [p for p in sorted(path.iterdir()) if p.is_dir() and looks_like_plugin(p)]
-            if subs:
-                out.extend(subs)
-                continue
-        out.append(path)
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# the host extension
 
 
 @dataclass
@@ -944,8 +124,10 @@ class CustomizationManager:
         directories: list | tuple = (),
         mcp_servers: dict | None = None,
         poll_interval: float = 0.2,
+        limits: Limits | None = None,
     ) -> None:
         self.host = host
+        self.limits = Limits.of(limits if limits is not None else getattr(host, "limits", None))
         self.plugins = expand_plugin_paths(list(plugins))
         self.directories = [self._directory_config(d) for d in directories]
         self.mcp_servers = dict(mcp_servers or {})
@@ -1178,11 +360,31 @@ class CustomizationManager:
     def _publish(self, sess: _Session, c: _Container) -> None:
         if sess.uri not in self.sessions or not self.host.store.has_channel(sess.uri):
             return
+        if sess.containers.get(c.id) is not c:
+            return  # removed meanwhile
         entry = self.entry(sess, c)
+        size = len(dumps(entry, separators=(",", ":")))
+        if size > self.limits.max_customization_entry_bytes:
+            entry = self._oversized(entry, c, size)
         current = self._current(sess.uri, c.id)
         if current is not None and to_json(current) == entry:
             return
         self.host.dispatch(sess.uri, {"type": "session/customizationUpdated", "customization": entry})
+
+    def _oversized(self, entry: dict, c: _Container, size: int) -> dict:
+        """The entry of a container too large to publish: its identity and a load error."""
+        c.internal = {}  # nothing of it runs either
+        limit = self.limits.max_customization_entry_bytes
+        kept = {
+            k: entry[k]
+            for k in ("type", "id", "uri", "name", "enabled", "contents", "writable", "clientId")
+            if k in entry
+        }
+        message = (
+            f"The {c.type} resolved to {size:,} characters of customization data, over the limit of "
+            f"{limit:,}; it was not loaded (Limits.max_customization_entry_bytes)."
+        )
+        return {**kept, "load": {"kind": "error", "message": message}, "children": []}
 
     def _forget(self, sess: _Session, cid: str) -> None:
         c = sess.containers.pop(cid, None)
@@ -1198,40 +400,55 @@ class CustomizationManager:
 
     # -- disk containers ------------------------------------------------------------------------
 
+    def _resolve_files(self, c: _Container) -> tuple[Resolution, DiskSource]:
+        """Resolve a disk container (files only: safe in a worker thread)."""
+        src = DiskSource(c.path, self.limits.max_customization_file_bytes)
+        try:
+            if c.type == "plugin":
+                res = resolve_plugin(src, c.path.name, self.limits)
+            else:
+                res = resolve_directory(src, c.contents or "skill", c.name or c.path.name, self.limits)
+        except Exception as exc:  # defensive: report instead of crashing the watcher
+            log.exception("resolving %s failed", c.uri)
+            res = Resolution(
+                c.name or "", error=f"The folder could not be resolved: {type(exc).__name__}: {exc}."
+            )
+        return res, src
+
     def resolve_disk(self, c: _Container) -> None:
-        src = DiskSource(c.path)
+        """Resolve a disk container now, on the calling thread."""
+        c.resolution, c.source = self._resolve_files(c)
         self.stats["resolves"] += 1
-        if c.type == "plugin":
-            c.resolution = resolve_plugin(src, c.path.name)
-        else:
-            c.resolution = resolve_directory(src, c.contents or "skill", c.name or c.path.name)
-        c.source = src
+
+    async def _resolve_in_thread(self, sess: _Session, c: _Container) -> None:
+        res, src = await asyncio.to_thread(self._resolve_files, c)
+        self.stats["resolves"] += 1
+        c.resolution, c.source = res, src
+        self._publish(sess, c)
 
     async def _load_and_watch(self, sess: _Session) -> None:
         try:
             for c in list(sess.containers.values()):
                 if c.path is None or c.client_id is not None:
                     continue
-                self._resolve_and_publish(sess, c)
-                await asyncio.sleep(0)
+                await self._resolve_in_thread(sess, c)
+            interval = self.poll_interval
             while any(c.source is not None for c in sess.containers.values()):
-                await asyncio.sleep(self.poll_interval)
-                for c in list(sess.containers.values()):
-                    if c.source is not None and c.source.changed():
-                        self._resolve_and_publish(sess, c)
+                await asyncio.sleep(interval)
+                watched = [c for c in sess.containers.values() if c.source is not None]
+                started = time.perf_counter()
+                changed = await asyncio.to_thread(_changed, watched)
+                # a slow sweep (a huge folder) is repeated less often: at most ~10% of a core
+                interval = max(self.poll_interval, 10 * (time.perf_counter() - started))
+                for c in changed:
+                    await self._resolve_in_thread(sess, c)
         except asyncio.CancelledError:
             raise
         except Exception:  # a watcher bug must not take the host down
             log.exception("the customization watcher of %s stopped", sess.uri)
 
     def _resolve_and_publish(self, sess: _Session, c: _Container) -> None:
-        try:
-            self.resolve_disk(c)
-        except Exception as exc:  # defensive: report instead of crashing the watcher
-            log.exception("resolving %s failed", c.uri)
-            c.resolution = Resolution(
-                c.name or "", error=f"The folder could not be resolved: {type(exc).__name__}: {exc}."
-            )
+        self.resolve_disk(c)
         self._publish(sess, c)
 
     def refresh(self, session: str) -> None:
@@ -1300,9 +517,8 @@ class CustomizationManager:
             c.resolution = Resolution(fallback, error=f"The client's plugin could not be read: {exc}.")
         else:
             self.stats["resolves"] += 1
-            c.resolution = resolve_plugin(src, fallback)
-        if sess.containers.get(c.id) is c:
-            self._publish(sess, c)
+            c.resolution = await asyncio.to_thread(resolve_plugin, src, fallback, self.limits)
+        self._publish(sess, c)
 
     async def _fetch_client_files(self, client_id: str | None, root_uri: str) -> MemorySource:
         """Read a client's (virtual) plugin with host→client ``resourceList``/``resourceRead``."""
@@ -1317,6 +533,8 @@ class CustomizationManager:
         errors: dict[str, str] = {}
         pending: list[tuple[str, int]] = [("", 0)]
         count = 0
+        total = 0  # bytes read; one plugin may make the host hold at most max_message_bytes
+        max_files = self.limits.max_folder_files
 
         async def call(method: str, uri: str) -> Any:
             return await conn.peer.request(method, {"uri": uri}, timeout=_CLIENT_TIMEOUT)
@@ -1337,8 +555,13 @@ class CustomizationManager:
                     continue
                 sub = f"{rel}/{name}" if rel else name
                 count += 1
-                if count > _CLIENT_MAX_FILES:
-                    errors[sub] = f"the plugin has more than {_CLIENT_MAX_FILES} entries"
+                if count > max_files:
+                    errors[sub] = f"the plugin has more than {max_files:,} entries (Limits.max_folder_files)"
+                    continue
+                if total > self.limits.max_message_bytes:
+                    errors[sub] = (
+                        f"the plugin's files add up to more than {self.limits.max_message_bytes:,} bytes"
+                    )
                     continue
                 if item.get("type") == "directory":
                     if depth + 1 < _CLIENT_MAX_DEPTH:
@@ -1351,9 +574,15 @@ class CustomizationManager:
                         files[sub] = base64.b64decode(data)
                     else:
                         files[sub] = str(data).encode("utf-8")
+                    total += len(files[sub])
                 except (RpcError, TimeoutError, ConnectionError, ValueError) as exc:
                     errors[sub] = _rpc_reason(exc)
-        return MemorySource(root, files, errors)
+        return MemorySource(root, files, errors, self.limits.max_customization_file_bytes)
+
+
+def _changed(containers: list[_Container]) -> list[_Container]:
+    """The containers whose files changed (a stat sweep; runs in a worker thread)."""
+    return [c for c in containers if c.source is not None and c.source.changed()]
 
 
 def _rpc_reason(exc: BaseException) -> str:

@@ -135,6 +135,8 @@ class Lab(LabBase):
             )
         self.chat = state["defaultChat"]
         await self.client.subscribe(self.chat)
+        # plugin folders and directories are resolved in a worker thread: return once they are
+        await self.wait_for(_folders_resolved, self.session, timeout=60)
         ready = getattr(self.agent, "wait_ready", None)
         if ready is not None:  # a LoopAgent: its extensions are active and their tools listed
             await ready(self.session)
@@ -755,6 +757,15 @@ class Lab(LabBase):
     def replay(cls, path: str | Path) -> LabReplay:
         """Load an exported log; the replayed states equal the live ones at export time."""
         return LabReplay(Store.load(path))
+
+
+def _folders_resolved(session: Any) -> bool:
+    """Whether every host container (plugin folder, directory) of a session has been resolved."""
+    return all(
+        (entry.get("load") or {}).get("kind") != "loading"
+        for entry in session.get("customizations") or ()
+        if entry.get("type") in ("plugin", "directory") and not entry.get("clientId")
+    )
 
 
 def _attach_customizations(host: Host, plugins: Any, directories: Any, mcp_servers: Any) -> tuple:

@@ -181,7 +181,7 @@ def test_bad_inputs_are_reported_one_sentence_each_while_the_rest_loads(tmp_path
         "skills/dangling/SKILL.md": "symlink to something that does not exist",
         "skills/loop-a": "symlink loop",
         "skills/escape": "resolves outside the folder",
-        "skills/huge/SKILL.md": "52.4 MB, over the 1 MB limit",
+        "skills/huge/SKILL.md": "52,428,800 bytes, over the limit of 1,000,000",
         ".mcp.json": 'MCP server "nocmd" has neither a "command" nor a "url"',
         "hooks/hooks.json": 'no "hooks" object',
     }
@@ -199,14 +199,14 @@ def test_an_unreadable_file_is_skipped(tmp_path, monkeypatch):
     if os.geteuid() == 0:  # root reads whatever the mode says: let the OS refuse the way it would
         import builtins
 
-        from ahp_lab.host import customizations
+        from ahp_lab.host import plugin_sources
 
         def refusing_open(path, *args, **kwargs):
             if Path(path) == f:
                 raise PermissionError(13, "Permission denied", str(path))
             return builtins.open(path, *args, **kwargs)
 
-        monkeypatch.setattr(customizations, "open", refusing_open, raising=False)
+        monkeypatch.setattr(plugin_sources, "open", refusing_open, raising=False)
     try:
         res = resolve_plugin(DiskSource(root), "p")
     finally:
