@@ -86,6 +86,8 @@ class ToolContext:
         result = self._send_content(content_blocks(content))
         if inspect.isawaitable(result):
             await result
+        else:
+            await asyncio.sleep(0)  # a tool streaming in a tight loop still lets the host breathe
 
     def update_sync(self, content: Any) -> None:
         """:meth:`update` for sync tool functions (they run in a worker thread)."""
