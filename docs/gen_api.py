@@ -73,6 +73,12 @@ SECTIONS: list[tuple[str, str, list[str] | None, str]] = [
         "`lab.transitions` is a `TransitionLog`; `lab.store` is the host's `Store`.",
     ),
     (
+        "ahp_lab.protocol.limits",
+        "`ahp_lab.protocol.limits`: what the host accepts",
+        ["Limits", "LimitError", "check_json"],
+        "Pass `Lab(limits={...})` (or a `Limits`) to change a bound; `docs/security.md` explains each one.",
+    ),
+    (
         "ahp_lab.reducers",
         "`ahp_lab.reducers`: pure reducers",
         ["REDUCERS", "reduce", "derive_status", "input_needed_status"],

@@ -45,7 +45,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from ..protocol.customizations import effective_enabled
+from ..protocol.customizations import MCP_NOT_ALLOWED, effective_enabled
 from ..tools import bounded_result, failure_result
 
 log = logging.getLogger("ahp_lab.host.mcp")
@@ -55,7 +55,7 @@ __all__ = ["McpManager", "AUTH_ERROR_CODE", "TOKEN_META_KEY", "NOT_ALLOWED"]
 AUTH_ERROR_CODE = -32401
 TOKEN_META_KEY = "ahp_lab/authorization"
 #: ``errorType`` of the state of a client's MCP server that waits for the notebook's permission
-NOT_ALLOWED = "McpServerNotAllowed"
+NOT_ALLOWED = MCP_NOT_ALLOWED
 _RELEVANT = frozenset(
     {
         "session/customizationsChanged",

@@ -114,6 +114,12 @@ class LabSource:
             raise PermissionError("a replayed log is read-only")
         self.lab.authenticate(resource, token)
 
+    def allow_mcp(self, server: str) -> None:
+        """The person allows a remote client's MCP server (the tree's "Allow" button)."""
+        if self.lab.read_only:
+            raise PermissionError("a replayed log is read-only")
+        self.lab.allow_mcp(server)
+
     # -- model calls (a LoopAgent's record, not host state; see ahp_lab.widgets.model_calls) -----
 
     def _call_log(self) -> Any:

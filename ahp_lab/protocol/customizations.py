@@ -41,6 +41,7 @@ __all__ = [
     "ChildCustomization",
     "Customization",
     "CHILD_TYPES",
+    "MCP_NOT_ALLOWED",
     "is_enabled",
     "child_effective",
     "effective_enabled",
@@ -256,6 +257,9 @@ Customization = tagged_union(
 
 #: Child customization types (they live only inside containers).
 CHILD_TYPES = ("agent", "skill", "prompt", "rule", "hook", "mcpServer")
+#: ``error.errorType`` of an MCP server a remote client published that the host has not started
+#: because the person at the kernel has not allowed it (an ahp_lab convention; views offer "Allow").
+MCP_NOT_ALLOWED = "McpServerNotAllowed"
 
 
 def is_enabled(entry: object) -> bool:

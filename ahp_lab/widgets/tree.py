@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ahp_lab.protocol.customizations import child_effective, is_enabled
+from ahp_lab.protocol.customizations import MCP_NOT_ALLOWED, child_effective, is_enabled
 
 from .sanitize import one_line, safe_url
 
@@ -109,6 +109,10 @@ def mcp_state_view(state: Any) -> dict[str, Any]:
     if kind == "error":
         err = st.get("error")
         view["message"] = _str(err.get("message") if isinstance(err, Mapping) else err, 300)
+        if isinstance(err, Mapping) and err.get("errorType") == MCP_NOT_ALLOWED:
+            view["allowable"] = True  # only the person at the kernel can start it: "Allow"
+            view["canStart"] = False
+            view["label"] = "not allowed yet"
     if kind == "authRequired":
         res = st.get("resource")
         resource = res.get("resource") if isinstance(res, Mapping) else None

@@ -35,7 +35,9 @@ class CustomizationTree(SourceView):
     """The session's customizations: containers, children by type, load and MCP server states.
 
     A checkbox dispatches ``session/customizationToggled``; MCP start/stop buttons dispatch
-    ``session/mcpServerStartRequested`` / ``…StopRequested``.
+    ``session/mcpServerStartRequested`` / ``…StopRequested``. A remote client's MCP server that
+    waits for permission gets an "Allow" button, which calls the source's ``allow_mcp(id)``
+    (``lab.allow_mcp``): a decision of the person at the kernel, not a protocol action.
     """
 
     _kind = traitlets.Unicode("tree").tag(sync=True)
@@ -53,6 +55,25 @@ class CustomizationTree(SourceView):
     def _filters_changed(self, _change: Any) -> None:
         if hasattr(self, "_coalescer"):
             self.refresh()
+
+    def handle_view_message(self, typ: Any, content: dict[str, Any]) -> None:
+        """``allow_mcp``: the person allows a remote client's MCP server (a local decision)."""
+        if typ != "allow_mcp":
+            return
+        allow = getattr(self._source, "allow_mcp", None)
+        server = content.get("id")
+        if self._context.at_seq is not None or allow is None:
+            self._show_error("read-only: MCP servers can be allowed only in the live workbench")
+            return
+        if not isinstance(server, str) or not server or len(server) > 300:
+            self._show_error("allow needs the id of an MCP server")
+            return
+        try:
+            allow(server)
+        except Exception as exc:  # LookupError, PermissionError: shown, never raised into the kernel
+            self._show_error(str(exc) or type(exc).__name__)
+        else:
+            self.error = ""
 
     def render_view(self) -> None:
         state = self.state_of(self.session)

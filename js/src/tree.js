@@ -66,6 +66,12 @@ export function renderTree({ model, el }) {
         "data-focus": `stop:${node.id}`,
         onclick: () => dispatch(model, session(), { type: "session/mcpServerStopRequested", id: node.id }),
       }, "Stop"));
+    if (m.allowable) // a remote client's server: only the person here may let it run
+      parts.push(h("button", {
+        class: "ahp-btn ahp-btn-small", type: "button", disabled: ro, "aria-label": `Allow ${node.name}`,
+        "data-focus": `allow:${node.id}`,
+        onclick: () => model.send({ type: "allow_mcp", id: node.id }),
+      }, "Allow"));
     const out = [h("span", { class: "ahp-mcp" }, parts)];
     if (m.message) out.push(h("div", { class: "ahp-load-msg ahp-err-text" }, m.message));
     if (m.auth) out.push(authPanel(node, m.auth, ro));

@@ -164,3 +164,38 @@ def test_hooks_of_a_strangers_plugin_never_run(connect_stranger, tmp_path: Path)
             assert "command" not in json.dumps(lab.session_state)  # hook commands stay host-internal
 
     arun(main())
+
+
+def test_the_trees_allow_button_is_the_same_local_decision_and_a_replay_cannot_make_it(
+    connect_stranger, tmp_path: Path
+):
+    from ahp_lab import Lab
+    from ahp_lab.widgets import CustomizationTree
+    from ahp_lab.widgets.tree import tree_view_model
+
+    async def main():
+        async with open_lab() as lab:
+            s = await joined(connect_stranger, lab, "ide")
+            config = {"mcpServers": {"demo": {"command": sys.executable, "args": [str(DEMO_SERVER)]}}}
+            await publish(s, "ide", "tools", {".mcp.json": json.dumps(config)})
+            server = await server_state(lab, "ide", "error", NOT_ALLOWED)
+            [node] = [
+                leaf
+                for c in tree_view_model(lab.session_state)["containers"]
+                for g in c["groups"]
+                for leaf in g["children"]
+            ]
+            assert node["mcp"]["allowable"] and not node["mcp"]["canStart"]
+            path = tmp_path / "run.jsonl"
+            lab.export(path)
+            replayed = CustomizationTree(Lab.replay(path))
+            replayed.handle_message({"type": "allow_mcp", "id": server["id"]})
+            assert "read-only" in replayed.error and lab.mcp.decisions == []
+            tree = CustomizationTree(lab)
+            tree.handle_message({"type": "allow_mcp", "id": server["id"]})  # what the button sends
+            assert tree.error == "" and [d["id"] for d in lab.mcp.decisions] == [server["id"]]
+            await server_state(lab, "ide", "ready")
+            tree.close()
+            replayed.close()
+
+    arun(main())
