@@ -1,0 +1,181 @@
+"""MCP authorization: which requirement a token is for, and the HTTP challenges behind them.
+
+The part of :class:`~ahp_lab.host.mcp.McpManager` that handles mcp-servers.md §5. A server asks
+for a token by raising an ``McpAuthRequirement`` (the -32401 convention of
+``examples/mcp_server.py``) or by an HTTP 401/403 challenge. A resource belongs to the server it
+protects: an HTTP server may only name a resource on its own origin, and no server may name a
+resource another server of the session serves or waits for, so a copycat is stopped instead of
+being handed another server's token. ``authenticate`` delivers a token only to the server-level
+or tool-call-level requirement that asked for that resource, in a session the authenticating
+connection is subscribed to; the host's redactor remembers the token so it never reaches state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+from mcp.shared.exceptions import MCPError
+
+__all__ = ["McpAuthorization", "AuthAtConnect", "auth_requirement"]
+
+
+def _origin(url: str) -> str:
+    """``scheme://host[:port]`` of a URL (lower case), or the string itself when it has none."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return url
+    if not parts.scheme or not parts.netloc:
+        return url
+    return f"{parts.scheme.lower()}://{(parts.hostname or '').lower()}{port}"
+
+
+def auth_requirement(exc: BaseException) -> dict | None:
+    """The McpAuthRequirement an MCP error carries (the -32401 convention), if any."""
+    if not isinstance(exc, MCPError):
+        return None
+    data = exc.data if isinstance(exc.data, dict) else {}
+    auth = data.get("auth")
+    if isinstance(auth, dict) and isinstance((auth.get("resource") or {}).get("resource"), str):
+        out = {
+            k: auth[k]
+            for k in ("reason", "oauthClient", "resource", "requiredScopes", "description")
+            if k in auth
+        }
+        out.setdefault("reason", "required")
+        out.pop("token", None)
+        return out
+    return None
+
+
+class AuthAtConnect(Exception):
+    def __init__(self, auth: dict) -> None:
+        super().__init__("authorization required")
+        self.auth = auth
+
+
+class McpAuthorization:
+    """Authorization of MCP servers and their tool calls (mixed into ``McpManager``)."""
+
+    def authenticate(self, connection: Any, resource: str, token: str, scopes: Any = None) -> bool:
+        """Deliver a token to the requirements that asked for ``resource`` in the sessions
+        ``connection`` is subscribed to: a server waiting in ``authRequired`` for it, or a tool
+        call waiting in ``auth-required`` for it. Nothing else receives it (another server that
+        merely names the same resource included); returns whether anything did."""
+        subscribed = getattr(connection, "subscriptions", ())
+        matched = False
+        for rt in list(self.runtimes.values()):
+            if rt.session not in subscribed:
+                continue
+            hit = rt.auth is not None and (rt.auth.get("resource") or {}).get("resource") == resource
+            for res, fut in list(rt.call_waiters):
+                if res == resource and not fut.done():
+                    hit = True
+                    fut.set_result(token)
+            if not hit:
+                continue
+            matched = True
+            self.host.redactor.add(token)
+            rt.token = token
+            if rt.auth is not None and (rt.auth.get("resource") or {}).get("resource") == resource:
+                rt.auth = None
+                if rt.auth_mid_turn:
+                    rt.auth_mid_turn = False
+                    rt.state = "ready"
+                    self._set_state(rt, rt.gen, {"kind": "ready"})
+                rt.wake.set()
+        return matched
+
+    def _claims(self, rt: Any, auth: dict) -> str | None:
+        """Why ``rt`` may not ask for a token for the resource ``auth`` names (``None``: it may).
+
+        A resource belongs to the server it protects: an HTTP server may only name a resource on
+        its own origin, and no server may name a resource another server of the session is
+        already waiting for or is served from. The host never passes another server's token."""
+        resource = str((auth.get("resource") or {}).get("resource") or "")
+        url = rt.config.get("url")
+        if url and _origin(resource) != _origin(str(url)):
+            return f"it asked for a token for {resource}, which is not on its own origin {_origin(str(url))}"
+        for other in self.runtimes.values():
+            if other is rt or other.session != rt.session:
+                continue
+            theirs = {(other.auth or {}).get("resource", {}).get("resource")}
+            theirs.update(res for res, _ in other.call_waiters)
+            if other.config.get("url") and _origin(resource) == _origin(str(other.config["url"])):
+                return f"it asked for a token for {resource}, which belongs to the MCP server {other.name}"
+            if resource in theirs:
+                return (
+                    f"it asked for a token for {resource}, which the MCP server {other.name} is waiting for"
+                )
+        return None
+
+    async def _http_auth(self, rt: Any, exc: BaseException) -> dict | None:
+        """The auth requirement behind an error: the -32401 convention or an HTTP 401/403 challenge."""
+        auth = auth_requirement(exc)
+        if auth is not None or rt.http_challenge is None:
+            return auth
+        challenge, rt.http_challenge = rt.http_challenge, None
+        params: dict[str, str] = {}
+        header = challenge.get("header") or ""
+        for part in re.finditer(r'(\w+)="?([^",]*)"?', header.split(" ", 1)[-1] if " " in header else ""):
+            params[part.group(1)] = part.group(2)
+        status = challenge.get("status")
+        if status == 403 or params.get("error") == "insufficient_scope":
+            reason = "insufficientScope"
+        else:
+            reason = "expired" if rt.token else "required"
+        resource: dict[str, Any] = {"resource": str(rt.config.get("url"))}
+        metadata_url = params.get("resource_metadata")
+        if metadata_url:
+            resource = await self._fetch_resource_metadata(rt, metadata_url) or resource
+        out: dict[str, Any] = {"reason": reason, "resource": resource}
+        if params.get("scope"):
+            out["requiredScopes"] = params["scope"].split()
+        out["description"] = params.get("error_description") or f"The MCP server answered HTTP {status}."
+        return out
+
+    async def _fetch_resource_metadata(self, rt: Any, url: str) -> dict | None:
+        """RFC 9728 protected-resource metadata from the URL a ``WWW-Authenticate`` header names."""
+        import httpx2
+
+        try:
+            async with httpx2.AsyncClient(timeout=5.0) as client:
+                response = await client.get(url)
+            data = response.json() if response.status_code == 200 else None
+        except Exception:  # noqa: BLE001 - the metadata is a nicety; the URL is the fallback
+            return None
+        if isinstance(data, dict) and isinstance(data.get("resource"), str):
+            return data
+        return None
+
+    async def _wait_call_auth(self, runner: Any, call_id: str, rt: Any, auth: dict) -> str | None:
+        """Move the call to ``auth-required`` and wait for ``authenticate`` (None: gave up or stopped)."""
+        base = {"turnId": runner.turn_id, "toolCallId": call_id}
+        current = runner._tool_call(call_id)
+        if current is None or current.get("status") != "running":
+            return None
+        self.host.dispatch(runner.chat, {"type": "chat/toolCallAuthRequired", **base, "auth": auth})
+        if auth.get("reason") in ("required", "expired") and rt.state == "ready":
+            rt.auth = auth
+            rt.auth_mid_turn = True
+            rt.state = "authRequired"
+            self._set_state(rt, rt.gen, {"kind": "authRequired", **auth})
+        resource = auth["resource"]["resource"]
+        future: asyncio.Future = asyncio.get_running_loop().create_future()
+        entry = (resource, future)
+        rt.call_waiters.append(entry)
+        left = asyncio.ensure_future(runner._wait_call(call_id, {"auth-required"}))
+        try:
+            await asyncio.wait({future, left}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            left.cancel()
+            if entry in rt.call_waiters:
+                rt.call_waiters.remove(entry)
+        if future.done() and not future.cancelled():
+            return future.result()
+        return None

@@ -1,0 +1,381 @@
+"""Sessions and chats: creation, disposal, active clients and the session catalogue.
+
+The part of the host (a base class of :class:`~ahp_lab.host.Host`) that follows
+session-channel.md §4–§6: ``createSession`` (``lifecycle:"creating"`` → default chat →
+``session/ready``), ``createChat`` with forks and side chats, ``disposeChat`` and
+``disposeSession`` (allowed for the creator and the notebook only), removing an active client
+with its follow-ups (its plugins, its running tool calls), and the ``listSessions`` catalogue with
+its ``root/session*`` notifications. Client-supplied working directories must pass
+:class:`~ahp_lab.host.roots.WorkingDirectories`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from ..protocol.jsonrpc import ErrorCode
+from ..protocol.jsonvalue import dumps
+from ..reducers._util import iso_ms
+from ..tools import failure_result
+from ..transport import RpcError
+from . import mirror
+from .connection import ROOT, Connection
+
+log = logging.getLogger("ahp_lab.host")
+
+__all__ = ["SessionsAndChats", "SessionRuntime"]
+
+
+@dataclass
+class SessionRuntime:
+    """What the host keeps about a session beside its state: provider, chats, catalogue entry, creator."""
+
+    uri: str
+    provider: str
+    created_at: str
+    chats: list
+    summary: dict
+    creator: str | None = None
+
+
+class SessionsAndChats:
+    """Session and chat lifecycle of the host (mixed into :class:`~ahp_lab.host.Host`)."""
+
+    # -- sessions and chats ---------------------------------------------------------------------
+
+    def create_session(self, uri: str, params: dict, conn: Connection | None = None) -> None:
+        """``createSession``: ``params`` already passed the protocol model; ``conn`` is the creator
+        (``None`` for trusted code in the kernel)."""
+        client_id = conn.client_id if conn is not None else None
+        if uri in self.sessions or self.store.has_channel(uri):
+            raise RpcError(ErrorCode.SESSION_ALREADY_EXISTS, f"session {uri} already exists")
+        if not uri.startswith("ahp-session:/") or uri.endswith("/annotations"):
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS, f"a session URI must start with 'ahp-session:/', got {uri!r:.200}"
+            )
+        provider = params.get("provider") or next(iter(self.agents))
+        if provider not in self.agents:
+            raise RpcError(
+                ErrorCode.PROVIDER_NOT_FOUND,
+                f"no agent provider {provider!r:.100}; known: {', '.join(self.agents)}",
+            )
+        active_client = params.get("activeClient")
+        if active_client is not None and client_id is not None and active_client.get("clientId") != client_id:
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS, "createSession.activeClient must be the creating client's own entry"
+            )
+        title = params.get("title")  # an ahp_lab extension: the session's first title
+        if title is not None and not isinstance(title, str):
+            raise RpcError(ErrorCode.INVALID_PARAMS, "createSession: field 'title' must be a string")
+        state: dict[str, Any] = {
+            "provider": provider,
+            "title": title or "New session",
+            "status": 1,
+            "lifecycle": "creating",
+            "activeClients": [],
+            "chats": [],
+        }
+        dirs = params.get("workingDirectories")
+        if dirs:
+            self._check_directories("createSession", dirs, conn)
+            caps = {}
+            for info in self.store.state(ROOT).get("agents", []):
+                if info.get("provider") == provider:
+                    caps = info.get("capabilities") or {}
+            state["workingDirectories"] = (
+                list(dirs) if "multipleWorkingDirectories" in caps else list(dirs[:1])
+            )
+        now = iso_ms(self.store.clock_ms())
+        runtime = SessionRuntime(uri, provider, now, [], {}, creator=client_id)
+        self.sessions[uri] = runtime
+        self.store.add_channel(uri, "session", state)
+        if active_client is not None:
+            self.dispatch(uri, {"type": "session/activeClientSet", "activeClient": active_client})
+        self._count_sessions()
+        try:
+            asyncio.get_running_loop().call_soon(self._init_session, uri)
+        except RuntimeError:
+            self._init_session(uri)
+
+    def _init_session(self, uri: str) -> None:
+        if uri not in self.sessions:
+            return
+        try:
+            self._publish_server_tools(uri)
+            for ext in self.extensions:
+                hook = getattr(ext, "on_session_created", None)
+                if hook is not None:
+                    hook(uri)
+            chat = f"ahp-chat:/{uuid.uuid4()}"
+            self.create_chat(uri, chat, {"title": "Chat"})
+            self.dispatch(uri, {"type": "session/defaultChatChanged", "defaultChat": chat})
+            self.dispatch(uri, {"type": "session/ready"})
+        except Exception as exc:
+            log.exception("session %s failed to initialise", uri)
+            self.dispatch(
+                uri,
+                {
+                    "type": "session/creationFailed",
+                    "error": {"errorType": type(exc).__name__, "message": str(exc)},
+                },
+            )
+        runtime = self.sessions[uri]
+        runtime.summary = self._summary(uri)
+        self._notify_root("root/sessionAdded", {"summary": runtime.summary})
+
+    def _check_directories(self, command: str, dirs: list, conn: Connection | None) -> None:
+        trusted = conn is None or conn.trusted
+        for index, uri in enumerate(dirs):
+            refused = self.roots.refusal(uri, trusted)
+            if refused:
+                raise RpcError(
+                    ErrorCode.INVALID_PARAMS,
+                    f"{command}: field 'workingDirectories[{index}]' is refused: {refused}",
+                    {"field": f"workingDirectories[{index}]", "rule": refused},
+                )
+
+    def _may_dispose(self, conn: Connection | None, owners: tuple, what: str) -> None:
+        """Only the creator (or the notebook, the host's owner, or kernel code) disposes a channel."""
+        if conn is None or conn.trusted or conn.client_id in owners:
+            return
+        who = " or ".join(repr(o) for o in owners if o) or "the notebook"
+        raise RpcError(
+            ErrorCode.PERMISSION_DENIED,
+            f"client {conn.client_id!r} may not dispose {what}: only its creator ({who}) or the notebook may",
+        )
+
+    def create_chat(
+        self,
+        session: str,
+        chat: str,
+        params: dict,
+        conn: Connection | None = None,
+        *,
+        origin: dict | None = None,
+    ) -> None:
+        """Create a chat in a session (the ``createChat`` command; ``conn`` is the creator).
+
+        ``origin`` is for trusted host-side code only (never taken from a client's params): a
+        subagent's chat is created with ``{"kind": "tool", "chat": ..., "toolCallId": ...}``.
+        """
+        if session not in self.sessions:
+            raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"no session {session}")
+        if self.store.has_channel(chat):
+            raise RpcError(ErrorCode.ALREADY_EXISTS, f"chat {chat} already exists")
+        if not chat.startswith("ahp-chat:/"):
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"a chat URI must start with 'ahp-chat:/', got {chat!r}")
+        runtime = self.sessions[session]
+        caps = self.agent_capabilities(session)
+        if runtime.chats and "multipleChats" not in caps and origin is None:
+            raise RpcError(ErrorCode.INVALID_PARAMS, "this agent supports a single chat per session")
+        state: dict[str, Any] = {
+            "resource": chat,
+            "title": params.get("title") or "Chat",
+            "status": 1,
+            "modifiedAt": iso_ms(self.store.clock_ms()),
+            "turns": [],
+        }
+        source = params.get("source")
+        if origin is not None:
+            state["origin"] = dict(origin)
+        elif source is not None:
+            state = self._chat_from_source(session, chat, state, source, caps)
+        elif runtime.chats:
+            state["origin"] = {"kind": "user"}
+        dirs = params.get("workingDirectories")
+        if dirs is not None and (source or {}).get("kind") != "fork":
+            session_dirs = (self.store.state(session) or {}).get("workingDirectories") or []
+            outside = [d for d in dirs if d not in session_dirs]
+            if outside:
+                raise RpcError(
+                    ErrorCode.INVALID_PARAMS, f"{outside[0]} is not one of the session's working directories"
+                )
+            state["workingDirectories"] = list(dirs)
+        self.store.add_channel(chat, "chat", state)
+        self.chat_session[chat] = session
+        self.chat_creators[chat] = conn.client_id if conn is not None else None
+        runtime.chats.append(chat)
+        self.dispatch(session, {"type": "session/chatAdded", "summary": mirror.chat_summary(state)})
+        initial = params.get("initialMessage")
+        if initial is not None:
+            turn_id = f"turn-{uuid.uuid4().hex[:8]}"
+            self.dispatch(
+                chat,
+                {
+                    "type": "chat/turnStarted",
+                    "turnId": turn_id,
+                    "startedAt": iso_ms(self.store.clock_ms()),
+                    "message": initial,
+                },
+            )
+            self.start_turn(chat, turn_id, initial)
+
+    def _chat_from_source(self, session: str, chat: str, state: dict, source: dict, caps: dict) -> dict:
+        kind = source.get("kind")
+        multi = caps.get("multipleChats") or {}
+        if kind not in ("fork", "sideChat") or not multi.get(kind):
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"this agent does not support {kind!r} chats")
+        src = source.get("chat")
+        if src == chat or src not in self.sessions[session].chats:
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"source chat {src} is not a chat of this session")
+        src_state = self.store.state(src)
+        turns = src_state.get("turns") or []
+        index = next((i for i, t in enumerate(turns) if t.get("id") == source.get("turnId")), None)
+        active = (src_state.get("activeTurn") or {}).get("id") == source.get("turnId")
+        if index is None and not (kind == "sideChat" and active):
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS, f"turn {source.get('turnId')!r} is not a completed turn of {src}"
+            )
+        origin = {k: v for k, v in source.items() if k in ("kind", "chat", "turnId", "selection")}
+        state["origin"] = origin
+        if kind == "fork":
+            state["turns"] = list(turns[: index + 1])
+            if src_state.get("workingDirectories") is not None:
+                state["workingDirectories"] = src_state["workingDirectories"]
+        return state
+
+    def dispose_chat(self, chat: str, conn: Connection | None = None) -> None:
+        session = self.chat_session.get(chat)
+        if session is None:
+            raise RpcError(ErrorCode.NOT_FOUND, f"no chat {chat}")
+        self._may_dispose(
+            conn, (self.chat_creators.get(chat), self.sessions[session].creator), f"chat {chat}"
+        )
+        runner = self.turns.pop(chat, None)
+        if runner is not None and runner.task is not None:
+            runner.task.cancel()
+        for action in mirror.input_needed_actions(chat, {}, self.store.state(session)):
+            self.dispatch(session, action)
+        self.store.remove_channel(chat)
+        self.chat_session.pop(chat, None)
+        self.chat_creators.pop(chat, None)
+        self.sessions[session].chats.remove(chat)
+        self.subscribers.pop(chat, None)
+        self.dispatch(session, {"type": "session/chatRemoved", "chat": chat})
+
+    def dispose_session(self, uri: str, conn: Connection | None = None) -> None:
+        """``disposeSession``: allowed for the session's creator and the notebook (``conn=None``:
+        kernel code)."""
+        runtime = self.sessions.get(uri)
+        if runtime is None:
+            raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"no session {uri}")
+        self._may_dispose(conn, (runtime.creator,), f"session {uri}")
+        for ext in self.extensions:
+            hook = getattr(ext, "on_session_disposed", None)
+            if hook is not None:
+                hook(uri)
+        for chat in list(runtime.chats):
+            runner = self.turns.pop(chat, None)
+            if runner is not None and runner.task is not None:
+                runner.task.cancel()
+            self.store.remove_channel(chat)
+            self.chat_session.pop(chat, None)
+            self.subscribers.pop(chat, None)
+        self.store.remove_channel(uri)
+        self.subscribers.pop(uri, None)
+        del self.sessions[uri]
+        self._count_sessions()
+        self._notify_root("root/sessionRemoved", {"session": uri})
+
+    def _count_sessions(self) -> None:
+        if self.store.state(ROOT).get("activeSessions") != len(self.sessions):
+            self.dispatch(ROOT, {"type": "root/activeSessionsChanged", "activeSessions": len(self.sessions)})
+
+    # -- active clients -------------------------------------------------------------------------
+
+    def remove_client(self, session: str, client_id: str, why: str = "left the session") -> None:
+        """Remove an active client the way the spec says (§5.2): entry, plugins, in-flight calls."""
+        state = self.store.state(session)
+        if state is None:
+            return
+        if any(c.get("clientId") == client_id for c in state.get("activeClients") or ()):
+            self.dispatch(session, {"type": "session/activeClientRemoved", "clientId": client_id})
+        self._client_left(session, client_id, why)
+
+    def _client_left(self, session: str, client_id: str | None, why: str) -> None:
+        state = self.store.state(session)
+        if state is None or client_id is None:
+            return
+        for entry in list(state.get("customizations") or ()):
+            if entry.get("clientId") == client_id:
+                self.dispatch(session, {"type": "session/customizationRemoved", "id": entry.get("id")})
+        for chat in list(self.sessions[session].chats):
+            chat_state = self.store.state(chat) or {}
+            active = chat_state.get("activeTurn") or {}
+            for part in active.get("responseParts") or ():
+                tc = part.get("toolCall") if part.get("kind") == "toolCall" else None
+                if not tc:
+                    continue
+                contributor = tc.get("contributor") or {}
+                if (
+                    contributor.get("kind") == "client"
+                    and contributor.get("clientId") == client_id
+                    and tc.get("status") in ("running", "pending-confirmation")
+                ):
+                    message = f"Client {client_id} {why} before the tool call finished"
+                    self.dispatch(
+                        chat,
+                        {
+                            "type": "chat/toolCallComplete",
+                            "turnId": active.get("id"),
+                            "toolCallId": tc.get("toolCallId"),
+                            "result": failure_result(
+                                tc.get("displayName") or tc.get("toolName"), message, "clientRemoved"
+                            ),
+                        },
+                    )
+        for ext in self.extensions:
+            hook = getattr(ext, "on_client_left", None)
+            if hook is not None:
+                hook(session, client_id)
+
+    # -- catalogue ------------------------------------------------------------------------------
+
+    def _summary(self, uri: str) -> dict:
+        runtime = self.sessions[uri]
+        state = self.store.state(uri) or {}
+        chats = {c: self.store.state(c) for c in runtime.chats if self.store.has_channel(c)}
+        status, activity = mirror.aggregate_status(state, chats)
+        modified = max([c.get("modifiedAt") or "" for c in chats.values()] + [runtime.created_at])
+        summary: dict[str, Any] = {
+            "resource": uri,
+            "provider": runtime.provider,
+            "title": state.get("title", ""),
+            "status": status,
+            "createdAt": runtime.created_at,
+            "modifiedAt": modified,
+        }
+        if activity is not None:
+            summary["activity"] = activity
+        for key in ("project", "workingDirectories", "annotations"):
+            if state.get(key) is not None:
+                summary[key] = state[key]
+        return summary
+
+    def _refresh_summary(self, uri: str) -> None:
+        runtime = self.sessions.get(uri)
+        if runtime is None or not runtime.summary:
+            return
+        new = self._summary(uri)
+        changes = {k: v for k, v in new.items() if runtime.summary.get(k) != v}
+        changes.update({k: None for k in runtime.summary if k not in new})
+        if changes:
+            runtime.summary = new
+            changes.pop("resource", None)
+            self._notify_root("root/sessionSummaryChanged", {"session": uri, "changes": changes})
+
+    def list_sessions(self) -> list[dict]:
+        items = [self._summary(uri) for uri in self.sessions]
+        items.sort(key=lambda s: s["modifiedAt"], reverse=True)
+        return items
+
+    def _notify_root(self, method: str, params: dict) -> None:
+        text = dumps(
+            {"jsonrpc": "2.0", "method": method, "params": {"channel": ROOT, **params}}, separators=(",", ":")
+        )
+        for conn in tuple(self.subscribers.get(ROOT, ())):
+            conn.send_text(text)
