@@ -68,6 +68,11 @@ _ROOT_LEVEL = frozenset(
 )
 
 
+def _shown(name: str) -> str:
+    """A peer-chosen name as it may appear in an error message (short)."""
+    return name if len(name) <= 80 else name[:80] + "…"
+
+
 def invalid_params(exc: ProtocolError) -> RpcError:
     """The -32602 answer for params that break the protocol models or a limit."""
     return RpcError(ErrorCode.INVALID_PARAMS, str(exc), {"field": exc.field, "rule": exc.rule})
@@ -247,9 +252,11 @@ class Connection:
                     f"{method} refused: this connection is already initialized as {self.client_id!r}",
                 )
         elif self.phase != "ready":
-            raise RpcError(ErrorCode.INVALID_REQUEST, f"{method}: {NOT_INITIALIZED}")
+            raise RpcError(ErrorCode.INVALID_REQUEST, f"{_shown(method)}: {NOT_INITIALIZED}")
         if not known:
-            raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"method {method} is not supported by this host")
+            raise RpcError(
+                ErrorCode.METHOD_NOT_FOUND, f"method {_shown(method)} is not supported by this host"
+            )
         if "channel" not in params and method in _ROOT_LEVEL:
             params = {**params, "channel": ROOT}
         if method == "initialize" and isinstance(params.get("protocolVersions"), str):
@@ -303,6 +310,13 @@ class Connection:
 
     def _cmd_initialize(self, params: dict) -> Any:
         version = self.host.negotiate(params["protocolVersions"])
+        wanted = params.get("initialSubscriptions") or ()
+        if len(wanted) > self.limits.max_subscriptions:
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                f"initialize: field 'initialSubscriptions' lists {len(wanted):,} channels, over the limit "
+                f"of {self.limits.max_subscriptions} subscriptions per connection",
+            )
         capabilities = params.get("capabilities")
 
         def finish() -> dict:
@@ -330,7 +344,7 @@ class Connection:
         wanted = list(dict.fromkeys(params.get("subscriptions") or ()))
         store = self.host.store
         live = [c for c in wanted if store.has_channel(c)][: self.limits.max_subscriptions]
-        missing = [c for c in wanted if c not in live]
+        missing = [c for c in wanted if c not in live]  # disposed, unknown, or over the limit
         for session in list(self.host.sessions):
             if session not in wanted:
                 state = store.state(session) or {}

@@ -518,7 +518,9 @@ class Host(SessionsAndChats):
             holder = self.connection_of(client_id)
             if holder is None:
                 continue
-            if await holder.probe(self.limits.identity_grace_s):
+            # the notebook's own connection is in-process: it never drops unnoticed, and a busy
+            # kernel must not lose it to a stranger's claim
+            if holder.trusted or await holder.probe(self.limits.identity_grace_s):
                 if holder.closed or self.connection_of(client_id) is not holder:
                     continue
                 raise RpcError(

@@ -174,14 +174,14 @@ def validate_action(data: Any, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any
     because there ``null`` means "remove this key". Raises :class:`ProtocolError` for unknown types
     and invalid payloads.
     """
-    data = to_json(data)
     if not isinstance(data, dict):
         raise ProtocolError.build(
             "action", None, f"must be a JSON object, got {json_type_name(data)}", "type"
         )
     action_type = data.get("type")
     subject = action_type if isinstance(action_type, str) and len(action_type) <= 80 else "action"
-    check_json(data, limits, subject)
+    check_json(data, limits, subject)  # first: it is iterative, to_json is not
+    data = to_json(data)
     if action_type is None:
         raise ProtocolError.build("action", "type", "is required", "required")
     if not isinstance(action_type, str):

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import ProtocolError, json_type_name
+from .text import Text
 
 __all__ = [
     "Limits",
@@ -222,7 +223,7 @@ def check_json(
             if not math.isfinite(v):
                 raise _fail(subject, node, "must be a finite number, got float", "nan")
             size += 8
-        elif isinstance(v, str):  # str subclasses such as Text
+        elif isinstance(v, (str, Text)):  # str subclasses, and Text (appended text in states)
             stack.append((str(v), depth, node))
             continue
         elif isinstance(v, int) and not isinstance(v, bool):

@@ -250,3 +250,42 @@ def test_too_many_requests_in_flight_are_refused_and_the_rest_answered(connect_s
             assert (await s.call("stall", {"channel": ROOT}))["result"] == {}
 
     arun(main())
+
+
+def test_from_a_cell_too_deep_or_non_json_values_are_refused_with_a_reason_not_a_crash():
+    async def main():
+        async with open_lab() as lab:
+            before = lab.store.last_seq
+            for meta, rule in (
+                (nested(10_000), "deeper than 64 levels"),
+                ({"when": float("nan")}, "must be a finite number"),
+                ({"blob": b"bytes"}, "which JSON cannot carry"),
+                ({1: "int key"}, "JSON keys are strings"),
+            ):
+                with pytest.raises(ProtocolError, match=rule):
+                    lab.dispatch({"type": "session/titleChanged", "title": "t", "_meta": meta})
+            assert lab.store.last_seq == before  # nothing was sent, nothing recorded
+
+    arun(main())
+
+
+def test_names_and_counts_chosen_by_a_peer_are_bounded_in_answers(connect_stranger):
+    async def main():
+        async with open_lab(limits={"max_subscriptions": 4}) as lab:
+            s = await connect_stranger(lab)
+            answer = await s.call("m" * 100_000, {})
+            assert len(answer["error"]["message"]) < 300
+            flood = await s.initialize("many", initialSubscriptions=[ROOT] * 5)
+            assert (
+                flood["error"]["code"] == ErrorCode.INVALID_PARAMS
+                and "over the limit" in flood["error"]["message"]
+            )
+            assert lab.host.connection_of("many") is None
+            assert "result" in await s.initialize("many", initialSubscriptions=[ROOT, lab.session])
+            answer = await s.call("m" * 100_000, {})
+            assert (
+                answer["error"]["code"] == ErrorCode.METHOD_NOT_FOUND
+                and len(answer["error"]["message"]) < 300
+            )
+
+    arun(main())
