@@ -30,7 +30,7 @@ from ..protocol import PROTOCOL_VERSION, ProtocolError, validate_params
 from ..protocol.jsonrpc import ErrorCode
 from ..protocol.jsonvalue import to_json
 from ..protocol.limits import MAX_SAFE_INTEGER, check_json, valid_client_seq
-from ..protocol.messages import COMMANDS
+from ..protocol.messages import COMMANDS, HOST_TO_CLIENT_COMMANDS
 from ..transport import JsonRpcPeer, RpcError
 
 log = logging.getLogger("ahp_lab.host")
@@ -45,27 +45,15 @@ MAX_CLIENT_ID_CHARS = 256
 #: The message of the error (-32600 InvalidRequest) for requests before ``initialize``; the spec
 #: defines no dedicated code for it.
 NOT_INITIALIZED = "not initialized: send initialize (or reconnect) first"
-# Connection-level commands whose ``channel`` is the root literal; a missing channel defaults to it.
-_ROOT_LEVEL = frozenset(
-    {
-        "initialize",
-        "reconnect",
-        "listSessions",
-        "resolveSessionConfig",
-        "sessionConfigCompletions",
-        "authenticate",
-        "createResourceWatch",
-        "resourceRead",
-        "resourceWrite",
-        "resourceList",
-        "resourceCopy",
-        "resourceDelete",
-        "resourceMove",
-        "resourceResolve",
-        "resourceMkdir",
-        "resourceRequest",
-    }
-)
+# Commands whose ``channel`` is the root literal; a missing channel defaults to it.
+_ROOT_LEVEL = HOST_TO_CLIENT_COMMANDS | {
+    "initialize",
+    "reconnect",
+    "listSessions",
+    "resolveSessionConfig",
+    "sessionConfigCompletions",
+    "authenticate",
+}
 
 
 def _shown(name: str) -> str:

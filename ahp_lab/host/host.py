@@ -431,6 +431,20 @@ class Host(SessionsAndChats):
 
     # -- turns ----------------------------------------------------------------------------------
 
+    def begin_turn(self, chat: str, message: dict, **extra: Any) -> str:
+        """Start a turn the host opens itself (a chat's initial message, a consumed queued message)."""
+        turn_id = f"turn-{uuid.uuid4().hex[:8]}"
+        action = {
+            "type": "chat/turnStarted",
+            "turnId": turn_id,
+            "startedAt": iso_ms(self.store.clock_ms()),
+            "message": message,
+            **extra,
+        }
+        self.dispatch(chat, action)
+        self.start_turn(chat, turn_id, message)
+        return turn_id
+
     def start_turn(self, chat: str, turn_id: str, message: dict) -> TurnRunner:
         session = self.chat_session[chat]
         runner = TurnRunner(self, session, chat, turn_id, message, self.agent_for(session))
@@ -458,18 +472,7 @@ class Host(SessionsAndChats):
             return
         first = queued[0]
         self.dispatch(chat, {"type": "chat/pendingMessageRemoved", "kind": "queued", "id": first["id"]})
-        turn_id = f"turn-{uuid.uuid4().hex[:8]}"
-        self.dispatch(
-            chat,
-            {
-                "type": "chat/turnStarted",
-                "turnId": turn_id,
-                "startedAt": iso_ms(self.store.clock_ms()),
-                "message": first["message"],
-                "queuedMessageId": first["id"],
-            },
-        )
-        self.start_turn(chat, turn_id, first["message"])
+        self.begin_turn(chat, first["message"], queuedMessageId=first["id"])
 
     # -- connections ----------------------------------------------------------------------------
 

@@ -202,17 +202,7 @@ class SessionsAndChats:
         self.dispatch(session, {"type": "session/chatAdded", "summary": mirror.chat_summary(state)})
         initial = params.get("initialMessage")
         if initial is not None:
-            turn_id = f"turn-{uuid.uuid4().hex[:8]}"
-            self.dispatch(
-                chat,
-                {
-                    "type": "chat/turnStarted",
-                    "turnId": turn_id,
-                    "startedAt": iso_ms(self.store.clock_ms()),
-                    "message": initial,
-                },
-            )
-            self.start_turn(chat, turn_id, initial)
+            self.begin_turn(chat, initial)
 
     def _chat_from_source(self, session: str, chat: str, state: dict, source: dict, caps: dict) -> dict:
         kind = source.get("kind")

@@ -131,6 +131,15 @@ class Stranger:
         params = {"channel": ROOT, "protocolVersions": ["0.8.0"], "clientId": client_id, **extra}
         return await self.call("initialize", params)
 
+    async def reconnect(self, client_id: str, last_seen: int, subscriptions: list[str]) -> dict:
+        params = {
+            "channel": ROOT,
+            "clientId": client_id,
+            "lastSeenServerSeq": last_seen,
+            "subscriptions": subscriptions,
+        }
+        return await self.call("reconnect", params)
+
     def dispatch(self, channel: str, client_seq: Any, action: Any) -> None:
         self.notify("dispatchAction", {"channel": channel, "clientSeq": client_seq, "action": action})
 

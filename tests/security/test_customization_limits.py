@@ -16,6 +16,12 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
+def alias_file(name: str, aliases: int) -> str:
+    """An agent file whose frontmatter refers ``aliases`` times to one 4 KB string."""
+    refs = ", ".join(["*x"] * aliases)
+    return f"---\nname: {name}\nx: &x {'A' * 4096}\ntools: [{refs}]\n---\nhi"
+
+
 def skill(name: str) -> str:
     return f"---\nname: {name}\ndescription: the {name} skill\n---\nDo {name}.\n"
 
@@ -31,25 +37,11 @@ async def loaded(lab, timeout: float = 30) -> dict:
 
 def test_a_yaml_alias_bomb_is_refused_not_expanded(tmp_path: Path):
     plugin = tmp_path / "bomb"
-    # 50,000 aliases to a 4 KB string: 200 MB once expanded
-    lines = [
-        "---",
-        "name: bomb",
-        "x: &x " + "A" * 4096,
-        "tools: [" + ", ".join(["*x"] * 50_000) + "]",
-        "---",
-        "hi",
-    ]
-    write(plugin / "agents/bomb.md", "\n".join(lines))
-    small = [
-        "---",
-        "name: dense",
-        "x: &x " + "A" * 4096,
-        "tools: [" + ", ".join(["*x"] * 12_000) + "]",
-        "---",
-        "hi",
-    ]
-    write(plugin / "agents/dense.md", "\n".join(small))  # under the size limit, over the alias limit
+    # 50,000 aliases to a 4 KB string: 200 MB once expanded (and 200 KB: over the size limit)
+    write(plugin / "agents/bomb.md", alias_file("bomb", 50_000))
+    write(
+        plugin / "agents/dense.md", alias_file("dense", 12_000)
+    )  # under the size limit, over the alias limit
     # under the alias cap, nested: 9 levels of 9 references (a "billion laughs")
     laughs = ["---", "name: laughs", "l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
     for n in range(1, 9):

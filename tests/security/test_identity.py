@@ -7,7 +7,7 @@ import asyncio
 from ahp_lab.agents.scripted import call, say
 from ahp_lab.protocol.jsonrpc import ErrorCode
 
-from .conftest import ROOT, arun, open_lab
+from .conftest import arun, open_lab
 
 
 def test_a_stranger_cannot_initialize_as_the_notebook_while_it_is_connected(connect_stranger):
@@ -17,15 +17,7 @@ def test_a_stranger_cannot_initialize_as_the_notebook_while_it_is_connected(conn
             answer = await s.initialize("notebook")
             assert answer["error"]["code"] == ErrorCode.ALREADY_EXISTS
             assert "belongs to another live connection" in answer["error"]["message"]
-            again = await s.call(
-                "reconnect",
-                {
-                    "channel": ROOT,
-                    "clientId": "notebook",
-                    "lastSeenServerSeq": 0,
-                    "subscriptions": [lab.session],
-                },
-            )
+            again = await s.reconnect("notebook", 0, [lab.session])
             assert again["error"]["code"] == ErrorCode.ALREADY_EXISTS
             assert lab.host.connection_of("notebook").trusted
             # the notebook carries on

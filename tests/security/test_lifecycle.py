@@ -51,9 +51,7 @@ def test_a_minimal_initialize_with_one_version_works_and_a_second_one_is_refused
                 again = await s.initialize(client_id)
                 assert again["error"]["code"] == ErrorCode.INVALID_REQUEST
                 assert "already initialized" in again["error"]["message"]
-            reconnect = await s.call(
-                "reconnect", {"channel": ROOT, "clientId": "x", "lastSeenServerSeq": 0, "subscriptions": []}
-            )
+            reconnect = await s.reconnect("x", 0, [])
             assert "already initialized" in reconnect["error"]["message"]
             assert lab.host.connection_of("ide-2") is None
             assert (await s.call("listSessions", {"channel": ROOT}))["result"]["items"]
@@ -137,15 +135,7 @@ def test_reconnect_may_be_the_first_request_and_its_result_always_has_arrays(con
             first.close()
             lab.dispatch({"type": "session/titleChanged", "title": "while you were away"})
             again = await connect_stranger(lab, "editor")
-            replay = await again.call(
-                "reconnect",
-                {
-                    "channel": ROOT,
-                    "clientId": "editor",
-                    "lastSeenServerSeq": seen,
-                    "subscriptions": [lab.session, "ahp-session:/gone"],
-                },
-            )
+            replay = await again.reconnect("editor", seen, [lab.session, "ahp-session:/gone"])
             result = replay["result"]
             assert result["type"] == "replay"
             assert result["missing"] == ["ahp-session:/gone"]
@@ -153,28 +143,12 @@ def test_reconnect_may_be_the_first_request_and_its_result_always_has_arrays(con
             # nothing missed, nothing missing: still arrays
             again.close()
             third = await connect_stranger(lab, "editor")
-            quiet = await third.call(
-                "reconnect",
-                {
-                    "channel": ROOT,
-                    "clientId": "editor",
-                    "lastSeenServerSeq": lab.store.last_seq,
-                    "subscriptions": [],
-                },
-            )
+            quiet = await third.reconnect("editor", lab.store.last_seq, [])
             assert quiet["result"] == {"type": "replay", "actions": [], "missing": []}
             # a seq the host never reached (another host instance): fresh snapshots
             third.close()
             fourth = await connect_stranger(lab, "editor")
-            fresh = await fourth.call(
-                "reconnect",
-                {
-                    "channel": ROOT,
-                    "clientId": "editor",
-                    "lastSeenServerSeq": 10**9,
-                    "subscriptions": [lab.session],
-                },
-            )
+            fresh = await fourth.reconnect("editor", 10**9, [lab.session])
             assert fresh["result"]["type"] == "snapshot"
             assert [snap["resource"] for snap in fresh["result"]["snapshots"]] == [lab.session]
             assert fresh["result"]["missing"] == []
