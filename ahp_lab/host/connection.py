@@ -186,7 +186,7 @@ class Connection:
 
     def _refuse(self, error: RpcError) -> None:
         """Answer an invalid notification (which has no id) with an error whose id is ``null``."""
-        self.peer._reply_error(None, error)
+        self.peer.send_error(None, error)
 
     # -- notifications --------------------------------------------------------------------------
 

@@ -177,7 +177,7 @@ class JsonRpcPeer:
             self._receive_text(text)
         except Exception:  # never let one message break the connection
             log.exception("%s: a message could not be handled", self.name)
-            self._reply_error(None, RpcError(ErrorCode.INTERNAL_ERROR, "the message could not be handled"))
+            self.send_error(None, RpcError(ErrorCode.INTERNAL_ERROR, "the message could not be handled"))
 
     def _parse(self, text: Any) -> tuple[Any, RpcError | None]:
         if not isinstance(text, str):
@@ -204,15 +204,15 @@ class JsonRpcPeer:
     def _receive_text(self, text: str) -> None:
         message, error = self._parse(text)
         if error is not None:
-            self._reply_error(message, error)
+            self.send_error(message, error)
             return
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            self._reply_error(None, RpcError(ErrorCode.INVALID_REQUEST, "not a JSON-RPC 2.0 message"))
+            self.send_error(None, RpcError(ErrorCode.INVALID_REQUEST, "not a JSON-RPC 2.0 message"))
             return
         has_id = "id" in message
         request_id = message.get("id")
         if has_id and not valid_request_id(request_id):
-            self._reply_error(
+            self.send_error(
                 None,
                 RpcError(
                     ErrorCode.INVALID_REQUEST,
@@ -224,7 +224,7 @@ class JsonRpcPeer:
         if "method" in message:
             if not isinstance(method, str):
                 if has_id:
-                    self._reply_error(
+                    self.send_error(
                         request_id, RpcError(ErrorCode.INVALID_REQUEST, "method must be a string")
                     )
                 return
@@ -233,7 +233,7 @@ class JsonRpcPeer:
                 params = {}
             if not isinstance(params, dict):
                 if has_id:
-                    self._reply_error(
+                    self.send_error(
                         request_id, RpcError(ErrorCode.INVALID_PARAMS, "params must be an object")
                     )
                 return
@@ -245,7 +245,7 @@ class JsonRpcPeer:
         if has_id and ("result" in message or "error" in message):
             self._handle_response(message)
             return
-        self._reply_error(
+        self.send_error(
             request_id if has_id else None,
             RpcError(ErrorCode.INVALID_REQUEST, "neither a request, a notification nor a response"),
         )
@@ -279,13 +279,13 @@ class JsonRpcPeer:
 
     def _handle_request(self, request_id: Any, method: str, params: dict) -> None:
         if self.on_request is None:
-            self._reply_error(
+            self.send_error(
                 request_id, RpcError(ErrorCode.METHOD_NOT_FOUND, f"method {method} is not served here")
             )
             return
         limits = self.limits
         if limits is not None and len(self._tasks) >= limits.max_pending_requests and method != "ping":
-            self._reply_error(
+            self.send_error(
                 request_id,
                 RpcError(
                     ErrorCode.INVALID_REQUEST,
@@ -297,11 +297,11 @@ class JsonRpcPeer:
         try:
             result = self.on_request(method, params)
         except RpcError as exc:
-            self._reply_error(request_id, exc)
+            self.send_error(request_id, exc)
             return
         except Exception as exc:
             log.exception("%s: request %s failed", self.name, method)
-            self._reply_error(request_id, RpcError(ErrorCode.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"))
+            self.send_error(request_id, RpcError(ErrorCode.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"))
             return
         if inspect.isawaitable(result):
             task = asyncio.ensure_future(self._finish(request_id, method, result))
@@ -314,13 +314,13 @@ class JsonRpcPeer:
         try:
             result = await pending
         except RpcError as exc:
-            self._reply_error(request_id, exc)
+            self.send_error(request_id, exc)
         except asyncio.CancelledError:
-            self._reply_error(request_id, RpcError(ErrorCode.INTERNAL_ERROR, f"{method} was cancelled"))
+            self.send_error(request_id, RpcError(ErrorCode.INTERNAL_ERROR, f"{method} was cancelled"))
             raise
         except Exception as exc:
             log.exception("%s: request %s failed", self.name, method)
-            self._reply_error(request_id, RpcError(ErrorCode.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"))
+            self.send_error(request_id, RpcError(ErrorCode.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"))
         else:
             self._reply(request_id, result)
 
@@ -331,13 +331,14 @@ class JsonRpcPeer:
             self._send({"jsonrpc": "2.0", "id": request_id, "result": result})
         except (ValueError, TypeError) as exc:  # e.g. NaN in a result: never put it on the wire
             log.error("%s: a result could not be encoded: %s", self.name, exc)
-            self._reply_error(
+            self.send_error(
                 request_id, RpcError(ErrorCode.INTERNAL_ERROR, "the result could not be encoded as JSON")
             )
         except ConnectionError:
             pass
 
-    def _reply_error(self, request_id: Any, error: RpcError) -> None:
+    def send_error(self, request_id: Any, error: RpcError) -> None:
+        """Send an error response (``request_id`` ``None`` for a message whose id is unknown)."""
         if self.closed:
             return
         body = error.to_json()

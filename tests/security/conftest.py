@@ -195,10 +195,5 @@ async def open_lab(**options: Any):
         await lab.aclose()
 
 
-async def settle(lab: Lab) -> None:
-    """Let queued deliveries run: a ping round trip through the notebook's own connection."""
-    await lab.client.request("ping")
-
-
 def demo_server_config(*args: str, **extra: Any) -> dict:
     return {"command": sys.executable, "args": [str(DEMO_SERVER), *args], **extra}

@@ -289,3 +289,65 @@ def test_names_and_counts_chosen_by_a_peer_are_bounded_in_answers(connect_strang
             )
 
     arun(main())
+
+
+def test_a_50_mb_title_and_a_10_mb_rejected_action_never_reach_state_or_the_log(connect_stranger):
+    async def main():
+        async with open_lab() as lab:
+            s = await subscribed(connect_stranger, lab)
+            title = "T" * 50_000_000
+            s.send(
+                '{"jsonrpc":"2.0","id":77,"method":"createSession","params":{"channel":"ahp-session:/t","title":"'
+                + title
+                + '"}}'
+            )
+            answer = await s.response(77)
+            assert (
+                answer["error"]["code"] == ErrorCode.INVALID_REQUEST
+                and "over the limit" in answer["error"]["message"]
+            )
+            assert "ahp-session:/t" not in lab.host.sessions
+            with pytest.raises(ProtocolError, match="over the limit of 1,000,000"):
+                lab.dispatch({"type": "session/titleChanged", "title": title})
+            # 10 MB in many small strings: within every per-field limit, but host-only, so rejected
+            bulk = {f"k{n}": "v" * 500 for n in range(20_000)}
+            s.dispatch(lab.session, 5, {"type": "session/ready", "_meta": bulk})
+            echo = await s.echo(5)
+            assert "host-only" in echo["rejectionReason"]
+            logged = lab.transitions[echo["serverSeq"]]
+            assert not logged.accepted and len(json.dumps(logged.action)) < 5_000
+            assert len(json.dumps(echo)) < 5_000
+
+    arun(main())
+
+
+def test_tool_results_with_lone_surrogates_or_over_the_size_limit_fail_the_call_and_the_turn_goes_on(
+    tmp_path,
+):
+    from ahp_lab.agents.scripted import call, say
+
+    async def main():
+        async with open_lab(limits={"max_tool_result_bytes": 100_000}) as lab:
+
+            @lab.tool
+            def broken_text() -> str:
+                return "bad \ud800 result"
+
+            @lab.tool
+            def huge() -> list:
+                return ["x" * 500] * 400  # 200 KB of JSON in short strings
+
+            @lab.server_tool
+            def huge_on_the_host() -> list:
+                return ["y" * 500] * 400
+
+            script = [call("broken_text"), call("huge"), call("huge_on_the_host"), say("done")]
+            turn = await lab.send("go", script=script)
+            surrogate, client_big, server_big = (tc.result_text for tc in turn.tool_calls)
+            assert "lone surrogate" in surrogate
+            assert "over the limit of 100,000" in client_big and "over the limit of 100,000" in server_big
+            assert not any(tc.state.get("success") for tc in turn.tool_calls)
+            assert turn.text.endswith("done")
+            lab.export(tmp_path / "run.jsonl")  # still encodable
+
+    arun(main())
