@@ -40,6 +40,7 @@ class SessionRuntime:
     chats: list
     summary: dict
     creator: str | None = None
+    by_stranger: bool = False  # created by a connection other than the notebook's
 
 
 class SessionsAndChats:
@@ -53,6 +54,7 @@ class SessionsAndChats:
         client_id = conn.client_id if conn is not None else None
         if uri in self.sessions or self.store.has_channel(uri):
             raise RpcError(ErrorCode.SESSION_ALREADY_EXISTS, f"session {uri} already exists")
+        self._check_client_channels(conn)
         if not uri.startswith("ahp-session:/") or uri.endswith("/annotations"):
             raise RpcError(
                 ErrorCode.INVALID_PARAMS, f"a session URI must start with 'ahp-session:/', got {uri!r:.200}"
@@ -90,7 +92,8 @@ class SessionsAndChats:
                 list(dirs) if "multipleWorkingDirectories" in caps else list(dirs[:1])
             )
         now = iso_ms(self.store.clock_ms())
-        runtime = SessionRuntime(uri, provider, now, [], {}, creator=client_id)
+        by_stranger = conn is not None and not conn.trusted
+        runtime = SessionRuntime(uri, provider, now, [], {}, creator=client_id, by_stranger=by_stranger)
         self.sessions[uri] = runtime
         self.store.add_channel(uri, "session", state)
         if active_client is not None:
@@ -138,6 +141,19 @@ class SessionsAndChats:
                     {"field": f"workingDirectories[{index}]", "rule": refused},
                 )
 
+    def _check_client_channels(self, conn: Connection | None) -> None:
+        """Strangers together may keep at most ``limits.max_client_channels`` sessions and chats."""
+        if conn is None or conn.trusted:
+            return
+        held = sum(1 for r in self.sessions.values() if r.by_stranger) + len(self.stranger_chats)
+        limit = self.limits.max_client_channels
+        if held >= limit:
+            raise RpcError(
+                ErrorCode.INVALID_REQUEST,
+                f"clients already hold {held} sessions and chats they created (the limit is {limit}); "
+                "dispose some first",
+            )
+
     def _may_dispose(self, conn: Connection | None, owners: tuple, what: str) -> None:
         """Only the creator (or the notebook, the host's owner, or kernel code) disposes a channel."""
         if conn is None or conn.trusted or conn.client_id in owners:
@@ -164,6 +180,7 @@ class SessionsAndChats:
         """
         if session not in self.sessions:
             raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"no session {session}")
+        self._check_client_channels(conn)
         if self.store.has_channel(chat):
             raise RpcError(ErrorCode.ALREADY_EXISTS, f"chat {chat} already exists")
         if not chat.startswith("ahp-chat:/"):
@@ -198,6 +215,8 @@ class SessionsAndChats:
         self.store.add_channel(chat, "chat", state)
         self.chat_session[chat] = session
         self.chat_creators[chat] = conn.client_id if conn is not None else None
+        if conn is not None and not conn.trusted:
+            self.stranger_chats.add(chat)
         runtime.chats.append(chat)
         self.dispatch(session, {"type": "session/chatAdded", "summary": mirror.chat_summary(state)})
         initial = params.get("initialMessage")
@@ -243,6 +262,7 @@ class SessionsAndChats:
         self.store.remove_channel(chat)
         self.chat_session.pop(chat, None)
         self.chat_creators.pop(chat, None)
+        self.stranger_chats.discard(chat)
         self.sessions[session].chats.remove(chat)
         self.subscribers.pop(chat, None)
         self.dispatch(session, {"type": "session/chatRemoved", "chat": chat})
@@ -264,6 +284,8 @@ class SessionsAndChats:
                 runner.task.cancel()
             self.store.remove_channel(chat)
             self.chat_session.pop(chat, None)
+            self.chat_creators.pop(chat, None)
+            self.stranger_chats.discard(chat)
             self.subscribers.pop(chat, None)
         self.store.remove_channel(uri)
         self.subscribers.pop(uri, None)

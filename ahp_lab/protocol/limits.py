@@ -77,6 +77,9 @@ class Limits:
     max_folder_files: int = 2_000
     #: Channels one connection may be subscribed to at once.
     max_subscriptions: int = 256
+    #: Sessions and chats that clients other than the notebook have created and not disposed
+    #: (each session starts the configured MCP servers, so this also bounds processes).
+    max_client_channels: int = 64
     #: Requests of one connection the host is still working on (further ones are refused).
     max_pending_requests: int = 64
     #: A rejected action is kept in the log (and echoed) cut to about this many characters.

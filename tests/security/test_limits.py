@@ -351,3 +351,27 @@ def test_tool_results_with_lone_surrogates_or_over_the_size_limit_fail_the_call_
             lab.export(tmp_path / "run.jsonl")  # still encodable
 
     arun(main())
+
+
+def test_strangers_cannot_create_sessions_without_bound(connect_stranger):
+    async def main():
+        async with open_lab(limits={"max_client_channels": 3}) as lab:
+            a = await connect_stranger(lab, "a")
+            await a.initialize("a")
+            b = await connect_stranger(lab, "b")
+            await b.initialize("b")
+            for client, uri in ((a, "ahp-session:/a1"), (b, "ahp-session:/b1"), (b, "ahp-session:/b2")):
+                assert (await client.call("createSession", {"channel": uri}))["result"] is None
+            refused = await b.call("createSession", {"channel": "ahp-session:/b3"})
+            assert (
+                refused["error"]["code"] == ErrorCode.INVALID_REQUEST
+                and "the limit is 3" in refused["error"]["message"]
+            )
+            assert "ahp-session:/b3" not in lab.host.sessions
+            assert (await a.call("disposeSession", {"channel": "ahp-session:/a1"}))["result"] is None
+            assert (await b.call("createSession", {"channel": "ahp-session:/b3"}))["result"] is None
+            # the notebook is not counted, nor limited
+            await lab.client.request("createSession", {"channel": "ahp-session:/mine"})
+            assert "ahp-session:/mine" in lab.host.sessions
+
+    arun(main())
