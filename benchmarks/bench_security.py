@@ -10,7 +10,8 @@ Prints one table per measurement:
   5 ms, is the longest stall (goal: under 100 ms);
 * **YAML peak RSS**: a fresh process resolves the issue's 200 KB agent file (50,000 aliases to
   a 4 KB string), and one under the size limit with 12,000 aliases, beside a process resolving
-  an ordinary plugin; peak RSS of each, and the ratio;
+  an ordinary plugin and one loading the 12,000-alias file without the caps; peak RSS of each
+  process, the peak memory the resolution itself allocated (tracemalloc), and the ratio;
 * **validation and redaction cost**: per action, the unvalidated path (``store.apply``) against
   the redacting host path (``host.dispatch``) and the validating client path
   (``dispatch_from_client``: limits, protocol model, host rules), with their parts alone;
@@ -152,11 +153,11 @@ async def update_stall(updates: int) -> tuple[Heartbeat, float]:
 
 RSS_CHILD = textwrap.dedent(
     """
-    import resource, sys
+    import resource, sys, tracemalloc
     from pathlib import Path
     from ahp_lab.host.plugin_resolver import resolve_plugin
     from ahp_lab.host.plugin_sources import DiskSource
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    tracemalloc.start()
     if len(sys.argv) > 2:  # what the same file costs without the caps: plain safe_load, then JSON
         import json, yaml
         text = next(Path(sys.argv[1]).rglob("*.md")).read_text()
@@ -166,18 +167,19 @@ RSS_CHILD = textwrap.dedent(
     else:
         res = resolve_plugin(DiskSource(Path(sys.argv[1])), "p")
         children, warnings = len(res.children), len(res.warnings)
-    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(after, after - before, children, warnings)
+    peak = tracemalloc.get_traced_memory()[1] / 2**20
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(rss, peak, children, warnings)
     """
 )
 
 
 def peak_rss(plugin: Path, unbounded: bool = False) -> tuple[float, float, int, int]:
-    """(peak RSS, its growth while resolving, children, warnings) of a fresh process."""
+    """(peak RSS of the process, peak memory the resolution allocated, children, warnings)."""
     argv = [sys.executable, "-c", RSS_CHILD, str(plugin)] + (["unbounded"] if unbounded else [])
     out = subprocess.run(argv, capture_output=True, text=True, check=True)
-    rss, growth, children, warnings = out.stdout.split()
-    return float(rss), float(growth), int(children), int(warnings)
+    rss, peak, children, warnings = out.stdout.split()
+    return float(rss), float(peak), int(children), int(warnings)
 
 
 def yaml_plugins(root: Path) -> dict[str, Path]:
@@ -317,15 +319,17 @@ def main() -> None:
     print(f"\n(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
 
     print("\n## Peak RSS resolving YAML alias files (fresh process each)\n")
-    print("| file | peak RSS | growth while resolving | children | warnings | peak RSS ratio to ordinary |")
+    print(
+        "| file | peak RSS | peak allocated while resolving | children | warnings | peak RSS ratio to ordinary |"
+    )
     print("|---|---:|---:|---:|---:|---:|")
     plugins = yaml_plugins(work)
     measured = {name: peak_rss(p) for name, p in plugins.items()}
     dense = plugins["under size limit, 12,000 aliases"]
     measured["same 12,000-alias file, plain safe_load + JSON (no caps)"] = peak_rss(dense, unbounded=True)
     base = measured["ordinary agent file"][0]
-    for name, (rss, growth, children, warnings) in measured.items():
-        print(f"| {name} | {rss:.1f} MB | {growth:.1f} MB | {children} | {warnings} | {rss / base:.2f} |")
+    for name, (rss, peak, children, warnings) in measured.items():
+        print(f"| {name} | {rss:.1f} MB | {peak:.2f} MB | {children} | {warnings} | {rss / base:.2f} |")
 
     print("\n## Validation and redaction cost per action (paths interleaved, best of 5 batches of 1,000)\n")
     rows = asyncio.run(validation_costs(args.actions))
