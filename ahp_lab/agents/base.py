@@ -12,7 +12,17 @@ from collections.abc import AsyncIterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Agent", "TurnContext", "ToolInfo", "ToolOutcome", "InputOutcome", "TurnFailed"]
+__all__ = [
+    "Agent",
+    "SessionAgent",
+    "SessionContext",
+    "TurnContext",
+    "ToolInfo",
+    "ToolOutcome",
+    "InputOutcome",
+    "TurnFailed",
+    "FileAccessDenied",
+]
 
 
 class TurnFailed(Exception):
@@ -21,6 +31,10 @@ class TurnFailed(Exception):
     def __init__(self, message: str, error_type: str = "agentError") -> None:
         super().__init__(message)
         self.error_type = error_type
+
+
+class FileAccessDenied(Exception):
+    """Raised by :class:`SessionContext` file and terminal helpers for a path outside the session's folders."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +132,21 @@ class TurnContext(Protocol):
     def take_steering(self) -> dict | None:
         """Consume the chat's steering message, if any (returns its Message)."""
 
+    def emit(self, action: dict) -> int:
+        """Apply one chat action of this turn as the agent (its ``turnId`` must be this turn's).
+
+        For backends that map their own event stream one to one onto AHP actions (the ACP bridge);
+        returns the action's server seq. Raises ``asyncio.CancelledError`` once the turn is over.
+        """
+
+    async def wait_tool_call(
+        self, tool_call_id: str, leaving: set[str], timeout: float | None = None
+    ) -> dict:
+        """Wait until the tool call's status is not in ``leaving``; returns the call's state.
+
+        Raises ``asyncio.CancelledError`` when the turn ends first, ``TimeoutError`` after ``timeout``.
+        """
+
 
 class Agent(Protocol):
     """An agent backend behind the host."""
@@ -132,3 +161,86 @@ class Agent(Protocol):
 
         Cancellation (``chat/turnCancelled``) arrives as ``asyncio.CancelledError``.
         """
+
+
+@runtime_checkable
+class SessionContext(Protocol):
+    """What an agent can do for one AHP session outside a single turn; implemented by the host.
+
+    Paths are local paths; every file and terminal helper is confined to the session's working
+    directories (through the host's one path-confinement check) and raises
+    :class:`FileAccessDenied` with a one-sentence reason for anything outside them.
+    """
+
+    session: str
+    working_directories: list[str]  # local absolute paths; the first is the primary one
+
+    def config_values(self) -> dict:
+        """The session's current config values (``{}`` without a config)."""
+
+    def update_config(self, values: dict) -> int | None:
+        """Agent-initiated config change (the agent switched its own mode): ``session/configChanged``.
+
+        Returns the action's server seq (``None`` when nothing changed).
+        """
+
+    def update_title(self, title: str) -> int | None:
+        """Agent-initiated session title (``session/titleChanged``); returns its seq."""
+
+    def latest_seq(self, channel: str, action_type: str, **fields: Any) -> int | None:
+        """The seq of the newest accepted action of that type on a channel whose fields match."""
+
+    def set_commands(self, commands: list[dict]) -> None:
+        """The agent's slash commands (``{name, description, hint?}``), offered by ``completions`` on ``/``."""
+
+    def put_content(self, data: str | bytes, content_type: str = "text/plain") -> dict:
+        """Keep ``data`` for ``resourceRead`` and return its ``ContentRef`` (diff sides, images)."""
+
+    def check_path(self, path: str, *, write: bool = False) -> str:
+        """The absolute path if it is inside the working directories, else :class:`FileAccessDenied`."""
+
+    def read_text_file(self, path: str, line: int | None = None, limit: int | None = None) -> str:
+        """A text file's content (``line`` is 1-based, ``limit`` a line count)."""
+
+    def write_text_file(self, path: str, content: str) -> None:
+        """Write a text file inside the working directories."""
+
+    async def create_terminal(
+        self,
+        command: str,
+        args: list[str] | None = None,
+        *,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        output_byte_limit: int | None = None,
+        on_output: Any = None,
+    ) -> Any:
+        """Start a command as an AHP terminal channel (``ahp-terminal:/...``); returns its handle.
+
+        The handle has ``uri``, ``title``, ``output()`` → ``(text, truncated, exit_code, signal)``,
+        ``await wait_for_exit()``, ``kill()`` and ``release()``. ``on_output(handle)`` is called
+        after each chunk of output.
+        """
+
+    def claim_terminal(self, terminal: Any, turn_id: str | None, tool_call_id: str | None) -> None:
+        """Record which tool call of which turn uses a terminal (``terminal/claimed``)."""
+
+
+class SessionAgent(Agent, Protocol):
+    """An agent that keeps per-session state (a subprocess, a remote session). All hooks optional.
+
+    The host calls each hook only when the agent has it:
+
+    * ``await open_session(ctx: SessionContext) -> dict | None`` while the AHP session is being
+      created, before ``session/ready``; it may return the session's initial ``config``
+      (``{"schema": SessionConfigSchema, "values": {...}}``). Raising makes the session start
+      without a config; the reason is kept and the agent's next turn reports it.
+    * ``await close_session(session: str)`` when the session is disposed.
+    * ``await config_changed(session: str, changes: dict) -> None`` after a client's accepted
+      ``session/configChanged`` (``changes`` = the properties it changed). Raising
+      :class:`TurnFailed` makes the host put the previous values back.
+    * ``await restart(session: str)`` for ``lab.restart_agent()``: start the backend afresh and
+      restore the session's config values onto it.
+    * ``await resolve_session_config(params: dict) -> dict | None`` for ``resolveSessionConfig``
+      (``{schema, values}``), given the command's params.
+    """

@@ -352,8 +352,15 @@ class Connection:
 
     # -- channel commands -----------------------------------------------------------------------
 
-    def _cmd_subscribe(self, params: dict) -> dict:
+    def _cmd_subscribe(self, params: dict) -> Any:
         channel = params["channel"]
+        if channel in self.host.agent_sessions.opening:  # a pipelined subscribe waits for the session
+
+            async def later() -> dict:
+                await self.host.agent_sessions.wait_opened(channel)
+                return self._cmd_subscribe(params)
+
+            return later()
         snapshot = self._subscribe(channel)
         view = params.get("view") or {}
         turns = view.get("turns")
@@ -366,9 +373,8 @@ class Connection:
                 snapshot["state"] = {**state, "turns": kept, "turnsNextCursor": cursor}
         return {"snapshot": snapshot}
 
-    def _cmd_createSession(self, params: dict) -> None:
-        self.host.create_session(params["channel"], params, self)
-        return None
+    def _cmd_createSession(self, params: dict) -> Any:
+        return self.host.create_session(params["channel"], params, self)
 
     def _cmd_disposeSession(self, params: dict) -> None:
         self.host.dispose_session(params["channel"], self)
@@ -468,8 +474,8 @@ class Connection:
             "connection is subscribed to asked to authenticate",
         )
 
-    def _cmd_resolveSessionConfig(self, params: dict) -> dict:
-        return {"schema": {"type": "object", "properties": {}}, "values": params.get("config") or {}}
+    def _cmd_resolveSessionConfig(self, params: dict) -> Any:
+        return self.host.agent_sessions.resolve_session_config(params)
 
     def _cmd_sessionConfigCompletions(self, params: dict) -> dict:
         return {"items": []}

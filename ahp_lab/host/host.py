@@ -27,6 +27,7 @@ from ..tools import CONFIRM_META, ResolvedTool, Tool, failure_result
 from ..transport import RpcError, pipe
 from ..waiting import StateWaiters
 from . import mirror
+from .agent_sessions import AgentSessions
 from .connection import ROOT, Connection
 from .redaction import Redactor
 from .roots import WorkingDirectories
@@ -149,7 +150,10 @@ class Host(SessionsAndChats):
         #: client id → the live connection that holds it (identity is bound to the connection)
         self.clients: dict[str, Connection] = {}
         self.subscribers: dict[str, set] = {}
-        self.extensions: list = []  # objects with optional on_session_created / on_transition / run_tool hooks
+        # objects with optional on_session_created / on_transition / run_tool hooks; the first one
+        # serves the optional per-session agent hooks (open, config, restart, files, terminals)
+        self.agent_sessions = AgentSessions(self)
+        self.extensions: list = [self.agent_sessions]
         self.store.add_channel(ROOT, "root", {"agents": [], "activeSessions": 0})
         self.store.subscribe(self._broadcast)
         self.add_agent(agent)

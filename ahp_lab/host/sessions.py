@@ -23,7 +23,9 @@ from ..reducers._util import iso_ms
 from ..tools import failure_result
 from ..transport import RpcError
 from . import mirror
+from .agent_sessions import working_directory_paths
 from .connection import ROOT, Connection
+from .resources import file_uri
 
 log = logging.getLogger("ahp_lab.host")
 
@@ -48,11 +50,15 @@ class SessionsAndChats:
 
     # -- sessions and chats ---------------------------------------------------------------------
 
-    def create_session(self, uri: str, params: dict, conn: Connection | None = None) -> None:
+    def create_session(self, uri: str, params: dict, conn: Connection | None = None) -> Any:
         """``createSession``: ``params`` already passed the protocol model; ``conn`` is the creator
-        (``None`` for trusted code in the kernel)."""
+        (``None`` for trusted code in the kernel).
+
+        Returns an awaitable when the session's agent is opened first (``SessionAgent.open_session``:
+        the channel appears once it answered, with its config), else ``None``.
+        """
         client_id = conn.client_id if conn is not None else None
-        if uri in self.sessions or self.store.has_channel(uri):
+        if uri in self.sessions or self.store.has_channel(uri) or uri in self.agent_sessions.opening:
             raise RpcError(ErrorCode.SESSION_ALREADY_EXISTS, f"session {uri} already exists")
         self._check_client_channels(conn)
         if not uri.startswith("ahp-session:/") or uri.endswith("/annotations"):
@@ -91,23 +97,37 @@ class SessionsAndChats:
             state["workingDirectories"] = (
                 list(dirs) if "multipleWorkingDirectories" in caps else list(dirs[:1])
             )
-        now = iso_ms(self.store.clock_ms())
         by_stranger = conn is not None and not conn.trusted
-        runtime = SessionRuntime(uri, provider, now, [], {}, creator=client_id, by_stranger=by_stranger)
-        self.sessions[uri] = runtime
-        self.store.add_channel(uri, "session", state)
-        if active_client is not None:
-            self.dispatch(uri, {"type": "session/activeClientSet", "activeClient": active_client})
-        self._count_sessions()
-        try:
-            asyncio.get_running_loop().call_soon(self._init_session, uri)
-        except RuntimeError:
-            self._init_session(uri)
 
-    def _init_session(self, uri: str) -> None:
+        def add(config: dict | None = None, error: str | None = None, directories: list | None = None) -> None:
+            if config is not None:
+                state["config"] = config
+            if directories and not state.get("workingDirectories"):
+                state["workingDirectories"] = [file_uri(d) for d in directories]
+            now = iso_ms(self.store.clock_ms())
+            runtime = SessionRuntime(uri, provider, now, [], {}, creator=client_id, by_stranger=by_stranger)
+            self.sessions[uri] = runtime
+            self.store.add_channel(uri, "session", state)
+            if active_client is not None:
+                self.dispatch(uri, {"type": "session/activeClientSet", "activeClient": active_client})
+            self._count_sessions()
+            try:
+                asyncio.get_running_loop().call_soon(self._init_session, uri, error)
+            except RuntimeError:
+                self._init_session(uri, error)
+
+        if self.agent_sessions.opens(provider):
+            directories = working_directory_paths(state.get("workingDirectories") or [])
+            return self.agent_sessions.open(uri, provider, directories, add)
+        add()
+        return None
+
+    def _init_session(self, uri: str, error: str | None = None) -> None:
         if uri not in self.sessions:
             return
         try:
+            if error is not None:
+                raise RuntimeError(error)  # the agent could not be opened: the reason, as it said it
             self._publish_server_tools(uri)
             for ext in self.extensions:
                 hook = getattr(ext, "on_session_created", None)
@@ -118,12 +138,13 @@ class SessionsAndChats:
             self.dispatch(uri, {"type": "session/defaultChatChanged", "defaultChat": chat})
             self.dispatch(uri, {"type": "session/ready"})
         except Exception as exc:
-            log.exception("session %s failed to initialise", uri)
+            if error is None:
+                log.exception("session %s failed to initialise", uri)
             self.dispatch(
                 uri,
                 {
                     "type": "session/creationFailed",
-                    "error": {"errorType": type(exc).__name__, "message": str(exc)},
+                    "error": {"errorType": "agentError" if error else type(exc).__name__, "message": str(exc)},
                 },
             )
         runtime = self.sessions[uri]

@@ -191,6 +191,22 @@ class TurnRunner:
         )
         return steering.get("message")
 
+    def emit(self, action: dict) -> int:
+        self._ensure_active()
+        if (
+            not str(action.get("type", "")).startswith("chat/")
+            or action.get("turnId", self.turn_id) != self.turn_id
+        ):
+            raise ValueError(
+                f"an agent may emit only chat actions of its own turn, not {action.get('type')!r}"
+            )
+        return self.host.dispatch(self.chat, action, self.origin).seq
+
+    async def wait_tool_call(
+        self, tool_call_id: str, leaving: set[str], timeout: float | None = None
+    ) -> dict:
+        return await self._wait_call(tool_call_id, set(leaving), timeout)
+
     # -- tool calls -----------------------------------------------------------------------------
 
     def _tool_call(self, call_id: str) -> dict | None:

@@ -1,0 +1,563 @@
+"""The host's side of the optional per-session agent hooks (:class:`~ahp_lab.agents.base.SessionAgent`).
+
+An agent with ``open_session`` is opened while its AHP session is being created, so the config
+schema it announces (modes, config options) is in the session's first state; ``session/ready``
+follows. The host then forwards a client's accepted ``session/configChanged`` to
+``config_changed``, disposal to ``close_session``, ``lab.restart_agent()`` to ``restart`` and
+``resolveSessionConfig`` to ``resolve_session_config``.
+
+Each session gets a :class:`HostSessionContext`: what the agent may do outside a turn. Its file
+helpers go through the host's one path check (:class:`~ahp_lab.host.resources.ResourceService`)
+with the session's working directories as the only roots; its terminals are AHP terminal
+channels whose processes the host runs; ``put_content`` keeps text (diff sides, images) for
+``resourceRead`` under ``ahp-content:/`` URIs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import codecs
+import contextlib
+import hashlib
+import logging
+import os
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from ..agents.base import FileAccessDenied, TurnFailed
+from ..protocol.jsonrpc import ErrorCode
+from ..protocol.jsonvalue import to_json
+from ..store import agent_origin
+from ..transport import RpcError
+from .resources import ResourceService, file_uri, uri_path
+
+if TYPE_CHECKING:
+    from .host import Host
+
+log = logging.getLogger("ahp_lab.host")
+
+__all__ = ["AgentSessions", "HostSessionContext", "HostTerminal", "CONTENT_SCHEME"]
+
+CONTENT_SCHEME = "ahp-content:/"
+MAX_CONTENT_BYTES = 64 * 1024 * 1024  # all content kept for resourceRead, per host
+MAX_TERMINALS = 16  # live terminals per session
+TERMINAL_OUTPUT_LIMIT = 1024 * 1024  # bytes kept per terminal when the agent names no limit
+MAX_TERMINAL_STATE_CHARS = 1024 * 1024  # terminal/data put into state per terminal
+MAX_COMMANDS = 200
+_SEQ_SEARCH = 2000  # how far back latest_seq looks
+# The environment a terminal starts from: enough to find programs, never the kernel's secrets.
+_TERMINAL_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR", "USER", "LOGNAME", "SHELL")
+
+
+def _has(agent: Any, hook: str) -> bool:
+    return callable(getattr(agent, hook, None))
+
+
+def _valid_config(config: Any) -> dict | None:
+    """The ``{schema, values}`` an agent returned, if it has that shape."""
+    if not isinstance(config, dict):
+        return None
+    schema, values = config.get("schema"), config.get("values")
+    if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
+        return None
+    return {"schema": to_json(schema), "values": to_json(values) if isinstance(values, dict) else {}}
+
+
+class HostTerminal:
+    """A command the host runs for an agent, mirrored into an AHP terminal channel."""
+
+    def __init__(
+        self,
+        ctx: HostSessionContext,
+        uri: str,
+        title: str,
+        process: asyncio.subprocess.Process,
+        limit: int,
+        on_output: Callable[[HostTerminal], Any] | None,
+    ) -> None:
+        self.ctx = ctx
+        self.uri = uri
+        self.title = title
+        self.process = process
+        self.limit = limit
+        self.on_output = on_output
+        self._buffer = ""
+        self._truncated = False
+        self._in_state = 0
+        self.exit_code: int | None = None
+        self.signal: str | None = None
+        self.released = False
+        self._pump = asyncio.ensure_future(self._read())
+
+    def output(self) -> tuple[str, bool, int | None, str | None]:
+        """``(text kept so far, whether the start was cut, exit code, signal name)``."""
+        return self._buffer, self._truncated, self.exit_code, self.signal
+
+    @property
+    def exited(self) -> bool:
+        return self._pump.done()
+
+    async def wait_for_exit(self) -> tuple[int | None, str | None]:
+        """Wait for the command to exit; returns ``(exit code, signal name)``."""
+        await asyncio.shield(self._pump)
+        return self.exit_code, self.signal
+
+    def kill(self) -> None:
+        """Kill the command (the terminal stays readable)."""
+        if self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
+
+    def release(self) -> None:
+        """Kill the command if it still runs and stop tracking it; the channel's history stays."""
+        self.kill()
+        self.released = True
+
+    async def _read(self) -> None:
+        host = self.ctx.host
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        stream = self.process.stdout
+        try:
+            while stream is not None:
+                chunk = await stream.read(65536)
+                if not chunk:
+                    break
+                self._append(decoder.decode(chunk))
+            self._append(decoder.decode(b"", final=True))
+            await self.process.wait()
+        finally:
+            code = self.process.returncode
+            if code is not None and code < 0:
+                import signal as signals
+
+                with contextlib.suppress(ValueError):
+                    self.signal = signals.Signals(-code).name
+                self.exit_code = None
+            else:
+                self.exit_code = code
+            if host.store.has_channel(self.uri):
+                action: dict[str, Any] = {"type": "terminal/exited"}
+                if self.exit_code is not None:
+                    action["exitCode"] = self.exit_code
+                host.dispatch(self.uri, action, self.ctx.origin)
+                self.ctx.publish_terminals()
+            self._notify()
+
+    def _append(self, text: str) -> None:
+        if not text:
+            return
+        self._buffer += text
+        if len(self._buffer.encode("utf-8")) > self.limit:
+            raw = self._buffer.encode("utf-8")[-self.limit :]
+            self._buffer = raw.decode("utf-8", "ignore")
+            self._truncated = True
+        host = self.ctx.host
+        if host.store.has_channel(self.uri) and self._in_state < MAX_TERMINAL_STATE_CHARS:
+            shown = text[: MAX_TERMINAL_STATE_CHARS - self._in_state]
+            self._in_state += len(shown)
+            if len(shown) < len(text):
+                shown += "\n[output beyond this point is not recorded]\n"
+            host.dispatch(self.uri, {"type": "terminal/data", "data": shown}, self.ctx.origin)
+        self._notify()
+
+    def _notify(self) -> None:
+        if self.on_output is not None:
+            try:
+                self.on_output(self)
+            except Exception:
+                log.exception("terminal output callback failed")
+
+
+class HostSessionContext:
+    """The host's :class:`~ahp_lab.agents.base.SessionContext` for one session."""
+
+    def __init__(self, sessions: AgentSessions, session: str, provider: str, directories: list[str]) -> None:
+        self.sessions = sessions
+        self.host = sessions.host
+        self.session = session
+        self.provider = provider
+        self.working_directories = directories
+        self.origin = agent_origin(getattr(sessions.host.agents.get(provider), "name", "agent"))
+        self.commands: list[dict] = []
+        self.terminals: dict[str, HostTerminal] = {}
+        self._files = ResourceService(lambda: self.working_directories, lambda: self.working_directories)
+
+    # -- config ---------------------------------------------------------------------------------
+
+    def config_values(self) -> dict:
+        config = (self.host.store.state(self.session) or {}).get("config") or {}
+        return to_json(config.get("values") or {})
+
+    def update_config(self, values: dict) -> int | None:
+        state = self.host.store.state(self.session) or {}
+        config = state.get("config") or {}
+        props = (config.get("schema") or {}).get("properties") or {}
+        current = config.get("values") or {}
+        changes = {k: v for k, v in values.items() if k in props and current.get(k) != v}
+        if not changes:
+            return None
+        return self.host.dispatch(
+            self.session, {"type": "session/configChanged", "config": changes}, self.origin
+        ).seq
+
+    def update_title(self, title: str) -> int | None:
+        title = str(title)[:200]
+        if (
+            not self.host.store.has_channel(self.session)
+            or (self.host.store.state(self.session) or {}).get("title") == title
+        ):
+            return None
+        return self.host.dispatch(
+            self.session, {"type": "session/titleChanged", "title": title}, self.origin
+        ).seq
+
+    def latest_seq(self, channel: str, action_type: str, **fields: Any) -> int | None:
+        log_ = self.host.store.transitions
+        for back in range(1, min(len(log_), _SEQ_SEARCH) + 1):
+            t = log_[-back]
+            if (
+                t.accepted
+                and t.type == action_type
+                and t.channel == channel
+                and all(t.action.get(k) == v for k, v in fields.items())
+            ):
+                return t.seq
+        return None
+
+    def set_commands(self, commands: list[dict]) -> None:
+        self.commands = [c for c in commands if isinstance(c, dict) and c.get("name")][:MAX_COMMANDS]
+
+    def put_content(self, data: str | bytes, content_type: str = "text/plain") -> dict:
+        return self.sessions.put_content(data, content_type)
+
+    # -- files ----------------------------------------------------------------------------------
+
+    def _uri(self, path: str) -> str:
+        if not isinstance(path, str) or not os.path.isabs(path):
+            raise FileAccessDenied(f"{path!r} is refused because it is not an absolute path")
+        return file_uri(path)
+
+    def check_path(self, path: str, *, write: bool = False) -> str:
+        try:
+            return str(self._files.check(self._uri(path), write=write))
+        except RpcError as exc:
+            raise FileAccessDenied(_working_dirs_reason(exc.message, self.working_directories)) from None
+
+    def read_text_file(self, path: str, line: int | None = None, limit: int | None = None) -> str:
+        try:
+            text = self._files._resourceRead({"uri": self._uri(path), "encoding": "utf-8"})
+        except RpcError as exc:
+            if exc.code == ErrorCode.PERMISSION_DENIED:
+                raise FileAccessDenied(_working_dirs_reason(exc.message, self.working_directories)) from None
+            raise OSError(exc.message) from None
+        if text.get("encoding") != "utf-8":
+            raise OSError(f"{path} is not a UTF-8 text file")
+        data = text["data"]
+        if line is None and limit is None:
+            return data
+        lines = data.splitlines(keepends=True)
+        start = max(0, (line or 1) - 1)
+        end = len(lines) if limit is None else start + max(0, limit)
+        return "".join(lines[start:end])
+
+    def write_text_file(self, path: str, content: str) -> None:
+        uri = self._uri(path)
+        try:
+            self._files._resourceWrite({"uri": uri, "data": content, "encoding": "utf-8"})
+        except RpcError as exc:
+            if exc.code == ErrorCode.PERMISSION_DENIED:
+                raise FileAccessDenied(_working_dirs_reason(exc.message, self.working_directories)) from None
+            raise OSError(exc.message) from None
+
+    # -- terminals ------------------------------------------------------------------------------
+
+    async def create_terminal(
+        self,
+        command: str,
+        args: list[str] | None = None,
+        *,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        output_byte_limit: int | None = None,
+        on_output: Callable[[HostTerminal], Any] | None = None,
+    ) -> HostTerminal:
+        live = [t for t in self.terminals.values() if not t.released]
+        if len(live) >= MAX_TERMINALS:
+            raise FileAccessDenied(f"this session already has {MAX_TERMINALS} terminals; release one first")
+        workdir = self.check_path(cwd or self.working_directories[0])
+        if not os.path.isdir(workdir):
+            raise FileAccessDenied(f"{workdir} is not a folder")
+        base = {k: os.environ[k] for k in _TERMINAL_ENV if k in os.environ}
+        base.update({str(k): str(v) for k, v in (env or {}).items()})
+        process = await asyncio.create_subprocess_exec(
+            command,
+            *(args or []),
+            cwd=workdir,
+            env=base,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+        uri = f"ahp-terminal:/{uuid.uuid4()}"
+        title = " ".join([command, *(args or [])])[:200]
+        self.host.store.add_channel(
+            uri,
+            "terminal",
+            {
+                "title": title,
+                "cwd": file_uri(workdir),
+                "content": [],
+                "claim": {"kind": "session", "session": self.session},
+                "isPty": False,
+            },
+        )
+        limit = output_byte_limit if isinstance(output_byte_limit, int) and output_byte_limit > 0 else None
+        terminal = HostTerminal(self, uri, title, process, limit or TERMINAL_OUTPUT_LIMIT, on_output)
+        self.terminals[uri] = terminal
+        self.publish_terminals()
+        return terminal
+
+    def claim_terminal(self, terminal: HostTerminal, turn_id: str | None, tool_call_id: str | None) -> None:
+        claim: dict[str, Any] = {"kind": "session", "session": self.session}
+        if turn_id and tool_call_id:
+            claim.update(turnId=turn_id, toolCallId=tool_call_id)
+        state = self.host.store.state(terminal.uri)
+        if state is not None and state.get("claim") != claim:
+            self.host.dispatch(terminal.uri, {"type": "terminal/claimed", "claim": claim}, self.origin)
+            self.publish_terminals()
+
+    def publish_terminals(self) -> None:
+        """Replace ``RootState.terminals`` with the host's terminals (``root/terminalsChanged``)."""
+        self.sessions.publish_terminals()
+
+    def close(self) -> None:
+        for terminal in self.terminals.values():
+            terminal.release()
+
+
+def _working_dirs_reason(message: str, dirs: list[str]) -> str:
+    """The resource check's reason, naming what an agent may touch instead of the grant it would need."""
+    head = message.split(" is refused because ")[0]
+    if " is refused because it is not inside any " in message:
+        return f"{head} is outside the session's working directories ({', '.join(dirs) or 'none'})"
+    return message
+
+
+class AgentSessions:
+    """Calls an agent's optional session hooks and serves what a session context offers."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self.contexts: dict[str, HostSessionContext] = {}
+        self.opening: dict[str, asyncio.Future] = {}
+        self._content: dict[str, tuple[str | bytes, str]] = {}
+        self._content_bytes = 0
+        self._last_config: dict[str, dict] = {}  # provider -> the schema its last opened session had
+        self._tasks: set[asyncio.Task] = set()
+
+    # -- opening and closing --------------------------------------------------------------------
+
+    def opens(self, provider: str) -> bool:
+        """Whether the provider's agent wants to be opened before the session is ready."""
+        return _has(self.host.agents.get(provider), "open_session")
+
+    def open(
+        self,
+        uri: str,
+        provider: str,
+        directories: list[str],
+        add: Callable[[dict | None, str | None, list], None],
+    ) -> Awaitable[None]:
+        """Open the agent for a new session, then ``add(config, error, directories)`` its channel."""
+        future = asyncio.get_running_loop().create_future()
+        self.opening[uri] = future
+
+        async def run() -> None:
+            ctx = HostSessionContext(self, uri, provider, list(directories))
+            config, error = None, None
+            try:
+                config = _valid_config(await self.host.agents[provider].open_session(ctx))
+            except Exception as exc:  # the agent's failure becomes the session's creation error
+                error = str(exc) or type(exc).__name__
+            if config is not None:
+                self._last_config[provider] = config
+            self.contexts[uri] = ctx
+            try:
+                add(config, error, ctx.working_directories)
+            finally:
+                self.opening.pop(uri, None)
+                if not future.done():
+                    future.set_result(None)
+
+        return run()
+
+    async def wait_opened(self, uri: str) -> None:
+        """Wait until a session being opened has its channel (no-op otherwise)."""
+        future = self.opening.get(uri)
+        if future is not None:
+            await asyncio.shield(future)
+
+    def context(self, session: str) -> HostSessionContext | None:
+        return self.contexts.get(session)
+
+    def on_session_disposed(self, uri: str) -> None:
+        ctx = self.contexts.pop(uri, None)
+        if ctx is None:
+            return
+        ctx.close()
+        self.publish_terminals()
+        agent = self.host.agents.get(ctx.provider)
+        if _has(agent, "close_session"):
+            self._spawn(agent.close_session(uri))
+
+    # -- config ---------------------------------------------------------------------------------
+
+    def on_client_action(self, transition: Any, client_id: str) -> None:
+        if transition.type != "session/configChanged" or transition.channel not in self.contexts:
+            return
+        agent = self.host.agents.get(self.contexts[transition.channel].provider)
+        if not _has(agent, "config_changed"):
+            return
+        before = ((transition.before or {}).get("config") or {}).get("values") or {}
+        after = ((transition.after or {}).get("config") or {}).get("values") or {}
+        changes = {k: after.get(k) for k in set(before) | set(after) if before.get(k) != after.get(k)}
+        if changes:
+            self._spawn(self._config_changed(agent, transition.channel, changes, to_json(before)))
+
+    async def _config_changed(self, agent: Any, session: str, changes: dict, before: dict) -> None:
+        try:
+            await agent.config_changed(session, to_json(changes))
+        except Exception as exc:
+            reason = str(exc) if isinstance(exc, TurnFailed) else f"{type(exc).__name__}: {exc}"
+            log.warning("the agent refused the config change %s of %s: %s", changes, session, reason)
+            if self.host.store.has_channel(session):
+                undo = {k: before.get(k) for k in changes}
+                self.host.dispatch(session, {"type": "session/configChanged", "config": undo})
+
+    async def resolve_session_config(self, params: dict) -> dict:
+        """``resolveSessionConfig``: the agent's answer, else the schema its last session announced."""
+        provider = params.get("provider") or next(iter(self.host.agents))
+        agent = self.host.agents.get(provider)
+        if agent is None:
+            raise RpcError(ErrorCode.PROVIDER_NOT_FOUND, f"no agent provider {provider!r}")
+        resolved = None
+        if _has(agent, "resolve_session_config"):
+            resolved = _valid_config(await agent.resolve_session_config(params))
+        resolved = (
+            resolved or self._last_config.get(provider) or {"schema": {"type": "object", "properties": {}}}
+        )
+        values = dict(resolved.get("values") or {})
+        wanted = params.get("config") if isinstance(params.get("config"), dict) else {}
+        values.update({k: v for k, v in wanted.items() if k in resolved["schema"]["properties"]})
+        return {"schema": resolved["schema"], "values": values}
+
+    async def restart(self, session: str) -> None:
+        """Restart the session's agent backend (``lab.restart_agent()``)."""
+        ctx = self.contexts.get(session)
+        if ctx is None:
+            raise LookupError(f"{session} has no agent session to restart")
+        agent = self.host.agents.get(ctx.provider)
+        if not _has(agent, "restart"):
+            raise TypeError(f"the {getattr(agent, 'name', 'agent')} agent cannot be restarted")
+        await agent.restart(session)
+
+    # -- completions ----------------------------------------------------------------------------
+
+    def completion_items(self, session: str, chat: str, word: str, start: int, end: int) -> list[dict]:
+        """``completions`` items for a ``/`` word: the agent's slash commands (a host-extension hook)."""
+        ctx = self.contexts.get(session)
+        if ctx is None or not word.startswith("/"):
+            return []
+        items = []
+        for command in ctx.commands:
+            name = str(command["name"])
+            if name.startswith(word[1:]):
+                items.append(
+                    {
+                        "insertText": f"/{name} ",
+                        "rangeStart": start,
+                        "rangeEnd": end,
+                        "attachment": {
+                            "type": "simple",
+                            "label": f"/{name}",
+                            "modelRepresentation": str(command.get("description") or ""),
+                        },
+                    }
+                )
+        return items
+
+    # -- content for resourceRead ---------------------------------------------------------------
+
+    def put_content(self, data: str | bytes, content_type: str = "text/plain") -> dict:
+        raw = data if isinstance(data, bytes) else data.encode("utf-8", "replace")
+        uri = f"{CONTENT_SCHEME}{hashlib.sha256(raw).hexdigest()[:32]}"
+        size = len(raw)
+        if uri not in self._content:
+            if self._content_bytes + size > MAX_CONTENT_BYTES:
+                raise FileAccessDenied(
+                    "the host keeps no more content for resourceRead (64 MB limit reached)"
+                )
+            self._content[uri] = (data, content_type)
+            self._content_bytes += size
+        return {"uri": uri, "sizeHint": size, "contentType": content_type}
+
+    def handle_request(self, connection: Any, method: str, params: dict) -> Any:
+        uri = params.get("uri") if isinstance(params, dict) else None
+        if method != "resourceRead" or not isinstance(uri, str) or not uri.startswith(CONTENT_SCHEME):
+            return NotImplemented
+        if getattr(connection, "client_id", None) is None:
+            raise RpcError(ErrorCode.INVALID_REQUEST, f"{method} before initialize")
+        found = self._content.get(uri)
+        if found is None:
+            raise RpcError(ErrorCode.NOT_FOUND, f"{uri} is not content this host keeps")
+        data, content_type = found
+        if isinstance(data, bytes) or params.get("encoding") == "base64":
+            raw = data if isinstance(data, bytes) else data.encode("utf-8")
+            return {
+                "data": base64.b64encode(raw).decode("ascii"),
+                "encoding": "base64",
+                "contentType": content_type,
+            }
+        return {"data": data, "encoding": "utf-8", "contentType": content_type}
+
+    # -- terminals catalogue --------------------------------------------------------------------
+
+    def publish_terminals(self) -> None:
+        from .host import ROOT
+
+        items = []
+        for ctx in self.contexts.values():
+            for terminal in ctx.terminals.values():
+                state = self.host.store.state(terminal.uri)
+                if state is None:
+                    continue
+                info: dict[str, Any] = {
+                    "resource": terminal.uri,
+                    "title": state["title"],
+                    "claim": state["claim"],
+                }
+                if state.get("exitCode") is not None:
+                    info["exitCode"] = state["exitCode"]
+                items.append(info)
+        root = self.host.store.state(ROOT) or {}
+        if to_json(root.get("terminals") or []) != items:
+            self.host.dispatch(ROOT, {"type": "root/terminalsChanged", "terminals": items})
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    def _spawn(self, coro: Awaitable) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+def working_directory_paths(uris: list) -> list[str]:
+    """Local paths of ``file://`` working-directory URIs (others are skipped)."""
+    out = []
+    for uri in uris or ():
+        with contextlib.suppress(RpcError):
+            out.append(str(uri_path(uri)))
+    return out
