@@ -1,0 +1,169 @@
+"""``AcpAgent``: any ACP agent, run as a subprocess over stdio, behind the in-kernel AHP host."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+from collections.abc import Mapping, Sequence
+
+from acp import RequestError
+
+from ..base import SessionContext, TurnContext, TurnFailed
+from . import mapping
+from .bridge import AgentFailure, Bridge
+from .frames import AcpFrameLog
+
+__all__ = ["AcpAgent"]
+
+
+class AcpAgent:
+    """An ACP agent behind the host: ``Lab(agent=AcpAgent(["my-agent", "--acp"], cwd=...))``.
+
+    Each AHP session gets its own agent process (``initialize`` + ``session/new`` while the
+    session is being created, so its modes and config options are the session's config schema);
+    each turn is a ``session/prompt``. See :mod:`ahp_lab.agents.acp.mapping` for what every ACP
+    message becomes, and ``docs/acp.md`` for what is lost.
+
+    ``env`` is added to a trimmed environment (the SDK's default: ``HOME``, ``PATH``, ...; the
+    kernel's own variables are not passed on). ``cwd`` is the process's folder and the session's
+    working directory when the session names none. ``fs`` / ``terminal`` declare (and serve) the
+    ACP client capabilities; both are confined to the session's working directories.
+
+    Limits: ``initialize_timeout`` for ``initialize``, ``session/new`` and config changes;
+    ``idle_timeout`` of silence during a turn (time spent waiting for a person does not count);
+    ``cancel_grace`` for the agent to end a cancelled prompt; ``stderr_limit`` bytes of stderr
+    in the life of a process. Breaking one is a failure: the turn ends with ``chat/error``.
+    """
+
+    def __init__(
+        self,
+        command: Sequence[str] | str,
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike | None = None,
+        provider: str = "acp",
+        name: str = "acp",
+        display_name: str | None = None,
+        fs: bool = True,
+        terminal: bool = True,
+        initialize_timeout: float = 30.0,
+        idle_timeout: float = 300.0,
+        cancel_grace: float = 5.0,
+        stderr_limit: int = 16 * 1024 * 1024,
+        stderr_tail_bytes: int = 2048,
+    ) -> None:
+        self.command = shlex.split(command) if isinstance(command, str) else [str(c) for c in command]
+        if not self.command:
+            raise ValueError("AcpAgent needs a command to run")
+        self.env = {str(k): str(v) for k, v in (env or {}).items()}
+        self.cwd = os.path.abspath(cwd) if cwd is not None else None
+        self.provider = provider
+        self.name = name
+        self.display_name = display_name or os.path.basename(self.command[0])
+        self.fs = fs
+        self.terminal = terminal
+        self.initialize_timeout = initialize_timeout
+        self.idle_timeout = idle_timeout
+        self.cancel_grace = cancel_grace
+        self.stderr_limit = stderr_limit
+        self.stderr_tail_bytes = stderr_tail_bytes
+        self.frames = AcpFrameLog()
+        self.agent_info: dict = {}  # the agent's own ``agentInfo`` from its last initialize
+        self.bridges: dict[str, Bridge] = {}
+
+    def info(self) -> dict:
+        """The ``AgentInfo`` this agent publishes on the root channel."""
+        return {
+            "provider": self.provider,
+            "displayName": self.display_name,
+            "description": f"An ACP agent over stdio: {' '.join(self.command)}",
+            "models": [],
+            "capabilities": {"multipleWorkingDirectories": {}},
+        }
+
+    # -- session hooks -------------------------------------------------------------------------
+
+    async def open_session(self, ctx: SessionContext) -> dict | None:
+        """Spawn the agent for a new AHP session; returns its modes and config options as config."""
+        if not ctx.working_directories:
+            ctx.working_directories.append(self.cwd or os.getcwd())
+        bridge = Bridge(self, ctx)
+        try:
+            config = await bridge.start()
+        except (AgentFailure, RequestError) as exc:
+            message = bridge.failure_message(str(exc))
+            await bridge.stop()
+            raise RuntimeError(message) from None
+        self.bridges[ctx.session] = bridge
+        return config
+
+    async def close_session(self, session: str) -> None:
+        """Stop the session's agent process."""
+        bridge = self.bridges.pop(session, None)
+        if bridge is not None:
+            await bridge.stop()
+
+    async def config_changed(self, session: str, changes: dict) -> None:
+        """A client changed the mode or a config option: ``session/set_mode`` / ``set_config_option``."""
+        bridge = self._bridge(session)
+        if not bridge.running:
+            return  # restored onto the new process when it starts
+        for key, value in changes.items():
+            try:
+                await bridge.set_config(key, value)
+            except (AgentFailure, RequestError) as exc:
+                raise TurnFailed(str(exc)) from None
+
+    async def restart(self, session: str) -> None:
+        """Stop the session's agent and start a fresh one, restoring mode and config values."""
+        bridge = self._bridge(session)
+        try:
+            await bridge.restart()
+        except (AgentFailure, RequestError) as exc:
+            message = bridge.failure_message(str(exc))
+            await bridge.stop()
+            raise RuntimeError(message) from None
+
+    def _bridge(self, session: str) -> Bridge:
+        bridge = self.bridges.get(session)
+        if bridge is None:
+            raise TurnFailed(f"no ACP agent was opened for {session}", "agentError")
+        return bridge
+
+    async def aclose(self) -> None:
+        """Stop every agent process this agent started."""
+        for session in list(self.bridges):
+            await self.close_session(session)
+
+    # -- turns ---------------------------------------------------------------------------------
+
+    async def run_turn(self, ctx: TurnContext) -> None:
+        """One ``session/prompt``; its stop reason ends the AHP turn (see ``mapping.STOP_REASONS``)."""
+        bridge = self._bridge(ctx.session)
+        try:
+            if not bridge.running:
+                await bridge.restart()  # a crashed or stopped agent is respawned by the next turn
+            response = await bridge.prompt(ctx)
+        except asyncio.CancelledError:
+            bridge.cancel(ctx.chat, ctx.turn_id)
+            raise
+        except AgentFailure as exc:
+            bridge.end_turn()
+            message = bridge.failure_message(str(exc))
+            asyncio.ensure_future(bridge.stop())
+            raise TurnFailed(message, "agentFailed") from None
+        except RequestError as exc:
+            bridge.end_turn()
+            raise TurnFailed(str(exc), "agentError") from None
+        bridge.finish_turn()
+        if response.usage is not None:
+            bridge.emit(mapping.usage_action(bridge.turn, tokens=response.usage.model_dump(by_alias=True)))
+        bridge.end_turn()
+        outcome = mapping.STOP_REASONS.get(
+            response.stop_reason, ("stopReason", f"The agent stopped: {response.stop_reason}")
+        )
+        if response.stop_reason == "cancelled":
+            raise TurnFailed("The agent cancelled the turn on its own", "cancelled")
+        if outcome is not None:
+            raise TurnFailed(outcome[1], outcome[0])

@@ -1,0 +1,764 @@
+"""One ACP agent subprocess behind one AHP session: the SDK's client side, answering the agent.
+
+The bridge spawns the agent with the SDK's ``spawn_agent_process``, drives it with the SDK's
+``ClientSideConnection`` and implements the SDK's ``Client`` interface (the requests an agent
+sends a client). What each message becomes in AHP is :mod:`.mapping`; this module does the
+plumbing: the process, its stderr, time limits, failures, the current turn, permissions, files
+and terminals, and the frame record.
+
+Every failure of the agent (it exits, hangs, writes something that is not JSON-RPC to stdout,
+floods stderr, breaks ACP, never answers ``initialize``) is one :class:`AgentFailure` with a
+one-sentence reason; the bridge is then *broken*: the turn ends with ``chat/error`` carrying the
+reason and a redacted stderr tail, the process is stopped, and the next turn (or
+``lab.restart_agent()``) starts a fresh one and restores the session's mode and config values.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import os
+import re
+import time
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any
+
+import acp
+from acp import RequestError
+from acp.schema import (
+    AllowedOutcome,
+    ClientCapabilities,
+    CreateTerminalResponse,
+    DeniedOutcome,
+    FileSystemCapabilities,
+    Implementation,
+    ReadTextFileResponse,
+    ReleaseTerminalResponse,
+    RequestPermissionResponse,
+    TerminalExitStatus,
+    TerminalOutputResponse,
+    WaitForTerminalExitResponse,
+    WriteTextFileResponse,
+)
+
+from ..base import FileAccessDenied, SessionContext, TurnContext
+from . import mapping
+from .frames import AcpFrame
+from .mapping import ProtocolViolation, Resolver, TurnMap
+
+if TYPE_CHECKING:
+    from .agent import AcpAgent
+
+log = logging.getLogger("ahp_lab.acp")
+
+__all__ = ["AgentFailure", "Bridge", "redact"]
+
+# The bridge whose connection is being set up (inherited by the SDK's receive task) and the frame
+# a handler task is answering (set by the observer just before the SDK creates that task).
+_BRIDGE: contextvars.ContextVar[Bridge | None] = contextvars.ContextVar("acp_bridge", default=None)
+_FRAME: contextvars.ContextVar[AcpFrame | None] = contextvars.ContextVar("acp_frame", default=None)
+_CAUSE: contextvars.ContextVar[tuple[int, ...]] = contextvars.ContextVar("acp_cause", default=())
+
+MAX_PERMISSION_OPTIONS = 16
+_SECRET = re.compile(
+    r"(?i)(\b(?:sk|pk|ghp|gho|github_pat|xox[abp]|AKIA)[-_A-Za-z0-9]{12,})"
+    r"|((?:api[_-]?key|token|secret|password|passwd|authorization)\s*[:=]\s*)(\S+)"
+    r"|(Bearer\s+)([-._~+/A-Za-z0-9]+=*)"
+)
+
+
+def redact(text: str) -> str:
+    """Mask what looks like a credential in text the agent wrote (the one place stderr is cleaned)."""
+
+    def mask(m: re.Match) -> str:
+        if m.group(1):
+            return "[redacted]"
+        if m.group(2):
+            return m.group(2) + "[redacted]"
+        return m.group(4) + "[redacted]"
+
+    return _SECRET.sub(mask, text)
+
+
+class AgentFailure(Exception):
+    """The agent failed in a way that ends the turn and the process (the message says how)."""
+
+
+class _GarbageFilter(logging.Filter):
+    """The SDK logs and skips a stdout line that is not JSON; the bridge reading it fails instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg != "Error parsing JSON-RPC message":
+            return True
+        bridge = _BRIDGE.get()
+        if bridge is None:
+            return True
+        bridge.fail(
+            "the agent wrote a line to stdout that is not JSON-RPC (ACP allows only JSON-RPC messages there)"
+        )
+        return False
+
+
+_FILTER = _GarbageFilter()
+if _FILTER not in logging.getLogger().filters:
+    logging.getLogger().addFilter(_FILTER)
+
+
+def _json(model: Any) -> Any:
+    if hasattr(model, "model_dump"):
+        return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if isinstance(model, list):
+        return [_json(m) for m in model]
+    return model
+
+
+class Bridge:
+    """The SDK ``Client`` for one AHP session, holding its agent process and ACP session."""
+
+    def __init__(self, agent: AcpAgent, ctx: SessionContext) -> None:
+        self.agent = agent
+        self.ctx = ctx
+        self.conn: Any = None
+        self.process: Any = None
+        self.session_id: str | None = None
+        self.capabilities: dict = {}
+        self.routes: dict[str, tuple] = {}
+        self.turn: TurnMap | None = None
+        self.turn_ctx: TurnContext | None = None
+        self.prompt_task: asyncio.Task | None = None
+        self.always: dict[tuple[str, str], str] = {}
+        self.terminals: dict[str, Any] = {}
+        self.failure: str | None = None
+        self._failed = asyncio.Event()
+        self._answered: set = set()
+        self._last_in = time.monotonic()
+        self._waiting_person = 0
+        self._stderr = bytearray()
+        self._stderr_total = 0
+        self._stack: contextlib.AsyncExitStack | None = None
+        self._tasks: set[asyncio.Task] = set()
+        self._stopping = False
+        self.resolver = Resolver(self._put_content, self.terminals.get, _file_uri)
+
+    # -- process ------------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        """Whether the agent process is up and has not failed."""
+        return self.conn is not None and self.failure is None and not self._stopping
+
+    async def start(self) -> dict | None:
+        """Spawn the agent, ``initialize`` and ``session/new``; returns the session's config."""
+        agent = self.agent
+        self.failure, self._stopping = None, False
+        self._failed = asyncio.Event()
+        self._answered.clear()
+        self._stderr.clear()
+        self._stderr_total = 0
+        self._stack = contextlib.AsyncExitStack()
+        token = _BRIDGE.set(self)
+        try:
+            self.conn, self.process = await self._stack.enter_async_context(
+                acp.spawn_agent_process(
+                    self,
+                    agent.command[0],
+                    *agent.command[1:],
+                    env=agent.env,
+                    cwd=agent.cwd or (self.ctx.working_directories or [None])[0],
+                    transport_kwargs={"shutdown_timeout": 1.0},
+                    observers=[self._observe],
+                )
+            )
+        except OSError as exc:
+            self.conn = None
+            raise AgentFailure(f"the agent could not be started: {exc}") from None
+        finally:
+            _BRIDGE.reset(token)
+        self._spawn(self._drain_stderr(self.process))
+        self._spawn(self._watch_exit(self.process))
+        fs = agent.fs
+        init = await self.until(
+            self.conn.initialize(
+                protocol_version=acp.PROTOCOL_VERSION,
+                client_capabilities=ClientCapabilities(
+                    fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs), terminal=agent.terminal
+                ),
+                client_info=Implementation(name="ahp_lab", title="ahp_lab in-kernel host", version="0.1.0"),
+            ),
+            agent.initialize_timeout,
+            "initialize",
+        )
+        self.capabilities = _json(init.agent_capabilities) or {}
+        self.agent.agent_info = _json(init.agent_info) or {}
+        dirs = list(self.ctx.working_directories)
+        extra = (
+            dirs[1:]
+            if (self.capabilities.get("sessionCapabilities") or {}).get("additionalDirectories") is not None
+            else []
+        )
+        session = await self.until(
+            self.conn.new_session(cwd=dirs[0], additional_directories=extra or None, mcp_servers=[]),
+            agent.initialize_timeout,
+            "session/new",
+        )
+        self.session_id = session.session_id
+        config, self.routes = mapping.config_from_acp(_json(session.modes), _json(session.config_options))
+        return config
+
+    async def stop(self) -> None:
+        """Stop the agent process (stdin closed, then terminate, then kill) and its terminals' claims."""
+        self._stopping = True
+        stack, self._stack = self._stack, None
+        if self.process is not None and self.process.returncode is None and self.failure is not None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()  # a failed agent gets no grace period
+        if self.prompt_task is not None:
+            self.prompt_task.cancel()
+        if stack is not None:
+            with contextlib.suppress(Exception):
+                await stack.aclose()
+        for task in list(self._tasks):
+            task.cancel()
+        self.conn = None
+
+    async def restart(self) -> None:
+        """Stop, start afresh and restore the session's config values onto the new ACP session."""
+        await self.stop()
+        await self.start()
+        await self.restore_config()
+
+    async def restore_config(self) -> None:
+        for key, value in self.ctx.config_values().items():
+            if key in self.routes and value is not None:
+                await self.set_config(key, value)
+
+    async def _drain_stderr(self, process: Any) -> None:
+        """Keep the last bytes of stderr; more than the agent's budget in total is a failure."""
+        stream = process.stderr
+        limit = self.agent.stderr_limit
+        while stream is not None:
+            chunk = await stream.read(65536)
+            if not chunk:
+                return
+            self._stderr_total += len(chunk)
+            self._stderr += chunk
+            del self._stderr[: max(0, len(self._stderr) - self.agent.stderr_tail_bytes)]
+            if self._stderr_total > limit:
+                self.fail(f"the agent flooded stderr (more than {limit:,} bytes)")
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+                return
+
+    async def _watch_exit(self, process: Any) -> None:
+        code = await process.wait()
+        if not self._stopping:
+            self.fail(f"the agent process exited unexpectedly (exit code {code})")
+
+    def stderr_tail(self) -> str:
+        """The last lines the agent wrote to stderr, redacted (at most ``stderr_tail_bytes``)."""
+        text = bytes(self._stderr).decode("utf-8", "replace").strip()
+        return redact(text)
+
+    def fail(self, reason: str) -> None:
+        """Mark the agent as failed (the first reason wins) and wake whatever waits on it."""
+        if self.failure is None:
+            self.failure = reason
+            log.warning("ACP agent %s: %s", self.agent.name, reason)
+            self._failed.set()
+
+    def failure_message(self, reason: str) -> str:
+        tail = self.stderr_tail()
+        return f"{reason}. Its stderr ended with:\n{tail}" if tail else f"{reason}."
+
+    async def until(
+        self, awaitable: Awaitable, timeout: float | None, what: str, *, idle: bool = False
+    ) -> Any:
+        """Await an ACP request, failing on the agent's failure, ``timeout`` or (``idle``) silence."""
+        task = asyncio.ensure_future(awaitable)
+        failed = asyncio.ensure_future(self._failed.wait())
+        started = time.monotonic()
+        try:
+            while True:
+                wait = timeout
+                if idle:
+                    quiet = time.monotonic() - self._last_in
+                    wait = max(0.05, self.agent.idle_timeout - quiet)
+                elif timeout is not None:
+                    wait = max(0.0, timeout - (time.monotonic() - started))
+                done, _ = await asyncio.wait(
+                    {task, failed}, timeout=wait, return_when=asyncio.FIRST_COMPLETED
+                )
+                if task in done:
+                    break
+                if failed in done:
+                    raise AgentFailure(self.failure)
+                if idle:
+                    if (
+                        self._waiting_person == 0
+                        and time.monotonic() - self._last_in >= self.agent.idle_timeout
+                    ):
+                        self.fail(f"the agent sent nothing for {self.agent.idle_timeout:g} s during a turn")
+                        raise AgentFailure(self.failure)
+                elif time.monotonic() - started >= (timeout or 0):
+                    self.fail(f"the agent did not answer {what} within {timeout:g} s")
+                    raise AgentFailure(self.failure)
+        except BaseException:
+            if not task.done():
+                task.cancel()
+            raise
+        finally:
+            failed.cancel()
+        try:
+            return task.result()
+        except RequestError as exc:
+            detail = f" ({exc.data})" if exc.data else ""
+            raise RequestError(
+                exc.code, f"the agent answered {what} with an error: {exc}{detail}", exc.data
+            ) from None
+        except ConnectionError:
+            if self.process is not None:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self.process.wait(), 1.0)
+            code = self.process.returncode if self.process is not None else None
+            self.fail(self.failure or f"the agent process exited unexpectedly (exit code {code})")
+            raise AgentFailure(self.failure) from None
+
+    def _spawn(self, coro: Awaitable) -> asyncio.Task:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    # -- frames --------------------------------------------------------------------------------
+
+    def _observe(self, event: Any) -> None:
+        message = event.message
+        incoming = event.direction.value == "incoming"
+        if incoming:
+            self._last_in = time.monotonic()
+            if "method" not in message and "id" in message:
+                if message["id"] in self._answered:
+                    self.fail(f"the agent sent a second response to request #{message['id']}")
+                self._answered.add(message["id"])
+            frame = self.agent.frames.record("in", self.ctx.session, message)
+            _FRAME.set(frame)
+        else:
+            self.agent.frames.record("out", self.ctx.session, message, list(_CAUSE.get()))
+
+    def _link(self, seq: int | None) -> None:
+        frame = _FRAME.get()
+        if frame is not None and seq is not None:
+            self.agent.frames.link(frame, seq)
+
+    def _check_session(self, session_id: str) -> bool:
+        if session_id != self.session_id:
+            self.fail(f"the agent used session id {session_id!r}, which it never created")
+            return False
+        return True
+
+    # -- turns ---------------------------------------------------------------------------------
+
+    def emit(self, action: dict) -> int | None:
+        """Apply one mapped action to the current turn and link it to the frame being handled."""
+        if self.turn_ctx is None:
+            return None
+        try:
+            seq = self.turn_ctx.emit(action)
+        except asyncio.CancelledError:
+            return None  # the turn ended meanwhile
+        self._link(seq)
+        return seq
+
+    async def prompt(self, ctx: TurnContext) -> Any:
+        """Run one ``session/prompt`` for the AHP turn ``ctx``; returns the ``PromptResponse``."""
+        previous = self.prompt_task
+        if previous is not None and not previous.done():  # a cancelled prompt the agent has not closed
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(previous), self.agent.cancel_grace)
+            if not previous.done():
+                self.fail(f"the agent did not end a cancelled prompt within {self.agent.cancel_grace:g} s")
+                raise AgentFailure(self.failure)
+        self.turn, self.turn_ctx = TurnMap(ctx.turn_id), ctx
+        self._last_in = time.monotonic()
+        blocks = mapping.prompt_blocks(ctx.message, self.capabilities.get("promptCapabilities") or {})
+        token = _CAUSE.set(self._seq(ctx.chat, "chat/turnStarted", turnId=ctx.turn_id))
+        try:
+            self.prompt_task = asyncio.ensure_future(
+                self.conn.prompt(session_id=self.session_id, prompt=blocks)
+            )
+        finally:
+            _CAUSE.reset(token)
+        self.prompt_task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        return await self.until(self.prompt_task, None, "session/prompt", idle=True)
+
+    def finish_turn(self) -> None:
+        """Complete what only lives for the turn (the plan call) before the turn's end."""
+        if self.turn is not None:
+            for action in mapping.finish_plan(self.turn, self.resolver):
+                self.emit(action)
+
+    def end_turn(self) -> None:
+        self.turn, self.turn_ctx = None, None
+
+    def cancel(self, chat: str, turn_id: str) -> None:
+        """The AHP turn was cancelled: tell the agent (``session/cancel``) without waiting."""
+        self.end_turn()
+        if self.running and self.session_id is not None:
+            token = _CAUSE.set(self._seq(chat, "chat/turnCancelled", turnId=turn_id))
+            try:
+                self._spawn(asyncio.wait_for(self.conn.cancel(session_id=self.session_id), 5.0))
+            finally:
+                _CAUSE.reset(token)
+
+    def _seq(self, channel: str, action_type: str, **match: Any) -> tuple[int, ...]:
+        seq = self.ctx.latest_seq(channel, action_type, **match)
+        return () if seq is None else (seq,)
+
+    # -- config --------------------------------------------------------------------------------
+
+    async def set_config(self, key: str, value: Any) -> None:
+        """Send one config property to the agent (``session/set_mode`` or ``set_config_option``)."""
+        route = self.routes.get(key)
+        if route is None:
+            return
+        token = _CAUSE.set(self._seq(self.ctx.session, "session/configChanged"))
+        try:
+            if route[0] == "mode":
+                await self.until(
+                    self.conn.set_session_mode(session_id=self.session_id, mode_id=str(value)),
+                    self.agent.initialize_timeout,
+                    "session/set_mode",
+                )
+            else:
+                value = bool(value) if route[2] == "boolean" else str(value)
+                response = await self.until(
+                    self.conn.set_config_option(config_id=route[1], session_id=self.session_id, value=value),
+                    self.agent.initialize_timeout,
+                    "session/set_config_option",
+                )
+                values = mapping.values_from_options(
+                    _json(response.config_options) if response else [], self.routes
+                )
+                values.pop(key, None)
+                if values:
+                    self.ctx.update_config(values)
+        finally:
+            _CAUSE.reset(token)
+
+    # -- the SDK's Client interface: notifications ------------------------------------------------
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        """Map one ``session/update`` (synchronously, so the SDK's order is the order of actions)."""
+        if not self._check_session(session_id):
+            return
+        data = _json(update)
+        kind = data.get("sessionUpdate")
+        if kind == "current_mode_update":
+            self._link(self.ctx.update_config({mapping.MODE_PROPERTY: data.get("currentModeId")}))
+        elif kind == "config_option_update":
+            self._link(
+                self.ctx.update_config(mapping.values_from_options(data.get("configOptions"), self.routes))
+            )
+        elif kind == "available_commands_update":
+            self.ctx.set_commands(
+                [
+                    {
+                        "name": c.get("name"),
+                        "description": c.get("description", ""),
+                        "hint": (c.get("input") or {}).get("hint"),
+                    }
+                    for c in data.get("availableCommands") or ()
+                ]
+            )
+        elif kind == "session_info_update":
+            if isinstance(data.get("title"), str):
+                self._link(self.ctx.update_title(data["title"]))
+        elif kind in mapping.SESSION_UPDATES and self.turn is not None:
+            try:
+                actions = mapping.SESSION_UPDATES[kind](self.turn, data, self.resolver)
+            except ProtocolViolation as exc:
+                self.fail(str(exc))
+                return
+            for action in actions:
+                self.emit(action)
+
+    # -- the SDK's Client interface: permissions -----------------------------------------------
+
+    async def request_permission(self, session_id: str, tool_call: Any, options: list, **kwargs: Any) -> Any:
+        """Ask the person through an AHP confirmation; answer with the option they chose."""
+        cancelled = RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        if not self._check_session(session_id) or self.turn is None or self.turn_ctx is None:
+            return cancelled
+        turn, ctx = self.turn, self.turn_ctx
+        opts = _json(options)
+        ids = [o.get("optionId") for o in opts]
+        if not opts or len(opts) > MAX_PERMISSION_OPTIONS or len(set(ids)) != len(ids):
+            raise RequestError.invalid_params(
+                {"details": f"1 to {MAX_PERMISSION_OPTIONS} options with distinct ids are required"}
+            )
+        call, actions = mapping.permission_call(turn, _json(tool_call))
+        for action in actions:
+            self.emit(action)
+        if call.status in ("completed", "cancelled"):
+            return cancelled
+        key = (call.kind, call.title)
+        remembered = self.always.get(key)
+        if remembered == "allow":
+            chosen = _first(opts, "allow_always", "allow_once")
+            self.emit(mapping._ready(turn, call, confirmed="setting"))
+            call.status = "running"
+            return _selected(chosen)
+        self.emit(mapping.confirmation(turn, call, opts, self.resolver))
+        call.status = "pending-confirmation"
+        if remembered == "reject":
+            chosen = _first(opts, "reject_always", "reject_once")
+            self.emit(
+                {
+                    "type": "chat/toolCallConfirmed",
+                    "turnId": turn.turn_id,
+                    "toolCallId": call.id,
+                    "approved": False,
+                    "reason": "denied",
+                    **({"selectedOptionId": chosen} if chosen else {}),
+                }
+            )
+            call.status = "cancelled"
+            return _selected(chosen) if chosen else cancelled
+        self._waiting_person += 1
+        try:
+            state = await ctx.wait_tool_call(call.id, {"pending-confirmation"})
+        except asyncio.CancelledError:
+            return cancelled  # the turn ended while the person was deciding
+        finally:
+            self._waiting_person -= 1
+            self._last_in = time.monotonic()
+        status = state.get("status")
+        picked = (state.get("selectedOption") or {}).get("id")
+        by_id = {o["optionId"]: o for o in opts}
+        _CAUSE.set(self._seq(ctx.chat, "chat/toolCallConfirmed", toolCallId=call.id))
+        if status == "running":
+            call.status = "running"
+            chosen = picked if picked in by_id else _first(opts, "allow_once", "allow_always")
+            if call.content or call.locations:
+                self.emit(
+                    {
+                        "type": "chat/toolCallContentChanged",
+                        "turnId": turn.turn_id,
+                        "toolCallId": call.id,
+                        "content": mapping.tool_content(call, self.resolver),
+                    }
+                )
+        elif status == "cancelled" and state.get("reason") == "denied":
+            call.status = "cancelled"
+            chosen = picked if picked in by_id else _first(opts, "reject_once", "reject_always")
+        else:
+            call.status = str(status)
+            return cancelled
+        if chosen is None:
+            return cancelled
+        kind = by_id[chosen].get("kind")
+        if kind in ("allow_always", "reject_always"):
+            self.always[key] = "allow" if kind == "allow_always" else "reject"
+        return _selected(chosen)
+
+    # -- the SDK's Client interface: files -----------------------------------------------------
+
+    def _fs_call(self, verb: str, path: str, detail: str, ok: bool) -> None:
+        """Show a file request in the timeline: in the tool call it belongs to, or as its own call."""
+        turn = self.turn
+        if turn is None:
+            return
+        text = f"{verb} {path}: {detail}"
+        open_calls = [c for c in turn.calls.values() if c.status == "running" and c.id != turn.plan_call]
+        if open_calls and ok:
+            call = open_calls[-1]
+            call.content = [*call.content, {"type": "content", "content": {"type": "text", "text": text}}]
+            for action in mapping.advance(turn, call, self.resolver, content_changed=True):
+                self.emit(action)
+            return
+        call, start = mapping.permission_call(
+            turn,
+            {
+                "toolCallId": turn.new_id("fs"),
+                "kind": "read" if verb == "read" else "edit",
+                "title": f"{verb} {path}",
+            },
+        )
+        call.content = [{"type": "content", "content": {"type": "text", "text": text}}]
+        call.locations = [{"path": path}]
+        call.acp_status = "completed" if ok else "failed"
+        for action in [start, *mapping.advance(turn, call, self.resolver, content_changed=False)]:
+            self.emit(action)
+
+    async def read_text_file(
+        self, session_id: str, path: str, line: int | None = None, limit: int | None = None, **kwargs: Any
+    ) -> Any:
+        """``fs/read_text_file`` inside the session's working directories only."""
+        if not self._check_session(session_id) or not self.agent.fs:
+            raise RequestError.method_not_found("fs/read_text_file")
+        try:
+            content = self.ctx.read_text_file(path, line, limit)
+        except FileAccessDenied as exc:
+            self._fs_call("read", path, f"refused: {exc}", False)
+            raise RequestError(-32602, str(exc), {"path": path}) from None
+        except OSError as exc:
+            self._fs_call("read", path, f"failed: {exc}", False)
+            raise RequestError(-32603, str(exc), {"path": path}) from None
+        self._fs_call(
+            "read",
+            path,
+            f"{content.count(chr(10)) + bool(content and not content.endswith(chr(10)))} lines",
+            True,
+        )
+        return ReadTextFileResponse(content=content)
+
+    async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> Any:
+        """``fs/write_text_file`` inside the session's working directories only (nothing else is touched)."""
+        if not self._check_session(session_id) or not self.agent.fs:
+            raise RequestError.method_not_found("fs/write_text_file")
+        try:
+            self.ctx.write_text_file(path, content)
+        except FileAccessDenied as exc:
+            self._fs_call("write", path, f"refused: {exc}", False)
+            raise RequestError(-32602, str(exc), {"path": path}) from None
+        except OSError as exc:
+            self._fs_call("write", path, f"failed: {exc}", False)
+            raise RequestError(-32603, str(exc), {"path": path}) from None
+        self._fs_call("write", path, f"wrote {len(content.encode('utf-8')):,} bytes", True)
+        return WriteTextFileResponse()
+
+    # -- the SDK's Client interface: terminals -------------------------------------------------
+
+    def _terminal(self, session_id: str, terminal_id: str) -> Any:
+        if not self._check_session(session_id) or not self.agent.terminal:
+            raise RequestError.method_not_found("terminal/*")
+        terminal = self.terminals.get(terminal_id)
+        if terminal is None or terminal.released:
+            raise RequestError.invalid_params({"details": f"no terminal {terminal_id!r}"})
+        return terminal
+
+    async def create_terminal(
+        self,
+        session_id: str,
+        command: str,
+        args: list[str] | None = None,
+        env: list | None = None,
+        cwd: str | None = None,
+        output_byte_limit: int | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """``terminal/create``: the host runs the command in a working directory, as an AHP terminal."""
+        if not self._check_session(session_id) or not self.agent.terminal:
+            raise RequestError.method_not_found("terminal/create")
+        try:
+            terminal = await self.ctx.create_terminal(
+                command,
+                list(args or []),
+                env={e.name: e.value for e in env or ()},
+                cwd=cwd,
+                output_byte_limit=output_byte_limit,
+                on_output=self._terminal_output,
+            )
+        except FileAccessDenied as exc:
+            raise RequestError(-32602, str(exc), {"cwd": cwd}) from None
+        except OSError as exc:
+            raise RequestError(
+                -32603, f"the command could not be started: {exc}", {"command": command}
+            ) from None
+        terminal_id = f"term-{len(self.terminals) + 1}"
+        self.terminals[terminal_id] = terminal
+        turn = self.turn
+        if turn is not None:
+            running = [
+                c for c in turn.calls.values() if c.status in ("running", "streaming", "pending-confirmation")
+            ]
+            if running:
+                self.ctx.claim_terminal(terminal, turn.turn_id, running[-1].id)
+        return CreateTerminalResponse(terminal_id=terminal_id)
+
+    def _terminal_output(self, terminal: Any) -> None:
+        """Stream a terminal's output into every running tool call that shows it."""
+        turn = self.turn
+        if turn is None:
+            return
+        tid = next((k for k, v in self.terminals.items() if v is terminal), None)
+        for call in turn.calls.values():
+            shows = any(
+                isinstance(c, dict) and c.get("type") == "terminal" and c.get("terminalId") == tid
+                for c in call.content
+            )
+            if shows and call.status == "running":
+                self.emit(
+                    {
+                        "type": "chat/toolCallContentChanged",
+                        "turnId": turn.turn_id,
+                        "toolCallId": call.id,
+                        "content": mapping.tool_content(call, self.resolver),
+                    }
+                )
+
+    async def terminal_output(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
+        """``terminal/output``: what the command printed so far (and its exit status once it exited)."""
+        terminal = self._terminal(session_id, terminal_id)
+        text, truncated, code, signal = terminal.output()
+        status = TerminalExitStatus(exit_code=code, signal=signal) if terminal.exited else None
+        return TerminalOutputResponse(output=text, truncated=truncated, exit_status=status)
+
+    async def wait_for_terminal_exit(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
+        """``terminal/wait_for_exit``."""
+        code, signal = await self._terminal(session_id, terminal_id).wait_for_exit()
+        return WaitForTerminalExitResponse(exit_code=code, signal=signal)
+
+    async def kill_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
+        """``terminal/kill``: stop the command, keep its output."""
+        self._terminal(session_id, terminal_id).kill()
+        return None
+
+    async def release_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
+        """``terminal/release``: stop the command if needed and forget the id (the channel stays)."""
+        self._terminal(session_id, terminal_id).release()
+        return ReleaseTerminalResponse()
+
+    # -- the SDK's Client interface: the rest --------------------------------------------------
+
+    async def ext_method(self, method: str, params: dict) -> dict:
+        """Extension requests (``_...``) are not served."""
+        raise RequestError.method_not_found(f"_{method}")
+
+    async def ext_notification(self, method: str, params: dict) -> None:
+        """Extension notifications are ignored (their frames are still recorded)."""
+
+    def on_connect(self, conn: Any) -> None:
+        """The SDK hands over the connection (kept by ``start`` instead)."""
+
+    # -- content -------------------------------------------------------------------------------
+
+    def _put_content(self, data: str, content_type: str, binary: bool = False) -> dict:
+        if binary:
+            import base64
+
+            try:
+                return self.ctx.put_content(base64.b64decode(data), content_type)
+            except ValueError:
+                return self.ctx.put_content(data, content_type)
+        return self.ctx.put_content(data, content_type)
+
+
+def _first(options: list[dict], *kinds: str) -> str | None:
+    for kind in kinds:
+        for o in options:
+            if o.get("kind") == kind:
+                return o["optionId"]
+    return None
+
+
+def _selected(option_id: str | None) -> Any:
+    return RequestPermissionResponse(outcome=AllowedOutcome(option_id=option_id, outcome="selected"))
+
+
+def _file_uri(path: str) -> str:
+    from urllib.parse import quote
+
+    return "file://" + quote(os.path.abspath(path), safe="/:@!$&'()*+,;=-._~")

@@ -1,0 +1,128 @@
+"""A record of every ACP frame a bridge saw, linked to the AHP transitions each produced.
+
+The SDK calls an observer with every JSON-RPC message of a connection, both ways. The bridge
+turns each into an :class:`AcpFrame` and links it to server seqs: an incoming frame to the AHP
+actions its mapping applied; an outgoing frame to the AHP action that caused it (the turn that
+became ``session/prompt``, the confirmation that became a permission answer, the config change
+that became ``session/set_mode``). ``frames_for_seq`` is the link back.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["AcpFrame", "AcpFrameLog", "MAX_FRAMES", "MAX_FRAME_CHARS"]
+
+MAX_FRAMES = 50_000  # frames kept per agent (the oldest go first)
+MAX_FRAME_CHARS = 16_384  # a frame's JSON kept verbatim up to this size, else a preview
+
+
+@dataclass
+class AcpFrame:
+    """One JSON-RPC message between the host and an ACP agent."""
+
+    index: int
+    direction: str  # "in" (agent → host) or "out" (host → agent)
+    session: str  # the AHP session URI
+    message: Any  # the JSON message (or ``{"preview": ...}`` when it was too large)
+    ms: int
+    seqs: list[int] = field(default_factory=list)
+
+    @property
+    def method(self) -> str | None:
+        """The JSON-RPC method (``None`` for a response)."""
+        return self.message.get("method") if isinstance(self.message, dict) else None
+
+    @property
+    def kind(self) -> str:
+        """``request``, ``notification``, ``response`` or ``error``."""
+        m = self.message if isinstance(self.message, dict) else {}
+        if "method" in m:
+            return "request" if "id" in m else "notification"
+        return "error" if "error" in m else "response"
+
+    @property
+    def label(self) -> str:
+        """A short label: the method, the ``session/update`` kind, or ``response #id``."""
+        m = self.message if isinstance(self.message, dict) else {}
+        if m.get("method") == "session/update":
+            update = (m.get("params") or {}).get("update") or {}
+            return f"session/update {update.get('sessionUpdate', '?')}"
+        if "method" in m:
+            return str(m["method"])
+        return f"{'error' if 'error' in m else 'response'} #{m.get('id')}"
+
+    def to_json(self) -> dict:
+        """The frame as plain JSON (for exports and views)."""
+        return {
+            "index": self.index,
+            "direction": self.direction,
+            "session": self.session,
+            "kind": self.kind,
+            "label": self.label,
+            "ms": self.ms,
+            "seqs": list(self.seqs),
+            "message": self.message,
+        }
+
+
+def _bounded(message: Any) -> Any:
+    text = json.dumps(message, ensure_ascii=False, default=str)
+    if len(text) <= MAX_FRAME_CHARS:
+        return message
+    head = {k: message[k] for k in ("jsonrpc", "id", "method") if isinstance(message, dict) and k in message}
+    return {**head, "preview": text[:MAX_FRAME_CHARS], "size": len(text)}
+
+
+class AcpFrameLog:
+    """The frames of one :class:`~ahp_lab.agents.acp.AcpAgent`, newest last, with seq links."""
+
+    def __init__(self, limit: int = MAX_FRAMES) -> None:
+        self._frames: deque[AcpFrame] = deque(maxlen=limit)
+        self._by_seq: dict[int, list[AcpFrame]] = {}
+        self._counter = itertools.count()
+
+    def __len__(self) -> int:
+        return len(self._frames)
+
+    def __iter__(self):
+        return iter(list(self._frames))
+
+    def __getitem__(self, i: int | slice) -> Any:
+        return list(self._frames)[i]
+
+    def record(self, direction: str, session: str, message: Any, seqs: list[int] | None = None) -> AcpFrame:
+        """Add a frame (its message bounded to :data:`MAX_FRAME_CHARS`)."""
+        if len(self._frames) == self._frames.maxlen:
+            old = self._frames[0]
+            for seq in old.seqs:
+                bucket = self._by_seq.get(seq)
+                if bucket is not None and old in bucket:
+                    bucket.remove(old)
+                    if not bucket:
+                        del self._by_seq[seq]
+        frame = AcpFrame(next(self._counter), direction, session, _bounded(message), int(time.time() * 1000))
+        self._frames.append(frame)
+        for seq in seqs or ():
+            self.link(frame, seq)
+        return frame
+
+    def link(self, frame: AcpFrame, seq: int | None) -> None:
+        """Record that ``frame`` produced (or was caused by) the transition ``seq``."""
+        if seq is None or seq in frame.seqs:
+            return
+        frame.seqs.append(seq)
+        self._by_seq.setdefault(seq, []).append(frame)
+
+    def frames_for_seq(self, seq: int) -> list[AcpFrame]:
+        """The frames linked to a server seq (the way back from an AHP action)."""
+        return list(self._by_seq.get(seq, ()))
+
+    def for_session(self, session: str) -> list[AcpFrame]:
+        """The frames of one AHP session."""
+        return [f for f in self._frames if f.session == session]

@@ -1,0 +1,684 @@
+"""ACP → AHP, one table: what each ACP message becomes in the host's state.
+
+Read :data:`SESSION_UPDATES` top to bottom: every ``session/update`` variant, the function that
+maps it and the AHP actions it produces. The functions are pure apart from the ``ToolCalls``
+record of one turn they update; content that must be kept for ``resourceRead`` (diff sides,
+images) or that lives elsewhere (terminals) is reached through a :class:`Resolver` the bridge
+passes in. ``docs/acp.md`` is this table in prose, with what is lost on the way.
+
+============================  ======================================================================
+ACP                           AHP
+============================  ======================================================================
+initialize                    only the client capabilities the host honours (fs, terminal)
+session/new                   the session's working directories → ``cwd`` + ``additionalDirectories``;
+                              ``modes`` + ``configOptions`` → the session's ``config`` (schema, values)
+session/prompt                a turn: message text + attachments → content blocks
+  stopReason end_turn         ``chat/turnComplete``
+  refusal / max_tokens /      ``chat/error`` (``errorType`` = the stop reason)
+  max_turn_requests
+  cancelled                   (the turn was already ended by ``chat/turnCancelled``)
+session/cancel                sent when the AHP turn is cancelled
+agent_message_chunk           ``chat/responsePart`` (markdown, once per run of chunks) + ``chat/delta``
+agent_thought_chunk           ``chat/responsePart`` (reasoning) + ``chat/reasoning``
+tool_call                     ``chat/toolCallStart`` [+ ``toolCallReady``] [+ ``toolCallComplete``]
+tool_call_update              ``toolCallReady`` / ``toolCallContentChanged`` / ``toolCallComplete``
+session/request_permission    ``toolCallReady`` without ``confirmed`` → pending-confirmation
+plan                          a ``plan`` tool call whose checklist content is replaced in place
+available_commands_update     ``/`` completions (the ``completions`` command)
+current_mode_update           ``session/configChanged`` {mode}
+config_option_update          ``session/configChanged`` {option ids}
+session_info_update           ``session/titleChanged``
+usage_update                  ``chat/usage`` (``_meta.acp`` carries the context window)
+PromptResponse.usage          ``chat/usage``
+============================  ======================================================================
+"""
+
+from __future__ import annotations
+
+import base64
+import difflib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "SESSION_UPDATES",
+    "STOP_REASONS",
+    "OPTION_KINDS",
+    "MODE_PROPERTY",
+    "Resolver",
+    "ToolCalls",
+    "TurnMap",
+    "config_from_acp",
+    "values_from_options",
+    "prompt_blocks",
+    "confirmation_options",
+    "plan_markdown",
+]
+
+MODE_PROPERTY = "mode"
+MAX_ID = 200  # longest ACP id (tool call, option) the bridge accepts
+
+#: ACP stop reason → ``None`` (the turn completes) or the ``chat/error`` errorType and message.
+STOP_REASONS: dict[str, tuple[str, str] | None] = {
+    "end_turn": None,
+    "cancelled": None,
+    "refusal": ("refusal", "The agent refused to continue this turn"),
+    "max_tokens": ("maxTokens", "The agent reached its token limit for this turn"),
+    "max_turn_requests": ("maxTurnRequests", "The agent reached its limit of model requests for this turn"),
+}
+
+#: ACP permission option kind → AHP ``ConfirmationOption`` kind and group (0 = once, 1 = always).
+OPTION_KINDS: dict[str, tuple[str, int]] = {
+    "allow_once": ("approve", 0),
+    "allow_always": ("approve", 1),
+    "reject_once": ("deny", 0),
+    "reject_always": ("deny", 1),
+}
+
+# ACP tool call status → AHP tool-call status it drives the call to.
+_STATUS = {"pending": "streaming", "in_progress": "running", "completed": "completed", "failed": "completed"}
+
+
+@dataclass
+class Resolver:
+    """What the mapping needs from outside: keep content for ``resourceRead``, find terminals."""
+
+    put_content: Callable[..., dict]
+    terminal: Callable[[str], Any]  # terminalId -> host terminal handle (or None)
+    file_uri: Callable[[str], str]
+
+
+@dataclass
+class ToolCall:
+    """One ACP tool call as the bridge knows it, and the AHP status it has reached."""
+
+    id: str
+    title: str
+    kind: str
+    status: str = "streaming"  # AHP status
+    acp_status: str = "pending"
+    content: list = field(default_factory=list)
+    locations: list = field(default_factory=list)
+    raw_input: Any = None
+    raw_output: Any = None
+
+
+ToolCalls = dict[str, ToolCall]
+
+
+@dataclass
+class TurnMap:
+    """Per-turn mapping state: the open text part and the turn's tool calls."""
+
+    turn_id: str
+    text_part: tuple[str, str] | None = None  # (kind, part id) that chunks of that kind append to
+    calls: ToolCalls = field(default_factory=dict)
+    plan_call: str | None = None
+    usage: dict = field(default_factory=dict)
+    parts: int = 0
+
+    def new_id(self, prefix: str) -> str:
+        self.parts += 1
+        return f"{prefix}-{self.turn_id}-{self.parts}"
+
+
+# -- config: modes and config options --------------------------------------------------------------
+
+
+def _enum_property(title: str, description: str | None, choices: list[tuple[str, str, str | None]]) -> dict:
+    prop: dict[str, Any] = {
+        "type": "string",
+        "title": title,
+        "enum": [c[0] for c in choices],
+        "enumLabels": [c[1] for c in choices],
+        "enumDescriptions": [c[2] or "" for c in choices],
+        "sessionMutable": True,
+    }
+    if description:
+        prop["description"] = description
+    return prop
+
+
+def _select_choices(options: Any) -> list[tuple[str, str, str | None]]:
+    out = []
+    for item in options or ():
+        if isinstance(item, dict) and "options" in item:  # a group: flattened, its name is lost
+            out.extend(_select_choices(item["options"]))
+        elif isinstance(item, dict) and isinstance(item.get("value"), str):
+            out.append((item["value"], str(item.get("name") or item["value"]), item.get("description")))
+    return out
+
+
+def option_key(option: dict, legacy_modes: bool) -> str:
+    """The config property an ACP config option becomes (its id; the mode category is ``mode``)."""
+    if option.get("category") == "mode" and not legacy_modes:
+        return MODE_PROPERTY
+    return option["id"] if option["id"] != MODE_PROPERTY else "mode-option"
+
+
+def config_from_acp(modes: dict | None, options: list[dict] | None) -> tuple[dict | None, dict[str, tuple]]:
+    """``(config, routes)`` from ``session/new``'s ``modes`` and ``configOptions`` (JSON, camelCase).
+
+    ``config`` is ``{schema, values}`` (``None`` when the agent offers neither); ``routes`` maps a
+    property to how a change reaches the agent: ``("mode",)`` → ``session/set_mode``,
+    ``("option", id, type)`` → ``session/set_config_option``.
+    """
+    props: dict[str, dict] = {}
+    values: dict[str, Any] = {}
+    routes: dict[str, tuple] = {}
+    options = [o for o in options or () if isinstance(o, dict) and isinstance(o.get("id"), str)]
+    mode_option = any(o.get("category") == "mode" for o in options)
+    legacy = bool(modes) and not mode_option
+    if legacy:
+        choices = [
+            (m["id"], str(m.get("name") or m["id"]), m.get("description"))
+            for m in modes.get("availableModes") or ()
+            if isinstance(m, dict) and isinstance(m.get("id"), str)
+        ]
+        props[MODE_PROPERTY] = _enum_property("Mode", "How the agent works: its session mode", choices)
+        values[MODE_PROPERTY] = modes.get("currentModeId")
+        routes[MODE_PROPERTY] = ("mode",)
+    for option in options:
+        key = option_key(option, legacy)
+        if option.get("type") == "boolean":
+            prop: dict[str, Any] = {
+                "type": "boolean",
+                "title": str(option.get("name") or key),
+                "sessionMutable": True,
+            }
+            if option.get("description"):
+                prop["description"] = option["description"]
+        elif option.get("type") == "select":
+            prop = _enum_property(
+                str(option.get("name") or key),
+                option.get("description"),
+                _select_choices(option.get("options")),
+            )
+        else:
+            continue  # an option type this host does not know: not offered
+        props[key] = prop
+        values[key] = option.get("currentValue")
+        routes[key] = ("option", option["id"], option.get("type"))
+    if not props:
+        return None, routes
+    return {"schema": {"type": "object", "properties": props}, "values": values}, routes
+
+
+def values_from_options(options: list[dict] | None, routes: dict[str, tuple]) -> dict:
+    """Config values from a ``configOptions`` list (``config_option_update``, set responses)."""
+    by_id = {r[1]: key for key, r in routes.items() if r[0] == "option"}
+    return {
+        by_id[o["id"]]: o.get("currentValue")
+        for o in options or ()
+        if isinstance(o, dict) and o.get("id") in by_id
+    }
+
+
+# -- prompts -----------------------------------------------------------------------------------------
+
+
+def prompt_blocks(message: dict, prompt_caps: dict) -> list[dict]:
+    """ACP content blocks for an AHP message: its text, then one block per attachment."""
+    blocks: list[dict] = [{"type": "text", "text": str(message.get("text", ""))}]
+    for att in message.get("attachments") or ():
+        if not isinstance(att, dict):
+            continue
+        kind, label = att.get("type"), str(att.get("label") or "attachment")
+        if kind == "resource" and isinstance(att.get("uri"), str):
+            block: dict[str, Any] = {"type": "resource_link", "uri": att["uri"], "name": label}
+            if att.get("contentType"):
+                block["mimeType"] = att["contentType"]
+            blocks.append(block)
+        elif kind == "embeddedResource" and isinstance(att.get("data"), str):
+            mime = str(att.get("contentType") or "application/octet-stream")
+            if mime.startswith("image/") and prompt_caps.get("image"):
+                blocks.append({"type": "image", "data": att["data"], "mimeType": mime})
+            elif prompt_caps.get("embeddedContext"):
+                uri = f"attachment:{label}"
+                if mime.startswith("text/"):
+                    text = base64.b64decode(att["data"]).decode("utf-8", "replace")
+                    blocks.append(
+                        {"type": "resource", "resource": {"uri": uri, "text": text, "mimeType": mime}}
+                    )
+                else:
+                    blocks.append(
+                        {"type": "resource", "resource": {"uri": uri, "blob": att["data"], "mimeType": mime}}
+                    )
+            else:
+                blocks.append(
+                    {"type": "text", "text": f"[attachment {label} ({mime}) not supported by the agent]"}
+                )
+        else:
+            text = att.get("modelRepresentation") or att.get("resource") or label
+            blocks.append({"type": "text", "text": f"[{label}] {text}" if text != label else f"[{label}]"})
+    return blocks
+
+
+# -- streamed text ---------------------------------------------------------------------------------
+
+
+def _chunk_text(content: dict, resolver: Resolver) -> str | dict:
+    """Text of a content block, or a ``contentRef`` part for binary content."""
+    kind = content.get("type")
+    if kind == "text":
+        return str(content.get("text", ""))
+    if kind == "resource_link":
+        return f"[{content.get('title') or content.get('name') or content.get('uri')}]({content.get('uri')})"
+    if kind in ("image", "audio") and isinstance(content.get("data"), str):
+        ref = resolver.put_content(
+            content["data"], str(content.get("mimeType") or "application/octet-stream"), True
+        )
+        return {"kind": "contentRef", **ref}
+    if kind == "resource":
+        res = content.get("resource") or {}
+        if isinstance(res.get("text"), str):
+            return res["text"]
+        if isinstance(res.get("blob"), str):
+            return {
+                "kind": "contentRef",
+                **resolver.put_content(res["blob"], str(res.get("mimeType") or ""), True),
+            }
+    return f"[{kind} content]"
+
+
+def _stream(turn: TurnMap, part_kind: str, action_type: str, update: dict, resolver: Resolver) -> list[dict]:
+    text = _chunk_text(update.get("content") or {}, resolver)
+    if isinstance(text, dict):  # binary content: its own part, and the text run ends
+        turn.text_part = None
+        return [{"type": "chat/responsePart", "turnId": turn.turn_id, "part": text}]
+    out = []
+    if turn.text_part is None or turn.text_part[0] != part_kind:
+        part_id = turn.new_id("md" if part_kind == "markdown" else "rs")
+        turn.text_part = (part_kind, part_id)
+        out.append(
+            {
+                "type": "chat/responsePart",
+                "turnId": turn.turn_id,
+                "part": {"kind": part_kind, "id": part_id, "content": ""},
+            }
+        )
+    out.append({"type": action_type, "turnId": turn.turn_id, "partId": turn.text_part[1], "content": text})
+    return out
+
+
+def on_message_chunk(turn: TurnMap, update: dict, resolver: Resolver) -> list[dict]:
+    """``agent_message_chunk`` → a markdown part (when a new run of text starts) + ``chat/delta``."""
+    return _stream(turn, "markdown", "chat/delta", update, resolver)
+
+
+def on_thought_chunk(turn: TurnMap, update: dict, resolver: Resolver) -> list[dict]:
+    """``agent_thought_chunk`` → a reasoning part (when a new run starts) + ``chat/reasoning``."""
+    return _stream(turn, "reasoning", "chat/reasoning", update, resolver)
+
+
+# -- tool calls ------------------------------------------------------------------------------------
+
+
+def unified_diff(path: str, old: str | None, new: str) -> str:
+    """A unified diff of one file (``/dev/null`` for a created file)."""
+    lines = difflib.unified_diff(
+        (old or "").splitlines(keepends=True),
+        new.splitlines(keepends=True),
+        fromfile="/dev/null" if old is None else f"a{path}",
+        tofile=f"b{path}",
+    )
+    return "".join(
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
+    )
+
+
+def file_edit(item: dict, resolver: Resolver) -> dict:
+    """An ACP ``diff`` as an AHP ``FileEdit``, its sides kept for ``resourceRead``."""
+    path = str(item.get("path", ""))
+    old, new = item.get("oldText"), str(item.get("newText", ""))
+    uri = resolver.file_uri(path)
+    edit: dict[str, Any] = {"after": {"uri": uri, "content": resolver.put_content(new, "text/plain")}}
+    if old is not None:
+        edit["before"] = {"uri": uri, "content": resolver.put_content(str(old), "text/plain")}
+    added = removed = 0
+    for line in unified_diff(path, old, new).splitlines()[2:]:
+        added += line.startswith("+")
+        removed += line.startswith("-")
+    edit["diff"] = {"added": added, "removed": removed}
+    return edit
+
+
+def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
+    """Display-ready ``ToolResultContent[]``: text, diffs (a unified diff + a ``fileEdit``),
+    terminals (the terminal + its output so far), then the call's locations as resources."""
+    out: list[dict] = []
+    for item in call.content:
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "content":
+            block = item.get("content") or {}
+            btype = block.get("type")
+            if btype == "text":
+                out.append({"type": "text", "text": str(block.get("text", ""))})
+            elif btype in ("image", "audio") and isinstance(block.get("data"), str):
+                out.append(
+                    {
+                        "type": "embeddedResource",
+                        "data": block["data"],
+                        "contentType": str(block.get("mimeType")),
+                    }
+                )
+            elif btype == "resource_link":
+                ref = {"type": "resource", "uri": str(block.get("uri"))}
+                if block.get("mimeType"):
+                    ref["contentType"] = block["mimeType"]
+                out.append(ref)
+            elif btype == "resource":
+                res = block.get("resource") or {}
+                if isinstance(res.get("text"), str):
+                    out.append({"type": "text", "text": res["text"]})
+                elif isinstance(res.get("blob"), str):
+                    out.append(
+                        {
+                            "type": "embeddedResource",
+                            "data": res["blob"],
+                            "contentType": str(res.get("mimeType")),
+                        }
+                    )
+        elif kind == "diff":
+            out.append(
+                {
+                    "type": "text",
+                    "text": unified_diff(
+                        str(item.get("path")), item.get("oldText"), str(item.get("newText", ""))
+                    ),
+                }
+            )
+            out.append({"type": "fileEdit", **file_edit(item, resolver)})
+        elif kind == "terminal":
+            terminal = resolver.terminal(str(item.get("terminalId")))
+            if terminal is None:
+                out.append(
+                    {"type": "text", "text": f"[terminal {item.get('terminalId')} is not known to this host]"}
+                )
+                continue
+            text, truncated, code, signal = terminal.output()
+            entry: dict[str, Any] = {
+                "type": "terminal",
+                "resource": terminal.uri,
+                "title": terminal.title,
+                "isPty": False,
+            }
+            if terminal.exited:
+                result: dict[str, Any] = {"preview": text[-4000:], "truncated": truncated or len(text) > 4000}
+                if code is not None:
+                    result["exitCode"] = code
+                entry["result"] = result
+            out.append(entry)
+            out.append({"type": "text", "text": text if text else "(no output yet)"})
+    for loc in call.locations:
+        if isinstance(loc, dict) and isinstance(loc.get("path"), str):
+            uri = resolver.file_uri(loc["path"])
+            out.append(
+                {
+                    "type": "resource",
+                    "uri": f"{uri}#L{loc['line']}" if isinstance(loc.get("line"), int) else uri,
+                }
+            )
+    return out
+
+
+def _merge(call: ToolCall, update: dict) -> None:
+    if isinstance(update.get("title"), str):
+        call.title = update["title"]
+    if isinstance(update.get("kind"), str):
+        call.kind = update["kind"]
+    if isinstance(update.get("content"), list):
+        call.content = update["content"]
+    if isinstance(update.get("locations"), list):
+        call.locations = update["locations"]
+    if "rawInput" in update and update["rawInput"] is not None:
+        call.raw_input = update["rawInput"]
+    if "rawOutput" in update and update["rawOutput"] is not None:
+        call.raw_output = update["rawOutput"]
+
+
+def _input_json(call: ToolCall) -> str:
+    return json.dumps(call.raw_input if call.raw_input is not None else {}, ensure_ascii=False, default=str)
+
+
+def _base(turn: TurnMap, call: ToolCall) -> dict:
+    return {"turnId": turn.turn_id, "toolCallId": call.id}
+
+
+def _ready(turn: TurnMap, call: ToolCall, **extra: Any) -> dict:
+    return {
+        "type": "chat/toolCallReady",
+        **_base(turn, call),
+        "invocationMessage": call.title,
+        "toolInput": _input_json(call),
+        **extra,
+    }
+
+
+def _complete(turn: TurnMap, call: ToolCall, resolver: Resolver) -> dict:
+    ok = call.acp_status == "completed"
+    result: dict[str, Any] = {"success": ok, "pastTenseMessage": call.title}
+    content = tool_content(call, resolver)
+    if content:
+        result["content"] = content
+    if isinstance(call.raw_output, dict):
+        result["structuredContent"] = call.raw_output
+    if not ok:
+        texts = [c["text"] for c in content if c.get("type") == "text"]
+        result["error"] = {"message": (texts[0][:500] if texts else "") or f"{call.title} failed"}
+    return {"type": "chat/toolCallComplete", **_base(turn, call), "result": result}
+
+
+def advance(turn: TurnMap, call: ToolCall, resolver: Resolver, content_changed: bool) -> list[dict]:
+    """The actions that bring the AHP call to where the ACP status says it is."""
+    target = _STATUS.get(call.acp_status, call.status)
+    out: list[dict] = []
+    if call.status in ("completed", "cancelled"):
+        return out  # already ended on the AHP side (a denial, a turn end): later updates change nothing
+    if target in ("running", "completed") and call.status == "streaming":
+        out.append(_ready(turn, call, confirmed="not-needed"))
+        call.status = "running"
+        content_changed = True
+    if target == "completed" and call.status in ("running", "pending-confirmation"):
+        out.append(_complete(turn, call, resolver))
+        call.status = "completed"
+    elif call.status == "running" and content_changed:
+        content = tool_content(call, resolver)
+        out.append({"type": "chat/toolCallContentChanged", **_base(turn, call), "content": content})
+    return out
+
+
+def _start(turn: TurnMap, update: dict) -> tuple[ToolCall, dict]:
+    kind = str(update.get("kind") or "other")
+    title = str(update.get("title") or kind)
+    call = ToolCall(str(update["toolCallId"]), title, kind)
+    turn.calls[call.id] = call
+    turn.text_part = None
+    start = {
+        "type": "chat/toolCallStart",
+        **_base(turn, call),
+        "toolName": kind,
+        "displayName": title,
+        "_meta": {"acp": {"kind": kind}},
+    }
+    return call, start
+
+
+def on_tool_call(turn: TurnMap, update: dict, resolver: Resolver) -> list[dict]:
+    """``tool_call`` → ``toolCallStart``, then whatever its status already says (ready, complete)."""
+    known = turn.calls.get(str(update.get("toolCallId")))
+    if known is not None:  # announced again: an update
+        return on_tool_call_update(turn, update, resolver)
+    call, start = _start(turn, update)
+    _merge(call, update)
+    call.acp_status = str(update.get("status") or "pending")
+    return [start, *advance(turn, call, resolver, content_changed=False)]
+
+
+def on_tool_call_update(turn: TurnMap, update: dict, resolver: Resolver) -> list[dict]:
+    """``tool_call_update`` → ready / content changed / complete, as the merged fields say."""
+    call = turn.calls.get(str(update.get("toolCallId")))
+    if call is None:
+        raise ProtocolViolation(
+            f"the agent updated tool call {update.get('toolCallId')!r}, which it never announced"
+        )
+    _merge(call, update)
+    if isinstance(update.get("status"), str):
+        call.acp_status = update["status"]
+    changed = any(update.get(k) is not None for k in ("content", "locations"))
+    return advance(turn, call, resolver, content_changed=changed)
+
+
+def permission_call(turn: TurnMap, update: dict) -> tuple[ToolCall, list[dict]]:
+    """The call a ``session/request_permission`` is about (announced now when it is new)."""
+    call = turn.calls.get(str(update.get("toolCallId")))
+    out: list[dict] = []
+    if call is None:
+        call, start = _start(turn, update)
+        out.append(start)
+    _merge(call, update)
+    return call, out
+
+
+def confirmation_options(options: list[dict]) -> list[dict]:
+    """ACP permission options → AHP ``ConfirmationOption[]`` (ids kept, kinds per :data:`OPTION_KINDS`)."""
+    out = []
+    for o in options:
+        kind, group = OPTION_KINDS.get(str(o.get("kind")), ("deny", 0))
+        out.append(
+            {
+                "id": str(o["optionId"]),
+                "label": str(o.get("name") or o["optionId"]),
+                "kind": kind,
+                "group": group,
+            }
+        )
+    return out
+
+
+def confirmation(turn: TurnMap, call: ToolCall, options: list[dict], resolver: Resolver) -> dict:
+    """The ``toolCallReady`` (no ``confirmed``) that puts a call in pending-confirmation."""
+    title_md = f"**{call.title}**"
+    diffs = [c for c in call.content if isinstance(c, dict) and c.get("type") == "diff"]
+    texts = [
+        c["content"]["text"]
+        for c in call.content
+        if isinstance(c, dict)
+        and c.get("type") == "content"
+        and (c.get("content") or {}).get("type") == "text"
+    ]
+    for text in texts:
+        title_md += f"\n\n{text}"
+    for d in diffs:
+        title_md += (
+            f"\n\n```diff\n{unified_diff(str(d.get('path')), d.get('oldText'), str(d.get('newText', '')))}```"
+        )
+    extra: dict[str, Any] = {
+        "confirmationTitle": {"markdown": title_md},
+        "options": confirmation_options(options),
+        "editable": False,
+    }
+    if diffs:
+        extra["edits"] = {"items": [file_edit(d, resolver) for d in diffs]}
+    return _ready(turn, call, **extra)
+
+
+# -- plans -----------------------------------------------------------------------------------------
+
+_CHECK = {"completed": "[x]", "in_progress": "[-]", "pending": "[ ]"}
+
+
+def plan_markdown(entries: list[dict]) -> str:
+    """A checklist, one line per plan entry with its status (and priority when not medium)."""
+    lines = []
+    for e in entries:
+        status = str(e.get("status") or "pending")
+        priority = str(e.get("priority") or "medium")
+        note = f" ({status.replace('_', ' ')}{', ' + priority + ' priority' if priority != 'medium' else ''})"
+        lines.append(f"- {_CHECK.get(status, '[ ]')} {e.get('content', '')}{note}")
+    return "\n".join(lines) or "(the plan is empty)"
+
+
+def on_plan(turn: TurnMap, update: dict, resolver: Resolver) -> list[dict]:
+    """``plan`` → a ``plan`` tool call (running) whose checklist content each revision replaces.
+
+    AHP can only append to a markdown part, so a plan that is revised in place travels as the
+    content of a tool call; the turn's end completes it with the last checklist.
+    """
+    text = plan_markdown([e for e in update.get("entries") or () if isinstance(e, dict)])
+    out: list[dict] = []
+    if turn.plan_call is None:
+        call, start = _start(turn, {"toolCallId": turn.new_id("plan"), "kind": "plan", "title": "Plan"})
+        call.acp_status = "in_progress"
+        turn.plan_call = call.id
+        out += [start, *advance(turn, call, resolver, content_changed=False)]
+    call = turn.calls[turn.plan_call]
+    call.content = [{"type": "content", "content": {"type": "text", "text": text}}]
+    out.append(
+        {
+            "type": "chat/toolCallContentChanged",
+            **_base(turn, call),
+            "content": [{"type": "text", "text": text}],
+        }
+    )
+    return out
+
+
+def finish_plan(turn: TurnMap, resolver: Resolver) -> list[dict]:
+    """Complete the turn's plan call (so the turn's end does not mark it skipped)."""
+    call = turn.calls.get(turn.plan_call or "")
+    if call is None or call.status != "running":
+        return []
+    call.acp_status = "completed"
+    return advance(turn, call, resolver, content_changed=False)
+
+
+# -- usage -----------------------------------------------------------------------------------------
+
+
+def usage_action(turn: TurnMap, tokens: dict | None = None, window: dict | None = None) -> dict:
+    """``chat/usage`` from ``PromptResponse.usage`` (tokens) or ``usage_update`` (context window)."""
+    if tokens:
+        turn.usage = {
+            k2: tokens[k1]
+            for k1, k2 in (
+                ("inputTokens", "inputTokens"),
+                ("outputTokens", "outputTokens"),
+                ("cachedReadTokens", "cacheReadTokens"),
+            )
+            if isinstance(tokens.get(k1), int)
+        }
+    usage = dict(turn.usage)
+    if window:
+        usage["_meta"] = {
+            "acp": {k: window[k] for k in ("used", "size", "cost") if window.get(k) is not None}
+        }
+    return {"type": "chat/usage", "turnId": turn.turn_id, "usage": usage}
+
+
+def on_usage(turn: TurnMap, update: dict, resolver: Resolver) -> list[dict]:
+    """``usage_update`` → ``chat/usage`` with the last token counts and the context window in ``_meta``."""
+    return [usage_action(turn, window=update)]
+
+
+class ProtocolViolation(Exception):
+    """The agent broke ACP (an unknown session, an unknown tool call, a second response, ...)."""
+
+
+#: ``session/update`` kind → the function mapping it to chat actions of the current turn.
+#: Session-level updates (modes, config options, commands, session info) are handled by the
+#: bridge on the session, in or out of a turn; ``user_message_chunk`` (history replayed by
+#: ``session/load``) is not mapped.
+SESSION_UPDATES: dict[str, Callable[[TurnMap, dict, Resolver], list[dict]]] = {
+    "agent_message_chunk": on_message_chunk,
+    "agent_thought_chunk": on_thought_chunk,
+    "tool_call": on_tool_call,
+    "tool_call_update": on_tool_call_update,
+    "plan": on_plan,
+    "usage_update": on_usage,
+}
+SESSION_LEVEL_UPDATES = frozenset(
+    {"current_mode_update", "config_option_update", "available_commands_update", "session_info_update"}
+)
