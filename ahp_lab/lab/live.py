@@ -85,6 +85,7 @@ class Lab(LabBase):
         mcp_servers: dict | None = None,
         roots: list | tuple | None = None,
         limits: Any = None,
+        working_directories: list | tuple = (),
     ) -> None:
         self.host = host or Host(
             agent,
@@ -109,6 +110,7 @@ class Lab(LabBase):
         self.chat: str | None = None
         self._policies: dict[str, TurnPolicy] = {}
         self._title = title
+        self._working_directories = [Path(d).resolve().as_uri() for d in working_directories]
         self._background: set[asyncio.Task] = set()
         self.client.on_change(self._on_client_change)
         if connect:
@@ -123,7 +125,8 @@ class Lab(LabBase):
 
     async def _start(self) -> None:
         await self.client.initialize([ROOT])
-        self.session = await self.client.create_session(title=self._title)
+        extra = {"workingDirectories": self._working_directories} if self._working_directories else {}
+        self.session = await self.client.create_session(title=self._title, **extra)
         state = await self.client.wait_for(
             self.session,
             lambda s: s if s and s.get("lifecycle") in ("ready", "creationFailed") else None,
@@ -381,7 +384,8 @@ class Lab(LabBase):
         base = {"turnId": turn_id, "toolCallId": tc.get("toolCallId")}
         if tc.get("status") == "pending-result-confirmation":
             approved = verdict not in (False, "deny") and not (
-                isinstance(verdict, str) and self._option_kind(tc, verdict) == "deny"
+                (isinstance(verdict, str) and self._option_kind(tc, verdict) == "deny")
+                or (isinstance(verdict, dict) and verdict.get("deny"))
             )
             return {"type": "chat/toolCallResultConfirmed", **base, "approved": approved}
         action: dict[str, Any] = {"type": "chat/toolCallConfirmed", **base}
@@ -389,7 +393,9 @@ class Lab(LabBase):
         option = verdict if isinstance(verdict, str) and verdict not in ("deny", "approve") else None
         if isinstance(verdict, dict) and verdict.get("option"):
             option = verdict["option"]
-        approved = verdict not in (False, "deny")
+        approved = verdict not in (False, "deny") and not (isinstance(verdict, dict) and verdict.get("deny"))
+        if option is None and tc.get("options"):  # the first one-time option of the verdict's kind
+            option = _default_option(tc["options"], "approve" if approved else "deny")
         if option is not None:
             kind = self._option_kind(tc, option)
             if kind is None:
@@ -433,15 +439,33 @@ class Lab(LabBase):
         verdict = {"option": option, "edit": edit} if (option or edit is not None) else True
         return self._answer_call(tool_call_id, verdict, chat)
 
-    def deny(self, tool_call_id: str | None = None, *, chat: str | None = None) -> Transition | None:
-        """Deny a tool call waiting for confirmation (or reject a result waiting for confirmation)."""
-        return self._answer_call(tool_call_id, False, chat)
+    def deny(
+        self, tool_call_id: str | None = None, *, option: str | None = None, chat: str | None = None
+    ) -> Transition | None:
+        """Deny a tool call waiting for confirmation (or reject a result waiting for confirmation).
+
+        ``option`` picks one of the call's deny options (an ACP agent's ``reject_always``, say);
+        without it a call that has options gets its first one-time deny option.
+        """
+        return self._answer_call(tool_call_id, {"option": option, "deny": True} if option else False, chat)
+
+    async def restart_agent(self) -> None:
+        """Restart this session's agent backend now (an ACP agent: a fresh process, same mode and config)."""
+        await self.host.agent_sessions.restart(self.session)
+
+    @property
+    def acp_frames(self) -> list:
+        """Every ACP frame of this session (agents that record them, e.g. ``AcpAgent``), oldest first."""
+        frames = getattr(self.agent, "frames", None)
+        return frames.for_session(self.session) if frames is not None else []
 
     def _answer_call(self, tool_call_id: str | None, verdict: Any, chat: str | None) -> Transition | None:
         chat = chat or self.chat
         for approval in list(self.client.approvals.values()):
             if tool_call_id in (None, approval.tool_call_id) and approval.chat == chat:
-                approval.approve() if verdict is not False else approval.deny()
+                approval.deny() if verdict is False or (
+                    isinstance(verdict, dict) and verdict.get("deny")
+                ) else approval.approve()
                 return None
         pending = self._pending_calls(chat)
         if tool_call_id is not None:
@@ -766,6 +790,12 @@ def _folders_resolved(session: Any) -> bool:
         for entry in session.get("customizations") or ()
         if entry.get("type") in ("plugin", "directory") and not entry.get("clientId")
     )
+def _default_option(options: list, kind: str) -> str | None:
+    """The first option of ``kind`` in the one-time group (group 0 or no group), else the first of ``kind``."""
+    of_kind = [o for o in options if isinstance(o, dict) and o.get("kind") == kind]
+    once = [o for o in of_kind if not o.get("group")]
+    chosen = (once or of_kind or [None])[0]
+    return chosen.get("id") if chosen else None
 
 
 def _attach_customizations(host: Host, plugins: Any, directories: Any, mcp_servers: Any) -> tuple:
