@@ -30,6 +30,7 @@ option ``verbosity`` (``brief`` / ``detailed``). Every permission outcome is rep
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 import uuid
@@ -211,10 +212,8 @@ class OfflineAgent:
             if session.cancelled.is_set():
                 return "cancelled"
             await self.say(sid, f"tick {i + 1} ")
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(session.cancelled.wait(), 0.05)
-            except asyncio.TimeoutError:
-                pass
         return None
 
     async def do_config(self, sid: str, session: _Session, args: list[str]) -> None:
