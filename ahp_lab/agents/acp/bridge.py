@@ -133,6 +133,7 @@ class Bridge:
         self.failure: str | None = None
         self._failed = asyncio.Event()
         self._answered: set = set()
+        self._new_session_request: Any = None
         self._last_in = time.monotonic()
         self._waiting_person = 0
         self._stderr = bytearray()
@@ -152,7 +153,7 @@ class Bridge:
     async def start(self) -> dict | None:
         """Spawn the agent, ``initialize`` and ``session/new``; returns the session's config."""
         agent = self.agent
-        self.failure, self._stopping = None, False
+        self.failure, self._stopping, self.session_id = None, False, None
         self._failed = asyncio.Event()
         self._answered.clear()
         self._stderr.clear()
@@ -342,9 +343,14 @@ class Bridge:
                 if message["id"] in self._answered:
                     self.fail(f"the agent sent a second response to request #{message['id']}")
                 self._answered.add(message["id"])
+                if message["id"] == self._new_session_request and isinstance(message.get("result"), dict):
+                    # known before any later update is handled (they may follow the response at once)
+                    self.session_id = message["result"].get("sessionId")
             frame = self.agent.frames.record("in", self.ctx.session, message)
             _FRAME.set(frame)
         else:
+            if message.get("method") == "session/new":
+                self._new_session_request = message.get("id")
             self.agent.frames.record("out", self.ctx.session, message, list(_CAUSE.get()))
 
     def _link(self, seq: int | None) -> None:
@@ -578,7 +584,7 @@ class Bridge:
             for action in mapping.advance(turn, call, self.resolver, content_changed=True):
                 self.emit(action)
             return
-        call, start = mapping.permission_call(
+        call, actions = mapping.permission_call(
             turn,
             {
                 "toolCallId": turn.new_id("fs"),
@@ -589,7 +595,7 @@ class Bridge:
         call.content = [{"type": "content", "content": {"type": "text", "text": text}}]
         call.locations = [{"path": path}]
         call.acp_status = "completed" if ok else "failed"
-        for action in [start, *mapping.advance(turn, call, self.resolver, content_changed=False)]:
+        for action in [*actions, *mapping.advance(turn, call, self.resolver, content_changed=False)]:
             self.emit(action)
 
     async def read_text_file(

@@ -9,6 +9,7 @@ that became ``session/set_mode``). ``frames_for_seq`` is the link back.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import time
@@ -86,6 +87,25 @@ class AcpFrameLog:
         self._frames: deque[AcpFrame] = deque(maxlen=limit)
         self._by_seq: dict[int, list[AcpFrame]] = {}
         self._counter = itertools.count()
+        self._waiters: list[tuple[Any, asyncio.Future]] = []
+
+    @property
+    def next_index(self) -> int:
+        """The index the next frame will get (pass it as ``since`` to wait for a later frame)."""
+        return self._frames[-1].index + 1 if self._frames else 0
+
+    async def wait_for(self, check: Any, *, since: int = 0, timeout: float | None = 30) -> AcpFrame:
+        """The first frame with ``index >= since`` for which ``check(frame)`` is true (waits for it)."""
+        for frame in self._frames:
+            if frame.index >= since and check(frame):
+                return frame
+        future = asyncio.get_running_loop().create_future()
+        entry = (lambda f: f.index >= since and check(f), future)
+        self._waiters.append(entry)
+        try:
+            return await asyncio.wait_for(future, timeout)
+        finally:
+            self._waiters.remove(entry)
 
     def __len__(self) -> int:
         return len(self._frames)
@@ -110,6 +130,9 @@ class AcpFrameLog:
         self._frames.append(frame)
         for seq in seqs or ():
             self.link(frame, seq)
+        for check, future in list(self._waiters):
+            if not future.done() and check(frame):
+                future.set_result(frame)
         return frame
 
     def link(self, frame: AcpFrame, seq: int | None) -> None:

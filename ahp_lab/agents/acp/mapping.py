@@ -611,9 +611,9 @@ def on_plan(turn: TurnMap, update: dict, resolver: Resolver) -> list[dict]:
     out: list[dict] = []
     if turn.plan_call is None:
         call, start = _start(turn, {"toolCallId": turn.new_id("plan"), "kind": "plan", "title": "Plan"})
-        call.acp_status = "in_progress"
+        call.acp_status, call.status = "in_progress", "running"
         turn.plan_call = call.id
-        out += [start, *advance(turn, call, resolver, content_changed=False)]
+        out += [start, _ready(turn, call, confirmed="not-needed")]
     call = turn.calls[turn.plan_call]
     call.content = [{"type": "content", "content": {"type": "text", "text": text}}]
     out.append(

@@ -1,0 +1,94 @@
+"""A misbehaving ACP agent for the failure tests: plain JSON-RPC lines, one bad behaviour per run.
+
+``python bad_agent.py MODE [MARKER]``. It answers ``initialize`` and ``session/new`` correctly
+(except in ``silent``), then on ``session/prompt`` does what MODE says:
+
+hang             never answers the prompt and sends nothing
+garbage          writes a line that is not JSON to stdout
+flood            writes 4 MB to stderr
+unknown_session  sends a session/update for a session it never created
+unknown_call     sends a tool_call_update for a tool call it never announced
+second_response  answers session/new a second time
+late_permission  streams a chunk, waits for session/cancel, then asks permission
+crash_then_silent  crashes on the prompt; a respawn (MARKER exists) never answers initialize
+silent           never answers initialize
+"""
+
+import json
+import os
+import sys
+
+MODE = sys.argv[1]
+MARKER = sys.argv[2] if len(sys.argv) > 2 else None
+
+
+def send(message: dict) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def update(session: str, update: dict) -> None:
+    send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session, "update": update}})
+
+
+def chunk(text: str) -> dict:
+    return {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+
+
+silent = MODE == "silent" or (MODE == "crash_then_silent" and MARKER and os.path.exists(MARKER))
+if MODE == "crash_then_silent" and MARKER and not silent:
+    open(MARKER, "w").close()
+sys.stderr.write(f"bad agent starting in {MODE} mode; api_key=hunter2-secret-value\n")
+sys.stderr.flush()
+
+for line in sys.stdin:
+    msg = json.loads(line)
+    method, mid = msg.get("method"), msg.get("id")
+    if method == "initialize":
+        if not silent:
+            send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": 1, "agentCapabilities": {}}})
+    elif method == "session/new":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"sessionId": "s1"}})
+        new_id = mid
+    elif method == "session/prompt":
+        update("s1", chunk("working... "))
+        if MODE == "hang":
+            continue
+        if MODE == "garbage":
+            sys.stdout.write("this is not JSON at all\n")
+            sys.stdout.flush()
+        elif MODE == "flood":
+            block = "x" * 65536 + "\n"
+            for _ in range(64):
+                sys.stderr.write(block)
+            sys.stderr.flush()
+        elif MODE == "unknown_session":
+            update("someone-else", chunk("hi"))
+        elif MODE == "unknown_call":
+            update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "ghost", "status": "completed"})
+        elif MODE == "second_response":
+            send({"jsonrpc": "2.0", "id": new_id, "result": {"sessionId": "s1"}})
+        elif MODE == "crash_then_silent":
+            sys.stderr.write("crashing now\n")
+            sys.stderr.flush()
+            os._exit(5)
+        elif MODE == "late_permission":
+            prompt_id = mid
+            continue
+    elif method == "session/cancel" and MODE == "late_permission":
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 900,
+                "method": "session/request_permission",
+                "params": {
+                    "sessionId": "s1",
+                    "toolCall": {"toolCallId": "late", "title": "Late request", "kind": "edit"},
+                    "options": [{"optionId": "yes", "name": "Yes", "kind": "allow_once"}],
+                },
+            }
+        )
+    elif "result" in msg and mid == 900:
+        sys.stderr.write(f"permission outcome: {json.dumps(msg['result'])}\n")
+        sys.stderr.flush()
+        send({"jsonrpc": "2.0", "id": prompt_id, "result": {"stopReason": "cancelled"}})

@@ -1,0 +1,322 @@
+"""The ACP bridge against the offline example agent, spawned as a real subprocess over stdio."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .conftest import acp_lab, arun, assert_replays, pending_call, transitions
+
+
+def test_streamed_text_arrives_as_one_delta_per_acp_chunk(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with acp_lab(tmp_path) as lab:
+            turn = await lab.send("hello")
+            assert turn.status == "complete"
+            assert turn.text == "Hello from the offline ACP agent! I speak real ACP over stdio. "
+            assert turn.reasoning == "The user greeted me; I will answer briefly."
+            chunks = [f for f in lab.acp_frames if f.label == "session/update agent_message_chunk"]
+            deltas = transitions(lab, "chat/delta", "agent")
+            assert len(chunks) == len(deltas) == len(turn.text.split(" ")) - 1
+            # linked both ways: each chunk produced its delta, and the delta names its chunk
+            for frame, delta in zip(chunks, deltas, strict=True):
+                assert delta.seq in frame.seqs
+                assert lab.agent.frames.frames_for_seq(delta.seq) == [frame]
+                assert delta.action["content"] == frame.message["params"]["update"]["content"]["text"]
+            prompt = next(f for f in lab.acp_frames if f.label == "session/prompt")
+            started = transitions(lab, "chat/turnStarted")[-1]
+            assert prompt.seqs == [started.seq]
+            assert prompt.message["params"]["prompt"] == [{"type": "text", "text": "hello"}]
+            assert_replays(lab)
+
+    arun(go())
+
+
+def test_session_config_schema_comes_from_modes_and_config_options(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with acp_lab(tmp_path) as lab:
+            config = lab.session_state["config"]
+            mode = config["schema"]["properties"]["mode"]
+            assert mode["enum"] == ["ask", "code", "plan"]
+            assert mode["enumLabels"] == ["Ask", "Code", "Plan"]
+            assert mode["enumDescriptions"][0] == "Request permission before making any changes"
+            assert mode["sessionMutable"] is True
+            verbosity = config["schema"]["properties"]["verbosity"]
+            assert verbosity["enum"] == ["brief", "detailed"] and verbosity["sessionMutable"] is True
+            assert config["values"] == {"mode": "ask", "verbosity": "brief"}
+            # the first state of the session already had it (no action changes a schema)
+            first = next(t for t in lab.transitions if t.channel == lab.session).before
+            assert first["lifecycle"] == "creating" and first["config"]["schema"] == config["schema"]
+            resolved = await lab.client.request("resolveSessionConfig", {"provider": "acp"})
+            assert resolved["schema"] == config["schema"]
+            assert lab.session_state["workingDirectories"] == [tmp_path.resolve().as_uri()]
+
+    arun(go())
+
+
+def test_permission_is_answered_from_an_ahp_confirmation_with_the_chosen_option(tmp_path: Path) -> None:
+    async def go() -> None:
+        target = tmp_path / "notes.txt"
+        target.write_text("old line\n")
+        async with acp_lab(tmp_path) as lab:
+            pending = lab.start("edit notes.txt new line")
+            tc = await pending_call(lab)
+            assert [(o["id"], o["kind"], o["group"]) for o in tc["options"]] == [
+                ("allow-once", "approve", 0),
+                ("allow-always", "approve", 1),
+                ("reject-once", "deny", 0),
+                ("reject-always", "deny", 1),
+            ]
+            assert "-old line\n+new line" in tc["confirmationTitle"]["markdown"]
+            edit = tc["edits"]["items"][0]
+            assert edit["after"]["uri"] == target.resolve().as_uri()
+            assert edit["diff"] == {"added": 1, "removed": 1}
+            served = await lab.client.request("resourceRead", {"uri": edit["after"]["content"]["uri"]})
+            assert served["data"] == "new line\n"
+            lab.approve(option="allow-once")
+            turn = await pending
+            assert "permission: selected allow-once" in turn.text
+            assert target.read_text() == "new line\n"
+            call = next(c for c in turn.tool_calls if c.state["displayName"] == "Edit notes.txt")
+            assert call.state["status"] == "completed" and call.state["success"] is True
+            assert call.state["selectedOption"]["id"] == "allow-once"
+            texts = [c.get("text", "") for c in call.state["content"] if c["type"] == "text"]
+            assert any("-old line" in t and "+new line" in t for t in texts)  # the unified diff
+            assert any(c["type"] == "resource" and c["uri"].endswith("#L1") for c in call.state["content"])
+            # the answer the agent got is linked to the confirmation that decided it
+            confirmed = transitions(lab, "chat/toolCallConfirmed")[-1]
+            answer = next(
+                f
+                for f in lab.acp_frames
+                if f.direction == "out" and "result" in f.message and "outcome" in (f.message["result"] or {})
+            )
+            assert answer.message["result"]["outcome"] == {"outcome": "selected", "optionId": "allow-once"}
+            assert answer.seqs == [confirmed.seq]
+            assert_replays(lab)
+
+    arun(go())
+
+
+def test_plain_approve_and_deny_pick_the_one_time_options_and_always_is_remembered(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with acp_lab(tmp_path) as lab:
+            pending = lab.start("edit a.txt one")
+            await pending_call(lab)
+            lab.approve()
+            assert "permission: selected allow-once" in (await pending).text
+            pending = lab.start("edit a.txt two")
+            await pending_call(lab)
+            lab.deny()
+            turn = await pending
+            assert "permission: selected reject-once" in turn.text
+            assert (tmp_path / "a.txt").read_text() == "one\n"
+            pending = lab.start("edit a.txt three")
+            await pending_call(lab)
+            lab.deny(option="reject-always")
+            assert "permission: selected reject-always" in (await pending).text
+            # remembered for the session: the next edit of the same kind is refused without asking
+            turn = await lab.send("edit a.txt four")
+            assert "permission: selected reject-always" in turn.text
+            assert (tmp_path / "a.txt").read_text() == "one\n"
+            edit = next(c for c in turn.tool_calls if c.state["displayName"] == "Edit a.txt")
+            assert edit.state["status"] == "cancelled" and edit.state["reason"] == "denied"
+
+    arun(go())
+
+
+def test_mode_changes_in_both_directions(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with acp_lab(tmp_path) as lab:
+            await lab.adispatch({"type": "session/configChanged", "config": {"mode": "code"}})
+            set_mode = await _frame(lab, "session/set_mode")
+            assert set_mode.message["params"]["modeId"] == "code"
+            assert set_mode.seqs == [transitions(lab, "session/configChanged")[-1].seq]
+            assert (await lab.send("config")).text == "mode=code verbosity=brief"
+            turn = await lab.send("mode plan")  # the agent switches itself: current_mode_update
+            assert "switched myself to plan" in turn.text
+            assert lab.session_state["config"]["values"]["mode"] == "plan"
+            change = transitions(lab, "session/configChanged", "agent")[-1]
+            assert change.action["config"] == {"mode": "plan"}
+            assert (
+                lab.agent.frames.frames_for_seq(change.seq)[0].label == "session/update current_mode_update"
+            )
+
+    arun(go())
+
+
+def test_config_option_change_and_refused_values(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with acp_lab(tmp_path) as lab:
+            await lab.adispatch({"type": "session/configChanged", "config": {"verbosity": "detailed"}})
+            await _frame(lab, "session/set_config_option")
+            assert (await lab.send("config")).text == "mode=ask verbosity=detailed"
+            # a value outside the enum never reaches the agent
+            rejected = None
+            try:
+                await lab.adispatch({"type": "session/configChanged", "config": {"verbosity": "shouting"}})
+            except Exception as exc:  # ActionRejected with the host's reason
+                rejected = str(exc)
+            # the agent refusing a value the schema allows puts the previous value back
+            await lab.send("verbosity brief")
+            assert lab.session_state["config"]["values"]["verbosity"] == "brief"
+            assert rejected is None or "verbosity" in rejected
+
+    arun(go())
+
+
+def test_exit_plan_mode_end_to_end(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with acp_lab(tmp_path) as lab:
+            await lab.adispatch({"type": "session/configChanged", "config": {"mode": "plan"}})
+            await _frame(lab, "session/set_mode")
+            pending = lab.start("exit plan")
+            tc = await pending_call(lab)
+            assert tc["toolName"] == "switch_mode"
+            assert [o["id"] for o in tc["options"]] == ["code", "ask", "reject"]
+            assert "Implementation Plan" in tc["confirmationTitle"]["markdown"]
+            lab.approve(option="code")
+            turn = await pending
+            assert "Switched to code mode." in turn.text
+            assert lab.session_state["config"]["values"]["mode"] == "code"
+            assert_replays(lab)
+
+    arun(go())
+
+
+def test_cancel_mid_turn_sends_session_cancel_and_the_next_turn_works(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with acp_lab(tmp_path) as lab:
+            pending = lab.start("slow")
+            await lab.wait_for(
+                lambda c: "tick 3" in str((c.get("activeTurn") or {}).get("responseParts")) or None
+            )
+            await lab.cancel()
+            turn = await pending
+            assert turn.status == "cancelled"
+            cancel = await _frame(lab, "session/cancel")
+            assert cancel.seqs == [transitions(lab, "chat/turnCancelled")[-1].seq]
+            # the agent closes the prompt with stopReason cancelled; the next turn is a fresh prompt
+            turn = await lab.send("hello")
+            assert turn.status == "complete" and "offline ACP agent" in turn.text
+            assert "tick" not in turn.text
+
+    arun(go())
+
+
+def test_crash_mid_turn_then_restart_restores_the_mode(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with acp_lab(tmp_path) as lab:
+            await lab.adispatch({"type": "session/configChanged", "config": {"mode": "code"}})
+            await _frame(lab, "session/set_mode")
+            turn = await lab.send("crash")
+            assert turn.status == "error"
+            message = turn.error["message"]
+            assert "exited unexpectedly (exit code 3)" in message
+            assert "crashing on purpose" in message  # the stderr tail...
+            assert "sk-test1234567890abcdef" not in message and "[redacted]" in message  # ...redacted
+            assert "About to crash" in turn.text  # what streamed before the crash stays
+            await lab.restart_agent()
+            turn = await lab.send("config")
+            assert turn.text == "mode=code verbosity=brief"
+            # a crash without restart_agent(): the next turn respawns by itself
+            await lab.send("crash")
+            assert (await lab.send("hello")).status == "complete"
+
+    arun(go())
+
+
+def test_out_of_tree_write_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    async def go() -> None:
+        work = tmp_path / "work"
+        work.mkdir()
+        outside = tmp_path / "outside.txt"
+        async with acp_lab(work) as lab:
+            for path in (outside, work / ".." / "outside.txt"):
+                turn = await lab.send(f"write {path} pwned")
+                assert (
+                    "write refused" in turn.text and "outside the session's working directories" in turn.text
+                )
+                assert not outside.exists()
+                call = turn.tool_calls[-1]
+                assert call.state["status"] == "completed" and call.state["success"] is False
+            turn = await lab.send("read /etc/passwd")
+            assert "could not read" in turn.text and "root:" not in str(turn.state)
+            turn = await lab.send("write inside.txt fine")
+            assert (work / "inside.txt").read_text() == "fine\n"
+
+    arun(go())
+
+
+def test_terminal_output_is_streamed_into_the_tool_call(tmp_path: Path) -> None:
+    async def go() -> None:
+        script = tmp_path / "count.py"
+        script.write_text(
+            "import sys, time\nfor i in range(3):\n    print('line', i, flush=True)\n    time.sleep(0.15)\n"
+        )
+        async with acp_lab(tmp_path) as lab:
+            turn = await lab.send(f"run {sys.executable} count.py")
+            assert turn.status == "complete"
+            assert "exited with 0" in turn.text
+            call = turn.tool_calls[0]
+            terminal = next(c for c in call.state["content"] if c["type"] == "terminal")
+            assert terminal["result"]["exitCode"] == 0
+            assert "line 2" in terminal["result"]["preview"]
+            # streamed: the running call's content grew while the command ran
+            shown = [
+                next((c["text"] for c in t.action["content"] if c["type"] == "text"), "")
+                for t in transitions(lab, "chat/toolCallContentChanged")
+                if t.action["toolCallId"] == call.state["toolCallId"]
+            ]
+            assert any("line 0" in s and "line 2" not in s for s in shown)
+            # the AHP terminal channel holds the output, claimed by the tool call
+            state = lab.store.state(terminal["resource"])
+            assert "line 0" in "".join(str(p.get("value", "")) for p in state["content"])
+            assert state["exitCode"] == 0
+            assert_replays(lab)
+
+    arun(go())
+
+
+def test_plan_is_a_checklist_updated_in_place(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with acp_lab(tmp_path) as lab:
+            turn = await lab.send("plan")
+            plans = [c for c in turn.tool_calls if c.state["toolName"] == "plan"]
+            assert len(plans) == 1
+            final = plans[0].state
+            assert final["status"] == "completed"
+            assert final["content"][0]["text"].splitlines() == [
+                "- [x] Read the code (completed)",
+                "- [x] Write the change (completed)",
+                "- [x] Run the tests (completed)",
+            ]
+            revisions = [
+                t
+                for t in transitions(lab, "chat/toolCallContentChanged")
+                if t.action["toolCallId"] == final["toolCallId"]
+            ]
+            assert len(revisions) == 4  # one per ACP plan update, each replacing the checklist
+            assert "- [-] Read the code (in progress)" in revisions[0].action["content"][0]["text"]
+
+    arun(go())
+
+
+def test_usage_refusal_and_slash_commands(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with acp_lab(tmp_path) as lab:
+            turn = await lab.send("usage")
+            assert turn.state["usage"] == {"inputTokens": 1, "outputTokens": 42}
+            turn = await lab.send("refuse")
+            assert turn.status == "error" and turn.error["errorType"] == "refusal"
+            items = await lab.client.request(
+                "completions", {"channel": lab.chat, "kind": "userMessage", "text": "/pl", "offset": 3}
+            )
+            assert [i["insertText"] for i in items["items"]] == ["/plan "]
+            assert (await lab.send("hello")).status == "complete"  # still usable after a refusal
+
+    arun(go())
+
+
+async def _frame(lab, label: str, timeout: float = 20):
+    """The first frame with that label (the frame log wakes the waiter when one arrives)."""
+    return await lab.agent.frames.wait_for(lambda f: f.label == label, timeout=timeout)
