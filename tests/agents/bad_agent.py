@@ -12,6 +12,7 @@ second_response  answers session/new a second time
 late_permission  streams a chunk, waits for session/cancel, then asks permission
 crash_then_silent  crashes on the prompt; a respawn (MARKER exists) never answers initialize
 silent           never answers initialize
+env              answers with the names of its environment variables
 """
 
 import json
@@ -72,6 +73,9 @@ for line in sys.stdin:
             sys.stderr.write("crashing now\n")
             sys.stderr.flush()
             os._exit(5)
+        elif MODE == "env":
+            update("s1", chunk(json.dumps(sorted(os.environ))))
+            send({"jsonrpc": "2.0", "id": mid, "result": {"stopReason": "end_turn"}})
         elif MODE == "late_permission":
             prompt_id = mid
             continue

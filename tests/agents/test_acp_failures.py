@@ -1,0 +1,126 @@
+"""Misbehaving ACP agents (real subprocesses, ``bad_agent.py``): every failure ends the turn with
+``chat/error`` carrying the reason and a redacted stderr tail, the session stays usable, the agent
+can be restarted, and the kernel's event loop keeps running throughout."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from ahp_lab import Lab
+from ahp_lab.agents.acp import AcpAgent
+
+from .conftest import acp_lab, arun, bad_agent
+
+CASES = {
+    "hang": "sent nothing for 1.5 s during a turn",
+    "garbage": "wrote a line to stdout that is not JSON-RPC",
+    "flood": "flooded stderr (more than 1,000,000 bytes)",
+    "unknown_session": "used session id 'someone-else', which it never created",
+    "unknown_call": "updated tool call 'ghost', which it never announced",
+    "second_response": "sent a second response to request #1",
+}
+
+
+async def _loop_stays_responsive(done: asyncio.Future, budget_s: float = 0.5) -> float:
+    """The longest gap between 20 ms ticks while ``done`` is pending (a blocked loop shows up here)."""
+    worst = 0.0
+    last = time.monotonic()
+    while not done.done():
+        await asyncio.sleep(0.02)  # a probe of the loop's latency, not synchronization
+        now = time.monotonic()
+        worst = max(worst, now - last)
+        last = now
+    assert worst < budget_s, f"the event loop was blocked for {worst:.2f} s"
+    return worst
+
+
+@pytest.mark.parametrize("mode", sorted(CASES))
+def test_a_misbehaving_agent_ends_the_turn_with_the_reason(mode: str, tmp_path: Path) -> None:
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent(mode), idle_timeout=1.5, stderr_limit=1_000_000) as lab:
+            pending = asyncio.ensure_future(lab.send("go"))
+            await _loop_stays_responsive(pending)
+            turn = await pending
+            assert turn.status == "error"
+            assert turn.error["errorType"] == "agentFailed"
+            message = turn.error["message"]
+            assert CASES[mode] in message
+            assert "bad agent starting" in message or mode == "flood"  # the stderr tail
+            assert "hunter2-secret-value" not in message  # redacted
+            assert "working..." in turn.text  # what streamed before the failure stays
+            # the session stays usable: the agent is restarted and the next turn runs again
+            frames_before = len(lab.acp_frames)
+            await lab.restart_agent()
+            assert lab.session_state["lifecycle"] == "ready"
+            second = await lab.send("again")
+            assert second.status == "error" and CASES[mode] in second.error["message"]
+            assert any(f.label == "initialize" for f in lab.acp_frames[frames_before:])  # a fresh process
+
+    arun(go())
+
+
+def test_an_agent_that_never_answers_initialize(tmp_path: Path) -> None:
+    async def go() -> None:
+        agent = AcpAgent(bad_agent("silent"), cwd=tmp_path, initialize_timeout=1.0)
+        started = time.monotonic()
+        with pytest.raises(RuntimeError) as info:
+            await Lab.open(agent=agent)
+        assert "did not answer initialize within 1 s" in str(info.value)
+        assert "hunter2-secret-value" not in str(info.value)
+        assert time.monotonic() - started < 15
+        assert not agent.bridges  # nothing left running
+
+    arun(go())
+
+
+def test_a_respawn_that_never_answers_initialize_fails_the_turn(tmp_path: Path) -> None:
+    async def go() -> None:
+        marker = tmp_path / "started-once"
+        async with acp_lab(
+            tmp_path, bad_agent("crash_then_silent", str(marker)), initialize_timeout=1.0
+        ) as lab:
+            turn = await lab.send("go")
+            assert turn.status == "error" and "exit code 5" in turn.error["message"]
+            assert "crashing now" in turn.error["message"]
+            turn = await lab.send("again")  # the next turn respawns the agent, which stays silent
+            assert turn.status == "error"
+            assert "did not answer initialize within 1 s" in turn.error["message"]
+
+    arun(go())
+
+
+def test_a_permission_request_after_cancel_is_answered_cancelled(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("late_permission")) as lab:
+            pending = lab.start("go")
+            await lab.wait_for(
+                lambda c: "working" in json.dumps((c.get("activeTurn") or {}).get("responseParts")) or None
+            )
+            await lab.cancel()
+            assert (await pending).status == "cancelled"
+            answer = await lab.agent.frames.wait_for(
+                lambda f: f.direction == "out" and f.message.get("id") == 900 and "result" in f.message
+            )
+            assert answer.message["result"]["outcome"] == {"outcome": "cancelled"}
+            # no tool call was left waiting for a person
+            assert not (lab.session_state.get("inputNeeded") or [])
+
+    arun(go())
+
+
+def test_kernel_secrets_do_not_reach_the_agent_process(tmp_path: Path, monkeypatch) -> None:
+    """The agent process gets a trimmed environment plus what the person passed in ``env``."""
+    monkeypatch.setenv("AHP_LAB_TEST_SECRET", "do-not-leak")
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("env"), env={"GIVEN": "1"}) as lab:
+            turn = await lab.send("go")
+            names = json.loads(turn.text.removeprefix("working... "))
+            assert "GIVEN" in names and "PATH" in names and "AHP_LAB_TEST_SECRET" not in names
+
+    arun(go())
