@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .base import InputOutcome, ToolInfo, ToolOutcome, TurnContext, TurnFailed
+from .base import InputOutcome, SessionContext, ToolInfo, ToolOutcome, TurnContext, TurnFailed
 
 __all__ = [
     "ScriptedAgent",
@@ -47,6 +47,14 @@ __all__ = [
     "choice_question",
     "multi_choice_question",
     "parse_arguments",
+    "MODES",
+]
+
+#: The scripted agent's session modes (``ScriptedAgent(modes=True)``): id, label, description.
+MODES = [
+    ("ask", "Ask", "Ask before running any tool"),
+    ("code", "Code", "Run tools without asking"),
+    ("plan", "Plan", "Plan only: describe the tool calls, run none"),
 ]
 
 
@@ -431,14 +439,47 @@ def _mentions(prompt: str, info: ToolInfo) -> bool:
 
 
 class ScriptedAgent:
-    """Deterministic agent: explicit scripts per turn, or a built-in scenario chosen from the prompt."""
+    """Deterministic agent: explicit scripts per turn, or a built-in scenario chosen from the prompt.
+
+    ``modes=True`` gives every session a ``mode`` config property (:data:`MODES`, ``ask`` first),
+    through the same session-config mechanism as an ACP agent's modes: ``ask`` confirms each tool
+    call, ``code`` runs tools without asking, ``plan`` describes tool calls without running them
+    and offers to switch mode when the prompt says *exit plan*.
+    """
 
     name = "scripted"
 
-    def __init__(self, *, provider: str = "scripted", display_name: str = "Scripted agent") -> None:
+    def __init__(
+        self, *, provider: str = "scripted", display_name: str = "Scripted agent", modes: bool = False
+    ) -> None:
         self.provider = provider
         self.display_name = display_name
         self._scripts: dict[str, list[Step]] = {}
+        self._sessions: dict[str, SessionContext] = {}
+        if modes:  # the optional session hooks exist only when there is a config to offer
+            self.open_session = self._open_session
+            self.close_session = self._close_session
+
+    async def _open_session(self, ctx: SessionContext) -> dict:
+        self._sessions[ctx.session] = ctx
+        mode = {
+            "type": "string",
+            "title": "Mode",
+            "description": "How the agent works: its session mode",
+            "enum": [m[0] for m in MODES],
+            "enumLabels": [m[1] for m in MODES],
+            "enumDescriptions": [m[2] for m in MODES],
+            "sessionMutable": True,
+        }
+        return {"schema": {"type": "object", "properties": {"mode": mode}}, "values": {"mode": MODES[0][0]}}
+
+    async def _close_session(self, session: str) -> None:
+        self._sessions.pop(session, None)
+
+    def mode(self, session: str) -> str | None:
+        """The session's current mode (``None`` without modes)."""
+        ctx = self._sessions.get(session)
+        return ctx.config_values().get("mode") if ctx is not None else None
 
     def info(self) -> dict:
         """The ``AgentInfo`` this agent publishes on the root channel."""
@@ -454,19 +495,30 @@ class ScriptedAgent:
         """Use ``script`` for the turn ``turn_id`` instead of a prompt-chosen scenario."""
         self._scripts[turn_id] = as_steps(script)
 
-    def scenario(self, prompt: str, tools: list[ToolInfo]) -> list[Step]:
-        """The built-in scenario for a prompt."""
+    def scenario(
+        self, prompt: str, tools: list[ToolInfo], mode: str | None = None, session: str | None = None
+    ) -> list[Step]:
+        """The built-in scenario for a prompt (in a session ``mode`` when modes are on)."""
         low = prompt.lower()
+        if mode == "plan" and re.search(r"\bexit plan\b", low):
+            return self._exit_plan(session)
         for info in tools:
             if _mentions(prompt, info):
                 args = parse_arguments(prompt, info)
                 shown = ", ".join(f"`{k}={json.dumps(v)}`" for k, v in args.items()) or "no arguments"
+                if mode == "plan":
+                    return [
+                        say(
+                            f"Plan: call `{info.name}` with {shown}, then summarize its result. "
+                            "I am in plan mode, so I run nothing; say *exit plan* to switch modes."
+                        )
+                    ]
                 return [
                     say(
                         f"I'll call the {'client' if info.owner.startswith('client:') else 'server'} tool "
                         f"`{info.name}` with {shown}."
                     ),
-                    call(info.name, **args),
+                    call(info.name, confirm={"ask": True, "code": False}.get(mode or ""), **args),
                     summarize(),
                 ]
         if re.search(r"\b(fail|error|crash)\b", low):
@@ -504,8 +556,34 @@ class ScriptedAgent:
         """Run the queued script of this turn, or the built-in scenario for its prompt."""
         steps = self._scripts.pop(ctx.turn_id, None)
         if steps is None:
-            steps = self.scenario(ctx.prompt, ctx.tools())
+            steps = self.scenario(ctx.prompt, ctx.tools(), self.mode(ctx.session), ctx.session)
         await run_script(Scope(ctx), steps)
+
+    def _exit_plan(self, session: str | None) -> list[Step]:
+        """Leave plan mode: ask which mode to continue in, then switch the session's config."""
+        choices = [
+            {"id": "code", "label": "Yes, and run tools without asking"},
+            {"id": "ask", "label": "Yes, and ask before each tool"},
+            {"id": "plan", "label": "No, stay in plan mode"},
+        ]
+
+        def switch(scope: Scope) -> str:
+            outcome = scope.last_input
+            chosen = outcome.value("mode") if outcome is not None and outcome.response == "accept" else None
+            ctx = self._sessions.get(session or "")
+            if chosen in ("code", "ask") and ctx is not None:
+                ctx.update_config({"mode": chosen})
+                return f"Switched to {chosen} mode."
+            return "Staying in plan mode."
+
+        return [
+            say("The plan is ready."),
+            ask(
+                choice_question("mode", "Ready for implementation?", choices, required=True),
+                message="Exit plan mode",
+            ),
+            then(switch),
+        ]
 
 
 def _describe_answers(scope: Scope) -> str:

@@ -265,6 +265,9 @@ def _check_session(
                 return (
                     f"session/configChanged: property {key!r} cannot be changed after the session was created"
                 )
+            reason = _config_value_problem(props[key], action["config"][key])
+            if reason is not None:
+                return f"session/configChanged: {key!r} {reason}"
     if kind in ("session/workingDirectorySet", "session/workingDirectoryRemoved"):
         multi = caps.get("multipleWorkingDirectories")
         if multi is None:
@@ -304,3 +307,27 @@ def normalize_client_action(raw: Any, limits: Limits = DEFAULT_LIMITS) -> tuple[
         return validate_action(raw, limits), None
     except ProtocolError as exc:
         return None, str(exc)
+
+
+_CONFIG_TYPES = {
+    "string": (str,),
+    "boolean": (bool,),
+    "number": (int, float),
+    "array": (list,),
+    "object": (dict,),
+}
+
+
+def _config_value_problem(schema: dict, value: Any) -> str | None:
+    """Why ``value`` does not fit a config property's schema (its enum and type), else ``None``."""
+    if value is None:
+        return None  # null removes the value (a merge payload), it is never "wrong"
+    enum = schema.get("enum")
+    if isinstance(enum, list) and enum and not schema.get("enumDynamic") and value not in enum:
+        return f"must be one of {', '.join(map(str, enum))}, not {value!r}"
+    kinds = _CONFIG_TYPES.get(schema.get("type"))
+    if kinds is not None and (
+        not isinstance(value, kinds) or (bool not in kinds and isinstance(value, bool))
+    ):
+        return f"must be a {schema.get('type')}, not {type(value).__name__}"
+    return None

@@ -49,8 +49,20 @@ for line in sys.stdin:
         if not silent:
             send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": 1, "agentCapabilities": {}}})
     elif method == "session/new":
-        send({"jsonrpc": "2.0", "id": mid, "result": {"sessionId": "s1"}})
+        modes = {
+            "currentModeId": "ask",
+            "availableModes": [{"id": "ask", "name": "Ask"}, {"id": "code", "name": "Code"}],
+        }
+        send({"jsonrpc": "2.0", "id": mid, "result": {"sessionId": "s1", "modes": modes}})
         new_id = mid
+    elif method == "session/set_mode":
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": mid,
+                "error": {"code": -32602, "message": "this agent stays in ask mode"},
+            }
+        )
     elif method == "session/prompt":
         update("s1", chunk("working... "))
         if MODE == "hang":

@@ -5,7 +5,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .conftest import acp_lab, arun, assert_replays, pending_call, transitions
+import pytest
+
+from ahp_lab import ActionRejected
+
+from .conftest import acp_lab, arun, assert_replays, bad_agent, pending_call, transitions
 
 
 def test_streamed_text_arrives_as_one_delta_per_acp_chunk(tmp_path: Path) -> None:
@@ -144,22 +148,31 @@ def test_mode_changes_in_both_directions(tmp_path: Path) -> None:
     arun(go())
 
 
-def test_config_option_change_and_refused_values(tmp_path: Path) -> None:
+def test_config_option_change_and_values_outside_the_schema(tmp_path: Path) -> None:
     async def go() -> None:
         async with acp_lab(tmp_path) as lab:
             await lab.adispatch({"type": "session/configChanged", "config": {"verbosity": "detailed"}})
             await _frame(lab, "session/set_config_option")
             assert (await lab.send("config")).text == "mode=ask verbosity=detailed"
-            # a value outside the enum never reaches the agent
-            rejected = None
-            try:
+            with pytest.raises(ActionRejected, match="must be one of brief, detailed"):
                 await lab.adispatch({"type": "session/configChanged", "config": {"verbosity": "shouting"}})
-            except Exception as exc:  # ActionRejected with the host's reason
-                rejected = str(exc)
-            # the agent refusing a value the schema allows puts the previous value back
+            # the agent changes an option itself: config_option_update
             await lab.send("verbosity brief")
             assert lab.session_state["config"]["values"]["verbosity"] == "brief"
-            assert rejected is None or "verbosity" in rejected
+
+    arun(go())
+
+
+def test_a_mode_the_agent_refuses_is_put_back(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("env")) as lab:
+            await lab.adispatch({"type": "session/configChanged", "config": {"mode": "code"}})
+            reverted = await lab.wait_for(
+                lambda s: s["config"]["values"]["mode"] == "ask" or None, channel=lab.session
+            )
+            assert reverted
+            undo = transitions(lab, "session/configChanged", "host")[-1]
+            assert undo.action["config"] == {"mode": "ask"}
 
     arun(go())
 

@@ -225,14 +225,11 @@ class Bridge:
         self.conn = None
 
     async def restart(self) -> None:
-        """Stop, start afresh and restore the session's config values onto the new ACP session."""
+        """Stop, start afresh and restore the session's config values (those that differ) onto it."""
         await self.stop()
-        await self.start()
-        await self.restore_config()
-
-    async def restore_config(self) -> None:
+        fresh = (await self.start() or {}).get("values") or {}
         for key, value in self.ctx.config_values().items():
-            if key in self.routes and value is not None:
+            if key in self.routes and value is not None and fresh.get(key) != value:
                 await self.set_config(key, value)
 
     async def _drain_stderr(self, process: Any) -> None:
