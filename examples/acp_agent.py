@@ -5,7 +5,7 @@ It needs no model and no network. What it does depends on the first word of the 
 
 =====================  ==========================================================================
 ``hello`` (default)    thinks, then streams a short answer word by word
-``stream N``           streams N chunks (``chunk 1 `` ...) as fast as it can
+``stream N [MS]``      streams N chunks (``chunk 1 `` ...), as fast as it can or MS apart
 ``plan``               shows a three-step plan and revises it as it "works"
 ``read PATH``          a ``read`` tool call; reads the file through the client (``fs/read_text_file``)
 ``edit PATH TEXT``     an ``edit`` tool call with a diff and a location; asks permission; on
@@ -204,8 +204,11 @@ class OfflineAgent:
         await self.say(sid, "Counting tokens.")
 
     async def do_stream(self, sid: str, session: _Session, args: list[str]) -> None:
+        pause = float(args[1]) / 1000 if len(args) > 1 else 0.0
         for i in range(int(args[0]) if args else 100):
             await self.say(sid, f"chunk {i + 1} ")
+            if pause:
+                await asyncio.sleep(pause)
 
     async def do_slow(self, sid: str, session: _Session, args: list[str]) -> str | None:
         for i in range(10_000):

@@ -33,6 +33,7 @@ class AcpFrame:
     message: Any  # the JSON message (or ``{"preview": ...}`` when it was too large)
     ms: int
     seqs: list[int] = field(default_factory=list)
+    t_ns: int = 0  # ``time.perf_counter_ns()`` when the frame was seen (for latency measurements)
 
     @property
     def method(self) -> str | None:
@@ -126,7 +127,14 @@ class AcpFrameLog:
                     bucket.remove(old)
                     if not bucket:
                         del self._by_seq[seq]
-        frame = AcpFrame(next(self._counter), direction, session, _bounded(message), int(time.time() * 1000))
+        frame = AcpFrame(
+            next(self._counter),
+            direction,
+            session,
+            _bounded(message),
+            int(time.time() * 1000),
+            t_ns=time.perf_counter_ns(),
+        )
         self._frames.append(frame)
         for seq in seqs or ():
             self.link(frame, seq)
