@@ -168,6 +168,20 @@ class LabSource:
             raise LookupError(f"no local approval is waiting for tool call {tool_call_id!r}")
         approval.approve() if approved else approval.deny()
 
+    def _frame_log(self) -> Any:
+        host = getattr(self.lab, "host", None)  # a replayed log has no agent, hence no frames
+        return getattr(self.lab.agent, "frames", None) if host is not None else None
+
+    def acp_frames(self) -> list[dict]:
+        """The raw ACP frames of the lab's session (empty unless its agent speaks ACP)."""
+        frames = self._frame_log()
+        return [f.to_json() for f in frames.for_session(self.lab.session)] if frames is not None else []
+
+    def acp_frames_for_seq(self, seq: int) -> list[dict]:
+        """The ACP frames linked to the transition ``seq``."""
+        frames = self._frame_log()
+        return [f.to_json() for f in frames.frames_for_seq(seq)] if frames is not None else []
+
     def subscribe_local_approvals(self, listener: Callable[[], None]) -> Callable[[], None]:
         """Call ``listener()`` when a local approval appears or ends (``$localApproval[Done]``)."""
         if self.lab.read_only:

@@ -208,3 +208,40 @@ def transition_detail(t: Any, limits: Mapping[str, int] | None = None) -> dict[s
         "diffError": diff_error,
         "reducerUs": round(reducer_ns / 1000, 1) if isinstance(reducer_ns, int) else None,
     }
+
+
+# -- the ACP lane: raw ACP frames next to the AHP transitions each produced ------------------------
+
+MAX_FRAME_SEQS = 20
+
+
+def acp_frame_row(frame: Any, index: int) -> dict[str, Any]:
+    """One ACP frame as a lane row: direction, label, kind and the linked seqs (bounded)."""
+    f = frame if isinstance(frame, Mapping) else {}
+    seqs = [s for s in f.get("seqs") or () if isinstance(s, int) and not isinstance(s, bool)]
+    return {
+        "i": index,
+        "frame": f.get("index") if isinstance(f.get("index"), int) else None,
+        "direction": "in" if f.get("direction") == "in" else "out",
+        "label": one_line(f.get("label"), 120),
+        "kind": one_line(f.get("kind"), 20),
+        "ms": f.get("ms") if isinstance(f.get("ms"), int) else None,
+        "seqs": seqs[:MAX_FRAME_SEQS],
+        "moreSeqs": max(0, len(seqs) - MAX_FRAME_SEQS),
+    }
+
+
+def acp_lane(frames: Sequence[Any], start: int = 0, count: int = 100) -> dict[str, Any]:
+    """A window of the ACP lane: ``{"start", "total", "rows"}`` (``count`` capped at ``MAX_WINDOW``)."""
+    total = len(frames)
+    start = max(0, min(int(start), total))
+    count = max(0, min(int(count), MAX_WINDOW))
+    rows = [acp_frame_row(frames[k], k) for k in range(start, min(total, start + count))]
+    return {"start": start, "total": total, "rows": rows}
+
+
+def acp_frame_detail(frame: Any, limits: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """The selected ACP frame: its row plus the JSON-RPC message, bounded like any JSON preview."""
+    row = acp_frame_row(frame, -1)
+    message = frame.get("message") if isinstance(frame, Mapping) else None
+    return {**row, "message": json_preview(message, f"acp{row['frame']}/message", limits)}

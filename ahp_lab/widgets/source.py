@@ -97,6 +97,24 @@ class LocalApprovalSource(Protocol):
         ...
 
 
+class AcpFrameSource(Protocol):
+    """Optional extension of :class:`WorkbenchSource`: the raw ACP frames behind the session.
+
+    A source whose agent speaks ACP (``AcpAgent``) offers every JSON-RPC frame of that connection,
+    each linked to the server seqs it produced (incoming) or was caused by (outgoing). A source
+    without these methods shows no ACP lane.
+    """
+
+    def acp_frames(self) -> list[dict]:
+        """The session's frames as JSON (``index``, ``direction``, ``kind``, ``label``, ``ms``,
+        ``seqs``, ``message``), oldest first."""
+        ...
+
+    def acp_frames_for_seq(self, seq: int) -> list[dict]:
+        """The frames linked to one transition (the way back from an AHP action)."""
+        ...
+
+
 def as_source(obj: Any) -> Any:
     """The :class:`WorkbenchSource` behind ``obj``: a lab gives its own (``lab.as_source()``)."""
     make = getattr(obj, "as_source", None)

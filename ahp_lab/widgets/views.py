@@ -13,7 +13,16 @@ from . import base as _base
 from .base import SourceView, ViewContext
 from .chat import active_turn_patch, chat_view_model, promote_patch, turn_view
 from .inputs import inputs_view_model
-from .inspector import MAX_WINDOW, TransitionFilter, origin_view, transition_detail, transition_row
+from .inspector import (
+    MAX_WINDOW,
+    TransitionFilter,
+    acp_frame_detail,
+    acp_frame_row,
+    acp_lane,
+    origin_view,
+    transition_detail,
+    transition_row,
+)
 from .logaccess import find_seq, log_at, log_slice
 from .model_calls import ModelCallsView
 from .source import as_source
@@ -285,6 +294,10 @@ class TransitionInspector(SourceView):
     selected_seq = traitlets.Int(None, allow_none=True).tag(sync=True)
     detail = traitlets.Dict({}).tag(sync=True)
     time_travel = traitlets.Bool(False).tag(sync=True)
+    #: the ACP lane: ``{"available": bool, "total": frames}``; rows travel as ``acpRows`` messages
+    acp = traitlets.Dict({"available": False, "total": 0}).tag(sync=True)
+    selected_frame = traitlets.Int(None, allow_none=True).tag(sync=True)
+    frame_detail = traitlets.Dict({}).tag(sync=True)
 
     APPEND_TAIL = 30  # the table shows ~13 rows (300 px); it asks for any other window
     TOTAL_QUIET_S = 0.5
@@ -399,6 +412,7 @@ class TransitionInspector(SourceView):
                 self._total_when_quiet()
         if self.selected_seq is not None and not self.detail:
             self._update_detail()
+        self._update_acp()
 
     def _set_total(self, total: int) -> None:
         self._cancel_total()
@@ -447,7 +461,31 @@ class TransitionInspector(SourceView):
             self.detail = {}
             return
         t = self._find(seq)
-        self.detail = transition_detail(t, self._limits) if t is not None else {"missing": seq}
+        detail = transition_detail(t, self._limits) if t is not None else {"missing": seq}
+        linked = getattr(self._source, "acp_frames_for_seq", None)
+        if t is not None and linked is not None:
+            detail["acpFrames"] = [acp_frame_row(f, -1) for f in linked(seq)[:MAX_WINDOW]]
+        self.detail = detail
+
+    # the ACP lane -------------------------------------------------------------------------------
+    def _acp_frames(self) -> list | None:
+        frames = getattr(self._source, "acp_frames", None)
+        return frames() if frames is not None else None
+
+    def _update_acp(self) -> None:
+        frames = self._acp_frames()
+        acp = {"available": frames is not None and len(frames) > 0, "total": len(frames or ())}
+        if acp != self.acp:
+            self.acp = acp
+
+    @traitlets.observe("selected_frame")
+    def _selected_frame_changed(self, _change: Any) -> None:
+        if not hasattr(self, "_coalescer"):
+            return
+        frames = self._acp_frames() or []
+        index = self.selected_frame
+        frame = next((f for f in frames if f.get("index") == index), None)
+        self.frame_detail = acp_frame_detail(frame, self._limits) if frame is not None else {}
 
     def handle_message(self, content: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "more":
@@ -469,6 +507,16 @@ class TransitionInspector(SourceView):
             if "req" in content:
                 reply["req"] = content["req"]
             self.send_msg(reply)
+        elif typ == "acpWindow":
+            start, count = content.get("start", 0), content.get("count", 100)
+            lane = acp_lane(
+                self._acp_frames() or [],
+                start if isinstance(start, int) else 0,
+                count if isinstance(count, int) else 100,
+            )
+            self.send_msg(
+                {"type": "acpRows", **lane, **({"req": content["req"]} if "req" in content else {})}
+            )
 
     def _context_changed(self) -> None:
         # the inspector is the time-travel control itself: it stays live and interactive
