@@ -67,6 +67,18 @@ SECTIONS: list[tuple[str, str, list[str] | None, str]] = [
         "Pass a list of steps as `script=` to `lab.send`/`lab.start`/`lab.run`; plain strings are streamed as markdown.",
     ),
     (
+        "ahp_lab.agents.acp",
+        "`ahp_lab.agents.acp`: real ACP agents behind the host",
+        ["AcpAgent", "AcpFrameLog", "AcpFrame"],
+        "`Lab(agent=AcpAgent([...]))`; `lab.acp_frames` is the session's frame record. See `docs/acp.md`.",
+    ),
+    (
+        "ahp_lab.agents.base",
+        "`ahp_lab.agents.base`: the agent interface",
+        ["Agent", "SessionAgent", "TurnContext", "SessionContext", "TurnFailed", "FileAccessDenied"],
+        "What an agent backend implements, and what the host offers it per turn and per session.",
+    ),
+    (
         "ahp_lab.store",
         "`ahp_lab.store`: the transition log",
         ["Transition", "TransitionLog", "Store"],

@@ -406,7 +406,8 @@ class OfflineAgent:
             sid, helpers.update_tool_call(call_id, status="completed" if ok else "failed")
         )
         await self.say(
-            sid, f"{command} exited with {exit_status.exit_code}; it printed {len(output.output)} characters."
+            sid,
+            f"{os.path.basename(command)} exited with {exit_status.exit_code}; it printed {len(output.output)} characters.",
         )
 
     async def do_exit(self, sid: str, session: _Session, args: list[str]) -> None:

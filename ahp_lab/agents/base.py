@@ -96,9 +96,11 @@ class TurnContext(Protocol):
     message: dict  # the initiating Message
 
     @property
-    def prompt(self) -> str: ...
+    def prompt(self) -> str:
+        """The text of the message that started the turn."""
 
-    def tools(self) -> list[ToolInfo]: ...
+    def tools(self) -> list[ToolInfo]:
+        """The tools the agent may call now: server tools, then each active client's."""
 
     async def say(self, text: str | AsyncIterable[str], *, chunk_size: int | None = None) -> str:
         """Stream markdown as a new response part (a string in chunks, or each piece of a live
@@ -121,13 +123,17 @@ class TurnContext(Protocol):
         intention: str | None = None,
         requires_result_confirmation: bool = False,
         editable: bool | None = None,
-    ) -> ToolOutcome: ...
+    ) -> ToolOutcome:
+        """Call a tool through the protocol (confirmation, the owner's result) and return how it ended."""
 
-    async def ask(self, questions: list[dict], *, message: str | None = None) -> InputOutcome: ...
+    async def ask(self, questions: list[dict], *, message: str | None = None) -> InputOutcome:
+        """Ask the user an input request and wait for the answer."""
 
-    async def usage(self, input_tokens: int, output_tokens: int, model: str | None = None) -> None: ...
+    async def usage(self, input_tokens: int, output_tokens: int, model: str | None = None) -> None:
+        """Report the turn's token usage (``chat/usage``)."""
 
-    async def activity(self, text: str | None) -> None: ...
+    async def activity(self, text: str | None) -> None:
+        """Say what the agent is doing now (``chat/activityChanged``; ``None`` clears it)."""
 
     def take_steering(self) -> dict | None:
         """Consume the chat's steering message, if any (returns its Message)."""

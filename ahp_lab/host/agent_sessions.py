@@ -423,7 +423,8 @@ class AgentSessions:
             return
         before = ((transition.before or {}).get("config") or {}).get("values") or {}
         after = ((transition.after or {}).get("config") or {}).get("values") or {}
-        changes = {k: after.get(k) for k in set(before) | set(after) if before.get(k) != after.get(k)}
+        keys = [*after, *(k for k in before if k not in after)]  # in the order the client wrote them
+        changes = {k: after.get(k) for k in keys if before.get(k) != after.get(k)}
         if changes:
             self._spawn(self._config_changed(agent, transition.channel, changes, to_json(before)))
 

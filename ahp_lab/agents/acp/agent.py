@@ -109,11 +109,12 @@ class AcpAgent:
         bridge = self._bridge(session)
         if not bridge.running:
             return  # restored onto the new process when it starts
-        for key, value in changes.items():
-            try:
-                await bridge.set_config(key, value)
-            except (AgentFailure, RequestError) as exc:
-                raise TurnFailed(str(exc)) from None
+        async with bridge.config_lock:  # a prompt sent meanwhile waits: it sees the new config
+            for key, value in changes.items():
+                try:
+                    await bridge.set_config(key, value)
+                except (AgentFailure, RequestError) as exc:
+                    raise TurnFailed(str(exc)) from None
 
     async def restart(self, session: str) -> None:
         """Stop the session's agent and start a fresh one, restoring mode and config values."""

@@ -141,6 +141,7 @@ class Bridge:
         self._stack: contextlib.AsyncExitStack | None = None
         self._tasks: set[asyncio.Task] = set()
         self._stopping = False
+        self.config_lock = asyncio.Lock()  # config changes reach the agent before a later prompt
         self.resolver = Resolver(self._put_content, self.terminals.get, _file_uri)
 
     # -- process ------------------------------------------------------------------------------
@@ -383,6 +384,8 @@ class Bridge:
             if not previous.done():
                 self.fail(f"the agent did not end a cancelled prompt within {self.agent.cancel_grace:g} s")
                 raise AgentFailure(self.failure)
+        async with self.config_lock:
+            pass  # a config change a client made before this turn reaches the agent first
         self.turn, self.turn_ctx = TurnMap(ctx.turn_id), ctx
         self._last_in = time.monotonic()
         blocks = mapping.prompt_blocks(ctx.message, self.capabilities.get("promptCapabilities") or {})
