@@ -1,4 +1,5 @@
 // Transition inspector: virtualized table fed by window requests, filters, detail, time travel.
+import { acpLane } from "./acp_lane.js";
 import { fmtTime, frame, h, rafThrottle, setChildren, textBlock } from "./util.js";
 
 const ROW_H = 24;
@@ -45,6 +46,9 @@ export function renderInspector({ model, el }) {
   const table = h("div", { class: "ahp-table", role: "table", "aria-label": "Transitions" }, head, scroller);
   const detail = h("div", { class: "ahp-tdetail", "aria-live": "polite" });
   root.appendChild(h("div", { class: "ahp-insp-body" }, table, detail));
+  const lane = acpLane({ model, selectSeq: (seq) => selectSeq(seq) });
+  root.querySelector(".ahp-toolbar").appendChild(lane.toggle);
+  root.appendChild(lane.el);
 
   let cache = new Map(); // filtered index -> row
   let version = model.get("version");
@@ -228,6 +232,7 @@ export function renderInspector({ model, el }) {
         o.from ? h("span", { class: "ahp-dim" }, ` from ${o.from}`) : null,
         o.value !== undefined ? h("span", { class: "ahp-mono ahp-op-value" }, ` ${o.value}`) : null))) : h("div", { class: "ahp-dim" }, d.rejected ? "state unchanged (rejected)" : "no change"),
       d.diff && d.diff.omitted ? h("div", { class: "ahp-dim" }, `${d.diff.omitted} more operations not shown`) : null,
+      lane.linksFor(d),
     );
   }
   const onSelected = () => { redrawSelection(); drawDetail(); };
@@ -253,6 +258,7 @@ export function renderInspector({ model, el }) {
   });
   return () => {
     off();
+    lane.dispose();
     model.off("msg:custom", onMsg);
     model.off("change:version", onVersion);
     model.off("change:total", onTotal);
