@@ -21,39 +21,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_host import StreamingAgent  # the baseline: the same number of deltas, made in the kernel
+
 from ahp_lab.agents.acp import AcpAgent
-from ahp_lab.agents.base import TurnContext
 from ahp_lab.lab import Lab
 
 AGENT = Path(__file__).resolve().parents[1] / "examples" / "acp_agent.py"
-
-
-class InProcessStream:
-    """The baseline: the same deltas, produced inside the kernel (no subprocess, no ACP)."""
-
-    name = "bench"
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-
-    def info(self) -> dict:
-        return {"provider": "bench", "displayName": "bench", "description": "", "models": []}
-
-    async def run_turn(self, ctx: TurnContext) -> None:
-        part = "md-bench"
-        ctx.emit(
-            {
-                "type": "chat/responsePart",
-                "turnId": ctx.turn_id,
-                "part": {"kind": "markdown", "id": part, "content": ""},
-            }
-        )
-        for i in range(self.n):
-            ctx.emit(
-                {"type": "chat/delta", "turnId": ctx.turn_id, "partId": part, "content": f"chunk {i + 1} "}
-            )
-            if i % 64 == 0:
-                await asyncio.sleep(0)
 
 
 def latencies_us(lab: Lab, sent: dict[int, int], since: int) -> list[float]:
@@ -91,11 +64,11 @@ async def acp_stream(n: int, paced: int) -> tuple[float, list[float], list[float
 
 
 async def in_process_stream(n: int) -> float:
-    lab = await Lab.open(agent=InProcessStream(n))
+    lab = await Lab.open(agent=StreamingAgent(n), chunk_size=1)
     start = time.perf_counter()
     turn = await lab.send("go")
     elapsed = time.perf_counter() - start
-    assert turn.text.count("chunk ") == n
+    assert len(turn.text) == n
     return n / elapsed
 
 

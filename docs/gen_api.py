@@ -119,7 +119,16 @@ SECTIONS: list[tuple[str, str, list[str] | None, str]] = [
     (
         "ahp_lab.agents.models",
         "`ahp_lab.agents.models`: models for the loop",
-        ["ScriptedModel", "respond", "use", "OpenAIModel", "ModelRequest", "ModelResponse", "ModelToolCall", "ModelEvent"],
+        [
+            "ScriptedModel",
+            "respond",
+            "use",
+            "OpenAIModel",
+            "ModelRequest",
+            "ModelResponse",
+            "ModelToolCall",
+            "ModelEvent",
+        ],
         "A scripted model needs no network; `OpenAIModel` streams from an OpenAI-compatible endpoint.",
     ),
     (

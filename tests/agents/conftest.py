@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from ahp_lab import Lab, LabReplay
+from ahp_lab import Lab
 from ahp_lab.agents.acp import AcpAgent
-from ahp_lab.store import Store
+
+from ..host.test_scenarios import assert_replay_reproduces as assert_replays  # noqa: F401 (shared)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_AGENT = REPO_ROOT / "examples" / "acp_agent.py"
@@ -38,15 +38,6 @@ async def acp_lab(workdir: Path, command: list[str] | None = None, **options) ->
 
 def bad_agent(mode: str, *extra: str) -> list[str]:
     return [sys.executable, str(BAD_AGENT), mode, *extra]
-
-
-def assert_replays(lab: Lab) -> None:
-    """The exported transition log replays to the identical final state."""
-    buffer = io.StringIO()
-    lab.store.export(buffer)
-    buffer.seek(0)
-    replayed = LabReplay(Store.load(buffer))
-    assert replayed.store.states() == lab.store.states()
 
 
 def transitions(lab: Lab, action_type: str, origin_kind: str | None = None) -> list:

@@ -598,41 +598,43 @@ class Bridge:
         for action in [*actions, *mapping.advance(turn, call, self.resolver, content_changed=False)]:
             self.emit(action)
 
+    def _serve_file(self, session_id: str, verb: str, path: str, do: Any, done: Any) -> Any:
+        """Run one file request through the session context; show it in the timeline either way."""
+        if not self._check_session(session_id) or not self.agent.fs:
+            raise RequestError.method_not_found(f"fs/{verb}_text_file")
+        try:
+            result = do()
+        except FileAccessDenied as exc:
+            self._fs_call(verb, path, f"refused: {exc}", False)
+            raise RequestError(-32602, str(exc), {"path": path}) from None
+        except OSError as exc:
+            self._fs_call(verb, path, f"failed: {exc}", False)
+            raise RequestError(-32603, str(exc), {"path": path}) from None
+        self._fs_call(verb, path, done(result), True)
+        return result
+
     async def read_text_file(
         self, session_id: str, path: str, line: int | None = None, limit: int | None = None, **kwargs: Any
     ) -> Any:
         """``fs/read_text_file`` inside the session's working directories only."""
-        if not self._check_session(session_id) or not self.agent.fs:
-            raise RequestError.method_not_found("fs/read_text_file")
-        try:
-            content = self.ctx.read_text_file(path, line, limit)
-        except FileAccessDenied as exc:
-            self._fs_call("read", path, f"refused: {exc}", False)
-            raise RequestError(-32602, str(exc), {"path": path}) from None
-        except OSError as exc:
-            self._fs_call("read", path, f"failed: {exc}", False)
-            raise RequestError(-32603, str(exc), {"path": path}) from None
-        self._fs_call(
+        content = self._serve_file(
+            session_id,
             "read",
             path,
-            f"{content.count(chr(10)) + bool(content and not content.endswith(chr(10)))} lines",
-            True,
+            lambda: self.ctx.read_text_file(path, line, limit),
+            lambda text: f"{len(text.splitlines())} lines",
         )
         return ReadTextFileResponse(content=content)
 
     async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> Any:
         """``fs/write_text_file`` inside the session's working directories only (nothing else is touched)."""
-        if not self._check_session(session_id) or not self.agent.fs:
-            raise RequestError.method_not_found("fs/write_text_file")
-        try:
-            self.ctx.write_text_file(path, content)
-        except FileAccessDenied as exc:
-            self._fs_call("write", path, f"refused: {exc}", False)
-            raise RequestError(-32602, str(exc), {"path": path}) from None
-        except OSError as exc:
-            self._fs_call("write", path, f"failed: {exc}", False)
-            raise RequestError(-32603, str(exc), {"path": path}) from None
-        self._fs_call("write", path, f"wrote {len(content.encode('utf-8')):,} bytes", True)
+        self._serve_file(
+            session_id,
+            "write",
+            path,
+            lambda: self.ctx.write_text_file(path, content),
+            lambda _: f"wrote {len(content.encode('utf-8')):,} bytes",
+        )
         return WriteTextFileResponse()
 
     # -- the SDK's Client interface: terminals -------------------------------------------------
