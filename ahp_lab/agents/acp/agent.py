@@ -71,6 +71,7 @@ class AcpAgent:
         self.frames = AcpFrameLog()
         self.agent_info: dict = {}  # the agent's own ``agentInfo`` from its last initialize
         self.bridges: dict[str, Bridge] = {}
+        self._stopping: set[asyncio.Task] = set()
 
     def info(self) -> dict:
         """The ``AgentInfo`` this agent publishes on the root channel."""
@@ -136,6 +137,8 @@ class AcpAgent:
         """Stop every agent process this agent started."""
         for session in list(self.bridges):
             await self.close_session(session)
+        for task in list(self._stopping):
+            await task
 
     # -- turns ---------------------------------------------------------------------------------
 
@@ -152,7 +155,9 @@ class AcpAgent:
         except AgentFailure as exc:
             bridge.end_turn()
             message = bridge.failure_message(str(exc))
-            asyncio.ensure_future(bridge.stop())
+            task = asyncio.ensure_future(bridge.stop(bridge.generation))  # the turn ends at once
+            self._stopping.add(task)
+            task.add_done_callback(self._stopping.discard)
             raise TurnFailed(message, "agentFailed") from None
         except RequestError as exc:
             bridge.end_turn()

@@ -60,6 +60,9 @@ __all__ = ["AgentFailure", "Bridge", "redact"]
 _BRIDGE: contextvars.ContextVar[Bridge | None] = contextvars.ContextVar("acp_bridge", default=None)
 _FRAME: contextvars.ContextVar[AcpFrame | None] = contextvars.ContextVar("acp_frame", default=None)
 _CAUSE: contextvars.ContextVar[tuple[int, ...]] = contextvars.ContextVar("acp_cause", default=())
+# The turn that was current when the frame arrived: an update the agent sent for a prompt it was
+# asked to cancel is never mapped into the next turn, even if its handler runs after that started.
+_TURN: contextvars.ContextVar[TurnMap | None] = contextvars.ContextVar("acp_turn", default=None)
 
 MAX_PERMISSION_OPTIONS = 16
 _SECRET = re.compile(
@@ -141,6 +144,8 @@ class Bridge:
         self._stack: contextlib.AsyncExitStack | None = None
         self._tasks: set[asyncio.Task] = set()
         self._stopping = False
+        self._life = asyncio.Lock()  # one start or stop at a time
+        self.generation = 0  # which process this is (each start makes a new one)
         self.config_lock = asyncio.Lock()  # config changes reach the agent before a later prompt
         self.resolver = Resolver(self._put_content, self.terminals.get, _file_uri)
 
@@ -153,7 +158,12 @@ class Bridge:
 
     async def start(self) -> dict | None:
         """Spawn the agent, ``initialize`` and ``session/new``; returns the session's config."""
+        async with self._life:
+            return await self._start()
+
+    async def _start(self) -> dict | None:
         agent = self.agent
+        self.generation += 1
         self.failure, self._stopping, self.session_id = None, False, None
         self._failed = asyncio.Event()
         self._answered.clear()
@@ -209,10 +219,20 @@ class Bridge:
         config, self.routes = mapping.config_from_acp(_json(session.modes), _json(session.config_options))
         return config
 
-    async def stop(self) -> None:
-        """Stop the agent process (stdin closed, then terminate, then kill) and its terminals' claims."""
+    async def stop(self, generation: int | None = None) -> None:
+        """Stop the agent process (stdin closed, then terminate, then kill).
+
+        With ``generation``, only if that process is still the current one (a stop scheduled after
+        a failure must not stop the process a restart started meanwhile).
+        """
+        async with self._life:
+            if generation is None or generation == self.generation:
+                await self._stop()
+
+    async def _stop(self) -> None:
         self._stopping = True
         stack, self._stack = self._stack, None
+        tasks = list(self._tasks)
         if self.process is not None and self.process.returncode is None and self.failure is not None:
             with contextlib.suppress(ProcessLookupError):
                 self.process.kill()  # a failed agent gets no grace period
@@ -221,14 +241,15 @@ class Bridge:
         if stack is not None:
             with contextlib.suppress(Exception):
                 await stack.aclose()
-        for task in list(self._tasks):
+        for task in tasks:
             task.cancel()
         self.conn = None
 
     async def restart(self) -> None:
         """Stop, start afresh and restore the session's config values (those that differ) onto it."""
-        await self.stop()
-        fresh = (await self.start() or {}).get("values") or {}
+        async with self._life:
+            await self._stop()
+            fresh = (await self._start() or {}).get("values") or {}
         for key, value in self.ctx.config_values().items():
             if key in self.routes and value is not None and fresh.get(key) != value:
                 await self.set_config(key, value)
@@ -346,6 +367,7 @@ class Bridge:
                     self.session_id = message["result"].get("sessionId")
             frame = self.agent.frames.record("in", self.ctx.session, message)
             _FRAME.set(frame)
+            _TURN.set(self.turn)
         else:
             if message.get("method") == "session/new":
                 self._new_session_request = message.get("id")
@@ -397,7 +419,9 @@ class Bridge:
         finally:
             _CAUSE.reset(token)
         self.prompt_task.add_done_callback(lambda t: t.cancelled() or t.exception())
-        return await self.until(self.prompt_task, None, "session/prompt", idle=True)
+        # shielded: a cancelled AHP turn leaves the request open until the agent answers it
+        # (``cancelled``), so the next prompt is sent only after the old one is closed
+        return await self.until(asyncio.shield(self.prompt_task), None, "session/prompt", idle=True)
 
     def finish_turn(self) -> None:
         """Complete what only lives for the turn (the plan call) before the turn's end."""
@@ -481,7 +505,7 @@ class Bridge:
         elif kind == "session_info_update":
             if isinstance(data.get("title"), str):
                 self._link(self.ctx.update_title(data["title"]))
-        elif kind in mapping.SESSION_UPDATES and self.turn is not None:
+        elif kind in mapping.SESSION_UPDATES and _TURN.get() is not None and _TURN.get() is self.turn:
             try:
                 actions = mapping.SESSION_UPDATES[kind](self.turn, data, self.resolver)
             except ProtocolViolation as exc:
@@ -495,8 +519,8 @@ class Bridge:
     async def request_permission(self, session_id: str, tool_call: Any, options: list, **kwargs: Any) -> Any:
         """Ask the person through an AHP confirmation; answer with the option they chose."""
         cancelled = RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-        if not self._check_session(session_id) or self.turn is None or self.turn_ctx is None:
-            return cancelled
+        if not self._check_session(session_id) or self.turn is None or _TURN.get() is not self.turn:
+            return cancelled  # no turn, or asked during a turn that was cancelled since
         turn, ctx = self.turn, self.turn_ctx
         opts = _json(options)
         ids = [o.get("optionId") for o in opts]
