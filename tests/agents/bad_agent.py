@@ -13,6 +13,7 @@ late_permission  streams a chunk, waits for session/cancel, then asks permission
 crash_then_silent  crashes on the prompt; a respawn (MARKER exists) never answers initialize
 silent           never answers initialize
 env              answers with the names of its environment variables
+future           answers initialize with a protocol version this host does not speak
 """
 
 import json
@@ -47,7 +48,10 @@ for line in sys.stdin:
     method, mid = msg.get("method"), msg.get("id")
     if method == "initialize":
         if not silent:
-            send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": 1, "agentCapabilities": {}}})
+            version = 2 if MODE == "future" else 1
+            send(
+                {"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": version, "agentCapabilities": {}}}
+            )
     elif method == "session/new":
         modes = {
             "currentModeId": "ask",

@@ -78,6 +78,15 @@ def test_an_agent_that_never_answers_initialize(tmp_path: Path) -> None:
     arun(go())
 
 
+def test_an_agent_of_another_protocol_version_is_refused(tmp_path: Path) -> None:
+    async def go() -> None:
+        agent = AcpAgent(bad_agent("future"), cwd=tmp_path)
+        with pytest.raises(RuntimeError, match="speaks ACP protocol version 2; this host speaks 1"):
+            await Lab.open(agent=agent)
+
+    arun(go())
+
+
 def test_a_respawn_that_never_answers_initialize_fails_the_turn(tmp_path: Path) -> None:
     async def go() -> None:
         marker = tmp_path / "started-once"

@@ -202,6 +202,12 @@ class Bridge:
             agent.initialize_timeout,
             "initialize",
         )
+        if init.protocol_version != acp.PROTOCOL_VERSION:
+            self.fail(
+                f"the agent speaks ACP protocol version {init.protocol_version}; "
+                f"this host speaks {acp.PROTOCOL_VERSION}"
+            )
+            raise AgentFailure(self.failure)
         self.capabilities = _json(init.agent_capabilities) or {}
         self.agent.agent_info = _json(init.agent_info) or {}
         dirs = list(self.ctx.working_directories)
