@@ -244,7 +244,8 @@ class OfflineAgent:
 
     async def do_crash(self, sid: str, session: _Session, args: list[str]) -> None:
         await self.say(sid, "About to crash... ")
-        sys.stderr.write("offline agent: crashing on purpose (token=sk-test1234567890abcdef)\n")
+        token = os.environ.get("OFFLINE_AGENT_TOKEN", "none")
+        sys.stderr.write(f"offline agent: crashing on purpose (my token is {token})\n")
         sys.stderr.flush()
         await asyncio.sleep(0.05)
         os._exit(3)

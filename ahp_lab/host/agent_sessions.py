@@ -41,10 +41,6 @@ log = logging.getLogger("ahp_lab.host")
 __all__ = ["AgentSessions", "HostSessionContext", "HostTerminal", "CONTENT_SCHEME"]
 
 CONTENT_SCHEME = "ahp-content:/"
-MAX_CONTENT_BYTES = 64 * 1024 * 1024  # all content kept for resourceRead, per host
-MAX_TERMINALS = 16  # live terminals per session
-TERMINAL_OUTPUT_LIMIT = 1024 * 1024  # bytes kept per terminal when the agent names no limit
-MAX_TERMINAL_STATE_CHARS = 1024 * 1024  # terminal/data put into state per terminal
 MAX_COMMANDS = 200
 _SEQ_SEARCH = 2000  # how far back latest_seq looks
 # The environment a terminal starts from: enough to find programs, never the kernel's secrets.
@@ -86,6 +82,7 @@ class HostTerminal:
         self._buffer = ""
         self._truncated = False
         self._in_state = 0
+        self._state_cap = ctx.host.limits.max_terminal_output_bytes
         self.exit_code: int | None = None
         self.signal: str | None = None
         self.released = False
@@ -154,8 +151,8 @@ class HostTerminal:
             self._buffer = raw.decode("utf-8", "ignore")
             self._truncated = True
         host = self.ctx.host
-        if host.store.has_channel(self.uri) and self._in_state < MAX_TERMINAL_STATE_CHARS:
-            shown = text[: MAX_TERMINAL_STATE_CHARS - self._in_state]
+        if host.store.has_channel(self.uri) and self._in_state < self._state_cap:
+            shown = text[: self._state_cap - self._in_state]
             self._in_state += len(shown)
             if len(shown) < len(text):
                 shown += "\n[output beyond this point is not recorded]\n"
@@ -182,7 +179,9 @@ class HostSessionContext:
         self.origin = agent_origin(getattr(sessions.host.agents.get(provider), "name", "agent"))
         self.commands: list[dict] = []
         self.terminals: dict[str, HostTerminal] = {}
-        self._files = ResourceService(lambda: self.working_directories, lambda: self.working_directories)
+        # the host's one path check, with the session's working directories as the only roots
+        roots = lambda _connection: self.working_directories  # noqa: E731
+        self._files = ResourceService(roots, roots, self.host.limits)
 
     # -- config ---------------------------------------------------------------------------------
 
@@ -226,6 +225,9 @@ class HostSessionContext:
                 return t.seq
         return None
 
+    def add_secrets(self, *values: str) -> None:
+        self.host.redactor.add(*values)
+
     def set_commands(self, commands: list[dict]) -> None:
         self.commands = [c for c in commands if isinstance(c, dict) and c.get("name")][:MAX_COMMANDS]
 
@@ -241,13 +243,13 @@ class HostSessionContext:
 
     def check_path(self, path: str, *, write: bool = False) -> str:
         try:
-            return str(self._files.check(self._uri(path), write=write))
+            return str(self._files.check(None, self._uri(path), write=write))
         except RpcError as exc:
             raise FileAccessDenied(_working_dirs_reason(exc.message, self.working_directories)) from None
 
     def read_text_file(self, path: str, line: int | None = None, limit: int | None = None) -> str:
         try:
-            text = self._files._resourceRead({"uri": self._uri(path), "encoding": "utf-8"})
+            text = self._files._resourceRead(None, {"uri": self._uri(path), "encoding": "utf-8"})
         except RpcError as exc:
             if exc.code == ErrorCode.PERMISSION_DENIED:
                 raise FileAccessDenied(_working_dirs_reason(exc.message, self.working_directories)) from None
@@ -265,7 +267,7 @@ class HostSessionContext:
     def write_text_file(self, path: str, content: str) -> None:
         uri = self._uri(path)
         try:
-            self._files._resourceWrite({"uri": uri, "data": content, "encoding": "utf-8"})
+            self._files._resourceWrite(None, {"uri": uri, "data": content, "encoding": "utf-8"})
         except RpcError as exc:
             if exc.code == ErrorCode.PERMISSION_DENIED:
                 raise FileAccessDenied(_working_dirs_reason(exc.message, self.working_directories)) from None
@@ -284,8 +286,9 @@ class HostSessionContext:
         on_output: Callable[[HostTerminal], Any] | None = None,
     ) -> HostTerminal:
         live = [t for t in self.terminals.values() if not t.released]
-        if len(live) >= MAX_TERMINALS:
-            raise FileAccessDenied(f"this session already has {MAX_TERMINALS} terminals; release one first")
+        most = self.host.limits.max_agent_terminals
+        if len(live) >= most:
+            raise FileAccessDenied(f"this session already has {most} terminals; release one first")
         workdir = self.check_path(cwd or self.working_directories[0])
         if not os.path.isdir(workdir):
             raise FileAccessDenied(f"{workdir} is not a folder")
@@ -315,7 +318,8 @@ class HostSessionContext:
             },
         )
         limit = output_byte_limit if isinstance(output_byte_limit, int) and output_byte_limit > 0 else None
-        terminal = HostTerminal(self, uri, title, process, limit or TERMINAL_OUTPUT_LIMIT, on_output)
+        most = self.host.limits.max_terminal_output_bytes
+        terminal = HostTerminal(self, uri, title, process, min(limit or most, most), on_output)
         self.terminals[uri] = terminal
         self.publish_terminals()
         return terminal
@@ -497,20 +501,25 @@ class AgentSessions:
         uri = f"{CONTENT_SCHEME}{hashlib.sha256(raw).hexdigest()[:32]}"
         size = len(raw)
         if uri not in self._content:
-            if self._content_bytes + size > MAX_CONTENT_BYTES:
+            most = self.host.limits.max_agent_content_bytes
+            if self._content_bytes + size > most:
                 raise FileAccessDenied(
-                    "the host keeps no more content for resourceRead (64 MB limit reached)"
+                    f"the host keeps no more agent content for resourceRead ({most:,} bytes)"
                 )
             self._content[uri] = (data, content_type)
             self._content_bytes += size
         return {"uri": uri, "sizeHint": size, "contentType": content_type}
 
+    methods = frozenset({"resourceRead"})
+
     def handle_request(self, connection: Any, method: str, params: dict) -> Any:
+        """``resourceRead`` of ``ahp-content:/`` URIs; any other URI goes on to the next extension."""
         uri = params.get("uri") if isinstance(params, dict) else None
-        if method != "resourceRead" or not isinstance(uri, str) or not uri.startswith(CONTENT_SCHEME):
-            return NotImplemented
-        if getattr(connection, "client_id", None) is None:
-            raise RpcError(ErrorCode.INVALID_REQUEST, f"{method} before initialize")
+        if not isinstance(uri, str) or not uri.startswith(CONTENT_SCHEME):
+            for ext in self.host.extensions:
+                if ext is not self and method in getattr(ext, "methods", ()):
+                    return ext.handle_request(connection, method, params)
+            raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"method {method} is not supported by this host")
         found = self._content.get(uri)
         if found is None:
             raise RpcError(ErrorCode.NOT_FOUND, f"{uri} is not content this host keeps")

@@ -99,7 +99,9 @@ class SessionsAndChats:
             )
         by_stranger = conn is not None and not conn.trusted
 
-        def add(config: dict | None = None, error: str | None = None, directories: list | None = None) -> None:
+        def add(
+            config: dict | None = None, error: str | None = None, directories: list | None = None
+        ) -> None:
             if config is not None:
                 state["config"] = config
             if directories and not state.get("workingDirectories"):
@@ -144,7 +146,10 @@ class SessionsAndChats:
                 uri,
                 {
                     "type": "session/creationFailed",
-                    "error": {"errorType": "agentError" if error else type(exc).__name__, "message": str(exc)},
+                    "error": {
+                        "errorType": "agentError" if error else type(exc).__name__,
+                        "message": str(exc),
+                    },
                 },
             )
         runtime = self.sessions[uri]

@@ -175,12 +175,17 @@ class LabSource:
     def acp_frames(self) -> list[dict]:
         """The raw ACP frames of the lab's session (empty unless its agent speaks ACP)."""
         frames = self._frame_log()
-        return [f.to_json() for f in frames.for_session(self.lab.session)] if frames is not None else []
+        if frames is None:
+            return []
+        # the views show them: redacted like any text the host did not write
+        return self.lab.host.redactor.redact([f.to_json() for f in frames.for_session(self.lab.session)])
 
     def acp_frames_for_seq(self, seq: int) -> list[dict]:
         """The ACP frames linked to the transition ``seq``."""
         frames = self._frame_log()
-        return [f.to_json() for f in frames.frames_for_seq(seq)] if frames is not None else []
+        return (
+            self.lab.host.redactor.redact([f.to_json() for f in frames.frames_for_seq(seq)]) if frames else []
+        )
 
     def subscribe_local_approvals(self, listener: Callable[[], None]) -> Callable[[], None]:
         """Call ``listener()`` when a local approval appears or ends (``$localApproval[Done]``)."""

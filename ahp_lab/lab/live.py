@@ -59,6 +59,9 @@ class Lab(LabBase):
     session's customization tree; ``lab.customizations`` and ``lab.mcp`` are the host extensions
     behind it, ``lab.write_skill(...)`` saves a skill through the protocol.
 
+    Agents: ``agent=`` any backend (``AcpAgent([...])`` runs a real ACP agent, ``docs/acp.md``);
+    ``working_directories=[folder, ...]`` become the session's working directories.
+
     Security (``docs/security.md``): ``roots=[folder, ...]`` are the folders under which other
     clients may name working directories (default: the kernel's working directory);
     ``limits=`` (a :class:`~ahp_lab.protocol.limits.Limits` or a mapping of its fields) bounds
@@ -790,6 +793,8 @@ def _folders_resolved(session: Any) -> bool:
         for entry in session.get("customizations") or ()
         if entry.get("type") in ("plugin", "directory") and not entry.get("clientId")
     )
+
+
 def _default_option(options: list, kind: str) -> str | None:
     """The first option of ``kind`` in the one-time group (group 0 or no group), else the first of ``kind``."""
     of_kind = [o for o in options if isinstance(o, dict) and o.get("kind") == kind]

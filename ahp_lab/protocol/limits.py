@@ -88,6 +88,12 @@ class Limits:
     max_read_bytes: int = 8 * 1024 * 1024
     #: A file ``resourceWrite`` may produce.
     max_write_bytes: int = 8 * 1024 * 1024
+    #: Content agents hand the host for ``resourceRead`` (diff sides, images), in total.
+    max_agent_content_bytes: int = 64 * 1024 * 1024
+    #: Terminals an agent may have running in one session (ACP ``terminal/create``).
+    max_agent_terminals: int = 16
+    #: Output kept per agent terminal (its tail), and put into the terminal channel's state.
+    max_terminal_output_bytes: int = 1024 * 1024
     #: Seconds the live holder of a client id has to answer a ``ping`` when another connection
     #: claims that id; a holder that does not answer is closed and the newcomer takes over.
     identity_grace_s: float = 2.0

@@ -40,7 +40,7 @@ def chunk(text: str) -> dict:
 silent = MODE == "silent" or (MODE == "crash_then_silent" and MARKER and os.path.exists(MARKER))
 if MODE == "crash_then_silent" and MARKER and not silent:
     open(MARKER, "w").close()
-sys.stderr.write(f"bad agent starting in {MODE} mode; api_key=hunter2-secret-value\n")
+sys.stderr.write(f"bad agent starting in {MODE} mode; api_key={os.environ.get('BAD_AGENT_KEY', '')}\n")
 sys.stderr.flush()
 
 for line in sys.stdin:

@@ -27,6 +27,7 @@ async def acp_lab(workdir: Path, command: list[str] | None = None, **options) ->
     """A Lab whose agent is an ACP subprocess working in ``workdir``; stopped on exit."""
     options.setdefault("idle_timeout", 20.0)
     options.setdefault("initialize_timeout", 20.0)
+    options.setdefault("env", SECRET_ENV)
     agent = AcpAgent(command or [sys.executable, str(EXAMPLE_AGENT)], cwd=workdir, **options)
     lab = await Lab.open(agent=agent, working_directories=[workdir])
     try:
@@ -38,6 +39,10 @@ async def acp_lab(workdir: Path, command: list[str] | None = None, **options) ->
 
 def bad_agent(mode: str, *extra: str) -> list[str]:
     return [sys.executable, str(BAD_AGENT), mode, *extra]
+
+
+#: A secret the person hands the agent (``AcpAgent(env=...)``); agents print it on stderr.
+SECRET_ENV = {"BAD_AGENT_KEY": "hunter2-secret-value", "OFFLINE_AGENT_TOKEN": "sk-test1234567890abcdef"}
 
 
 def transitions(lab: Lab, action_type: str, origin_kind: str | None = None) -> list:

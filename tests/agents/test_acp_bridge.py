@@ -226,7 +226,7 @@ def test_crash_mid_turn_then_restart_restores_the_mode(tmp_path: Path) -> None:
             message = turn.error["message"]
             assert "exited unexpectedly (exit code 3)" in message
             assert "crashing on purpose" in message  # the stderr tail...
-            assert "sk-test1234567890abcdef" not in message and "[redacted]" in message  # ...redacted
+            assert "sk-test1234567890abcdef" not in message and "my token is ***" in message  # ...redacted
             assert "About to crash" in turn.text  # what streamed before the crash stays
             await lab.restart_agent()
             turn = await lab.send("config")

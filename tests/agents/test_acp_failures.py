@@ -14,7 +14,7 @@ import pytest
 from ahp_lab import Lab
 from ahp_lab.agents.acp import AcpAgent
 
-from .conftest import acp_lab, arun, bad_agent
+from .conftest import SECRET_ENV, acp_lab, arun, bad_agent
 
 CASES = {
     "hang": "sent nothing for 1.5 s during a turn",
@@ -50,7 +50,8 @@ def test_a_misbehaving_agent_ends_the_turn_with_the_reason(mode: str, tmp_path: 
             assert turn.error["errorType"] == "agentFailed"
             message = turn.error["message"]
             assert CASES[mode] in message
-            assert "bad agent starting" in message or mode == "flood"  # the stderr tail
+            assert "bad agent starting" in message or mode == "flood"  # the stderr tail...
+            assert "api_key=***" in message or mode == "flood"  # ...with the secret it was given masked
             assert "hunter2-secret-value" not in message  # redacted
             assert "working..." in turn.text  # what streamed before the failure stays
             # the session stays usable: the agent is restarted and the next turn runs again
@@ -66,7 +67,7 @@ def test_a_misbehaving_agent_ends_the_turn_with_the_reason(mode: str, tmp_path: 
 
 def test_an_agent_that_never_answers_initialize(tmp_path: Path) -> None:
     async def go() -> None:
-        agent = AcpAgent(bad_agent("silent"), cwd=tmp_path, initialize_timeout=1.0)
+        agent = AcpAgent(bad_agent("silent"), cwd=tmp_path, initialize_timeout=1.0, env=SECRET_ENV)
         started = time.monotonic()
         with pytest.raises(RuntimeError) as info:
             await Lab.open(agent=agent)
@@ -127,7 +128,7 @@ def test_kernel_secrets_do_not_reach_the_agent_process(tmp_path: Path, monkeypat
     monkeypatch.setenv("AHP_LAB_TEST_SECRET", "do-not-leak")
 
     async def go() -> None:
-        async with acp_lab(tmp_path, bad_agent("env"), env={"GIVEN": "1"}) as lab:
+        async with acp_lab(tmp_path, bad_agent("env"), env={"GIVEN": "1", **SECRET_ENV}) as lab:
             turn = await lab.send("go")
             names = json.loads(turn.text.removeprefix("working... "))
             assert "GIVEN" in names and "PATH" in names and "AHP_LAB_TEST_SECRET" not in names

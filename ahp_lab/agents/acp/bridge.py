@@ -9,7 +9,7 @@ and terminals, and the frame record.
 Every failure of the agent (it exits, hangs, writes something that is not JSON-RPC to stdout,
 floods stderr, breaks ACP, never answers ``initialize``) is one :class:`AgentFailure` with a
 one-sentence reason; the bridge is then *broken*: the turn ends with ``chat/error`` carrying the
-reason and a redacted stderr tail, the process is stopped, and the next turn (or
+reason and the agent's stderr tail (redacted where it enters state), the process is stopped, and the next turn (or
 ``lab.restart_agent()``) starts a fresh one and restores the session's mode and config values.
 """
 
@@ -20,7 +20,6 @@ import contextlib
 import contextvars
 import logging
 import os
-import re
 import time
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
@@ -53,7 +52,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ahp_lab.acp")
 
-__all__ = ["AgentFailure", "Bridge", "redact"]
+__all__ = ["AgentFailure", "Bridge"]
 
 # The bridge whose connection is being set up (inherited by the SDK's receive task) and the frame
 # a handler task is answering (set by the observer just before the SDK creates that task).
@@ -65,24 +64,6 @@ _CAUSE: contextvars.ContextVar[tuple[int, ...]] = contextvars.ContextVar("acp_ca
 _TURN: contextvars.ContextVar[TurnMap | None] = contextvars.ContextVar("acp_turn", default=None)
 
 MAX_PERMISSION_OPTIONS = 16
-_SECRET = re.compile(
-    r"(?i)(\b(?:sk|pk|ghp|gho|github_pat|xox[abp]|AKIA)[-_A-Za-z0-9]{12,})"
-    r"|((?:api[_-]?key|token|secret|password|passwd|authorization)\s*[:=]\s*)(\S+)"
-    r"|(Bearer\s+)([-._~+/A-Za-z0-9]+=*)"
-)
-
-
-def redact(text: str) -> str:
-    """Mask what looks like a credential in text the agent wrote (the one place stderr is cleaned)."""
-
-    def mask(m: re.Match) -> str:
-        if m.group(1):
-            return "[redacted]"
-        if m.group(2):
-            return m.group(2) + "[redacted]"
-        return m.group(4) + "[redacted]"
-
-    return _SECRET.sub(mask, text)
 
 
 class AgentFailure(Exception):
@@ -283,9 +264,13 @@ class Bridge:
             self.fail(f"the agent process exited unexpectedly (exit code {code})")
 
     def stderr_tail(self) -> str:
-        """The last lines the agent wrote to stderr, redacted (at most ``stderr_tail_bytes``)."""
+        """The last lines the agent wrote to stderr (at most ``stderr_tail_bytes``).
+
+        Like all text the host did not write, it is redacted by the host when it enters state
+        (``Host.dispatch``); the values of ``AcpAgent(env=...)`` are registered as secrets there.
+        """
         text = bytes(self._stderr).decode("utf-8", "replace").strip()
-        return redact(text)
+        return text
 
     def fail(self, reason: str) -> None:
         """Mark the agent as failed (the first reason wins) and wake whatever waits on it."""
