@@ -1,7 +1,15 @@
-"""Shared test settings. Keep small: per-area fixtures live next to their tests (e.g. tests/e2e/)."""
+"""Shared test settings. Keep small: per-area fixtures live next to their tests (e.g. tests/e2e/).
+
+The upstream conformance corpus is found through one setting, :data:`CORPUS_SETTING`
+(``AHP_CONFORMANCE_DIR``): a folder holding ``reducers/`` and ``round-trips/``, such as a checkout
+of the upstream repository's ``types/test-cases``. Without it, ``../shared/conformance`` beside the
+clone is used when present (as in CI). When neither exists, the tests that need the corpus are
+skipped with :data:`CORPUS_MISSING` as their reason; everything else runs.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -11,6 +19,38 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DIR = REPO_ROOT.parent / "shared"
 ARTIFACTS_DIR = REPO_ROOT / "artifacts"  # screenshots and other test output (git-ignored)
 
+CORPUS_SETTING = "AHP_CONFORMANCE_DIR"
+#: The benchmark workload generator (``gen_workloads.py``) used by the fuzz-log test.
+BENCH_SETTING = "AHP_BENCH_DIR"
+
+
+def _located(setting: str, default: Path, marker: str) -> Path | None:
+    configured = os.environ.get(setting)
+    if configured:
+        return Path(configured).expanduser().resolve()
+    return default if (default / marker).exists() else None
+
+
+#: The conformance corpus folder, or ``None`` when it is not available.
+CORPUS_DIR = _located(CORPUS_SETTING, SHARED_DIR / "conformance", "reducers")
+CORPUS_MISSING = (
+    f"needs the upstream conformance corpus: set {CORPUS_SETTING} to a folder holding reducers/ and "
+    "round-trips/ (e.g. a checkout of the upstream types/test-cases)"
+)
+#: Marks a test (or a module, as ``pytestmark``) that reads the corpus.
+requires_corpus = pytest.mark.skipif(CORPUS_DIR is None, reason=CORPUS_MISSING)
+
+#: The folder holding ``gen_workloads.py``, or ``None``.
+BENCH_DIR = _located(BENCH_SETTING, SHARED_DIR / "bench", "gen_workloads.py")
+BENCH_MISSING = (
+    f"needs the benchmark workload generator: set {BENCH_SETTING} to a folder holding gen_workloads.py"
+)
+
+
+def corpus_files(kind: str) -> list[Path]:
+    """The corpus's ``*.json`` files of ``kind`` (``reducers`` or ``round-trips``), sorted; ``[]`` without it."""
+    return sorted((CORPUS_DIR / kind).glob("*.json")) if CORPUS_DIR is not None else []
+
 
 def pytest_configure(config: pytest.Config) -> None:
     # addopts names the nbval sanitize file relative to the repo root; make it work from any cwd.
@@ -19,9 +59,6 @@ def pytest_configure(config: pytest.Config) -> None:
         candidate = config.rootpath / sanitize
         if candidate.exists():
             config.option.nbval_sanitize_with = str(candidate)
-
-
-@pytest.fixture(scope="session")
-def shared_dir() -> Path:
-    assert SHARED_DIR.is_dir(), f"expected the shared folder beside the repo at {SHARED_DIR}"
-    return SHARED_DIR
+    configured = os.environ.get(CORPUS_SETTING)
+    if configured and not (Path(configured).expanduser() / "reducers").is_dir():
+        raise pytest.UsageError(f"{CORPUS_SETTING}={configured} is not a folder holding reducers/")

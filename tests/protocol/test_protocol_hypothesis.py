@@ -10,22 +10,22 @@ from __future__ import annotations
 
 import contextlib
 import json
-from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ahp_lab.protocol import ACTION_TYPES, ProtocolError, parse, strip_nulls, validate_action
-
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+from tests.conftest import corpus_files, requires_corpus
+from tests.reducers.samples import SAMPLES
 
 
 def _valid_actions() -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for path in sorted((SHARED / "conformance" / "reducers").glob("*.json")):
+    """The project's own sample actions, plus every known action of the corpus when available."""
+    out: list[dict[str, Any]] = [a for _, actions in SAMPLES.values() for a in actions]
+    for path in corpus_files("reducers"):
         out.extend(a for a in json.loads(path.read_text())["actions"] if a.get("type") in ACTION_TYPES)
-    for path in sorted((SHARED / "conformance" / "round-trips").glob("*.json")):
+    for path in corpus_files("round-trips"):
         fx = json.loads(path.read_text())
         if fx["type"] == "StateAction" and fx["input"].get("type") in ACTION_TYPES:
             out.append(fx["input"])
@@ -133,6 +133,7 @@ def test_mutated_valid_actions_never_crash(data: st.DataObject) -> None:
         parse("StateAction", mutated)
 
 
+@requires_corpus
 def test_valid_actions_are_fixed_points() -> None:
     assert len(VALID_ACTIONS) > 300
     for action in VALID_ACTIONS:

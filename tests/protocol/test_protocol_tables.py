@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from pydantic import TypeAdapter
@@ -24,8 +23,7 @@ from ahp_lab.protocol import (
     channel_kind_of_action,
     is_client_dispatchable,
 )
-
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+from tests.conftest import corpus_files, requires_corpus  # noqa: E402
 
 EXPECTED_CLIENT_DISPATCHABLE = {
     "root/configChanged",
@@ -175,11 +173,10 @@ def test_versions_and_error_codes() -> None:
     }
 
 
+@requires_corpus
 def test_types_registry_covers_fixtures_and_models() -> None:
     assert all(isinstance(ta, TypeAdapter) for ta in TYPES.values())
-    fixture_types = {
-        json.loads(p.read_text())["type"] for p in (SHARED / "conformance" / "round-trips").glob("*.json")
-    }
+    fixture_types = {json.loads(p.read_text())["type"] for p in corpus_files("round-trips")}
     assert fixture_types == {
         "ActionEnvelope",
         "StateAction",

@@ -10,8 +10,10 @@ from ahp_lab.conformance import FIXTURE_NOW_MS, first_difference, run_reducer_fi
 from ahp_lab.protocol.jsonvalue import strip_nulls
 from ahp_lab.reducers import REDUCERS
 
+from ..conftest import requires_corpus
 from .fixtures import reducer_fixtures
 
+pytestmark = requires_corpus
 CASES = reducer_fixtures()
 
 

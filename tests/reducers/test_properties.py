@@ -17,9 +17,11 @@ from ahp_lab.protocol.jsonvalue import dumps, to_json
 from ahp_lab.reducers import REDUCERS
 
 from .fixtures import reducer_fixtures
+from .samples import SAMPLES
 
-TEMPLATES: dict[str, list[dict]] = {}
-INITIALS: dict[str, list[dict]] = {}
+# Seeds: the project's own samples always, plus every corpus fixture when the corpus is available.
+TEMPLATES: dict[str, list[dict]] = {kind: list(actions) for kind, (_, actions) in SAMPLES.items()}
+INITIALS: dict[str, list[dict]] = {kind: list(initials) for kind, (initials, _) in SAMPLES.items()}
 for _name, _fx in reducer_fixtures():
     TEMPLATES.setdefault(_fx["reducer"], []).extend(_fx["actions"])
     INITIALS.setdefault(_fx["reducer"], []).append(_fx["initial"])

@@ -14,9 +14,15 @@ from ahp_lab.reducers import REDUCERS
 from ahp_lab.store import HOST, Store, agent_origin, client_origin
 
 from ..reducers.fixtures import reducer_fixtures
+from ..reducers.samples import SAMPLES
 from ..reducers.test_properties import perturbed_action
 
-FIXTURES = [fx for _, fx in reducer_fixtures() if fx["reducer"] in ("chat", "session", "terminal")]
+# Starting points: the project's own sample states, plus the corpus fixtures' when available.
+FIXTURES = [
+    {"reducer": kind, "initial": initial}
+    for kind in ("chat", "session", "terminal")
+    for initial in SAMPLES[kind][0]
+] + [fx for _, fx in reducer_fixtures() if fx["reducer"] in ("chat", "session", "terminal")]
 
 
 @st.composite
