@@ -7,15 +7,19 @@ with the first differing path, then ``N passed, M failed``; ``--json`` prints
 ``replay --reducer KIND --initial FILE --actions FILE.jsonl [--now-ms N] [--repeat R]`` applies
 the actions in order, R times from the same initial state, prints the final state as JSON on
 stdout (absent members omitted) and, as the last line on stderr,
-``{"actions": n, "seconds": s, "actions_per_s": r, "per_run_seconds": [...]}`` where ``n`` is the
-number of actions applied over all runs and ``seconds`` sums the per-run reduce loops only (no
-file reading, parsing or output).
+``{"actions": n, "seconds": s, "actions_per_s": r, "per_run_seconds": [...], "max_rss_mb": m}``
+where ``n`` is the number of actions applied over all runs, ``seconds`` sums the per-run reduce
+loops only (no file reading, parsing or output) and ``max_rss_mb`` is the process's peak resident
+memory. Exit status: 0 on success, 2 for usage errors, 3 when a reducer raised, with
+``{"error", "index", "type"}`` (the message, the action's 0-based index and its type) as the last
+stderr line.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import sys
 import time
 from pathlib import Path
@@ -81,8 +85,17 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     for _ in range(args.repeat):
         state = initial
         start = time.perf_counter()
-        for action in actions:
-            state = reducer(state, action, now_ms)
+        try:
+            for action in actions:
+                state = reducer(state, action, now_ms)
+        except Exception as exc:  # the contract: report which action broke the reducer, exit 3
+            index = next(i for i, a in enumerate(actions) if a is action)
+            kind = action.get("type") if isinstance(action, dict) else None
+            print(
+                json.dumps({"error": f"{type(exc).__name__}: {exc}", "index": index, "type": kind}),
+                file=sys.stderr,
+            )
+            return 3
         per_run.append(time.perf_counter() - start)
     sys.stdout.write(dumps(strip_nulls(state)) + "\n")
     sys.stdout.flush()
@@ -93,6 +106,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         "seconds": seconds,
         "actions_per_s": (total_actions / seconds) if seconds > 0 else None,
         "per_run_seconds": per_run,
+        "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # Linux reports KiB
     }
     print(json.dumps(stats), file=sys.stderr)
     return 0

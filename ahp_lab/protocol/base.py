@@ -65,6 +65,9 @@ class WireModel(BaseModel):
         extra="allow",
         strict=True,
         ser_json_inf_nan="null",
+        # Build each model's validator on first use, not at import: `import ahp_lab` stays cheap
+        # and a process validates only the types it meets (see ahp_lab.protocol.codec.TYPES).
+        defer_build=True,
     )
 
     #: Members whose explicit ``null`` is meaningful (merge payloads); ``True`` = all members.

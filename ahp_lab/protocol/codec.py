@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -113,14 +114,36 @@ def _model_classes() -> dict[str, type[BaseModel]]:
 MODEL_CLASSES: dict[str, type[BaseModel]] = _model_classes()
 
 
-#: Every protocol type by name → its module-level ``TypeAdapter``: all model classes (by class
-#: name) plus the named unions and scalars of :data:`UNION_TYPES`.
-TYPES: dict[str, TypeAdapter] = {
-    name: TypeAdapter(tp) for name, tp in {**MODEL_CLASSES, **UNION_TYPES}.items()
-}
+class _Adapters(Mapping[str, TypeAdapter]):
+    """Type name → ``TypeAdapter``, each built on first access (validators are costly to build).
 
-_ACTION_ADAPTERS: dict[str, TypeAdapter] = {t: TYPES[cls.__name__] for t, cls in ACTION_TYPES.items()}
-_STATE_ADAPTERS: dict[str, TypeAdapter] = {k: TYPES[cls.__name__] for k, cls in STATE_TYPES.items()}
+    This is the one place where validation is deferred: the models themselves use
+    ``defer_build=True``, and an adapter (with the validators of the models it reaches) is
+    built the first time its type is looked up, then kept.
+    """
+
+    def __init__(self, types: dict[str, Any]) -> None:
+        self._types = types
+        self._built: dict[str, TypeAdapter] = {}
+
+    def __getitem__(self, name: str) -> TypeAdapter:
+        ta = self._built.get(name)
+        if ta is None:
+            ta = self._built[name] = TypeAdapter(self._types[name])
+        return ta
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._types)
+
+    def __len__(self) -> int:
+        return len(self._types)
+
+
+#: Every protocol type by name → its ``TypeAdapter``: all model classes (by class name) plus the
+#: named unions and scalars of :data:`UNION_TYPES`. Adapters are built on first access.
+TYPES: Mapping[str, TypeAdapter] = _Adapters({**MODEL_CLASSES, **UNION_TYPES})
+_ACTION_TYPE_NAMES: dict[str, str] = {t: cls.__name__ for t, cls in ACTION_TYPES.items()}
+_STATE_TYPE_NAMES: dict[str, str] = {k: cls.__name__ for k, cls in STATE_TYPES.items()}
 
 
 def adapter(type_name: str) -> TypeAdapter:
@@ -188,7 +211,7 @@ def validate_action(data: Any, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any
         raise ProtocolError.build(
             "action", "type", f"must be a string, got {json_type_name(action_type)}", "type"
         )
-    ta = _ACTION_ADAPTERS.get(action_type)
+    ta = TYPES[_ACTION_TYPE_NAMES[action_type]] if action_type in _ACTION_TYPE_NAMES else None
     if ta is None:
         raise ProtocolError(
             f"unknown action type {action_type!r}",
@@ -230,7 +253,7 @@ def validate_params(method: str, data: Any, limits: Limits = DEFAULT_LIMITS) -> 
 def validate_state(kind: str, data: Any) -> BaseModel:
     """Validate the state of a channel of ``kind`` (``root``, ``session``, ``chat``, ``terminal``,
     ``changeset``, ``annotations``, ``resourceWatch``). ``Text`` values are accepted."""
-    ta = _STATE_ADAPTERS.get(kind)
+    ta = TYPES[_STATE_TYPE_NAMES[kind]] if kind in _STATE_TYPE_NAMES else None
     if ta is None:
         raise ProtocolError.build(None, None, f"unknown channel kind {kind!r}", "unknown_kind")
     try:

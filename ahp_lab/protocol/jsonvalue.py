@@ -6,25 +6,52 @@ import json
 from typing import Any
 
 from .text import Text
+from .vector import Vector
 
 __all__ = ["to_json", "strip_nulls", "dumps", "loads", "json_equal", "json_patch", "apply_patch"]
 
 
+#: Recent conversions of containers: id -> (value, plain form). The same unchanged state converts
+#: to the same plain object, so a caller can still tell "unchanged" by identity.
+_RECENT: dict[int, tuple[Any, Any]] = {}
+_RECENT_SIZE = 8
+
+
 def to_json(value: Any) -> Any:
-    """Return ``value`` as plain JSON data (``Text`` becomes ``str``); containers are copied only if needed."""
+    """Return ``value`` as plain JSON data (``Text`` becomes ``str``, ``Vector`` a list).
+
+    Containers are copied only where they hold such values, and converting the same object again
+    soon after gives the very same result.
+    """
+    if type(value) is dict or type(value) is Vector:
+        recent = _RECENT.get(id(value))
+        if recent is not None and recent[0] is value:
+            return recent[1]
+        out = _to_json(value)
+        if out is not value:
+            if len(_RECENT) >= _RECENT_SIZE:
+                del _RECENT[next(iter(_RECENT))]
+            _RECENT[id(value)] = (value, out)
+        return out
+    return _to_json(value)
+
+
+def _to_json(value: Any) -> Any:
     if isinstance(value, Text):
         return str(value)
+    if type(value) is Vector:
+        return [_to_json(v) for v in value]
     if isinstance(value, dict):
         out = None
         for k, v in value.items():
-            nv = to_json(v)
+            nv = _to_json(v)
             if nv is not v:
                 if out is None:
                     out = dict(value)
                 out[k] = nv
         return value if out is None else out
     if isinstance(value, (list, tuple)):
-        items = [to_json(v) for v in value]
+        items = [_to_json(v) for v in value]
         if isinstance(value, list) and all(a is b for a, b in zip(items, value, strict=True)):
             return value
         return items
@@ -49,7 +76,7 @@ def strip_nulls(value: Any) -> Any:
 def _default(obj: Any) -> Any:
     if isinstance(obj, Text):
         return str(obj)
-    if isinstance(obj, tuple):
+    if isinstance(obj, (tuple, Vector)):
         return list(obj)
     raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
 
@@ -101,17 +128,13 @@ def json_patch(before: Any, after: Any, path: str = "") -> list[dict]:
                 ops.extend(json_patch(before[key], value, _pointer(path, key)))
         return ops
     if isinstance(before, list) and isinstance(after, list):
-        n = len(before)
-        if len(after) >= n and all(
-            before[i] is after[i] or json_equal(before[i], after[i]) for i in range(n)
-        ):
-            return [
-                {"op": "add", "path": _pointer(path, i), "value": to_json(after[i])}
-                for i in range(n, len(after))
-            ]
-        if len(after) == n:
+        n, m = len(before), len(after)
+        changed = _changed_positions(before, after, min(n, m))
+        if m >= n and all(json_equal(before[i], after[i]) for i in changed):
+            return [{"op": "add", "path": _pointer(path, i), "value": to_json(after[i])} for i in range(n, m)]
+        if m == n:
             ops = []
-            for i in range(n):
+            for i in changed:
                 ops.extend(json_patch(before[i], after[i], _pointer(path, i)))
             return ops
         return [{"op": "replace", "path": path, "value": to_json(after)}]
@@ -120,6 +143,13 @@ def json_patch(before: Any, after: Any, path: str = "") -> list[dict]:
     if json_equal(before, after):
         return []
     return [{"op": "replace", "path": path, "value": to_json(after)}]
+
+
+def _changed_positions(before: Any, after: Any, k: int) -> list[int]:
+    """Positions below ``k`` whose entries are not the same object on both sides."""
+    if type(before) is Vector and type(after) is Vector:
+        return before.differing(after, k)
+    return [i for i, (a, b) in enumerate(zip(before, after, strict=False)) if i < k and a is not b]
 
 
 def apply_patch(document: Any, patch: list[dict]) -> Any:

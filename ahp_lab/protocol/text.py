@@ -2,11 +2,13 @@
 
 `chat/delta` and `chat/reasoning` append to a response part's ``content`` thousands of times per
 turn. Rebuilding a Python ``str`` on every append copies the whole text, which is quadratic over a
-turn. :class:`Text` keeps the text as a short stack of chunks whose lengths shrink geometrically
-from bottom to top (a binary-counter rope): an append pushes one chunk and merges only the small
-ones on top, so every character is copied O(log n) times over the whole stream, and the stack stays
-O(log n) deep. Every ``Text`` is immutable; appending returns a new one that shares the big chunks
-with its predecessor, so reducers stay pure and old states stay valid.
+turn. :class:`Text` keeps the text as a short *tail* string, to which small appends are added
+(copying at most :data:`TAIL_MAX` characters), over a stack of chunks whose lengths shrink
+geometrically from bottom to top (a binary-counter rope): a full tail is pushed as one chunk and
+only the small chunks on top are merged, so every character is copied O(log n) times over the
+whole stream, and the stack stays O(log n) deep. Every ``Text`` is immutable; appending returns a
+new one that shares the chunks with its predecessor, so reducers stay pure and old states stay
+valid.
 
 A ``Text`` compares equal to the equal ``str`` (and hashes like it), serializes as a plain string
 through :func:`ahp_lab.protocol.jsonvalue.to_json` / ``dumps``, and ``str(text)`` joins it once and
@@ -15,16 +17,20 @@ caches the result.
 
 from __future__ import annotations
 
-__all__ = ["Text", "append_text"]
+__all__ = ["Text", "append_text", "TAIL_MAX"]
+
+#: Appends go to a tail string until it holds this many characters; then it becomes a chunk.
+TAIL_MAX = 256
 
 
 class Text:
     """An immutable string built by appends; see the module docstring."""
 
-    __slots__ = ("_chunks", "_len", "_joined")
+    __slots__ = ("_chunks", "_tail", "_len", "_joined")
 
     def __init__(self, chunks: tuple[str, ...] = ()) -> None:
         self._chunks = chunks
+        self._tail = ""
         self._len = sum(len(c) for c in chunks)
         self._joined: str | None = chunks[0] if len(chunks) == 1 else ("" if not chunks else None)
 
@@ -36,14 +42,20 @@ class Text:
         """Return a new ``Text`` equal to ``self + more``; ``self`` is unchanged."""
         if not more:
             return self
-        stack = list(self._chunks)
-        stack.append(more)
-        # Merge while the chunk below is not at least twice as long as the top one.
-        while len(stack) >= 2 and len(stack[-2]) < 2 * len(stack[-1]):
-            top = stack.pop()
-            stack[-1] = stack[-1] + top
         out = Text.__new__(Text)
-        out._chunks = tuple(stack)
+        tail = self._tail + more
+        if len(tail) <= TAIL_MAX:
+            out._chunks = self._chunks
+            out._tail = tail
+        else:
+            stack = list(self._chunks)
+            stack.append(tail)
+            # Merge while the chunk below is not at least twice as long as the top one.
+            while len(stack) >= 2 and len(stack[-2]) < 2 * len(stack[-1]):
+                top = stack.pop()
+                stack[-1] = stack[-1] + top
+            out._chunks = tuple(stack)
+            out._tail = ""
         out._len = self._len + len(more)
         out._joined = None
         return out
@@ -51,9 +63,10 @@ class Text:
     def __str__(self) -> str:
         joined = self._joined
         if joined is None:
-            joined = "".join(self._chunks)
+            joined = "".join(self._chunks) + self._tail
             # Compact in place: the value is unchanged, later appends start from one chunk.
             self._chunks = (joined,)
+            self._tail = ""
             self._joined = joined
         return joined
 
@@ -96,7 +109,7 @@ class Text:
 
 def append_text(current: object, more: str) -> Text:
     """Append ``more`` to a ``str`` or :class:`Text` value, returning a ``Text``."""
-    if isinstance(current, Text):
+    if type(current) is Text:
         return current.append(more)
     if isinstance(current, str):
         return Text.of(current).append(more)

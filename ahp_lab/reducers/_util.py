@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ._js import key, spread, to_uint32, truthy
+
 Json = Any
 Action = dict[str, Any]
 Handler = Callable[[Any, Action, int], Any]
@@ -41,22 +43,22 @@ def put(obj: dict, key: str, value: Any) -> dict:
 
 def put_many(obj: dict, **changes: Any) -> dict:
     out = dict(obj)
-    for key, value in changes.items():
+    for name, value in changes.items():
         if value is None:
-            out.pop(key, None)
+            out.pop(name, None)
         else:
-            out[key] = value
+            out[name] = value
     return out
 
 
 def merge(target: dict | None, payload: dict | None) -> dict:
     """Shallow merge used by AHP merges: payload keys win, a payload ``null`` removes the key."""
     out = dict(target or {})
-    for key, value in (payload or {}).items():
+    for name, value in (payload or {}).items():
         if value is None:
-            out.pop(key, None)
+            out.pop(name, None)
         else:
-            out[key] = value
+            out[name] = value
     return out
 
 
@@ -84,8 +86,10 @@ def find_index(items: list | None, pred: Callable[[Any], bool]) -> int:
     return -1
 
 
-def keyed(key: str, value: Any) -> Callable[[Any], bool]:
-    return lambda item: isinstance(item, dict) and item.get(key) == value
+def keyed(field: str, value: Any) -> Callable[[Any], bool]:
+    """Predicate: an object whose ``field`` is ``value`` under JavaScript ``===``."""
+    wanted = key(value)
+    return lambda item: isinstance(item, dict) and key(item.get(field)) == wanted
 
 
 def upsert(items: list | None, key: str, item: dict) -> list:
@@ -99,16 +103,14 @@ def as_list(value: Any) -> list:
     return value if isinstance(value, list) else []
 
 
-def as_int(value: Any) -> int:
-    """A status bitset as a non-negative int (anything malformed counts as 0)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        return int(value) if isinstance(value, float) and value.is_integer() and value >= 0 else 0
-    return value if value >= 0 else value & 0xFFFFFFFF
+#: A status bitset as an unsigned 32-bit int, as JavaScript's bitwise operators read it.
+as_int = to_uint32
 
 
-def with_flag(status: Any, flag: int, on: bool) -> int:
+def with_flag(status: Any, flag: int, on: Any) -> int:
+    """``status`` with ``flag`` set when ``on`` is truthy (JavaScript truthiness), else cleared."""
     s = as_int(status)
-    return s | flag if on else s & ~flag
+    return s | flag if truthy(on) else s & ~flag
 
 
 def make_reducer(channel: str, handlers: dict[str, Handler]):
@@ -118,10 +120,12 @@ def make_reducer(channel: str, handlers: dict[str, Handler]):
     that trips a handler is a no-op too: handlers never mutate, so the input state is intact.
     """
 
+    get_handler = handlers.get
+
     def reduce(state: Any, action: Any, now_ms: int = 0, log: Log | None = None) -> Any:
-        kind = action.get("type") if isinstance(action, dict) else None
-        handler = handlers.get(kind) if isinstance(kind, str) else None
-        if handler is None or not isinstance(state, dict):
+        kind = action.get("type") if type(action) is dict else None
+        handler = get_handler(kind) if type(kind) is str else None
+        if handler is None or type(state) is not dict:
             if log is not None:
                 log(f"Unhandled action type: {kind!r} on the {channel} reducer")
             return state
@@ -144,9 +148,11 @@ def config_changed(state: dict, action: Action) -> dict:
     config = state.get("config")
     if not isinstance(config, dict):
         return state
-    payload = action.get("config")
-    payload = payload if isinstance(payload, dict) else {}
-    values = dict(payload) if action.get("replace") else merge(config.get("values"), payload)
+    payload = spread(action.get("config"))
+    if truthy(action.get("replace")):
+        values = dict(payload)
+    else:
+        values = merge(spread(config.get("values")), payload)
     return put(state, "config", put(config, "values", values))
 
 
@@ -155,7 +161,8 @@ def directory_set(state: dict, action: Action, now_ms: int) -> dict:
     directory = action.get("directory")
     dirs = state.get("workingDirectories")
     dirs = dirs if isinstance(dirs, list) else []
-    if directory is None or directory in dirs:
+    wanted = key(directory)
+    if directory is None or any(key(d) == wanted for d in dirs):
         return state
     return put(state, "workingDirectories", [*dirs, directory])
 
@@ -163,10 +170,10 @@ def directory_set(state: dict, action: Action, now_ms: int) -> dict:
 def directory_removed(state: dict, action: Action, now_ms: int) -> dict:
     """``session|chat/workingDirectoryRemoved``: remove the first equal entry (may leave ``[]``)."""
     dirs = state.get("workingDirectories")
-    directory = action.get("directory")
-    if not isinstance(dirs, list) or directory not in dirs:
+    i = find_index(dirs, lambda d, wanted=key(action.get("directory")): key(d) == wanted)
+    if not isinstance(dirs, list) or i < 0:
         return state
-    return put(state, "workingDirectories", remove_at(dirs, dirs.index(directory)))
+    return put(state, "workingDirectories", remove_at(dirs, i))
 
 
 def set_field(field: str, key: str | None = None) -> Handler:

@@ -2,29 +2,33 @@
 
 Turns and streaming, pending (steering/queued) messages, drafts, working directories, input
 requests, and the tool-call state machine with its field-carry rules T2–T13 (chat-channel §6–§7).
-Streamed text (``chat/delta``, ``chat/reasoning``, ``chat/toolCallDelta``) is appended through
-:class:`ahp_lab.protocol.text.Text`, so a long stream costs O(1) amortized per delta.
+
+Per-action cost does not grow with the chat: streamed text (``chat/delta``, ``chat/reasoning``,
+``chat/toolCallDelta``) is appended through :class:`~ahp_lab.protocol.text.Text`; ``turns`` and
+the active turn's ``responseParts`` are :class:`~ahp_lab.protocol.vector.Vector` values, so a
+turn is appended and a part replaced without copying the others, parts are found by identifier
+through an index, and the number of user-blocking parts (which decides ``status``) is counted
+incrementally. Off-type values behave as they do in the JavaScript reference (see ``_js``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..protocol.text import append_text
+from ..protocol.text import Text, append_text
+from ..protocol.vector import NO_KEY, Vector, appended, candidates, count, find, replaced, sequence
+from ._js import clamp_non_negative, key, plus, spread, to_string, truthy
 from ._util import (
     as_int,
     as_list,
     directory_removed,
     directory_set,
-    find_index,
     iso_ms,
-    keyed,
     make_reducer,
     merge,
     pick,
     put,
     put_many,
-    replace_at,
     upsert,
 )
 
@@ -52,22 +56,36 @@ BLOCKING_TOOL_CALL_STATES = frozenset({PENDING_CONFIRMATION, PENDING_RESULT_CONF
 BASE_KEYS = ("toolCallId", "toolName", "displayName", "intention", "contributor", "_meta")
 RESULT_KEYS = ("success", "pastTenseMessage", "content", "structuredContent", "error")
 CONFIRMATION_KEYS = ("confirmationTitle", "riskAssessment", "edits", "editable", "options")
-
+_FINISHED = (COMPLETED, CANCELLED)
 
 # -- status ------------------------------------------------------------------------------------
 
 
 def blocks_user(part: Any) -> bool:
     """Whether a response part of the active turn makes the chat ``InputNeeded``."""
-    if not isinstance(part, dict):
+    if type(part) is not dict:
         return False
     kind = part.get("kind")
     if kind == "inputRequest":
         return part.get("response") is None
     if kind == "toolCall":
         tc = part.get("toolCall")
-        return isinstance(tc, dict) and tc.get("status") in BLOCKING_TOOL_CALL_STATES
+        return type(tc) is dict and tc.get("status") in BLOCKING_TOOL_CALL_STATES
     return False
+
+
+def _unfinished(part: Any) -> bool:
+    """A tool-call part that the end of its turn force-cancels (T13)."""
+    if type(part) is not dict or part.get("kind") != "toolCall":
+        return False
+    tc = part.get("toolCall")
+    return type(tc) is dict and tc.get("status") not in _FINISHED
+
+
+def _blocking(parts: Any) -> bool:
+    if type(parts) is Vector:
+        return count(parts, blocks_user) > 0
+    return any(blocks_user(p) for p in as_list(parts))
 
 
 def derive_status(state: dict, terminal: int | None = None) -> int:
@@ -75,10 +93,8 @@ def derive_status(state: dict, terminal: int | None = None) -> int:
     active = state.get("activeTurn")
     if terminal == ERROR:
         activity = ERROR
-    elif isinstance(active, dict) and any(blocks_user(p) for p in as_list(active.get("responseParts"))):
-        activity = INPUT_NEEDED
-    elif isinstance(active, dict):
-        activity = IN_PROGRESS
+    elif type(active) is dict:
+        activity = INPUT_NEEDED if _blocking(active.get("responseParts")) else IN_PROGRESS
     else:
         activity = IDLE
     return (as_int(state.get("status")) & ~ACTIVITY_MASK) | activity
@@ -88,16 +104,69 @@ def _with_status(state: dict, status: int) -> dict:
     return state if state.get("status") == status else put(state, "status", status)
 
 
+def _same(a: Any, b: Any) -> bool:
+    """JavaScript ``a === b`` for ids (the common case, two strings, first)."""
+    if type(a) is str and type(b) is str:
+        return a == b
+    return a is b or key(a) == key(b)
+
+
 def _active(state: dict, action: dict) -> dict | None:
     """The active turn if ``action.turnId`` names it, else ``None`` (wrong turn ⇒ no-op)."""
     active = state.get("activeTurn")
-    if isinstance(active, dict) and active.get("id") == action.get("turnId"):
+    if type(active) is dict and _same(active.get("id"), action.get("turnId")):
         return active
     return None
 
 
-def _with_parts(state: dict, active: dict, parts: list) -> dict:
-    return put(state, "activeTurn", put(active, "responseParts", parts))
+def _seq(value: Any) -> list | Vector | None:
+    """``value`` when it is a JSON array (a list or a :class:`Vector`), else ``None``."""
+    return value if type(value) is list or type(value) is Vector else None
+
+
+def _parts(active: dict) -> list | Vector | None:
+    """The active turn's parts (``None`` when they are not an array)."""
+    return _seq(active.get("responseParts"))
+
+
+def _with_parts(state: dict, active: dict, parts: list | Vector) -> dict:
+    out = dict(state)
+    turn = dict(active)
+    turn["responseParts"] = parts
+    out["activeTurn"] = turn
+    return out
+
+
+def part_identifier(part: Any) -> Any:
+    """The identifier ``chat/delta``, ``chat/reasoning`` and tool-call actions match (chat-channel §6.3).
+
+    A tool-call part's ``toolCall.toolCallId``, else the part's ``id`` (absent for contentRef,
+    systemNotification and inputRequest parts, which only an action without ``partId`` meets).
+    """
+    if type(part) is not dict:
+        return None
+    if part.get("kind") == "toolCall":
+        tc = part.get("toolCall")
+        return tc.get("toolCallId") if type(tc) is dict else None
+    return part.get("id")
+
+
+def _part_key(part: Any) -> Any:
+    if type(part) is not dict:
+        return NO_KEY
+    if part.get("kind") == "toolCall":
+        tc = part.get("toolCall")
+        return key(tc.get("toolCallId")) if type(tc) is dict else NO_KEY
+    ident = part.get("id")
+    return ident if type(ident) is str else key(ident)
+
+
+def _request_key(part: Any) -> Any:
+    if type(part) is dict and part.get("kind") == "inputRequest":
+        request = part.get("request")
+        if type(request) is dict:
+            return key(request.get("id"))
+    return NO_KEY
 
 
 # -- turn lifecycle and streaming ----------------------------------------------------------------
@@ -114,13 +183,13 @@ def _turn_started(state, action, now_ms):
     out = put_many(state, activeTurn=turn, modifiedAt=iso_ms(now_ms))
     out["status"] = derive_status(out) & ~IS_READ
     queued_id = action.get("queuedMessageId")
-    if queued_id is not None:
+    if truthy(queued_id):
         steering = out.get("steeringMessage")
-        if isinstance(steering, dict) and steering.get("id") == queued_id:
+        if type(steering) is dict and _same(steering.get("id"), queued_id):
             out.pop("steeringMessage")
         queued = out.get("queuedMessages")
         if isinstance(queued, list):
-            kept = [m for m in queued if not (isinstance(m, dict) and m.get("id") == queued_id)]
+            kept = [m for m in queued if not (type(m) is dict and _same(m.get("id"), queued_id))]
             if len(kept) != len(queued):
                 out = put(out, "queuedMessages", kept or None)
     return out
@@ -128,39 +197,51 @@ def _turn_started(state, action, now_ms):
 
 def _response_part(state, action, now_ms):
     active = _active(state, action)
-    part = action.get("part")
-    if active is None or part is None:
+    parts = _parts(active) if active is not None else None
+    if parts is None:
         return state
-    return _with_parts(state, active, [*as_list(active.get("responseParts")), part])
-
-
-def part_identifier(part: Any) -> Any:
-    """The identifier ``chat/delta`` and ``chat/reasoning`` match against (chat-channel §6.3)."""
-    if not isinstance(part, dict):
-        return None
-    if part.get("kind") == "toolCall":
-        tc = part.get("toolCall")
-        return tc.get("toolCallId") if isinstance(tc, dict) else None
-    if part.get("kind") in ("contentRef", "systemNotification", "inputRequest"):
-        return None
-    return part.get("id")
+    return _with_parts(state, active, appended(parts, action.get("part")))
 
 
 def _append_to_part(kind: str):
     def handler(state, action, now_ms):
-        active = _active(state, action)
-        content = action.get("content")
-        if active is None or not isinstance(content, str):
+        active = state.get("activeTurn")
+        if type(active) is not dict:
             return state
-        parts = as_list(active.get("responseParts"))
+        turn_id = active.get("id")
+        if not (type(turn_id) is str and turn_id == action.get("turnId")) and not _same(
+            turn_id, action.get("turnId")
+        ):
+            return state
+        parts = active.get("responseParts")
         part_id = action.get("partId")
-        for i, part in enumerate(parts):
-            if part_identifier(part) == part_id and part_id is not None:
-                if part.get("kind") != kind:
-                    return state
-                new_part = put(part, "content", append_text(part.get("content", ""), content))
-                return _with_parts(state, active, replace_at(parts, i, new_part))
-        return state
+        wanted = part_id if type(part_id) is str else key(part_id)
+        if type(parts) is list:
+            i = -1
+            for j, part in enumerate(parts):  # short list: a scan is cheaper than an index
+                if _part_key(part) == wanted and wanted is not NO_KEY:
+                    i = j
+                    break
+        elif type(parts) is Vector:
+            i = parts.find(_part_key, wanted)
+        else:
+            return state
+        if i < 0:
+            return state
+        part = parts[i]
+        if part.get("kind") != kind:
+            return state
+        current, more = part.get("content"), action.get("content")
+        new_part = dict(part)
+        if type(more) is str and type(current) in (str, Text):
+            new_part["content"] = append_text(current, more)
+        else:
+            content = plus(current, more)
+            if content != content:  # NaN is serialized as null: the content is gone
+                new_part.pop("content", None)
+            else:
+                new_part["content"] = content
+        return _with_parts(state, active, replaced(parts, i, new_part, same_keys=True))
 
     return handler
 
@@ -190,10 +271,8 @@ def cancelled_by_turn_end(tc: dict) -> dict:
 
 
 def _finish_part(part: Any) -> Any:
-    if isinstance(part, dict) and part.get("kind") == "toolCall":
-        tc = part.get("toolCall")
-        if isinstance(tc, dict) and tc.get("status") not in (COMPLETED, CANCELLED):
-            return put(part, "toolCall", cancelled_by_turn_end(tc))
+    if _unfinished(part):
+        return put(part, "toolCall", cancelled_by_turn_end(part["toolCall"]))
     return part
 
 
@@ -204,23 +283,28 @@ def _end_turn(turn_state: str):
         active = _active(state, action)
         if active is None:
             return state
-        parts = as_list(active.get("responseParts"))
+        parts = _parts(active)
+        if parts is None:
+            return state
         turn: dict[str, Any] = {"id": active.get("id")}
         if active.get("startedAt") is not None:
             turn["startedAt"] = active["startedAt"]
-        duration = action.get("duration")
-        if isinstance(duration, (int, float)) and not isinstance(duration, bool) and duration == duration:
-            turn["duration"] = max(0, duration)
+        duration = clamp_non_negative(action.get("duration"))
+        if duration is not None:
+            turn["duration"] = duration
         if active.get("message") is not None:
             turn["message"] = active["message"]
-        turn["responseParts"] = [_finish_part(p) for p in parts]
+        if count(parts, _unfinished):
+            parts = sequence([_finish_part(p) for p in parts])
+        turn["responseParts"] = parts
         if active.get("usage") is not None:
             turn["usage"] = active["usage"]
         turn["state"] = turn_state
         if terminal == ERROR and action.get("error") is not None:
             turn["error"] = action["error"]
+        turns = _seq(state.get("turns"))
         out = dict(state)
-        out["turns"] = [*as_list(state.get("turns")), turn]
+        out["turns"] = appended([] if turns is None else turns, turn)
         out.pop("activeTurn", None)
         out["modifiedAt"] = iso_ms(now_ms)
         out["status"] = derive_status(out, terminal)
@@ -232,14 +316,20 @@ def _end_turn(turn_state: str):
 # -- history, pending messages, drafts, directories -----------------------------------------------
 
 
+def _turn_key(turn: Any) -> Any:
+    return key(turn.get("id")) if type(turn) is dict else NO_KEY
+
+
 def _truncated(state, action, now_ms):
-    turns = as_list(state.get("turns"))
     turn_id = action.get("turnId")
     if turn_id is not None:
-        i = find_index(turns, keyed("id", turn_id))
+        turns = _seq(state.get("turns"))
+        if turns is None:
+            return state
+        i = find(turns, _turn_key, key(turn_id))
         if i < 0:
             return state
-        out = put(state, "turns", turns[: i + 1])
+        out = put(state, "turns", turns.prefix(i + 1) if type(turns) is Vector else turns[: i + 1])
     else:
         out = put_many(state, turns=[], turnsNextCursor=None)
     out.pop("activeTurn", None)
@@ -248,14 +338,22 @@ def _truncated(state, action, now_ms):
     return out
 
 
+def _loaded_key(turn: Any) -> Any:
+    """The id of a loaded turn as ``turn.id`` reads it (``undefined`` for a primitive)."""
+    if turn is None:
+        raise TypeError("a loaded turn is null")
+    return key(turn.get("id")) if type(turn) is dict else None
+
+
 def _turns_loaded(state, action, now_ms):
-    existing = {t.get("id") for t in as_list(state.get("turns")) if isinstance(t, dict)}
-    loaded = [
-        t for t in as_list(action.get("turns")) if not (isinstance(t, dict) and t.get("id") in existing)
-    ]
+    turns = _seq(state.get("turns"))
+    given = action.get("turns")
+    if turns is None or not isinstance(given, list):
+        return state
+    loaded = [t for t in given if find(turns, _turn_key, _loaded_key(t)) < 0]
     return put_many(
         state,
-        turns=[*loaded, *as_list(state.get("turns"))],
+        turns=sequence([*loaded, *turns]),
         turnsNextCursor=action.get("turnsNextCursor"),
     )
 
@@ -263,30 +361,28 @@ def _turns_loaded(state, action, now_ms):
 def _pending_message_set(state, action, now_ms):
     entry = {"id": action.get("id"), "message": action.get("message")}
     entry = {k: v for k, v in entry.items() if v is not None}
-    kind = action.get("kind")
-    if kind == "steering":
+    if action.get("kind") == "steering":
         return put(state, "steeringMessage", entry)
-    if kind == "queued":
-        return put(state, "queuedMessages", upsert(as_list(state.get("queuedMessages")), "id", entry))
-    return state
+    queued = state.get("queuedMessages")
+    if queued is not None and not isinstance(queued, list):
+        return state
+    return put(state, "queuedMessages", upsert(queued, "id", entry))
 
 
 def _pending_message_removed(state, action, now_ms):
-    kind, mid = action.get("kind"), action.get("id")
-    if kind == "steering":
+    mid = action.get("id")
+    if action.get("kind") == "steering":
         steering = state.get("steeringMessage")
-        if not isinstance(steering, dict) or steering.get("id") != mid:
+        if not truthy(steering) or not _same(steering.get("id") if type(steering) is dict else None, mid):
             return state
         return put(state, "steeringMessage", None)
-    if kind == "queued":
-        queued = state.get("queuedMessages")
-        if not isinstance(queued, list):
-            return state
-        kept = [m for m in queued if not (isinstance(m, dict) and m.get("id") == mid)]
-        if len(kept) == len(queued):
-            return state
-        return put(state, "queuedMessages", kept or None)
-    return state
+    queued = state.get("queuedMessages")
+    if not isinstance(queued, list):
+        return state
+    kept = [m for m in queued if not (type(m) is dict and _same(m.get("id"), mid))]
+    if len(kept) == len(queued):
+        return state
+    return put(state, "queuedMessages", kept or None)
 
 
 def _queued_reordered(state, action, now_ms):
@@ -297,7 +393,7 @@ def _queued_reordered(state, action, now_ms):
     ordered = []
     for mid in as_list(action.get("order")):
         for i, m in enumerate(queued):
-            if i not in placed and isinstance(m, dict) and m.get("id") == mid:
+            if i not in placed and type(m) is dict and _same(m.get("id"), mid):
                 placed.add(i)
                 ordered.append(m)
                 break
@@ -310,15 +406,11 @@ def _queued_reordered(state, action, now_ms):
 # -- input requests ----------------------------------------------------------------------------
 
 
-def _open_request_index(parts: list, request_id: Any) -> int:
-    for i, part in enumerate(parts):
-        if (
-            isinstance(part, dict)
-            and part.get("kind") == "inputRequest"
-            and part.get("response") is None
-            and isinstance(part.get("request"), dict)
-            and part["request"].get("id") == request_id
-        ):
+def _open_request_index(parts: list | Vector, request_id: Any) -> int:
+    wanted = key(request_id)
+    for i in candidates(parts, _request_key, wanted):
+        part = parts[i]
+        if _request_key(part) == wanted and part.get("response") is None:
             return i
     return -1
 
@@ -326,17 +418,19 @@ def _open_request_index(parts: list, request_id: Any) -> int:
 def _input_requested(state, action, now_ms):
     active = state.get("activeTurn")
     request = action.get("request")
-    if not isinstance(active, dict) or not isinstance(request, dict):
+    if type(active) is not dict or type(request) is not dict:
         return state
-    parts = as_list(active.get("responseParts"))
+    parts = _parts(active)
+    if parts is None:
+        return state
     i = _open_request_index(parts, request.get("id"))
     if i >= 0:
         answers = request.get("answers")
         if answers is None:
             answers = parts[i]["request"].get("answers")
-        parts = replace_at(parts, i, {"kind": "inputRequest", "request": put(request, "answers", answers)})
+        parts = replaced(parts, i, {"kind": "inputRequest", "request": put(request, "answers", answers)})
     else:
-        parts = [*parts, {"kind": "inputRequest", "request": request}]
+        parts = appended(parts, {"kind": "inputRequest", "request": request})
     out = _with_parts(state, active, parts)
     out["modifiedAt"] = iso_ms(now_ms)
     out["status"] = derive_status(out) & ~IS_READ
@@ -345,43 +439,49 @@ def _input_requested(state, action, now_ms):
 
 def _input_answer_changed(state, action, now_ms):
     active = state.get("activeTurn")
-    if not isinstance(active, dict):
+    if type(active) is not dict:
         return state
-    parts = as_list(active.get("responseParts"))
+    parts = _parts(active)
+    if parts is None:
+        return state
     i = _open_request_index(parts, action.get("requestId"))
     if i < 0:
         return state
     request = parts[i]["request"]
-    answers = dict(request.get("answers") or {})
+    answers = dict(spread(request.get("answers")))
     answer = action.get("answer")
+    question = action.get("questionId")
+    question = question if type(question) is str else to_string(question)  # a property key
     if answer is None:
-        answers.pop(action.get("questionId"), None)
+        answers.pop(question, None)
     else:
-        answers[action.get("questionId")] = answer
+        answers[question] = answer
     part = put(parts[i], "request", put(request, "answers", answers or None))
-    out = _with_parts(state, active, replace_at(parts, i, part))
+    out = _with_parts(state, active, replaced(parts, i, part, same_keys=True))
     out["modifiedAt"] = iso_ms(now_ms)
     return out
 
 
 def _input_completed(state, action, now_ms):
     active = state.get("activeTurn")
-    if not isinstance(active, dict):
+    if type(active) is not dict:
         return state
-    parts = as_list(active.get("responseParts"))
+    parts = _parts(active)
+    if parts is None:
+        return state
     i = _open_request_index(parts, action.get("requestId"))
     if i < 0:
         return state
     request = parts[i]["request"]
-    old = request.get("answers") or {}
-    given = action.get("answers") or {}
+    old = spread(request.get("answers"))
+    given = spread(action.get("answers"))
     final = merge(old, given)
     # The reference counts keys carried with null when testing emptiness (chat-channel §5).
     keep = bool(final) or bool(set(old) | set(given))
     part = put_many(
         parts[i], request=put(request, "answers", final if keep else None), response=action.get("response")
     )
-    out = _with_parts(state, active, replace_at(parts, i, part))
+    out = _with_parts(state, active, replaced(parts, i, part, same_keys=True))
     out["modifiedAt"] = iso_ms(now_ms)
     out["status"] = derive_status(out)
     return out
@@ -399,9 +499,17 @@ def _base(tc: dict, action: dict) -> dict:
 
 
 def _copy(out: dict, source: dict, keys: tuple[str, ...]) -> dict:
-    for key in keys:
-        if source.get(key) is not None:
-            out[key] = source[key]
+    for k in keys:
+        if source.get(k) is not None:
+            out[k] = source[k]
+    return out
+
+
+def _copy_truthy(out: dict, source: dict, keys: tuple[str, ...]) -> dict:
+    """``...(x ? {k: x} : {})`` in the reference: copy only values JavaScript finds truthy."""
+    for k in keys:
+        if truthy(source.get(k)):
+            out[k] = source[k]
     return out
 
 
@@ -411,7 +519,7 @@ def refine_contributor(current: Any, nxt: Any) -> Any:
         return current
     cur_kind = current.get("kind") if isinstance(current, dict) else None
     if cur_kind == "client":
-        if nxt.get("kind") == "client" and nxt.get("clientId") == current.get("clientId"):
+        if nxt.get("kind") == "client" and _same(nxt.get("clientId"), current.get("clientId")):
             return nxt
         return current
     if nxt.get("kind") == "mcp":
@@ -420,10 +528,10 @@ def refine_contributor(current: Any, nxt: Any) -> Any:
 
 
 def _resolve_option(options: Any, option_id: Any) -> Any:
-    if not isinstance(options, list) or option_id is None:
+    if not truthy(option_id) or not isinstance(options, list):
         return None
     for option in options:
-        if isinstance(option, dict) and option.get("id") == option_id:
+        if isinstance(option, dict) and _same(option.get("id"), option_id):
             return option
     return None
 
@@ -435,8 +543,9 @@ def _t_delta(tc: dict, action: dict) -> dict | None:  # T2
     if action.get("_meta") is not None:
         out["_meta"] = action["_meta"]
     content = action.get("content")
-    if isinstance(content, str):
-        out["partialInput"] = append_text(tc.get("partialInput") or "", content)
+    if content is not None:
+        partial = tc.get("partialInput")
+        out["partialInput"] = plus("" if partial is None else partial, content)
     if action.get("invocationMessage") is not None:
         out["invocationMessage"] = action["invocationMessage"]
     return out
@@ -461,18 +570,18 @@ def _t_ready(tc: dict, action: dict) -> dict | None:  # T3 / T4
     if tool_input is not None:
         out["toolInput"] = tool_input
     confirmed = action.get("confirmed")
-    if confirmed is not None:
+    if truthy(confirmed):  # the reference tests truthiness: "" behaves as absent (reducer-rules §3.2)
         out["status"] = RUNNING
         out["confirmed"] = confirmed
         return out
     out["status"] = PENDING_CONFIRMATION
     previous = tc if source == PENDING_CONFIRMATION else {}
-    for key in CONFIRMATION_KEYS:
-        value = action.get(key)
+    for k in CONFIRMATION_KEYS:
+        value = action.get(k)
         if value is None:
-            value = previous.get(key)
-        if value is not None:
-            out[key] = value
+            value = previous.get(k)
+        if value is not None and (k != "options" or truthy(value)):
+            out[k] = value
     return out
 
 
@@ -481,11 +590,11 @@ def _t_confirmed(tc: dict, action: dict) -> dict | None:  # T5 / T6
         return None
     out = _base(tc, action)
     _copy(out, tc, ("invocationMessage",))
-    if action.get("approved"):
+    if truthy(action.get("approved")):
         out["status"] = RUNNING
         tool_input = tc.get("toolInput")
         edited = action.get("editedToolInput")
-        if edited is not None and isinstance(tool_input, str):
+        if edited is not None and isinstance(tool_input, (str, Text)):
             tool_input = edited
         if tool_input is not None:
             out["toolInput"] = tool_input
@@ -496,7 +605,7 @@ def _t_confirmed(tc: dict, action: dict) -> dict | None:  # T5 / T6
         _copy(out, tc, ("toolInput",))
         _copy(out, action, ("reason", "reasonMessage", "userSuggestion"))
     option = _resolve_option(tc.get("options"), action.get("selectedOptionId"))
-    if option is not None:
+    if truthy(option):
         out["selectedOption"] = option
     return out
 
@@ -504,36 +613,38 @@ def _t_confirmed(tc: dict, action: dict) -> dict | None:  # T5 / T6
 def _t_complete(tc: dict, action: dict) -> dict | None:  # T7
     source = tc.get("status")
     result = action.get("result")
-    result = result if isinstance(result, dict) else {}
     if source == AUTH_REQUIRED:
-        if result.get("success"):
+        if truthy(result.get("success") if type(result) is dict else None):
             return None
     elif source not in (RUNNING, PENDING_CONFIRMATION):
         return None
     out = _base(tc, action)
-    needs_confirmation = bool(action.get("requiresResultConfirmation")) and source != AUTH_REQUIRED
+    needs_confirmation = truthy(action.get("requiresResultConfirmation")) and source != AUTH_REQUIRED
     out["status"] = PENDING_RESULT_CONFIRMATION if needs_confirmation else COMPLETED
     _copy(out, tc, ("invocationMessage", "toolInput"))
     if source in (RUNNING, AUTH_REQUIRED):
-        _copy(out, tc, ("confirmed", "selectedOption"))
+        _copy(out, tc, ("confirmed",))
+        _copy_truthy(out, tc, ("selectedOption",))
     else:
         out["confirmed"] = "not-needed"
     if source == AUTH_REQUIRED:
-        _copy(out, tc, ("content",))
-    return merge(out, result)
+        _copy_truthy(out, tc, ("content",))
+    return merge(out, spread(result))
 
 
 def _t_result_confirmed(tc: dict, action: dict) -> dict | None:  # T8 / T9
     if tc.get("status") != PENDING_RESULT_CONFIRMATION:
         return None
     out = _base(tc, action)
-    if action.get("approved"):
+    if truthy(action.get("approved")):
         out["status"] = COMPLETED
-        return _copy(out, tc, ("invocationMessage", "toolInput", "confirmed", "selectedOption", *RESULT_KEYS))
+        _copy(out, tc, ("invocationMessage", "toolInput", "confirmed"))
+        _copy_truthy(out, tc, ("selectedOption",))
+        return _copy(out, tc, RESULT_KEYS)
     out["status"] = CANCELLED
     _copy(out, tc, ("invocationMessage", "toolInput"))
     out["reason"] = "result-denied"
-    return _copy(out, tc, ("selectedOption",))
+    return _copy_truthy(out, tc, ("selectedOption",))
 
 
 def _t_content_changed(tc: dict, action: dict) -> dict | None:  # T10
@@ -553,7 +664,8 @@ def _t_auth_required(tc: dict, action: dict) -> dict | None:  # T11
         return None
     out = _base(tc, action)
     out["status"] = AUTH_REQUIRED
-    _copy(out, tc, ("invocationMessage", "toolInput", "confirmed", "selectedOption", "content"))
+    _copy(out, tc, ("invocationMessage", "toolInput", "confirmed"))
+    _copy_truthy(out, tc, ("selectedOption", "content"))
     if action.get("auth") is not None:
         out["auth"] = action["auth"]
     return out
@@ -564,7 +676,8 @@ def _t_auth_resolved(tc: dict, action: dict) -> dict | None:  # T12
         return None
     out = _base(tc, action)
     out["status"] = RUNNING
-    return _copy(out, tc, ("invocationMessage", "toolInput", "confirmed", "selectedOption", "content"))
+    _copy(out, tc, ("invocationMessage", "toolInput", "confirmed"))
+    return _copy_truthy(out, tc, ("selectedOption", "content"))
 
 
 def _tool_call_action(transform, rederive: bool):
@@ -572,23 +685,22 @@ def _tool_call_action(transform, rederive: bool):
 
     def handler(state, action, now_ms):
         active = _active(state, action)
+        parts = _parts(active) if active is not None else None
         out = state
-        if active is not None:
-            parts = as_list(active.get("responseParts"))
+        if parts is not None:
             call_id = action.get("toolCallId")
-            new_parts = None
-            for i, part in enumerate(parts):
-                if not (isinstance(part, dict) and part.get("kind") == "toolCall"):
+            wanted = call_id if type(call_id) is str else key(call_id)
+            new_parts = parts
+            for i in candidates(parts, _part_key, wanted):
+                part = parts[i]
+                if part.get("kind") != "toolCall" or _part_key(part) != wanted:
                     continue
-                tc = part.get("toolCall")
-                if not isinstance(tc, dict) or tc.get("toolCallId") != call_id:
-                    continue
-                new_tc = transform(tc, action)
+                new_tc = transform(part["toolCall"], action)
                 if new_tc is not None:
-                    if new_parts is None:
-                        new_parts = list(parts)
-                    new_parts[i] = put(part, "toolCall", new_tc)
-            if new_parts is not None:
+                    new_part = dict(part)
+                    new_part["toolCall"] = new_tc
+                    new_parts = replaced(new_parts, i, new_part, same_keys=True)
+            if new_parts is not parts:
                 out = _with_parts(state, active, new_parts)
         # Status is re-derived even when the tool-call update was a no-op (reducer-rules §4).
         return _with_status(out, derive_status(out)) if rederive else out
@@ -598,13 +710,12 @@ def _tool_call_action(transform, rederive: bool):
 
 def _tool_call_start(state, action, now_ms):
     active = _active(state, action)
-    if active is None:
+    parts = _parts(active) if active is not None else None
+    if parts is None:
         return state
     tc = {"status": STREAMING, **pick(action, ("toolCallId", "toolName", "displayName"))}
     _copy(tc, action, ("intention", "contributor", "_meta"))
-    return _with_parts(
-        state, active, [*as_list(active.get("responseParts")), {"kind": "toolCall", "toolCall": tc}]
-    )
+    return _with_parts(state, active, appended(parts, {"kind": "toolCall", "toolCall": tc}))
 
 
 reduce_chat = make_reducer(

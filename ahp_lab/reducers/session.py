@@ -1,13 +1,18 @@
 """Session channel reducer (``ahp-session:/<uuid>``).
 
 Lifecycle, metadata, the chat catalogue, active clients, working directories, the session-level
-``inputNeeded`` aggregate and the customization tree (top level first, then children).
+``inputNeeded`` aggregate and the customization tree (top level first, then children). Long
+collections (the chat catalogue, the customization tree and its children) are
+:class:`~ahp_lab.protocol.vector.Vector` values found through indexes, so per-action cost does
+not grow with them.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..protocol.vector import NO_KEY, Vector, appended, candidates, find, removed, replaced
+from ._js import key, spread, truthy
 from ._util import (
     as_int,
     as_list,
@@ -22,7 +27,6 @@ from ._util import (
     put_many,
     remove_at,
     remove_handler,
-    replace_at,
     set_field,
     upsert,
     upsert_handler,
@@ -46,29 +50,59 @@ def input_needed_status(status: Any, entries: list) -> int:
 # -- lifecycle and catalogue -------------------------------------------------------------------
 
 
+def _key_of(field: str):
+    def key_fn(entry: Any) -> Any:
+        return key(entry.get(field)) if type(entry) is dict else NO_KEY
+
+    key_fn.__name__ = f"{field}_key"
+    return key_fn
+
+
+_resource_key = _key_of("resource")
+_id_key = _key_of("id")
+
+
+def _seq(value: Any) -> list | Vector | None:
+    return value if type(value) is list or type(value) is Vector else None
+
+
+def _chat_added(state, action, now_ms):
+    summary = action.get("summary")
+    chats = _seq(state.get("chats"))
+    if type(summary) is not dict or chats is None:
+        return state
+    i = find(chats, _resource_key, key(summary.get("resource")))
+    return put(state, "chats", replaced(chats, i, summary) if i >= 0 else appended(chats, summary))
+
+
 def _chat_removed(state, action, now_ms):
     chat = action.get("chat")
-    chats = as_list(state.get("chats"))
-    i = find_index(chats, keyed("resource", chat))
+    chats = _seq(state.get("chats"))
+    i = find(chats, _resource_key, key(chat)) if chats is not None else -1
     if i < 0:
         return state
-    out = put(state, "chats", remove_at(chats, i))
+    out = put(state, "chats", removed(chats, i))
     if state.get("defaultChat") == chat:
         out.pop("defaultChat", None)
     return out
 
 
 def _chat_updated(state, action, now_ms):
-    chats = as_list(state.get("chats"))
-    i = find_index(chats, keyed("resource", action.get("chat")))
+    chats = _seq(state.get("chats"))
+    i = find(chats, _resource_key, key(action.get("chat"))) if chats is not None else -1
     if i < 0:
         return state
-    changes = {k: v for k, v in (action.get("changes") or {}).items() if k != "resource"}
-    return put(state, "chats", replace_at(chats, i, merge(chats[i], changes)))
+    changes = {k: v for k, v in spread(action.get("changes")).items() if k != "resource"}
+    return put(state, "chats", replaced(chats, i, merge(chats[i], changes), same_keys=True))
 
 
 def _creation_failed(state, action, now_ms):
     return put_many(state, lifecycle="creationFailed", creationError=action.get("error"))
+
+
+def _changesets_changed(state, action, now_ms):
+    changesets = action.get("changesets")
+    return put(state, "changesets", changesets if truthy(changesets) else None)
 
 
 # -- metadata ----------------------------------------------------------------------------------
@@ -76,11 +110,8 @@ def _creation_failed(state, action, now_ms):
 
 def _flag(field: str, flag: int):
     return lambda state, action, now_ms: put(
-        state, "status", with_flag(state.get("status"), flag, bool(action.get(field)))
+        state, "status", with_flag(state.get("status"), flag, action.get(field))
     )
-
-
-# -- active clients and working directories -----------------------------------------------------
 
 
 # -- input needed ------------------------------------------------------------------------------
@@ -108,82 +139,99 @@ def _input_needed_removed(state, action, now_ms):
 
 
 # -- customizations ----------------------------------------------------------------------------
+#
+# The tree is searched top level first, then children in container order (session-channel §3).
+# Both levels are found through indexes: top-level entries by id, and containers by the ids of
+# their children, so a toggle or an MCP state change costs the same in a tree of 20 or 20,000.
 
 
 def is_container(entry: Any) -> bool:
     """A top-level entry whose children are searched: anything but an MCP server, with a children list."""
     return (
-        isinstance(entry, dict)
-        and entry.get("type") != "mcpServer"
-        and isinstance(entry.get("children"), list)
+        type(entry) is dict and entry.get("type") != "mcpServer" and _seq(entry.get("children")) is not None
     )
 
 
+def _child_ids(entry: Any) -> tuple:
+    if not is_container(entry):
+        return ()
+    return tuple(key(c.get("id")) for c in entry["children"] if type(c) is dict)
+
+
+def _containers_with(tree: list | Vector, cid: Any):
+    """``(position, container, child position)`` for every container holding a child with ``cid``."""
+    for i in candidates(tree, _child_ids, cid, multi=True):
+        entry = tree[i]
+        if is_container(entry):
+            j = find(entry["children"], _id_key, cid)
+            if j >= 0:
+                yield i, entry, j
+
+
 def _customization_toggled(state, action, now_ms):
-    tree = state.get("customizations")
-    if not isinstance(tree, list):
+    tree = _seq(state.get("customizations"))
+    if tree is None:
         return state
-    cid, enabled = action.get("id"), action.get("enabled")
-    i = find_index(tree, keyed("id", cid))
+    cid, enabled = key(action.get("id")), action.get("enabled")
+    i = find(tree, _id_key, cid)
     if i >= 0:
-        return put(state, "customizations", replace_at(tree, i, put(tree[i], "enabled", enabled)))
-    for i, entry in enumerate(tree):
-        if not is_container(entry):
-            continue
+        return put(
+            state, "customizations", replaced(tree, i, put(tree[i], "enabled", enabled), same_keys=True)
+        )
+    for i, entry, j in _containers_with(tree, cid):
         children = entry["children"]
-        j = find_index(children, keyed("id", cid))
-        if j >= 0:
-            child = put(children[j], "enabled", enabled)
-            return put(
-                state,
-                "customizations",
-                replace_at(tree, i, put(entry, "children", replace_at(children, j, child))),
-            )
+        child = put(children[j], "enabled", enabled)
+        entry = put(entry, "children", replaced(children, j, child, same_keys=True))
+        return put(state, "customizations", replaced(tree, i, entry, same_keys=True))
     return state
 
 
-def _customization_removed(state, action, now_ms):
+def _customization_updated(state, action, now_ms):
+    item = action.get("customization")
     tree = state.get("customizations")
-    if not isinstance(tree, list):
+    tree = [] if tree is None else _seq(tree)
+    if type(item) is not dict or tree is None:
         return state
-    cid = action.get("id")
-    i = find_index(tree, keyed("id", cid))
+    i = find(tree, _id_key, key(item.get("id")))
+    return put(state, "customizations", replaced(tree, i, item) if i >= 0 else appended(tree, item))
+
+
+def _customization_removed(state, action, now_ms):
+    tree = _seq(state.get("customizations"))
+    if tree is None:
+        return state
+    cid = key(action.get("id"))
+    i = find(tree, _id_key, cid)
     if i >= 0:
-        return put(state, "customizations", remove_at(tree, i))
-    out, changed = list(tree), False
-    for i, entry in enumerate(tree):
-        if is_container(entry):
-            j = find_index(entry["children"], keyed("id", cid))
-            if j >= 0:
-                out[i] = put(entry, "children", remove_at(entry["children"], j))
-                changed = True
-    return put(state, "customizations", out) if changed else state
+        return put(state, "customizations", removed(tree, i))
+    out = tree
+    for i, entry, j in list(_containers_with(tree, cid)):
+        out = replaced(out, i, put(entry, "children", removed(entry["children"], j)))
+    return state if out is tree else put(state, "customizations", out)
 
 
 def _mcp_update(state: dict, cid: Any, server_state: Any, channel: Any) -> dict:
     """Write ``state``/``channel`` onto the MCP server(s) with id ``cid`` (session-channel §3.3)."""
-    tree = state.get("customizations")
-    if not isinstance(tree, list):
+    tree = _seq(state.get("customizations"))
+    if tree is None:
         return state
+    cid = key(cid)
 
     def update(entry: dict) -> dict:
         return put_many(entry, state=server_state, channel=channel)
 
-    i = find_index(tree, keyed("id", cid))
+    i = find(tree, _id_key, cid)
     if i >= 0:
         if tree[i].get("type") != "mcpServer":
             return state
-        return put(state, "customizations", replace_at(tree, i, update(tree[i])))
-    out, changed = list(tree), False
-    for i, entry in enumerate(tree):
-        if not is_container(entry):
-            continue
+        return put(state, "customizations", replaced(tree, i, update(tree[i]), same_keys=True))
+    out = tree
+    for i, entry, j in list(_containers_with(tree, cid)):
         children = entry["children"]
-        j = find_index(children, keyed("id", cid))
-        if j >= 0 and children[j].get("type") == "mcpServer":
-            out[i] = put(entry, "children", replace_at(children, j, update(children[j])))
-            changed = True
-    return put(state, "customizations", out) if changed else state
+        if children[j].get("type") == "mcpServer":
+            entry = put(entry, "children", replaced(children, j, update(children[j]), same_keys=True))
+            out = replaced(out, i, entry, same_keys=True)
+    return state if out is tree else put(state, "customizations", out)
 
 
 reduce_session = make_reducer(
@@ -191,7 +239,7 @@ reduce_session = make_reducer(
     {
         "session/ready": lambda s, a, n: put(s, "lifecycle", "ready"),
         "session/creationFailed": _creation_failed,
-        "session/chatAdded": upsert_handler("chats", "summary", "resource"),
+        "session/chatAdded": _chat_added,
         "session/chatRemoved": _chat_removed,
         "session/chatUpdated": _chat_updated,
         "session/defaultChatChanged": set_field("defaultChat"),
@@ -199,7 +247,7 @@ reduce_session = make_reducer(
         "session/isReadChanged": _flag("isRead", IS_READ),
         "session/isArchivedChanged": _flag("isArchived", IS_ARCHIVED),
         "session/activityChanged": set_field("activity"),
-        "session/changesetsChanged": set_field("changesets"),
+        "session/changesetsChanged": _changesets_changed,
         "session/configChanged": lambda s, a, n: config_changed(s, a),
         "session/metaChanged": set_field("_meta"),
         "session/serverToolsChanged": set_field("serverTools", "tools"),
@@ -211,7 +259,7 @@ reduce_session = make_reducer(
         "session/inputNeededRemoved": _input_needed_removed,
         "session/customizationsChanged": set_field("customizations"),
         "session/customizationToggled": _customization_toggled,
-        "session/customizationUpdated": upsert_handler("customizations", "customization", "id"),
+        "session/customizationUpdated": _customization_updated,
         "session/customizationRemoved": _customization_removed,
         "session/mcpServerStateChanged": lambda s, a, n: _mcp_update(
             s, a.get("id"), a.get("state"), a.get("channel")

@@ -1,0 +1,466 @@
+"""A JSON array that updates in O(log n) and finds entries by key without scanning.
+
+Reducers keep state JSON-shaped and never mutate it (DESIGN decision 1). With plain lists, every
+change to one entry of a long collection (the turns of a chat, the parts of an active turn, the
+customization tree) copies the whole list, so per-action cost grows with the session. A
+:class:`Vector` is the persistent replacement, like :class:`~ahp_lab.protocol.text.Text` is for
+strings:
+
+* a 32-way trie of tuples with a tail (the layout of Clojure's persistent vector):
+  :meth:`appended` and :meth:`replaced` copy O(log32 n) small tuples and share the rest with the
+  previous version, which stays valid and unchanged;
+* it equals the plain list it stands for (``Vector.of([1, 2]) == [1, 2]``), is unhashable like a
+  list, reads like one (``len``, indexing, negative indices, slices returning plain lists,
+  iteration, ``in``) and passes ``isinstance(v, list)``, so code written for plain JSON keeps
+  working; :func:`ahp_lab.protocol.jsonvalue.to_json` and ``dumps`` serialize it as a list, and
+  copying or pickling it gives a plain list. It has no mutating methods.
+* :meth:`find` and :meth:`candidates` look entries up through an index keyed by a function of the
+  entry (an id). The index is built on first use and shared, as a superset, by every version
+  derived through :meth:`appended` and :meth:`replaced`; each lookup checks its candidates against
+  the version it is asked on, so a shared index never gives a wrong answer, only a rare stale
+  candidate. :meth:`count` keeps a per-version count of entries matching a predicate.
+
+Keys must be hashable; a key function returns :data:`NO_KEY` for an entry that cannot match.
+
+Short collections stay plain lists: below :data:`PLAIN_MAX` entries, copying a list costs no more
+than a trie update. The module functions :func:`appended`, :func:`replaced`, :func:`find`,
+:func:`find_all`, :func:`candidates` and :func:`count` take either form and switch a list to a
+``Vector`` when it grows past that size. Plain ``json.dumps`` cannot serialize a ``Vector`` (its
+C encoder only knows real lists): use :func:`ahp_lab.protocol.jsonvalue.dumps` or ``to_json``.
+"""
+
+from __future__ import annotations
+
+import copy
+from bisect import bisect_left, insort
+from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
+from typing import Any
+
+__all__ = [
+    "Vector",
+    "NO_KEY",
+    "PLAIN_MAX",
+    "as_vector",
+    "sequence",
+    "appended",
+    "replaced",
+    "removed",
+    "find",
+    "find_all",
+    "candidates",
+    "count",
+]
+
+_BITS = 5
+_WIDTH = 1 << _BITS
+_MASK = _WIDTH - 1
+
+#: Returned by a key function for an entry that no lookup can match (it is not indexed).
+NO_KEY = object()
+#: Lists up to this length are updated as plain lists; longer ones become a :class:`Vector`.
+PLAIN_MAX = 32
+
+KeyFn = Callable[[Any], Any]
+
+
+class Vector:
+    """An immutable JSON array; see the module docstring."""
+
+    __slots__ = ("_n", "_shift", "_root", "_tail", "_index", "_counts")
+
+    def __init__(self) -> None:
+        self._n = 0
+        self._shift = _BITS
+        self._root: tuple = ()
+        self._tail: tuple = ()
+        # key function -> (multi, {key: [positions, ascending]}); shared along appended/replaced
+        self._index: dict | None = None
+        # predicate -> number of entries matching it in this version
+        self._counts: dict | None = None
+
+    # -- building -------------------------------------------------------------------------------
+
+    @classmethod
+    def of(cls, items: Iterable[Any]) -> Vector:
+        """A vector holding ``items`` (a ``Vector`` is returned as it is)."""
+        if isinstance(items, Vector):
+            return items
+        items = items if type(items) is list else list(items)
+        out = cls()
+        n = len(items)
+        if not n:
+            return out
+        tailoff = ((n - 1) >> _BITS) << _BITS
+        nodes = [tuple(items[i : i + _WIDTH]) for i in range(0, tailoff, _WIDTH)]
+        shift = _BITS
+        while len(nodes) > _WIDTH:
+            nodes = [tuple(nodes[i : i + _WIDTH]) for i in range(0, len(nodes), _WIDTH)]
+            shift += _BITS
+        out._n = n
+        out._shift = shift
+        out._root = tuple(nodes)
+        out._tail = tuple(items[tailoff:])
+        return out
+
+    def _derive(self, n: int, shift: int, root: tuple, tail: tuple) -> Vector:
+        out = Vector.__new__(Vector)
+        out._n = n
+        out._shift = shift
+        out._root = root
+        out._tail = tail
+        out._index = self._index
+        out._counts = None
+        return out
+
+    def appended(self, item: Any) -> Vector:
+        """A new vector with ``item`` added at the end; ``self`` is unchanged."""
+        n, tail = self._n, self._tail
+        if len(tail) < _WIDTH:
+            out = self._derive(n + 1, self._shift, self._root, (*tail, item))
+        else:  # the tail is full: it becomes a leaf of the trie
+            shift, root = self._shift, self._root
+            if (n >> _BITS) > (1 << shift):
+                root = (root, _path(shift, tail))
+                shift += _BITS
+            else:
+                root = _push_tail(n, shift, root, tail)
+            out = self._derive(n + 1, shift, root, (item,))
+        if out._index is not None:
+            for key_fn, (multi, index) in out._index.items():
+                _add_keys(index, n, key_fn(item), multi)
+        if self._counts:
+            out._counts = {pred: c + (1 if pred(item) else 0) for pred, c in self._counts.items()}
+        return out
+
+    def replaced(self, i: int, item: Any, *, same_keys: bool = False) -> Vector:
+        """A new vector with entry ``i`` replaced by ``item``; ``self`` is unchanged.
+
+        Pass ``same_keys=True`` when ``item`` has the same keys as the entry it replaces under
+        every index (e.g. a toggled flag on an entry with the same id): it skips the key updates.
+        """
+        n = self._n
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("Vector index out of range")
+        old = self[i]
+        tailoff = n - len(self._tail)
+        if i >= tailoff:
+            tail = self._tail
+            j = i - tailoff
+            out = self._derive(n, self._shift, self._root, (*tail[:j], item, *tail[j + 1 :]))
+        else:
+            out = self._derive(n, self._shift, _assoc(self._shift, self._root, i, item), self._tail)
+        if out._index is not None and not same_keys:
+            for key_fn, (multi, index) in out._index.items():
+                _add_keys(index, i, key_fn(item), multi)
+        if self._counts:
+            out._counts = {pred: c + bool(pred(item)) - bool(pred(old)) for pred, c in self._counts.items()}
+        return out
+
+    def removed(self, i: int) -> Vector:
+        """A new vector without entry ``i`` (rebuilt: O(n), as positions after ``i`` move)."""
+        items = self.to_list()
+        del items[i]
+        return Vector.of(items)
+
+    def prefix(self, k: int) -> Vector:
+        """The first ``k`` entries (rebuilt, keeping the shared index valid)."""
+        if k >= self._n:
+            return self
+        out = Vector.of(self.to_list()[:k])
+        out._index = self._index
+        return out
+
+    # -- lookups --------------------------------------------------------------------------------
+
+    def _index_of(self, key_fn: KeyFn, multi: bool) -> dict:
+        shared = self._index
+        entry = shared.get(key_fn) if shared is not None else None
+        if entry is None:
+            index: dict = {}
+            for i, item in enumerate(self):
+                _add_keys(index, i, key_fn(item), multi)
+            if shared is None:
+                shared = self._index = {}
+            shared[key_fn] = (multi, index)
+            return index
+        return entry[1]
+
+    def candidates(self, key_fn: KeyFn, key: Any, *, multi: bool = False) -> list[int]:
+        """Positions, ascending, that may hold an entry with ``key`` (a superset: check each).
+
+        With ``multi=True``, ``key_fn`` returns a tuple of keys per entry (e.g. its children's ids).
+        """
+        positions = self._index_of(key_fn, multi).get(key)
+        if not positions:
+            return []
+        n = self._n
+        return positions if positions[-1] < n else positions[: bisect_left(positions, n)]
+
+    def find(self, key_fn: KeyFn, key: Any) -> int:
+        """The first position whose entry has ``key_fn(entry) == key``, else ``-1``."""
+        if key is NO_KEY:
+            return -1
+        for i in self.candidates(key_fn, key):
+            if key_fn(self[i]) == key:
+                return i
+        return -1
+
+    def find_all(self, key_fn: KeyFn, key: Any) -> list[int]:
+        """Every position whose entry has ``key_fn(entry) == key``, ascending."""
+        if key is NO_KEY:
+            return []
+        return [i for i in self.candidates(key_fn, key) if key_fn(self[i]) == key]
+
+    def count(self, pred: Callable[[Any], Any]) -> int:
+        """How many entries satisfy ``pred`` (counted once, then kept up to date by updates)."""
+        counts = self._counts
+        if counts is None:
+            counts = self._counts = {}
+        c = counts.get(pred)
+        if c is None:
+            c = counts[pred] = sum(1 for item in self if pred(item))
+        return c
+
+    def differing(self, other: Vector, k: int) -> list[int]:
+        """Positions below ``k`` whose entries are not the same object in ``self`` and ``other``.
+
+        Leaves shared by the two versions are skipped whole, so comparing a version with the one
+        it was derived from costs O(n / 32) plus the changed leaves.
+        """
+        out: list[int] = []
+        base = 0
+        for mine, theirs in zip(
+            _leaves(self._root, self._shift), _leaves(other._root, other._shift), strict=False
+        ):
+            if base >= k:
+                break
+            if mine is not theirs:
+                out.extend(
+                    base + j
+                    for j, (a, b) in enumerate(zip(mine, theirs, strict=False))
+                    if a is not b and base + j < k
+                )
+            base += _WIDTH
+        out.extend(i for i in range(base, k) if self[i] is not other[i])
+        return out
+
+    # -- reading like a list --------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __bool__(self) -> bool:
+        return self._n > 0
+
+    def __getitem__(self, i):
+        if type(i) is not int:
+            if isinstance(i, slice):
+                return self.to_list()[i]
+            i = i.__index__()
+        n = self._n
+        if i < 0:
+            i += n
+            if i < 0:
+                raise IndexError("Vector index out of range")
+        tailoff = n - len(self._tail)
+        if i >= tailoff:
+            return self._tail[i - tailoff]  # raises IndexError past the end
+        node = self._root
+        level = self._shift
+        while level > 0:
+            node = node[(i >> level) & _MASK]
+            level -= _BITS
+        return node[i & _MASK]
+
+    def __iter__(self) -> Iterator[Any]:
+        return chain(chain.from_iterable(_leaves(self._root, self._shift)), self._tail)
+
+    def __reversed__(self) -> Iterator[Any]:
+        return reversed(self.to_list())
+
+    def __contains__(self, item: Any) -> bool:
+        return any(x is item or x == item for x in self)
+
+    def index(self, item: Any) -> int:
+        """Like ``list.index``."""
+        return self.to_list().index(item)
+
+    def to_list(self) -> list:
+        """The entries as a new plain list (entries themselves are shared, not copied)."""
+        return list(self)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Vector):
+            if self._root is other._root and self._tail is other._tail:
+                return True
+            return self._n == other._n and all(a is b or a == b for a, b in zip(self, other, strict=True))
+        if type(other) is list:
+            return self._n == len(other) and all(a is b or a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    __hash__ = None  # type: ignore[assignment]  # unhashable, like the list it stands for
+
+    def __add__(self, other: Any) -> list:
+        return self.to_list() + list(other)
+
+    def __radd__(self, other: Any) -> list:
+        return list(other) + self.to_list()
+
+    @property  # type: ignore[misc]
+    def __class__(self):  # noqa: D105
+        return _ListFace  # isinstance(v, list) is True: it reads as the list it stands for
+
+    def __repr__(self) -> str:
+        return repr(self.to_list())
+
+    def __copy__(self) -> list:
+        return self.to_list()
+
+    def __deepcopy__(self, memo: dict) -> list:
+        return copy.deepcopy(self.to_list(), memo)
+
+    def __reduce__(self):
+        return (list, (self.to_list(),))
+
+
+class _ListFace(list):
+    """What ``Vector().__class__`` answers: a list type, so ``isinstance(v, list)`` holds."""
+
+
+_ListFace.__name__ = _ListFace.__qualname__ = "Vector"
+
+
+def as_vector(value: Any) -> Vector | None:
+    """``value`` as a :class:`Vector` (converting a plain list once), or ``None`` for a non-list."""
+    if type(value) is Vector:
+        return value
+    if type(value) is list:
+        return Vector.of(value)
+    return None
+
+
+# -- either form: a plain list while short, a Vector once long ---------------------------------------
+
+
+def sequence(items: list) -> list | Vector:
+    """``items`` in the form its length calls for (a plain list while short)."""
+    return items if len(items) <= PLAIN_MAX else Vector.of(items)
+
+
+def appended(seq: list | Vector, item: Any) -> list | Vector:
+    """``seq`` with ``item`` added at the end (``seq`` is unchanged)."""
+    if type(seq) is list:
+        if len(seq) < PLAIN_MAX:
+            return [*seq, item]
+        seq = Vector.of(seq)
+    return seq.appended(item)
+
+
+def replaced(seq: list | Vector, i: int, item: Any, *, same_keys: bool = False) -> list | Vector:
+    """``seq`` with entry ``i`` replaced by ``item`` (``seq`` is unchanged)."""
+    if type(seq) is list:
+        if len(seq) <= PLAIN_MAX:
+            out = list(seq)
+            out[i] = item
+            return out
+        seq = Vector.of(seq)
+    return seq.replaced(i, item, same_keys=same_keys)
+
+
+def removed(seq: list | Vector, i: int) -> list | Vector:
+    """``seq`` without entry ``i`` (``seq`` is unchanged)."""
+    items = list(seq)
+    del items[i]
+    return sequence(items)
+
+
+def candidates(seq: list | Vector, key_fn: KeyFn, key: Any, *, multi: bool = False) -> list[int]:
+    """Positions that may hold ``key`` (exact for a plain list; a superset for a ``Vector``)."""
+    if type(seq) is Vector:
+        return seq.candidates(key_fn, key, multi=multi)
+    if multi:
+        return [i for i, item in enumerate(seq) if key in key_fn(item)]
+    return [i for i, item in enumerate(seq) if key_fn(item) == key]
+
+
+def find(seq: list | Vector, key_fn: KeyFn, key: Any) -> int:
+    """The first position whose entry has ``key_fn(entry) == key``, else ``-1``."""
+    if type(seq) is Vector:
+        return seq.find(key_fn, key)
+    if key is not NO_KEY:
+        for i, item in enumerate(seq):
+            if key_fn(item) == key:
+                return i
+    return -1
+
+
+def find_all(seq: list | Vector, key_fn: KeyFn, key: Any) -> list[int]:
+    """Every position whose entry has ``key_fn(entry) == key``."""
+    if type(seq) is Vector:
+        return seq.find_all(key_fn, key)
+    return [] if key is NO_KEY else [i for i, item in enumerate(seq) if key_fn(item) == key]
+
+
+def count(seq: list | Vector, pred: Callable[[Any], Any]) -> int:
+    """How many entries satisfy ``pred``."""
+    if type(seq) is Vector:
+        return seq.count(pred)
+    return sum(1 for item in seq if pred(item))
+
+
+# -- trie helpers ---------------------------------------------------------------------------------
+
+
+def _path(level: int, node: tuple) -> tuple:
+    while level > 0:
+        node = (node,)
+        level -= _BITS
+    return node
+
+
+def _push_tail(n: int, level: int, parent: tuple, tail: tuple) -> tuple:
+    """``parent`` with the full ``tail`` leaf added as the leaf for positions ``n - 32 .. n - 1``."""
+    sub = ((n - 1) >> level) & _MASK
+    if level == _BITS:
+        insert = tail
+    elif sub < len(parent):
+        insert = _push_tail(n, level - _BITS, parent[sub], tail)
+    else:
+        insert = _path(level - _BITS, tail)
+    return (*parent[:sub], insert) if sub >= len(parent) else (*parent[:sub], insert, *parent[sub + 1 :])
+
+
+def _assoc(level: int, node: tuple, i: int, item: Any) -> tuple:
+    sub = (i >> level) & _MASK if level else i & _MASK
+    child = item if level == 0 else _assoc(level - _BITS, node[sub], i, item)
+    return (*node[:sub], child, *node[sub + 1 :])
+
+
+def _leaves(node: tuple, level: int) -> Iterator[tuple]:
+    if level == _BITS:
+        yield from node
+    else:
+        for child in node:
+            yield from _leaves(child, level - _BITS)
+
+
+def _add_keys(index: dict, i: int, keys: Any, multi: bool) -> None:
+    for key in keys if multi else (keys,):
+        if key is NO_KEY:
+            continue
+        positions = index.get(key)
+        if positions is None:
+            index[key] = [i]
+        elif positions[-1] < i:
+            positions.append(i)
+        else:
+            j = bisect_left(positions, i)
+            if j == len(positions) or positions[j] != i:
+                insort(positions, i)

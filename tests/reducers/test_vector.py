@@ -1,0 +1,78 @@
+"""``Vector`` behaves exactly like the plain list it stands for, and never changes once built."""
+
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ahp_lab.protocol.jsonvalue import dumps, json_patch, to_json
+from ahp_lab.protocol.vector import NO_KEY, Vector
+
+ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("append"), st.integers(0, 50)),
+        st.tuples(st.just("replace"), st.integers(0, 5000), st.integers(0, 50)),
+        st.tuples(st.just("remove"), st.integers(0, 5000)),
+        st.tuples(st.just("prefix"), st.integers(0, 5000)),
+    ),
+    max_size=120,
+)
+
+
+def key_of(item):
+    return item % 7 if isinstance(item, int) else NO_KEY
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2100), ops)
+def test_every_version_equals_its_list_model_and_never_changes(size, program):
+    model = list(range(size))
+    vec = Vector.of(model)
+    versions = [(vec, list(model))]
+    for op in program:
+        if op[0] == "append":
+            vec, model = vec.appended(op[1]), [*model, op[1]]
+        elif op[0] == "replace" and model:
+            i = op[1] % len(model)
+            vec, model = vec.replaced(i, op[2]), [*model[:i], op[2], *model[i + 1 :]]
+        elif op[0] == "remove" and model:
+            i = op[1] % len(model)
+            vec, model = vec.removed(i), [*model[:i], *model[i + 1 :]]
+        elif op[0] == "prefix":
+            k = op[1] % (len(model) + 1)
+            vec, model = vec.prefix(k), model[:k]
+        versions.append((vec, list(model)))
+        # lookups through the shared index agree with a scan of this version
+        for k in range(7):
+            assert vec.find_all(key_of, k) == [i for i, x in enumerate(model) if x % 7 == k]
+        assert vec.count(lambda x: x % 2 == 0) == sum(1 for x in model if x % 2 == 0)
+    for v, m in versions:  # old versions are untouched by later updates
+        assert v == m and list(v) == m and len(v) == len(m)
+        if m:
+            assert v[-1] == m[-1] and v[len(m) // 2] == m[len(m) // 2] and v[1:3] == m[1:3]
+
+
+def test_it_reads_serializes_and_copies_as_a_plain_list():
+    v = Vector.of([{"a": 1}, "x", 2])
+    assert isinstance(v, list) and v == [{"a": 1}, "x", 2] and v != [{"a": 1}, "x"]
+    assert json.loads(dumps({"k": v})) == {"k": [{"a": 1}, "x", 2]}
+    assert type(to_json(v)) is list and to_json(v) == v
+    assert type(copy.deepcopy(v)) is list and pickle.loads(pickle.dumps(v)) == v
+    assert v + [3] == [{"a": 1}, "x", 2, 3] and [0] + v == [0, {"a": 1}, "x", 2]
+    assert repr(v) == repr([{"a": 1}, "x", 2]) and "x" in v and v.index(2) == 2
+    try:
+        hash(v)
+    except TypeError:
+        pass
+    else:  # pragma: no cover - a list is unhashable, so is a Vector
+        raise AssertionError("a Vector must be unhashable like a list")
+
+
+def test_a_diff_between_versions_names_only_what_changed():
+    old = Vector.of([{"n": i} for i in range(5000)])
+    assert json_patch(old, old.appended({"n": 1})) == [{"op": "add", "path": "/5000", "value": {"n": 1}}]
+    assert json_patch(old, old.replaced(7, {"n": 8})) == [{"op": "replace", "path": "/7/n", "value": 8}]
