@@ -27,7 +27,7 @@ from typing import IO, Any
 
 from .protocol import PROTOCOL_VERSION
 from .protocol.jsonvalue import dumps, json_patch, strip_nulls, to_json
-from .reducers import REDUCERS
+from .reducers import FIXTURE_NOW_MS, REDUCERS
 
 __all__ = ["Store", "Transition", "TransitionLog", "HOST", "agent_origin", "client_origin", "wall_clock_ms"]
 
@@ -241,6 +241,26 @@ def _rows_html(transitions: list[Transition]) -> str:
     )
 
 
+#: The module :meth:`TransitionList.to_pytest` writes.
+PYTEST_TEMPLATE = '''"""Replays a range recorded by ahp_lab: {description}."""
+
+import json
+
+from ahp_lab.conformance import run_reducer_fixture
+
+FIXTURE = json.loads(
+    r"""
+{fixture}
+"""
+)
+
+
+def test_{name}():
+    result = run_reducer_fixture(FIXTURE, {description})
+    assert result.passed, result.detail
+'''
+
+
 class TransitionLog:
     """The transition log as a read-only sequence.
 
@@ -315,7 +335,67 @@ class TransitionLog:
 
 
 class TransitionList(list):
-    """A list of transitions that prints as a readable table."""
+    """A list of transitions that prints as a readable table and exports as a conformance test.
+
+    :meth:`to_fixture` turns a recorded range (``lab.transitions[a:b]``) into an upstream-format
+    reducer fixture; :meth:`to_pytest` into a pytest file that replays it.
+    """
+
+    def to_fixture(
+        self, path: str | Path | None = None, *, description: str | None = None, channel: str | None = None
+    ) -> dict:
+        """The range as a reducer fixture ``{description, reducer, initial, actions, expected}``.
+
+        ``initial`` is the channel's state right before the first transition, ``actions`` are the
+        accepted actions in order (rejected dispatches changed nothing and are left out) and
+        ``expected`` is what the reducer makes of them with the fixtures' frozen clock
+        (``now_ms = 9999``), exactly as ``python -m ahp_lab.conformance run`` replays them. The
+        range must cover one channel, or name it with ``channel``. Writes the JSON to ``path``
+        when given; returns the fixture either way.
+        """
+        chosen = [t for t in self if channel is None or t.channel == channel]
+        channels = sorted({t.channel for t in chosen})
+        if not chosen:
+            where = f" on {channel}" if channel is not None else ""
+            raise ValueError(f"the range holds no transition{where}: there is nothing to export")
+        if len(channels) > 1:
+            raise ValueError(
+                f"the range spans {len(channels)} channels ({', '.join(channels)}): "
+                "pass channel=... to export one of them"
+            )
+        first = chosen[0]
+        kind = first.channel_kind
+        actions = [to_json(t.action) for t in chosen if t.accepted]
+        initial = strip_nulls(first.before)
+        state: Any = initial
+        for action in actions:
+            state = REDUCERS[kind](state, action, FIXTURE_NOW_MS)
+        fixture = {
+            "description": description
+            or f"{len(actions)} {kind} actions recorded by ahp_lab (seqs {first.seq}..{chosen[-1].seq})",
+            "reducer": kind,
+            "initial": initial,
+            "actions": actions,
+            "expected": strip_nulls(state),
+        }
+        if path is not None:
+            Path(path).write_text(dumps(fixture, indent=2) + "\n", encoding="utf-8")
+        return fixture
+
+    def to_pytest(
+        self, path: str | Path, *, description: str | None = None, channel: str | None = None
+    ) -> Path:
+        """Write a pytest file that replays :meth:`to_fixture`'s fixture through ``ahp_lab.conformance``."""
+        fixture = self.to_fixture(description=description, channel=channel)
+        path = Path(path)
+        name = "".join(c if c.isalnum() else "_" for c in path.stem).strip("_") or "fixture"
+        source = PYTEST_TEMPLATE.format(
+            description=json.dumps(fixture["description"], ensure_ascii=False),
+            fixture=dumps(fixture, indent=4),
+            name=name,
+        )
+        path.write_text(source, encoding="utf-8")
+        return path
 
     def __repr__(self) -> str:
         if not self:

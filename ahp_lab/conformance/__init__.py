@@ -15,9 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..protocol.jsonvalue import strip_nulls
-from ..reducers import REDUCERS
-
-FIXTURE_NOW_MS = 9999
+from ..reducers import FIXTURE_NOW_MS, REDUCERS
 
 __all__ = [
     "FIXTURE_NOW_MS",

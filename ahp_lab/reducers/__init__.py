@@ -30,6 +30,9 @@ REDUCERS = {
 
 CHANNEL_KINDS = tuple(REDUCERS)
 
+#: The clock (epoch ms) the upstream conformance fixtures freeze for every reducer call.
+FIXTURE_NOW_MS = 9999
+
 
 def reduce(kind: str, state: Any, action: Any, now_ms: int = 0, log=None) -> Any:
     """Apply ``action`` to ``state`` with the reducer of channel ``kind``."""
@@ -45,6 +48,7 @@ def reduce(kind: str, state: Any, action: Any, now_ms: int = 0, log=None) -> Any
 __all__ = [
     "REDUCERS",
     "CHANNEL_KINDS",
+    "FIXTURE_NOW_MS",
     "reduce",
     "reduce_root",
     "reduce_session",
