@@ -8,7 +8,9 @@ strings:
 
 * a 32-way trie of tuples with a tail (the layout of Clojure's persistent vector):
   :meth:`appended` and :meth:`replaced` copy O(log32 n) small tuples and share the rest with the
-  previous version, which stays valid and unchanged;
+  previous version, which stays valid and unchanged. :meth:`of` wraps an existing plain list as
+  a shared prefix without copying it (state is never mutated), so a long history loaded from a
+  snapshot costs nothing until an entry in it is replaced;
 * it equals the plain list it stands for (``Vector.of([1, 2]) == [1, 2]``), is unhashable like a
   list, reads like one (``len``, indexing, negative indices, slices returning plain lists,
   iteration, ``in``) and passes ``isinstance(v, list)``, so code written for plain JSON keeps
@@ -67,9 +69,11 @@ KeyFn = Callable[[Any], Any]
 class Vector:
     """An immutable JSON array; see the module docstring."""
 
-    __slots__ = ("_n", "_shift", "_root", "_tail", "_index", "_counts")
+    __slots__ = ("_base", "_nb", "_n", "_shift", "_root", "_tail", "_index", "_counts")
 
     def __init__(self) -> None:
+        self._base: list | tuple = ()  # a shared, never-mutated prefix (positions 0 .. _nb - 1)
+        self._nb = 0
         self._n = 0
         self._shift = _BITS
         self._root: tuple = ()
@@ -83,10 +87,21 @@ class Vector:
 
     @classmethod
     def of(cls, items: Iterable[Any]) -> Vector:
-        """A vector holding ``items`` (a ``Vector`` is returned as it is)."""
-        if isinstance(items, Vector):
+        """A vector holding ``items`` (a ``Vector`` is returned as it is).
+
+        A plain list is wrapped, not copied: it must never be mutated afterwards, which holds for
+        every list in reducer state.
+        """
+        if type(items) is Vector:
             return items
-        items = items if type(items) is list else list(items)
+        out = cls()
+        out._base = items if type(items) is list else list(items)
+        out._n = out._nb = len(out._base)
+        return out
+
+    @classmethod
+    def _trie(cls, items: list) -> Vector:
+        """A vector holding ``items`` wholly in the trie (no shared prefix)."""
         out = cls()
         n = len(items)
         if not n:
@@ -105,6 +120,8 @@ class Vector:
 
     def _derive(self, n: int, shift: int, root: tuple, tail: tuple) -> Vector:
         out = Vector.__new__(Vector)
+        out._base = self._base
+        out._nb = self._nb
         out._n = n
         out._shift = shift
         out._root = root
@@ -119,12 +136,13 @@ class Vector:
         if len(tail) < _WIDTH:
             out = self._derive(n + 1, self._shift, self._root, (*tail, item))
         else:  # the tail is full: it becomes a leaf of the trie
+            m = n - self._nb  # entries in the trie and tail
             shift, root = self._shift, self._root
-            if (n >> _BITS) > (1 << shift):
+            if (m >> _BITS) > (1 << shift):
                 root = (root, _path(shift, tail))
                 shift += _BITS
             else:
-                root = _push_tail(n, shift, root, tail)
+                root = _push_tail(m, shift, root, tail)
             out = self._derive(n + 1, shift, root, (item,))
         if out._index is not None:
             for key_fn, (multi, index) in out._index.items():
@@ -145,13 +163,19 @@ class Vector:
         if not 0 <= i < n:
             raise IndexError("Vector index out of range")
         old = self[i]
+        if i < self._nb:  # inside the shared prefix: move everything into the trie once
+            full = Vector._trie(self.to_list())
+            full._index, full._counts = self._index, self._counts
+            return full.replaced(i, item, same_keys=same_keys)
         tailoff = n - len(self._tail)
         if i >= tailoff:
             tail = self._tail
             j = i - tailoff
             out = self._derive(n, self._shift, self._root, (*tail[:j], item, *tail[j + 1 :]))
         else:
-            out = self._derive(n, self._shift, _assoc(self._shift, self._root, i, item), self._tail)
+            out = self._derive(
+                n, self._shift, _assoc(self._shift, self._root, i - self._nb, item), self._tail
+            )
         if out._index is not None and not same_keys:
             for key_fn, (multi, index) in out._index.items():
                 _add_keys(index, i, key_fn(item), multi)
@@ -180,8 +204,15 @@ class Vector:
         entry = shared.get(key_fn) if shared is not None else None
         if entry is None:
             index: dict = {}
-            for i, item in enumerate(self):
-                _add_keys(index, i, key_fn(item), multi)
+            get = index.get
+            for i, item in enumerate(self):  # positions arrive in order: plain appends
+                for k in key_fn(item) if multi else (key_fn(item),):
+                    if k is not NO_KEY:
+                        positions = get(k)
+                        if positions is None:
+                            index[k] = [i]
+                        elif positions[-1] != i:
+                            positions.append(i)
             if shared is None:
                 shared = self._index = {}
             shared[key_fn] = (multi, index)
@@ -230,8 +261,10 @@ class Vector:
         Leaves shared by the two versions are skipped whole, so comparing a version with the one
         it was derived from costs O(n / 32) plus the changed leaves.
         """
+        if self._base is not other._base:
+            return [i for i, (a, b) in enumerate(zip(self, other, strict=False)) if i < k and a is not b]
         out: list[int] = []
-        base = 0
+        base = self._nb
         for mine, theirs in zip(
             _leaves(self._root, self._shift), _leaves(other._root, other._shift), strict=False
         ):
@@ -265,9 +298,13 @@ class Vector:
             i += n
             if i < 0:
                 raise IndexError("Vector index out of range")
+        nb = self._nb
+        if i < nb:
+            return self._base[i]
         tailoff = n - len(self._tail)
         if i >= tailoff:
             return self._tail[i - tailoff]  # raises IndexError past the end
+        i -= nb
         node = self._root
         level = self._shift
         while level > 0:
@@ -276,7 +313,7 @@ class Vector:
         return node[i & _MASK]
 
     def __iter__(self) -> Iterator[Any]:
-        return chain(chain.from_iterable(_leaves(self._root, self._shift)), self._tail)
+        return chain(self._base, chain.from_iterable(_leaves(self._root, self._shift)), self._tail)
 
     def __reversed__(self) -> Iterator[Any]:
         return reversed(self.to_list())
@@ -294,7 +331,7 @@ class Vector:
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Vector):
-            if self._root is other._root and self._tail is other._tail:
+            if self._root is other._root and self._tail is other._tail and self._base is other._base:
                 return True
             return self._n == other._n and all(a is b or a == b for a, b in zip(self, other, strict=True))
         if type(other) is list:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..protocol.vector import NO_KEY, Vector, appended, candidates, find, removed, replaced
+from ..protocol import vector
+from ..protocol.vector import NO_KEY, Vector, appended, find, removed, replaced
 from ._js import key, spread, truthy
 from ._util import (
     as_int,
@@ -52,7 +53,10 @@ def input_needed_status(status: Any, entries: list) -> int:
 
 def _key_of(field: str):
     def key_fn(entry: Any) -> Any:
-        return key(entry.get(field)) if type(entry) is dict else NO_KEY
+        if type(entry) is not dict:
+            return NO_KEY
+        value = entry.get(field)
+        return value if type(value) is str else key(value)
 
     key_fn.__name__ = f"{field}_key"
     return key_fn
@@ -155,64 +159,68 @@ def is_container(entry: Any) -> bool:
 def _child_ids(entry: Any) -> tuple:
     if not is_container(entry):
         return ()
-    return tuple(key(c.get("id")) for c in entry["children"] if type(c) is dict)
+    return tuple(_id_key(c) for c in entry["children"])
 
 
-def _containers_with(tree: list | Vector, cid: Any):
-    """``(position, container, child position)`` for every container holding a child with ``cid``."""
-    for i in candidates(tree, _child_ids, cid, multi=True):
+def _tree(state: dict) -> Vector | None:
+    """The customization tree as a :class:`Vector` (indexed by id and by child id), or ``None``."""
+    tree = state.get("customizations")
+    return Vector.of(tree) if type(tree) is list or type(tree) is Vector else None
+
+
+def _containers_with(tree: Vector, cid: Any):
+    """``(position, container, its children, child position)`` for each container with a child ``cid``."""
+    for i in tree.candidates(_child_ids, cid, multi=True):
         entry = tree[i]
         if is_container(entry):
-            j = find(entry["children"], _id_key, cid)
+            children = entry["children"]  # short lists are scanned, long ones indexed
+            j = find(children if len(children) <= vector.PLAIN_MAX else Vector.of(children), _id_key, cid)
             if j >= 0:
-                yield i, entry, j
+                yield i, entry, children, j
 
 
 def _customization_toggled(state, action, now_ms):
-    tree = _seq(state.get("customizations"))
+    tree = _tree(state)
     if tree is None:
         return state
     cid, enabled = key(action.get("id")), action.get("enabled")
-    i = find(tree, _id_key, cid)
+    i = tree.find(_id_key, cid)
     if i >= 0:
-        return put(
-            state, "customizations", replaced(tree, i, put(tree[i], "enabled", enabled), same_keys=True)
-        )
-    for i, entry, j in _containers_with(tree, cid):
-        children = entry["children"]
+        entry = put(tree[i], "enabled", enabled)
+        return put(state, "customizations", tree.replaced(i, entry, same_keys=True))
+    for i, entry, children, j in _containers_with(tree, cid):
         child = put(children[j], "enabled", enabled)
         entry = put(entry, "children", replaced(children, j, child, same_keys=True))
-        return put(state, "customizations", replaced(tree, i, entry, same_keys=True))
+        return put(state, "customizations", tree.replaced(i, entry, same_keys=True))
     return state
 
 
 def _customization_updated(state, action, now_ms):
     item = action.get("customization")
-    tree = state.get("customizations")
-    tree = [] if tree is None else _seq(tree)
+    tree = Vector() if state.get("customizations") is None else _tree(state)
     if type(item) is not dict or tree is None:
         return state
-    i = find(tree, _id_key, key(item.get("id")))
-    return put(state, "customizations", replaced(tree, i, item) if i >= 0 else appended(tree, item))
+    i = tree.find(_id_key, key(item.get("id")))
+    return put(state, "customizations", tree.replaced(i, item) if i >= 0 else tree.appended(item))
 
 
 def _customization_removed(state, action, now_ms):
-    tree = _seq(state.get("customizations"))
+    tree = _tree(state)
     if tree is None:
         return state
     cid = key(action.get("id"))
-    i = find(tree, _id_key, cid)
+    i = tree.find(_id_key, cid)
     if i >= 0:
         return put(state, "customizations", removed(tree, i))
     out = tree
-    for i, entry, j in list(_containers_with(tree, cid)):
-        out = replaced(out, i, put(entry, "children", removed(entry["children"], j)))
+    for i, entry, children, j in list(_containers_with(tree, cid)):
+        out = out.replaced(i, put(entry, "children", removed(children, j)))
     return state if out is tree else put(state, "customizations", out)
 
 
 def _mcp_update(state: dict, cid: Any, server_state: Any, channel: Any) -> dict:
     """Write ``state``/``channel`` onto the MCP server(s) with id ``cid`` (session-channel §3.3)."""
-    tree = _seq(state.get("customizations"))
+    tree = _tree(state)
     if tree is None:
         return state
     cid = key(cid)
@@ -220,17 +228,16 @@ def _mcp_update(state: dict, cid: Any, server_state: Any, channel: Any) -> dict:
     def update(entry: dict) -> dict:
         return put_many(entry, state=server_state, channel=channel)
 
-    i = find(tree, _id_key, cid)
+    i = tree.find(_id_key, cid)
     if i >= 0:
         if tree[i].get("type") != "mcpServer":
             return state
-        return put(state, "customizations", replaced(tree, i, update(tree[i]), same_keys=True))
+        return put(state, "customizations", tree.replaced(i, update(tree[i]), same_keys=True))
     out = tree
-    for i, entry, j in list(_containers_with(tree, cid)):
-        children = entry["children"]
+    for i, entry, children, j in list(_containers_with(tree, cid)):
         if children[j].get("type") == "mcpServer":
             entry = put(entry, "children", replaced(children, j, update(children[j]), same_keys=True))
-            out = replaced(out, i, entry, same_keys=True)
+            out = out.replaced(i, entry, same_keys=True)
     return state if out is tree else put(state, "customizations", out)
 
 
