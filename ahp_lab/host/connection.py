@@ -38,7 +38,12 @@ log = logging.getLogger("ahp_lab.host")
 __all__ = ["Connection", "IMPLEMENTATION", "ROOT", "NOT_INITIALIZED"]
 
 ROOT = "ahp-root://"
-IMPLEMENTATION = {"name": "ahp_lab", "version": "0.1.0", "title": "ahp_lab in-kernel host"}
+#: ``serverInfo`` in the ``initialize`` result: the snapshot of the protocol implemented, honestly.
+IMPLEMENTATION = {
+    "name": "ahp_lab",
+    "version": "0.1.0",
+    "title": "ahp_lab in-kernel host, AHP 0.8.0 pre-release snapshot of 2026-08-04 (upstream eb31098)",
+}
 REPLAY_LIMIT = 50_000
 #: A client id travels in every envelope the client dispatches; it stays short.
 MAX_CLIENT_ID_CHARS = 256
