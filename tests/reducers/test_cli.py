@@ -1,0 +1,66 @@
+"""``python -m ahp_lab.conformance``: the replay contract the benchmark harness reads, on real files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def _replay(tmp_path, initial, actions, *extra):
+    (tmp_path / "initial.json").write_text(json.dumps(initial))
+    lines = (a if isinstance(a, str) else json.dumps(a) for a in actions)
+    (tmp_path / "actions.jsonl").write_text("".join(line + "\n" for line in lines))
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ahp_lab.conformance",
+            "replay",
+            "--reducer",
+            "chat",
+            "--initial",
+            str(tmp_path / "initial.json"),
+            "--actions",
+            str(tmp_path / "actions.jsonl"),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+    )
+
+
+CHAT = {"resource": "ahp-chat:/c", "title": "t", "status": 1, "modifiedAt": "m", "turns": []}
+START = {
+    "type": "chat/turnStarted",
+    "turnId": "t1",
+    "startedAt": "s",
+    "message": {"text": "hi", "origin": {"kind": "user"}},
+}
+PART = {"type": "chat/responsePart", "turnId": "t1", "part": {"kind": "markdown", "id": "p", "content": ""}}
+
+
+def test_replay_prints_the_final_state_and_a_timing_line(tmp_path):
+    deltas = [{"type": "chat/delta", "turnId": "t1", "partId": "p", "content": c} for c in ("Hel", "lo")]
+    out = _replay(tmp_path, CHAT, [START, PART, *deltas], "--repeat", "2")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["activeTurn"]["responseParts"][0]["content"] == "Hello"
+    timing = json.loads(out.stderr.strip().splitlines()[-1])
+    assert timing["actions"] == 8 and len(timing["per_run_seconds"]) == 2
+    assert timing["seconds"] > 0 and timing["max_rss_mb"] > 1
+
+
+def test_a_reducer_that_raises_exits_3_naming_the_action(tmp_path):
+    # content nested 600 arrays deep: turning it into a string (as JavaScript's + would) recurses past
+    # Python's limit, and the reducer raises instead of returning a state
+    nested = "[" * 600 + "]" * 600
+    bad = '{"type": "chat/delta", "turnId": "t1", "partId": "p", "content": ' + nested + "}"
+    out = _replay(tmp_path, CHAT, [START, PART, bad])
+    assert out.returncode == 3, out.stderr[-500:]
+    report = json.loads(out.stderr.strip().splitlines()[-1])
+    assert report["index"] == 2 and report["type"] == "chat/delta" and "Recursion" in report["error"]
+
+
+def test_usage_errors_exit_2(tmp_path):
+    out = _replay(tmp_path, CHAT, [START], "--repeat", "0")
+    assert out.returncode == 2 and "--repeat" in out.stderr

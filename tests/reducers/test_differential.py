@@ -1,0 +1,230 @@
+"""Differential property tests: off-type values follow the reference's rules, in both state forms.
+
+The reference reducers are TypeScript: a field they test by truthiness treats ``""``, ``0``, ``false``
+and ``null`` as absent and ``[]``/``{}`` as true, while a field they test by presence keeps ``""``.
+These tests put off-type values (``""``, ``0``, ``false``, ``[]``, ``{}``, ``null`` and more) on every
+field of generated actions and check the invariants that the fixtures and the spec digest imply,
+so that a rule of the ``confirmed: ""`` kind cannot hide again. Each sequence is also reduced twice,
+with short collections as plain lists and with every collection as a ``Vector``: both must agree.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ahp_lab.protocol import vector
+from ahp_lab.protocol.jsonvalue import dumps, to_json
+from ahp_lab.reducers import REDUCERS
+from ahp_lab.reducers._js import truthy
+
+from .test_properties import INITIALS, TEMPLATES
+
+OFF_TYPE = ["", 0, False, [], {}, None, "x", 1, True, 0.5, -1, [1], {"a": 1}]
+JS_FALSY = ["", 0, False, None]
+JS_TRUTHY_OFF_TYPE = [[], {}, "x", 1, -1, 0.5, [0], {"a": None}]
+
+#: (action type, field) the reference tests by truthiness: every JS-falsy value behaves as absent.
+TRUTHY_FIELDS = {
+    ("chat/toolCallReady", "confirmed"),
+    ("chat/toolCallConfirmed", "approved"),
+    ("chat/toolCallConfirmed", "selectedOptionId"),
+    ("chat/toolCallResultConfirmed", "approved"),
+    ("chat/toolCallComplete", "requiresResultConfirmation"),
+    ("chat/turnStarted", "queuedMessageId"),
+    ("session/isReadChanged", "isRead"),
+    ("session/isArchivedChanged", "isArchived"),
+    ("session/configChanged", "replace"),
+    ("root/configChanged", "replace"),
+    ("session/changesetsChanged", "changesets"),
+}
+#: Boolean flags among them: every JS-truthy value behaves as ``true``.
+FLAGS = {
+    ("chat/toolCallConfirmed", "approved"),
+    ("chat/toolCallResultConfirmed", "approved"),
+    ("chat/toolCallComplete", "requiresResultConfirmation"),
+    ("session/isReadChanged", "isRead"),
+    ("session/isArchivedChanged", "isArchived"),
+    ("session/configChanged", "replace"),
+    ("root/configChanged", "replace"),
+}
+#: Chat actions that write modifiedAt when they are not no-ops (reducer-rules §2); no other does.
+MODIFIES_AT = {
+    "chat/turnStarted",
+    "chat/turnComplete",
+    "chat/turnCancelled",
+    "chat/error",
+    "chat/truncated",
+    "chat/inputRequested",
+    "chat/inputAnswerChanged",
+    "chat/inputCompleted",
+}
+KINDS = ("chat", "session", "root")
+
+
+@contextlib.contextmanager
+def all_vectors():
+    """Every collection the reducers touch becomes a ``Vector``, however short."""
+    saved = vector.PLAIN_MAX
+    vector.PLAIN_MAX = 0
+    try:
+        yield
+    finally:
+        vector.PLAIN_MAX = saved
+
+
+@st.composite
+def off_type_action(draw, kind: str) -> dict:
+    action = copy.deepcopy(draw(st.sampled_from(TEMPLATES[kind])))
+    for key in list(action):
+        if key == "type":
+            continue
+        roll = draw(st.integers(0, 6))
+        if roll == 0:
+            action[key] = copy.deepcopy(draw(st.sampled_from(OFF_TYPE)))
+        elif roll == 1:
+            del action[key]
+    return action
+
+
+@st.composite
+def scenario(draw):
+    kind = draw(st.sampled_from(KINDS))
+    initial = copy.deepcopy(draw(st.sampled_from(INITIALS[kind])))
+    actions = draw(st.lists(off_type_action(kind), min_size=1, max_size=30))
+    return kind, initial, actions
+
+
+def _run(kind: str, state, actions: list) -> list:
+    states = [state]
+    for action in actions:
+        state = REDUCERS[kind](state, action, 9999)
+        states.append(state)
+    return states
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenario())
+def test_plain_lists_and_vectors_reduce_to_the_same_states(case):
+    kind, initial, actions = case
+    plain = _run(kind, initial, actions)
+    with all_vectors():
+        vectors = _run(kind, copy.deepcopy(initial), actions)
+    for i, (a, b) in enumerate(zip(plain, vectors, strict=True)):
+        assert to_json(a) == to_json(b), f"prefix {i} differs after {actions[i - 1] if i else None}"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenario(), st.data())
+def test_null_behaves_exactly_like_an_absent_field(case, data):
+    kind, initial, actions = case
+    state = _run(kind, initial, actions[:-1])[-1]
+    action = actions[-1]
+    for key in [k for k in action if k != "type"]:
+        with_null = {**action, key: None}
+        without = {k: v for k, v in action.items() if k != key}
+        reducer = REDUCERS[kind]
+        assert to_json(reducer(state, with_null, 9999)) == to_json(reducer(state, without, 9999)), key
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenario(), st.data())
+def test_fields_tested_by_truthiness_treat_falsy_as_absent_and_truthy_as_true(case, data):
+    kind, initial, actions = case
+    state = _run(kind, initial, actions[:-1])[-1]
+    reducer = REDUCERS[kind]
+    for action in TEMPLATES[kind]:
+        for key in [k for k in action if (action["type"], k) in TRUTHY_FIELDS]:
+            without = {k: v for k, v in action.items() if k != key}
+            absent = to_json(reducer(state, without, 9999))
+            falsy = data.draw(st.sampled_from(JS_FALSY))
+            assert to_json(reducer(state, {**action, key: falsy}, 9999)) == absent, (
+                action["type"],
+                key,
+                falsy,
+            )
+            if (action["type"], key) in FLAGS:
+                truthy_value = copy.deepcopy(data.draw(st.sampled_from(JS_TRUTHY_OFF_TYPE)))
+                as_true = to_json(reducer(state, {**action, key: True}, 9999))
+                got = to_json(reducer(state, {**action, key: truthy_value}, 9999))
+                assert got == as_true, (action["type"], key, truthy_value)
+
+
+def _tool_calls(state) -> dict:
+    active = state.get("activeTurn") if isinstance(state, dict) else None
+    parts = active.get("responseParts") if isinstance(active, dict) else None
+    out = {}
+    for part in parts if isinstance(parts, list) else ():
+        if (
+            isinstance(part, dict)
+            and part.get("kind") == "toolCall"
+            and isinstance(part.get("toolCall"), dict)
+        ):
+            out.setdefault(json.dumps(part["toolCall"].get("toolCallId")), part["toolCall"])
+    return out
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(INITIALS["chat"]), st.sampled_from(OFF_TYPE + ["not-needed", "user-action"]))
+def test_tool_call_ready_runs_only_with_a_truthy_confirmed(initial, confirmed):
+    state = REDUCERS["chat"](
+        copy.deepcopy(initial),
+        {
+            "type": "chat/turnStarted",
+            "turnId": "t",
+            "startedAt": "s",
+            "message": {"text": "hi", "origin": {"kind": "user"}},
+        },
+        9999,
+    )
+    state = REDUCERS["chat"](
+        state,
+        {"type": "chat/toolCallStart", "turnId": "t", "toolCallId": "c", "toolName": "x", "displayName": "X"},
+        9999,
+    )
+    action = {
+        "type": "chat/toolCallReady",
+        "turnId": "t",
+        "toolCallId": "c",
+        "invocationMessage": "Run",
+        "confirmed": confirmed,
+    }
+    tc = to_json(REDUCERS["chat"](state, action, 9999))["activeTurn"]["responseParts"][-1]["toolCall"]
+    if truthy(confirmed):
+        assert tc["status"] == "running" and tc["confirmed"] == confirmed
+    else:
+        assert tc["status"] == "pending-confirmation" and "confirmed" not in tc
+        assert to_json(REDUCERS["chat"](state, {**action, "confirmed": None}, 9999))["status"] & 24 == 24
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenario())
+def test_invariants_the_spec_digest_implies_hold_after_every_action(case):
+    kind, state, actions = case
+    reducer = REDUCERS[kind]
+    for action in actions:
+        new = reducer(state, action, 9999)
+        json.loads(dumps(new))  # still JSON
+        if action.get("type") not in reducer.handled_types:
+            assert new is state
+        plain = to_json(new)
+        if kind == "chat":
+            old_status, status = state.get("status"), plain.get("status")
+            if isinstance(old_status, int) and not isinstance(old_status, bool) and 0 <= old_status < 2**32:
+                # IsArchived and unknown bits never change; IsRead is only ever cleared
+                assert status & ~0x3F == old_status & ~0x3F and status & 32 <= old_status & 32
+            if plain.get("modifiedAt") != to_json(state).get("modifiedAt"):
+                assert action.get("type") in MODIFIES_AT, action
+            assert plain.get("queuedMessages") != [], "an emptied queue collapses to absent"
+            for tc_id, tc in _tool_calls(plain).items():
+                if tc.get("status") == "pending-confirmation" and tc is not _tool_calls(to_json(state)).get(
+                    tc_id
+                ):
+                    assert "confirmed" not in tc, "a call waiting for confirmation stores no confirmed"
+        if kind == "session":
+            assert plain.get("inputNeeded") != [], "an emptied inputNeeded collapses to absent"
+        state = new
