@@ -65,6 +65,7 @@ class _Channel:
     initial: Any
     positions: array = field(default_factory=lambda: array("q"))  # log indices of its transitions
     checkpoints: list = field(default_factory=list)  # [(count, state)] state after `count` transitions
+    checkpoint_counts: array = field(default_factory=lambda: array("q"))  # the counts above, for bisect
     removed_at: int | None = None  # log length when it was removed
 
 
@@ -421,7 +422,7 @@ class Store:
         clock_ms: Callable[[], int] = wall_clock_ms,
         *,
         first_seq: int = 1,
-        checkpoint_every: int = 128,
+        checkpoint_every: int = 512,
         cache_size: int = 512,
     ) -> None:
         self.clock_ms = clock_ms
@@ -433,9 +434,9 @@ class Store:
         # columns of the log
         self._actions: list = []
         self._origins: list = []
-        self._chan: array = array("l")  # index into self._history
+        self._chan: array = array("I")  # index into self._history
         self._now: array = array("q")
-        self._reducer_ns: array = array("q")
+        self._reducer_ns: array = array("I")  # ns, capped at 2**32 - 1 (4.3 s)
         self._rejections: dict[int, str] = {}
         self._events: list[tuple[int, str, _Channel]] = []  # (log length, "add"/"remove", channel)
         self._cache: OrderedDict[tuple[int, int], Any] = OrderedDict()
@@ -456,6 +457,7 @@ class Store:
         ch = _Channel(uri, kind, reducer, len(self._actions), state)
         ch.index = len(self._history)  # type: ignore[attr-defined]
         ch.checkpoints.append((0, state))
+        ch.checkpoint_counts.append(0)
         self._history.append(ch)
         self._channels[uri] = ch
         self._states[uri] = state
@@ -516,6 +518,7 @@ class Store:
         count = len(ch.positions)
         if count % self.checkpoint_every == 0:
             ch.checkpoints.append((count, after))
+            ch.checkpoint_counts.append(count)
         transition = Transition(self, index, before, after)
         self._notify(channel, transition)
         return transition
@@ -541,7 +544,7 @@ class Store:
         self._origins.append(origin)
         self._chan.append(ch.index)  # type: ignore[attr-defined]
         self._now.append(now)
-        self._reducer_ns.append(elapsed)
+        self._reducer_ns.append(elapsed if elapsed < 0xFFFFFFFF else 0xFFFFFFFF)
         ch.positions.append(index)
         return index
 
@@ -589,7 +592,7 @@ class Store:
         if cached is not None:
             self._cache.move_to_end(key)
             return cached
-        i = bisect_right([c for c, _ in ch.checkpoints], count) - 1
+        i = bisect_right(ch.checkpoint_counts, count) - 1
         done, state = ch.checkpoints[i]
         for k in range(done, count):
             index = ch.positions[k]

@@ -1,200 +1,220 @@
-"""Reducer throughput: how the per-action cost grows with text length, history and tree size.
+"""Reducer throughput and how per-action cost grows with the session, plus store history and imports.
 
-Run: ``python benchmarks/bench_reducers.py [--quick]``. Prints a table of µs per action and
-actions/s per case, and the growth ratios (rate at the large size / rate at the small size) that
-issue 2 asks about. Not a test: machines are noisy, so compare the ratios within one run.
+Run: ``python benchmarks/bench_reducers.py [--quick] [--rounds N]``. Not a test: machines are noisy,
+so compare ratios taken in one run. It prints:
+
+1. **Workloads of the shared harness** (``../shared/bench``, or ``AHP_BENCH_DIR``): the 24 cases of
+   ``bench.py``, generated with ``gen_workloads.py`` into a cache folder and replayed in this process
+   (cold: first pass over a freshly loaded state, as ``bench.py`` reports). Cases are interleaved over
+   ``--rounds`` rounds and the best round is kept, which filters out load from other processes.
+2. **Growth ratios** of every family (rate at the largest size / rate at the smallest; 1.0 = flat;
+   issue 14 asks for >= 0.8), beside the reference's ratio from ``../shared/bench/README.md``.
+3. **Store history**: ``state_at(seq)`` on a long streamed log (median ms) and memory per recorded
+   transition (bytes, tracemalloc, action objects included).
+4. **Imports**: ``import ahp_lab`` and ``python -m ahp_lab.conformance run`` on one fixture, wall time.
+
+For the harness's own numbers run ``python3 ../shared/bench/bench.py --cmd "python -m ahp_lab.conformance"``.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
+import tracemalloc
+from pathlib import Path
 
-from ahp_lab.reducers import reduce_chat, reduce_session
+from ahp_lab.reducers import REDUCERS
+from ahp_lab.store import Store, agent_origin
 
-NOW = 1_700_000_000_000
-USER = {"text": "hello", "origin": {"kind": "user"}}
+HERE = Path(__file__).resolve().parent
+BENCH_DIR = Path(os.environ.get("AHP_BENCH_DIR") or HERE.parent.parent / "shared" / "bench")
+
+#: The reference's cold actions/s from ../shared/bench/README.md (V8, same 2-core machine class).
+REFERENCE = {
+    "stream-100k": 974_273,
+    "stream-1M": 859_690,
+    "toolcalls-10k": 391_665,
+    "customizations-10k": 120_500,
+    "customizations-100k": 162_849,
+    "fuzz-chat-100k": 511_283,
+    "fuzz-session-100k": 601_642,
+    "delta@turns=100000": 912_194,
+    "delta@content=1000000": 1_265_955,
+    "turn@turns=100000": 2_277,
+    "toolcalls@1000x10": 375_741,
+    "toolcalls@10x1000": 84_938,
+    "customizations@P=10": 183_664,
+    "customizations@P=1000": 6_587,
+}
+#: family -> (small case, large case, the reference's large/small ratio)
+FAMILIES = {
+    "delta, turns 100000 / 10": ("delta@turns=10", "delta@turns=100000", 0.95),
+    "delta, content 1M / 10k": ("delta@content=10000", "delta@content=1000000", 1.24),
+    "turnComplete, turns 100000 / 10": ("turn@turns=10", "turn@turns=100000", 0.008),
+    "tool calls, 10x1000 / 1000x10": ("toolcalls@1000x10", "toolcalls@10x1000", 0.23),
+    "customizations, P=1000 / P=10": ("customizations@P=10", "customizations@P=1000", 0.034),
+}
+QUICK = {"stream-100k", "toolcalls-10k", "customizations-10k", "fuzz-chat-100k", "fuzz-session-100k"} | {
+    case for pair in FAMILIES.values() for case in pair[:2] if "1000000" not in case
+}
 
 
-def completed_turn(i: int) -> dict:
-    return {
-        "id": f"old-{i}",
-        "startedAt": "2026-01-01T00:00:00.000Z",
-        "duration": 10,
-        "message": USER,
-        "responseParts": [{"kind": "markdown", "id": f"m{i}", "content": "an answer"}],
-        "state": "complete",
-    }
+def _suite() -> list[tuple[str, list[str]]]:
+    sys.path.insert(0, str(BENCH_DIR))
+    try:
+        import bench  # type: ignore[import-not-found]
+    finally:
+        sys.path.pop(0)
+    return [(name, gen) for name, gen, _group, _what in bench.SUITE]
 
 
-def chat_state(turns: int = 0, parts: list | None = None) -> dict:
-    return {
-        "resource": "ahp-chat:/bench",
-        "title": "bench",
-        "status": 8,
-        "modifiedAt": "2026-01-01T00:00:00.000Z",
-        "turns": [completed_turn(i) for i in range(turns)],
-        "activeTurn": {
-            "id": "t",
-            "startedAt": "2026-01-01T00:00:00.000Z",
-            "message": USER,
-            "responseParts": parts if parts is not None else [],
-        },
-    }
+def _workload(work: Path, name: str, gen: list[str]) -> Path:
+    folder = work / name
+    stamp = folder / "gen-argv.json"
+    if not (stamp.exists() and json.loads(stamp.read_text()) == gen):
+        subprocess.run(
+            [sys.executable, str(BENCH_DIR / "gen_workloads.py"), *gen, "--out", str(folder)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        stamp.write_text(json.dumps(gen))
+    return folder
 
 
-def best_rate(run, repeats: int) -> float:
-    """Best actions/s over ``repeats`` runs of ``run() -> (actions, seconds)``."""
-    best = 0.0
-    for _ in range(repeats):
-        gc.collect()
-        n, seconds = run()
-        best = max(best, n / seconds)
+def _cold_rate(folder: Path) -> float:
+    """Actions/s of one pass over a freshly loaded state (as bench.py's cold figure)."""
+    meta = json.loads((folder / "meta.json").read_text())
+    initial = json.loads((folder / "initial.json").read_text())
+    with open(folder / "actions.jsonl", encoding="utf-8") as fh:
+        actions = [json.loads(line) for line in fh if line.strip()]
+    reducer = REDUCERS[meta["reducer"]]
+    gc.collect()
+    state = initial
+    start = time.perf_counter()
+    for action in actions:
+        state = reducer(state, action, 9999)
+    return len(actions) / (time.perf_counter() - start)
+
+
+def workloads(args) -> dict[str, float]:
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    cases = [(n, g) for n, g in _suite() if not args.quick or n in QUICK]
+    folders = {name: _workload(work, name, gen) for name, gen in cases}
+    best: dict[str, float] = {}
+    for _ in range(args.rounds):  # interleaved: a burst of load hits every case a little
+        for name in folders:
+            best[name] = max(best.get(name, 0.0), _cold_rate(folders[name]))
+    print(f"\n1. workloads of the shared harness (cold actions/s, best of {args.rounds} interleaved rounds)")
+    print(f"  {'case':<24} {'ahp_lab':>12} {'reference':>12} {'ratio':>7}")
+    for name, rate in best.items():
+        ref = REFERENCE.get(name)
+        ratio = f"{rate / ref:7.2f}" if ref else ""
+        print(
+            f"  {name:<24} {rate:12,.0f} {ref or '':>12,} {ratio}" if ref else f"  {name:<24} {rate:12,.0f}"
+        )
+    print("\n2. growth ratios (rate at the largest size / at the smallest; 1.0 = flat; goal >= 0.8)")
+    print(f"  {'family':<34} {'ahp_lab':>8} {'reference':>10}")
+    for family, (small, large, ref) in FAMILIES.items():
+        if small in best and large in best:
+            print(f"  {family:<34} {best[large] / best[small]:8.2f} {ref:10.3f}")
     return best
 
 
-def stream(initial_text: str, turns: int, deltas: int):
-    def run():
-        state = chat_state(turns, [{"kind": "markdown", "id": "p", "content": initial_text}])
-        actions = [
-            {"type": "chat/delta", "turnId": "t", "partId": "p", "content": "tok "} for _ in range(deltas)
-        ]
+def store_history(quick: bool) -> None:
+    n = 100_000 if quick else 1_000_000
+    chat = "ahp-chat:/bench"
+    clock = iter(range(1_000, 10**12))
+    store = Store(lambda: next(clock))
+    store.add_channel(
+        chat, "chat", {"resource": chat, "title": "t", "status": 1, "modifiedAt": "m", "turns": []}
+    )
+    origin = agent_origin("bench")
+    user = {"text": "hi", "origin": {"kind": "user"}}
+    store.apply(chat, {"type": "chat/turnStarted", "turnId": "t", "startedAt": "s", "message": user}, origin)
+    store.apply(
+        chat,
+        {"type": "chat/responsePart", "turnId": "t", "part": {"kind": "markdown", "id": "p", "content": ""}},
+        origin,
+    )
+    words = ["tok", "en ", "s a", "re ", "str", "eam", "ed "]
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for i in range(n):  # each action a fresh dict with its own content string, as an agent makes them
+        store.apply(
+            chat,
+            {"type": "chat/delta", "turnId": "t", "partId": "p", "content": words[i % 7] + str(i % 10)},
+            origin,
+        )
+    per_transition = (tracemalloc.get_traced_memory()[0] - before) / n
+    tracemalloc.stop()
+    seqs = [store.first_seq + (i * 7919) % (n - 1) for i in range(1, 41)]
+    times = []
+    for seq in seqs:
         start = time.perf_counter()
-        for action in actions:
-            state = reduce_chat(state, action, NOW)
-        elapsed = time.perf_counter() - start
-        assert len(state["activeTurn"]["responseParts"][0]["content"]) == len(initial_text) + 4 * deltas
-        return deltas, elapsed
-
-    return run
-
-
-def turn_complete(turns: int, n: int):
-    state = chat_state(turns, [{"kind": "markdown", "id": "p", "content": "done"}])
-    action = {"type": "chat/turnComplete", "turnId": "t", "duration": 5}
-
-    def run():
-        start = time.perf_counter()
-        for _ in range(n):
-            out = reduce_chat(state, action, NOW)
-        elapsed = time.perf_counter() - start
-        assert len(out["turns"]) == turns + 1
-        return n, elapsed
-
-    return run
+        store.state_at(seq)
+        times.append(time.perf_counter() - start)
+    print(f"\n3. store history over {n:,} streamed chat/delta transitions")
+    print(
+        f"  state_at(seq), median of {len(seqs)} random seqs: {1e3 * statistics.median(times):8.2f} ms (goal < 50)"
+    )
+    print(f"  memory per recorded transition:            {per_transition:8.0f} bytes (goal <= 300)")
 
 
-def tool_call_lifecycle(parts: int, calls: int):
-    filler = [{"kind": "markdown", "id": f"f{i}", "content": "x"} for i in range(parts - 1)]
-
-    def actions_for(i: int) -> list[dict]:
-        base = {"turnId": "t", "toolCallId": f"tc{i}"}
-        return [
-            {"type": "chat/toolCallStart", **base, "toolName": "run", "displayName": "Run"},
-            {"type": "chat/toolCallDelta", **base, "content": '{"a":1}'},
-            {"type": "chat/toolCallReady", **base, "invocationMessage": "Run", "toolInput": '{"a":1}'},
-            {"type": "chat/toolCallConfirmed", **base, "approved": True, "confirmed": "user-action"},
-            {"type": "chat/toolCallContentChanged", **base, "content": [{"type": "text", "text": "..."}]},
-            {"type": "chat/toolCallComplete", **base, "result": {"success": True, "pastTenseMessage": "Ran"}},
-        ]
-
-    def run():
-        total, elapsed = 0, 0.0
-        for i in range(calls):
-            state = chat_state(0, list(filler))  # `parts - 1` parts, then the call makes `parts`
-            acts = actions_for(i)
+def imports() -> None:
+    def wall(cmd: list[str]) -> float:
+        best = float("inf")
+        for _ in range(5):
             start = time.perf_counter()
-            for action in acts:
-                state = reduce_chat(state, action, NOW)
-            elapsed += time.perf_counter() - start
-            total += len(acts)
-            assert state["activeTurn"]["responseParts"][-1]["toolCall"]["status"] == "completed"
-        return total, elapsed
+            subprocess.run(cmd, check=True, capture_output=True)
+            best = min(best, time.perf_counter() - start)
+        return best
 
-    return run
-
-
-def customization_toggles(plugins: int, children: int, n: int):
-    tree = [
-        {
-            "type": "plugin",
-            "id": f"p{p}",
-            "uri": f"file:///plugins/{p}",
-            "name": f"plugin {p}",
-            "enabled": True,
-            "children": [
-                {"type": "skill", "id": f"p{p}/s{c}", "uri": f"file:///plugins/{p}/s{c}", "name": f"s{c}"}
-                for c in range(children)
-            ],
+    with tempfile.TemporaryDirectory() as folder:
+        fixture = {
+            "description": "one",
+            "reducer": "root",
+            "initial": {"agents": [], "activeSessions": 0},
+            "actions": [{"type": "root/activeSessionsChanged", "activeSessions": 1}],
+            "expected": {"agents": [], "activeSessions": 1},
         }
-        for p in range(plugins)
-    ]
-    state = {
-        "provider": "x",
-        "title": "t",
-        "status": 1,
-        "lifecycle": "ready",
-        "activeClients": [],
-        "chats": [],
-        "customizations": tree,
-    }
-    # Spread the targets over the whole tree: half containers, half children.
-    targets = [
-        f"p{(i * 7919) % plugins}" if i % 2 else f"p{(i * 7919) % plugins}/s{i % children}" for i in range(n)
-    ]
-    actions = [
-        {"type": "session/customizationToggled", "id": t, "enabled": bool(i % 3)}
-        for i, t in enumerate(targets)
-    ]
-
-    def run():
-        s = state
-        start = time.perf_counter()
-        for action in actions:
-            s = reduce_session(s, action, NOW)
-        return n, time.perf_counter() - start
-
-    return run
+        Path(folder, "one.json").write_text(json.dumps(fixture))
+        run = wall([sys.executable, "-m", "ahp_lab.conformance", "run", folder])
+    print("\n4. imports and start-up (best of 5, wall seconds)")
+    print(f"  python -c 'pass'                               {wall([sys.executable, '-c', 'pass']):6.3f}")
+    print(
+        f"  python -c 'import ahp_lab'                     {wall([sys.executable, '-c', 'import ahp_lab']):6.3f} (goal < 0.25)"
+    )
+    print(
+        f"  python -c 'from ahp_lab import Lab'            {wall([sys.executable, '-c', 'from ahp_lab import Lab']):6.3f}"
+    )
+    print(f"  python -m ahp_lab.conformance run (1 fixture)  {run:6.3f} (goal < 0.3)")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer iterations (smoke run)")
+    parser.add_argument("--quick", action="store_true", help="fewer and smaller cases (smoke run)")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per case (best kept)")
+    parser.add_argument(
+        "--work", default=os.path.join(tempfile.gettempdir(), "ahp-bench"), help="workload cache"
+    )
     args = parser.parse_args()
-    k = 10 if args.quick else 1
-    rep = 3 if args.quick else 5
-    kb, mb4 = "x" * 1024, "x" * (4 * 1024 * 1024)
-    rows: list[tuple[str, str, float]] = []
-
-    def case(group: str, label: str, run) -> float:
-        rate = best_rate(run, rep)
-        rows.append((group, label, rate))
-        print(f"  {group:<28} {label:<26} {1e6 / rate:10.2f} µs/action {rate:14,.0f} actions/s", flush=True)
-        return rate
-
-    print(f"reducer throughput (best of {rep} runs)")
-    d_1k = case("chat/delta", "part holds 1 KB", stream(kb, 10, 20_000 // k))
-    d_4m = case("chat/delta", "part holds 4 MB", stream(mb4, 10, 20_000 // k))
-    d_10 = case("chat/delta", "chat holds 10 turns", stream(kb, 10, 20_000 // k))
-    d_10k = case("chat/delta", "chat holds 10,000 turns", stream(kb, 10_000, 20_000 // k))
-    c_10 = case("chat/turnComplete", "chat holds 10 turns", turn_complete(10, 20_000 // k))
-    c_100k = case("chat/turnComplete", "chat holds 100,000 turns", turn_complete(100_000, 200 // min(k, 2)))
-    t_5 = case("tool-call lifecycle", "5 parts in the turn", tool_call_lifecycle(5, 2_000 // k))
-    t_500 = case("tool-call lifecycle", "500 parts in the turn", tool_call_lifecycle(500, 200 // k))
-    g_10 = case(
-        "customizationToggled", "10 plugins x 20 children", customization_toggles(10, 20, 20_000 // k)
-    )
-    g_1k = case(
-        "customizationToggled", "1,000 plugins x 20 children", customization_toggles(1000, 20, 2_000 // k)
-    )
-
-    print("\ngrowth ratios (rate at large / rate at small; 1.0 = no slowdown)")
-    print(f"  chat/delta 4 MB vs 1 KB part            {d_4m / d_1k:6.2f}   (issue 2 requires >= 0.8)")
-    print(f"  chat/delta 10,000 vs 10 turns           {d_10k / d_10:6.2f}   (issue 2 requires >= 0.8)")
-    print(f"  chat/turnComplete 100,000 vs 10 turns   {c_100k / c_10:6.4f}   (copies the turns array)")
-    print(f"  tool-call lifecycle 500 vs 5 parts      {t_500 / t_5:6.3f}")
-    print(f"  customizationToggled 21,000 vs 210 entries {g_1k / g_10:6.3f}")
+    print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    if (BENCH_DIR / "gen_workloads.py").exists():
+        workloads(args)
+    else:
+        print(f"(no workload generator at {BENCH_DIR}: set AHP_BENCH_DIR to run sections 1 and 2)")
+    store_history(args.quick)
+    imports()
+    print(f"load average at end: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

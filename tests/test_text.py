@@ -27,13 +27,18 @@ def test_text_behaves_like_the_concatenated_string(start, chunks):
 
 
 def test_appending_to_a_large_text_never_copies_it():
-    """Appends touch only the small chunks on top: the 4 MB chunk stays the same object."""
+    """Appends touch only the tail and the current page: the 4 MB chunk stays the same object."""
     big = "x" * (4 * 1024 * 1024)
     text = Text.of(big)
-    for _ in range(10_000):
+    versions = []
+    for i in range(10_000):
         text = text.append("tok ")
-    assert text._chunks[0] is big
-    assert len(text._chunks) <= 20  # chunk sizes shrink geometrically: O(log n) chunks
+        if i % 1000 == 0:
+            versions.append(text)
+    first = text._pages[0][0] if text._pages else text._page[0]
+    assert first is big
+    assert len(text._tail) <= 1024 and len(text._page) <= 64  # an append copies a bounded amount
+    assert all((v._pages[0][0] if v._pages else v._page[0]) is big for v in versions)  # shared
     assert len(text) == len(big) + 40_000
 
 

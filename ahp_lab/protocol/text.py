@@ -3,12 +3,13 @@
 `chat/delta` and `chat/reasoning` append to a response part's ``content`` thousands of times per
 turn. Rebuilding a Python ``str`` on every append copies the whole text, which is quadratic over a
 turn. :class:`Text` keeps the text as a short *tail* string, to which small appends are added
-(copying at most :data:`TAIL_MAX` characters), over a stack of chunks whose lengths shrink
-geometrically from bottom to top (a binary-counter rope): a full tail is pushed as one chunk and
-only the small chunks on top are merged, so every character is copied O(log n) times over the
-whole stream, and the stack stays O(log n) deep. Every ``Text`` is immutable; appending returns a
-new one that shares the chunks with its predecessor, so reducers stay pure and old states stay
-valid.
+(copying at most :data:`TAIL_MAX` characters), over fixed chunks that are never copied again: a
+full tail becomes a chunk of the current *page* (a tuple of at most :data:`PAGE_SIZE` chunks), and
+a full page joins the tuple of pages. An append therefore copies O(TAIL_MAX) characters and
+O(PAGE_SIZE) pointers at worst, whatever the length, and every version shares all of its chunks
+with the versions before and after it, so keeping old states (the store's checkpoints) costs
+little. Every ``Text`` is immutable; appending returns a new one, so reducers stay pure and old
+states stay valid.
 
 A ``Text`` compares equal to the equal ``str`` (and hashes like it), serializes as a plain string
 through :func:`ahp_lab.protocol.jsonvalue.to_json` / ``dumps``, and ``str(text)`` joins it once and
@@ -17,25 +18,31 @@ caches the result.
 
 from __future__ import annotations
 
-__all__ = ["Text", "append_text", "TAIL_MAX"]
+from itertools import chain
+
+__all__ = ["Text", "append_text", "TAIL_MAX", "PAGE_SIZE"]
 
 #: Appends go to a tail string until it holds this many characters; then it becomes a chunk.
-TAIL_MAX = 256
+TAIL_MAX = 1024
+#: Chunks per page.
+PAGE_SIZE = 64
 
 
 class Text:
     """An immutable string built by appends; see the module docstring."""
 
-    __slots__ = ("_chunks", "_tail", "_len", "_joined")
+    __slots__ = ("_pages", "_page", "_tail", "_len", "_joined")
 
     def __init__(self, chunks: tuple[str, ...] = ()) -> None:
-        self._chunks = chunks
+        self._pages: tuple[tuple[str, ...], ...] = ()
+        self._page = tuple(chunks)
         self._tail = ""
         self._len = sum(len(c) for c in chunks)
         self._joined: str | None = chunks[0] if len(chunks) == 1 else ("" if not chunks else None)
 
     @classmethod
     def of(cls, value: str | Text) -> Text:
+        """``value`` as a ``Text`` (a ``Text`` is returned as it is)."""
         return value if isinstance(value, Text) else cls((value,) if value else ())
 
     def append(self, more: str) -> Text:
@@ -45,17 +52,11 @@ class Text:
         out = Text.__new__(Text)
         tail = self._tail + more
         if len(tail) <= TAIL_MAX:
-            out._chunks = self._chunks
-            out._tail = tail
+            out._pages, out._page, out._tail = self._pages, self._page, tail
+        elif len(self._page) < PAGE_SIZE - 1:
+            out._pages, out._page, out._tail = self._pages, (*self._page, tail), ""
         else:
-            stack = list(self._chunks)
-            stack.append(tail)
-            # Merge while the chunk below is not at least twice as long as the top one.
-            while len(stack) >= 2 and len(stack[-2]) < 2 * len(stack[-1]):
-                top = stack.pop()
-                stack[-1] = stack[-1] + top
-            out._chunks = tuple(stack)
-            out._tail = ""
+            out._pages, out._page, out._tail = (*self._pages, (*self._page, tail)), (), ""
         out._len = self._len + len(more)
         out._joined = None
         return out
@@ -63,10 +64,9 @@ class Text:
     def __str__(self) -> str:
         joined = self._joined
         if joined is None:
-            joined = "".join(self._chunks) + self._tail
+            joined = "".join(chain(chain.from_iterable(self._pages), self._page)) + self._tail
             # Compact in place: the value is unchanged, later appends start from one chunk.
-            self._chunks = (joined,)
-            self._tail = ""
+            self._pages, self._page, self._tail = (), (joined,), ""
             self._joined = joined
         return joined
 
