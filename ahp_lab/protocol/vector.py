@@ -69,12 +69,16 @@ KeyFn = Callable[[Any], Any]
 class Vector:
     """An immutable JSON array; see the module docstring."""
 
-    __slots__ = ("_base", "_nb", "_n", "_shift", "_root", "_tail", "_index", "_counts")
+    __slots__ = ("_base", "_nb", "_n", "_holes", "_shift", "_root", "_tail", "_index", "_counts")
 
     def __init__(self) -> None:
+        # Storage positions ("physical") differ from list positions once entries are removed: a
+        # removal leaves a hole (kept in the sorted tuple ``_holes``) so that no position after
+        # it moves and the shared indexes stay valid; holes are compacted away in bulk.
         self._base: list | tuple = ()  # a shared, never-mutated prefix (positions 0 .. _nb - 1)
         self._nb = 0
-        self._n = 0
+        self._n = 0  # physical length, holes included
+        self._holes: tuple[int, ...] = ()
         self._shift = _BITS
         self._root: tuple = ()
         self._tail: tuple = ()
@@ -123,12 +127,31 @@ class Vector:
         out._base = self._base
         out._nb = self._nb
         out._n = n
+        out._holes = self._holes
         out._shift = shift
         out._root = root
         out._tail = tail
         out._index = self._index
         out._counts = None
         return out
+
+    def _phys(self, i: int) -> int:
+        """The storage position of list position ``i`` (``0 <= i < len(self)``)."""
+        for h in self._holes:
+            if h <= i:
+                i += 1
+            else:
+                break
+        return i
+
+    def _position(self, i: int) -> int:
+        """List position ``i`` (negative counts from the end) as a storage position, checked."""
+        size = self._n - len(self._holes)
+        if i < 0:
+            i += size
+        if not 0 <= i < size:
+            raise IndexError("Vector index out of range")
+        return self._phys(i) if self._holes else i
 
     def appended(self, item: Any) -> Vector:
         """A new vector with ``item`` added at the end; ``self`` is unchanged."""
@@ -157,16 +180,16 @@ class Vector:
         Pass ``same_keys=True`` when ``item`` has the same keys as the entry it replaces under
         every index (e.g. a toggled flag on an entry with the same id): it skips the key updates.
         """
+        return self._set(self._position(i), item, same_keys)
+
+    def _set(self, i: int, item: Any, same_keys: bool) -> Vector:
+        """Replace the entry at storage position ``i``."""
         n = self._n
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError("Vector index out of range")
-        old = self[i]
+        old = self._get(i)
         if i < self._nb:  # inside the shared prefix: move everything into the trie once
-            full = Vector._trie(self.to_list())
-            full._index, full._counts = self._index, self._counts
-            return full.replaced(i, item, same_keys=same_keys)
+            full = Vector._trie(list(self._stored()))
+            full._holes, full._index, full._counts = self._holes, self._index, self._counts
+            return full._set(i, item, same_keys)
         tailoff = n - len(self._tail)
         if i >= tailoff:
             tail = self._tail
@@ -180,21 +203,52 @@ class Vector:
             for key_fn, (multi, index) in out._index.items():
                 _add_keys(index, i, key_fn(item), multi)
         if self._counts:
-            out._counts = {pred: c + bool(pred(item)) - bool(pred(old)) for pred, c in self._counts.items()}
+            hole = item is _HOLE
+            out._counts = {
+                pred: c + (0 if hole else bool(pred(item))) - bool(pred(old))
+                for pred, c in self._counts.items()
+            }
         return out
 
     def removed(self, i: int) -> Vector:
-        """A new vector without entry ``i`` (rebuilt: O(n), as positions after ``i`` move)."""
-        items = self.to_list()
-        del items[i]
-        return Vector.of(items)
+        """A new vector without entry ``i``; ``self`` is unchanged.
+
+        The entry becomes a hole, so nothing after it moves and the indexes stay shared; once
+        holes make up an eighth of the storage they are compacted away (indexes remapped).
+        """
+        p = self._position(i)
+        out = self._set(p, _HOLE, True)
+        out._holes = (
+            *self._holes[: bisect_left(self._holes, p)],
+            p,
+            *self._holes[bisect_left(self._holes, p) :],
+        )
+        if len(out._holes) > max(32, out._n >> 3):
+            return out._compacted()
+        return out
+
+    def _compacted(self) -> Vector:
+        holes = self._holes
+        out = Vector._trie(self.to_list())
+        out._counts = self._counts
+        if self._index is not None:
+            out._index = {}
+            for key_fn, (multi, index) in self._index.items():
+                remapped = {}
+                for k, positions in index.items():
+                    kept = [p - bisect_left(holes, p) for p in positions if p < self._n and not _in(holes, p)]
+                    if kept:
+                        remapped[k] = kept
+                out._index[key_fn] = (multi, remapped)
+        return out
 
     def prefix(self, k: int) -> Vector:
-        """The first ``k`` entries (rebuilt, keeping the shared index valid)."""
-        if k >= self._n:
+        """The first ``k`` entries (rebuilt, keeping the shared index valid when it can)."""
+        if k >= len(self):
             return self
         out = Vector.of(self.to_list()[:k])
-        out._index = self._index
+        if not self._holes:
+            out._index = self._index
         return out
 
     # -- lookups --------------------------------------------------------------------------------
@@ -205,7 +259,9 @@ class Vector:
         if entry is None:
             index: dict = {}
             get = index.get
-            for i, item in enumerate(self):  # positions arrive in order: plain appends
+            for i, item in enumerate(self._stored()):  # positions arrive in order: plain appends
+                if item is _HOLE:
+                    continue
                 for k in key_fn(item) if multi else (key_fn(item),):
                     if k is not NO_KEY:
                         positions = get(k)
@@ -228,7 +284,12 @@ class Vector:
         if not positions:
             return []
         n = self._n
-        return positions if positions[-1] < n else positions[: bisect_left(positions, n)]
+        if positions[-1] >= n:
+            positions = positions[: bisect_left(positions, n)]
+        holes = self._holes
+        if not holes:
+            return positions
+        return [p - bisect_left(holes, p) for p in positions if not _in(holes, p)]
 
     def find(self, key_fn: KeyFn, key: Any) -> int:
         """The first position whose entry has ``key_fn(entry) == key``, else ``-1``."""
@@ -261,7 +322,7 @@ class Vector:
         Leaves shared by the two versions are skipped whole, so comparing a version with the one
         it was derived from costs O(n / 32) plus the changed leaves.
         """
-        if self._base is not other._base:
+        if self._base is not other._base or self._holes or other._holes:
             return [i for i, (a, b) in enumerate(zip(self, other, strict=False)) if i < k and a is not b]
         out: list[int] = []
         base = self._nb
@@ -283,21 +344,28 @@ class Vector:
     # -- reading like a list --------------------------------------------------------------------
 
     def __len__(self) -> int:
-        return self._n
+        return self._n - len(self._holes)
 
     def __bool__(self) -> bool:
-        return self._n > 0
+        return self._n > len(self._holes)
 
     def __getitem__(self, i):
         if type(i) is not int:
             if isinstance(i, slice):
                 return self.to_list()[i]
             i = i.__index__()
+        if self._holes:
+            return self._get(self._position(i))
         n = self._n
         if i < 0:
             i += n
             if i < 0:
                 raise IndexError("Vector index out of range")
+        return self._get(i)
+
+    def _get(self, i: int) -> Any:
+        """The entry at storage position ``0 <= i`` (``IndexError`` past the end)."""
+        n = self._n
         nb = self._nb
         if i < nb:
             return self._base[i]
@@ -312,8 +380,14 @@ class Vector:
             level -= _BITS
         return node[i & _MASK]
 
-    def __iter__(self) -> Iterator[Any]:
+    def _stored(self) -> Iterator[Any]:
+        """Every stored entry in order, holes included."""
         return chain(self._base, chain.from_iterable(_leaves(self._root, self._shift)), self._tail)
+
+    def __iter__(self) -> Iterator[Any]:
+        if self._holes:
+            return (x for x in self._stored() if x is not _HOLE)
+        return self._stored()
 
     def __reversed__(self) -> Iterator[Any]:
         return reversed(self.to_list())
@@ -331,11 +405,12 @@ class Vector:
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Vector):
-            if self._root is other._root and self._tail is other._tail and self._base is other._base:
+            same = self._root is other._root and self._tail is other._tail and self._base is other._base
+            if same and self._holes == other._holes:
                 return True
-            return self._n == other._n and all(a is b or a == b for a, b in zip(self, other, strict=True))
+            return len(self) == len(other) and all(a is b or a == b for a, b in zip(self, other, strict=True))
         if type(other) is list:
-            return self._n == len(other) and all(a is b or a == b for a, b in zip(self, other, strict=True))
+            return len(self) == len(other) and all(a is b or a == b for a, b in zip(self, other, strict=True))
         return NotImplemented
 
     def __ne__(self, other: object) -> bool:
@@ -372,6 +447,15 @@ class _ListFace(list):
 
 
 _ListFace.__name__ = _ListFace.__qualname__ = "Vector"
+
+
+#: What a removed entry leaves behind in storage until the holes are compacted.
+_HOLE = NO_KEY
+
+
+def _in(sorted_positions: tuple[int, ...], p: int) -> bool:
+    j = bisect_left(sorted_positions, p)
+    return j < len(sorted_positions) and sorted_positions[j] == p
 
 
 def as_vector(value: Any) -> Vector | None:
@@ -413,9 +497,9 @@ def replaced(seq: list | Vector, i: int, item: Any, *, same_keys: bool = False) 
 
 def removed(seq: list | Vector, i: int) -> list | Vector:
     """``seq`` without entry ``i`` (``seq`` is unchanged)."""
-    items = list(seq)
-    del items[i]
-    return sequence(items)
+    if type(seq) is Vector:
+        return seq.removed(i)
+    return [*seq[:i], *seq[i + 1 :]]
 
 
 def candidates(seq: list | Vector, key_fn: KeyFn, key: Any, *, multi: bool = False) -> list[int]:

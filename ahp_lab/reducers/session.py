@@ -12,25 +12,18 @@ from __future__ import annotations
 from typing import Any
 
 from ..protocol import vector
-from ..protocol.vector import NO_KEY, Vector, appended, find, removed, replaced
+from ..protocol.vector import NO_KEY, Vector, appended, count, find, removed, replaced
 from ._js import key, spread, truthy
 from ._util import (
     as_int,
-    as_list,
     config_changed,
     directory_removed,
     directory_set,
-    find_index,
-    keyed,
     make_reducer,
     merge,
     put,
     put_many,
-    remove_at,
-    remove_handler,
     set_field,
-    upsert,
-    upsert_handler,
     with_flag,
 )
 
@@ -40,10 +33,14 @@ ACTIVITY_MASK = 0x1F
 INPUT_NEEDED = 24
 
 
+def _awaits_user(entry: Any) -> bool:
+    return type(entry) is dict and entry.get("kind") != "toolClientExecution"
+
+
 def input_needed_status(status: Any, entries: list) -> int:
     """Session status after ``inputNeeded`` changed (reducer-rules §6.1)."""
     s = as_int(status)
-    if any(isinstance(e, dict) and e.get("kind") != "toolClientExecution" for e in entries):
+    if count(entries, _awaits_user) if type(entries) is Vector else any(_awaits_user(e) for e in entries):
         return (s & ~ACTIVITY_MASK) | INPUT_NEEDED
     return s & ~16
 
@@ -121,25 +118,52 @@ def _flag(field: str, flag: int):
 # -- input needed ------------------------------------------------------------------------------
 
 
+def _upserted(entries: list | Vector, key_fn, item: dict) -> list | Vector:
+    i = find(entries, key_fn, key_fn(item))
+    return replaced(entries, i, item) if i >= 0 else appended(entries, item)
+
+
 def _input_needed_set(state, action, now_ms):
     request = action.get("request")
-    if not isinstance(request, dict):
+    entries = state.get("inputNeeded")
+    entries = [] if entries is None else _seq(entries)
+    if type(request) is not dict or entries is None:
         return state
-    entries = upsert(as_list(state.get("inputNeeded")), "id", request)
+    entries = _upserted(entries, _id_key, request)
     return put_many(state, inputNeeded=entries, status=input_needed_status(state.get("status"), entries))
 
 
 def _input_needed_removed(state, action, now_ms):
-    entries = state.get("inputNeeded")
-    i = find_index(entries, keyed("id", action.get("id")))
+    entries = _seq(state.get("inputNeeded"))
+    i = find(entries, _id_key, key(action.get("id"))) if entries is not None else -1
     if i < 0:
         return state
-    remaining = remove_at(entries, i)
+    remaining = removed(entries, i)
     return put_many(
         state,
         inputNeeded=remaining or None,
         status=input_needed_status(state.get("status"), remaining),
     )
+
+
+# -- active clients ----------------------------------------------------------------------------
+
+_client_key = _key_of("clientId")
+
+
+def _active_client_set(state, action, now_ms):
+    client = action.get("activeClient")
+    clients = state.get("activeClients")
+    clients = [] if clients is None else _seq(clients)
+    if type(client) is not dict or clients is None:
+        return state
+    return put(state, "activeClients", _upserted(clients, _client_key, client))
+
+
+def _active_client_removed(state, action, now_ms):
+    clients = _seq(state.get("activeClients"))
+    i = find(clients, _client_key, key(action.get("clientId"))) if clients is not None else -1
+    return state if i < 0 else put(state, "activeClients", removed(clients, i))
 
 
 # -- customizations ----------------------------------------------------------------------------
@@ -258,8 +282,8 @@ reduce_session = make_reducer(
         "session/configChanged": lambda s, a, n: config_changed(s, a),
         "session/metaChanged": set_field("_meta"),
         "session/serverToolsChanged": set_field("serverTools", "tools"),
-        "session/activeClientSet": upsert_handler("activeClients", "activeClient", "clientId"),
-        "session/activeClientRemoved": remove_handler("activeClients", "clientId", "clientId"),
+        "session/activeClientSet": _active_client_set,
+        "session/activeClientRemoved": _active_client_removed,
         "session/workingDirectorySet": directory_set,
         "session/workingDirectoryRemoved": directory_removed,
         "session/inputNeededSet": _input_needed_set,

@@ -27,6 +27,10 @@ def key_of(item):
     return item % 7 if isinstance(item, int) else NO_KEY
 
 
+def even(item):
+    return item % 2 == 0
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.integers(0, 2100), ops)
 def test_every_version_equals_its_list_model_and_never_changes(size, program):
@@ -49,7 +53,7 @@ def test_every_version_equals_its_list_model_and_never_changes(size, program):
         # lookups through the shared index agree with a scan of this version
         for k in range(7):
             assert vec.find_all(key_of, k) == [i for i, x in enumerate(model) if x % 7 == k]
-        assert vec.count(lambda x: x % 2 == 0) == sum(1 for x in model if x % 2 == 0)
+        assert vec.count(even) == sum(1 for x in model if x % 2 == 0)
     for v, m in versions:  # old versions are untouched by later updates
         assert v == m and list(v) == m and len(v) == len(m)
         if m:
@@ -76,3 +80,26 @@ def test_a_diff_between_versions_names_only_what_changed():
     old = Vector.of([{"n": i} for i in range(5000)])
     assert json_patch(old, old.appended({"n": 1})) == [{"op": "add", "path": "/5000", "value": {"n": 1}}]
     assert json_patch(old, old.replaced(7, {"n": 8})) == [{"op": "replace", "path": "/7/n", "value": 8}]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(40, 700), st.lists(st.integers(0, 10**6), min_size=1, max_size=200), st.data())
+def test_removals_leave_holes_that_lookups_and_compaction_handle(size, picks, data):
+    model = list(range(size))
+    vec = Vector.of(model)
+    vec.find(key_of, 0)  # build the shared index before the removals
+    vec.count(even)
+    for pick in picks:
+        if not model:
+            break
+        i = pick % len(model)
+        if data.draw(st.booleans()):
+            vec, model = vec.removed(i), [*model[:i], *model[i + 1 :]]
+        else:
+            vec, model = vec.replaced(i, pick % 50), [*model[:i], pick % 50, *model[i + 1 :]]
+        assert vec == model and len(vec) == len(model)
+        if model:
+            assert vec[i % len(model)] == model[i % len(model)] and vec[-1] == model[-1]
+        k = pick % 7
+        assert vec.find_all(key_of, k) == [j for j, x in enumerate(model) if x % 7 == k]
+        assert vec.count(even) == sum(1 for x in model if x % 2 == 0)
