@@ -61,7 +61,7 @@ _MASK = _WIDTH - 1
 #: Returned by a key function for an entry that no lookup can match (it is not indexed).
 NO_KEY = object()
 #: Lists up to this length are updated as plain lists; longer ones become a :class:`Vector`.
-PLAIN_MAX = 32
+PLAIN_MAX = 16
 
 KeyFn = Callable[[Any], Any]
 
