@@ -67,22 +67,34 @@ def _seq(value: Any) -> list | Vector | None:
     return value if type(value) is list or type(value) is Vector else None
 
 
+def _upsert_into(state: dict, field: str, key_fn, item: Any) -> list | Vector | None:
+    """``state[field]`` (created when absent) with ``item`` upserted by key; ``None`` when it cannot be."""
+    entries = state.get(field)
+    entries = [] if entries is None else _seq(entries)
+    if type(item) is not dict or entries is None:
+        return None
+    i = find(entries, key_fn, key_fn(item))
+    return replaced(entries, i, item) if i >= 0 else appended(entries, item)
+
+
+def _remove_from(state: dict, field: str, key_fn, wanted: Any) -> list | Vector | None:
+    """``state[field]`` without its first entry keyed ``wanted``; ``None`` when there is none."""
+    entries = _seq(state.get(field))
+    i = find(entries, key_fn, key(wanted)) if entries is not None else -1
+    return None if i < 0 else removed(entries, i)
+
+
 def _chat_added(state, action, now_ms):
-    summary = action.get("summary")
-    chats = _seq(state.get("chats"))
-    if type(summary) is not dict or chats is None:
-        return state
-    i = find(chats, _resource_key, key(summary.get("resource")))
-    return put(state, "chats", replaced(chats, i, summary) if i >= 0 else appended(chats, summary))
+    chats = _upsert_into(state, "chats", _resource_key, action.get("summary"))
+    return state if chats is None else put(state, "chats", chats)
 
 
 def _chat_removed(state, action, now_ms):
     chat = action.get("chat")
-    chats = _seq(state.get("chats"))
-    i = find(chats, _resource_key, key(chat)) if chats is not None else -1
-    if i < 0:
+    chats = _remove_from(state, "chats", _resource_key, chat)
+    if chats is None:
         return state
-    out = put(state, "chats", removed(chats, i))
+    out = put(state, "chats", chats)
     if state.get("defaultChat") == chat:
         out.pop("defaultChat", None)
     return out
@@ -118,27 +130,17 @@ def _flag(field: str, flag: int):
 # -- input needed ------------------------------------------------------------------------------
 
 
-def _upserted(entries: list | Vector, key_fn, item: dict) -> list | Vector:
-    i = find(entries, key_fn, key_fn(item))
-    return replaced(entries, i, item) if i >= 0 else appended(entries, item)
-
-
 def _input_needed_set(state, action, now_ms):
-    request = action.get("request")
-    entries = state.get("inputNeeded")
-    entries = [] if entries is None else _seq(entries)
-    if type(request) is not dict or entries is None:
+    entries = _upsert_into(state, "inputNeeded", _id_key, action.get("request"))
+    if entries is None:
         return state
-    entries = _upserted(entries, _id_key, request)
     return put_many(state, inputNeeded=entries, status=input_needed_status(state.get("status"), entries))
 
 
 def _input_needed_removed(state, action, now_ms):
-    entries = _seq(state.get("inputNeeded"))
-    i = find(entries, _id_key, key(action.get("id"))) if entries is not None else -1
-    if i < 0:
+    remaining = _remove_from(state, "inputNeeded", _id_key, action.get("id"))
+    if remaining is None:
         return state
-    remaining = removed(entries, i)
     return put_many(
         state,
         inputNeeded=remaining or None,
@@ -152,18 +154,13 @@ _client_key = _key_of("clientId")
 
 
 def _active_client_set(state, action, now_ms):
-    client = action.get("activeClient")
-    clients = state.get("activeClients")
-    clients = [] if clients is None else _seq(clients)
-    if type(client) is not dict or clients is None:
-        return state
-    return put(state, "activeClients", _upserted(clients, _client_key, client))
+    clients = _upsert_into(state, "activeClients", _client_key, action.get("activeClient"))
+    return state if clients is None else put(state, "activeClients", clients)
 
 
 def _active_client_removed(state, action, now_ms):
-    clients = _seq(state.get("activeClients"))
-    i = find(clients, _client_key, key(action.get("clientId"))) if clients is not None else -1
-    return state if i < 0 else put(state, "activeClients", removed(clients, i))
+    clients = _remove_from(state, "activeClients", _client_key, action.get("clientId"))
+    return state if clients is None else put(state, "activeClients", clients)
 
 
 # -- customizations ----------------------------------------------------------------------------
