@@ -1,7 +1,10 @@
 """Reducer throughput and how per-action cost grows with the session, plus store history and imports.
 
-Run: ``python benchmarks/bench_reducers.py [--quick] [--rounds N]``. Not a test: machines are noisy,
-so compare ratios taken in one run. It prints:
+Run: ``python benchmarks/bench_reducers.py [--quick] [--rounds N] [--baseline PATH]``. Not a test:
+machines are noisy, so compare ratios taken in one run. With ``--baseline`` (a checkout of another
+version, e.g. ``main``), every case also runs against that code, interleaved in the same rounds, and
+the table shows this tree / baseline; multiplied by the baseline's ratio to the reference (README),
+that estimates the ratio to the reference on a loaded machine. It prints:
 
 1. **Workloads of the shared harness** (``../shared/bench``, or ``AHP_BENCH_DIR``): the 24 cases of
    ``bench.py``, generated with ``gen_workloads.py`` into a cache folder and replayed in this process
@@ -88,6 +91,30 @@ def _workload(work: Path, name: str, gen: list[str]) -> Path:
     return folder
 
 
+_RUNNER = """
+import json, sys, time
+from ahp_lab.reducers import REDUCERS
+folder = sys.argv[1]
+meta = json.load(open(folder + "/meta.json"))
+state = json.load(open(folder + "/initial.json"))
+actions = [json.loads(line) for line in open(folder + "/actions.jsonl", encoding="utf-8") if line.strip()]
+reducer = REDUCERS[meta["reducer"]]
+start = time.perf_counter()
+for action in actions:
+    state = reducer(state, action, 9999)
+print(len(actions) / (time.perf_counter() - start))
+"""
+
+
+def _cold_rate_of(code: Path, folder: Path) -> float:
+    """:func:`_cold_rate` with the ``ahp_lab`` found at ``code``, in a fresh process."""
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    out = subprocess.run(
+        [sys.executable, "-c", _RUNNER, str(folder)], check=True, capture_output=True, text=True, env=env
+    )
+    return float(out.stdout.strip())
+
+
 def _cold_rate(folder: Path) -> float:
     """Actions/s of one pass over a freshly loaded state (as bench.py's cold figure)."""
     meta = json.loads((folder / "meta.json").read_text())
@@ -109,22 +136,30 @@ def workloads(args) -> dict[str, float]:
     cases = [(n, g) for n, g in _suite() if not args.quick or n in QUICK]
     folders = {name: _workload(work, name, gen) for name, gen in cases}
     best: dict[str, float] = {}
+    base: dict[str, float] = {}
+    here = HERE.parent
     for _ in range(args.rounds):  # interleaved: a burst of load hits every case a little
         for name in folders:
-            best[name] = max(best.get(name, 0.0), _cold_rate(folders[name]))
+            if args.baseline:
+                base[name] = max(base.get(name, 0.0), _cold_rate_of(Path(args.baseline), folders[name]))
+                best[name] = max(best.get(name, 0.0), _cold_rate_of(here, folders[name]))
+            else:
+                best[name] = max(best.get(name, 0.0), _cold_rate(folders[name]))
     print(f"\n1. workloads of the shared harness (cold actions/s, best of {args.rounds} interleaved rounds)")
-    print(f"  {'case':<24} {'ahp_lab':>12} {'reference':>12} {'ratio':>7}")
+    head = f"  {'case':<24} {'ahp_lab':>12} {'reference':>12} {'ratio':>7}"
+    print(head + (f" {'baseline':>12} {'/baseline':>10}" if base else ""))
     for name, rate in best.items():
         ref = REFERENCE.get(name)
-        ratio = f"{rate / ref:7.2f}" if ref else ""
-        print(
-            f"  {name:<24} {rate:12,.0f} {ref or '':>12,} {ratio}" if ref else f"  {name:<24} {rate:12,.0f}"
-        )
+        line = f"  {name:<24} {rate:12,.0f} " + (f"{ref:12,} {rate / ref:7.2f}" if ref else f"{'':12} {'':7}")
+        if base:
+            line += f" {base[name]:12,.0f} {rate / base[name]:10.2f}"
+        print(line)
     print("\n2. growth ratios (rate at the largest size / at the smallest; 1.0 = flat; goal >= 0.8)")
-    print(f"  {'family':<34} {'ahp_lab':>8} {'reference':>10}")
+    print(f"  {'family':<34} {'ahp_lab':>8} {'reference':>10}" + (f" {'baseline':>9}" if base else ""))
     for family, (small, large, ref) in FAMILIES.items():
         if small in best and large in best:
-            print(f"  {family:<34} {best[large] / best[small]:8.2f} {ref:10.3f}")
+            line = f"  {family:<34} {best[large] / best[small]:8.2f} {ref:10.3f}"
+            print(line + (f" {base[large] / base[small]:9.3f}" if base else ""))
     return best
 
 
