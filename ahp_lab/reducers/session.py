@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..protocol import vector
-from ..protocol.vector import NO_KEY, Vector, appended, count, find, removed, replaced
+from ..protocol.vector import NO_KEY, Vector, appended, candidates, count, find, removed, replaced
 from ._js import key, spread, truthy
 from ._util import (
     as_int,
@@ -183,15 +183,26 @@ def _child_ids(entry: Any) -> tuple:
     return tuple(_id_key(c) for c in entry["children"])
 
 
-def _tree(state: dict) -> Vector | None:
-    """The customization tree as a :class:`Vector` (indexed by id and by child id), or ``None``."""
+def _tree(state: dict) -> list | Vector | None:
+    """The customization tree, or ``None`` when it is not an array.
+
+    A tree with more entries (top level and children together) than ``PLAIN_MAX`` becomes a
+    :class:`Vector`, indexed by id and by child id; a smaller one stays a plain list, scanned.
+    """
     tree = state.get("customizations")
-    return Vector.of(tree) if type(tree) is list or type(tree) is Vector else None
+    if type(tree) is Vector:
+        return tree
+    if type(tree) is not list:
+        return None
+    small = vector.PLAIN_MAX
+    if len(tree) <= small and len(tree) + sum(len(e["children"]) for e in tree if is_container(e)) <= small:
+        return tree
+    return Vector.of(tree)
 
 
-def _containers_with(tree: Vector, cid: Any):
+def _containers_with(tree: list | Vector, cid: Any):
     """``(position, container, its children, child position)`` for each container with a child ``cid``."""
-    for i in tree.candidates(_child_ids, cid, multi=True):
+    for i in candidates(tree, _child_ids, cid, multi=True):
         entry = tree[i]
         if is_container(entry):
             children = entry["children"]  # short lists are scanned, long ones indexed
@@ -205,24 +216,24 @@ def _customization_toggled(state, action, now_ms):
     if tree is None:
         return state
     cid, enabled = key(action.get("id")), action.get("enabled")
-    i = tree.find(_id_key, cid)
+    i = find(tree, _id_key, cid)
     if i >= 0:
         entry = put(tree[i], "enabled", enabled)
-        return put(state, "customizations", tree.replaced(i, entry, same_keys=True))
+        return put(state, "customizations", replaced(tree, i, entry, same_keys=True))
     for i, entry, children, j in _containers_with(tree, cid):
         child = put(children[j], "enabled", enabled)
         entry = put(entry, "children", replaced(children, j, child, same_keys=True))
-        return put(state, "customizations", tree.replaced(i, entry, same_keys=True))
+        return put(state, "customizations", replaced(tree, i, entry, same_keys=True))
     return state
 
 
 def _customization_updated(state, action, now_ms):
     item = action.get("customization")
-    tree = Vector() if state.get("customizations") is None else _tree(state)
+    tree = [] if state.get("customizations") is None else _tree(state)
     if type(item) is not dict or tree is None:
         return state
-    i = tree.find(_id_key, key(item.get("id")))
-    return put(state, "customizations", tree.replaced(i, item) if i >= 0 else tree.appended(item))
+    i = find(tree, _id_key, key(item.get("id")))
+    return put(state, "customizations", replaced(tree, i, item) if i >= 0 else appended(tree, item))
 
 
 def _customization_removed(state, action, now_ms):
@@ -230,12 +241,12 @@ def _customization_removed(state, action, now_ms):
     if tree is None:
         return state
     cid = key(action.get("id"))
-    i = tree.find(_id_key, cid)
+    i = find(tree, _id_key, cid)
     if i >= 0:
         return put(state, "customizations", removed(tree, i))
     out = tree
     for i, entry, children, j in list(_containers_with(tree, cid)):
-        out = out.replaced(i, put(entry, "children", removed(children, j)))
+        out = replaced(out, i, put(entry, "children", removed(children, j)))
     return state if out is tree else put(state, "customizations", out)
 
 
@@ -249,16 +260,16 @@ def _mcp_update(state: dict, cid: Any, server_state: Any, channel: Any) -> dict:
     def update(entry: dict) -> dict:
         return put_many(entry, state=server_state, channel=channel)
 
-    i = tree.find(_id_key, cid)
+    i = find(tree, _id_key, cid)
     if i >= 0:
         if tree[i].get("type") != "mcpServer":
             return state
-        return put(state, "customizations", tree.replaced(i, update(tree[i]), same_keys=True))
+        return put(state, "customizations", replaced(tree, i, update(tree[i]), same_keys=True))
     out = tree
     for i, entry, children, j in list(_containers_with(tree, cid)):
         if children[j].get("type") == "mcpServer":
             entry = put(entry, "children", replaced(children, j, update(children[j]), same_keys=True))
-            out = out.replaced(i, entry, same_keys=True)
+            out = replaced(out, i, entry, same_keys=True)
     return state if out is tree else put(state, "customizations", out)
 
 
