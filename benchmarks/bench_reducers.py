@@ -239,6 +239,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer and smaller cases (smoke run)")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per case (best kept)")
     parser.add_argument(
+        "--baseline", help="a checkout of another ahp_lab version to compare with, interleaved"
+    )
+    parser.add_argument(
         "--work", default=os.path.join(tempfile.gettempdir(), "ahp-bench"), help="workload cache"
     )
     args = parser.parse_args()
