@@ -109,8 +109,13 @@ print(len(actions) / (time.perf_counter() - start))
 def _cold_rate_of(code: Path, folder: Path) -> float:
     """:func:`_cold_rate` with the ``ahp_lab`` found at ``code``, in a fresh process."""
     env = {**os.environ, "PYTHONPATH": str(code)}
-    out = subprocess.run(
-        [sys.executable, "-c", _RUNNER, str(folder)], check=True, capture_output=True, text=True, env=env
+    out = subprocess.run(  # cwd too: `python -c` puts the current folder first on sys.path
+        [sys.executable, "-c", _RUNNER, str(folder)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=code,
     )
     return float(out.stdout.strip())
 
