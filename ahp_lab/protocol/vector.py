@@ -62,6 +62,8 @@ _MASK = _WIDTH - 1
 NO_KEY = object()
 #: Lists up to this length are updated as plain lists; longer ones become a :class:`Vector`.
 PLAIN_MAX = 16
+#: Recently wrapped plain lists: id -> (list, Vector). The list is kept alive, so ids stay valid.
+_WRAPPED: dict[int, tuple[list, Vector]] = {}
 
 KeyFn = Callable[[Any], Any]
 
@@ -98,9 +100,19 @@ class Vector:
         """
         if type(items) is Vector:
             return items
+        if type(items) is list:
+            # The same state list wraps to the same Vector, so its indexes survive actions that
+            # leave the list unchanged (a lookup that misses returns the old state).
+            recent = _WRAPPED.get(id(items))
+            if recent is not None and recent[0] is items:
+                return recent[1]
         out = cls()
         out._base = items if type(items) is list else list(items)
         out._n = out._nb = len(out._base)
+        if type(items) is list and out._n > PLAIN_MAX:
+            if len(_WRAPPED) >= 16:
+                del _WRAPPED[next(iter(_WRAPPED))]
+            _WRAPPED[id(items)] = (items, out)
         return out
 
     @classmethod

@@ -180,7 +180,10 @@ def is_container(entry: Any) -> bool:
 def _child_ids(entry: Any) -> tuple:
     if not is_container(entry):
         return ()
-    return tuple(_id_key(c) for c in entry["children"])
+    return tuple(  # _id_key inlined: this runs for every child when the index is built
+        (v if type(v := c.get("id")) is str else key(v)) if type(c) is dict else NO_KEY
+        for c in entry["children"]
+    )
 
 
 def _tree(state: dict) -> list | Vector | None:
@@ -200,13 +203,17 @@ def _tree(state: dict) -> list | Vector | None:
     return Vector.of(tree)
 
 
+#: A container's children are scanned up to this many; a longer list is indexed.
+_SCANNED_CHILDREN = 64
+
+
 def _containers_with(tree: list | Vector, cid: Any):
     """``(position, container, its children, child position)`` for each container with a child ``cid``."""
     for i in candidates(tree, _child_ids, cid, multi=True):
         entry = tree[i]
         if is_container(entry):
             children = entry["children"]  # short lists are scanned, long ones indexed
-            j = find(children if len(children) <= vector.PLAIN_MAX else Vector.of(children), _id_key, cid)
+            j = find(children if len(children) <= _SCANNED_CHILDREN else Vector.of(children), _id_key, cid)
             if j >= 0:
                 yield i, entry, children, j
 
