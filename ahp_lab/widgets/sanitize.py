@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ahp_lab.protocol.text import Text
+from ahp_lab.protocol.vector import Vector
 
 __all__ = [
     "BLOCK_LIMIT",
@@ -174,7 +175,7 @@ def safe_url(url: Any) -> str | None:
 def _json_default(obj: Any) -> Any:
     if isinstance(obj, Text):
         return str(obj)
-    if isinstance(obj, (set, frozenset, tuple)):
+    if isinstance(obj, (Vector, set, frozenset, tuple)):
         return list(obj)
     return repr(obj)
 

@@ -66,3 +66,12 @@ def test_one_line_and_json_preview():
     circular: dict = {}
     circular["self"] = circular
     assert "unserializable" in json_preview(circular, "c")["text"]
+
+
+def test_json_preview_shows_a_long_state_list_as_a_list():
+    """Reducers turn long collections into Vectors; a preview still shows the plain JSON array."""
+    from ahp_lab.protocol.vector import Vector
+
+    turns = Vector.of([{"id": f"t{i}"} for i in range(40)])
+    text = json_preview({"turns": turns}, "v", indent=None)["text"]
+    assert text.startswith('{"turns": [{"id": "t0"}') and '"t39"' in text
