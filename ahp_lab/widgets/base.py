@@ -18,7 +18,7 @@ from ahp_lab.protocol.jsonvalue import to_json
 
 from .sanitize import BLOCK_LIMIT, one_line
 
-__all__ = ["Coalescer", "ViewContext", "SourceView", "STATIC"]
+__all__ = ["Coalescer", "ViewContext", "SourceView", "STATIC", "VIEW_TEXT", "text_fallback"]
 
 STATIC = Path(__file__).parent / "static"
 MAX_BLOCK_LIMIT = 4 * 1024 * 1024
@@ -28,6 +28,23 @@ _BASE_SYNC_KEYS = frozenset(anywidget.AnyWidget.class_trait_names(sync=True)) | 
     "_css",
     "_anywidget_id",
 }
+
+
+#: What each view shows, in words: the plain-text fallback of a widget output saved in a notebook.
+VIEW_TEXT = {
+    "workbench": "workbench: chat, input queue, customizations, tool calls and transitions",
+    "chat": "chat pane: the conversation as it streams, and a prompt box",
+    "inputs": "input queue: approvals and questions waiting for a person",
+    "tree": "customization tree: plugins, skills, rules and MCP servers",
+    "timeline": "tool-call timeline: each call's steps through its state machine",
+    "inspector": "transition inspector: every action, its origin, and its diff",
+}
+
+
+def text_fallback(what: str) -> str:
+    """The ``text/plain`` of a view: what it shows and how to see it (at most 110 characters, the
+    length ipywidgets keeps), instead of an object repr in a saved notebook."""
+    return f"AHP {what} (run the cell to see it live)"
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -173,6 +190,9 @@ class SourceView(anywidget.AnyWidget):
         self.on_msg(self._on_custom_msg)
         self.sent_messages = 0
         self._refresh()
+
+    def __repr__(self) -> str:
+        return text_fallback(VIEW_TEXT.get(self._kind, "workbench view"))
 
     # -- plumbing -------------------------------------------------------------------------------
     @property

@@ -10,7 +10,7 @@ import ipywidgets
 import traitlets
 
 from . import base as _base
-from .base import SourceView, ViewContext
+from .base import VIEW_TEXT, SourceView, ViewContext, text_fallback
 from .chat import active_turn_patch, chat_view_model, promote_patch, turn_view
 from .inputs import inputs_view_model
 from .inspector import (
@@ -692,6 +692,9 @@ class Workbench(ipywidgets.GridBox):
     def views(self) -> list[SourceView]:
         extra = [self.model_calls] if self.model_calls is not None else []
         return [self.chat, self.inputs, self.tree, self.timeline, self.inspector, *extra]
+
+    def __repr__(self) -> str:
+        return text_fallback(VIEW_TEXT["workbench"])
 
     def close(self) -> None:
         for v in self.views:
