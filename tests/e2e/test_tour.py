@@ -1,7 +1,8 @@
 """The tour notebook (``notebooks/00-tour.ipynb``) in a real JupyterLab: Run All renders the workbench.
 
-The test copies the tour (outputs cleared, so nothing stale renders before the run) into the
-server's root, runs every cell through the menu, checks that no cell failed and that the workbench
+The test copies the tour (outputs cleared, so nothing stale renders before the run, and its
+exercise answered with the worked solution, as a reader who solved it) into the server's root,
+runs every cell through the menu, checks that no cell failed and that the workbench
 shows the session it drove, then does what a reader would: sends one more prompt from the chat
 pane, looks at the confirmation it waits for (input queue, timeline lane and state machine, the
 transition that stopped it) and takes ``artifacts/tour-workbench.png`` (the workbench in
@@ -17,6 +18,7 @@ import shutil
 
 import nbformat
 
+from ..notebook_tools import solved
 from .conftest import ARTIFACTS_DIR, REPO_ROOT, run_all
 
 TOUR = REPO_ROOT / "notebooks" / "00-tour.ipynb"
@@ -26,9 +28,10 @@ VIEWPORT = {"width": 1400, "height": 1000}  # grown to the workbench's height fo
 
 def _fresh_copy(root_dir) -> str:
     """The tour at ``notebooks/00-tour.ipynb`` under the server's root, beside a copy of ``examples/``
-    (the tour loads ``../examples/plugins/ahp-lab-demo``), with its outputs cleared."""
+    (the tour loads ``../examples/plugins/ahp-lab-demo``), with its outputs cleared and its
+    exercise solved."""
     shutil.copytree(REPO_ROOT / "examples", root_dir / "examples", dirs_exist_ok=True)
-    nb = nbformat.read(TOUR, as_version=4)
+    nb = solved(nbformat.read(TOUR, as_version=4), TOUR)
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = []
