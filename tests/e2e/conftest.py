@@ -159,8 +159,11 @@ def jupyter_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Jupyter
     port = _free_port()
     token = secrets.token_hex(16)
     url = f"http://127.0.0.1:{port}"
+    # A person (this test, through the browser) is at these notebooks: they must not answer from
+    # code what they leave for a click (nbval's AHP_LAB_UNATTENDED=1, see notebooks/README.md).
+    attended = {k: v for k, v in os.environ.items() if k != "AHP_LAB_UNATTENDED"}
     env = dict(
-        os.environ,
+        attended,
         JUPYTERLAB_SETTINGS_DIR=str(base / "user-settings"),  # no user settings from ~/.jupyter
         JUPYTERLAB_WORKSPACES_DIR=str(base / "workspaces"),
         JUPYTER_CONFIG_DIR=str(base / "config"),
