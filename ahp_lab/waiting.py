@@ -6,9 +6,36 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["StateWaiters"]
+__all__ = ["StateWaiters", "check_wait_arguments"]
 
 Check = Callable[[Any], Any]
+
+
+def _shown(value: Any) -> str:
+    if callable(value):
+        return "a function"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_wait_arguments(channel: Any, check: Any) -> None:
+    """Reject ``wait_for(channel, check)`` arguments in the wrong order or of the wrong type with a
+    ``TypeError`` that shows the right call (every ``wait_for`` takes the channel first)."""
+    if isinstance(channel, str) and callable(check):
+        return
+    right = "wait_for(lab.chat, lambda state: ...)"
+    if callable(channel):
+        raise TypeError(
+            f"wait_for takes the channel first, then the check: {right}; got {_shown(channel)}, "
+            f"then {_shown(check)}"
+        )
+    if not isinstance(channel, str):
+        raise TypeError(
+            f"wait_for's channel must be a channel URI such as lab.chat, not {_shown(channel)}: {right}"
+        )
+    raise TypeError(
+        f"wait_for's check must be a function of the channel's state, not {_shown(check)}: {right}"
+    )
 
 
 class StateWaiters:
@@ -25,6 +52,7 @@ class StateWaiters:
         return bool(self._by_channel.get(channel))
 
     async def wait(self, channel: str, check: Check, current: Any, timeout: float | None = None) -> Any:
+        check_wait_arguments(channel, check)
         result = check(current)
         if result is not None:
             return result

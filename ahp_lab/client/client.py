@@ -28,7 +28,7 @@ from ..protocol.actions import channel_kind_of_action
 from ..reducers import REDUCERS
 from ..tools import Tool, ToolContext, failure_result, run_tool_call
 from ..transport import JsonRpcPeer, RpcError
-from ..waiting import StateWaiters
+from ..waiting import StateWaiters, check_wait_arguments
 
 log = logging.getLogger("ahp_lab.client")
 
@@ -239,8 +239,14 @@ class AhpClient:
         if self._waiters.has(channel):
             self._waiters.notify(channel, self.state(channel))
 
-    async def wait_for(self, channel: str, check: Callable[[Any], Any], timeout: float | None = None) -> Any:
-        """Wait until ``check(optimistic state)`` returns something other than ``None``."""
+    async def wait_for(
+        self, channel: str, check: Callable[[Any], Any] | None = None, timeout: float | None = None
+    ) -> Any:
+        """Wait until ``check(optimistic state)`` of ``channel`` returns something other than ``None``.
+
+        The channel comes first, as in every ``wait_for``; the other order raises ``TypeError``.
+        """
+        check_wait_arguments(channel, check)
         return await self._waiters.wait(channel, check, self.state(channel), timeout)
 
     # -- receiving ------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from ..protocol.jsonvalue import to_json
 from ..reducers._util import iso_ms
 from ..store import Store, Transition, wall_clock_ms
 from ..tools import Tool
+from ..waiting import check_wait_arguments
 from .base import LabBase, LabReplay, LabSource
 from .turns import (
     ActionRejected,
@@ -216,14 +217,16 @@ class Lab(LabBase):
         return register if fn is None else register(fn)
 
     async def wait_for(
-        self, check: Callable[[Any], Any], channel: str | None = None, timeout: float | None = 30
+        self, channel: str, check: Callable[[Any], Any] | None = None, timeout: float | None = 30
     ) -> Any:
-        """Wait until ``check(state)`` of a channel (default: the chat) in the host returns something truthy.
+        """Wait until ``check(state)`` of ``channel`` in the host returns something truthy, and return it.
 
-        ``check`` runs on the host's authoritative state after every change of that channel;
-        returns what ``check`` returned. Raises ``TimeoutError`` after ``timeout`` seconds.
+        ``channel`` is ``lab.chat``, ``lab.session``, ...: it comes first, as in every ``wait_for``
+        (the client's and the host's too). ``check`` runs on the host's authoritative state, as plain
+        JSON, after every change of that channel. Raises ``TimeoutError`` after ``timeout`` seconds,
+        and ``TypeError`` for arguments in the wrong order.
         """
-        channel = channel or self.chat
+        check_wait_arguments(channel, check)
         return await self.host.wait_for(channel, lambda state: check(to_json(state)) or None, timeout=timeout)
 
     # -- turns ----------------------------------------------------------------------------------
@@ -604,8 +607,8 @@ class Lab(LabBase):
         client.publish(self.session)
         # wait for the host (not the new client's optimistic view) to list the client
         await self.wait_for(
-            lambda s: any(c.get("clientId") == client_id for c in s.get("activeClients") or ()),
             self.session,
+            lambda s: any(c.get("clientId") == client_id for c in s.get("activeClients") or ()),
             timeout=10,
         )
         return client
@@ -647,7 +650,7 @@ class Lab(LabBase):
                     return c
             return None
 
-        return run_sync(self.wait_for(resolved, self.session, timeout=timeout))
+        return run_sync(self.wait_for(self.session, resolved, timeout=timeout))
 
     def remove_client(self, client_id: str) -> None:
         """Remove an active client from the session (its running tool calls fail)."""

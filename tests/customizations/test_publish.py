@@ -27,7 +27,7 @@ def test_publish_virtual_plugin_then_same_content_is_not_fetched_again_then_unpu
                 None,
             )
 
-        container = await lab.wait_for(loaded, lab.session, timeout=10)
+        container = await lab.wait_for(lab.session, loaded, timeout=10)
         assert [(c["type"], c["name"], c["description"]) for c in container["children"]] == [
             ("skill", "snippets:hello", "Say hello")
         ]
@@ -38,6 +38,7 @@ def test_publish_virtual_plugin_then_same_content_is_not_fetched_again_then_unpu
         assert lab.customizations.stats["client_fetches"] == fetches  # same nonce: not re-read
         lab.client.publish_plugin("snippets", {"skills/hello/SKILL.md": SKILL.replace("hello", "hi")})
         await lab.wait_for(
+            lab.session,
             lambda s: (
                 any(
                     ch.get("description") == "Say hi"
@@ -46,14 +47,13 @@ def test_publish_virtual_plugin_then_same_content_is_not_fetched_again_then_unpu
                 )
                 or None
             ),
-            lab.session,
             timeout=10,
         )
         assert lab.customizations.stats["client_fetches"] == fetches + 1
         lab.client.unpublish_plugin("snippets")
         await lab.wait_for(
-            lambda s: not any(c.get("clientId") == "notebook" for c in s.get("customizations") or ()),
             lab.session,
+            lambda s: not any(c.get("clientId") == "notebook" for c in s.get("customizations") or ()),
             timeout=10,
         )
 
