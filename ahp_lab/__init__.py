@@ -23,6 +23,7 @@ _EXPORTS = {
     "ToolCall": ".lab",
     "ActionRejected": ".lab",
     "HumanInputNeeded": ".lab",
+    "UnknownFieldWarning": ".lab",
     "ProtocolError": ".protocol.errors",
     "Tool": ".tools",
     "ToolContext": ".tools",
@@ -40,6 +41,7 @@ __all__ = [
     "ToolCall",
     "ActionRejected",
     "HumanInputNeeded",
+    "UnknownFieldWarning",
     "ProtocolError",
     "Tool",
     "ToolContext",
@@ -65,7 +67,16 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # static view of the lazily bound names
-    from .lab import ActionRejected, HumanInputNeeded, Lab, LabReplay, PendingTurn, ToolCall, Turn
+    from .lab import (
+        ActionRejected,
+        HumanInputNeeded,
+        Lab,
+        LabReplay,
+        PendingTurn,
+        ToolCall,
+        Turn,
+        UnknownFieldWarning,
+    )
     from .protocol.errors import ProtocolError
     from .protocol.jsonvalue import dumps, to_json
     from .tools import Tool, ToolContext, ToolError, tool

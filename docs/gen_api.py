@@ -32,6 +32,7 @@ SECTIONS: list[tuple[str, str, list[str] | None, str]] = [
             "ToolCall",
             "ActionRejected",
             "HumanInputNeeded",
+            "UnknownFieldWarning",
             "ProtocolError",
             "to_json",
         ],

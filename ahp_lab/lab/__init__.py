@@ -13,11 +13,15 @@ chat. From there::
     lab.dispatch({...})                       # any client-dispatchable action
     lab.export("run.jsonl"); Lab.replay("run.jsonl")
 
+A message sent while a turn runs waits its turn (it is queued); ``steer=True`` steers the running
+turn instead.
+
 ``lab.run(...)`` is the synchronous twin of ``send`` for scripts and nbval; it refuses to wait for
 a person (a blocked cell cannot receive widget clicks) and says to ``await`` instead.
 """
 
 from .base import LabReplay, LabSource
+from .checks import UnknownFieldWarning
 from .live import Lab
 from .turns import ActionRejected, HumanInputNeeded, PendingTurn, ToolCall, Turn, run_sync
 
@@ -30,5 +34,6 @@ __all__ = [
     "ToolCall",
     "ActionRejected",
     "HumanInputNeeded",
+    "UnknownFieldWarning",
     "run_sync",
 ]

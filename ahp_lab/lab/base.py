@@ -216,6 +216,18 @@ class LabReplay(LabBase):
     def __repr__(self) -> str:
         return f"<LabReplay {len(self.store.transitions)} transitions, session={self.session}>"
 
+    def __getattr__(self, name: str) -> Any:
+        from .live import Lab  # what a live lab can do that a replay cannot
+
+        if not name.startswith("_") and hasattr(Lab, name):
+            raise AttributeError(
+                f"a replay is read-only: {name} belongs to a live Lab(); a replay has transitions, "
+                "state_at(), state(), turns(), export() and show()",
+                name=name,
+                obj=self,
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}", name=name, obj=self)
+
     def show(self):
         """The workbench over the replayed log (read-only)."""
         from ..widgets import Workbench

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,17 +32,16 @@ from ..host import ROOT, Host
 from ..protocol import ProtocolError
 from ..protocol.actions import channel_kind_of_action
 from ..protocol.jsonvalue import to_json
-from ..reducers._util import iso_ms
 from ..store import Store, Transition, wall_clock_ms
 from ..tools import Tool
 from ..waiting import check_wait_arguments
 from .base import LabBase, LabReplay, LabSource
+from .checks import cell_action, tool_function
+from .sending import Sending
 from .turns import (
     ActionRejected,
-    HumanInputNeeded,
-    PendingTurn,
+    Sent,
     ToolCall,
-    Turn,
     TurnPolicy,
     answer_for,
     parse_ms,
@@ -51,7 +49,7 @@ from .turns import (
 )
 
 
-class Lab(LabBase):
+class Lab(Sending, LabBase):
     """An in-kernel AHP host, its scripted agent, one session, and this notebook as a client.
 
     Customizations: ``plugins=[folder, ...]`` (Open Plugins folders), ``directories=[{"path": ...,
@@ -113,10 +111,12 @@ class Lab(LabBase):
         self.session: str | None = None
         self.chat: str | None = None
         self._policies: dict[str, TurnPolicy] = {}
+        self._queued: dict[str, Sent] = {}  # queued message id -> what waits for its turn
         self._title = title
         self._working_directories = [Path(d).resolve().as_uri() for d in working_directories]
         self._background: set[asyncio.Task] = set()
         self.client.on_change(self._on_client_change)
+        self.store.subscribe(self._on_transition)
         if connect:
             run_sync(self._start())
 
@@ -179,6 +179,7 @@ class Lab(LabBase):
         """
 
         def register(f: Callable) -> Tool:
+            tool_function(f, "lab.tool")
             t = f if isinstance(f, Tool) else Tool(f, **options)
             published = self.client.register_tool(t)
             me = self.client.client_id
@@ -200,6 +201,7 @@ class Lab(LabBase):
         """Register a server tool (the host executes it): ``@lab.server_tool`` or ``@lab.server_tool(...)``."""
 
         def register(f: Callable) -> Tool:
+            tool_function(f, "lab.server_tool")
             t = f if isinstance(f, Tool) else Tool(f, **options)
             self.host.add_server_tool(t)
 
@@ -222,154 +224,13 @@ class Lab(LabBase):
         """Wait until ``check(state)`` of ``channel`` in the host returns something truthy, and return it.
 
         ``channel`` is ``lab.chat``, ``lab.session``, ...: it comes first, as in every ``wait_for``
-        (the client's and the host's too). ``check`` runs on the host's authoritative state, as plain
-        JSON, after every change of that channel. Raises ``TimeoutError`` after ``timeout`` seconds,
-        and ``TypeError`` for arguments in the wrong order.
+        (the client's and the host's too).
+        ``check`` runs on the host's authoritative state, as plain JSON, after every change of that
+        channel. Raises ``TimeoutError`` after ``timeout`` seconds, and ``TypeError`` for arguments
+        in the wrong order.
         """
         check_wait_arguments(channel, check)
         return await self.host.wait_for(channel, lambda state: check(to_json(state)) or None, timeout=timeout)
-
-    # -- turns ----------------------------------------------------------------------------------
-
-    def _start_turn(
-        self, text: str, script: Any, approve: Any, answers: Any, chat: str | None
-    ) -> tuple[str, str]:
-        chat = chat or self.chat
-        turn_id = f"turn-{uuid.uuid4().hex[:8]}"
-        if script is not None:
-            queue = getattr(self.agent, "queue_script", None)
-            if queue is None:
-                raise TypeError(f"the {self.agent.name} agent does not take scripts")
-            queue(turn_id, script)
-        policy = TurnPolicy(self, chat, turn_id, approve, answers)
-        if policy.active:
-            self._policies[turn_id] = policy
-        self.client.dispatch(
-            chat,
-            {
-                "type": "chat/turnStarted",
-                "turnId": turn_id,
-                "startedAt": iso_ms(self.host.store.clock_ms()),
-                "message": {"text": text, "origin": {"kind": "user"}},
-            },
-        )
-        return chat, turn_id
-
-    async def _wait_turn(self, chat: str, turn_id: str, stop_when_blocked: bool = False) -> Turn:
-        def done(state: Any) -> Any:
-            for rejection in self.client.rejections:
-                if (
-                    rejection["action"].get("turnId") == turn_id
-                    and rejection["action"].get("type") == "chat/turnStarted"
-                ):
-                    return ("rejected", rejection["reason"])
-            for t in (state or {}).get("turns") or ():
-                if t.get("id") == turn_id:
-                    return ("done", t)
-            if stop_when_blocked and turn_id not in self._policies and self._blocked(chat, turn_id):
-                return ("blocked", None)
-            return None
-
-        try:
-            kind, value = await self.client.wait_for(chat, done)
-        finally:
-            self._policies.pop(turn_id, None)
-        if kind == "rejected":
-            raise ActionRejected(value)
-        if kind == "blocked":
-            raise HumanInputNeeded(
-                f"turn {turn_id} is waiting for a person ({self._blocked(chat, turn_id)}); a blocked cell cannot "
-                "receive widget clicks, so use `await lab.send(...)` in the notebook, or pass approve=/answers= "
-                "to answer programmatically"
-            )
-        return Turn(value, chat, self)
-
-    def _blocked(self, chat: str, turn_id: str) -> str | None:
-        state = self.client.confirmed(chat) or {}
-        active = state.get("activeTurn") or {}
-        if active.get("id") != turn_id:
-            return None
-        for part in active.get("responseParts") or ():
-            if part.get("kind") == "inputRequest" and part.get("response") is None:
-                return f"input request {part['request'].get('id')}"
-            tc = part.get("toolCall") if part.get("kind") == "toolCall" else None
-            if tc and tc.get("status") in (
-                "pending-confirmation",
-                "pending-result-confirmation",
-                "auth-required",
-            ):
-                return f"{tc.get('displayName')} is {tc.get('status')}"
-        for approval in self.client.approvals.values():
-            if approval.turn_id == turn_id:
-                return f"{approval.title} needs this notebook's approval"
-        return None
-
-    async def send(
-        self,
-        text: str,
-        *,
-        script: Any = None,
-        approve: Any = None,
-        answers: Any = None,
-        chat: str | None = None,
-    ) -> Turn:
-        """Start a turn with a user message and wait until it ends; returns the :class:`Turn`.
-
-        ``script`` runs an explicit scenario (see :mod:`ahp_lab.agents.scripted`). ``approve``
-        answers tool confirmations as they appear: ``True``/``False``, an option id, or a callable
-        taking a :class:`ToolCall` and returning one of those or ``{"edit": <new input>}``.
-        ``answers`` answers input requests: ``{questionId: value}`` or a callable taking the
-        request. Without them, a person answers in the workbench (clicks arrive while this awaits).
-        """
-        chat, turn_id = self._start_turn(text, script, approve, answers, chat)
-        return await self._wait_turn(chat, turn_id)
-
-    def start(
-        self,
-        text: str,
-        *,
-        script: Any = None,
-        approve: Any = None,
-        answers: Any = None,
-        chat: str | None = None,
-    ) -> PendingTurn:
-        """Start a turn and return at once: ``await`` the :class:`PendingTurn` for the :class:`Turn`.
-
-        Takes the same options as :meth:`send`; useful to look at (or answer) a turn while it runs.
-        """
-        chat, turn_id = self._start_turn(text, script, approve, answers, chat)
-        return PendingTurn(self, chat, turn_id)
-
-    def run(
-        self,
-        text: str,
-        *,
-        script: Any = None,
-        approve: Any = None,
-        answers: Any = None,
-        chat: str | None = None,
-    ) -> Turn:
-        """Synchronous :meth:`send` for scripts and nbval.
-
-        Refuses to wait for a person: when the turn needs someone (a confirmation or an input
-        request that ``approve=``/``answers=`` do not cover) it raises :class:`HumanInputNeeded`,
-        whose ``turn`` keeps running and can be answered and awaited later.
-        """
-
-        async def go() -> Turn:
-            chat_, turn_id = self._start_turn(text, script, approve, answers, chat)
-            try:
-                return await self._wait_turn(chat_, turn_id, stop_when_blocked=True)
-            except HumanInputNeeded as exc:
-                exc.turn = PendingTurn(self, chat_, turn_id)
-                raise
-
-        return run_sync(go())
-
-    def _on_client_change(self, channel: str, action: dict) -> None:
-        for policy in list(self._policies.values()):
-            if policy.chat == channel:
-                policy.react()
 
     # -- answering ------------------------------------------------------------------------------
 
@@ -548,16 +409,20 @@ class Lab(LabBase):
 
     # -- dispatch -------------------------------------------------------------------------------
 
-    def _channel_for(self, action: dict, channel: str | None) -> str:
+    def _route(self, action: Any, channel: str | None) -> str:
+        """The channel a cell's action goes to; its checks raise before anything is sent."""
+        kind = cell_action(action, stacklevel=4)
         if channel is not None:
             return channel
-        kind = channel_kind_of_action(action.get("type")) if isinstance(action, dict) else None
-        target = {"root": ROOT, "session": self.session, "chat": self.chat}.get(kind or "")
+        target = {"root": ROOT, "session": self.session, "chat": self.chat}.get(
+            channel_kind_of_action(kind) or ""
+        )
         if target is None:
             raise ProtocolError(
-                f"say which channel {action.get('type') if isinstance(action, dict) else action!r} goes to (channel=...)",
+                f"say which channel {kind} goes to: lab.dispatch(action, channel=...)",
                 field="channel",
                 rule="is required for this action",
+                subject=kind,
             )
         return target
 
@@ -568,7 +433,9 @@ class Lab(LabBase):
         :class:`ActionRejected` with the host's reason when the host rejects it (the rejection is
         in the transition log).
         """
-        channel = self._channel_for(action, channel)
+        return await self._adispatch(action, self._route(action, channel))
+
+    async def _adispatch(self, action: dict, channel: str) -> Transition:
         seq = self.client.dispatch(channel, action)
 
         def echoed(_state: Any) -> Any:
@@ -585,7 +452,7 @@ class Lab(LabBase):
 
     def dispatch(self, action: dict, channel: str | None = None) -> Transition:
         """Synchronous :meth:`adispatch` (the host answers at once; no person is involved)."""
-        return run_sync(self.adispatch(action, channel))
+        return run_sync(self._adispatch(action, self._route(action, channel)))
 
     # -- clients --------------------------------------------------------------------------------
 

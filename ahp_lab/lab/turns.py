@@ -55,7 +55,9 @@ def run_sync(coro: Coroutine) -> Any:
     if loop is None:
         if _private_loop is None or _private_loop.is_closed():
             _private_loop = asyncio.new_event_loop()
-            asyncio.set_event_loop(_private_loop)
+        # again each time: an asyncio.run() in between unsets it, and sync code that schedules
+        # work for the lab (ensure_future outside a running loop) must find the lab's loop
+        asyncio.set_event_loop(_private_loop)
         return _private_loop.run_until_complete(coro)
     import nest_asyncio2
 
@@ -228,16 +230,48 @@ class Turn:
         return "\n".join(out)
 
 
-class PendingTurn:
-    """A turn that was started and may still be running; ``await`` it for the finished :class:`Turn`."""
+class Sent:
+    """What ``send``/``start``/``run`` sent: a turn started at once (``kind`` ``"turn"``), a message
+    queued behind the running turn (``"queued"``: ``chat/pendingMessageSet`` kind ``queued``, whose
+    ``turn_id`` is known once the host starts it), or a steering message for the running turn
+    (``"steering"``: ``turn_id`` is that turn)."""
 
-    def __init__(self, lab: Lab, chat: str, turn_id: str) -> None:
-        self.lab = lab
-        self.chat = chat
+    def __init__(
+        self,
+        chat: str,
+        kind: str,
+        *,
+        turn_id: str | None = None,
+        message_id: str | None = None,
+        options: tuple = (None, None, None),
+    ) -> None:
+        self.chat, self.kind = chat, kind
         self.turn_id = turn_id
-        self._task = asyncio.ensure_future(lab._wait_turn(chat, turn_id))
+        self.message_id = message_id
+        self.options = options  # (script, approve, answers) for a queued message's turn
+        self.removed = False  # the queued message left the queue without becoming a turn
+
+
+class PendingTurn:
+    """A turn that was started (or queued) and may still be running; ``await`` it for the :class:`Turn`."""
+
+    def __init__(self, lab: Lab, sent: Sent) -> None:
+        self.lab = lab
+        self.chat = sent.chat
+        self._sent = sent
+        self._task = asyncio.ensure_future(lab._wait_sent(sent))
         lab._background.add(self._task)
         self._task.add_done_callback(lab._background.discard)
+
+    @property
+    def turn_id(self) -> str | None:
+        """The turn's id (``None`` while the message waits in the queue for its turn)."""
+        return self._sent.turn_id
+
+    @property
+    def queued(self) -> bool:
+        """Whether the message is still waiting in the chat's queue for its turn."""
+        return self._sent.kind == "queued" and self._sent.turn_id is None and not self.done()
 
     def __await__(self):
         return self._task.__await__()
@@ -253,7 +287,7 @@ class PendingTurn:
     @property
     def blocked(self) -> str | None:
         """What the turn waits for from a person right now (``None`` when it is not blocked)."""
-        return self.lab._blocked(self.chat, self.turn_id)
+        return self.lab._blocked(self.chat, self.turn_id) if self.turn_id else None
 
     async def until_blocked(self, timeout: float | None = 30) -> str | None:
         """Wait until the turn needs a person (returns what for) or ends (returns ``None``)."""
@@ -268,13 +302,17 @@ class PendingTurn:
 
     @property
     def state(self) -> dict | None:
-        """The turn as it is now (the active turn, or the completed one)."""
+        """The turn as it is now (the active turn, or the completed one; ``None`` while queued)."""
+        if self.turn_id is None:
+            return None
         chat = self.lab.client.confirmed(self.chat) or {}
         if (chat.get("activeTurn") or {}).get("id") == self.turn_id:
             return to_json(chat["activeTurn"])
         return next((to_json(t) for t in chat.get("turns") or () if t.get("id") == self.turn_id), None)
 
     def __repr__(self) -> str:
+        if self.queued:
+            return f"<PendingTurn queued as {self._sent.message_id}>"
         status = "done" if self.done() else (f"blocked: {self.blocked}" if self.blocked else "running")
         return f"<PendingTurn {self.turn_id} {status}>"
 

@@ -1,0 +1,285 @@
+"""Sending a user message from a cell: ``send``, ``start`` and ``run`` of :class:`~ahp_lab.Lab`.
+
+A message on an idle chat starts a turn (``chat/turnStarted``). On a busy chat it waits its turn:
+it is queued (``chat/pendingMessageSet`` kind ``queued``), and the host starts it as a new turn
+when the chat is free (chat channel, host behaviour); ``queue=False`` fails fast instead, and
+``steer=True`` sends it to the running turn as a steering message. A turn's ``script=``,
+``approve=`` and ``answers=`` are attached to it before its agent starts, also when the host
+starts a queued message.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from ..reducers._util import iso_ms
+from ..store import Transition
+from .checks import message_text
+from .turns import ActionRejected, HumanInputNeeded, PendingTurn, Sent, Turn, TurnPolicy, run_sync
+
+__all__ = ["Sending"]
+
+_AWAIT_INSTEAD = (
+    "a blocked cell cannot receive widget clicks, so use `await lab.send(...)` in the notebook, "
+    "or pass approve=/answers= to answer programmatically"
+)
+
+
+class Sending:
+    """The sending half of :class:`~ahp_lab.Lab` (a mixin: it uses the lab's client, host and agent)."""
+
+    def _submit(
+        self,
+        method: str,
+        text: Any,
+        script: Any,
+        approve: Any,
+        answers: Any,
+        chat: str | None,
+        queue: bool,
+        steer: bool,
+    ) -> Sent:
+        """Send a user message: a new turn, queued behind the running one, or steering it."""
+        message = {"text": message_text(text, method), "origin": {"kind": "user"}}
+        chat = chat or self.chat
+        state = self.client.state(chat) or {}
+        active = (state.get("activeTurn") or {}).get("id")
+        message_id = f"msg-{uuid.uuid4().hex[:8]}"
+        if steer:
+            if (script, approve, answers) != (None, None, None):
+                raise TypeError(
+                    "steer=True adds to the running turn: script=, approve= and answers= are for a new turn"
+                )
+            if active is None:
+                raise LookupError("there is no running turn to steer: send the message without steer=True")
+            self.client.dispatch(
+                chat,
+                {"type": "chat/pendingMessageSet", "kind": "steering", "id": message_id, "message": message},
+            )
+            return Sent(chat, "steering", turn_id=active, message_id=message_id)
+        self._scripts_accepted(script)
+        if queue and (active or state.get("queuedMessages")):  # busy: wait in line (chat-channel §10)
+            sent = Sent(chat, "queued", message_id=message_id, options=(script, approve, answers))
+            self._queued[message_id] = sent
+            self.client.dispatch(
+                chat,
+                {"type": "chat/pendingMessageSet", "kind": "queued", "id": message_id, "message": message},
+            )
+            return sent
+        turn_id = f"turn-{uuid.uuid4().hex[:8]}"
+        self._prepare(chat, turn_id, script, approve, answers)
+        self.client.dispatch(
+            chat,
+            {
+                "type": "chat/turnStarted",
+                "turnId": turn_id,
+                "startedAt": iso_ms(self.host.store.clock_ms()),
+                "message": message,
+            },
+        )
+        return Sent(chat, "turn", turn_id=turn_id)
+
+    def _scripts_accepted(self, script: Any) -> None:
+        if script is not None and getattr(self.agent, "queue_script", None) is None:
+            raise TypeError(f"the {self.agent.name} agent does not take scripts")
+
+    def _prepare(self, chat: str, turn_id: str, script: Any, approve: Any, answers: Any) -> None:
+        """Give a turn its script and its answers, before its agent starts."""
+        if script is not None:
+            self.agent.queue_script(turn_id, script)
+        policy = TurnPolicy(self, chat, turn_id, approve, answers)
+        if policy.active:
+            self._policies[turn_id] = policy
+
+    def _on_transition(self, transition: Transition) -> None:
+        """A queued message of ours becomes a turn: the host started it (this runs synchronously
+        in the host's dispatch, before the turn's agent starts)."""
+        if not self._queued or not transition.accepted:
+            return
+        action = transition.action
+        if action.get("type") == "chat/pendingMessageRemoved" and action.get("kind") == "queued":
+            sent = self._queued.get(action.get("id"))
+            if sent is not None:
+                sent.removed = True
+        elif action.get("type") == "chat/turnStarted":
+            sent = self._queued.pop(action.get("queuedMessageId"), None)
+            if sent is not None:
+                sent.turn_id = action["turnId"]
+                self._prepare(sent.chat, sent.turn_id, *sent.options)
+
+    def _rejection(self, sent: Sent) -> str | None:
+        for rejection in self.client.rejections:
+            action = rejection["action"]
+            if action.get("type") == "chat/turnStarted" and action.get("turnId") == sent.turn_id:
+                return rejection["reason"]
+            if action.get("type") == "chat/pendingMessageSet" and action.get("id") == sent.message_id:
+                return rejection["reason"]
+        return None
+
+    async def _wait_sent(self, sent: Sent, stop_when_blocked: bool = False) -> Turn:
+        if sent.kind == "queued":
+            await self._wait_started(sent, stop_when_blocked)
+        return await self._wait_turn(sent, stop_when_blocked)
+
+    async def _wait_started(self, sent: Sent, stop_when_blocked: bool) -> None:
+        """Wait until the host starts a queued message as a turn."""
+
+        def started(state: Any) -> Any:
+            rejected = self._rejection(sent)
+            if rejected is not None:
+                return ("rejected", rejected)
+            if sent.turn_id is not None:
+                return ("started", None)
+            if sent.removed:
+                return ("removed", None)
+            ahead = ((state or {}).get("activeTurn") or {}).get("id")
+            if (
+                stop_when_blocked
+                and ahead
+                and ahead not in self._policies
+                and self._blocked(sent.chat, ahead)
+            ):
+                return (
+                    "blocked",
+                    f"queued behind turn {ahead}, which waits for a person: {self._blocked(sent.chat, ahead)}",
+                )
+            return None
+
+        kind, value = await self.client.wait_for(sent.chat, started)
+        if kind in ("rejected", "removed"):  # it will never start (blocked: it still may)
+            self._queued.pop(sent.message_id, None)
+        if kind == "rejected":
+            raise ActionRejected(value)
+        if kind == "removed":
+            raise LookupError(f"the queued message {sent.message_id} was removed before its turn started")
+        if kind == "blocked":
+            raise HumanInputNeeded(f"the message is {value}; {_AWAIT_INSTEAD}")
+
+    async def _wait_turn(self, sent: Sent, stop_when_blocked: bool = False) -> Turn:
+        chat, turn_id = sent.chat, sent.turn_id
+
+        def done(state: Any) -> Any:
+            rejected = self._rejection(sent)
+            if rejected is not None:
+                return ("rejected", rejected)
+            for t in (state or {}).get("turns") or ():
+                if t.get("id") == turn_id:
+                    return ("done", t)
+            if stop_when_blocked and turn_id not in self._policies and self._blocked(chat, turn_id):
+                return ("blocked", None)
+            return None
+
+        try:
+            kind, value = await self.client.wait_for(chat, done)
+        finally:
+            if sent.kind != "steering":  # the steered turn's own sender still needs its answers
+                self._policies.pop(turn_id, None)
+        if kind == "rejected":
+            raise ActionRejected(value)
+        if kind == "blocked":
+            raise HumanInputNeeded(
+                f"turn {turn_id} is waiting for a person ({self._blocked(chat, turn_id)}); {_AWAIT_INSTEAD}"
+            )
+        return Turn(value, chat, self)
+
+    def _blocked(self, chat: str, turn_id: str) -> str | None:
+        state = self.client.confirmed(chat) or {}
+        active = state.get("activeTurn") or {}
+        if active.get("id") != turn_id:
+            return None
+        for part in active.get("responseParts") or ():
+            if part.get("kind") == "inputRequest" and part.get("response") is None:
+                return f"input request {part['request'].get('id')}"
+            tc = part.get("toolCall") if part.get("kind") == "toolCall" else None
+            if tc and tc.get("status") in (
+                "pending-confirmation",
+                "pending-result-confirmation",
+                "auth-required",
+            ):
+                return f"{tc.get('displayName')} is {tc.get('status')}"
+        for approval in self.client.approvals.values():
+            if approval.turn_id == turn_id:
+                return f"{approval.title} needs this notebook's approval"
+        return None
+
+    async def send(
+        self,
+        text: str,
+        *,
+        script: Any = None,
+        approve: Any = None,
+        answers: Any = None,
+        chat: str | None = None,
+        queue: bool = True,
+        steer: bool = False,
+    ) -> Turn:
+        """Send a user message as a turn and wait until the turn ends; returns the :class:`Turn`.
+
+        ``script`` runs an explicit scenario (see :mod:`ahp_lab.agents.scripted`). ``approve``
+        answers tool confirmations as they appear: ``True``/``False``, an option id, or a callable
+        taking a :class:`ToolCall` and returning one of those or ``{"edit": <new input>}``.
+        ``answers`` answers input requests: ``{questionId: value}`` or a callable taking the
+        request. Without them, a person answers in the workbench (clicks arrive while this awaits).
+
+        While a turn is running, the message waits its turn: it is queued
+        (``chat/pendingMessageSet`` kind ``queued``), the host starts it when the chat is free,
+        and this returns when that turn ends. ``queue=False`` fails fast instead
+        (:class:`ActionRejected`: a turn is already in progress). ``steer=True`` sends the message
+        to the running turn as a steering message (kind ``steering``) and returns that turn when it
+        ends.
+        """
+        sent = self._submit("send", text, script, approve, answers, chat, queue, steer)
+        return await self._wait_sent(sent)
+
+    def start(
+        self,
+        text: str,
+        *,
+        script: Any = None,
+        approve: Any = None,
+        answers: Any = None,
+        chat: str | None = None,
+        queue: bool = True,
+        steer: bool = False,
+    ) -> PendingTurn:
+        """Send a user message and return at once: ``await`` the :class:`PendingTurn` for the turn.
+
+        Takes the same options as :meth:`send` (a busy chat queues the message: ``pending.queued``
+        says so until its turn starts); useful to look at (or answer) a turn while it runs.
+        """
+        return PendingTurn(self, self._submit("start", text, script, approve, answers, chat, queue, steer))
+
+    def run(
+        self,
+        text: str,
+        *,
+        script: Any = None,
+        approve: Any = None,
+        answers: Any = None,
+        chat: str | None = None,
+        queue: bool = True,
+        steer: bool = False,
+    ) -> Turn:
+        """Synchronous :meth:`send` for scripts and nbval.
+
+        Refuses to wait for a person: when the turn needs someone (a confirmation or an input
+        request that ``approve=``/``answers=`` do not cover), or the message is queued behind a
+        turn that does, it raises :class:`HumanInputNeeded`, whose ``turn`` keeps running and can
+        be answered and awaited later.
+        """
+
+        async def go() -> Turn:
+            sent = self._submit("run", text, script, approve, answers, chat, queue, steer)
+            try:
+                return await self._wait_sent(sent, stop_when_blocked=True)
+            except HumanInputNeeded as exc:
+                exc.turn = PendingTurn(self, sent)
+                raise
+
+        return run_sync(go())
+
+    def _on_client_change(self, channel: str, action: dict) -> None:
+        for policy in list(self._policies.values()):
+            if policy.chat == channel:
+                policy.react()

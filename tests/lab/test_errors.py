@@ -1,0 +1,126 @@
+"""Errors a person can act on: each mistake below, made as a person would make it in a cell, is
+refused with one sentence about what they wrote, nothing is sent, and the lab keeps working."""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+
+import pytest
+
+from ahp_lab import Lab, ProtocolError
+from ahp_lab.lab import UnknownFieldWarning
+from ahp_lab.widgets import Workbench
+
+
+def arun(coro):
+    return asyncio.run(coro)
+
+
+def _still_works(lab: Lab) -> None:
+    """Nothing was sent and the lab is fine: the next dispatch is accepted."""
+    assert lab.dispatch({"type": "session/titleChanged", "title": "still fine"}).accepted
+
+
+# -- dispatch --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def lab():
+    return Lab()
+
+
+@pytest.mark.parametrize(
+    ("action", "message"),
+    [
+        (
+            {"type": "no/suchAction"},
+            r"unknown action type 'no/suchAction': action types start with root/, session/, chat/",
+        ),
+        (
+            {"type": "chat/turnStartd"},
+            r"unknown action type 'chat/turnStartd': did you mean 'chat/turnStarted'\?",
+        ),
+        (
+            {"title": "x"},
+            r"the action has no 'type': name the action, as in \{'type': 'session/titleChanged'",
+        ),
+        ({"type": 7}, r"the action's 'type' must be a string such as 'chat/turnStarted', not int 7"),
+        (None, r"dispatch takes an action, a dict such as \{'type': 'session/titleChanged'.*not None"),
+        ("session/titleChanged", r"dispatch takes an action, a dict .* not str 'session/titleChanged'"),
+    ],
+)
+def test_a_malformed_action_is_refused_before_anything_is_sent(lab, action, message):
+    before = len(lab.transitions)
+    with pytest.raises(ProtocolError, match=message):
+        lab.dispatch(action)
+    assert "say which channel" not in message and len(lab.transitions) == before
+    _still_works(lab)
+
+
+def test_an_unknown_extra_field_warns_naming_it_and_the_action_is_still_sent(lab):
+    with pytest.warns(
+        UnknownFieldWarning, match=r"session/titleChanged: unknown field 'titel' \(did you mean 'title'\?\)"
+    ) as caught:
+        accepted = lab.dispatch({"type": "session/titleChanged", "title": "typo", "titel": "typo"})
+    assert caught[0].filename == __file__  # the warning points at the cell, not at ahp_lab
+    assert accepted.accepted and lab.session_state["title"] == "typo"  # forward compatible: sent as written
+
+
+def test_unknown_fields_inside_a_message_are_named_by_their_path(lab):
+    action = {
+        "type": "chat/draftChanged",
+        "draft": {"text": "hi", "origin": {"kind": "user"}, "txet": "typo"},
+    }
+    with pytest.warns(UnknownFieldWarning, match=r"unknown field 'draft.txet'"):
+        lab.dispatch(action)
+
+
+def test_a_known_action_with_only_known_fields_does_not_warn(lab):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lab.dispatch({"type": "session/titleChanged", "title": "clean"})
+        lab.dispatch(
+            {"type": "chat/draftChanged", "draft": {"text": "hi", "origin": {"kind": "user"}}, "_meta": {}}
+        )
+
+
+# -- other errors --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("decorator", ["tool", "server_tool"])
+@pytest.mark.parametrize("value", [42, "my_tool"])
+def test_a_tool_decorator_given_something_that_is_not_a_function(lab, decorator, value):
+    with pytest.raises(
+        TypeError, match=rf"lab.{decorator} registers a function: put @lab.{decorator} above a def"
+    ):
+        getattr(lab, decorator)(value)
+
+
+@pytest.mark.parametrize("method", ["send", "start", "run"])
+@pytest.mark.parametrize("text", [None, 42, {"text": "hi"}])
+def test_a_prompt_that_is_not_text_is_about_the_methods_own_argument(lab, method, text):
+    before = len(lab.transitions)
+    call = getattr(lab, method)
+    with pytest.raises(
+        TypeError, match=rf"{method} takes the message text as a string, such as lab.{method}\("
+    ):
+        arun(call(text)) if method == "send" else call(text)  # not "field 'message.text' is required"
+    assert len(lab.transitions) == before
+
+
+def test_a_replay_is_read_only_and_says_so(lab, tmp_path):
+    path = tmp_path / "run.jsonl"
+    lab.export(path)
+    replay = Lab.replay(path)
+    for name in ("send", "start", "run", "dispatch", "approve", "tool", "aclose"):
+        with pytest.raises(AttributeError, match=rf"a replay is read-only: {name} belongs to a live Lab\(\)"):
+            getattr(replay, name)
+    assert not hasattr(replay, "send")  # hasattr() and getattr(..., default) still work
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_thing'"):
+        replay.no_such_thing  # noqa: B018
+    assert replay.state(lab.session)["title"] == lab.session_state["title"]  # reading works
+    source = Workbench(replay).source
+    assert source.lab.read_only
+    with pytest.raises(PermissionError, match="a replayed log is read-only"):
+        source.prompt("hello")
