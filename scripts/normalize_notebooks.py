@@ -141,10 +141,10 @@ def differences(committed: Any, fresh: Any, name: str = "notebook") -> str:
     return "\n\n".join(chunks)
 
 
-def _this_python_kernel() -> Any:
-    """A kernel manager for this interpreter's ipykernel (like ``nbval --nbval-current-env``)."""
+def this_python_kernels() -> Any:
+    """A kernel spec manager whose ``python3`` is this interpreter's ipykernel (like nbval's
+    ``--nbval-current-env``), whatever ``python`` on the PATH is."""
     from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
-    from jupyter_client.manager import AsyncKernelManager
 
     class ThisPython(KernelSpecManager):
         def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
@@ -154,7 +154,7 @@ def _this_python_kernel() -> Any:
                 language="python",
             )
 
-    return AsyncKernelManager(kernel_name="python3", kernel_spec_manager=ThisPython())
+    return ThisPython()
 
 
 def execute(
@@ -168,6 +168,7 @@ def execute(
     ``env`` is added to this process's environment for the kernel (default: ``AHP_LAB_UNATTENDED=1``).
     Returns the executed copy; raises ``nbclient``'s ``CellExecutionError`` when a cell fails.
     """
+    from jupyter_client.manager import AsyncKernelManager
     from nbclient import NotebookClient
 
     nb = copy.deepcopy(nb)
@@ -175,7 +176,7 @@ def execute(
         cell_hook(nb)
     client = NotebookClient(
         nb,
-        km=_this_python_kernel(),
+        km=AsyncKernelManager(kernel_name="python3", kernel_spec_manager=this_python_kernels()),
         timeout=CELL_TIMEOUT_S,
         record_timing=False,
         store_widget_state=False,

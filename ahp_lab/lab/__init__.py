@@ -14,7 +14,8 @@ chat. From there::
     lab.export("run.jsonl"); Lab.replay("run.jsonl")
 
 A message sent while a turn runs waits its turn (it is queued); ``steer=True`` steers the running
-turn instead.
+turn instead. A lab's MCP servers stop with the lab: ``await lab.aclose()``, or when it is
+garbage-collected, replaced by a new run of its cell, or the kernel shuts down.
 
 ``lab.run(...)`` is the synchronous twin of ``send`` for scripts and nbval; it refuses to wait for
 a person (a blocked cell cannot receive widget clicks) and says to ``await`` instead.

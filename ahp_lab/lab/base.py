@@ -1,8 +1,10 @@
 """What a live lab and a replayed log share: the store and its readable views, and the source the
-workbench views read from (``LabSource``). A replay is read-only: ``read_only`` says so to the views."""
+workbench views read from (``LabSource``). A replay is read-only: ``read_only`` says so to the views;
+a closed lab is ``closed``, and so is the source of its views."""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ class LabBase:
     session: str | None
     chat: str | None
     read_only: bool = False  # a replayed log: views show it and dispatch nothing
+    closed: bool = False  # a closed lab (``aclose()``): views show it and dispatch nothing
 
     @property
     def transitions(self):
@@ -81,38 +84,71 @@ class LabSource:
 
     Reads come from the host's store (the authoritative state and the transition log); clicks
     are dispatched through this notebook's client without waiting, so the kernel never blocks.
+    The source holds a live lab weakly: views do not keep a lab (and its MCP servers) alive once
+    its variable is gone. Then, or once the lab is closed, ``closed`` is true, reads show the
+    last state, and every dispatch raises ``PermissionError``.
     """
 
     def __init__(self, lab: LabBase) -> None:
-        self.lab = lab
+        self.store = lab.store
+        self.read_only = lab.read_only
+        self._lab = weakref.ref(lab)
+        self._replay = lab if lab.read_only else None  # a replay has no processes: keep it
+        self._session, self._chat = lab.session, lab.chat
 
-    session = property(lambda self: self.lab.session)
-    chat = property(lambda self: self.lab.chat)
-    transitions = property(lambda self: self.lab.store.transitions)
+    @property
+    def lab(self) -> LabBase | None:
+        """The lab behind the views (``None`` once a live lab was garbage-collected)."""
+        return self._lab()
+
+    @property
+    def closed(self) -> bool:
+        """Whether the live lab behind the views is closed or gone (a replay is never closed)."""
+        if self.read_only:
+            return False
+        lab = self._lab()
+        return lab is None or lab.closed
+
+    @property
+    def session(self) -> str | None:
+        lab = self._lab()
+        return lab.session if lab is not None else self._session
+
+    @property
+    def chat(self) -> str | None:
+        lab = self._lab()
+        return lab.chat if lab is not None else self._chat
+
+    @property
+    def transitions(self):
+        return self.store.transitions
 
     def state(self, channel: str) -> Any:
-        return self.lab.store.state(channel)
+        return self.store.state(channel)
 
     def state_at(self, seq: int) -> dict[str, Any]:
-        return self.lab.store.state_at(seq)
+        return self.store.state_at(seq)
 
     def subscribe(self, listener: Callable[[Transition], None]) -> Callable[[], None]:
-        return self.lab.store.subscribe(listener)
+        return self.store.subscribe(listener)
+
+    def _live(self) -> Any:
+        """The lab to act through; ``PermissionError`` for a replay or a closed lab."""
+        if self.read_only:
+            raise PermissionError("a replayed log is read-only")
+        lab = self._lab()
+        if lab is None or lab.closed:
+            raise PermissionError("this lab is closed: its views show its last state and send nothing")
+        return lab
 
     def dispatch(self, channel: str, action: dict) -> None:
-        if self.lab.read_only:
-            raise PermissionError("a replayed log is read-only")
-        self.lab.client.dispatch(channel, action)
+        self._live().client.dispatch(channel, action)
 
     def prompt(self, text: str) -> None:
-        if self.lab.read_only:
-            raise PermissionError("a replayed log is read-only")
-        self.lab.start(text)
+        self._live().start(text)
 
     def authenticate(self, resource: str, token: str) -> None:
-        if self.lab.read_only:
-            raise PermissionError("a replayed log is read-only")
-        self.lab.authenticate(resource, token)
+        self._live().authenticate(resource, token)
 
     def allow_mcp(self, server: str) -> None:
         """The person allows a remote client's MCP server (the tree's "Allow" button)."""
@@ -143,9 +179,10 @@ class LabSource:
 
     def local_approvals(self) -> list[dict]:
         """Client tool calls waiting for this notebook's own approval (``approval="always"``)."""
-        if self.lab.read_only:
+        lab = self._lab()
+        if self.read_only or lab is None:
             return []
-        client = self.lab.client
+        client = lab.client
         return [
             {
                 "toolCallId": a.tool_call_id,
@@ -161,9 +198,7 @@ class LabSource:
         ]
 
     def decide_local(self, tool_call_id: str, approved: bool) -> None:
-        if self.lab.read_only:
-            raise PermissionError("a replayed log is read-only")
-        approval = self.lab.client.approvals.get(tool_call_id)
+        approval = self._live().client.approvals.get(tool_call_id)
         if approval is None or approval.future.done():
             raise LookupError(f"no local approval is waiting for tool call {tool_call_id!r}")
         approval.approve() if approved else approval.deny()
@@ -189,14 +224,15 @@ class LabSource:
 
     def subscribe_local_approvals(self, listener: Callable[[], None]) -> Callable[[], None]:
         """Call ``listener()`` when a local approval appears or ends (``$localApproval[Done]``)."""
-        if self.lab.read_only:
+        lab = self._lab()
+        if self.read_only or lab is None:
             return lambda: None
 
         def on_change(_channel: str, action: dict) -> None:
             if action.get("type") in ("$localApproval", "$localApprovalDone"):
                 listener()
 
-        return self.lab.client.on_change(on_change)
+        return lab.client.on_change(on_change)
 
 
 class LabReplay(LabBase):

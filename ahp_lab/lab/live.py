@@ -37,6 +37,7 @@ from ..tools import Tool
 from ..waiting import check_wait_arguments
 from .base import LabBase, LabReplay, LabSource
 from .checks import cell_action, tool_function
+from .lifetime import LabLifetime, weakly
 from .sending import Sending
 from .turns import (
     ActionRejected,
@@ -89,6 +90,7 @@ class Lab(Sending, LabBase):
         limits: Any = None,
         working_directories: list | tuple = (),
     ) -> None:
+        owns_host = host is None
         self.host = host or Host(
             agent,
             clock_ms=clock_ms,
@@ -115,8 +117,10 @@ class Lab(Sending, LabBase):
         self._title = title
         self._working_directories = [Path(d).resolve().as_uri() for d in working_directories]
         self._background: set[asyncio.Task] = set()
-        self.client.on_change(self._on_client_change)
-        self.store.subscribe(self._on_transition)
+        # Held weakly, like the views' source: nothing the lab owns keeps the lab alive.
+        self.client.on_change(weakly(self._on_client_change))
+        self.store.subscribe(weakly(self._on_transition))
+        self._lifetime = LabLifetime(self, self.host, owns_host)
         if connect:
             run_sync(self._start())
 
@@ -128,6 +132,7 @@ class Lab(Sending, LabBase):
         return lab
 
     async def _start(self) -> None:
+        self._lifetime.started()
         await self.client.initialize([ROOT])
         extra = {"workingDirectories": self._working_directories} if self._working_directories else {}
         self.session = await self.client.create_session(title=self._title, **extra)
@@ -180,6 +185,7 @@ class Lab(Sending, LabBase):
 
         def register(f: Callable) -> Tool:
             tool_function(f, "lab.tool")
+            self._check_open()
             t = f if isinstance(f, Tool) else Tool(f, **options)
             published = self.client.register_tool(t)
             me = self.client.client_id
@@ -202,6 +208,7 @@ class Lab(Sending, LabBase):
 
         def register(f: Callable) -> Tool:
             tool_function(f, "lab.server_tool")
+            self._check_open()
             t = f if isinstance(f, Tool) else Tool(f, **options)
             self.host.add_server_tool(t)
 
@@ -412,6 +419,7 @@ class Lab(Sending, LabBase):
     def _route(self, action: Any, channel: str | None) -> str:
         """The channel a cell's action goes to; its checks raise before anything is sent."""
         kind = cell_action(action, stacklevel=4)
+        self._check_open()
         if channel is not None:
             return channel
         target = {"root": ROOT, "session": self.session, "chat": self.chat}.get(
@@ -632,12 +640,28 @@ class Lab(Sending, LabBase):
 
         return await self.client.wait_for(self.session, appeared, timeout=timeout)
 
+    @property
+    def closed(self) -> bool:
+        """Whether the lab is closed (:meth:`aclose`, :meth:`close`, or its cell ran again)."""
+        return self._lifetime.closed
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise RuntimeError("this lab is closed and its MCP servers are stopped: make a new Lab()")
+
     async def aclose(self) -> None:
-        """Stop this lab's MCP servers and watchers (their subprocesses exit)."""
-        for ext in list(self.host.extensions):
-            close = getattr(ext, "aclose", None)
-            if close is not None:
-                await close()
+        """Close the lab: stop its MCP servers and watchers, and wait until their processes exit.
+
+        Afterwards :attr:`closed` is true, its views say so and send nothing, and sending or
+        dispatching raises ``RuntimeError``; reading its state and log still works. A lab that
+        is garbage-collected, replaced by a new run of its cell, or alive when the kernel shuts
+        down is closed the same way (see :mod:`ahp_lab.lab.lifetime`).
+        """
+        await self._lifetime.aclose()
+
+    def close(self) -> None:
+        """Close the lab without waiting: like :meth:`aclose`, its processes stop in the background."""
+        self._lifetime.close()
 
     def show(self):
         """The workbench: customization tree, tool-call timeline, input queue, transitions, chat."""

@@ -42,6 +42,7 @@ class Sending:
     ) -> Sent:
         """Send a user message: a new turn, queued behind the running one, or steering it."""
         message = {"text": message_text(text, method), "origin": {"kind": "user"}}
+        self._check_open()
         chat = chat or self.chat
         state = self.client.state(chat) or {}
         active = (state.get("activeTurn") or {}).get("id")

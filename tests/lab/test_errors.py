@@ -121,6 +121,6 @@ def test_a_replay_is_read_only_and_says_so(lab, tmp_path):
         replay.no_such_thing  # noqa: B018
     assert replay.state(lab.session)["title"] == lab.session_state["title"]  # reading works
     source = Workbench(replay).source
-    assert source.lab.read_only
+    assert source.read_only and not source.closed
     with pytest.raises(PermissionError, match="a replayed log is read-only"):
         source.prompt("hello")

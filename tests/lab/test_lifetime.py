@@ -1,0 +1,176 @@
+"""No MCP server process outlives its lab: ``aclose()``, garbage collection, a re-run of the cell
+that made the lab, and the kernel shutting down all stop it. The processes are counted in the
+process table (``/proc``), as a person would with ``ps``."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from jupyter_client.manager import KernelManager
+
+from ahp_lab import Lab
+from ahp_lab.widgets import Workbench
+
+from ..notebook_tools import REPO_ROOT, nbtools
+
+SERVER = REPO_ROOT / "examples" / "mcp_server.py"
+DEMO_PLUGIN = REPO_ROOT / "examples" / "plugins" / "ahp-lab-demo"  # its .mcp.json runs SERVER
+PROC = Path("/proc")
+DEADLINE_S = 30
+
+pytestmark = pytest.mark.skipif(not PROC.is_dir(), reason="counts processes in /proc (Linux)")
+
+
+def _status(pid: str) -> dict[str, str]:
+    lines = (PROC / pid / "status").read_text().splitlines()
+    return dict(line.split(":\t", 1) for line in lines if ":\t" in line)
+
+
+def servers(*, parent: int | None = None, marker: str | None = None) -> set[int]:
+    """Live (not zombie) processes running examples/mcp_server.py, by parent pid or env marker."""
+    found = set()
+    for entry in PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if SERVER.name.encode() not in (entry / "cmdline").read_bytes():
+                continue
+            status = _status(entry.name)
+            if status.get("State", "").startswith("Z"):
+                continue
+            if parent is not None and int(status.get("PPid", "0").strip()) != parent:
+                continue
+            if marker is not None and marker.encode() not in (entry / "environ").read_bytes():
+                continue
+        except OSError:  # it exited while we looked
+            continue
+        found.add(int(entry.name))
+    return found
+
+
+async def until(condition, what: str, timeout: float = DEADLINE_S):
+    """Poll a condition on the process table (no event tells us a process exited) until it holds."""
+    deadline = time.monotonic() + timeout
+    while not (result := condition()):
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        await asyncio.sleep(0.05)
+    return result
+
+
+def _ready(session: dict) -> bool:
+    return any((e.get("state") or {}).get("kind") == "ready" for e in session.get("customizations") or ())
+
+
+async def _lab_with_a_server() -> tuple[Lab, str]:
+    marker = uuid.uuid4().hex
+    config = {"command": sys.executable, "args": [str(SERVER)], "env": {"AHP_TEST_MARKER": marker}}
+    lab = await Lab.open(mcp_servers={"probe": config})
+    await lab.wait_for(lab.session, _ready)
+    assert len(servers(marker=marker)) == 1
+    return lab, marker
+
+
+def test_a_garbage_collected_lab_stops_its_server_even_with_its_views_displayed():
+    async def main():
+        lab, marker = await _lab_with_a_server()
+        views = Workbench(lab)  # a displayed workbench does not keep the lab alive
+        del lab
+        gc.collect()
+        await until(lambda: not servers(marker=marker), "the collected lab's server exited")
+        assert views.source.closed  # the views now say the lab is closed, and send nothing
+        views.tree.handle_message(
+            {
+                "type": "dispatch",
+                "channel": views.source.session,
+                "action": {"type": "session/titleChanged", "title": "x"},
+            }
+        )
+        assert "this lab is closed" in views.tree.error
+
+    asyncio.run(main())
+
+
+def test_aclose_stops_the_server_and_closes_the_lab_and_its_views():
+    async def main():
+        lab, marker = await _lab_with_a_server()
+        views = lab.show()
+        assert not lab.closed and not views.source.closed
+        await lab.aclose()
+        assert not servers(marker=marker)  # aclose() waits until the process has exited
+        assert lab.closed and views.source.closed
+        views.chat.handle_message({"type": "prompt", "text": "hello?"})
+        assert "this lab is closed" in views.chat.error
+        with pytest.raises(RuntimeError, match="this lab is closed"):
+            await lab.send("hello?")
+        assert lab.session_state["lifecycle"] == "ready"  # its state can still be read
+
+    asyncio.run(main())
+
+
+# -- in a real kernel ------------------------------------------------------------------------
+
+
+def _execute(kc, code: str, cell_id: str | None = None) -> str:
+    """Run ``code`` as JupyterLab does (with the cell's id in the request's metadata); its stdout."""
+    msg = kc.session.msg(
+        "execute_request",
+        {"code": code, "silent": False, "store_history": True, "user_expressions": {}, "allow_stdin": False},
+        metadata={"cellId": cell_id} if cell_id else {},
+    )
+    kc.shell_channel.send(msg)
+    out = []
+    while True:
+        reply = kc.get_iopub_msg(timeout=DEADLINE_S)
+        if reply["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
+            continue
+        kind, content = reply["msg_type"], reply["content"]
+        if kind == "stream":
+            out.append(content["text"])
+        elif kind == "error":
+            raise AssertionError("\n".join(content["traceback"]))
+        elif kind == "status" and content["execution_state"] == "idle":
+            return "".join(out)
+
+
+LAB_CELL = f"from ahp_lab import Lab\nlab = Lab(plugins=[{str(DEMO_PLUGIN)!r}])\nlab"  # the tour's first cell
+WAIT_READY = """await lab.wait_for(lab.session, lambda s: any(
+    (c.get("state") or {}).get("kind") == "ready" for e in s["customizations"] for c in e.get("children") or ()))"""
+
+
+def test_rerunning_a_lab_cell_three_times_leaves_one_server_and_none_after_shutdown():
+    km = KernelManager(kernel_name="python3", kernel_spec_manager=nbtools.this_python_kernels())
+    km.start_kernel(cwd=str(REPO_ROOT), env={**os.environ, "AHP_LAB_UNATTENDED": "1"})
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=DEADLINE_S)
+        kernel = km.provisioner.process.pid
+        seen: set[int] = set()
+
+        def only_the_newest_server_runs() -> None:
+            asyncio.run(until(lambda: len(servers(parent=kernel)) == 1, "only the newest lab's server runs"))
+            seen.update(servers(parent=kernel))
+
+        for _ in range(3):  # no cell id (a script, nbval): replacing the variable collects the lab
+            _execute(kc, f"from ahp_lab import Lab\nlab = Lab(plugins=[{str(DEMO_PLUGIN)!r}])")
+            _execute(kc, WAIT_READY)
+            only_the_newest_server_runs()
+        for _ in range(3):  # a person re-running the tour's first cell, which displays the lab
+            _execute(kc, LAB_CELL, cell_id="tour-cell-1")
+            _execute(kc, WAIT_READY, cell_id="wait")
+            only_the_newest_server_runs()
+        assert len(seen) == 6  # each run started a server of its own, and stopped the one before
+        said = _execute(kc, "print([old.closed for old in Out.values() if isinstance(old, Lab)], lab.closed)")
+        assert said.strip() == "[True, True, False] False"  # Out still holds them: closed all the same
+        last = servers(parent=kernel)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=False)  # a shutdown request, as JupyterLab sends
+    asyncio.run(until(lambda: not (last & servers()), "the last lab's server exited with the kernel"))
