@@ -95,3 +95,11 @@ def test_a_fresh_run_reproduces_the_committed_outputs(path):
         f"a fresh run of {path.name} differs beyond notebooks/nbval-sanitize.cfg: make the output "
         f"deterministic (or mask it there), then {FIX.format(name=os.path.relpath(path))}\n{diff}"
     )
+
+
+def test_notebooks_and_docs_cite_the_upstream_specification_not_a_local_copy():
+    root = NOTEBOOKS[0].parents[1]
+    files = [*NOTEBOOKS, *sorted((root / "docs").rglob("*.md"))]
+    local = [p.name for p in files if re.search(r"shared/spec|\.\./shared\b", p.read_text(encoding="utf-8"))]
+    assert not local, f"cite https://github.com/microsoft/agent-host-protocol/tree/main/docs instead: {local}"
+    assert "github.com/microsoft/agent-host-protocol" in (root / "docs" / "coverage.md").read_text()
