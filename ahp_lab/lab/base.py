@@ -159,8 +159,8 @@ class LabSource:
     # -- model calls (a LoopAgent's record, not host state; see ahp_lab.widgets.model_calls) -----
 
     def _call_log(self) -> Any:
-        host = getattr(self.lab, "host", None)
-        session = self.lab.session
+        host = getattr(self.lab, "host", None)  # none for a replay, or a lab that is gone
+        session = self.session
         if host is None or session not in getattr(host, "sessions", {}):
             return None
         return getattr(host.agent_for(session), "model_calls", None)
@@ -168,7 +168,7 @@ class LabSource:
     def model_calls(self) -> list | None:
         """The model calls of this session (``None`` when its agent calls no model)."""
         log = self._call_log()
-        return None if log is None else log.for_session(self.lab.session)
+        return None if log is None else log.for_session(self.session)
 
     def subscribe_model_calls(self, listener: Callable[[Any], None]) -> Callable[[], None]:
         """Call ``listener(call)`` as each model call starts and ends; returns unsubscribe."""

@@ -124,8 +124,8 @@ def test_cancelling_a_turn_stops_the_loop(tmp_path):
     async def main():
         lab, agent = await loop_lab(tmp_path, ScriptedModel(model))
         pending = lab.start("wait")
-        await lab.wait_for(lambda s: s.get("activeTurn"))
-        await lab.wait_for(lambda s: len(agent.model_calls) == 1 or None)
+        await lab.wait_for(lab.chat, lambda s: s.get("activeTurn"))
+        await lab.wait_for(lab.chat, lambda s: len(agent.model_calls) == 1 or None)
         await lab.cancel()
         turn = await pending
         assert turn.state["state"] == "cancelled"

@@ -30,7 +30,7 @@ def test_marks_rows_selection_and_live_updates(tmp_path):
         view.selected = 0
         assert view.detail["index"] == 0 and view.detail["messages"][0]["block"]["text"] == "one"
         await lab.send("three")  # a new call reaches the view through its subscription
-        await lab.wait_for(lambda s: True)
+        await lab.wait_for(lab.chat, lambda s: True)
         view.refresh()
         assert len(view.rows) == 3 and view.summary["total"] == 3
         assert Workbench(lab).model_calls is not None
