@@ -93,7 +93,8 @@ def _unknown_fields(model: type[BaseModel], action: dict) -> list[str]:
 
 def _extras(value: Any, path: str) -> list[str]:
     if isinstance(value, BaseModel):
-        out = [f"{path}{key}" for key in value.model_extra or {}]
+        # ``_meta`` is never a typo: opaque metadata by convention, on any object (receivers ignore it)
+        out = [f"{path}{key}" for key in value.model_extra or {} if key != "_meta"]
         for name, info in type(value).model_fields.items():
             out += _extras(getattr(value, name), f"{path}{info.alias or name}.")
         return out

@@ -80,6 +80,7 @@ def test_a_known_action_with_only_known_fields_does_not_warn(lab):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         lab.dispatch({"type": "session/titleChanged", "title": "clean"})
+        lab.dispatch({"type": "session/titleChanged", "title": "meta", "_meta": {"by": "me"}})  # a convention
         lab.dispatch(
             {"type": "chat/draftChanged", "draft": {"text": "hi", "origin": {"kind": "user"}}, "_meta": {}}
         )
