@@ -152,9 +152,7 @@ class LabSource:
 
     def allow_mcp(self, server: str) -> None:
         """The person allows a remote client's MCP server (the tree's "Allow" button)."""
-        if self.lab.read_only:
-            raise PermissionError("a replayed log is read-only")
-        self.lab.allow_mcp(server)
+        self._live().allow_mcp(server)
 
     # -- model calls (a LoopAgent's record, not host state; see ahp_lab.widgets.model_calls) -----
 
@@ -203,24 +201,25 @@ class LabSource:
             raise LookupError(f"no local approval is waiting for tool call {tool_call_id!r}")
         approval.approve() if approved else approval.deny()
 
-    def _frame_log(self) -> Any:
-        host = getattr(self.lab, "host", None)  # a replayed log has no agent, hence no frames
-        return getattr(self.lab.agent, "frames", None) if host is not None else None
+    @staticmethod
+    def _frame_log(lab: Any) -> Any:
+        host = getattr(lab, "host", None)  # a replayed log (or a lab that is gone) has no frames
+        return getattr(lab.agent, "frames", None) if host is not None else None
 
     def acp_frames(self) -> list[dict]:
         """The raw ACP frames of the lab's session (empty unless its agent speaks ACP)."""
-        frames = self._frame_log()
+        lab = self._lab()
+        frames = self._frame_log(lab)
         if frames is None:
             return []
         # the views show them: redacted like any text the host did not write
-        return self.lab.host.redactor.redact([f.to_json() for f in frames.for_session(self.lab.session)])
+        return lab.host.redactor.redact([f.to_json() for f in frames.for_session(self.session)])
 
     def acp_frames_for_seq(self, seq: int) -> list[dict]:
         """The ACP frames linked to the transition ``seq``."""
-        frames = self._frame_log()
-        return (
-            self.lab.host.redactor.redact([f.to_json() for f in frames.frames_for_seq(seq)]) if frames else []
-        )
+        lab = self._lab()
+        frames = self._frame_log(lab)
+        return lab.host.redactor.redact([f.to_json() for f in frames.frames_for_seq(seq)]) if frames else []
 
     def subscribe_local_approvals(self, listener: Callable[[], None]) -> Callable[[], None]:
         """Call ``listener()`` when a local approval appears or ends (``$localApproval[Done]``)."""

@@ -148,7 +148,7 @@ class Lab(Sending, LabBase):
         self.chat = state["defaultChat"]
         await self.client.subscribe(self.chat)
         # plugin folders and directories are resolved in a worker thread: return once they are
-        await self.wait_for(_folders_resolved, self.session, timeout=60)
+        await self.wait_for(self.session, _folders_resolved, timeout=60)
         ready = getattr(self.agent, "wait_ready", None)
         if ready is not None:  # a LoopAgent: its extensions are active and their tools listed
             await ready(self.session)

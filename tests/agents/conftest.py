@@ -65,4 +65,4 @@ async def pending_call(lab: Lab, timeout: float = 20) -> dict:
                 return tc
         return None
 
-    return await lab.wait_for(find, timeout=timeout)
+    return await lab.wait_for(lab.chat, find, timeout=timeout)

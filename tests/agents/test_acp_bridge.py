@@ -168,7 +168,7 @@ def test_a_mode_the_agent_refuses_is_put_back(tmp_path: Path) -> None:
         async with acp_lab(tmp_path, bad_agent("env")) as lab:
             await lab.adispatch({"type": "session/configChanged", "config": {"mode": "code"}})
             reverted = await lab.wait_for(
-                lambda s: s["config"]["values"]["mode"] == "ask" or None, channel=lab.session
+                lab.session, lambda s: s["config"]["values"]["mode"] == "ask" or None
             )
             assert reverted
             undo = transitions(lab, "session/configChanged", "host")[-1]
@@ -201,7 +201,7 @@ def test_cancel_mid_turn_sends_session_cancel_and_the_next_turn_works(tmp_path: 
         async with acp_lab(tmp_path) as lab:
             pending = lab.start("slow")
             await lab.wait_for(
-                lambda c: "tick 3" in str((c.get("activeTurn") or {}).get("responseParts")) or None
+                lab.chat, lambda c: "tick 3" in str((c.get("activeTurn") or {}).get("responseParts")) or None
             )
             await lab.cancel()
             turn = await pending

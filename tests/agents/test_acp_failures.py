@@ -109,7 +109,8 @@ def test_a_permission_request_after_cancel_is_answered_cancelled(tmp_path: Path)
         async with acp_lab(tmp_path, bad_agent("late_permission")) as lab:
             pending = lab.start("go")
             await lab.wait_for(
-                lambda c: "working" in json.dumps((c.get("activeTurn") or {}).get("responseParts")) or None
+                lab.chat,
+                lambda c: "working" in json.dumps((c.get("activeTurn") or {}).get("responseParts")) or None,
             )
             await lab.cancel()
             assert (await pending).status == "cancelled"

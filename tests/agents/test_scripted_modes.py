@@ -36,13 +36,14 @@ def test_ask_confirms_code_runs_plan_describes_and_exit_plan_switches() -> None:
 
         pending = lab.start("deploy target=prod")
         await lab.wait_for(
+            lab.chat,
             lambda c: (
                 any(
                     (p.get("toolCall") or {}).get("status") == "pending-confirmation"
                     for p in (c.get("activeTurn") or {}).get("responseParts") or ()
                 )
                 or None
-            )
+            ),
         )
         lab.approve()
         assert "deployed to prod" in (await pending).text

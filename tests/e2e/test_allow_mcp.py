@@ -26,9 +26,9 @@ lab = Lab()
 ide = await lab.add_client("ide", "An editor")  # another connection: a stranger to the host
 ide.publish_plugin("tools", {{".mcp.json": json.dumps({CONFIG!r})}})
 await lab.wait_for(
+    lab.session,
     lambda s: any(ch.get("state", {{}}).get("error", {{}}).get("errorType") == "McpServerNotAllowed"
                   for c in s.get("customizations") or () for ch in c.get("children") or ()),
-    lab.session,
 )
 lab.show()
 """

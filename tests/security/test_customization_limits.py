@@ -32,7 +32,7 @@ async def loaded(lab, timeout: float = 30) -> dict:
         done = [e for e in entries if (e.get("load") or {}).get("kind") not in (None, "loading")]
         return entries[0] if entries and len(done) == len(entries) else None
 
-    return await lab.wait_for(check, lab.session, timeout=timeout)
+    return await lab.wait_for(lab.session, check, timeout=timeout)
 
 
 def test_a_yaml_alias_bomb_is_refused_not_expanded(tmp_path: Path):

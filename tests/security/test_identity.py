@@ -42,6 +42,7 @@ def test_a_stranger_cannot_complete_the_notebooks_tool_call_with_a_forged_result
             await s.call("subscribe", {"channel": lab.chat})
             pending = lab.start("look it up", script=[call("slow_lookup", {"key": "k"})])
             tc = await lab.wait_for(
+                lab.chat,
                 lambda st: next(
                     (
                         p["toolCall"]
@@ -49,7 +50,7 @@ def test_a_stranger_cannot_complete_the_notebooks_tool_call_with_a_forged_result
                         if p.get("kind") == "toolCall" and p["toolCall"].get("status") == "running"
                     ),
                     None,
-                )
+                ),
             )
             forged = {
                 "type": "chat/toolCallComplete",

@@ -172,6 +172,7 @@ def test_a_client_that_answers_method_not_found_to_resource_requests_keeps_worki
                 },
             )
             entry = await lab.wait_for(
+                lab.session,
                 lambda st: next(
                     (
                         c
@@ -180,7 +181,6 @@ def test_a_client_that_answers_method_not_found_to_resource_requests_keeps_worki
                     ),
                     None,
                 ),
-                lab.session,
                 timeout=10,
             )
             assert "refused to serve it" in entry["load"]["message"]

@@ -41,7 +41,7 @@ async def wait_error(lab, name: str) -> dict:
                 return entry
         return None
 
-    return await lab.wait_for(check, lab.session, timeout=30)
+    return await lab.wait_for(lab.session, check, timeout=30)
 
 
 def test_a_servers_stderr_echoing_its_env_secret_is_published_redacted(tmp_path: Path):

@@ -22,7 +22,7 @@ async def wait_kind(lab, name: str, kind: str) -> dict:
         entry = top_server(state, name)
         return entry if entry and (entry.get("state") or {}).get("kind") == kind else None
 
-    return await lab.wait_for(check, lab.session, timeout=30)
+    return await lab.wait_for(lab.session, check, timeout=30)
 
 
 def test_authenticate_reaches_only_the_server_that_asked_not_a_copycat_or_a_stranger(

@@ -55,7 +55,7 @@ async def server_state(lab, client_id: str, kind: str, error_type: str | None = 
                 return server
         return None
 
-    return await lab.wait_for(check, lab.session, timeout=30)
+    return await lab.wait_for(lab.session, check, timeout=30)
 
 
 def test_a_strangers_plugin_naming_a_command_is_shown_not_started_until_the_notebook_allows_it(
@@ -157,7 +157,7 @@ def test_hooks_of_a_strangers_plugin_never_run(connect_stranger, tmp_path: Path)
                     for child in entry.get("children") or ()
                 )
 
-            await lab.wait_for(hook_listed, lab.session, timeout=10)
+            await lab.wait_for(lab.session, hook_listed, timeout=10)
             turn = await lab.send("use a tool", script=[call("echo", {"text": "hi"})])
             assert turn.tool_calls[0].result_text == "hi"
             assert not marker.exists()
