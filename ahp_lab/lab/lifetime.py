@@ -1,6 +1,6 @@
 """A lab's processes live no longer than the lab.
 
-A lab starts subprocesses (MCP servers) and file watchers through its host's extensions.
+A lab starts subprocesses (MCP servers, an ACP agent's process) and file watchers through its host.
 ``await lab.aclose()`` stops them; so do these, for a person who never calls it:
 
 * **garbage collection**: a finalizer stops them when the lab is collected, for instance when a
@@ -44,11 +44,19 @@ def weakly(method: Callable[..., Any]) -> Callable[..., None]:
 
 
 async def close_extensions(host: Any) -> None:
-    """Stop a host's extensions: MCP server processes, directory watchers."""
+    """Stop what a host runs outside this process: its extensions' MCP servers and directory
+    watchers, and its sessions' agent processes (an ACP agent's ``close_session``)."""
     for ext in list(host.extensions):
         close = getattr(ext, "aclose", None)
         if close is not None:
             await close()
+    for session in list(getattr(host, "sessions", ())):
+        try:
+            close_session = getattr(host.agent_for(session), "close_session", None)
+        except KeyError:  # a session whose agent is gone
+            continue
+        if close_session is not None:
+            await close_session(session)
 
 
 def _release(host: Any, state: dict) -> None:

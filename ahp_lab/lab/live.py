@@ -650,7 +650,7 @@ class Lab(Sending, LabBase):
             raise RuntimeError("this lab is closed and its MCP servers are stopped: make a new Lab()")
 
     async def aclose(self) -> None:
-        """Close the lab: stop its MCP servers and watchers, and wait until their processes exit.
+        """Close the lab: stop its MCP servers, watchers and agent processes, and wait until they exit.
 
         Afterwards :attr:`closed` is true, its views say so and send nothing, and sending or
         dispatching raises ``RuntimeError``; reading its state and log still works. A lab that

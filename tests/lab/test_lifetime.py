@@ -21,6 +21,7 @@ from ahp_lab.widgets import Workbench
 from ..notebook_tools import REPO_ROOT, nbtools
 
 SERVER = REPO_ROOT / "examples" / "mcp_server.py"
+ACP_AGENT = REPO_ROOT / "examples" / "acp_agent.py"
 DEMO_PLUGIN = REPO_ROOT / "examples" / "plugins" / "ahp-lab-demo"  # its .mcp.json runs SERVER
 PROC = Path("/proc")
 DEADLINE_S = 30
@@ -33,14 +34,15 @@ def _status(pid: str) -> dict[str, str]:
     return dict(line.split(":\t", 1) for line in lines if ":\t" in line)
 
 
-def servers(*, parent: int | None = None, marker: str | None = None) -> set[int]:
-    """Live (not zombie) processes running examples/mcp_server.py, by parent pid or env marker."""
+def servers(*, parent: int | None = None, marker: str | None = None, script: Path = SERVER) -> set[int]:
+    """Live (not zombie) processes running ``script`` (default: examples/mcp_server.py), by parent
+    pid or env marker."""
     found = set()
     for entry in PROC.iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            if SERVER.name.encode() not in (entry / "cmdline").read_bytes():
+            if script.name.encode() not in (entry / "cmdline").read_bytes():
                 continue
             status = _status(entry.name)
             if status.get("State", "").startswith("Z"):
@@ -93,6 +95,21 @@ def test_a_garbage_collected_lab_stops_its_server_even_with_its_views_displayed(
             }
         )
         assert "this lab is closed" in views.tree.error
+
+    asyncio.run(main())
+
+
+def test_a_garbage_collected_lab_stops_its_acp_agent_process(tmp_path):
+    from ahp_lab.agents.acp import AcpAgent
+
+    async def main():
+        agent = AcpAgent([sys.executable, str(ACP_AGENT)], cwd=tmp_path)
+        lab = await Lab.open(agent=agent)
+        assert (await lab.send("hello")).status == "complete"
+        assert len(servers(parent=os.getpid(), script=ACP_AGENT)) == 1
+        del lab
+        gc.collect()
+        await until(lambda: not servers(parent=os.getpid(), script=ACP_AGENT), "the agent process exited")
 
     asyncio.run(main())
 
