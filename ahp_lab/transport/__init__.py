@@ -1,6 +1,17 @@
-"""JSON-RPC 2.0 framing and transports (in-process pair; WebSocket later)."""
+"""JSON-RPC 2.0 framing and transports: an in-process pair and WebSocket (``websockets``)."""
 
 from .inprocess import InProcessTransport, pipe
 from .jsonrpc import JsonRpcPeer, RpcError, Transport
+from .websocket import HandshakeRefused, WebSocketServer, WebSocketTransport, connect_websocket
 
-__all__ = ["JsonRpcPeer", "RpcError", "Transport", "InProcessTransport", "pipe"]
+__all__ = [
+    "JsonRpcPeer",
+    "RpcError",
+    "Transport",
+    "InProcessTransport",
+    "pipe",
+    "HandshakeRefused",
+    "WebSocketServer",
+    "WebSocketTransport",
+    "connect_websocket",
+]

@@ -1,0 +1,498 @@
+"""AHP over WebSocket, with the ``websockets`` library: a server and a client transport.
+
+One JSON-RPC 2.0 message travels per text frame (overview §2). :class:`WebSocketServer` accepts
+sockets and hands each one, as a :class:`WebSocketTransport`, to a callback (the host's
+``attach``); :func:`connect_websocket` opens the client side. Both ends use the same transport:
+
+* **Authentication before the upgrade.** The server requires a token, generated when none is
+  given. It is accepted as the ``tkn`` query parameter (browsers cannot set headers; editors use
+  it too) or as ``Authorization: Bearer <token>``, compared in constant time. A missing token is
+  refused with HTTP 401, a wrong one with 403, before any JSON-RPC message is read.
+* **Origin.** Checked only when the request carries one (non-browser clients send none) against
+  an allow-list (default: pages served from this machine); anything else gets HTTP 403.
+* **Binding.** 127.0.0.1 unless another interface is asked for; then a warning says the traffic
+  (token included) is unencrypted unless an ``ssl`` context is given.
+* **Bounds.** Incoming frames above ``max_frame_bytes`` close the socket (code 1009, by
+  ``websockets``). Outgoing messages wait in a bounded per-connection send buffer; a client that
+  falls more than ``max_send_buffer_bytes`` behind is disconnected (code 1008) with a reason,
+  and the host stops sending to it at once, so a stalled reader never slows the others. It can
+  reconnect and replay.
+* **Quiet logs.** Tokens, URLs with their query and message bodies are never logged: the
+  library's frame-level debug logging is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import ipaddress
+import logging
+import secrets
+import ssl as ssl_module
+import warnings
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any
+from urllib.parse import parse_qs, urlsplit, urlunsplit
+
+from websockets.asyncio.client import connect as ws_connect
+from websockets.asyncio.server import serve as ws_serve
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+__all__ = [
+    "DEFAULT_MAX_FRAME_BYTES",
+    "DEFAULT_MAX_SEND_BUFFER_BYTES",
+    "HandshakeRefused",
+    "WebSocketServer",
+    "WebSocketTransport",
+    "connect_websocket",
+    "redact_url",
+]
+
+log = logging.getLogger("ahp_lab.transport.websocket")
+
+#: Largest incoming frame (one JSON-RPC message) accepted, in bytes.
+DEFAULT_MAX_FRAME_BYTES = 4 * 1024 * 1024
+#: How far (in characters of queued messages) a client may fall behind before it is disconnected.
+DEFAULT_MAX_SEND_BUFFER_BYTES = 16 * 1024 * 1024
+#: Origins accepted by default: pages served from this machine, any port, http or https.
+DEFAULT_ALLOWED_ORIGINS = ("http://localhost", "http://127.0.0.1", "http://[::1]")
+
+# WebSocket close codes used here (RFC 6455 §7.4.1).
+CLOSE_NORMAL = 1000
+CLOSE_POLICY = 1008  # the client fell too far behind (send buffer exceeded)
+CLOSE_GOING_AWAY = 1001  # the server stops serving
+
+
+class _NoFrames(logging.Filter):
+    """Drop the library's debug records: they print frames (bodies) and handshake details."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno > logging.DEBUG
+
+
+_lib_log = logging.getLogger("ahp_lab.transport.websocket.lib")
+_lib_log.addFilter(_NoFrames())
+
+
+def redact_url(url: str) -> str:
+    """The URL without its query and userinfo (where tokens travel): safe to print or log."""
+    parts = urlsplit(url)
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+class HandshakeRefused(ConnectionError):
+    """The server refused the WebSocket upgrade (HTTP ``status``: 401 no token, 403 wrong token or origin)."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(f"the host refused the connection: HTTP {status} {reason}".rstrip())
+        self.status = status
+
+
+class WebSocketTransport:
+    """One WebSocket as an AHP transport: text frames in order, a bounded send buffer out.
+
+    ``send`` never blocks: messages queue until the socket can take them. When more than
+    ``max_send_buffer_bytes`` characters are queued the peer is too slow: the transport closes
+    (code 1008, ``close_reason`` says why) and reports the close to its owner immediately.
+    """
+
+    def __init__(
+        self,
+        ws: Any,
+        *,
+        name: str = "websocket",
+        max_send_buffer_bytes: int = DEFAULT_MAX_SEND_BUFFER_BYTES,
+    ) -> None:
+        self.ws = ws
+        self.name = name
+        self.max_send_buffer_bytes = max_send_buffer_bytes
+        self.closed = False
+        self.close_reason: str | None = None
+        self.remote = _peer_name(ws)
+        self.frames_in = self.frames_out = 0
+        self.bytes_in = self.bytes_out = 0
+        self.peak_buffered = 0
+        self._queue: deque[str] = deque()
+        self._buffered = 0
+        self._receiver: Callable[[str], None] | None = None
+        self._on_close: Callable[[], None] | None = None
+        self._backlog: list[str] = []
+        self._wakeup = asyncio.Event()
+        self._idle = asyncio.Event()  # set while nothing is queued
+        self._idle.set()
+        self._writer: asyncio.Task | None = None
+        self._reader: asyncio.Task | None = None
+        self._closer: asyncio.Task | None = None
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<WebSocketTransport {self.name} {self.remote} {state}>"
+
+    # -- Transport interface ----------------------------------------------------------------------
+
+    def set_receiver(self, receiver: Callable[[str], None], on_close: Callable[[], None]) -> None:
+        """Deliver incoming texts to ``receiver``; call ``on_close`` once when the socket ends."""
+        self._receiver = receiver
+        self._on_close = on_close
+        backlog, self._backlog = self._backlog, []
+        for text in backlog:
+            receiver(text)
+
+    def send(self, text: str) -> None:
+        """Queue one message (one text frame); raises ``ConnectionError`` once closed."""
+        if self.closed:
+            raise ConnectionError(f"{self.name}: the WebSocket is closed")
+        self._queue.append(text)
+        self._idle.clear()
+        self._buffered += len(text)
+        if self._buffered > self.peak_buffered:
+            self.peak_buffered = self._buffered
+        if self._buffered > self.max_send_buffer_bytes:
+            self._overflow()
+            return
+        self._wakeup.set()
+
+    def close(self, code: int = CLOSE_NORMAL, reason: str = "") -> None:
+        """Close the socket (the queued messages are sent first when the peer keeps reading)."""
+        if self.closed:
+            return
+        self._finish(reason or None)
+        self._start_closing(code, reason, flush=True)
+
+    # -- running ------------------------------------------------------------------------------------
+
+    @property
+    def buffered(self) -> int:
+        """Characters queued and not yet handed to the socket."""
+        return self._buffered
+
+    def start(self) -> None:
+        """Start reading and writing in background tasks (the client side)."""
+        if self._reader is None:
+            self._reader = asyncio.ensure_future(self.run())
+
+    async def run(self) -> None:
+        """Read frames until the socket closes (the server awaits this in its handler)."""
+        self._writer = asyncio.ensure_future(self._write_loop())
+        try:
+            async for message in self.ws:
+                if self.closed:
+                    break
+                if isinstance(message, bytes):
+                    # One JSON-RPC message per *text* frame: answer like a malformed message.
+                    self.send(
+                        '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,'
+                        '"message":"binary frames are not accepted: send one JSON-RPC message per text frame"}}'
+                    )
+                    continue
+                self.frames_in += 1
+                self.bytes_in += len(message)
+                if self._receiver is None:
+                    self._backlog.append(message)
+                else:
+                    self._receiver(message)
+        except ConnectionClosed:
+            pass
+        finally:
+            if not self.closed:
+                code, why = self.ws.close_code, self.ws.close_reason
+                self._finish(f"closed by the peer (code {code}{': ' + why if why else ''})")
+            if self._closer is None:
+                self._writer.cancel()
+            else:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await self._closer
+
+    async def _write_loop(self) -> None:
+        ws = self.ws
+        queue = self._queue
+        try:
+            while True:
+                while queue:
+                    text = queue.popleft()
+                    self._buffered -= len(text)
+                    self.frames_out += 1
+                    self.bytes_out += len(text)
+                    await ws.send(text)
+                self._idle.set()
+                self._wakeup.clear()
+                await self._wakeup.wait()
+        except ConnectionClosed:
+            if not self.closed:
+                self._finish("the connection was lost")
+
+    async def wait_closed(self) -> None:
+        """Wait until the socket is closed and this transport's tasks have ended."""
+        tasks = [t for t in (self._reader, self._closer) if t is not None]
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if self._writer is not None and not self._writer.done():
+            self._writer.cancel()
+            await asyncio.gather(self._writer, return_exceptions=True)
+
+    # -- closing ------------------------------------------------------------------------------------
+
+    def _overflow(self) -> None:
+        limit = self.max_send_buffer_bytes
+        reason = f"send buffer over {limit} bytes: the client is not reading; reconnect to replay"
+        log.warning("%s %s disconnected: %s", self.name, self.remote, reason)
+        self._queue.clear()
+        self._buffered = 0
+        self._idle.set()
+        self._finish(reason)
+        self._start_closing(CLOSE_POLICY, reason[:120], flush=False)
+
+    def _finish(self, reason: str | None) -> None:
+        """Mark closed and tell the owner now (it stops sending to us at once)."""
+        if self.closed:
+            return
+        self.closed = True
+        self.close_reason = reason
+        on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            try:
+                on_close()
+            except Exception:
+                log.exception("%s: close handler failed", self.name)
+
+    def _start_closing(self, code: int, reason: str, *, flush: bool) -> None:
+        if self._closer is not None:
+            return
+        try:
+            self._closer = asyncio.ensure_future(self._close(code, reason, flush))
+        except RuntimeError:  # no loop any more: nothing left to close cleanly
+            with contextlib.suppress(Exception):
+                self.ws.transport.abort()
+
+    async def _close(self, code: int, reason: str, flush: bool, timeout: float = 5.0) -> None:
+        writer = self._writer
+        try:
+            if flush and writer is not None and self._queue:
+                self._wakeup.set()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._idle.wait(), timeout)
+            if writer is not None:
+                writer.cancel()
+            # A peer that never reads cannot complete the closing handshake: abort after a while.
+            await asyncio.wait_for(self.ws.close(code, reason), timeout)
+        except (TimeoutError, Exception):
+            with contextlib.suppress(Exception):
+                self.ws.transport.abort()
+
+
+def _peer_name(ws: Any) -> str:
+    try:
+        host, port = ws.remote_address[:2]
+        return f"{host}:{port}"
+    except Exception:
+        return "?"
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _origin_matches(origin: str, allowed: str) -> bool:
+    """``allowed`` without a port matches any port of that scheme and host; ``*`` matches all."""
+    if allowed == "*":
+        return True
+    if origin == allowed:
+        return True
+    o, a = urlsplit(origin), urlsplit(allowed)
+    if not o.scheme or not o.hostname:
+        return False
+    schemes = {a.scheme, "https"} if a.scheme == "http" else {a.scheme}
+    return o.scheme in schemes and o.hostname == a.hostname and (a.port is None or o.port == a.port)
+
+
+class WebSocketServer:
+    """Serve AHP over WebSocket: each authenticated socket becomes a transport for ``on_connection``.
+
+    ``on_connection(transport)`` is called with every accepted :class:`WebSocketTransport` (the host
+    passes its ``attach``). ``token`` is generated when not given and shown once by whoever starts
+    the server (``url_with_token``). ``allowed_origins`` lists the ``Origin`` values a browser page
+    may connect from (``"*"`` for any); requests without ``Origin`` are not browser pages and are
+    judged by their token alone.
+    """
+
+    def __init__(
+        self,
+        on_connection: Callable[[WebSocketTransport], Any],
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        token: str | None = None,
+        allowed_origins: Iterable[str] | None = None,
+        ssl: ssl_module.SSLContext | None = None,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        max_send_buffer_bytes: int = DEFAULT_MAX_SEND_BUFFER_BYTES,
+    ) -> None:
+        if token is not None and (not isinstance(token, str) or len(token) < 16):
+            raise ValueError("a token must be a string of at least 16 characters")
+        self.on_connection = on_connection
+        self.host = host
+        self.port = port
+        self._token = token or secrets.token_urlsafe(32)
+        self.allowed_origins = tuple(DEFAULT_ALLOWED_ORIGINS if allowed_origins is None else allowed_origins)
+        self.ssl = ssl
+        self.max_frame_bytes = max_frame_bytes
+        self.max_send_buffer_bytes = max_send_buffer_bytes
+        self.transports: set[WebSocketTransport] = set()
+        self.refused: dict[int, int] = {}  # HTTP status -> count of refused upgrades
+        self.accepted = 0  # upgrades that reached ``on_connection``
+        self._server: Any = None
+
+    def __repr__(self) -> str:
+        where = self.url if self._server is not None else "not serving"
+        return f"<WebSocketServer {where} connections={len(self.transports)}>"
+
+    @property
+    def token(self) -> str:
+        """The secret a client must present (never logged)."""
+        return self._token
+
+    @property
+    def url(self) -> str:
+        """``ws://host:port/`` without the token (safe to print)."""
+        scheme = "wss" if self.ssl is not None else "ws"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{scheme}://{host}:{self.port}/"
+
+    @property
+    def url_with_token(self) -> str:
+        """The URL a client connects to, token included: show it once, never log it."""
+        return f"{self.url}?tkn={self._token}"
+
+    @property
+    def serving(self) -> bool:
+        """Whether the server is accepting connections."""
+        return self._server is not None
+
+    async def start(self) -> str:
+        """Bind and start accepting; returns :attr:`url_with_token`."""
+        if self._server is not None:
+            return self.url_with_token
+        if not _is_loopback(self.host) and self.ssl is None:
+            warnings.warn(
+                f"serving AHP on {self.host}, which is reachable from other machines, without TLS: "
+                "the token and every message travel unencrypted; pass ssl=... or bind 127.0.0.1",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        self._server = await ws_serve(
+            self._handle,
+            self.host,
+            self.port,
+            process_request=self._check_request,
+            ssl=self.ssl,
+            max_size=self.max_frame_bytes,
+            compression=None,
+            logger=_lib_log,
+            server_header=None,
+        )
+        sock = next(iter(self._server.sockets))
+        self.port = sock.getsockname()[1]
+        return self.url_with_token
+
+    async def stop(self) -> None:
+        """Stop accepting and close every connection (code 1001)."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        for transport in list(self.transports):
+            transport.close(CLOSE_GOING_AWAY, "the host stopped serving")
+        server.close(close_connections=False)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(server.wait_closed(), 10)
+
+    # -- the opening handshake --------------------------------------------------------------------
+
+    def _refuse(self, connection: Any, status: int, text: str) -> Any:
+        self.refused[status] = self.refused.get(status, 0) + 1
+        response = connection.respond(status, text + "\n")
+        if status == 401:
+            response.headers["WWW-Authenticate"] = 'Bearer realm="ahp"'
+        return response
+
+    def _check_request(self, connection: Any, request: Any) -> Any:
+        origin = request.headers.get("Origin")
+        if origin is not None and not any(_origin_matches(origin, a) for a in self.allowed_origins):
+            return self._refuse(connection, 403, "this Origin is not allowed")
+        offered = None
+        auth = request.headers.get("Authorization")
+        if auth is not None:
+            scheme, _, value = auth.partition(" ")
+            if scheme.lower() == "bearer":
+                offered = value.strip()
+        if offered is None:
+            values = parse_qs(urlsplit(request.path).query).get("tkn")
+            offered = values[0] if values else None
+        if not offered:
+            return self._refuse(connection, 401, "a token is required: ?tkn=<token> or Authorization: Bearer")
+        if not hmac.compare_digest(offered.encode("utf-8"), self._token.encode("utf-8")):
+            return self._refuse(connection, 403, "wrong token")
+        return None
+
+    async def _handle(self, ws: Any) -> None:
+        transport = WebSocketTransport(ws, name="host", max_send_buffer_bytes=self.max_send_buffer_bytes)
+        self.transports.add(transport)
+        self.accepted += 1
+        try:
+            self.on_connection(transport)
+        except Exception:
+            log.exception("the host refused a WebSocket connection")
+            self.transports.discard(transport)
+            await ws.close(1011, "the host could not serve this connection")
+            return
+        try:
+            await transport.run()
+        finally:
+            self.transports.discard(transport)
+
+
+async def connect_websocket(
+    url: str,
+    token: str | None = None,
+    *,
+    origin: str | None = None,
+    ssl: ssl_module.SSLContext | None = None,
+    open_timeout: float = 10.0,
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    max_send_buffer_bytes: int = DEFAULT_MAX_SEND_BUFFER_BYTES,
+) -> WebSocketTransport:
+    """Open a WebSocket to an AHP host and return it as a started transport.
+
+    ``token`` travels as ``Authorization: Bearer``; a URL that already carries ``?tkn=`` works
+    without it. Raises :class:`HandshakeRefused` when the host refuses the upgrade (401/403) and
+    ``OSError`` when nothing listens there.
+    """
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    kwargs: dict[str, Any] = {}
+    if ssl is not None:
+        kwargs["ssl"] = ssl
+    try:
+        ws = await ws_connect(
+            url,
+            additional_headers=headers,
+            origin=origin,
+            open_timeout=open_timeout,
+            max_size=max_frame_bytes,
+            compression=None,
+            logger=_lib_log,
+            user_agent_header=None,
+            **kwargs,
+        )
+    except InvalidStatus as exc:
+        response = exc.response
+        raise HandshakeRefused(response.status_code, response.reason_phrase) from None
+    transport = WebSocketTransport(ws, name="client", max_send_buffer_bytes=max_send_buffer_bytes)
+    transport.start()
+    return transport

@@ -1,0 +1,205 @@
+"""The WebSocket endpoint as a stranger meets it: authentication, Origin, framing, bounds, bad input."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+import pytest
+from websockets.asyncio.client import connect as ws_connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+from ahp_lab.protocol.jsonrpc import ErrorCode
+from ahp_lab.transport import HandshakeRefused, WebSocketServer, connect_websocket
+
+from .conftest import ROOT, RawPeer, run, served
+
+
+async def _status_of(url: str, **kwargs) -> int:
+    try:
+        async with ws_connect(url, **kwargs):
+            return 101
+    except InvalidStatus as exc:
+        return exc.response.status_code
+
+
+def test_token_missing_wrong_and_accepted_both_ways():
+    async def main():
+        async with served() as (host, server):
+            assert await _status_of(server.url) == 401
+            assert await _status_of(server.url + "?tkn=") == 401
+            assert await _status_of(server.url + "?tkn=" + "x" * 43) == 403
+            assert await _status_of(server.url, additional_headers={"Authorization": "Bearer nope"}) == 403
+            # a token one character short of the real one (constant-time compare, same answer)
+            assert await _status_of(server.url + "?tkn=" + server.token[:-1]) == 403
+            assert await _status_of(server.url_with_token) == 101
+            headers = {"Authorization": f"Bearer {server.token}"}
+            assert await _status_of(server.url, additional_headers=headers) == 101
+            assert server.refused == {401: 2, 403: 3}
+            assert server.accepted == 2  # nothing refused ever reached the host
+
+            with pytest.raises(HandshakeRefused) as refused:
+                await connect_websocket(server.url, "wrong-token-wrong-token")
+            assert refused.value.status == 403
+
+    run(main())
+
+
+def test_origin_checked_only_when_present():
+    async def main():
+        async with served(allowed_origins=["http://localhost", "https://editor.example"]) as (_, server):
+            url = server.url_with_token
+            assert await _status_of(url) == 101  # no Origin: not a browser page
+            assert await _status_of(url, origin="http://localhost:8888") == 101
+            assert await _status_of(url, origin="https://localhost:8888") == 101
+            assert await _status_of(url, origin="https://editor.example") == 101
+            assert await _status_of(url, origin="https://evil.example") == 403
+            assert await _status_of(url, origin="http://localhost.evil.example") == 403
+            assert await _status_of(url, origin="null") == 403
+
+    run(main())
+
+
+def test_ping_before_initialize_and_the_handshake_of_an_independent_client():
+    """What the upstream TypeScript client does: token in ?tkn=, no Origin, one protocol version,
+    only the fields it needs; every success carries "result"."""
+
+    async def main():
+        async with served() as (_, server):
+            peer = await RawPeer.open(server.url_with_token)
+            pong = await peer.call("ping", {"channel": ROOT})
+            assert pong == {"jsonrpc": "2.0", "id": 1, "result": None}
+            init = await peer.call(
+                "initialize",
+                {"channel": ROOT, "clientId": "ts-1", "protocolVersions": ["0.8.0"], "locale": "en-US"},
+            )
+            assert init["result"]["protocolVersion"] == "0.8.0"
+            assert init["result"]["snapshots"] == []
+            listed = await peer.call("listSessions", {"channel": ROOT})
+            assert listed["result"] == {"items": []}
+            await peer.close()
+
+    run(main())
+
+
+def test_bad_input_gets_an_error_and_the_connection_carries_on():
+    async def main():
+        async with served() as (host, server):
+            other = await RawPeer.open(server.url_with_token)
+            await other.initialize("other")
+            peer = await RawPeer.open(server.url_with_token)
+            await peer.initialize("bad")
+
+            peer.send("{not json")
+            parse = await peer.wait(lambda: next((m for m in peer.received if "error" in m), None))
+            assert parse["error"]["code"] == ErrorCode.PARSE_ERROR and parse["id"] is None
+
+            unknown = await peer.call("noSuchMethod", {"channel": ROOT})
+            assert unknown["error"]["code"] == ErrorCode.METHOD_NOT_FOUND
+            wrong = await peer.call("subscribe", {"channel": 42})
+            assert wrong["error"]["code"] == ErrorCode.INVALID_PARAMS
+
+            await peer.ws.send(b'{"jsonrpc":"2.0","id":9,"method":"ping"}')  # binary frame
+            binary = await peer.wait(
+                lambda: next((m for m in peer.received if "binary" in str(m.get("error"))), None)
+            )
+            assert binary["error"]["code"] == ErrorCode.INVALID_REQUEST
+
+            # a host-only action from a stranger: rejected with a reason, echoed, state unchanged
+            session = "ahp-session:/0b3d7c1e-0000-4000-8000-000000000001"
+            assert "result" in await peer.call("createSession", {"channel": session})
+            await peer.call("subscribe", {"channel": session})
+            await peer.wait(lambda: host.store.state(session)["lifecycle"] == "ready")
+            before = host.store.state(session)
+            peer.notify(
+                "dispatchAction",
+                {"channel": session, "clientSeq": 1, "action": {"type": "session/ready"}},
+            )
+            echo = await peer.wait(lambda: next((e for e in peer.actions(session) if e.get("origin")), None))
+            assert echo["rejectionReason"] == "session/ready is host-only: clients cannot dispatch it"
+            assert echo["origin"] == {"clientId": "bad", "clientSeq": 1}
+            assert host.store.state(session) is before
+
+            assert (await peer.call("ping", {"channel": ROOT}))["result"] is None
+            assert (await other.call("ping", {"channel": ROOT}))["result"] is None
+            await peer.close()
+            await other.close()
+
+    run(main())
+
+
+def test_oversized_frame_closes_that_socket_only():
+    async def main():
+        async with served(max_frame_bytes=64 * 1024) as (host, server):
+            other = await RawPeer.open(server.url_with_token)
+            await other.initialize("other")
+            big = await RawPeer.open(server.url_with_token)
+            await big.initialize("big")
+            big.send(
+                {"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {"channel": ROOT, "x": "a" * 70_000}}
+            )
+            await big.wait(lambda: big.closed)
+            assert big.ws.close_code == 1009  # message too big
+            assert (await other.call("ping", {"channel": ROOT}))["result"] is None
+            assert {c.client_id for c in host.connections} == {"other"}
+            await other.close()
+
+    run(main())
+
+
+def test_other_interfaces_warn_without_tls():
+    async def main():
+        server = WebSocketServer(lambda t: None, host="0.0.0.0")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            await server.start()
+        await server.stop()
+        assert any("unencrypted" in str(w.message) for w in caught)
+        quiet = WebSocketServer(lambda t: None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            await quiet.start()
+        await quiet.stop()
+        assert not [w for w in caught if "unencrypted" in str(w.message)]
+
+    run(main())
+
+
+def test_no_token_and_no_body_reaches_the_logs(caplog):
+    secret_text = "a-message-body-that-must-not-be-logged"
+
+    async def main():
+        async with served() as (_, server):
+            await _status_of(server.url + "?tkn=guessed-token-guessed-token")
+            peer = await RawPeer.open(server.url_with_token)
+            await peer.initialize("logged")
+            await peer.call("ping", {"channel": ROOT, "note": secret_text})
+            peer.send("{broken " + secret_text)
+            await peer.wait(lambda: any("error" in m for m in peer.received))
+            await peer.close()
+            return server.token
+
+    with caplog.at_level(logging.DEBUG):
+        token = run(main())
+    # our server and our client (the raw test peer logs through websockets' own logger)
+    ours = [r for r in caplog.records if r.name.startswith("ahp_lab")]
+    assert any("connection open" in r.getMessage() for r in ours)  # logging did happen
+    text = "\n".join(r.getMessage() + str(r.args) for r in ours)
+    assert token not in text
+    assert "guessed-token" not in text
+    assert secret_text not in text
+
+
+def test_a_closed_server_refuses_and_closes_its_clients():
+    async def main():
+        async with served() as (_, server):
+            peer = await RawPeer.open(server.url_with_token)
+            await peer.initialize("bye")
+            url = server.url_with_token
+        await peer.wait(lambda: peer.closed)
+        assert peer.ws.close_code == 1001
+        with pytest.raises((OSError, ConnectionClosed)):
+            async with ws_connect(url, open_timeout=5):
+                pass
+
+    run(main())
