@@ -17,6 +17,7 @@ __version__ = "0.1.0"
 #: public name -> the module that defines it
 _EXPORTS = {
     "Lab": ".lab",
+    "connect": ".client.connect",
     "LabReplay": ".lab",
     "Turn": ".lab",
     "PendingTurn": ".lab",
@@ -35,6 +36,7 @@ _EXPORTS = {
 
 __all__ = [
     "Lab",
+    "connect",
     "LabReplay",
     "Turn",
     "PendingTurn",

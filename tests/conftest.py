@@ -10,6 +10,8 @@ skipped with :data:`CORPUS_MISSING` as their reason; everything else runs.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -53,6 +55,10 @@ def corpus_files(kind: str) -> list[Path]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Clients persist their id per host under AHP_LAB_STATE_DIR: keep the tests (and the notebook
+    # kernels nbval starts, which inherit the environment) out of the home directory.
+    if "AHP_LAB_STATE_DIR" not in os.environ:
+        os.environ["AHP_LAB_STATE_DIR"] = config._ahp_state_dir = tempfile.mkdtemp(prefix="ahp-lab-state-")
     # addopts names the nbval sanitize file relative to the repo root; make it work from any cwd.
     sanitize = getattr(config.option, "nbval_sanitize_with", None)
     if sanitize and not Path(sanitize).is_absolute() and not Path(sanitize).exists():
@@ -62,3 +68,10 @@ def pytest_configure(config: pytest.Config) -> None:
     configured = os.environ.get(CORPUS_SETTING)
     if configured and not (Path(configured).expanduser() / "reducers").is_dir():
         raise pytest.UsageError(f"{CORPUS_SETTING}={configured} is not a folder holding reducers/")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = getattr(config, "_ahp_state_dir", None)
+    if state:
+        os.environ.pop("AHP_LAB_STATE_DIR", None)
+        shutil.rmtree(state, ignore_errors=True)

@@ -1,19 +1,28 @@
-"""An AHP client: subscriptions, optimistic dispatch with reconciliation, and client tools.
+"""An AHP client: subscriptions, optimistic dispatch with reconciliation, client tools, reconnect.
 
-Per subscribed channel the client keeps ``confirmed`` (snapshots + host envelopes), ``pending``
-(its own dispatches not yet echoed) and ``optimistic`` = confirmed with pending re-applied
-(overview §6). It executes the tool calls the host assigns to it — calls that reach ``running``
-with ``contributor = {kind: "client", clientId: <its id>}`` — validating the input against the
-tool's schema first and keeping its own approval policy.
+Per subscribed channel the client keeps a :class:`~ahp_lab.client.reconcile.Replica`:
+``confirmed`` (snapshots + host envelopes), ``pending`` (its own dispatches not yet echoed) and
+``optimistic`` = confirmed with pending re-applied (overview §6). It executes the tool calls the
+host assigns to it — calls that reach ``running`` with ``contributor = {kind: "client", clientId:
+<its id>}`` — validating the input against the tool's schema first and keeping its own approval
+policy.
+
+When the transport drops and the client has a way to reconnect (``ahp_lab.connect`` gives it
+one), it resumes on a new transport with ``reconnect`` (overview §7): the host's replay is applied
+to ``confirmed``; a snapshot answer replaces it; a host that cannot resume gets ``initialize``
+again with the same client id. Dispatches made while disconnected wait and are sent afterwards;
+dispatches sent before the drop that the host never sequenced are cleared (as the spec prefers)
+and listed in :attr:`AhpClient.unconfirmed`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +34,10 @@ from ..protocol import (
     validate_action,
 )
 from ..protocol.actions import channel_kind_of_action
-from ..reducers import REDUCERS
 from ..tools import Tool, ToolContext, failure_result, run_tool_call
 from ..transport import JsonRpcPeer, RpcError
 from ..waiting import StateWaiters, check_wait_arguments
+from .reconcile import Replica
 
 log = logging.getLogger("ahp_lab.client")
 
@@ -49,6 +58,10 @@ _TOOL_ACTIONS = frozenset(
     }
 )
 
+#: ``listener(channel, envelope, before, after)`` after each change of a confirmed state; for a
+#: snapshot ``envelope`` is ``{"snapshot": fromSeq}``.
+ConfirmedListener = Callable[[str, dict, Any, Any], None]
+
 
 def channel_kind_of_uri(uri: str) -> str | None:
     """The channel kind a URI names, where its scheme tells (annotations share the session scheme)."""
@@ -68,22 +81,6 @@ def channel_kind_of_uri(uri: str) -> str | None:
 
 
 @dataclass
-class _Channel:
-    kind: str
-    confirmed: Any
-    from_seq: int
-    pending: list = field(default_factory=list)  # [(clientSeq, action)]
-    optimistic: Any = None
-
-    def rebase(self, now_ms: int) -> None:
-        state = self.confirmed
-        reducer = REDUCERS[self.kind]
-        for _, action in self.pending:
-            state = reducer(state, action, now_ms)
-        self.optimistic = state
-
-
-@dataclass
 class LocalApproval:
     """A client tool call waiting for this client's own approval before its function runs."""
 
@@ -96,16 +93,23 @@ class LocalApproval:
     future: asyncio.Future
 
     def approve(self) -> None:
+        """Let the tool's function run."""
         if not self.future.done():
             self.future.set_result(True)
 
     def deny(self) -> None:
+        """Fail the call without running the tool."""
         if not self.future.done():
             self.future.set_result(False)
 
 
 class AhpClient:
-    """A protocol client over a JSON-RPC transport."""
+    """A protocol client over a JSON-RPC transport.
+
+    ``reconnect`` is an async callable returning a fresh transport to the same host; with it, a
+    dropped connection is resumed by :class:`~ahp_lab.client.connect.Reconnector` (backoff with
+    jitter) instead of closing the client.
+    """
 
     def __init__(
         self,
@@ -115,14 +119,12 @@ class AhpClient:
         display_name: str | None = None,
         trusted_host: bool = True,
         clock_ms: Callable[[], int] | None = None,
+        reconnect: Callable[[], Awaitable[Any]] | None = None,
     ) -> None:
         self.client_id = client_id or f"client-{uuid.uuid4().hex[:8]}"
         self.display_name = display_name
         self.trusted_host = trusted_host
-        self.peer = JsonRpcPeer(
-            transport, self._request, self._notification, self._closed, name=self.client_id
-        )
-        self.channels: dict[str, _Channel] = {}
+        self.channels: dict[str, Replica] = {}
         self.client_seq = 0
         self.last_seen_seq = 0
         self.protocol_version: str | None = None
@@ -130,22 +132,38 @@ class AhpClient:
         self.tool_names: dict[str, str] = {}  # published name -> registered name
         self.sessions: set[str] = set()  # sessions this client is active in
         self.rejections: list[dict] = []
+        self.unconfirmed: list[dict] = []  # sent before a drop, never sequenced by the host
         self.approvals: dict[str, LocalApproval] = {}
         self.executions: dict[str, asyncio.Task] = {}
         self.resources: dict[str, str] = {}  # uri -> text served to the host (virtual plugins)
         self.published_customizations: list[dict] = []  # ClientPluginCustomization entries
         self._listeners: list[Callable[[str, dict], None]] = []
+        self._confirmed_listeners: list[ConfirmedListener] = []
         self._waiters = StateWaiters()
         # Envelopes that arrive for a channel whose subscribe response is not applied yet.
         self._early: dict[str, list[dict]] = {}
+        self._outbox: list[tuple[str, int, dict]] = []  # dispatched while disconnected
         self.closed = False
+        self.connected = True
+        self.url: str | None = None  # the host's URL without its token, when connected by URL
+        self._closing = False
+        self.reconnector = None
+        if reconnect is not None:
+            from .connect import Reconnector
+
+            self.reconnector = Reconnector(self, reconnect)
         from ..store import wall_clock_ms
 
         self.clock_ms = clock_ms or wall_clock_ms
+        self.peer = self._peer_for(transport)
+
+    def _peer_for(self, transport) -> JsonRpcPeer:
+        return JsonRpcPeer(transport, self._request, self._notification, self._closed, name=self.client_id)
 
     # -- connection -----------------------------------------------------------------------------
 
     async def initialize(self, subscriptions: list[str] | None = None) -> dict:
+        """Send ``initialize`` (all supported versions, this client's id) and apply the snapshots."""
         subscriptions = subscriptions if subscriptions is not None else [ROOT]
         for channel in subscriptions:
             self._early.setdefault(channel, [])
@@ -160,40 +178,240 @@ class AhpClient:
                     "initialSubscriptions": subscriptions,
                 },
             )
-        finally:
-            early = {c: self._early.pop(c, []) for c in subscriptions}
+        except BaseException:
+            for channel in subscriptions:
+                self._early.pop(channel, None)
+            raise
         self.protocol_version = result.get("protocolVersion", PROTOCOL_VERSION)
         self.last_seen_seq = max(self.last_seen_seq, int(result.get("serverSeq") or 0))
-        for snapshot in result.get("snapshots") or ():
-            self._apply_snapshot(snapshot)
-            for env in early.get(snapshot["resource"], ()):  # sent after the snapshot, delivered before it
-                self._on_envelope(env)
+        snapshots = {s.get("resource"): s for s in result.get("snapshots") or () if isinstance(s, dict)}
+        for channel in subscriptions:
+            early = self._early.pop(channel, [])
+            if channel in snapshots:
+                self._apply_snapshot(snapshots[channel], early)
         return result
 
     async def request(self, method: str, params: dict | None = None, *, timeout: float | None = None) -> Any:
+        """Send a command; ``params.channel`` defaults to the root channel."""
         return await self.peer.request(method, {"channel": ROOT, **(params or {})}, timeout=timeout)
 
     def close(self) -> None:
+        """Close the connection for good (no reconnect)."""
+        self._closing = True
+        if self.reconnector is not None:
+            self.reconnector.stop()
         self.peer.close()
+        if not self.peer.closed:
+            self._closed()
+
+    async def settle(self, timeout: float | None = 30.0) -> None:
+        """One round trip (``ping``): afterwards every dispatch sent before it has been answered.
+
+        The host handles a connection's messages in order, so once ``ping`` is answered each
+        earlier dispatch was echoed; one still pending was dropped by the host (its channel was
+        gone) and leaves ``pending``. Raises ``ConnectionError`` while disconnected.
+        """
+        upto = self.client_seq
+        await self.peer.request("ping", {"channel": ROOT}, timeout=timeout)
+        now = self.clock_ms()
+        for channel, replica in self.channels.items():
+            gone = replica.forget_through(upto, now)
+            if gone:
+                self._notify(channel, {"type": "$dropped", "clientSeqs": [s for s, _ in gone]})
+
+    async def aclose(self) -> None:
+        """Close for good and wait until the transport has shut down."""
+        self.close()
+        task = self.reconnector.task if self.reconnector is not None else None
+        if task is not None:
+            await asyncio.gather(task, return_exceptions=True)
+        wait = getattr(self.peer.transport, "wait_closed", None)
+        if wait is not None:
+            await wait()
+
+    def resend_unconfirmed(self) -> list[int]:
+        """Dispatch again what was cleared after a drop (:attr:`unconfirmed`); returns the new client seqs.
+
+        Only a person or a program that knows the actions are safe to repeat should call this:
+        an action whose echo was lost may have been applied already.
+        """
+        entries, self.unconfirmed = self.unconfirmed, []
+        return [self.dispatch(e["channel"], e["action"]) for e in entries if e["channel"] in self.channels]
 
     def _closed(self) -> None:
+        self.connected = False
+        if self.reconnector is not None and not self._closing:
+            # Dispatches the dead transport never sent are safe to send again after the resume.
+            never_sent = []
+            for text in getattr(self.peer.transport, "unsent", None) or ():
+                try:
+                    message = json.loads(text)
+                except ValueError:
+                    continue
+                params = message.get("params") if message.get("method") == "dispatchAction" else None
+                if isinstance(params, dict):
+                    never_sent.append((params.get("channel"), params.get("clientSeq"), params.get("action")))
+            self._outbox = never_sent + self._outbox
+            self._notify(ROOT, {"type": "$disconnected"})
+            self.reconnector.start()
+            return  # tool calls keep running: the host waits out a grace period for us
         self.closed = True
         for task in list(self.executions.values()):
             task.cancel()
 
+    async def resume(self, transport, *, timeout: float = 30.0) -> str:
+        """Continue on a new transport after a drop; returns ``"replay"``, ``"snapshot"`` or ``"initialize"``.
+
+        Sends ``reconnect`` with the last seen server seq and every subscribed channel. A replay is
+        applied to ``confirmed`` (envelopes already applied are skipped); a snapshot answer
+        replaces each channel; when the host cannot resume (an error answer) the client sends
+        ``initialize`` with the same id and its channels as ``initialSubscriptions``.
+        """
+        self.peer = self._peer_for(transport)
+        channels = list(self.channels)
+        for channel in channels:
+            self._early.setdefault(channel, [])
+        try:
+            mode = await self._reconnect_or_initialize(channels, timeout)
+        finally:
+            early = {c: self._early.pop(c, []) for c in channels}
+        for channel in channels:
+            for env in early.get(channel, ()):
+                self._apply_envelope(env)
+        self._settle_after_resume()
+        self.connected = True
+        for session in list(self.sessions):
+            if session in self.channels and not self._listed_in(session):
+                self.publish(session)  # the host removed us after its grace period
+        self._notify(ROOT, {"type": "$reconnected", "mode": mode})
+        return mode
+
+    async def _reconnect_or_initialize(self, channels: list[str], timeout: float) -> str:
+        try:
+            result = await self.peer.request(
+                "reconnect",
+                {
+                    "channel": ROOT,
+                    "clientId": self.client_id,
+                    "lastSeenServerSeq": self.last_seen_seq,
+                    "subscriptions": channels,
+                },
+                timeout=timeout,
+            )
+        except RpcError as exc:
+            log.info("reconnect refused (%s): initializing again", exc)
+            result = None
+        if isinstance(result, dict) and result.get("type") == "replay":
+            for env in result.get("actions") or ():
+                if isinstance(env, dict):
+                    self._apply_envelope(env)
+            for uri in result.get("missing") or ():
+                self._drop_channel(uri)
+            return "replay"
+        if isinstance(result, dict) and result.get("type") == "snapshot":
+            snapshots = {s.get("resource"): s for s in result.get("snapshots") or () if isinstance(s, dict)}
+            for channel in channels:
+                if channel in snapshots:
+                    self._apply_snapshot(snapshots[channel], keep_pending=True)
+                else:
+                    self._drop_channel(channel)
+            return "snapshot"
+        try:
+            result = await self.peer.request(
+                "initialize",
+                {
+                    "channel": ROOT,
+                    "protocolVersions": list(SUPPORTED_VERSIONS),
+                    "clientId": self.client_id,
+                    "clientInfo": {"name": "ahp_lab", "version": "0.1.0"},
+                    "initialSubscriptions": channels,
+                },
+                timeout=timeout,
+            )
+            snapshots = {s.get("resource"): s for s in result.get("snapshots") or () if isinstance(s, dict)}
+        except RpcError:  # one of the channels is gone: start from the root, then one by one
+            result = await self.peer.request(
+                "initialize",
+                {
+                    "channel": ROOT,
+                    "protocolVersions": list(SUPPORTED_VERSIONS),
+                    "clientId": self.client_id,
+                    "initialSubscriptions": [],
+                },
+                timeout=timeout,
+            )
+            snapshots = {}
+            for channel in channels:
+                try:
+                    answer = await self.peer.request("subscribe", {"channel": channel}, timeout=timeout)
+                except RpcError:
+                    continue
+                snapshot = (answer or {}).get("snapshot")
+                if isinstance(snapshot, dict):
+                    snapshots[channel] = snapshot
+        self.protocol_version = result.get("protocolVersion", self.protocol_version)
+        self.last_seen_seq = max(self.last_seen_seq, int(result.get("serverSeq") or 0))
+        for channel in channels:
+            if channel in snapshots:
+                self._apply_snapshot(snapshots[channel], keep_pending=True)
+            else:
+                self._drop_channel(channel)
+        return "initialize"
+
+    def _settle_after_resume(self) -> None:
+        """Clear what was sent before the drop and never sequenced; send what waited offline."""
+        waiting = {seq for _, seq, _ in self._outbox}
+        now = self.clock_ms()
+        for channel, replica in self.channels.items():
+            lost = [(s, a) for s, a in replica.pending if s not in waiting]
+            if lost:
+                replica.pending = [(s, a) for s, a in replica.pending if s in waiting]
+                replica.rebase(now)
+                for seq, action in lost:
+                    self.unconfirmed.append({"channel": channel, "clientSeq": seq, "action": action})
+                self._notify(channel, {"type": "$unconfirmed", "clientSeqs": [s for s, _ in lost]})
+        outbox, self._outbox = self._outbox, []
+        for channel, seq, action in outbox:
+            if channel in self.channels:
+                self._send_dispatch(channel, seq, action)
+
+    def _listed_in(self, session: str) -> bool:
+        state = self.confirmed(session) or {}
+        return any(c.get("clientId") == self.client_id for c in state.get("activeClients") or ())
+
+    def _drop_channel(self, channel: str) -> None:
+        self.channels.pop(channel, None)
+        self.sessions.discard(channel)
+        self._notify(channel, {"type": "$missing"})
+
     # -- subscriptions --------------------------------------------------------------------------
 
-    def _apply_snapshot(self, snapshot: dict) -> None:
+    def _apply_snapshot(self, snapshot: dict, early: list[dict] = (), *, keep_pending: bool = False) -> None:
         uri = snapshot["resource"]
-        kind = channel_kind_of_uri(uri) or (self.channels[uri].kind if uri in self.channels else None)
+        old = self.channels.get(uri)
+        kind = channel_kind_of_uri(uri) or (old.kind if old is not None else None)
         if kind is None:
             raise ValueError(f"cannot tell the channel kind of {uri}")
-        ch = _Channel(kind, snapshot["state"], int(snapshot.get("fromSeq") or 0))
-        ch.optimistic = ch.confirmed
-        self.channels[uri] = ch
+        from_seq = int(snapshot.get("fromSeq") or 0)
+        now = self.clock_ms()
+        if old is None:
+            replica = Replica(kind, snapshot["state"], from_seq)
+            self.channels[uri] = replica
+        else:
+            replica = old
+            replica.reset(snapshot["state"], from_seq, now, keep_pending=keep_pending)
+        self.last_seen_seq = max(self.last_seen_seq, from_seq)
+        self._tell_confirmed(
+            uri, {"snapshot": from_seq}, None if old is None else old.confirmed, replica.confirmed
+        )
         self._notify(uri, {"type": "$snapshot"})
+        for env in early:  # sent after the snapshot but delivered before we applied it
+            self._apply_envelope(env)
+        if kind == "chat":
+            self._scan_tool_calls(uri)
 
     async def subscribe(self, channel: str, *, turns: int | None = None) -> Any:
+        """Subscribe and apply the snapshot; returns the channel's state."""
         params: dict[str, Any] = {"channel": channel}
         if turns is not None:
             params["view"] = {"turns": turns}
@@ -204,31 +422,44 @@ class AhpClient:
             early = self._early.pop(channel, [])
         snapshot = (result or {}).get("snapshot")
         if snapshot is not None:
-            self._apply_snapshot(snapshot)
-            for env in early:  # sent after the snapshot but delivered before we applied it
-                self._on_envelope(env)
-            if channel_kind_of_uri(channel) == "chat":
-                self._scan_tool_calls(channel)
+            self._apply_snapshot(snapshot, early)
         return self.state(channel)
 
     def unsubscribe(self, channel: str) -> None:
+        """Stop receiving a channel (for a session: leave its active clients)."""
         self.peer.notify("unsubscribe", {"channel": channel})
         self.channels.pop(channel, None)
         self.sessions.discard(channel)
 
     def state(self, channel: str) -> Any:
         """The optimistic state of a subscribed channel (what a UI should render)."""
-        ch = self.channels.get(channel)
-        return None if ch is None else ch.optimistic
+        replica = self.channels.get(channel)
+        return None if replica is None else replica.optimistic
 
     def confirmed(self, channel: str) -> Any:
-        ch = self.channels.get(channel)
-        return None if ch is None else ch.confirmed
+        """The confirmed state of a subscribed channel (snapshots and host envelopes only)."""
+        replica = self.channels.get(channel)
+        return None if replica is None else replica.confirmed
 
     def on_change(self, listener: Callable[[str, dict], None]) -> Callable[[], None]:
         """Call ``listener(channel, action)`` after every change of a subscribed channel."""
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def on_confirmed(self, listener: ConfirmedListener) -> Callable[[], None]:
+        """Call ``listener(channel, envelope, before, after)`` after every envelope or snapshot applied
+        to a confirmed state (rejected envelopes included: ``before is after``)."""
+        self._confirmed_listeners.append(listener)
+        return lambda: (
+            self._confirmed_listeners.remove(listener) if listener in self._confirmed_listeners else None
+        )
+
+    def _tell_confirmed(self, channel: str, envelope: dict, before: Any, after: Any) -> None:
+        for listener in tuple(self._confirmed_listeners):
+            try:
+                listener(channel, envelope, before, after)
+            except Exception:
+                log.exception("confirmed-state listener failed")
 
     def _notify(self, channel: str, action: dict) -> None:
         for listener in tuple(self._listeners):
@@ -258,46 +489,36 @@ class AhpClient:
             self._notify(params.get("channel", ROOT), {"type": f"${method}", **params})
 
     def _on_envelope(self, env: dict) -> None:
-        seq = env.get("serverSeq")
-        if isinstance(seq, int):
-            self.last_seen_seq = max(self.last_seen_seq, seq)
         channel = env.get("channel")
-        ch = self.channels.get(channel)
         if channel in self._early:  # a (re)subscribe is in flight: apply after its snapshot
             self._early[channel].append(env)
             return
-        if ch is None or (isinstance(seq, int) and seq <= ch.from_seq):
+        self._apply_envelope(env)
+
+    def _apply_envelope(self, env: dict) -> None:
+        seq = env.get("serverSeq")
+        if isinstance(seq, int) and seq > self.last_seen_seq:
+            self.last_seen_seq = seq
+        channel = env.get("channel")
+        replica = self.channels.get(channel)
+        if replica is None:
+            return
+        before = replica.confirmed
+        outcome = replica.receive(env, self.client_id, self.clock_ms())
+        if outcome.kind == "stale":
             return
         action = env.get("action") or {}
-        origin = env.get("origin")
         rejected = env.get("rejectionReason")
-        own = isinstance(origin, dict) and origin.get("clientId") == self.client_id
-        if own and rejected is None and ch.pending and ch.pending[0][0] == origin.get("clientSeq"):
-            # The host accepted our oldest pending action in order: confirmed catches up and the
-            # optimistic state (confirmed + pending) is unchanged, so no rebase is needed.
-            ch.pending.pop(0)
-            ch.confirmed = REDUCERS[ch.kind](ch.confirmed, action, self.clock_ms())
-            if not ch.pending:
-                ch.optimistic = ch.confirmed
-        else:
-            if own:
-                client_seq = origin.get("clientSeq")
-                ch.pending = [(s, a) for s, a in ch.pending if s != client_seq]
-                if rejected is not None:
-                    self.rejections.append(
-                        {"channel": channel, "action": action, "reason": rejected, "clientSeq": client_seq}
-                    )
-            if rejected is None:
-                ch.confirmed = REDUCERS[ch.kind](ch.confirmed, action, self.clock_ms())
-            if ch.pending:
-                ch.rebase(self.clock_ms())
-            else:
-                ch.optimistic = ch.confirmed
+        if outcome.kind == "own-rejected":
+            self.rejections.append(
+                {"channel": channel, "action": action, "reason": rejected, "clientSeq": outcome.client_seq}
+            )
+        self._tell_confirmed(channel, env, before, replica.confirmed)
         self._notify(
             channel,
             action if rejected is None else {"type": "$rejected", "action": action, "reason": rejected},
         )
-        if ch.kind == "chat" and action.get("type") in _TOOL_ACTIONS and rejected is None:
+        if replica.kind == "chat" and rejected is None and action.get("type") in _TOOL_ACTIONS:
             self._scan_tool_calls(channel)
 
     async def _serve_resource_read(self, params: dict) -> dict:
@@ -320,15 +541,17 @@ class AhpClient:
         raise RpcError(-32601, f"client {self.client_id} does not serve {method}")
 
     # -- dispatching ----------------------------------------------------------------------------
+    # -- dispatching ----------------------------------------------------------------------------
 
     def dispatch(self, channel: str, action: dict) -> int:
         """Validate locally, apply optimistically, send ``dispatchAction``; returns the clientSeq.
 
         Raises :class:`ProtocolError` (a ``ValueError`` with a one-sentence reason) for malformed
         actions, actions clients may not dispatch, and channels this client has not subscribed.
+        While disconnected (and reconnecting) the action waits and is sent after the resume.
         """
-        ch = self.channels.get(channel)
-        if ch is None:
+        replica = self.channels.get(channel)
+        if replica is None:
             raise ProtocolError(
                 f"not subscribed to {channel}: subscribe before dispatching to it",
                 field="channel",
@@ -343,20 +566,32 @@ class AhpClient:
                 rule="must be client-dispatchable",
                 subject=kind,
             )
-        if channel_kind_of_action(kind) != ch.kind:
+        if channel_kind_of_action(kind) != replica.kind:
             raise ProtocolError(
-                f"{kind} belongs on a {channel_kind_of_action(kind)} channel, not on the {ch.kind} channel {channel}",
+                f"{kind} belongs on a {channel_kind_of_action(kind)} channel, not on the {replica.kind} channel {channel}",
                 field="channel",
                 rule="must match the action's channel kind",
                 subject=kind,
             )
+        if self.closed:
+            raise ConnectionError(f"client {self.client_id} is closed")
         self.client_seq += 1
         seq = self.client_seq
-        ch.pending.append((seq, normalized))
-        ch.optimistic = REDUCERS[ch.kind](ch.optimistic, normalized, self.clock_ms())
-        self.peer.notify("dispatchAction", {"channel": channel, "clientSeq": seq, "action": normalized})
+        replica.dispatch(seq, normalized, self.clock_ms())
+        if self.connected:
+            self._send_dispatch(channel, seq, normalized)
+        else:
+            self._outbox.append((channel, seq, normalized))
         self._notify(channel, normalized)
         return seq
+
+    def _send_dispatch(self, channel: str, seq: int, action: dict) -> None:
+        try:
+            self.peer.notify("dispatchAction", {"channel": channel, "clientSeq": seq, "action": action})
+        except ConnectionError:
+            if self.reconnector is None or self._closing:
+                raise
+            self._outbox.append((channel, seq, action))  # the drop is being noticed: send after resume
 
     # -- sessions -------------------------------------------------------------------------------
 

@@ -111,6 +111,7 @@ class WebSocketTransport:
         self.max_send_buffer_bytes = max_send_buffer_bytes
         self.closed = False
         self.close_reason: str | None = None
+        self.unsent: list[str] = []  # messages still queued when the socket died: never sent
         self.remote = _peer_name(ws)
         self.frames_in = self.frames_out = 0
         self.bytes_in = self.bytes_out = 0
@@ -242,7 +243,7 @@ class WebSocketTransport:
         self._queue.clear()
         self._buffered = 0
         self._idle.set()
-        self._finish(reason)
+        self._finish(reason)  # (the dropped backlog is not `unsent`: it was for a peer that left)
         self._start_closing(CLOSE_POLICY, reason[:120], flush=False)
 
     def _finish(self, reason: str | None) -> None:
@@ -251,6 +252,8 @@ class WebSocketTransport:
             return
         self.closed = True
         self.close_reason = reason
+        if reason is not None and self._queue:  # lost, not closed by us: what never left is known
+            self.unsent = list(self._queue)
         on_close, self._on_close = self._on_close, None
         if on_close is not None:
             try:

@@ -9,6 +9,7 @@ import pytest
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+import ahp_lab
 from ahp_lab.protocol.jsonrpc import ErrorCode
 from ahp_lab.transport import HandshakeRefused, WebSocketServer, connect_websocket
 
@@ -177,6 +178,9 @@ def test_no_token_and_no_body_reaches_the_logs(caplog):
             peer.send("{broken " + secret_text)
             await peer.wait(lambda: any("error" in m for m in peer.received))
             await peer.close()
+            client = await ahp_lab.connect(server.url, token=server.token, reconnect=False)
+            await client.request("ping", {"note": secret_text})
+            await client.aclose()
             return server.token
 
     with caplog.at_level(logging.DEBUG):

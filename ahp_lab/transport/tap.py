@@ -1,0 +1,153 @@
+"""Recording the raw JSON-RPC frames of a connection (the raw wire view reads a :class:`FrameLog`).
+
+``log.wrap(transport)`` returns a transport that behaves exactly like the one it wraps and records
+every text it sends (``"out"``) and receives (``"in"``) with its size and time. The log keeps the
+newest ``capacity`` frames; a frame's method, id and kind are read from its JSON only when asked
+(:meth:`Frame.info`), so recording costs one small tuple per message.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["Frame", "FrameLog", "TappedTransport"]
+
+
+class Frame:
+    """One JSON-RPC frame as it crossed the wire."""
+
+    __slots__ = ("n", "direction", "text", "time", "connection", "_info")
+
+    def __init__(self, n: int, direction: str, text: str, at: float, connection: int) -> None:
+        self.n = n  # position in the log since it was created (never reused)
+        self.direction = direction  # "in" (received by this side) or "out" (sent)
+        self.text = text
+        self.time = at  # epoch seconds
+        self.connection = connection  # which socket of the log (a reconnect opens a new one)
+        self._info: dict | None = None
+
+    @property
+    def size(self) -> int:
+        """Length of the frame's text in characters."""
+        return len(self.text)
+
+    def info(self) -> dict:
+        """``{"kind", "method", "id", "error"}`` read from the JSON (``kind`` "invalid" when it is not)."""
+        if self._info is None:
+            self._info = _classify(self.text)
+        return self._info
+
+    def __repr__(self) -> str:
+        i = self.info()
+        return f"<Frame #{self.n} {self.direction} {i['kind']} {i['method'] or i['id']} {self.size} chars>"
+
+
+def _classify(text: str) -> dict:
+    try:
+        message = json.loads(text)
+    except ValueError:
+        return {"kind": "invalid", "method": None, "id": None, "error": None}
+    if not isinstance(message, dict):
+        return {"kind": "invalid", "method": None, "id": None, "error": None}
+    method = message.get("method") if isinstance(message.get("method"), str) else None
+    rid = message.get("id")
+    error = message.get("error") if isinstance(message.get("error"), dict) else None
+    if method is not None:
+        kind = "request" if "id" in message else "notification"
+    elif "error" in message:
+        kind = "error"
+    elif "result" in message:
+        kind = "result"
+    else:
+        kind = "invalid"
+    if method == "action" and isinstance(message.get("params"), dict):
+        action = message["params"].get("action")
+        if isinstance(action, dict) and isinstance(action.get("type"), str):
+            method = f"action {action['type']}"
+    return {
+        "kind": kind,
+        "method": method,
+        "id": rid if isinstance(rid, (int, str)) else None,
+        "error": error.get("message") if error else None,
+    }
+
+
+class FrameLog:
+    """The newest ``capacity`` frames of one side's connections, oldest first, with listeners."""
+
+    def __init__(self, capacity: int = 2000, *, clock: Callable[[], float] = time.time) -> None:
+        self.frames: deque[Frame] = deque(maxlen=capacity)
+        self.count = 0
+        self.connections = 0
+        self._clock = clock
+        self._listeners: list[Callable[[Frame], None]] = []
+
+    def __len__(self) -> int:
+        return len(self.frames)
+
+    def wrap(self, transport: Any) -> TappedTransport:
+        """A transport that records into this log (each wrap is a new connection number)."""
+        self.connections += 1
+        return TappedTransport(transport, self, self.connections)
+
+    def record(self, direction: str, text: str, connection: int = 0) -> None:
+        """Append a frame and tell the listeners."""
+        self.count += 1
+        frame = Frame(self.count, direction, text, self._clock(), connection)
+        self.frames.append(frame)
+        for listener in tuple(self._listeners):
+            listener(frame)
+
+    def subscribe(self, listener: Callable[[Frame], None]) -> Callable[[], None]:
+        """Call ``listener(frame)`` for every new frame; returns a function that unsubscribes."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def where(self, direction: str = "", text: str = "") -> list[Frame]:
+        """Frames in one direction (``"in"``/``"out"``) whose method, kind or id contains ``text``."""
+        needle = text.lower()
+        out = []
+        for frame in self.frames:
+            if direction and frame.direction != direction:
+                continue
+            if needle:
+                i = frame.info()
+                label = f"{i['kind']} {i['method'] or ''} {i['id'] if i['id'] is not None else ''}".lower()
+                if needle not in label:
+                    continue
+            out.append(frame)
+        return out
+
+
+class TappedTransport:
+    """A transport that records what passes through it into a :class:`FrameLog`."""
+
+    def __init__(self, inner: Any, log: FrameLog, connection: int) -> None:
+        self.inner = inner
+        self.log = log
+        self.connection = connection
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def send(self, text: str) -> None:
+        """Send through the wrapped transport, then record the frame."""
+        self.inner.send(text)
+        self.log.record("out", text, self.connection)
+
+    def set_receiver(self, receiver: Callable[[str], None], on_close: Callable[[], None]) -> None:
+        """Receive through the wrapped transport, recording each frame before it is handled."""
+
+        def receive(text: str) -> None:
+            self.log.record("in", text, self.connection)
+            receiver(text)
+
+        self.inner.set_receiver(receive, on_close)
+
+    def close(self, *args: Any) -> None:
+        """Close the wrapped transport."""
+        self.inner.close(*args)
