@@ -663,6 +663,47 @@ class Lab(Sending, LabBase):
         """Close the lab without waiting: like :meth:`aclose`, its processes stop in the background."""
         self._lifetime.close()
 
+    # -- serving over WebSocket (ahp_lab.lab.remote) --------------------------------------------
+
+    server = None  # the WebSocketServer while serving
+    frames = None  # FrameLog of every served connection (the raw wire view reads it)
+
+    def serve(self, port: int = 0, **options: Any) -> str:
+        """Serve this lab's host to other AHP clients over WebSocket; returns the URL with its token.
+
+        Binds 127.0.0.1 unless ``host=`` names another interface (then pass ``ssl=``). Options:
+        ``token``, ``allowed_origins``, ``ssl``, ``max_frame_bytes``, ``max_send_buffer_bytes``.
+        The token is in the URL returned here, shown once: keep it out of shared outputs.
+        """
+        return run_sync(self.aserve(port, **options))
+
+    async def aserve(self, port: int = 0, **options: Any) -> str:
+        """:meth:`serve` from inside a coroutine."""
+        from .remote import serve_host
+
+        self._check_open()
+        if self.server is None:
+            self.server, self.frames = serve_host(self.host, port=port, **options)
+            # one of the host's extensions, so every way the lab closes (aclose, a cell run again,
+            # garbage collection, kernel shutdown) stops serving too
+            self.host.extensions.append(_ServingExtension(self.server))
+        return await self.server.start()
+
+    def stop_serving(self) -> None:
+        """Stop serving: the WebSocket clients are disconnected (code 1001)."""
+        run_sync(self.astop_serving())
+
+    async def astop_serving(self) -> None:
+        """:meth:`stop_serving` from inside a coroutine."""
+        server, self.server = self.server, None
+        if server is not None:
+            self.host.extensions[:] = [
+                e
+                for e in self.host.extensions
+                if not (isinstance(e, _ServingExtension) and e.server is server)
+            ]
+            await server.stop()
+
     def show(self):
         """The workbench: customization tree, tool-call timeline, input queue, transitions, chat."""
         from ..widgets import Workbench
@@ -721,3 +762,13 @@ def _attach_customizations(host: Host, plugins: Any, directories: Any, mcp_serve
         manager.mcp_servers.update(extra.mcp_servers)
         mcp = next(e for e in host.extensions if isinstance(e, McpManager))
     return manager, mcp
+
+
+class _ServingExtension:
+    """A served lab's WebSocket server as a host extension: closing the host's extensions stops it."""
+
+    def __init__(self, server: Any) -> None:
+        self.server = server
+
+    async def aclose(self) -> None:
+        await self.server.stop()

@@ -1,0 +1,81 @@
+"""``ahp-lab``: command-line entry points.
+
+``ahp-lab serve [--port N] [--host 127.0.0.1] [--agent scripted]`` runs a standalone AHP host
+process (the same host a notebook runs in its kernel) and prints its URL, token included, once.
+Stop it with Ctrl-C (or SIGTERM).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+
+__all__ = ["main"]
+
+AGENTS = ("scripted",)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ahp-lab", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run an AHP host over WebSocket and print its URL")
+    serve.add_argument("--port", type=int, default=0, help="TCP port (default: any free port)")
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1; others warn without TLS)"
+    )
+    serve.add_argument("--agent", choices=AGENTS, default="scripted", help="the agent behind the host")
+    serve.add_argument(
+        "--allow-origin",
+        action="append",
+        default=None,
+        metavar="ORIGIN",
+        help="an Origin browser pages may connect from (repeatable; default: this machine's pages)",
+    )
+    return parser
+
+
+async def serve(port: int, host: str, agent: str, allowed_origins: list[str] | None) -> int:
+    """Serve until interrupted; returns the exit status."""
+    from .agents.scripted import ScriptedAgent
+    from .host import Host
+    from .lab.live import _attach_customizations
+    from .lab.remote import serve_host
+
+    the_host = Host({"scripted": ScriptedAgent}[agent]())
+    _attach_customizations(the_host, (), (), None)
+    server, _frames = serve_host(the_host, host=host, port=port, allowed_origins=allowed_origins)
+    try:
+        url = await server.start()
+    except OSError as exc:
+        print(f"ahp-lab serve: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    print(url, flush=True)  # the one place the token is shown
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await server.stop()
+        for ext in list(the_host.extensions):
+            close = getattr(ext, "aclose", None)
+            if close is not None:
+                await close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``ahp-lab`` command."""
+    args = _parser().parse_args(argv)
+    if args.command == "serve":
+        return asyncio.run(serve(args.port, args.host, args.agent, args.allow_origin))
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
