@@ -58,9 +58,10 @@ _TOOL_ACTIONS = frozenset(
     }
 )
 
-#: ``listener(channel, envelope, before, after)`` after each change of a confirmed state; for a
-#: snapshot ``envelope`` is ``{"snapshot": fromSeq}``.
-ConfirmedListener = Callable[[str, dict, Any, Any], None]
+#: ``listener(channel, envelope, before, after, now_ms)`` after each change of a confirmed state
+#: (``now_ms``: the clock value the reducer got); for a snapshot ``envelope`` is ``{"snapshot":
+#: <the Snapshot>}`` and ``before`` the state it replaced (``None`` for a new channel).
+ConfirmedListener = Callable[[str, dict, Any, Any, int], None]
 
 
 def channel_kind_of_uri(uri: str) -> str | None:
@@ -394,6 +395,7 @@ class AhpClient:
             raise ValueError(f"cannot tell the channel kind of {uri}")
         from_seq = int(snapshot.get("fromSeq") or 0)
         now = self.clock_ms()
+        before = None if old is None else old.confirmed
         if old is None:
             replica = Replica(kind, snapshot["state"], from_seq)
             self.channels[uri] = replica
@@ -401,9 +403,7 @@ class AhpClient:
             replica = old
             replica.reset(snapshot["state"], from_seq, now, keep_pending=keep_pending)
         self.last_seen_seq = max(self.last_seen_seq, from_seq)
-        self._tell_confirmed(
-            uri, {"snapshot": from_seq}, None if old is None else old.confirmed, replica.confirmed
-        )
+        self._tell_confirmed(uri, {"snapshot": snapshot}, before, replica.confirmed, now)
         self._notify(uri, {"type": "$snapshot"})
         for env in early:  # sent after the snapshot but delivered before we applied it
             self._apply_envelope(env)
@@ -447,17 +447,17 @@ class AhpClient:
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
     def on_confirmed(self, listener: ConfirmedListener) -> Callable[[], None]:
-        """Call ``listener(channel, envelope, before, after)`` after every envelope or snapshot applied
-        to a confirmed state (rejected envelopes included: ``before is after``)."""
+        """Call ``listener(channel, envelope, before, after, now_ms)`` after every envelope or snapshot
+        applied to a confirmed state (rejected envelopes included: ``before is after``)."""
         self._confirmed_listeners.append(listener)
         return lambda: (
             self._confirmed_listeners.remove(listener) if listener in self._confirmed_listeners else None
         )
 
-    def _tell_confirmed(self, channel: str, envelope: dict, before: Any, after: Any) -> None:
+    def _tell_confirmed(self, channel: str, envelope: dict, before: Any, after: Any, now_ms: int) -> None:
         for listener in tuple(self._confirmed_listeners):
             try:
-                listener(channel, envelope, before, after)
+                listener(channel, envelope, before, after, now_ms)
             except Exception:
                 log.exception("confirmed-state listener failed")
 
@@ -504,7 +504,8 @@ class AhpClient:
         if replica is None:
             return
         before = replica.confirmed
-        outcome = replica.receive(env, self.client_id, self.clock_ms())
+        now = self.clock_ms()
+        outcome = replica.receive(env, self.client_id, now)
         if outcome.kind == "stale":
             return
         action = env.get("action") or {}
@@ -513,7 +514,7 @@ class AhpClient:
             self.rejections.append(
                 {"channel": channel, "action": action, "reason": rejected, "clientSeq": outcome.client_seq}
             )
-        self._tell_confirmed(channel, env, before, replica.confirmed)
+        self._tell_confirmed(channel, env, before, replica.confirmed, now)
         self._notify(
             channel,
             action if rejected is None else {"type": "$rejected", "action": action, "reason": rejected},

@@ -134,6 +134,9 @@ class Lab(Sending, LabBase):
     async def _start(self) -> None:
         self._lifetime.started()
         await self.client.initialize([ROOT])
+        await self._create_session()
+
+    async def _create_session(self) -> None:
         extra = {"workingDirectories": self._working_directories} if self._working_directories else {}
         self.session = await self.client.create_session(title=self._title, **extra)
         state = await self.client.wait_for(
@@ -198,7 +201,7 @@ class Lab(Sending, LabBase):
                         return True
                 return None
 
-            run_sync(self.host.wait_for(self.session, listed, timeout=10))
+            run_sync(self.wait_for(self.session, listed, timeout=10))
             return t
 
         return register if fn is None else register(fn)
@@ -409,7 +412,7 @@ class Lab(Sending, LabBase):
             {
                 "type": "chat/turnCancelled",
                 "turnId": active["id"],
-                "duration": max(0, self.host.store.clock_ms() - parse_ms(active.get("startedAt"))),
+                "duration": max(0, self.store.clock_ms() - parse_ms(active.get("startedAt"))),
             },
             chat,
         )
@@ -717,8 +720,18 @@ class Lab(Sending, LabBase):
 
     @classmethod
     def replay(cls, path: str | Path) -> LabReplay:
-        """Load an exported log; the replayed states equal the live ones at export time."""
-        return LabReplay(Store.load(path))
+        """Load an exported log (a host's, or an attached lab's own); the replayed states equal the
+        live ones at export time."""
+        from .clientlog import ClientLog, is_client_log
+
+        return LabReplay(ClientLog.load(path) if is_client_log(path) else Store.load(path))
+
+    @classmethod
+    def attach(cls, url: str, token: str | None = None, **options: Any) -> Lab:
+        """The same notebook API and workbench over a remote AHP host (see :class:`~ahp_lab.lab.remote.RemoteLab`)."""
+        from .remote import RemoteLab
+
+        return run_sync(RemoteLab.open(url, token, **options))
 
 
 def _folders_resolved(session: Any) -> bool:

@@ -2,16 +2,24 @@
 
 ``serve_host`` gives a host a :class:`~ahp_lab.transport.WebSocketServer` whose connections are
 recorded in a :class:`~ahp_lab.transport.tap.FrameLog` (the raw wire view reads it).
+:class:`RemoteLab` is what ``Lab.attach(url, token=...)`` returns.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from typing import Any
 
+from ..client import AhpClient
+from ..host import ROOT
+from ..protocol.jsonvalue import to_json
 from ..transport.tap import FrameLog
-from ..transport.websocket import WebSocketServer
+from ..transport.websocket import WebSocketServer, redact_url
+from .clientlog import ClientLog
+from .live import Lab
 
-__all__ = ["serve_host"]
+__all__ = ["serve_host", "RemoteLab", "NotAvailableRemotely"]
 
 
 def serve_host(
@@ -25,3 +33,181 @@ def serve_host(
         host.attach(frames.wrap(transport))
 
     return WebSocketServer(accept, **options), frames
+
+
+class NotAvailableRemotely(RuntimeError):
+    """A host-only feature was asked of a lab attached to a remote host."""
+
+
+def _host_only(what: str, instead: str) -> NotAvailableRemotely:
+    return NotAvailableRemotely(
+        f"{what} is not available on a lab attached to a remote host (the host runs in another "
+        f"process and only speaks AHP to this client); {instead}"
+    )
+
+
+class RemoteLab(Lab):
+    """``Lab.attach(url, token=...)``: the notebook API and the workbench over a remote AHP host.
+
+    This notebook is one AHP client of that host (over WebSocket, reconnecting on drops). What a
+    client can do works as in a local lab: ``send``/``start``/``run``, ``approve``/``deny``/
+    ``answer``, ``dispatch``, ``@lab.tool`` (client tools run here), ``publish_plugin``,
+    ``write_skill``, ``show()``. The log and time travel are this client's own
+    (:class:`~ahp_lab.lab.clientlog.ClientLog`): the remote host's transitions as this client saw
+    them, each with its origin. What needs the host's internals — ``lab.host``, ``lab.agent`` and
+    scripts, server tools, ``serve`` — raises :class:`NotAvailableRemotely` saying so.
+    """
+
+    def __init__(self) -> None:  # use RemoteLab.open(...) or Lab.attach(...)
+        self._url = ""
+        self._token: str | None = None
+        self.client: AhpClient | None = None
+        self.store = ClientLog()
+        self.frames = FrameLog()
+        self.session: str | None = None
+        self.chat: str | None = None
+        self._policies: dict = {}
+        self._title = "Notebook session"
+        self._background: set[asyncio.Task] = set()
+
+    @classmethod
+    async def open(  # type: ignore[override]
+        cls,
+        url: str,
+        token: str | None = None,
+        *,
+        session: str | None = None,
+        client_id: str | None = None,
+        display_name: str = "This notebook (remote)",
+        title: str = "Notebook session",
+        reconnect: bool = True,
+    ) -> RemoteLab:
+        """Connect, then join ``session`` (its default chat) or create a new session titled ``title``."""
+        from ..client.connect import connect
+
+        lab = cls()
+        lab._url, lab._token, lab._title = url, token, title
+        lab.client = await connect(
+            url,
+            token,
+            client_id=client_id,
+            display_name=display_name,
+            reconnect=reconnect,
+            tap=lab.frames,
+            subscriptions=[],
+        )
+        lab.store = ClientLog(lab.client.clock_ms, client_id=lab.client.client_id)
+        lab.client.on_confirmed(lab.store.record)
+        lab.client.on_change(lab._on_client_change)
+        await lab.client.subscribe(ROOT)
+        if session is None:
+            await lab._create_session()
+        else:
+            await lab._join(session)
+        return lab
+
+    async def _join(self, session: str) -> None:
+        client = self.client
+        await client.subscribe(session)
+        state = await client.wait_for(
+            session,
+            lambda s: s if s and s.get("lifecycle") in ("ready", "creationFailed") else None,
+            timeout=30,
+        )
+        if state.get("lifecycle") != "ready":
+            raise RuntimeError(f"the session {session} is not ready: {state.get('lifecycle')}")
+        self.session = session
+        self.chat = state["defaultChat"]
+        await client.subscribe(self.chat)
+        client.sessions.add(session)
+        client.publish(session)
+
+    def __repr__(self) -> str:
+        state = "connected" if self.client is not None and self.client.connected else "disconnected"
+        return (
+            f"<RemoteLab {redact_url(self._url)} {state} session={self.session} chat={self.chat} "
+            f"transitions seen={len(self.store.transitions)}>"
+        )
+
+    # -- what a remote lab cannot do ---------------------------------------------------------------
+
+    @property
+    def host(self):  # type: ignore[override]
+        """Not available remotely: the host runs in another process."""
+        raise _host_only(
+            "lab.host", "use lab.transitions, lab.state_at(seq) and lab.export(...) (this client's own log)"
+        )
+
+    @property
+    def agent(self):  # type: ignore[override]
+        """Not available remotely: the agent is behind the remote host."""
+        raise _host_only(
+            "lab.agent", "send prompts with lab.send(...); scripts (script=...) need a local Lab()"
+        )
+
+    @property
+    def customizations(self):
+        """Not available remotely: the customization manager lives in the host."""
+        raise _host_only("lab.customizations", "read the tree from lab.session_state['customizations']")
+
+    @property
+    def mcp(self):
+        """Not available remotely: MCP servers are the host's."""
+        raise _host_only("lab.mcp", "start or stop servers with lab.dispatch(session/mcpServer...Requested)")
+
+    def server_tool(self, fn=None, /, **options: Any):
+        """Not available remotely: server tools run inside the host."""
+        raise _host_only(
+            "lab.server_tool", "register a client tool with @lab.tool (it runs in this notebook)"
+        )
+
+    async def aserve(self, port: int = 0, **options: Any) -> str:
+        """Not available remotely: only a local Lab() serves its host."""
+        raise _host_only("lab.serve", "the remote host is already served at its own URL")
+
+    # -- the same API, through the client ----------------------------------------------------------
+
+    async def wait_for(
+        self, check: Callable[[Any], Any], channel: str | None = None, timeout: float | None = 30
+    ) -> Any:
+        """Wait until ``check(state)`` of a channel (default: the chat) returns something truthy.
+
+        ``check`` runs on this client's *confirmed* state (what the host has sequenced, as far as
+        this client has heard) after every change of that channel.
+        """
+        channel = channel or self.chat
+        client = self.client
+
+        def confirmed(_optimistic: Any) -> Any:
+            return check(to_json(client.confirmed(channel))) or None
+
+        return await client.wait_for(channel, confirmed, timeout=timeout)
+
+    async def add_client(
+        self, client_id: str, display_name: str | None = None, *, trusted_host: bool = False
+    ) -> AhpClient:
+        """Connect another client to the same remote host (a second socket) and make it active here."""
+        from ..client.connect import connect
+
+        client = await connect(
+            self._url, self._token, client_id=client_id, display_name=display_name, trusted_host=trusted_host
+        )
+        await client.subscribe(self.session)
+        await client.subscribe(self.chat)
+        client.sessions.add(self.session)
+        client.publish(self.session)
+        await self.wait_for(
+            lambda s: any(c.get("clientId") == client_id for c in s.get("activeClients") or ()),
+            self.session,
+            timeout=10,
+        )
+        return client
+
+    def remove_client(self, client_id: str) -> None:
+        """Ask the host to remove an active client from the session (``session/activeClientRemoved``)."""
+        self.dispatch({"type": "session/activeClientRemoved", "clientId": client_id}, self.session)
+
+    async def aclose(self) -> None:
+        """Close the connection to the remote host."""
+        if self.client is not None:
+            await self.client.aclose()

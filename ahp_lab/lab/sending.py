@@ -75,7 +75,7 @@ class Sending:
             {
                 "type": "chat/turnStarted",
                 "turnId": turn_id,
-                "startedAt": iso_ms(self.host.store.clock_ms()),
+                "startedAt": iso_ms(self.store.clock_ms()),
                 "message": message,
             },
         )

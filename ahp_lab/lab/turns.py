@@ -112,9 +112,11 @@ class ToolCall:
         name = client.tool_names.get(self.name)
         if name:
             return client.tools.get(name)
-        resolved = self._lab.host.resolve_tool(
-            self._lab.session, self.name
-        )  # server tools, a LoopAgent's too
+        try:
+            host = self._lab.host
+        except RuntimeError:  # an attached lab: server tools live in the remote host
+            return None
+        resolved = host.resolve_tool(self._lab.session, self.name)  # server tools, a LoopAgent's too
         return resolved.tool if resolved is not None else None
 
     def __repr__(self) -> str:

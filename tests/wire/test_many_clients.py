@@ -83,7 +83,7 @@ def test_clients_stay_identical_to_the_host_through_random_disconnects(n_clients
                 await c.subscribe(session)
                 await c.subscribe(chat)
 
-                def record(channel, env, _before, _after, log=applied[c.client_id]):
+                def record(channel, env, _before, _after, _now, log=applied[c.client_id]):
                     if channel in log:
                         log[channel].append(env.get("serverSeq") if "serverSeq" in env else ("snapshot", env))
 

@@ -1,0 +1,191 @@
+"""``lab.serve()`` and ``Lab.attach(url)``: the notebook API over a real socket, from both ends."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+
+import pytest
+
+import ahp_lab
+from ahp_lab import Lab
+from ahp_lab.agents.scripted import call, say
+from ahp_lab.lab.clientlog import ClientLog
+from ahp_lab.lab.remote import NotAvailableRemotely, RemoteLab
+from ahp_lab.protocol.jsonvalue import to_json
+
+from .conftest import run, without_modified_at
+
+
+def test_a_remote_lab_runs_client_tools_and_keeps_its_own_log(tmp_path):
+    async def main():
+        lab = await Lab.open()
+        url = await lab.aserve()
+        assert url.startswith("ws://127.0.0.1:") and "?tkn=" in url
+        remote = await RemoteLab.open(url, session=lab.session, client_id="ide")
+        assert (remote.session, remote.chat) == (lab.session, lab.chat)
+
+        @remote.tool(approval="never")
+        async def run_unit_tests(pattern: str = "test_*", *, ctx) -> str:
+            """Run the unit tests matching a pattern."""
+            await ctx.update("collecting...")
+            return f"12 passed ({pattern})"
+
+        # the tool is listed by the host under the remote client
+        assert any(
+            c["clientId"] == "ide" and [t["name"] for t in c["tools"]] == ["run_unit_tests"]
+            for c in lab.session_state["activeClients"]
+        )
+        turn = await remote.send("run_unit_tests pattern=auth")
+        assert turn.tool_calls[0].status == "completed"
+        assert turn.tool_calls[0].result_text == "12 passed (auth)"
+
+        # the remote lab's view equals the host's (each side stamps its own modifiedAt)
+        for channel in (lab.session, lab.chat):
+            assert without_modified_at(remote.state(channel)) == without_modified_at(lab.state(channel))
+        # its log: the host's seqs, with origins as the wire tells them
+        theirs = [
+            t
+            for t in lab.transitions
+            if t.channel in (lab.session, lab.chat) and t.seq > remote.store.first_seq
+        ]
+        mine = list(remote.transitions)
+        assert [t.seq for t in mine][-len(theirs) :] == [t.seq for t in theirs]
+        started = next(t for t in mine if t.type == "chat/turnStarted")
+        assert started.origin == {
+            "kind": "client",
+            "clientId": "ide",
+            "clientSeq": started.origin["clientSeq"],
+        }
+        completed = next(t for t in mine if t.type == "chat/toolCallComplete")
+        assert completed.origin["clientId"] == "ide"  # the remote client completed its own call
+        assert next(t for t in mine if t.type == "chat/delta").origin == {"kind": "host"}
+        # time travel on the client's own log
+        at = started.seq
+        assert remote.state_at(at)[lab.chat]["activeTurn"]["id"] == turn.id
+        # export and replay reproduce the client's states exactly
+        path = tmp_path / "remote.jsonl"
+        remote.export(path)
+        replayed = Lab.replay(path)
+        assert replayed.store.states() == remote.store.states()
+        assert replayed.state_at(at) == remote.state_at(at)
+        assert len(replayed.transitions) == len(remote.transitions)
+
+        # host-only features say so clearly
+        with pytest.raises(NotAvailableRemotely, match="lab.host is not available .* remote host"):
+            remote.host  # noqa: B018
+        with pytest.raises(NotAvailableRemotely, match="scripts"):
+            await remote.send("hello", script=[say("hi")])
+        with pytest.raises(NotAvailableRemotely, match="client tool"):
+            remote.server_tool(lambda: None)
+        assert "tkn" not in repr(remote) and remote._token is None
+
+        await remote.aclose()
+        await lab.aclose()
+        assert lab.server is None
+
+    run(main())
+
+
+def test_two_clients_in_one_notebook_race_a_confirmation():
+    """The first confirmation wins; the second is rejected with the host's reason; both converge."""
+
+    async def main():
+        lab = await Lab.open(confirm_tools="always")
+        url = await lab.aserve()
+        second = await RemoteLab.open(url, session=lab.session, client_id="second")
+
+        @lab.server_tool
+        def read_file(path: str) -> str:
+            """Read a file."""
+            return f"contents of {path}"
+
+        started = lab.start("read it", script=[call("read_file", path="README.md", confirm=True)])
+
+        def pending(state):
+            for part in (state.get("activeTurn") or {}).get("responseParts") or ():
+                tc = part.get("toolCall") or {}
+                if tc.get("status") == "pending-confirmation":
+                    return tc
+            return None
+
+        tc = await second.wait_for(pending, second.chat)
+        turn_id = second.chat_state["activeTurn"]["id"]
+        decision = {"type": "chat/toolCallConfirmed", "turnId": turn_id, "toolCallId": tc["toolCallId"]}
+        # both dispatch before either hears the other: the host's order decides
+        first_seq = lab.client.dispatch(lab.chat, {**decision, "approved": True, "confirmed": "user-action"})
+        second_seq = second.client.dispatch(second.chat, {**decision, "approved": False, "reason": "denied"})
+        await lab.client.settle()
+        await second.client.settle()
+        verdicts = {
+            (t.origin.get("clientId"), t.origin.get("clientSeq")): t.rejection_reason
+            for t in lab.transitions
+            if t.type == "chat/toolCallConfirmed"
+        }
+        assert verdicts[("notebook", first_seq)] is None
+        assert "is not waiting for confirmation" in verdicts[("second", second_seq)]
+        assert second.client.rejections[-1]["reason"] == verdicts[("second", second_seq)]
+        turn = await started
+        assert turn.tool_calls[0].result_text == "contents of README.md"
+        await second.client.settle()
+        assert without_modified_at(second.state(lab.chat)) == without_modified_at(lab.state(lab.chat))
+        await second.aclose()
+        await lab.aclose()
+
+    run(main())
+
+
+def test_ahp_lab_serve_prints_the_url_once_and_serves():
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ahp_lab.cli", "serve", "--port", "0", "--agent", "scripted"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith("ws://127.0.0.1:") and "?tkn=" in url
+
+        async def main():
+            client = await ahp_lab.connect(url, client_id="cli-test")
+            session = await client.create_session(title="from outside Jupyter")
+            state = await client.wait_for(
+                session, lambda s: s if s.get("lifecycle") == "ready" else None, timeout=30
+            )
+            assert state["title"] == "from outside Jupyter"
+            listed = await client.request("listSessions")
+            assert [s["resource"] for s in listed["items"]] == [session]
+            await client.aclose()
+
+        run(main())
+    finally:
+        proc.terminate()
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert url.split("tkn=")[1] not in out + err  # shown once: only on the first line, read above
+    assert "Traceback" not in err
+
+
+def test_a_client_log_replays_exactly_from_its_export():
+    async def main():
+        lab = await Lab.open()
+        url = await lab.aserve()
+        remote = await RemoteLab.open(url, session=lab.session)
+        await remote.send("hello there")
+        buffer = io.StringIO()
+        remote.store.export(buffer)
+        buffer.seek(0)
+        loaded = ClientLog.load(buffer)
+        assert loaded.states() == remote.store.states()
+        assert [t.envelope() for t in loaded.transitions] == [t.envelope() for t in remote.transitions]
+        assert to_json(loaded.state_at(remote.store.last_seq)) == to_json(
+            remote.state_at(remote.store.last_seq)
+        )
+        await remote.aclose()
+        await lab.aclose()
+
+    run(main())
