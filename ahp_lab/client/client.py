@@ -284,7 +284,6 @@ class AhpClient:
         for session in list(self.sessions):
             if session in self.channels and not self._listed_in(session):
                 self.publish(session)  # the host removed us after its grace period
-        self._notify(ROOT, {"type": "$reconnected", "mode": mode})
         return mode
 
     async def _reconnect_or_initialize(self, channels: list[str], timeout: float) -> str:

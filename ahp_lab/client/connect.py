@@ -136,6 +136,7 @@ class Reconnector:
                     transport.close()
                 continue
             self.history.append({"mode": mode, "attempts": attempt, "lastSeenServerSeq": since})
+            client._notify("ahp-root://", {"type": "$reconnected", "mode": mode, "attempts": attempt})
             return
 
     def _give_up(self, exc: BaseException) -> None:

@@ -1,0 +1,83 @@
+"""A client that stops reading does not slow the others and is disconnected with a reason.
+
+The stalled peer is a real WebSocket client that subscribes and then never reads: the kernel's
+socket buffers fill, the ``websockets`` write buffer fills, and the host-side send buffer grows
+until it passes its bound. Measured, not timed: while the stalled connection holds a growing
+backlog, the healthy clients have every envelope (a round trip each proves it); then the stalled
+one is cut off with a reason and the host no longer sends to it, while the others carry on.
+"""
+
+from __future__ import annotations
+
+import json
+
+from websockets.asyncio.client import connect as ws_connect
+
+import ahp_lab
+from ahp_lab.protocol.jsonvalue import to_json
+
+from .conftest import ROOT, run, served, without_modified_at
+
+BUFFER = 512 * 1024
+
+
+def test_a_stalled_reader_is_cut_off_and_the_others_do_not_wait():
+    async def main():
+        async with served(max_send_buffer_bytes=BUFFER) as (host, server):
+            healthy = [await ahp_lab.connect(server.url_with_token, client_id=f"ok{i}") for i in range(2)]
+            session = await healthy[0].create_session(title="busy")
+            await healthy[1].subscribe(session)
+
+            # the stranger subscribes, then never reads again (max_queue=1: the library stops
+            # reading from the socket as soon as one message waits unread)
+            stalled = await ws_connect(server.url_with_token, max_queue=1)
+            for rid, (method, params) in enumerate(
+                [
+                    ("initialize", {"protocolVersions": ["0.8.0"], "clientId": "stalled"}),
+                    ("subscribe", {"channel": session}),
+                ],
+                1,
+            ):
+                await stalled.send(
+                    json.dumps(
+                        {"jsonrpc": "2.0", "id": rid, "method": method, "params": {"channel": ROOT, **params}}
+                    )
+                )
+            for _ in range(1000):  # round trips until the host has handled the stranger's subscribe
+                if any(c.client_id == "stalled" and session in c.subscriptions for c in host.connections):
+                    break
+                await healthy[0].settle()
+            victim = next(t for t in server.transports if t.remote.endswith(str(stalled.local_address[1])))
+
+            backlog_seen = []
+            batches = 0
+            while not victim.closed and batches < 400:
+                for i in range(20):
+                    healthy[batches % 2].dispatch(
+                        session, {"type": "session/titleChanged", "title": f"{batches}-{i} " + "x" * 4000}
+                    )
+                for client in healthy:  # both have every envelope sent so far
+                    await client.settle()
+                    assert client.channels[session].pending == []
+                if not victim.closed:
+                    backlog_seen.append(victim.buffered)
+                batches += 1
+
+            assert victim.closed, "the stalled client was never disconnected"
+            assert "send buffer" in victim.close_reason and "reconnect" in victim.close_reason
+            # it had been holding a growing backlog the whole time the others were served
+            assert max(backlog_seen) > BUFFER // 2
+            assert all(c.client_id != "stalled" for c in host.connections)
+            # the others carry on, identical to the host
+            healthy[0].dispatch(session, {"type": "session/titleChanged", "title": "after"})
+            for client in healthy:
+                await client.settle()
+                assert without_modified_at(to_json(client.confirmed(session))) == without_modified_at(
+                    to_json(host.store.state(session))
+                )
+            assert host.store.state(session)["title"] == "after"
+            stalled.transport.abort()
+            for client in healthy:
+                await client.aclose()
+
+    run(main(), timeout=300)
