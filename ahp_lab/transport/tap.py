@@ -2,8 +2,8 @@
 
 ``log.wrap(transport)`` returns a transport that behaves exactly like the one it wraps and records
 every text it sends (``"out"``) and receives (``"in"``) with its size and time. The log keeps the
-newest ``capacity`` frames; a frame's method, id and kind are read from its JSON only when asked
-(:meth:`Frame.info`), so recording costs one small tuple per message.
+newest ``capacity`` frames as small tuples; :class:`Frame` objects, and a frame's method, id and
+kind (read from its JSON), are made only when someone looks (:attr:`FrameLog.frames`).
 """
 
 from __future__ import annotations
@@ -80,14 +80,19 @@ class FrameLog:
     """The newest ``capacity`` frames of one side's connections, oldest first, with listeners."""
 
     def __init__(self, capacity: int = 2000, *, clock: Callable[[], float] = time.time) -> None:
-        self.frames: deque[Frame] = deque(maxlen=capacity)
+        self._raw: deque[tuple] = deque(maxlen=capacity)  # (n, direction, text, time, connection)
         self.count = 0
         self.connections = 0
         self._clock = clock
         self._listeners: list[Callable[[Frame], None]] = []
 
     def __len__(self) -> int:
-        return len(self.frames)
+        return len(self._raw)
+
+    @property
+    def frames(self) -> list[Frame]:
+        """The recorded frames, oldest first."""
+        return [Frame(*raw) for raw in self._raw]
 
     def wrap(self, transport: Any) -> TappedTransport:
         """A transport that records into this log (each wrap is a new connection number)."""
@@ -97,23 +102,27 @@ class FrameLog:
     def record(self, direction: str, text: str, connection: int = 0) -> None:
         """Append a frame and tell the listeners."""
         self.count += 1
-        frame = Frame(self.count, direction, text, self._clock(), connection)
-        self.frames.append(frame)
-        for listener in tuple(self._listeners):
-            listener(frame)
+        raw = (self.count, direction, text, self._clock(), connection)
+        self._raw.append(raw)
+        if self._listeners:
+            frame = Frame(*raw)
+            for listener in tuple(self._listeners):
+                listener(frame)
 
     def subscribe(self, listener: Callable[[Frame], None]) -> Callable[[], None]:
         """Call ``listener(frame)`` for every new frame; returns a function that unsubscribes."""
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
-    def where(self, direction: str = "", text: str = "") -> list[Frame]:
-        """Frames in one direction (``"in"``/``"out"``) whose method, kind or id contains ``text``."""
+    def where(self, direction: str = "", text: str = "", connection: int | None = None) -> list[Frame]:
+        """Frames in one direction (``"in"``/``"out"``), of one connection, whose method, kind or id
+        contains ``text``."""
         needle = text.lower()
         out = []
-        for frame in self.frames:
-            if direction and frame.direction != direction:
+        for raw in self._raw:
+            if (direction and raw[1] != direction) or (connection is not None and raw[4] != connection):
                 continue
+            frame = Frame(*raw)
             if needle:
                 i = frame.info()
                 label = f"{i['kind']} {i['method'] or ''} {i['id'] if i['id'] is not None else ''}".lower()

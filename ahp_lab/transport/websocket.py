@@ -39,6 +39,7 @@ from urllib.parse import parse_qs, urlsplit, urlunsplit
 from websockets.asyncio.client import connect as ws_connect
 from websockets.asyncio.server import serve as ws_serve
 from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.protocol import State
 
 __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
@@ -210,9 +211,13 @@ class WebSocketTransport:
     async def _write_loop(self) -> None:
         ws = self.ws
         queue = self._queue
+        batch = _batch_writer(ws)
         try:
             while True:
                 while queue:
+                    if batch is not None and len(queue) > 1:
+                        await batch(self._take_batch())
+                        continue
                     text = queue.popleft()
                     self._buffered -= len(text)
                     self.frames_out += 1
@@ -224,6 +229,19 @@ class WebSocketTransport:
         except ConnectionClosed:
             if not self.closed:
                 self._finish("the connection was lost")
+
+    def _take_batch(self, limit: int = 256 * 1024) -> list[str]:
+        queue = self._queue
+        texts: list[str] = []
+        size = 0
+        while queue and size < limit:
+            text = queue.popleft()
+            texts.append(text)
+            size += len(text)
+        self._buffered -= size
+        self.frames_out += len(texts)
+        self.bytes_out += size
+        return texts
 
     async def wait_closed(self) -> None:
         """Wait until the socket is closed and this transport's tasks have ended."""
@@ -284,6 +302,29 @@ class WebSocketTransport:
         except (TimeoutError, Exception):
             with contextlib.suppress(Exception):
                 self.ws.transport.abort()
+
+
+def _batch_writer(ws: Any) -> Callable[[list[str]], Any] | None:
+    """Several queued messages in one socket write (one frame each): a broadcast burst to a
+    connection costs one system call, not one per message. Uses the ``websockets`` Sans-I/O
+    protocol under the connection; ``None`` (send one by one) if this version lacks it."""
+    protocol = getattr(ws, "protocol", None)
+    transport = getattr(ws, "transport", None)
+    drain = getattr(ws, "drain", None)
+    if protocol is None or transport is None or drain is None or not hasattr(protocol, "data_to_send"):
+        return None
+
+    async def write(texts: list[str]) -> None:
+        if protocol.state is not State.OPEN:
+            for text in texts:  # raises ConnectionClosed as a single send would
+                await ws.send(text)
+            return
+        for text in texts:
+            protocol.send_text(text.encode("utf-8"))
+        transport.write(b"".join(protocol.data_to_send()))
+        await drain()
+
+    return write
 
 
 def _peer_name(ws: Any) -> str:

@@ -1,0 +1,214 @@
+"""Load on the WebSocket endpoint: broadcast throughput, dispatch-to-echo latency, memory per connection.
+
+Run: ``python benchmarks/bench_wire.py [--clients 1 10 50] [--rate 1000] [--seconds 5]``.
+
+The host runs in its own process (``ahp-lab serve``, the scripted agent, 127.0.0.1). This
+process holds one dispatching client (the full :class:`~ahp_lab.client.AhpClient`: validation,
+optimistic apply, reconciliation) and N receivers: bare ``websockets`` clients subscribed to the
+session, which note when each envelope arrives. For every client count, in one run:
+
+* **throughput**: actions dispatched as fast as the dispatcher can, divided by the time until
+  the last receiver has the last one (actions/s broadcast to N clients);
+* **latency at a fixed rate** (``--rate`` actions/s for ``--seconds``): for each action, the time
+  from ``dispatch`` to the moment *every* receiver has its echo; p50 / p99 / max;
+* **memory per connection**: the host process's RSS growth per subscribed idle connection.
+
+Both ends share this machine (2 cores, often with other work): the receivers' own cost is part
+of every number, so compare ratios taken in one run. The goal: p99 < 10 ms at 1,000 actions/s
+with 10 clients on loopback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import psutil
+from websockets.asyncio.client import connect as ws_connect
+
+import ahp_lab
+
+ROOT = "ahp-root://"
+DISPATCHER = "bench-dispatcher"
+MARK = f'"clientId":"{DISPATCHER}"'
+
+
+def start_host() -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ahp_lab.cli", "serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    return proc, proc.stdout.readline().strip()
+
+
+class Receiver:
+    """A bare subscribed client: records when each of the dispatcher's echoes arrives."""
+
+    def __init__(self, ws) -> None:
+        self.ws = ws
+        self.arrived: dict[int, float] = {}
+        self.task = asyncio.ensure_future(self._read())
+        self.wanted = 0
+        self.done = asyncio.Event()
+
+    @classmethod
+    async def open(cls, url: str, session: str, n: int) -> Receiver:
+        ws = await ws_connect(url, max_size=None, compression=None)
+        params = {
+            "channel": ROOT,
+            "protocolVersions": ["0.8.0"],
+            "clientId": f"bench-receiver-{n}",
+            "initialSubscriptions": [session],
+        }
+        await ws.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}))
+        await ws.recv()  # the initialize answer (with the snapshot)
+        return cls(ws)
+
+    async def _read(self) -> None:
+        perf = time.perf_counter
+        arrived = self.arrived
+        try:
+            async for text in self.ws:
+                if MARK in text:
+                    seq = json.loads(text)["params"]["origin"]["clientSeq"]
+                    arrived[seq] = perf()
+                    if seq >= self.wanted:
+                        self.done.set()
+        except Exception:
+            pass
+
+    async def wait_for(self, seq: int) -> None:
+        self.wanted = seq
+        while seq not in self.arrived:
+            self.done.clear()
+            await self.done.wait()
+
+    async def close(self) -> None:
+        await self.ws.close()
+        await asyncio.gather(self.task, return_exceptions=True)
+
+
+def title(i: int) -> dict:
+    return {"type": "session/titleChanged", "title": f"title {i}"}
+
+
+async def throughput(client, session: str, receivers: list[Receiver], n: int) -> float:
+    start_seq = client.client_seq + 1
+    start = time.perf_counter()
+    for i in range(n):
+        client.dispatch(session, title(i))
+        if i % 200 == 199:
+            await client.settle()  # keep the host's inbox bounded
+    last = client.client_seq
+    await asyncio.gather(*(r.wait_for(last) for r in receivers))
+    end = max(r.arrived[last] for r in receivers)
+    assert all(start_seq in r.arrived for r in receivers)
+    return n / (end - start)
+
+
+async def latency_at_rate(
+    client, session: str, receivers: list[Receiver], rate: float, seconds: float
+) -> tuple[list[float], float]:
+    sent: dict[int, float] = {}
+    total = int(rate * seconds)
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    i = 0
+    while i < total:
+        due = min(total, int((loop.time() - start) * rate) + 1)
+        while i < due:
+            t = time.perf_counter()
+            seq = client.dispatch(session, title(i))
+            sent[seq] = t
+            i += 1
+        await asyncio.sleep(max(0.0, start + i / rate - loop.time()))
+    achieved = total / (loop.time() - start)
+    last = max(sent)
+    await asyncio.gather(*(r.wait_for(last) for r in receivers))
+    latencies = [max(r.arrived[seq] for r in receivers) - t0 for seq, t0 in sent.items()]
+    return latencies, achieved
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
+
+
+async def run_case(url: str, host_pid: int, n_clients: int, args) -> dict:
+    client = await ahp_lab.connect(url, client_id=DISPATCHER)
+    session = await client.create_session(title="bench")
+    await client.wait_for(session, lambda s: True if s.get("lifecycle") == "ready" else None, timeout=30)
+    host = psutil.Process(host_pid)
+    gc.collect()
+    rss_before = host.memory_info().rss
+    receivers = [await Receiver.open(url, session, n) for n in range(n_clients)]
+    await client.settle()
+    rss_after = host.memory_info().rss
+    rate = await throughput(client, session, receivers, args.burst)
+    latencies, achieved = await latency_at_rate(client, session, receivers, args.rate, args.seconds)
+    for r in receivers:
+        await r.close()
+    await client.aclose()
+    return {
+        "clients": n_clients,
+        "throughput": rate,
+        "achieved": achieved,
+        "p50": pct(latencies, 50) * 1000,
+        "p99": pct(latencies, 99) * 1000,
+        "max": max(latencies) * 1000,
+        "mean": statistics.fmean(latencies) * 1000,
+        "rss_per_conn": (rss_after - rss_before) / n_clients,
+    }
+
+
+async def main_async(args) -> list[dict]:
+    proc, url = start_host()
+    try:
+        return [await run_case(url, proc.pid, n, args) for n in args.clients]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 10, 50])
+    parser.add_argument("--rate", type=float, default=1000.0, help="actions/s for the latency run")
+    parser.add_argument("--seconds", type=float, default=5.0, help="length of the latency run")
+    parser.add_argument("--burst", type=int, default=5000, help="actions in the throughput run")
+    args = parser.parse_args()
+    results = asyncio.run(main_async(args))
+    print(
+        f"{'clients':>7} {'broadcast actions/s':>20} {'rate held':>10} "
+        f"{'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'host RSS/conn':>14}"
+    )
+    for r in results:
+        print(
+            f"{r['clients']:>7} {r['throughput']:>20,.0f} {r['achieved']:>10,.0f} "
+            f"{r['p50']:>8.2f} {r['p99']:>8.2f} {r['max']:>8.2f} {r['rss_per_conn'] / 1024:>11,.0f} KiB"
+        )
+    base = results[0]
+    print()
+    for r in results[1:]:
+        print(
+            f"{r['clients']} vs {base['clients']} client(s): throughput x{r['throughput'] / base['throughput']:.2f}, "
+            f"p99 x{r['p99'] / base['p99']:.2f}"
+        )
+    ten = next((r for r in results if r["clients"] == 10), None)
+    if ten is not None:
+        verdict = "met" if ten["p99"] < 10 and ten["achieved"] >= 0.95 * args.rate else "NOT met"
+        print(f"goal p99 < 10 ms at {args.rate:,.0f} actions/s with 10 clients: {verdict} (p99 {ten['p99']:.2f} ms)")
+
+
+if __name__ == "__main__":
+    main()
