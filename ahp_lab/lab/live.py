@@ -692,6 +692,15 @@ class Lab(Sending, LabBase):
             self.host.extensions.append(_ServingExtension(self.server))
         return await self.server.start()
 
+    def wire(self, connection: int | None = None):
+        """The raw wire view: every JSON-RPC frame of this lab's WebSocket connections (served, or
+        to the remote host), with direction, method, size and time; ``connection`` picks one socket."""
+        from ..widgets.wire import WireView
+
+        if self.frames is None:
+            raise LookupError("no WebSocket connection yet: call lab.serve() (or use Lab.attach(url))")
+        return WireView(self.frames, connection=connection)
+
     def stop_serving(self) -> None:
         """Stop serving: the WebSocket clients are disconnected (code 1001)."""
         run_sync(self.astop_serving())

@@ -9,6 +9,7 @@ kind (read from its JSON), are made only when someone looks (:attr:`FrameLog.fra
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections import deque
 from collections.abc import Callable
@@ -46,7 +47,29 @@ class Frame:
         return f"<Frame #{self.n} {self.direction} {i['kind']} {i['method'] or i['id']} {self.size} chars>"
 
 
+_PARSE_LIMIT = 64 * 1024  # larger frames are classified from their first characters only
+_HEAD = re.compile(r'"(method|id|type)"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,20})')
+
+
+def _classify_head(text: str) -> dict:
+    head = text[:4096]
+    found: dict[str, Any] = {}
+    for key, value in _HEAD.findall(head):
+        found.setdefault(key, json.loads(value))
+    method = found.get("method") if isinstance(found.get("method"), str) else None
+    if method is not None:
+        kind = "request" if "id" in found else "notification"
+    else:
+        kind = "error" if '"error"' in head else ("result" if '"result"' in head else "invalid")
+    if method == "action" and isinstance(found.get("type"), str):
+        method = f"action {found['type']}"
+    rid = found.get("id")
+    return {"kind": kind, "method": method, "id": rid if isinstance(rid, (int, str)) else None, "error": None}
+
+
 def _classify(text: str) -> dict:
+    if len(text) > _PARSE_LIMIT:
+        return _classify_head(text)
     try:
         message = json.loads(text)
     except ValueError:
@@ -81,6 +104,7 @@ class FrameLog:
 
     def __init__(self, capacity: int = 2000, *, clock: Callable[[], float] = time.time) -> None:
         self._raw: deque[tuple] = deque(maxlen=capacity)  # (n, direction, text, time, connection)
+        self._made: dict[int, Frame] = {}  # frames already built (their parsed info is kept)
         self.count = 0
         self.connections = 0
         self._clock = clock
@@ -92,7 +116,17 @@ class FrameLog:
     @property
     def frames(self) -> list[Frame]:
         """The recorded frames, oldest first."""
-        return [Frame(*raw) for raw in self._raw]
+        made = self._made
+        if self._raw and len(made) > len(self._raw):
+            oldest = self._raw[0][0]
+            self._made = made = {n: f for n, f in made.items() if n >= oldest}
+        out = []
+        for raw in self._raw:
+            frame = made.get(raw[0])
+            if frame is None:
+                frame = made[raw[0]] = Frame(*raw)
+            out.append(frame)
+        return out
 
     def wrap(self, transport: Any) -> TappedTransport:
         """A transport that records into this log (each wrap is a new connection number)."""
@@ -119,10 +153,11 @@ class FrameLog:
         contains ``text``."""
         needle = text.lower()
         out = []
-        for raw in self._raw:
-            if (direction and raw[1] != direction) or (connection is not None and raw[4] != connection):
+        for frame in self.frames:
+            if (direction and frame.direction != direction) or (
+                connection is not None and frame.connection != connection
+            ):
                 continue
-            frame = Frame(*raw)
             if needle:
                 i = frame.info()
                 label = f"{i['kind']} {i['method'] or ''} {i['id'] if i['id'] is not None else ''}".lower()

@@ -16,6 +16,7 @@ from .statemachine import state_machine_model
 from .timeline import ToolCallHistory, collect_tool_calls, timeline_view_model, tool_call_steps
 from .tree import effective_customizations, tree_view_model
 from .views import ChatPane, CustomizationTree, InputQueue, ToolCallTimeline, TransitionInspector, Workbench
+from .wire import WireView, wire_view_model
 
 __all__ = [
     "ChatPane",
@@ -31,6 +32,7 @@ __all__ = [
     "TransitionFilter",
     "TransitionInspector",
     "ViewContext",
+    "WireView",
     "Workbench",
     "WorkbenchSource",
     "active_turn_patch",
@@ -54,4 +56,5 @@ __all__ = [
     "transition_row",
     "tree_view_model",
     "turn_view",
+    "wire_view_model",
 ]

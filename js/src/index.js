@@ -5,6 +5,7 @@ import { renderInspector } from "./inspector.js";
 import { renderModelCalls } from "./model_calls.js";
 import { renderTimeline } from "./timeline.js";
 import { renderTree } from "./tree.js";
+import { renderWire } from "./wire.js";
 import { keepReceiving } from "./resync.js";
 import { h } from "./util.js";
 
@@ -15,6 +16,7 @@ const RENDERERS = {
   inspector: renderInspector,
   chat: renderChat,
   modelcalls: renderModelCalls,
+  wire: renderWire,
 };
 
 function render({ model, el }) {
