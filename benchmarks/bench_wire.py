@@ -207,7 +207,9 @@ def main() -> None:
     ten = next((r for r in results if r["clients"] == 10), None)
     if ten is not None:
         verdict = "met" if ten["p99"] < 10 and ten["achieved"] >= 0.95 * args.rate else "NOT met"
-        print(f"goal p99 < 10 ms at {args.rate:,.0f} actions/s with 10 clients: {verdict} (p99 {ten['p99']:.2f} ms)")
+        print(
+            f"goal p99 < 10 ms at {args.rate:,.0f} actions/s with 10 clients: {verdict} (p99 {ten['p99']:.2f} ms)"
+        )
 
 
 if __name__ == "__main__":

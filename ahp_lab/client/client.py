@@ -596,6 +596,7 @@ class AhpClient:
     # -- sessions -------------------------------------------------------------------------------
 
     def active_client_entry(self, session: str | None = None) -> dict:
+        """This client's ``SessionActiveClient`` entry: id, display name, tools and published plugins."""
         entry: dict[str, Any] = {
             "clientId": self.client_id,
             "tools": [self.tools[n].definition(p) for p, n in self.tool_names.items()],
@@ -607,6 +608,7 @@ class AhpClient:
         return entry
 
     async def create_session(self, uri: str | None = None, **params: Any) -> str:
+        """``createSession`` (this client active in it) and subscribe; returns the session URI."""
         uri = uri or f"ahp-session:/{uuid.uuid4()}"
         await self.peer.request(
             "createSession", {"channel": uri, "activeClient": self.active_client_entry(), **params}
@@ -708,6 +710,7 @@ class AhpClient:
             self.publish(session)
 
     def unregister_tool(self, name: str) -> None:
+        """Stop offering a tool and re-publish the entry."""
         self.tools.pop(name, None)
         for published, registered in list(self.tool_names.items()):
             if registered == name:
@@ -784,6 +787,7 @@ class AhpClient:
             )
 
     def needs_local_approval(self, tool: Tool) -> bool:
+        """Whether this client asks its own person before running ``tool`` (its ``approval`` policy)."""
         if tool.approval == "always":
             return True
         if tool.approval == "never":

@@ -24,11 +24,14 @@ a person (a blocked cell cannot receive widget clicks) and says to ``await`` ins
 from .base import LabReplay, LabSource
 from .checks import UnknownFieldWarning
 from .live import Lab
+from .remote import NotAvailableRemotely, RemoteLab
 from .turns import ActionRejected, HumanInputNeeded, PendingTurn, ToolCall, Turn, run_sync
 
 __all__ = [
     "Lab",
     "LabReplay",
+    "RemoteLab",
+    "NotAvailableRemotely",
     "LabSource",
     "PendingTurn",
     "Turn",

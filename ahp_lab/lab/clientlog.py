@@ -69,9 +69,12 @@ class ClientTransition:
         self.now_ms = now_ms
 
     reducer_ns = 0  # not measured on the client
-    type = property(lambda self: self.action.get("type", "?") if isinstance(self.action, dict) else "?")
-    accepted = property(lambda self: self.rejection_reason is None)
-    wall_time = property(lambda self: self.now_ms / 1000.0)
+    type = property(
+        lambda self: self.action.get("type", "?") if isinstance(self.action, dict) else "?",
+        doc="The action type, e.g. ``chat/delta``.",
+    )
+    accepted = property(lambda self: self.rejection_reason is None, doc="False for a rejected dispatch.")
+    wall_time = property(lambda self: self.now_ms / 1000.0, doc="Epoch seconds when this client applied it.")
 
     @property
     def diff(self) -> list[dict]:

@@ -35,8 +35,11 @@ def serve_host(
     return WebSocketServer(accept, **options), frames
 
 
-class NotAvailableRemotely(RuntimeError):
-    """A host-only feature was asked of a lab attached to a remote host."""
+class NotAvailableRemotely(AttributeError, RuntimeError):
+    """A host-only feature was asked of a lab attached to a remote host.
+
+    An ``AttributeError`` too, so that ``getattr(lab, "host", None)`` and ``hasattr`` tell code
+    that can do without the host that there is none."""
 
 
 def _host_only(what: str, instead: str) -> NotAvailableRemotely:

@@ -164,6 +164,14 @@ class WebSocketTransport:
         self._finish(reason or None)
         self._start_closing(code, reason, flush=True)
 
+    def abort(self) -> None:
+        """Drop the socket at once, without a closing handshake: what a network failure does (to try
+        reconnecting). What was still queued is kept in :attr:`unsent`."""
+        if not self.closed:
+            self._finish("aborted")
+        with contextlib.suppress(Exception):
+            self.ws.transport.abort()
+
     # -- running ------------------------------------------------------------------------------------
 
     @property
@@ -272,6 +280,9 @@ class WebSocketTransport:
         self.close_reason = reason
         if reason is not None and self._queue:  # lost, not closed by us: what never left is known
             self.unsent = list(self._queue)
+            self._queue.clear()
+            self._buffered = 0
+            self._idle.set()
         on_close, self._on_close = self._on_close, None
         if on_close is not None:
             try:
