@@ -15,6 +15,7 @@ from ahp_lab.agents.scripted import call, say
 from ahp_lab.lab.clientlog import ClientLog
 from ahp_lab.lab.remote import NotAvailableRemotely, RemoteLab
 from ahp_lab.protocol.jsonvalue import to_json
+from ahp_lab.widgets import inspector_rows
 
 from .conftest import run, without_modified_at
 
@@ -62,6 +63,14 @@ def test_a_remote_lab_runs_client_tools_and_keeps_its_own_log(tmp_path):
         completed = next(t for t in mine if t.type == "chat/toolCallComplete")
         assert completed.origin["clientId"] == "ide"  # the remote client completed its own call
         assert next(t for t in mine if t.type == "chat/delta").origin == {"kind": "host"}
+        # the workbench's inspector over the remote lab shows each action's origin as the wire told it
+        wb = remote.show()
+        rows = inspector_rows(remote.transitions, 0, 500)["rows"]
+        by_type = {(r["type"], r["origin"]) for r in rows}
+        assert ("chat/toolCallComplete", f"client ide #{completed.origin['clientSeq']}") in by_type
+        assert ("chat/delta", "host") in by_type
+        assert wb.inspector.total == len(remote.transitions)
+        wb.close()
         # time travel on the client's own log
         at = started.seq
         assert remote.state_at(at)[lab.chat]["activeTurn"]["id"] == turn.id
