@@ -125,22 +125,22 @@ class AhpClient(Contributions):
 
     # -- connection -----------------------------------------------------------------------------
 
+    def _initialize_params(self, subscriptions: list[str]) -> dict:
+        return {
+            "channel": ROOT,
+            "protocolVersions": list(SUPPORTED_VERSIONS),
+            "clientId": self.client_id,
+            "clientInfo": {"name": "ahp_lab", "version": "0.1.0"},
+            "initialSubscriptions": subscriptions,
+        }
+
     async def initialize(self, subscriptions: list[str] | None = None) -> dict:
         """Send ``initialize`` (all supported versions, this client's id) and apply the snapshots."""
         subscriptions = subscriptions if subscriptions is not None else [ROOT]
         for channel in subscriptions:
             self._early.setdefault(channel, [])
         try:
-            result = await self.peer.request(
-                "initialize",
-                {
-                    "channel": ROOT,
-                    "protocolVersions": list(SUPPORTED_VERSIONS),
-                    "clientId": self.client_id,
-                    "clientInfo": {"name": "ahp_lab", "version": "0.1.0"},
-                    "initialSubscriptions": subscriptions,
-                },
-            )
+            result = await self.peer.request("initialize", self._initialize_params(subscriptions))
         except BaseException:
             for channel in subscriptions:
                 self._early.pop(channel, None)
@@ -279,29 +279,10 @@ class AhpClient(Contributions):
                     self._drop_channel(channel)
             return "snapshot"
         try:
-            result = await self.peer.request(
-                "initialize",
-                {
-                    "channel": ROOT,
-                    "protocolVersions": list(SUPPORTED_VERSIONS),
-                    "clientId": self.client_id,
-                    "clientInfo": {"name": "ahp_lab", "version": "0.1.0"},
-                    "initialSubscriptions": channels,
-                },
-                timeout=timeout,
-            )
+            result = await self.peer.request("initialize", self._initialize_params(channels), timeout=timeout)
             snapshots = {s.get("resource"): s for s in result.get("snapshots") or () if isinstance(s, dict)}
         except RpcError:  # one of the channels is gone: start from the root, then one by one
-            result = await self.peer.request(
-                "initialize",
-                {
-                    "channel": ROOT,
-                    "protocolVersions": list(SUPPORTED_VERSIONS),
-                    "clientId": self.client_id,
-                    "initialSubscriptions": [],
-                },
-                timeout=timeout,
-            )
+            result = await self.peer.request("initialize", self._initialize_params([]), timeout=timeout)
             snapshots = {}
             for channel in channels:
                 try:

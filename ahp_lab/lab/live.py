@@ -479,6 +479,10 @@ class Lab(Sending, LabBase):
             clock_ms=self.store.clock_ms,
         )
         await client.initialize([ROOT])
+        return await self._make_active(client)
+
+    async def _make_active(self, client: AhpClient) -> AhpClient:
+        """Subscribe another client to this session and its chat and wait until it is listed."""
         await client.subscribe(self.session)
         await client.subscribe(self.chat)
         client.sessions.add(self.session)
@@ -486,7 +490,7 @@ class Lab(Sending, LabBase):
         # wait for the host (not the new client's optimistic view) to list the client
         await self.wait_for(
             self.session,
-            lambda s: any(c.get("clientId") == client_id for c in s.get("activeClients") or ()),
+            lambda s: any(c.get("clientId") == client.client_id for c in s.get("activeClients") or ()),
             timeout=10,
         )
         return client

@@ -195,16 +195,7 @@ class RemoteLab(Lab):
         client = await connect(
             self._url, self._token, client_id=client_id, display_name=display_name, trusted_host=trusted_host
         )
-        await client.subscribe(self.session)
-        await client.subscribe(self.chat)
-        client.sessions.add(self.session)
-        client.publish(self.session)
-        await self.wait_for(
-            lambda s: any(c.get("clientId") == client_id for c in s.get("activeClients") or ()),
-            self.session,
-            timeout=10,
-        )
-        return client
+        return await self._make_active(client)
 
     def remove_client(self, client_id: str) -> None:
         """Ask the host to remove an active client from the session (``session/activeClientRemoved``)."""

@@ -91,6 +91,12 @@ def test_a_remote_lab_runs_client_tools_and_keeps_its_own_log(tmp_path):
             remote.server_tool(lambda: None)
         assert "tkn" not in repr(remote) and remote._token is None
 
+        # a further client on the same remote host (its own socket) joins the session
+        third = await remote.add_client("third", "A third client")
+        assert "third" in [c["clientId"] for c in lab.session_state["activeClients"]]
+        assert lab.server.accepted == 2
+        await third.aclose()
+
         await remote.aclose()
         await lab.aclose()
         assert lab.server is None
