@@ -102,6 +102,9 @@ class RemoteLab(Lab):
         lab.store = ClientLog(lab.client.clock_ms, client_id=lab.client.client_id)
         lab.client.on_confirmed(lab.store.record)
         lab.client.on_change(lab._on_client_change)
+        lab.client.on_change(
+            lambda channel, action: lab.store.forget(channel) if action.get("type") == "$missing" else None
+        )
         await lab.client.subscribe(ROOT)
         if session is None:
             await lab._create_session()

@@ -53,8 +53,9 @@ __all__ = [
 
 log = logging.getLogger("ahp_lab.transport.websocket")
 
-#: Largest incoming frame (one JSON-RPC message) accepted, in bytes.
-DEFAULT_MAX_FRAME_BYTES = 4 * 1024 * 1024
+#: Largest incoming frame (one JSON-RPC message) accepted, in bytes (a snapshot of a long chat is
+#: one message, so a client needs room too).
+DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
 #: How far (in characters of queued messages) a client may fall behind before it is disconnected.
 DEFAULT_MAX_SEND_BUFFER_BYTES = 16 * 1024 * 1024
 #: Origins accepted by default: pages served from this machine, any port, http or https.
