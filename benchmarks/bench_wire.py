@@ -4,13 +4,17 @@ Run: ``python benchmarks/bench_wire.py [--clients 1 10 50] [--rate 1000] [--seco
 
 The host runs in its own process (``ahp-lab serve``, the scripted agent, 127.0.0.1). This
 process holds one dispatching client (the full :class:`~ahp_lab.client.AhpClient`: validation,
-optimistic apply, reconciliation) and N receivers: bare ``websockets`` clients subscribed to the
-session, which note when each envelope arrives. For every client count, in one run:
+optimistic apply, reconciliation); N receivers — bare ``websockets`` clients subscribed to the
+session, which note when each envelope arrives (``time.monotonic``, one clock for the machine) —
+are spread over ``--procs`` worker processes. For every client count, in one run:
 
 * **throughput**: actions dispatched as fast as the dispatcher can, divided by the time until
   the last receiver has the last one (actions/s broadcast to N clients);
 * **latency at a fixed rate** (``--rate`` actions/s for ``--seconds``): for each action, the time
   from ``dispatch`` to the moment *every* receiver has its echo; p50 / p99 / max;
+* **host CPU per action**: the host process's CPU time (user + system) during the fixed-rate run
+  divided by the actions, which the machine's load does not inflate the way it inflates latency;
+  ``1e6 / that`` is the rate one free core would sustain;
 * **memory per connection**: the host process's RSS growth per subscribed idle connection.
 
 Both ends share this machine (2 cores, often with other work): the receivers' own cost is part
@@ -75,13 +79,13 @@ class Receiver:
         return cls(ws)
 
     async def _read(self) -> None:
-        perf = time.perf_counter
+        now = time.monotonic  # one clock for every process on this machine
         arrived = self.arrived
         try:
             async for text in self.ws:
                 if MARK in text:
                     seq = json.loads(text)["params"]["origin"]["clientSeq"]
-                    arrived[seq] = perf()
+                    arrived[seq] = now()
                     if seq >= self.wanted:
                         self.done.set()
         except Exception:
@@ -98,27 +102,81 @@ class Receiver:
         await asyncio.gather(self.task, return_exceptions=True)
 
 
+async def worker(url: str, session: str, first: int, count: int) -> None:
+    """A receiver process: ``count`` receivers; on ``wait A B`` it answers, for each seq in A..B,
+    when its last receiver had it (so receivers spread over processes, as clients are)."""
+    receivers = [await Receiver.open(url, session, first + n) for n in range(count)]
+    print("ready", flush=True)
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    while line := (await reader.readline()).decode().split():
+        if line[0] != "wait":
+            break
+        a, b = int(line[1]), int(line[2])
+        await asyncio.gather(*(r.wait_for(b) for r in receivers))
+        got = {seq: max(r.arrived[seq] for r in receivers) for seq in range(a, b + 1)}
+        print(json.dumps(got), flush=True)
+    for r in receivers:
+        await r.close()
+
+
+class Workers:
+    """Receiver processes holding N receivers between them."""
+
+    def __init__(self, procs: list) -> None:
+        self.procs = procs
+
+    @classmethod
+    async def start(cls, url: str, session: str, n_clients: int, n_procs: int) -> Workers:
+        shares = [n_clients // n_procs + (1 if i < n_clients % n_procs else 0) for i in range(n_procs)]
+        procs, first = [], 0
+        for share in (s for s in shares if s):
+            procs.append(
+                await asyncio.create_subprocess_exec(
+                    sys.executable, __file__, "--worker", url, session, str(first), str(share),
+                    stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=2**26,
+                )
+            )  # fmt: skip
+            first += share
+        for proc in procs:
+            assert (await proc.stdout.readline()).strip() == b"ready"
+        return cls(procs)
+
+    async def arrivals(self, a: int, b: int) -> dict[int, float]:
+        """For each seq in a..b, when the last of all receivers had it."""
+        for proc in self.procs:
+            proc.stdin.write(f"wait {a} {b}\n".encode())
+            await proc.stdin.drain()
+        got: dict[int, float] = {}
+        for proc in self.procs:
+            for seq, t in json.loads(await proc.stdout.readline()).items():
+                got[int(seq)] = max(got.get(int(seq), 0.0), t)
+        return got
+
+    async def stop(self) -> None:
+        for proc in self.procs:
+            proc.stdin.write(b"quit\n")
+            await proc.stdin.drain()
+            await proc.wait()
+
+
 def title(i: int) -> dict:
     return {"type": "session/titleChanged", "title": f"title {i}"}
 
 
-async def throughput(client, session: str, receivers: list[Receiver], n: int) -> float:
-    start_seq = client.client_seq + 1
-    start = time.perf_counter()
+async def throughput(client, session: str, workers: Workers, n: int) -> float:
+    first = client.client_seq + 1
+    start = time.monotonic()
     for i in range(n):
         client.dispatch(session, title(i))
         if i % 200 == 199:
             await client.settle()  # keep the host's inbox bounded
-    last = client.client_seq
-    await asyncio.gather(*(r.wait_for(last) for r in receivers))
-    end = max(r.arrived[last] for r in receivers)
-    assert all(start_seq in r.arrived for r in receivers)
-    return n / (end - start)
+    got = await workers.arrivals(first, client.client_seq)
+    return n / (max(got.values()) - start)
 
 
-async def latency_at_rate(
-    client, session: str, receivers: list[Receiver], rate: float, seconds: float
-) -> tuple[list[float], float]:
+async def latency_at_rate(client, session: str, workers: Workers, rate: float, seconds: float):
     sent: dict[int, float] = {}
     total = int(rate * seconds)
     loop = asyncio.get_running_loop()
@@ -127,16 +185,14 @@ async def latency_at_rate(
     while i < total:
         due = min(total, int((loop.time() - start) * rate) + 1)
         while i < due:
-            t = time.perf_counter()
+            t = time.monotonic()
             seq = client.dispatch(session, title(i))
             sent[seq] = t
             i += 1
         await asyncio.sleep(max(0.0, start + i / rate - loop.time()))
     achieved = total / (loop.time() - start)
-    last = max(sent)
-    await asyncio.gather(*(r.wait_for(last) for r in receivers))
-    latencies = [max(r.arrived[seq] for r in receivers) - t0 for seq, t0 in sent.items()]
-    return latencies, achieved
+    got = await workers.arrivals(min(sent), max(sent))
+    return [got[seq] - t0 for seq, t0 in sent.items()], achieved
 
 
 def pct(values: list[float], p: float) -> float:
@@ -151,13 +207,15 @@ async def run_case(url: str, host_pid: int, n_clients: int, args) -> dict:
     host = psutil.Process(host_pid)
     gc.collect()
     rss_before = host.memory_info().rss
-    receivers = [await Receiver.open(url, session, n) for n in range(n_clients)]
+    workers = await Workers.start(url, session, n_clients, min(args.procs, n_clients))
     await client.settle()
     rss_after = host.memory_info().rss
-    rate = await throughput(client, session, receivers, args.burst)
-    latencies, achieved = await latency_at_rate(client, session, receivers, args.rate, args.seconds)
-    for r in receivers:
-        await r.close()
+    rate = await throughput(client, session, workers, args.burst)
+    cpu = host.cpu_times()
+    latencies, achieved = await latency_at_rate(client, session, workers, args.rate, args.seconds)
+    cpu_after = host.cpu_times()
+    cpu_s = (cpu_after.user + cpu_after.system) - (cpu.user + cpu.system)
+    await workers.stop()
     await client.aclose()
     return {
         "clients": n_clients,
@@ -168,6 +226,7 @@ async def run_case(url: str, host_pid: int, n_clients: int, args) -> dict:
         "max": max(latencies) * 1000,
         "mean": statistics.fmean(latencies) * 1000,
         "rss_per_conn": (rss_after - rss_before) / n_clients,
+        "cpu_us": cpu_s / len(latencies) * 1e6,
     }
 
 
@@ -186,23 +245,32 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=1000.0, help="actions/s for the latency run")
     parser.add_argument("--seconds", type=float, default=5.0, help="length of the latency run")
     parser.add_argument("--burst", type=int, default=5000, help="actions in the throughput run")
+    parser.add_argument("--procs", type=int, default=2, help="processes the receivers are spread over")
+    parser.add_argument(
+        "--worker", nargs=4, metavar=("URL", "SESSION", "FIRST", "COUNT"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args()
+    if args.worker:
+        url, session, first, count = args.worker
+        asyncio.run(worker(url, session, int(first), int(count)))
+        return
     results = asyncio.run(main_async(args))
     print(
         f"{'clients':>7} {'broadcast actions/s':>20} {'rate held':>10} "
-        f"{'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'host RSS/conn':>14}"
+        f"{'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'host CPU µs/action':>19} {'host RSS/conn':>14}"
     )
     for r in results:
         print(
             f"{r['clients']:>7} {r['throughput']:>20,.0f} {r['achieved']:>10,.0f} "
-            f"{r['p50']:>8.2f} {r['p99']:>8.2f} {r['max']:>8.2f} {r['rss_per_conn'] / 1024:>11,.0f} KiB"
+            f"{r['p50']:>8.2f} {r['p99']:>8.2f} {r['max']:>8.2f} {r['cpu_us']:>19,.0f} "
+            f"{r['rss_per_conn'] / 1024:>10,.0f} KiB"
         )
     base = results[0]
     print()
     for r in results[1:]:
         print(
             f"{r['clients']} vs {base['clients']} client(s): throughput x{r['throughput'] / base['throughput']:.2f}, "
-            f"p99 x{r['p99'] / base['p99']:.2f}"
+            f"p99 x{r['p99'] / base['p99']:.2f}, host CPU per action x{r['cpu_us'] / base['cpu_us']:.2f}"
         )
     ten = next((r for r in results if r["clients"] == 10), None)
     if ten is not None:
