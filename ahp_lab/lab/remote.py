@@ -26,8 +26,18 @@ def serve_host(
     host: Any, /, *, frames: FrameLog | None = None, **options: Any
 ) -> tuple[WebSocketServer, FrameLog]:
     """A (not yet started) WebSocket server for ``host`` (options as for ``WebSocketServer``, ``host=``
-    naming the interface); every accepted socket is recorded in ``frames``."""
+    naming the interface); every accepted socket is recorded in ``frames``.
+
+    Bounds come from the host's limits: a peer falls at most ``max_send_buffer_bytes`` behind; a
+    frame is read up to four times ``max_message_bytes`` (what a message of that many characters
+    can take in UTF-8), so that an over-limit message still gets the host's JSON-RPC error with its
+    id, and a larger frame closes the socket unread (1009).
+    """
     frames = frames if frames is not None else FrameLog()
+    limits = getattr(host, "limits", None)
+    if limits is not None:
+        options.setdefault("max_frame_bytes", 4 * limits.max_message_bytes)
+        options.setdefault("max_send_buffer_bytes", limits.max_send_buffer_bytes)
 
     def accept(transport: Any) -> None:
         host.attach(frames.wrap(transport))

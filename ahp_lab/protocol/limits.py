@@ -82,6 +82,9 @@ class Limits:
     max_client_channels: int = 64
     #: Requests of one connection the host is still working on (further ones are refused).
     max_pending_requests: int = 64
+    #: Messages queued for one WebSocket peer that has stopped reading; past this the peer is
+    #: disconnected with a reason (it can reconnect and replay) and the others are not slowed.
+    max_send_buffer_bytes: int = 16 * 1024 * 1024
     #: A rejected action is kept in the log (and echoed) cut to about this many characters.
     max_logged_action_chars: int = 2_000
     #: ``resourceRead`` of one file.

@@ -38,7 +38,7 @@ from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from websockets.asyncio.client import connect as ws_connect
 from websockets.asyncio.server import serve as ws_serve
-from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 from websockets.protocol import State
 
 __all__ = [
@@ -60,6 +60,10 @@ DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_SEND_BUFFER_BYTES = 16 * 1024 * 1024
 #: Origins accepted by default: pages served from this machine, any port, http or https.
 DEFAULT_ALLOWED_ORIGINS = ("http://localhost", "http://127.0.0.1", "http://[::1]")
+
+# Frames the library may hold read but not yet handled, per connection (high, low water): with
+# frames up to max_frame_bytes each, this bounds what a fast sender makes the host buffer.
+_SERVER_QUEUE = (4, 1)
 
 # WebSocket close codes used here (RFC 6455 §7.4.1).
 CLOSE_NORMAL = 1000
@@ -97,8 +101,9 @@ class WebSocketTransport:
     """One WebSocket as an AHP transport: text frames in order, a bounded send buffer out.
 
     ``send`` never blocks: messages queue until the socket can take them. When more than
-    ``max_send_buffer_bytes`` characters are queued the peer is too slow: the transport closes
-    (code 1008, ``close_reason`` says why) and reports the close to its owner immediately.
+    ``max_send_buffer_bytes`` characters wait in more than one message the peer is too slow: the
+    transport closes (code 1008, ``close_reason`` says why) and reports the close to its owner
+    immediately. (One message larger than that is a frame, bounded by the receiver's frame limit.)
     """
 
     def __init__(
@@ -153,8 +158,8 @@ class WebSocketTransport:
         self._buffered += len(text)
         if self._buffered > self.peak_buffered:
             self.peak_buffered = self._buffered
-        if self._buffered > self.max_send_buffer_bytes:
-            self._overflow()
+        if self._buffered > self.max_send_buffer_bytes and len(self._queue) > 1:
+            self._overflow()  # a backlog, not one large message: the peer has stopped reading
             return
         self._wakeup.set()
 
@@ -450,6 +455,7 @@ class WebSocketServer:
             process_request=self._check_request,
             ssl=self.ssl,
             max_size=self.max_frame_bytes,
+            max_queue=_SERVER_QUEUE,
             compression=None,
             logger=_lib_log,
             server_header=None,
@@ -528,7 +534,8 @@ async def connect_websocket(
 
     ``token`` travels as ``Authorization: Bearer``; a URL that already carries ``?tkn=`` works
     without it. Raises :class:`HandshakeRefused` when the host refuses the upgrade (401/403) and
-    ``OSError`` when nothing listens there.
+    ``OSError`` (a ``ConnectionError`` when something else than a WebSocket server answers) when the
+    endpoint cannot be reached.
     """
     headers = {"Authorization": f"Bearer {token}"} if token else None
     kwargs: dict[str, Any] = {}
@@ -549,6 +556,8 @@ async def connect_websocket(
     except InvalidStatus as exc:
         response = exc.response
         raise HandshakeRefused(response.status_code, response.reason_phrase) from None
+    except InvalidHandshake as exc:  # not a WebSocket server there (or TLS mismatch)
+        raise ConnectionError(f"no AHP WebSocket endpoint at {redact_url(url)}: {exc}") from None
     transport = WebSocketTransport(ws, name="client", max_send_buffer_bytes=max_send_buffer_bytes)
     transport.start()
     return transport

@@ -2,10 +2,10 @@
 
 Every attack in this folder talks to the host as a :class:`Stranger`: a bare JSON-RPC peer that
 sends exactly the texts an attacker would and records everything the host sends back. The
-``connect_stranger`` fixture makes one for a lab; today it opens a second in-process connection
-(an untrusted stranger, like any connection but the notebook's own). A WebSocket variant is one
-more entry in ``FACTORIES``: a coroutine ``(lab, name) -> transport`` whose transport has
-``send(text)``, ``set_receiver(on_text, on_close)`` and ``close()``.
+``connect_stranger`` fixture makes one for a lab, once per entry of ``FACTORIES``: a second
+in-process connection (an untrusted stranger, like any connection but the notebook's own), and a
+real WebSocket to the lab's served host. A factory is a coroutine ``(lab, name) -> transport``
+whose transport has ``send(text)``, ``set_receiver(on_text, on_close)`` and ``close()``.
 
 No sleeps: every wait is on a condition (a message arriving, a state changing) with a timeout.
 """
@@ -170,8 +170,18 @@ async def _inprocess(lab: Lab, name: str) -> Any:
     return lab.host.connect(name)
 
 
-#: How a stranger reaches the host. The WebSocket endpoint adds its own entry.
-FACTORIES: dict[str, Callable[[Lab, str], Awaitable[Any]]] = {"inprocess": _inprocess}
+async def _websocket(lab: Lab, name: str) -> Any:
+    """A real socket on 127.0.0.1 to the lab's served host (token in ``?tkn=``, no Origin)."""
+    from ahp_lab.transport import connect_websocket
+
+    return await connect_websocket(await lab.aserve())
+
+
+#: How a stranger reaches the host: a second in-process connection, or a WebSocket.
+FACTORIES: dict[str, Callable[[Lab, str], Awaitable[Any]]] = {
+    "inprocess": _inprocess,
+    "websocket": _websocket,
+}
 
 
 @pytest.fixture(params=sorted(FACTORIES))

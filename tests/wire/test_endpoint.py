@@ -207,3 +207,53 @@ def test_a_closed_server_refuses_and_closes_its_clients():
                 pass
 
     run(main())
+
+
+def test_a_served_lab_takes_its_bounds_from_the_hosts_limits():
+    async def main():
+        from ahp_lab import Lab
+
+        lab = await Lab.open(limits={"max_send_buffer_bytes": 123_456, "max_message_bytes": 1_000_000})
+        await lab.aserve()
+        # a frame may hold a message of max_message_bytes characters in UTF-8 (up to 4 bytes each)
+        assert (lab.server.max_send_buffer_bytes, lab.server.max_frame_bytes) == (123_456, 4_000_000)
+        await lab.aclose()
+
+    run(main())
+
+
+def test_tls_serves_wss_and_other_interfaces_then_do_not_warn(tmp_path):
+    import shutil
+    import ssl
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a throwaway certificate")
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_ctx.load_cert_chain(cert, key)
+    client_ctx = ssl.create_default_context(cafile=str(cert))
+
+    async def main():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            async with served(host=None, ssl=server_ctx) as (_, server):
+                assert server.url.startswith("wss://127.0.0.1:")
+                client = await ahp_lab.connect(
+                    server.url, token=server.token, ssl=client_ctx, reconnect=False
+                )
+                assert client.protocol_version == "0.8.0"
+                await client.aclose()
+                with pytest.raises(OSError):  # a plain-text client cannot talk to it
+                    await connect_websocket(server.url.replace("wss", "ws"), server.token, open_timeout=5)
+            tls_elsewhere = WebSocketServer(lambda t: None, host="0.0.0.0", ssl=server_ctx)
+            await tls_elsewhere.start()
+            await tls_elsewhere.stop()
+        assert not [w for w in caught if "unencrypted" in str(w.message)]
+
+    run(main())
