@@ -167,7 +167,7 @@ class WebSocketTransport:
         """Close the socket (the queued messages are sent first when the peer keeps reading)."""
         if self.closed:
             return
-        self._finish(reason or None)
+        self._finish(reason or None, lost=False)
         self._start_closing(code, reason, flush=True)
 
     def abort(self) -> None:
@@ -271,20 +271,20 @@ class WebSocketTransport:
     def _overflow(self) -> None:
         limit = self.max_send_buffer_bytes
         reason = f"send buffer over {limit} bytes: the client is not reading; reconnect to replay"
-        log.warning("%s %s disconnected: %s", self.name, self.remote, reason)
+        log.warning("%s: disconnected the peer %s: %s", self.name, self.remote, reason)
         self._queue.clear()
         self._buffered = 0
         self._idle.set()
         self._finish(reason)  # (the dropped backlog is not `unsent`: it was for a peer that left)
         self._start_closing(CLOSE_POLICY, reason[:120], flush=False)
 
-    def _finish(self, reason: str | None) -> None:
+    def _finish(self, reason: str | None, *, lost: bool = True) -> None:
         """Mark closed and tell the owner now (it stops sending to us at once)."""
         if self.closed:
             return
         self.closed = True
         self.close_reason = reason
-        if reason is not None and self._queue:  # lost, not closed by us: what never left is known
+        if lost and self._queue:  # the socket died under us: what never left is known
             self.unsent = list(self._queue)
             self._queue.clear()
             self._buffered = 0

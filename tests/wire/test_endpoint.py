@@ -196,12 +196,15 @@ def test_no_token_and_no_body_reaches_the_logs(caplog):
 
 def test_a_closed_server_refuses_and_closes_its_clients():
     async def main():
-        async with served() as (_, server):
+        async with served() as (host, server):
             peer = await RawPeer.open(server.url_with_token)
             await peer.initialize("bye")
             url = server.url_with_token
+            # the last envelope is still queued when the host stops serving: it is sent first
+            host.dispatch(ROOT, {"type": "root/activeSessionsChanged", "activeSessions": 7})
         await peer.wait(lambda: peer.closed)
-        assert peer.ws.close_code == 1001
+        assert peer.ws.close_code == 1001 and peer.ws.close_reason == "the host stopped serving"
+        assert peer.actions(ROOT)[-1]["action"]["activeSessions"] == 7
         with pytest.raises((OSError, ConnectionClosed)):
             async with ws_connect(url, open_timeout=5):
                 pass
