@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from ..transport import RpcError
 from ..transport.websocket import HandshakeRefused, connect_websocket, redact_url
 
 if TYPE_CHECKING:
@@ -69,7 +70,8 @@ def persisted_client_id(url: str, directory: Path | None = None) -> str:
 
 class Reconnector:
     """Resumes a client whose transport dropped: backoff ``base_s * 2**attempt`` capped at
-    ``max_s``, with full jitter; gives up on a refused token (HTTP 401/403) or after ``attempts``."""
+    ``max_s``, with full jitter; gives up on a refused token (HTTP 401/403), on a host that refuses
+    both ``reconnect`` and ``initialize``, or after ``attempts``."""
 
     def __init__(
         self,
@@ -130,6 +132,11 @@ class Reconnector:
                 continue
             try:
                 mode = await client.resume(transport)
+            except RpcError as exc:  # the host answers, but will not take this client back
+                with contextlib.suppress(Exception):
+                    transport.close()
+                self._give_up(exc)
+                return
             except (TimeoutError, ConnectionError) as exc:
                 log.info("resume failed (%s); retrying", type(exc).__name__)
                 with contextlib.suppress(Exception):

@@ -102,8 +102,9 @@ def test_a_host_that_cannot_replay_that_far_sends_snapshots(monkeypatch):
     run(main())
 
 
-async def _foreign_host(received: list[dict], sockets: list):
-    """A minimal AHP host of another make that does not implement ``reconnect``."""
+async def _foreign_host(received: list[dict], sockets: list, *, initialize_once: bool = False):
+    """A minimal AHP host of another make that does not implement ``reconnect`` (and, with
+    ``initialize_once``, refuses every ``initialize`` after the first)."""
 
     async def handler(ws):
         sockets.append(ws)
@@ -114,7 +115,10 @@ async def _foreign_host(received: list[dict], sockets: list):
             params = message.get("params") or {}
             if rid is None:
                 continue
-            if method == "initialize":
+            if method == "initialize" and initialize_once and len(sockets) > 1:
+                error = {"code": -32005, "message": "no", "data": {"supportedVersions": ["9.0.0"]}}
+                answer = {"jsonrpc": "2.0", "id": rid, "error": error}
+            elif method == "initialize":
                 snaps = [
                     {"resource": ROOT, "state": {"agents": [], "activeSessions": len(received)}, "fromSeq": 7}
                 ]
@@ -149,6 +153,21 @@ def test_a_host_without_reconnect_gets_initialize_again_with_the_same_id():
             ("initialize", "traveller"),
         ]
         assert client.state(ROOT)["activeSessions"] == 3  # the new snapshot replaced the old state
+        await client.aclose()
+        server.close()
+        await server.wait_closed()
+
+    run(main())
+
+
+def test_a_host_that_will_not_take_the_client_back_stops_the_reconnecting():
+    async def main():
+        server = await _foreign_host([], sockets := [], initialize_once=True)
+        port = next(iter(server.sockets)).getsockname()[1]
+        client = await ahp_lab.connect(f"ws://127.0.0.1:{port}/", client_id="unwanted")
+        sockets[0].transport.abort()
+        await client.wait_for(ROOT, lambda _s: True if client.closed else None, timeout=30)
+        assert client.reconnector.error.code == -32005 and client.reconnector.history == []
         await client.aclose()
         server.close()
         await server.wait_closed()
