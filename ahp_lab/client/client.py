@@ -49,6 +49,12 @@ ROOT = "ahp-root://"
 ConfirmedListener = Callable[[str, dict, Any, Any, int], None]
 
 
+def _by_resource(result: Any) -> dict[str, dict]:
+    """The ``snapshots`` of an ``initialize`` or ``reconnect`` result, by channel URI."""
+    found = result.get("snapshots") if isinstance(result, dict) else None
+    return {s.get("resource"): s for s in found or () if isinstance(s, dict)}
+
+
 def channel_kind_of_uri(uri: str) -> str | None:
     """The channel kind a URI names, where its scheme tells (annotations share the session scheme)."""
     if uri == ROOT:
@@ -147,7 +153,7 @@ class AhpClient(Contributions):
             raise
         self.protocol_version = result.get("protocolVersion", PROTOCOL_VERSION)
         self.last_seen_seq = max(self.last_seen_seq, int(result.get("serverSeq") or 0))
-        snapshots = {s.get("resource"): s for s in result.get("snapshots") or () if isinstance(s, dict)}
+        snapshots = _by_resource(result)
         for channel in subscriptions:
             early = self._early.pop(channel, [])
             if channel in snapshots:
@@ -271,16 +277,11 @@ class AhpClient(Contributions):
                 self._drop_channel(uri)
             return "replay"
         if isinstance(result, dict) and result.get("type") == "snapshot":
-            snapshots = {s.get("resource"): s for s in result.get("snapshots") or () if isinstance(s, dict)}
-            for channel in channels:
-                if channel in snapshots:
-                    self._apply_snapshot(snapshots[channel], keep_pending=True)
-                else:
-                    self._drop_channel(channel)
+            self._replace_channels(channels, _by_resource(result))
             return "snapshot"
         try:
             result = await self.peer.request("initialize", self._initialize_params(channels), timeout=timeout)
-            snapshots = {s.get("resource"): s for s in result.get("snapshots") or () if isinstance(s, dict)}
+            snapshots = _by_resource(result)
         except RpcError:  # one of the channels is gone: start from the root, then one by one
             result = await self.peer.request("initialize", self._initialize_params([]), timeout=timeout)
             snapshots = {}
@@ -294,12 +295,16 @@ class AhpClient(Contributions):
                     snapshots[channel] = snapshot
         self.protocol_version = result.get("protocolVersion", self.protocol_version)
         self.last_seen_seq = max(self.last_seen_seq, int(result.get("serverSeq") or 0))
+        self._replace_channels(channels, snapshots)
+        return "initialize"
+
+    def _replace_channels(self, channels: list[str], snapshots: dict[str, dict]) -> None:
+        """After a resume: each channel takes its new snapshot; one without a snapshot is gone."""
         for channel in channels:
             if channel in snapshots:
                 self._apply_snapshot(snapshots[channel], keep_pending=True)
             else:
                 self._drop_channel(channel)
-        return "initialize"
 
     def _settle_after_resume(self) -> None:
         """Clear what was sent before the drop and never sequenced; send what waited offline."""
