@@ -16,7 +16,9 @@ from ..host import ROOT
 from ..protocol.jsonvalue import to_json
 from ..transport.tap import FrameLog
 from ..transport.websocket import WebSocketServer, redact_url
+from ..waiting import check_wait_arguments
 from .clientlog import ClientLog
+from .lifetime import weakly
 from .live import Lab
 
 __all__ = ["serve_host", "RemoteLab", "NotAvailableRemotely"]
@@ -80,8 +82,10 @@ class RemoteLab(Lab):
         self.session: str | None = None
         self.chat: str | None = None
         self._policies: dict = {}
+        self._queued: dict = {}  # queued message id -> what waits for its turn (see Sending)
         self._title = "Notebook session"
         self._background: set[asyncio.Task] = set()
+        self._closed = False
 
     @classmethod
     async def open(  # type: ignore[override]
@@ -111,6 +115,7 @@ class RemoteLab(Lab):
         )
         lab.store = ClientLog(lab.client.clock_ms, client_id=lab.client.client_id)
         lab.client.on_confirmed(lab.store.record)
+        lab.store.subscribe(weakly(lab._on_transition))  # our queued messages becoming turns
         lab.client.on_change(lab._on_client_change)
         lab.client.on_change(
             lambda channel, action: lab.store.forget(channel) if action.get("type") == "$missing" else None
@@ -184,14 +189,15 @@ class RemoteLab(Lab):
     # -- the same API, through the client ----------------------------------------------------------
 
     async def wait_for(
-        self, check: Callable[[Any], Any], channel: str | None = None, timeout: float | None = 30
+        self, channel: str, check: Callable[[Any], Any] | None = None, timeout: float | None = 30
     ) -> Any:
-        """Wait until ``check(state)`` of a channel (default: the chat) returns something truthy.
+        """Wait until ``check(state)`` of ``channel`` returns something truthy, and return it.
 
-        ``check`` runs on this client's *confirmed* state (what the host has sequenced, as far as
-        this client has heard) after every change of that channel.
+        The channel comes first, as in every ``wait_for``. ``check`` runs on this client's
+        *confirmed* state (what the host has sequenced, as far as this client has heard) after every
+        change of that channel.
         """
-        channel = channel or self.chat
+        check_wait_arguments(channel, check)
         client = self.client
 
         def confirmed(_optimistic: Any) -> Any:
@@ -214,7 +220,19 @@ class RemoteLab(Lab):
         """Ask the host to remove an active client from the session (``session/activeClientRemoved``)."""
         self.dispatch({"type": "session/activeClientRemoved", "clientId": client_id}, self.session)
 
+    @property
+    def closed(self) -> bool:
+        """Whether this lab's connection was closed (:meth:`aclose` or :meth:`close`)."""
+        return self._closed
+
+    def close(self) -> None:
+        """Close the connection to the remote host without waiting."""
+        self._closed = True
+        if self.client is not None:
+            self.client.close()
+
     async def aclose(self) -> None:
-        """Close the connection to the remote host."""
+        """Close the connection to the remote host and wait until it has shut down."""
+        self._closed = True
         if self.client is not None:
             await self.client.aclose()

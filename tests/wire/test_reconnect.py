@@ -42,7 +42,7 @@ async def _stream_and_kill(lab: Lab, remote: RemoteLab, missed: int = 0) -> tupl
 
         async def late_factory():
             target = remote.client.last_seen_seq + missed
-            await lab.wait_for(lambda _s: True if lab.store.last_seq >= target else None)
+            await lab.wait_for(lab.chat, lambda _s: True if lab.store.last_seq >= target else None)
             return await factory()
 
         remote.client.reconnector.factory = late_factory
@@ -53,7 +53,7 @@ async def _stream_and_kill(lab: Lab, remote: RemoteLab, missed: int = 0) -> tupl
         parts = [p for p in active.get("responseParts") or () if p.get("kind") == "markdown"]
         return True if parts and len(str(parts[0].get("content", ""))) > 200 else None
 
-    await remote.wait_for(some_text)
+    await remote.wait_for(remote.chat, some_text)
     seen_before = remote.client.last_seen_seq
     _kill_served(lab, remote.client.client_id)
     turn = await pending
@@ -61,7 +61,7 @@ async def _stream_and_kill(lab: Lab, remote: RemoteLab, missed: int = 0) -> tupl
 
 
 async def _caught_up(lab: Lab, remote: RemoteLab, turn_id: str) -> None:
-    await remote.wait_for(lambda s: any(t.get("id") == turn_id for t in s.get("turns") or ()), timeout=60)
+    await remote.wait_for(remote.chat, lambda s: any(t.get("id") == turn_id for t in s.get("turns") or ()), timeout=60)
     await remote.client.settle()
     for channel in (lab.session, lab.chat):
         assert without_modified_at(remote.state(channel)) == without_modified_at(lab.state(channel))
@@ -239,7 +239,7 @@ def test_a_departed_clients_running_tool_call_fails_after_the_grace_period():
                     return True
             return None
 
-        await lab.wait_for(running)
+        await lab.wait_for(lab.chat, running)
         _kill_served(lab, "ide")
         turn = await pending
         call = turn.tool_calls[0]

@@ -126,7 +126,7 @@ def test_two_clients_in_one_notebook_race_a_confirmation():
                     return tc
             return None
 
-        tc = await second.wait_for(pending, second.chat)
+        tc = await second.wait_for(second.chat, pending)
         turn_id = second.chat_state["activeTurn"]["id"]
         decision = {"type": "chat/toolCallConfirmed", "turnId": turn_id, "toolCallId": tc["toolCallId"]}
         # both dispatch before either hears the other: the host's order decides
