@@ -662,8 +662,9 @@ class Lab(Sending, LabBase):
         Afterwards :attr:`closed` is true, its views say so and send nothing, and sending or
         dispatching raises ``RuntimeError``; reading its state and log still works. A lab that
         is garbage-collected, replaced by a new run of its cell, or alive when the kernel shuts
-        down is closed the same way (see :mod:`ahp_lab.lab.lifetime`).
+        down is closed the same way (see :mod:`ahp_lab.lab.lifetime`). A served lab stops serving.
         """
+        await self.astop_serving()
         await self._lifetime.aclose()
 
     def close(self) -> None:
