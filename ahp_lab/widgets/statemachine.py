@@ -17,6 +17,8 @@ __all__ = [
     "TURN_END_ACTIONS",
     "EDGES",
     "edge_for_step",
+    "label_width",
+    "layout_labels",
     "state_machine_model",
 ]
 
@@ -161,6 +163,178 @@ _STATIC_EDGES: list[dict[str, Any]] = [
 ]
 
 
+# -- edge labels -------------------------------------------------------------------------------
+# The taken edges are labelled with the actions that took them. Labels are placed here, not in the
+# browser, so that the layout is a pure function tested without one: each label takes the first
+# candidate position (its hand-picked anchor, then points along its edge, above, below, left and
+# right of it) whose box stays inside the diagram and meets no other label and no state box; a
+# label that finds none goes to a legend row under the diagram. Widths are estimated on the wide
+# side (DejaVu Sans Bold, Debian's default UI font, at the label's 10 px), so a narrower font only
+# leaves more room; tests/e2e measures the rendered boxes.
+LABEL_FONT_PX = 10.0  # .ahp-sm-label.taken in widgets.css
+_LABEL_ASCENT, _LABEL_DESCENT = 9.0, 3.0  # of the text box around its baseline
+_LABEL_GAP = 2.0  # between two label boxes, and between a label and a state box
+_LEGEND_ROW = 15.0
+_NARROW = frozenset("iljtfrI.,:;'!|()[]/ ")
+_WIDE = frozenset("mwMW")
+
+
+def label_width(text: str, font_px: float = LABEL_FONT_PX) -> float:
+    """Estimated width of ``text`` in the label font (on the wide side)."""
+    em = 0.0
+    for ch in text:
+        if ch in _NARROW:
+            em += 0.42
+        elif ch in _WIDE:
+            em += 1.06
+        elif ch.isupper():
+            em += 0.80
+        elif ch.isdigit():
+            em += 0.72
+        else:
+            em += 0.70
+    return em * font_px
+
+
+def _label_box(x: float, y: float, anchor: str, width: float) -> tuple[float, float, float, float]:
+    left = x - width / 2 if anchor == "middle" else x - width if anchor == "end" else x
+    return (left, y - _LABEL_ASCENT, left + width, y + _LABEL_DESCENT)
+
+
+def _meets(a: tuple[float, ...], b: tuple[float, ...], gap: float = _LABEL_GAP) -> bool:
+    return a[0] < b[2] + gap and b[0] < a[2] + gap and a[1] < b[3] + gap and b[1] < a[3] + gap
+
+
+def _path_points(d: str, samples: int = 16) -> list[tuple[float, float]]:
+    """Points along an SVG path made of absolute M, L, Q and C commands (the routes above)."""
+    nums: list[float] = []
+    cmd = ""
+    pts: list[tuple[float, float]] = []
+    pos = (0.0, 0.0)
+    tokens = (
+        d.replace(",", " ").replace("M", " M ").replace("L", " L ").replace("Q", " Q ").replace("C", " C ")
+    )
+
+    def flush() -> None:
+        nonlocal pos
+        if cmd == "M" and len(nums) >= 2:
+            pos = (nums[0], nums[1])
+            pts.append(pos)
+        elif cmd == "L" and len(nums) >= 2:
+            end = (nums[0], nums[1])
+            pts.extend((pos[0] + (end[0] - pos[0]) * k / samples, pos[1] + (end[1] - pos[1]) * k / samples)
+                       for k in range(1, samples + 1))  # fmt: skip
+            pos = end
+        elif cmd in ("Q", "C") and len(nums) >= (4 if cmd == "Q" else 6):
+            ctrl = [pos] + [(nums[i], nums[i + 1]) for i in range(0, len(nums) - 1, 2)]
+            for k in range(1, samples + 1):
+                t = k / samples
+                layer = ctrl
+                while len(layer) > 1:  # de Casteljau
+                    layer = [
+                        (a[0] + (b[0] - a[0]) * t, a[1] + (b[1] - a[1]) * t)
+                        for a, b in zip(layer, layer[1:], strict=False)
+                    ]
+                pts.append(layer[0])
+            pos = ctrl[-1]
+
+    for tok in tokens.split():
+        if tok in ("M", "L", "Q", "C"):
+            flush()
+            cmd, nums = tok, []
+        else:
+            nums.append(float(tok))
+    flush()
+    return pts
+
+
+def _along(points: list[tuple[float, float]], fraction: float) -> tuple[float, float]:
+    """The point at ``fraction`` of a polyline's length."""
+    if len(points) < 2:
+        return points[0] if points else (0.0, 0.0)
+    lengths = [0.0]
+    for a, b in zip(points, points[1:], strict=False):
+        lengths.append(lengths[-1] + ((b[0] - a[0]) ** 2 + (b[1] - a[1]) ** 2) ** 0.5)
+    want = lengths[-1] * fraction
+    for k in range(1, len(points)):
+        if lengths[k] >= want:
+            seg = lengths[k] - lengths[k - 1] or 1.0
+            t = (want - lengths[k - 1]) / seg
+            a, b = points[k - 1], points[k]
+            return (a[0] + (b[0] - a[0]) * t, a[1] + (b[1] - a[1]) * t)
+    return points[-1]
+
+
+def _candidates(edge: Mapping[str, Any]) -> Iterable[tuple[float, float, str]]:
+    """Label positions for one edge, best first: its hand-picked anchor, then around its points."""
+    yield (float(edge["lx"]), float(edge["ly"]) - 3, edge.get("anchor") or "middle")
+    points = _path_points(edge["d"])
+    for fraction in (0.5, 0.35, 0.65, 0.2, 0.8, 0.1, 0.9):
+        x, y = _along(points, fraction)
+        yield (x, y - 5, "middle")  # above
+        yield (x, y + 13, "middle")  # below
+        yield (x + 7, y + 4, "start")  # right
+        yield (x - 7, y + 4, "end")  # left
+
+
+def layout_labels(
+    labelled: list[tuple[Mapping[str, Any], str]],
+    nodes: Iterable[Mapping[str, Any]],
+    width: float = WIDTH,
+    height: float = HEIGHT,
+) -> tuple[dict[str, dict[str, Any]], float]:
+    """Positions ``{edge id: {"x", "y", "anchor", "box"}}`` for ``(edge, text)`` pairs (placed in
+    order), and the diagram's height with the legend rows the labels that found no room need."""
+    obstacles = [
+        (n["x"] - n["w"] / 2, n["y"] - n["h"] / 2, n["x"] + n["w"] / 2, n["y"] + n["h"] / 2) for n in nodes
+    ]
+    placed: dict[str, dict[str, Any]] = {}
+    boxes: list[tuple[float, float, float, float]] = []
+    legend: list[tuple[str, float]] = []
+    for edge, text in labelled:
+        w = label_width(text)
+        spot = None
+        for x, y, anchor in _candidates(edge):
+            box = _label_box(x, y, anchor, w)
+            if box[0] < 1 or box[2] > width - 1 or box[1] < 1 or box[3] > height - 1:
+                continue
+            if any(_meets(box, b) for b in boxes) or any(_meets(box, o) for o in obstacles):
+                continue
+            spot = (x, y, anchor, box)
+            break
+        if spot is None:
+            legend.append((edge["id"], w))
+            continue
+        boxes.append(spot[3])
+        placed[edge["id"]] = {
+            "x": round(spot[0], 1),
+            "y": round(spot[1], 1),
+            "anchor": spot[2],
+            "box": spot[3],
+        }
+    # the legend: rows under the diagram, filled left to right
+    x, y = 8.0, height + _LEGEND_ROW - _LABEL_DESCENT
+    for edge_id, w in legend:
+        if x > 8.0 and x + w > width - 8:
+            x, y = 8.0, y + _LEGEND_ROW
+        placed[edge_id] = {
+            "x": x,
+            "y": y,
+            "anchor": "start",
+            "box": _label_box(x, y, "start", w),
+            "legend": True,
+        }
+        x += w + 16
+    return placed, (y + _LABEL_DESCENT + 4 if legend else height)
+
+
+def _label_text(order: int | None, actions: list[str], uses: int) -> str:
+    names = " / ".join(dict.fromkeys(a.removeprefix("chat/") for a in actions if a)) or "?"
+    if len(names) > 48:
+        names = names[:47] + "…"
+    return f"{order}. {names}" + (f" ×{uses}" if uses > 1 else "") if order else names
+
+
 def state_machine_model(
     steps: Iterable[Mapping[str, Any]] = (), current: str | None = None
 ) -> dict[str, Any]:
@@ -173,6 +347,8 @@ def state_machine_model(
     """
     taken: dict[str, list[Any]] = {}
     order: dict[str, int] = {}
+    actions: dict[str, list[str]] = {}
+    uses: dict[str, int] = {}
     visited: set[str] = set()
     for step in steps:
         if not isinstance(step, Mapping):
@@ -187,6 +363,9 @@ def state_machine_model(
         if edge not in order:
             order[edge] = len(order) + 1
         taken.setdefault(edge, []).append(step.get("seq"))
+        actions.setdefault(edge, []).append(str(step.get("action") or ""))
+        count = step.get("count")
+        uses[edge] = uses.get(edge, 0) + (count if isinstance(count, int) and count > 0 else 1)
         visited.add(to)
         if isinstance(frm, str):
             visited.add(frm)
@@ -215,20 +394,30 @@ def state_machine_model(
             }
         )
     edges = []
+    labelled = []
     for e in _STATIC_EDGES:
         seqs = taken.get(e["id"])
-        edges.append(
-            {
-                **e,
-                "taken": seqs is not None,
-                "order": order.get(e["id"]),
-                "seqs": [s for s in (seqs or [])[:20] if isinstance(s, int)],
-            }
+        edge = {
+            **e,
+            "taken": seqs is not None,
+            "order": order.get(e["id"]),
+            "seqs": [s for s in (seqs or [])[:20] if isinstance(s, int)],
+        }
+        if seqs is not None and e["label"]:
+            edge["text"] = _label_text(edge["order"], actions.get(e["id"], []), uses.get(e["id"], 0))
+            labelled.append((edge, edge["text"]))
+        edges.append(edge)
+    labelled.sort(key=lambda pair: pair[0]["order"] or 0)
+    spots, height = layout_labels(labelled, nodes)
+    for edge, _text in labelled:
+        spot = spots[edge["id"]]
+        edge.update(
+            {"lx": spot["x"], "ly": spot["y"], "anchor": spot["anchor"], "legend": spot.get("legend", False)}
         )
     known = current in STATUSES
     return {
         "width": WIDTH,
-        "height": HEIGHT,
+        "height": height,
         "nodes": nodes,
         "edges": edges,
         "current": current if known else None,

@@ -36,12 +36,14 @@ export function renderMachine(m) {
     g.appendChild(title);
     g.appendChild(s("path", { d: e.d, class: "ahp-sm-path", "marker-end": `url(#${id}${e.taken ? "-taken" : ""})`, fill: "none" }));
     edges.appendChild(g);
-    if (e.label && e.taken) {
-      // only the path this call took is labelled; every edge names its action in its tooltip
-      const short = e.label.length > 44 ? `${e.label.slice(0, 43)}…` : e.label;
-      const t = s("text", { x: e.lx, y: e.ly - 3, class: "ahp-sm-label taken", "text-anchor": e.anchor || "middle" },
-        e.order ? `${e.order}. ${short}` : short);
-      t.appendChild(s("title", {}, e.label));
+    if (e.text && e.taken) {
+      // only the path this call took is labelled (with the actions that took it), where the
+      // kernel laid the label out (ahp_lab/widgets/statemachine.py); every edge names its
+      // transition rule in its tooltip
+      const t = s("text", {
+        x: e.lx, y: e.ly, class: `ahp-sm-label taken ${e.legend ? "legend" : ""}`, "text-anchor": e.anchor || "middle", "data-edge": e.id,
+      }, e.text);
+      t.appendChild(s("title", {}, `${e.from} → ${e.to}: ${e.label}`));
       labels.appendChild(t);
     }
   }
