@@ -4,6 +4,20 @@ import { fmtTime, frame, h, rafThrottle, setChildren, textBlock } from "./util.j
 
 const ROW_H = 24;
 const OVERSCAN = 30;
+const COLUMNS = ["seq", "time", "channel", "action", "origin", "result"];
+const MIN_COL = 28; // px: the narrowest a person can drag a column
+const MAX_AUTO_COL = 420; // px: content wider than this (a long rejection reason) ellipsizes, full on hover
+const CELL_PAD = 6; // the grid gap between cells
+
+/** A JSON pointer with a line-break opportunity after each "/" (paths wrap between segments). */
+function pathNodes(path) {
+  const out = [];
+  String(path).split("/").forEach((seg, i) => {
+    if (i > 0) out.push("/", document.createElement("wbr"));
+    if (seg) out.push(seg);
+  });
+  return out;
+}
 
 // "chat …-1234567890ab" -> "chat …890ab": the column is narrow, and the tail tells channels apart
 function shortChannel(label) {
@@ -38,17 +52,81 @@ export function renderInspector({ model, el }) {
     h("label", { class: "ahp-toggle" }, follow, " follow"),
     h("label", { class: "ahp-toggle ahp-travel" }, travel, " view state at this seq")));
 
+  // Columns are as wide as their widest value seen so far (they only grow, so rows never jump),
+  // or as wide as the person dragged them; a cell's full value is in its tooltip.
+  const autoW = Object.fromEntries(COLUMNS.map((c) => [c, MIN_COL]));
+  const userW = {};
   const head = h("div", { class: "ahp-trow ahp-thead", role: "row" },
-    ["seq", "time", "channel", "action", "origin", "result"].map((c) => h("span", { role: "columnheader", class: `ahp-c-${c}` }, c)));
+    COLUMNS.map((c) => h("span", { role: "columnheader", class: `ahp-c-${c}`, "data-col": c }, h("span", { class: "ahp-col-name" }, c),
+      c === "result" ? null : h("span", {
+        class: "ahp-col-resize", role: "separator", "aria-orientation": "vertical", tabindex: "0",
+        "aria-label": `Resize the ${c} column (arrow keys; double-click fits it to its content)`, "data-col": c,
+      }))));
   const scroller = h("div", { class: "ahp-tscroll", role: "rowgroup", tabindex: "0", "aria-label": "Transition rows" });
   const spacer = h("div", { class: "ahp-spacer" });
   scroller.appendChild(spacer);
-  const table = h("div", { class: "ahp-table", role: "table", "aria-label": "Transitions" }, head, scroller);
+  const inner = h("div", { class: "ahp-table-inner" }, head, scroller);
+  const table = h("div", { class: "ahp-table", role: "table", "aria-label": "Transitions" }, inner);
   const detail = h("div", { class: "ahp-tdetail", "aria-live": "polite" });
-  root.appendChild(h("div", { class: "ahp-insp-body" }, table, detail));
+  const body = h("div", { class: "ahp-insp-body" }, table, detail);
+  root.appendChild(body);
   const lane = acpLane({ model, selectSeq: (seq) => selectSeq(seq) });
   root.querySelector(".ahp-toolbar").appendChild(lane.toggle);
   root.appendChild(lane.el);
+
+  function colWidth(c) {
+    return userW[c] ?? autoW[c];
+  }
+  function applyColumns() {
+    const fixed = COLUMNS.slice(0, -1).map((c) => `${colWidth(c)}px`);
+    const last = colWidth("result");
+    inner.style.setProperty("--ahp-cols", `${fixed.join(" ")} minmax(${last}px, 1fr)`);
+    const sum = COLUMNS.reduce((a, c) => a + colWidth(c), 0) + CELL_PAD * (COLUMNS.length - 1) + 2 * CELL_PAD + 2;
+    inner.style.minWidth = `${sum}px`;
+    body.style.setProperty("--ahp-table-w", `${sum + 16}px`); // and room for the vertical scrollbar
+  }
+  const range = document.createRange();
+  function measureColumns(rowsToMeasure) {
+    // the width of each cell's content (not of the cell, which a wide column stretches)
+    let grew = false;
+    for (const row of rowsToMeasure) {
+      for (const cell of row.children) {
+        const c = cell.dataset.col;
+        if (!c) continue;
+        range.selectNodeContents(cell.firstElementChild && cell.firstElementChild.classList.contains("ahp-col-name") ? cell.firstElementChild : cell);
+        const w = Math.min(MAX_AUTO_COL, Math.ceil(range.getBoundingClientRect().width) + 2);
+        if (w > autoW[c]) { autoW[c] = w; grew = true; }
+      }
+    }
+    if (grew) applyColumns();
+  }
+  applyColumns();
+  head.addEventListener("pointerdown", (e) => {
+    const grip = e.target.closest && e.target.closest(".ahp-col-resize");
+    if (!grip) return;
+    e.preventDefault();
+    const c = grip.dataset.col;
+    const x0 = e.clientX;
+    const w0 = colWidth(c);
+    grip.setPointerCapture(e.pointerId);
+    const move = (ev) => { userW[c] = Math.max(MIN_COL, Math.round(w0 + ev.clientX - x0)); applyColumns(); };
+    const up = () => { grip.removeEventListener("pointermove", move); grip.removeEventListener("pointerup", up); grip.removeEventListener("pointercancel", up); };
+    grip.addEventListener("pointermove", move);
+    grip.addEventListener("pointerup", up);
+    grip.addEventListener("pointercancel", up);
+  });
+  head.addEventListener("dblclick", (e) => {
+    const grip = e.target.closest && e.target.closest(".ahp-col-resize");
+    if (grip) { delete userW[grip.dataset.col]; applyColumns(); }
+  });
+  head.addEventListener("keydown", (e) => {
+    const grip = e.target.closest && e.target.closest(".ahp-col-resize");
+    if (!grip || (e.key !== "ArrowLeft" && e.key !== "ArrowRight")) return;
+    e.preventDefault();
+    const c = grip.dataset.col;
+    userW[c] = Math.max(MIN_COL, colWidth(c) + (e.key === "ArrowRight" ? 10 : -10));
+    applyColumns();
+  });
 
   let cache = new Map(); // filtered index -> row
   let version = model.get("version");
@@ -110,12 +188,12 @@ export function renderInspector({ model, el }) {
       "aria-label": `seq ${r.seq} ${r.type} ${r.rejected ? "rejected" : "accepted"}`,
       onclick: () => selectSeq(r.seq),
     },
-      h("span", { class: "ahp-c-seq ahp-mono" }, String(r.seq)),
-      h("span", { class: "ahp-c-time ahp-mono" }, fmtTime(r.time)),
-      h("span", { class: "ahp-c-channel ahp-mono", title: r.channel }, shortChannel(r.channelLabel || r.channel)),
-      h("span", { class: "ahp-c-action ahp-mono", "data-channel-kind": r.channelKind }, r.type),
-      h("span", { class: "ahp-c-origin" }, r.origin),
-      h("span", { class: "ahp-c-result", title: r.reason || "" }, r.rejected ? `✗ ${r.reason || "rejected"}` : "✓"),
+      h("span", { class: "ahp-c-seq ahp-mono", "data-col": "seq" }, String(r.seq)),
+      h("span", { class: "ahp-c-time ahp-mono", "data-col": "time", title: r.time != null ? new Date(r.time * 1000).toISOString() : null }, fmtTime(r.time)),
+      h("span", { class: "ahp-c-channel ahp-mono", "data-col": "channel", title: r.channel }, shortChannel(r.channelLabel || r.channel)),
+      h("span", { class: "ahp-c-action ahp-mono", "data-col": "action", "data-channel-kind": r.channelKind, title: r.type }, r.type),
+      h("span", { class: "ahp-c-origin", "data-col": "origin", title: r.origin }, r.origin),
+      h("span", { class: "ahp-c-result", "data-col": "result", title: r.reason || "accepted" }, r.rejected ? `✗ ${r.reason || "rejected"}` : "✓"),
     );
     row.style.top = `${r.i * ROW_H}px`;
     return row;
@@ -137,8 +215,10 @@ export function renderInspector({ model, el }) {
       else next.set(i, rowEl(r));
     }
     for (const [i, node] of rowEls) if (next.get(i) !== node) node.remove();
-    for (const [i, node] of next) if (!node.parentNode) scroller.appendChild(node);
+    const fresh = [];
+    for (const [i, node] of next) if (!node.parentNode) { scroller.appendChild(node); fresh.push(node); }
     rowEls = next;
+    if (fresh.length) measureColumns(fresh);
     count.textContent = ` ${total}`;
     ensureRows();
   }
@@ -228,7 +308,7 @@ export function renderInspector({ model, el }) {
       d.diffError ? h("div", { class: "ahp-err-text" }, d.diffError) : null,
       ops.length ? h("ul", { class: "ahp-diff" }, ops.map((o) => h("li", { class: `ahp-op ahp-op-${o.op}`, "data-op": o.op },
         h("span", { class: "ahp-op-sym" }, { add: "+", remove: "−", replace: "~", move: "→", copy: "c", test: "?" }[o.op] || o.op),
-        h("span", { class: "ahp-mono ahp-op-path" }, o.path || "/"),
+        h("span", { class: "ahp-mono ahp-op-path", title: o.path || "/" }, o.path ? pathNodes(o.path) : "/"),
         o.from ? h("span", { class: "ahp-dim" }, ` from ${o.from}`) : null,
         o.value !== undefined ? h("span", { class: "ahp-mono ahp-op-value" }, ` ${o.value}`) : null))) : h("div", { class: "ahp-dim" }, d.rejected ? "state unchanged (rejected)" : "no change"),
       d.diff && d.diff.omitted ? h("div", { class: "ahp-dim" }, `${d.diff.omitted} more operations not shown`) : null,
@@ -251,6 +331,7 @@ export function renderInspector({ model, el }) {
   model.on("change:time_travel", drawDetail);
   // anywidget drops custom messages sent before this view existed: ask for what we show
   requestAnimationFrame(() => {
+    measureColumns([head]);
     drawRows();
     const n = Math.ceil((scroller.clientHeight || 300) / ROW_H) + OVERSCAN;
     if (follow.checked && total > 0) request(Math.max(0, total - n), n);
