@@ -18,7 +18,7 @@ from ahp_lab.protocol.jsonvalue import to_json
 
 from .sanitize import BLOCK_LIMIT, one_line
 
-__all__ = ["Coalescer", "ViewContext", "SourceView", "STATIC", "VIEW_TEXT", "text_fallback"]
+__all__ = ["Coalescer", "ViewContext", "SourceView", "STATIC", "VIEW_TEXT", "source_mode", "text_fallback"]
 
 STATIC = Path(__file__).parent / "static"
 MAX_BLOCK_LIMIT = 4 * 1024 * 1024
@@ -52,6 +52,22 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
+
+
+READ_ONLY_REASONS = {
+    "replay": "replay: read-only; a replayed log dispatches nothing",
+    "closed": "closed: this lab was closed (aclose()); create a new Lab to act",
+}
+
+
+def source_mode(source: Any) -> str:
+    """``"closed"`` for a closed lab's source, ``"replay"`` for a replayed (read-only) log, else
+    ``"live"``. Sources say so with ``closed`` / ``read_only`` attributes (both optional)."""
+    if getattr(source, "closed", False) is True:
+        return "closed"
+    if getattr(source, "read_only", False) is True:
+        return "replay"
+    return "live"
 
 
 class Coalescer:
@@ -163,8 +179,11 @@ class SourceView(anywidget.AnyWidget):
 
     _esm = STATIC / "widgets.js"
     _css = STATIC / "widgets.css"
+    DISPATCHES = True  # has controls that dispatch (so it is read-only in a replay or time travel)
 
     _kind = traitlets.Unicode("").tag(sync=True)
+    # "live", "replay" (a replayed log) or "closed" (a lab after ``aclose()``): see source_mode()
+    mode = traitlets.Unicode("live").tag(sync=True)
     read_only = traitlets.Bool(False).tag(sync=True)
     at_seq = traitlets.Int(None, allow_none=True).tag(sync=True)
     error = traitlets.Unicode("").tag(sync=True)
@@ -225,8 +244,9 @@ class SourceView(anywidget.AnyWidget):
         at = self._context.at_seq
         try:
             with self.hold_sync():
+                self.mode = source_mode(self._source)
                 self.at_seq = at
-                self.read_only = at is not None
+                self.read_only = self.DISPATCHES and (at is not None or self.mode != "live")
                 self.render_view()
         except Exception as exc:  # a view must never take the kernel down
             self._show_error(f"view update failed: {type(exc).__name__}: {exc}")
@@ -306,12 +326,21 @@ class SourceView(anywidget.AnyWidget):
     def handle_view_message(self, typ: Any, content: dict[str, Any]) -> None:
         """Widget-specific messages (subclasses)."""
 
-    def _do(self, what: str, content: dict[str, Any]) -> None:
+    def refuse_reason(self) -> str | None:
+        """Why this view may not act now (a replay, a closed lab, time travel), or ``None``."""
+        mode = source_mode(self._source)
+        if mode != "live":
+            return READ_ONLY_REASONS[mode]
         if self._context.at_seq is not None:
-            self._show_error(
-                f"read-only: viewing the state at seq {self._context.at_seq}; leave time travel to act"
-            )
-            return
+            return f"read-only: viewing the state at seq {self._context.at_seq}; leave time travel to act"
+        return None
+
+    def _do(self, what: str, content: dict[str, Any]) -> bool:
+        """Dispatch, prompt or authenticate for the browser; whether it went through."""
+        refused = self.refuse_reason()
+        if refused is not None:
+            self._show_error(refused)
+            return False
         try:
             if what == "dispatch":
                 channel, action = content.get("channel"), content.get("action")
@@ -335,6 +364,7 @@ class SourceView(anywidget.AnyWidget):
         except Exception as exc:  # ProtocolError (a ValueError) or anything the host raised
             msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             self._show_error(msg)
-        else:
-            if self.error:
-                self.error = ""
+            return False
+        if self.error:
+            self.error = ""
+        return True

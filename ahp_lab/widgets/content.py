@@ -132,6 +132,14 @@ def _tool_input_view(value: Any, ref: str, limits: Mapping[str, int] | None) -> 
     return None
 
 
+def _restates_title(summary: str, title: str) -> bool:
+    """Whether a past-tense message only restates the tool's title: "Ran Run Unit Tests" and
+    "Run Unit Tests failed" are what ahp_lab's tools write when the tool says nothing better;
+    under the title and its status badge they would read twice."""
+    s, t = summary.strip().casefold(), title.strip().casefold()
+    return bool(t) and s in (f"ran {t}", f"{t} failed", t)
+
+
 def tool_call_view(
     tool_call: Any,
     ref: str,
@@ -157,10 +165,15 @@ def tool_call_view(
     }
     if status in ("completed", "pending-result-confirmation"):
         view["success"] = tc.get("success") is True
-        view["summary"] = one_line(tc.get("pastTenseMessage"), 300)
+        summary = one_line(tc.get("pastTenseMessage"), 300)
+        view["summary"] = "" if _restates_title(summary, view["displayName"]) else summary
         err = _m(tc.get("error"))
         if err:
             view["errorMessage"] = one_line(err.get("message"), 300)
+    # one status to show: a completed call whose result failed reads "failed" (in red), and
+    # "completed · failed" where there is room for both (the detail)
+    view["failed"] = status == "completed" and tc.get("success") is not True
+    view["statusLabel"] = ("completed · failed" if full else "failed") if view["failed"] else view["status"]
     if status == "cancelled":
         view["reason"] = one_line(tc.get("reason"), 40)
         view["reasonMessage"] = one_line(tc.get("reasonMessage"), 300)

@@ -153,6 +153,8 @@ class FakeSource:
         self.reject_reason: str | None = None
         self.local: dict[str, dict] = {}
         self.local_decisions: list[tuple[str, bool]] = []
+        self.read_only = False  # True: a replay (the views disable every control that dispatches)
+        self.closed = False  # True: a closed lab (likewise, and the views say "closed")
         self._local_listeners: list[Callable[[], None]] = []
 
     # -- WorkbenchSource -------------------------------------------------------------------------

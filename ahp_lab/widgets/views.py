@@ -242,10 +242,9 @@ class InputQueue(SourceView):
     def handle_view_message(self, typ: Any, content: dict[str, Any]) -> None:
         if typ != "local_approval":
             return
-        if self._context.at_seq is not None:
-            self._show_error(
-                f"read-only: viewing the state at seq {self._context.at_seq}; leave time travel to act"
-            )
+        refused = self.refuse_reason()
+        if refused is not None:
+            self._show_error(refused)
             return
         tcid, approved = content.get("toolCallId"), content.get("approved")
         if not isinstance(tcid, str) or not tcid or not isinstance(approved, bool):
@@ -287,6 +286,7 @@ class TransitionInspector(SourceView):
     """
 
     _kind = traitlets.Unicode("inspector").tag(sync=True)
+    DISPATCHES = False  # filters, selection, time travel and export never change the lab
     total = traitlets.Int(0).tag(sync=True)
     version = traitlets.Int(0).tag(sync=True)
     filters = traitlets.Dict({}).tag(sync=True)

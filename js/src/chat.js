@@ -2,6 +2,12 @@
 import { badge, fmtSize, frame, h, spinner, statusBadge, textBlock } from "./util.js";
 
 const STATUS_NAMES = { 1: "idle", 2: "error", 8: "in progress", 24: "input needed" };
+const PLACEHOLDER = "Ask the agent… (Enter sends, Shift+Enter for a new line)";
+const READ_ONLY_PLACEHOLDER = {
+  replay: "replay: read-only (a replayed log sends nothing)",
+  closed: "closed: this lab was closed, nothing can be sent",
+  travel: "read-only while viewing an earlier state",
+};
 
 export function renderChat({ model, el }) {
   const { root, heading, off } = frame(model, el, "ahp-chat", "Chat");
@@ -12,10 +18,12 @@ export function renderChat({ model, el }) {
   const turnsBox = h("div", { class: "ahp-turns" });
   const activeBox = h("div", { class: "ahp-active" });
   log.append(olderBtn, turnsBox, activeBox);
-  const input = h("textarea", { class: "ahp-textarea ahp-prompt-input", rows: 2, placeholder: "Ask the agent… (Enter sends, Shift+Enter for a new line)", "aria-label": "Prompt" });
+  const jumpBtn = h("button", { class: "ahp-btn ahp-btn-small ahp-jump", type: "button", hidden: true, "aria-label": "Jump to latest" }, "↓ Jump to latest");
+  const logWrap = h("div", { class: "ahp-chat-logwrap" }, log, jumpBtn);
+  const input = h("textarea", { class: "ahp-textarea ahp-prompt-input", rows: 2, placeholder: PLACEHOLDER, "aria-label": "Prompt" });
   const sendBtn = h("button", { class: "ahp-btn ahp-primary", type: "submit", "aria-label": "Send prompt" }, "Send");
   const form = h("form", { class: "ahp-prompt" }, input, sendBtn);
-  root.append(log, form);
+  root.append(logWrap, form);
 
   let ready = false;
   let first = 0; // index of the oldest turn shown
@@ -35,12 +43,31 @@ export function renderChat({ model, el }) {
   });
   olderBtn.addEventListener("click", () => model.send({ type: "older", before: first, count: 10 }));
 
+  // Follow the newest content unless the person scrolled up: then a "jump to latest" button shows.
+  // Whatever changes the log's size or its content's (a new part, an approval that reflows the
+  // workbench, a theme switch) re-sticks it while following.
+  let following = true;
   function atBottom() {
-    return log.scrollTop + log.clientHeight >= log.scrollHeight - 40;
+    return log.scrollHeight - log.scrollTop - log.clientHeight <= 24;
   }
-  function stickIf(was) {
-    if (was) log.scrollTop = log.scrollHeight;
+  function syncJump() {
+    jumpBtn.hidden = following || atBottom();
   }
+  function follow() {
+    if (following && log.scrollHeight - log.scrollTop - log.clientHeight > 1) log.scrollTop = log.scrollHeight;
+    syncJump();
+  }
+  log.addEventListener("scroll", () => {
+    following = atBottom();
+    syncJump();
+  });
+  jumpBtn.addEventListener("click", () => {
+    following = true;
+    follow();
+    log.focus({ preventScroll: true });
+  });
+  const resized = typeof ResizeObserver === "function" ? new ResizeObserver(() => follow()) : null;
+  if (resized) for (const node of [log, turnsBox, activeBox]) resized.observe(node);
 
   function partEl(p) {
     switch (p.kind) {
@@ -52,9 +79,8 @@ export function renderChat({ model, el }) {
       }
       case "toolCall": {
         const t = p.toolCall;
-        const done = t.status === "completed" || t.status === "cancelled";
-        return h("div", { class: `ahp-toolcard ${done && t.success === false ? "ahp-failed" : ""}`, "data-tool-call-id": t.toolCallId, "data-state": t.status },
-          h("div", { class: "ahp-row-flex" }, h("strong", null, t.displayName), statusBadge(t.status), badge(t.contributor.label, "ahp-contrib")),
+        return h("div", { class: "ahp-toolcard", "data-tool-call-id": t.toolCallId, "data-state": t.status, "data-outcome": t.failed ? "failed" : null },
+          h("div", { class: "ahp-row-flex" }, h("strong", null, t.displayName), statusBadge(t.status, t), badge(t.contributor.label, "ahp-contrib")),
           t.invocation ? h("div", { class: "ahp-dim" }, t.invocation) : null,
           t.summary ? h("div", null, t.summary) : null,
           t.status === "cancelled" ? h("div", { class: "ahp-dim" }, `cancelled (${t.reason || "?"})${t.reasonMessage ? `: ${t.reasonMessage}` : ""}`) : null,
@@ -105,7 +131,6 @@ export function renderChat({ model, el }) {
   }
 
   function reset(view) {
-    const was = !ready || atBottom();
     ready = true;
     first = view.first || 0;
     turnCount = view.turnCount || 0;
@@ -113,7 +138,7 @@ export function renderChat({ model, el }) {
     active = view.active;
     drawActive();
     setOlder(view.hasOlder);
-    stickIf(was);
+    follow();
   }
 
   // apply an active-turn patch to a view object (no DOM): used to promote the active turn
@@ -132,7 +157,6 @@ export function renderChat({ model, el }) {
   }
 
   function patch(msg) {
-    const was = atBottom();
     for (const item of msg.turns || []) {
       let view = item.turn;
       if (item.promote) {
@@ -182,7 +206,7 @@ export function renderChat({ model, el }) {
         }
       }
     }
-    stickIf(was);
+    follow();
   }
 
   function onMsg(msg) {
@@ -197,6 +221,7 @@ export function renderChat({ model, el }) {
       first = msg.first;
       setOlder(false);
       log.scrollTop += log.scrollHeight - h0;
+      syncJump();
     }
   }
   model.on("msg:custom", onMsg);
@@ -209,16 +234,20 @@ export function renderChat({ model, el }) {
     root.dataset.chatStatus = STATUS_NAMES[act] || "";
     input.disabled = ro;
     sendBtn.disabled = ro;
+    input.placeholder = ro ? READ_ONLY_PLACEHOLDER[model.get("mode")] || READ_ONLY_PLACEHOLDER.travel : PLACEHOLDER;
   }
   drawHeader();
   model.on("change:header", drawHeader);
   model.on("change:read_only", drawHeader);
+  model.on("change:mode", drawHeader);
   // anywidget drops custom messages sent before this view existed: ask for the conversation
   model.send({ type: "hello" });
   return () => {
     off();
+    if (resized) resized.disconnect();
     model.off("msg:custom", onMsg);
     model.off("change:header", drawHeader);
     model.off("change:read_only", drawHeader);
+    model.off("change:mode", drawHeader);
   };
 }

@@ -5,6 +5,7 @@ import { contentList } from "./content.js";
 
 const LANE_H = 30;
 const OVERSCAN = 10;
+const MAX_LANES_SHOWN = 10;
 
 export function renderTimeline({ model, el }) {
   const { root, heading, off } = frame(model, el, "ahp-timeline", "Tool calls");
@@ -61,7 +62,7 @@ export function renderTimeline({ model, el }) {
       if (!next && terminal) width = 0;
       const seg = h("div", {
         class: `ahp-seg ${!next && !terminal && l.active ? "ahp-seg-live" : ""}`,
-        "data-state": sg.status,
+        "data-state": !next && l.failed ? "failed" : sg.status,
         title: `${sg.status}${sg.seq != null ? ` from seq ${sg.seq}` : ""}`,
       });
       seg.style.left = `${Math.max(0, Math.min(100, left))}%`;
@@ -74,10 +75,11 @@ export function renderTimeline({ model, el }) {
       role: "option",
       tabindex: selected || (!model.get("selected") && l.index === 0) ? "0" : "-1",
       "aria-selected": selected ? "true" : "false",
-      "aria-label": `${l.displayName}, ${l.status}${who.label ? `, by ${who.label}` : ""}`,
+      "aria-label": `${l.displayName}, ${l.statusLabel || l.status}${who.label ? `, by ${who.label}` : ""}`,
       "data-tool-call-id": l.toolCallId,
       "data-key": l.key,
       "data-state": l.status,
+      "data-outcome": l.failed ? "failed" : null,
       "data-index": l.index,
       onclick: () => select(l.key),
       onkeydown: (e) => onKey(e, l),
@@ -85,7 +87,7 @@ export function renderTimeline({ model, el }) {
       h("span", { class: "ahp-lane-name", title: `${l.displayName} (${l.toolName})` }, l.displayName),
       badge(who.label || "host", "ahp-contrib", { "data-contributor": who.kind }),
       track,
-      statusBadge(l.status),
+      statusBadge(l.status, l),
     );
     row.style.top = `${l.index * LANE_H}px`;
     return row;
@@ -111,6 +113,8 @@ export function renderTimeline({ model, el }) {
     const total = vm.total || 0;
     const wasAtEnd = stick;
     spacer.style.height = `${total * LANE_H}px`;
+    // as tall as its lanes (one for the "no tool calls" line), scrolling beyond MAX_LANES_SHOWN
+    scroller.style.height = `${Math.min(MAX_LANES_SHOWN, Math.max(1, total)) * LANE_H + 2}px`;
     const c = vm.counts || {};
     counts.textContent = total ? ` ${total} · ${Object.entries(c).map(([k, v]) => `${v} ${k}`).join(" · ")}` : "";
     const focusedKey = document.activeElement && scroller.contains(document.activeElement) ? document.activeElement.dataset.key : null;
@@ -169,7 +173,7 @@ export function renderTimeline({ model, el }) {
     if (d.status === "auth-required") sections.push(h("div", { class: "ahp-sec ahp-auth-panel" }, `Waiting for authentication (${d.authReason}) of ${d.authResource}`));
     setChildren(detail,
       h("div", { class: "ahp-detail-head", "data-tool-call-id": d.toolCallId, "data-state": d.status },
-        h("strong", null, d.displayName), " ", statusBadge(d.status), " ",
+        h("strong", null, d.displayName), " ", statusBadge(d.status, d), " ",
         badge((d.contributor || {}).label || "host", "ahp-contrib"),
         h("div", { class: "ahp-dim ahp-mono" }, `${d.toolName} · ${d.toolCallId} · turn ${d.turnId}`),
         d.intention ? h("div", { class: "ahp-dim" }, d.intention) : null,

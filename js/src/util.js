@@ -125,8 +125,10 @@ export function badge(text, cls, attrs) {
 }
 
 export const BUSY = new Set(["streaming", "running", "starting", "loading"]);
-export function statusBadge(status) {
-  const b = badge(status, "ahp-status", { "data-state": status });
+/** A tool call's status badge; `call` (a tool-call view) makes a failed completion read "failed". */
+export function statusBadge(status, call) {
+  const failed = !!(call && call.failed);
+  const b = badge(failed ? call.statusLabel || "failed" : status, "ahp-status", { "data-state": failed ? "failed" : status });
   if (BUSY.has(status)) b.prepend(spinner(status));
   return b;
 }
@@ -186,20 +188,37 @@ export function keepFocus(container, fn) {
   }
 }
 
-/** The frame every view shares: heading, read-only banner, one-line error. */
+const MODE_BADGES = {
+  replay: ["replay: read-only", "A replayed log: nothing here dispatches"],
+  closed: ["closed", "This lab was closed (aclose()): nothing here dispatches"],
+};
+
+/** The frame every view shares: heading (with a "replay: read-only" / "closed" badge), a
+ * time-travel banner, a one-line error. */
 export function frame(model, el, cls, title) {
   const root = h("div", { class: `ahp-view ${cls}`, "data-kind": model.get("_kind") });
-  const heading = h("div", { class: "ahp-head" }, h("h3", { class: "ahp-title" }, title));
+  const modeBadge = h("span", { class: "ahp-badge ahp-mode", role: "status", hidden: true });
+  const heading = h("div", { class: "ahp-head" }, h("h3", { class: "ahp-title" }, title), modeBadge);
   const banner = h("div", { class: "ahp-readonly", role: "status", hidden: true });
   const error = h("div", { class: "ahp-error", role: "alert", hidden: true });
   root.append(heading, banner, error);
   el.appendChild(root);
   const sync = () => {
     const ro = model.get("read_only");
+    const mode = model.get("mode") || "live";
     root.classList.toggle("ahp-is-readonly", !!ro);
     root.dataset.readOnly = ro ? "true" : "false";
-    banner.hidden = !ro;
-    banner.textContent = ro ? `Viewing the state at seq ${model.get("at_seq")} (read-only)` : "";
+    root.dataset.mode = mode;
+    const mb = MODE_BADGES[mode];
+    modeBadge.hidden = !mb;
+    modeBadge.textContent = mb ? mb[0] : "";
+    modeBadge.title = mb ? mb[1] : "";
+    modeBadge.dataset.mode = mode;
+    // time travel: every view but the inspector (the control itself) says where it stands
+    const at = model.get("at_seq");
+    const travelling = ro && at !== null && at !== undefined;
+    banner.hidden = !travelling;
+    banner.textContent = travelling ? `Viewing the state at seq ${at} (read-only)` : "";
     const err = model.get("error");
     error.hidden = !err;
     error.replaceChildren();
@@ -214,16 +233,9 @@ export function frame(model, el, cls, title) {
     }
   };
   sync();
-  model.on("change:read_only", sync);
-  model.on("change:at_seq", sync);
-  model.on("change:error", sync);
-  model.on("change:error_count", sync);
-  const off = () => {
-    model.off("change:read_only", sync);
-    model.off("change:at_seq", sync);
-    model.off("change:error", sync);
-    model.off("change:error_count", sync);
-  };
+  const keys = ["read_only", "mode", "at_seq", "error", "error_count"];
+  for (const k of keys) model.on(`change:${k}`, sync);
+  const off = () => { for (const k of keys) model.off(`change:${k}`, sync); };
   return { root, heading, off };
 }
 

@@ -1,0 +1,50 @@
+"""Views of a replay, or of a closed lab, say so and act on nothing: every control that would
+dispatch is disabled, and a message from the browser that tries anyway is refused with a reason."""
+
+from ahp_lab.widgets import ChatPane, CustomizationTree, TransitionInspector, Workbench
+from ahp_lab.widgets.demo import demo_source
+
+
+def test_views_of_a_replay_are_read_only_and_say_so():
+    src = demo_source()
+    src.read_only = True
+    wb = Workbench(src)
+    for view in (wb.chat, wb.inputs, wb.tree, wb.timeline):
+        assert view.mode == "replay" and view.read_only, view
+    assert wb.inspector.mode == "replay" and not wb.inspector.read_only  # it never dispatches
+    assert wb.tree.model["readOnly"] and wb.inputs.model["readOnly"]
+    # an attack: the browser sends the actions anyway; nothing reaches the source
+    wb.tree._on_custom_msg(
+        wb.tree,
+        {
+            "type": "dispatch",
+            "channel": src.session,
+            "action": {"type": "session/customizationToggled", "id": "x"},
+        },
+    )
+    wb.chat._on_custom_msg(wb.chat, {"type": "prompt", "text": "hello"})
+    wb.inputs._on_custom_msg(wb.inputs, {"type": "local_approval", "toolCallId": "t", "approved": True})
+    assert src.dispatched == [] and src.prompts == [] and src.local_decisions == []
+    assert wb.tree.error.startswith("replay: read-only") and wb.chat.error.startswith("replay: read-only")
+    assert wb.inputs.error.startswith("replay: read-only")
+
+
+def test_views_of_a_closed_lab_say_closed_and_act_on_nothing():
+    src = demo_source()
+    chat, tree = ChatPane(src), CustomizationTree(src)
+    assert chat.mode == "live" and not chat.read_only
+    src.closed = True
+    chat.refresh()
+    tree.refresh()
+    assert (chat.mode, chat.read_only, tree.mode, tree.read_only) == ("closed", True, "closed", True)
+    tree._on_custom_msg(
+        tree,
+        {
+            "type": "dispatch",
+            "channel": src.session,
+            "action": {"type": "session/mcpServerStartRequested", "id": "m"},
+        },
+    )
+    assert src.dispatched == [] and tree.error.startswith("closed:")
+    insp = TransitionInspector(src)
+    assert insp.mode == "closed" and not insp.read_only
