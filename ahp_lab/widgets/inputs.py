@@ -6,18 +6,21 @@ fills in what the person typed (an edited tool input, answers) and never invents
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from ..protocol.chat import ANSWER_KINDS
+from ..protocol.jsonvalue import to_json
 from .content import contributor_view, result_content_view, tool_call_view
 from .sanitize import as_text, is_markdown, one_line, safe_url, text_block
 
-__all__ = ["inputs_view_model", "question_view", "local_approval_view", "ANSWER_KINDS"]
+__all__ = ["inputs_view_model", "question_view", "local_approval_view", "tool_input_schema", "ANSWER_KINDS"]
 
 MAX_ENTRIES = 200
 MAX_LOCAL = 50
 MAX_OPTIONS = 100
+MAX_SCHEMA_CHARS = 64 * 1024  # a larger inputSchema is not sent: the edit is raw JSON, unchecked
 
 
 def _m(v: Any) -> Mapping[str, Any]:
@@ -134,8 +137,40 @@ def _risk_view(risk: Any) -> dict[str, Any] | None:
     }
 
 
+def tool_input_schema(session_state: Any, tool_name: Any, contributor: Any = None) -> dict[str, Any] | None:
+    """The ``inputSchema`` of the tool a call names, from the session's tool definitions
+    (``serverTools`` and each active client's ``tools``; the contributing client's own first), as
+    plain JSON; ``None`` when no tool has that name, it declares no schema, or the schema is larger
+    than ``MAX_SCHEMA_CHARS``. The view validates an edited input against it before sending."""
+    if not isinstance(tool_name, str) or not tool_name:
+        return None
+    st = _m(session_state)
+    owner = _m(contributor).get("clientId") if _m(contributor).get("kind") == "client" else None
+    clients = (
+        [c for c in st.get("activeClients") or () if isinstance(c, Mapping)]
+        if isinstance(st.get("activeClients"), list)
+        else []
+    )
+    clients.sort(key=lambda c: c.get("clientId") != owner)
+    lists = [c.get("tools") for c in clients]
+    lists.insert(0 if owner is None else len(lists), st.get("serverTools"))
+    for tools in lists:
+        for d in tools if isinstance(tools, list) else ():
+            if isinstance(d, Mapping) and d.get("name") == tool_name:
+                schema = d.get("inputSchema")
+                if not isinstance(schema, Mapping):
+                    return None
+                schema = to_json(dict(schema))
+                try:
+                    size = len(json.dumps(schema))
+                except (TypeError, ValueError, RecursionError):
+                    return None
+                return schema if size <= MAX_SCHEMA_CHARS else None
+    return None
+
+
 def _tool_confirmation(
-    entry: Mapping[str, Any], base: dict[str, Any], limits: Mapping[str, int] | None
+    entry: Mapping[str, Any], base: dict[str, Any], limits: Mapping[str, int] | None, session: Any
 ) -> None:
     tc = _m(entry.get("toolCall"))
     status = tc.get("status")
@@ -169,6 +204,9 @@ def _tool_confirmation(
             "inputTruncated": bool(
                 editable and view.get("toolInput") and view["toolInput"]["block"]["truncated"]
             ),
+            "inputSchema": tool_input_schema(session, tc.get("toolName"), tc.get("contributor"))
+            if editable
+            else None,
             "options": options,
             "risk": _risk_view(tc.get("riskAssessment")) if phase == "tool" else None,
             "title": text_block(tc.get("confirmationTitle"), f"{ref}/title", limits)
@@ -255,7 +293,7 @@ def inputs_view_model(
             blocking += 1
         try:
             if kind == "toolConfirmation":
-                _tool_confirmation(entry, base, limits)
+                _tool_confirmation(entry, base, limits, st)
             elif kind == "toolClientExecution":
                 tc = _m(entry.get("toolCall"))
                 cid = one_line(entry.get("clientId"), 120) or one_line(

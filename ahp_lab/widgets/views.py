@@ -200,12 +200,20 @@ class ToolCallTimeline(SourceView):
 
 
 class InputQueue(SourceView):
-    """``inputNeeded`` across the session's chats, with controls to answer each entry."""
+    """``inputNeeded`` across the session's chats, with controls to answer each entry.
+
+    ``last_inputs`` remembers, per tool name, the last edited input this view approved (at most
+    ``MAX_REMEMBERED`` tools): the edit form offers it again for the next call of that tool.
+    """
 
     _kind = traitlets.Unicode("inputs").tag(sync=True)
     session = traitlets.Unicode("").tag(sync=True)
     model = traitlets.Dict({}).tag(sync=True)
     debounce_ms = traitlets.Int(300).tag(sync=True)
+    last_inputs = traitlets.Dict({}).tag(sync=True)
+
+    MAX_REMEMBERED = 50
+    MAX_REMEMBERED_CHARS = 64 * 1024
 
     def __init__(self, source: Any, **kwargs: Any) -> None:
         source = as_source(source)
@@ -238,6 +246,23 @@ class InputQueue(SourceView):
         self.model = inputs_view_model(
             state, read_only=self.read_only, limits=self._limits, local_approvals=local
         )
+
+    def handle_message(self, content: Any) -> None:
+        if isinstance(content, dict) and content.get("type") == "dispatch" and "remember" in content:
+            if self._do("dispatch", content):
+                self._remember(content.get("remember"), content.get("action"))
+            return
+        super().handle_message(content)
+
+    def _remember(self, tool: Any, action: Any) -> None:
+        edited = action.get("editedToolInput") if isinstance(action, dict) else None
+        if not isinstance(tool, str) or not 0 < len(tool) <= 200 or not isinstance(edited, str):
+            return
+        if len(edited) > self.MAX_REMEMBERED_CHARS:
+            return
+        kept = {k: v for k, v in self.last_inputs.items() if k != tool}
+        kept[tool] = edited
+        self.last_inputs = dict(list(kept.items())[-self.MAX_REMEMBERED :])
 
     def handle_view_message(self, typ: Any, content: dict[str, Any]) -> None:
         if typ != "local_approval":

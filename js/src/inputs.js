@@ -1,5 +1,6 @@
 // Session input queue: tool confirmations, client executions, questions, authentication.
 import { contentList } from "./content.js";
+import { describePath, formable, schemaForm, validate } from "./schema.js";
 import { badge, debounce, dispatch, frame, h, safeUrl, spinner, textBlock } from "./util.js";
 
 function signature(entry) {
@@ -21,19 +22,112 @@ export function renderInputs({ model, el }) {
     dispatch(model, target.channel, { ...target.action, ...(extra || {}) });
   };
 
+  // "Approve with edits": the input as a form built from the tool's inputSchema (or raw JSON),
+  // checked against the schema before it is sent, with each error next to its field.
+  function inputEditor(e, name, onValidity) {
+    const schema = e.inputSchema && typeof e.inputSchema === "object" ? e.inputSchema : null;
+    const toolName = (e.toolCall || {}).toolName || "";
+    let parsed;
+    try { parsed = JSON.parse(e.inputText || ""); } catch (err) { parsed = undefined; }
+    const canForm = !!schema && formable(schema);
+    let mode = canForm && parsed !== null && typeof parsed === "object" && !Array.isArray(parsed) ? "form" : "json";
+    let form = null;
+    const area = h("textarea", { class: "ahp-textarea ahp-edit-json", rows: 5, "aria-label": `Edit input of ${name} as JSON` });
+    area.value = e.inputText || "";
+    const general = h("div", { class: "ahp-edit-errors ahp-err-text", role: "alert", hidden: true });
+    const body = h("div", { class: "ahp-edit-body" });
+    const formBtn = h("button", { class: "ahp-btn ahp-btn-small", type: "button", "aria-pressed": "false", "aria-label": `Edit input of ${name} as a form` }, "Form");
+    const jsonBtn = h("button", { class: "ahp-btn ahp-btn-small", type: "button", "aria-pressed": "false", "aria-label": `Edit input of ${name} as raw JSON` }, "JSON");
+    const last = (model.get("last_inputs") || {})[toolName];
+    const lastBtn = typeof last === "string" && last !== e.inputText
+      ? h("button", { class: "ahp-btn ahp-btn-small", type: "button", "aria-label": `Use my last edit of ${name}`, title: last.length > 300 ? `${last.slice(0, 299)}…` : last }, "Use my last edit")
+      : null;
+    const el = h("div", { class: "ahp-edit", "data-edit-mode": mode },
+      h("div", { class: "ahp-row-flex ahp-edit-bar" }, canForm ? [formBtn, jsonBtn] : h("span", { class: "ahp-dim" }, schema ? "raw JSON (this schema has no form)" : "raw JSON (the tool declares no input schema)"), lastBtn),
+      body, general);
+
+    function showGeneral(errors) {
+      general.hidden = !errors.length;
+      general.replaceChildren(...errors.map((x) => h("div", null, `${describePath(x.path)}: ${x.message}`)));
+    }
+    function current() {
+      // {text, errors}: the JSON to send, and what is wrong with it
+      if (mode === "form") {
+        const errors = form.check();
+        return { text: errors.length ? null : JSON.stringify(form.read()), errors };
+      }
+      let v;
+      try { v = JSON.parse(area.value); } catch (err) {
+        return { text: null, errors: [{ path: "", message: `not valid JSON (${String(err.message).slice(0, 120)})` }] };
+      }
+      const errors = schema ? validate(v, schema) : [];
+      return { text: errors.length ? null : area.value, errors };
+    }
+    function refresh() {
+      const got = current();
+      if (mode === "form") form.showErrors(got.errors, showGeneral);
+      else showGeneral(got.errors);
+      el.dataset.valid = got.errors.length ? "false" : "true";
+      onValidity(!got.errors.length);
+      return got;
+    }
+    function setMode(m, value) {
+      if (m === "form") {
+        form = schemaForm(schema, value, refresh);
+        body.replaceChildren(form.el);
+      } else {
+        body.replaceChildren(area);
+      }
+      mode = m;
+      el.dataset.editMode = m;
+      formBtn.setAttribute("aria-pressed", m === "form" ? "true" : "false");
+      jsonBtn.setAttribute("aria-pressed", m === "json" ? "true" : "false");
+      refresh();
+    }
+    area.addEventListener("input", refresh);
+    formBtn.addEventListener("click", () => {
+      if (mode === "form") return;
+      let v;
+      try { v = JSON.parse(area.value); } catch (err) { showGeneral([{ path: "", message: "fix the JSON first: it does not parse" }]); return; }
+      if (v === null || typeof v !== "object" || Array.isArray(v)) { showGeneral([{ path: "", message: "the form edits an object; this JSON is not one" }]); return; }
+      setMode("form", v);
+    });
+    jsonBtn.addEventListener("click", () => {
+      if (mode === "json") return;
+      area.value = JSON.stringify(form.read(), null, 2);
+      setMode("json");
+    });
+    if (lastBtn) lastBtn.addEventListener("click", () => {
+      let v;
+      try { v = JSON.parse(last); } catch (err) { v = undefined; }
+      if (canForm && v !== null && typeof v === "object" && !Array.isArray(v)) setMode("form", v);
+      else { area.value = last; setMode("json"); }
+    });
+    setMode(mode, parsed);
+    return {
+      el,
+      value: () => refresh(),
+      focus: () => { const first = el.querySelector("input, select, textarea"); if (first) first.focus(); },
+      toolName,
+    };
+  }
+
   function confirmationCard(e, ro) {
     const name = e.displayName;
     const tc = e.toolCall || {};
     const isResult = e.phase === "result";
-    let editing = false;
-    const area = h("textarea", {
-      class: "ahp-textarea", rows: 4, "aria-label": `Edit input of ${name}`, hidden: true, disabled: ro,
-    });
-    area.value = e.inputText || "";
+    let editor = null;
+    const editBox = h("div", { class: "ahp-edit-box", hidden: true });
     const approveEdited = h("button", {
       class: "ahp-btn ahp-primary", type: "button", hidden: true, disabled: ro,
       "aria-label": `Approve ${name} with edited input`,
-      onclick: () => send(e.approve, { editedToolInput: area.value }),
+      onclick: () => {
+        if (!editor || ro) return;
+        const got = editor.value();
+        if (got.text === null) { editor.focus(); return; } // the errors are shown next to the fields
+        if (model.get("read_only")) return;
+        model.send({ type: "dispatch", channel: e.approve.channel, action: { ...e.approve.action, editedToolInput: got.text }, remember: editor.toolName });
+      },
     }, "Approve with edits");
     const inputView = tc.toolInput && tc.toolInput.block ? textBlock(tc.toolInput.block, model, { cls: "ahp-input-preview" })
       : tc.toolInput && tc.toolInput.ref ? h("div", { class: "ahp-mono" }, `input: ${tc.toolInput.uri}`) : null;
@@ -56,12 +150,19 @@ export function renderInputs({ model, el }) {
         class: "ahp-btn", type: "button", disabled: ro || e.inputTruncated, "aria-label": `Edit input of ${name} before approving`,
         title: e.inputTruncated ? "input too large to edit here" : "",
         onclick: (ev) => {
-          editing = !editing;
-          area.hidden = !editing;
+          const editing = editBox.hidden;
+          if (editing) {
+            editor = inputEditor(e, name, (ok) => { approveEdited.disabled = ro || !ok; });
+            editBox.replaceChildren(editor.el);
+          } else {
+            editor = null;
+            editBox.replaceChildren();
+          }
+          editBox.hidden = !editing;
           approveEdited.hidden = !editing;
           if (inputView) inputView.hidden = editing;
           ev.currentTarget.textContent = editing ? "Cancel edit" : "Edit input";
-          if (editing) area.focus();
+          if (editing) editor.focus();
         },
       }, "Edit input"));
     }
@@ -80,7 +181,7 @@ export function renderInputs({ model, el }) {
       isResult && e.result ? h("div", { class: `ahp-sec ${e.result.success ? "" : "ahp-failed"}` },
         h("div", { class: "ahp-label" }, e.result.success ? "result" : "result (failed)"),
         textBlock(e.result.pastTense, model), contentList(e.result.content, model)) : null,
-      inputView, area,
+      inputView, editBox,
       h("div", { class: "ahp-actions" }, buttons, approveEdited),
     ];
   }

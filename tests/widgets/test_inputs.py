@@ -2,7 +2,9 @@ import json
 
 import pytest
 
-from ahp_lab.widgets.inputs import inputs_view_model
+from ahp_lab.widgets import InputQueue
+from ahp_lab.widgets.demo import demo_source
+from ahp_lab.widgets.inputs import MAX_SCHEMA_CHARS, inputs_view_model, tool_input_schema
 
 from .conftest import WEIRD
 
@@ -210,3 +212,69 @@ def test_malformed_never_raises(weird):
     ]:
         json.dumps(inputs_view_model({"inputNeeded": [entry], "activeClients": weird, "chats": weird}))
     json.dumps(inputs_view_model({"inputNeeded": weird}))
+
+
+# -- approve with edits: the tool's schema, and the last edit remembered ----------------------------
+
+SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+
+def _session(server=(), clients=()):
+    return {
+        "serverTools": list(server),
+        "activeClients": [{"clientId": cid, "tools": list(tools)} for cid, tools in clients],
+    }
+
+
+def test_the_schema_comes_from_the_tool_the_call_names():
+    other = {"type": "object", "properties": {"s": {"type": "string"}}}
+    st_ = _session(
+        server=[{"name": "shared", "inputSchema": other}],
+        clients=[
+            ("a", [{"name": "shared", "inputSchema": SCHEMA}]),
+            ("b", [{"name": "only_b", "inputSchema": SCHEMA}]),
+        ],
+    )
+    assert tool_input_schema(st_, "shared") == other  # a host call: the server tool
+    assert tool_input_schema(st_, "shared", {"kind": "client", "clientId": "a"}) == SCHEMA  # its own client's
+    assert tool_input_schema(st_, "only_b", {"kind": "mcp"}) == SCHEMA
+    assert tool_input_schema(st_, "nope") is None and tool_input_schema(st_, 42) is None
+    huge = {"type": "object", "description": "x" * MAX_SCHEMA_CHARS}
+    assert tool_input_schema(_session(server=[{"name": "big", "inputSchema": huge}]), "big") is None
+    assert tool_input_schema(_session(server=[{"name": "bad", "inputSchema": "not a schema"}]), "bad") is None
+    assert tool_input_schema("garbage", "x") is None
+
+
+def test_a_confirmation_carries_its_tools_schema():
+    src = demo_source()
+    state = dict(src.state(src.session))
+    state["serverTools"] = [{"name": "editFile", "inputSchema": SCHEMA}]
+    [entry] = [e for e in inputs_view_model(state)["entries"] if e.get("toolCallId") == "edit-1"]
+    assert entry["editable"] and entry["inputSchema"] == SCHEMA
+
+
+def test_the_last_approved_edit_is_remembered_per_tool():
+    src = demo_source()
+    w = InputQueue(src)
+    [entry] = [e for e in w.model["entries"] if e.get("toolCallId") == "edit-1"]
+    action = {**entry["approve"]["action"], "editedToolInput": '{"path": "b.py"}'}
+    src.dispatch_error = "rejected by the host"
+    w._on_custom_msg(
+        w, {"type": "dispatch", "channel": entry["chat"], "action": action, "remember": "edit_file"}
+    )
+    assert w.last_inputs == {} and "rejected" in w.error  # a failed approval is not remembered
+    src.dispatch_error = None
+    w._on_custom_msg(
+        w, {"type": "dispatch", "channel": entry["chat"], "action": action, "remember": "edit_file"}
+    )
+    assert w.last_inputs == {"edit_file": '{"path": "b.py"}'} and w.error == ""
+    assert src.dispatched[-1] == (entry["chat"], action)
+    # bounded: a huge edit or a silly tool name is not kept
+    big = {**action, "editedToolInput": "x" * (InputQueue.MAX_REMEMBERED_CHARS + 1)}
+    w._remember("edit_file", big)
+    w._remember("x" * 500, action)
+    w._remember(None, action)
+    assert w.last_inputs == {"edit_file": '{"path": "b.py"}'}
+    for k in range(InputQueue.MAX_REMEMBERED + 5):
+        w._remember(f"tool{k}", action)
+    assert len(w.last_inputs) == InputQueue.MAX_REMEMBERED and "tool0" not in w.last_inputs

@@ -1,0 +1,150 @@
+""" "Approve with edits" in a real JupyterLab and Chromium (issue 13 §4): the edited input is a form
+built from the tool's input schema (raw JSON as a fallback), checked in the view before it is sent.
+A bad edit (a word for a number, JSON that does not parse, a field the tool does not have) is
+blocked with the error next to its field, and nothing reaches the kernel; a good one is sent, the
+tool runs with it, and the next call of that tool offers it again. Screenshots:
+``artifacts/edit-*.png`` (light and dark)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .conftest import cell_output_text, run_cell, wait_idle, write_notebook
+from .test_views_fake import _set_theme
+from .test_workbench_lab import _shot
+
+SETUP = """\
+from typing import Literal
+from ahp_lab import Lab
+from ahp_lab.agents.scripted import call, summarize
+lab = Lab()
+
+@lab.tool
+def resize_image(path: str, width: int, height: int, unit: Literal["px", "em"] = "px",
+                 keep_ratio: bool = True, tags: list[str] = []) -> str:
+    \"\"\"Resize an image.\"\"\"
+    return f"{path} -> {width}x{height}{unit} keep_ratio={keep_ratio} tags={tags}"
+
+script = [call("resize_image", path="cat.png", width=100, height=50, confirm=True), summarize()]
+task = lab.start("make it bigger", script=script)
+wb = lab.show()
+wb
+"""
+STATUS = """\
+import json
+[tc] = [c for c in lab.tool_calls if c.name == "resize_image"][-1:]
+print("CALL=" + json.dumps({"status": tc.status, "input": tc.input,
+      "confirmed": [t.action.get("editedToolInput") for t in lab.transitions if t.type == "chat/toolCallConfirmed"]}))
+"""
+FINISH = """\
+turn = await task
+[tc] = turn.tool_calls
+print("DONE=" + json.dumps({"status": tc.status, "success": tc.success, "result": tc.result_text, "input": tc.input}))
+task2 = lab.start("again", script=script)
+"""
+CARD = ".ahp-inputs [data-kind='toolConfirmation']"
+EDIT = f"{CARD} .ahp-edit"
+
+
+def _call(page, index: int, key: str) -> dict:
+    run_cell(page, index)
+    out = cell_output_text(page, index)
+    m = re.search(rf"^{key}=(.*)$", out, re.M)
+    assert m, out
+    return json.loads(m.group(1))
+
+
+def _field(page, name: str):
+    return page.locator(f"{EDIT} .ahp-field[data-field='/{name}']")
+
+
+def test_edit_validation_blocks_a_bad_edit_and_sends_a_good_one(jupyter_server, page):
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    write_notebook(jupyter_server.root_dir, "edit_input.ipynb", [SETUP, STATUS, FINISH])
+    jupyter_server.open_notebook(page, "edit_input.ipynb")
+    run_cell(page, 0)
+    page.wait_for_selector(CARD)
+    page.get_by_role("button", name="Edit input of Resize Image before approving").click()
+    page.wait_for_selector(f"{EDIT}[data-edit-mode='form']")
+    approve = page.get_by_role("button", name="Approve Resize Image with edited input")
+    # the form shows the agent's input, one field per property, typed by the schema
+    assert _field(page, "path").locator("input").input_value() == "cat.png"
+    assert _field(page, "width").locator("input").input_value() == "100"
+    assert _field(page, "unit").locator("select option:checked").inner_text() == "(default: px)"
+    assert _field(page, "keep_ratio").locator("input[type=checkbox]").is_checked()
+    assert approve.is_enabled()
+
+    # 1. a word where the schema wants a whole number: the error is next to the field; no send
+    _field(page, "width").locator("input").fill("wide")
+    err = _field(page, "width").locator(".ahp-field-error")
+    err.wait_for(state="visible")
+    assert err.inner_text() == "must be a whole number (got string)"
+    assert approve.is_disabled()
+    _shot(page, ".ahp-inputs", "edit-bad-field")
+    _set_theme(page, "JupyterLab Dark")
+    _shot(page, ".ahp-inputs", "edit-bad-field-dark")
+    _set_theme(page, "JupyterLab Light")
+
+    # 2. raw JSON: what does not parse, and a field the tool does not have, are refused too
+    page.get_by_role("button", name="Edit input of Resize Image as raw JSON").click()
+    area = page.locator(f"{EDIT} textarea.ahp-edit-json")
+    assert json.loads(area.input_value())["width"] == "wide"
+    general = page.locator(f"{EDIT} .ahp-edit-errors")
+    area.fill('{"path": "cat.png", "width": 640,')
+    general.wait_for(state="visible")
+    assert general.inner_text().startswith("the input: not valid JSON"), general.inner_text()
+    assert approve.is_disabled()
+    area.fill('{"path": "cat.png", "width": 640, "height": 480, "colour": "red"}')
+    page.wait_for_function(
+        "() => document.querySelector('.ahp-inputs .ahp-edit-errors').innerText.includes('colour: is not a field')"
+    )
+    assert approve.is_disabled()
+    _shot(page, ".ahp-inputs", "edit-bad-json")
+    # nothing reached the kernel: the call still waits, and no confirmation was dispatched
+    got = _call(page, 1, "CALL")
+    assert got == {"status": "pending-confirmation", "input": {"path": "cat.png", "width": 100, "height": 50},
+                   "confirmed": []}, got  # fmt: skip
+
+    # 3. a good edit, back in the form: sent, and the tool runs with it
+    area.fill('{"path": "cat.png", "width": 640, "height": 480, "unit": "em", "tags": ["a"]}')
+    page.get_by_role("button", name="Edit input of Resize Image as a form").click()
+    page.wait_for_selector(f"{EDIT}[data-edit-mode='form'][data-valid='true']")
+    _field(page, "keep_ratio").locator("input[type=checkbox]").uncheck()
+    _field(page, "tags").get_by_role("button", name="Add an item to tags").click()
+    _field(page, "tags").locator(".ahp-array-item input").nth(1).fill("b")
+    assert approve.is_enabled()
+    _shot(page, ".ahp-inputs", "edit-good")
+    approve.click()
+    page.wait_for_selector(CARD, state="detached")
+    done = _call(page, 2, "DONE")
+    want = {
+        "path": "cat.png",
+        "width": 640,
+        "height": 480,
+        "unit": "em",
+        "tags": ["a", "b"],
+        "keep_ratio": False,
+    }
+    assert done == {
+        "status": "completed",
+        "success": True,
+        "result": "cat.png -> 640x480em keep_ratio=False tags=['a', 'b']",
+        "input": want,
+    }, done
+
+    # 4. the next call of that tool offers the last edit again
+    page.wait_for_selector(CARD)
+    page.get_by_role("button", name="Edit input of Resize Image before approving").click()
+    assert _field(page, "width").locator("input").input_value() == "100"
+    page.get_by_role("button", name="Use my last edit of Resize Image").click()
+    page.wait_for_function(
+        f"""() => document.querySelector("{EDIT} .ahp-field[data-field='/width'] input").value === '640'"""
+    )
+    assert not _field(page, "keep_ratio").locator("input[type=checkbox]").is_checked()
+    _shot(page, ".ahp-inputs", "edit-last-input")
+    page.get_by_role("button", name="Deny Resize Image", exact=True).click()
+    page.wait_for_selector(CARD, state="detached")
+    wait_idle(page)
+    assert errors == [], errors
