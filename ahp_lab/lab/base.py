@@ -79,6 +79,19 @@ class LabBase:
         return self.store.subscribe(listener)
 
 
+EXPORT_FOLDER = "ahp-fixtures"  # where the inspector's export button writes, next to the notebook
+
+
+def _unused(path: Path) -> Path:
+    """``path``, or ``name-2.ext``, ``name-3.ext``, ... : the first that does not exist yet."""
+    k = 1
+    candidate = path
+    while candidate.exists():
+        k += 1
+        candidate = path.with_name(f"{path.stem}-{k}{path.suffix}")
+    return candidate
+
+
 class LabSource:
     """What the workbench views read and do, backed by a lab (see ``ahp_lab.widgets.source``).
 
@@ -140,6 +153,39 @@ class LabSource:
         if lab is None or lab.closed:
             raise PermissionError("this lab is closed: its views show its last state and send nothing")
         return lab
+
+    def export_fixture(
+        self,
+        first_seq: int,
+        last_seq: int,
+        *,
+        channel: str | None = None,
+        pytest: bool = False,
+        description: str | None = None,
+        folder: str | Path = EXPORT_FOLDER,
+    ) -> dict[str, Any]:
+        """Write seqs ``first_seq..last_seq`` (inclusive) of one channel as an upstream reducer
+        fixture (``lab.transitions[a:b].to_fixture``), or as a pytest file that replays it
+        (``.to_pytest``), into ``folder`` (relative to the kernel's working directory, the
+        notebook's folder) under a new name. Returns ``{"path", "folder", "reducer", "actions"}``;
+        ``ValueError`` when the range holds nothing to export (the inspector's export button)."""
+        lo, hi = sorted((int(first_seq), int(last_seq)))
+        picked = self.lab.transitions[lo : hi + 1]
+        fixture = picked.to_fixture(description=description, channel=channel)
+        out = Path(folder)
+        out.mkdir(parents=True, exist_ok=True)
+        stem = f"{fixture['reducer']}_seq{lo}_{hi}"
+        path = _unused(out / (f"test_{stem}.py" if pytest else f"{stem}.json"))
+        if pytest:
+            picked.to_pytest(path, description=description, channel=channel)
+        else:
+            picked.to_fixture(path, description=description, channel=channel)
+        return {
+            "path": str(path),
+            "folder": str(out),
+            "reducer": fixture["reducer"],
+            "actions": len(fixture["actions"]),
+        }
 
     def dispatch(self, channel: str, action: dict) -> None:
         self._live().client.dispatch(channel, action)

@@ -9,6 +9,7 @@ from typing import Any
 from ahp_lab.protocol.text import Text
 
 from ..client.client import channel_kind_of_uri
+from .logaccess import find_seq, log_slice
 from .sanitize import clean_text, json_preview, one_line
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "inspector_rows",
     "transition_detail",
     "readable_patch",
+    "export_range",
 ]
 
 MAX_WINDOW = 500
@@ -245,3 +247,37 @@ def acp_frame_detail(frame: Any, limits: Mapping[str, int] | None = None) -> dic
     row = acp_frame_row(frame, -1)
     message = frame.get("message") if isinstance(frame, Mapping) else None
     return {**row, "message": json_preview(message, f"acp{row['frame']}/message", limits)}
+
+
+MAX_RANGE_SCAN = 20_000  # transitions counted for the export preview; a longer range says "many"
+
+
+def export_range(
+    transitions: Sequence[Any], anchor: int | None, other: int | None, channel: str = ""
+) -> dict[str, Any]:
+    """What "export as fixture" would take: seqs ``anchor..other`` (either order; ``other`` ``None``
+    for the anchor alone) on one channel, the channel filter's or else the anchor transition's.
+    ``{"first", "last", "channel", "channelLabel", "actions"}`` (``actions``: accepted transitions
+    on that channel in the range, ``None`` past ``MAX_RANGE_SCAN``), or ``{}`` with no anchor."""
+    if anchor is None:
+        return {}
+    lo, hi = sorted((anchor, anchor if other is None else other))
+    if not channel:
+        t = find_seq(transitions, anchor)[1]
+        channel = str(getattr(t, "channel", "") or "")
+    start = find_seq(transitions, lo)[0]
+    stop = find_seq(transitions, hi)[0]
+    actions = None
+    if start is not None and stop is not None and stop - start < MAX_RANGE_SCAN:
+        actions = sum(
+            1
+            for t in log_slice(transitions, start, stop + 1)
+            if getattr(t, "channel", None) == channel and not getattr(t, "rejection_reason", None)
+        )
+    return {
+        "first": lo,
+        "last": hi,
+        "channel": one_line(channel, 300),
+        "channelLabel": channel_label(channel),
+        "actions": actions,
+    }

@@ -19,12 +19,14 @@ from .inspector import (
     acp_frame_detail,
     acp_frame_row,
     acp_lane,
+    export_range,
     origin_view,
     transition_detail,
     transition_row,
 )
 from .logaccess import find_seq, log_at, log_slice
 from .model_calls import ModelCallsView
+from .sanitize import one_line
 from .source import as_source
 from .timeline import ToolCallHistory, collect_tool_calls, timeline_view_model
 from .tree import tree_view_model
@@ -317,12 +319,16 @@ class TransitionInspector(SourceView):
     filters = traitlets.Dict({}).tag(sync=True)
     options = traitlets.Dict({"channels": [], "types": [], "origins": []}).tag(sync=True)
     selected_seq = traitlets.Int(None, allow_none=True).tag(sync=True)
+    range_seq = traitlets.Int(None, allow_none=True).tag(sync=True)  # the other end of a selected range
     detail = traitlets.Dict({}).tag(sync=True)
     time_travel = traitlets.Bool(False).tag(sync=True)
     #: the ACP lane: ``{"available": bool, "total": frames}``; rows travel as ``acpRows`` messages
     acp = traitlets.Dict({"available": False, "total": 0}).tag(sync=True)
     selected_frame = traitlets.Int(None, allow_none=True).tag(sync=True)
     frame_detail = traitlets.Dict({}).tag(sync=True)
+    can_export = traitlets.Bool(False).tag(sync=True)
+    export_range = traitlets.Dict({}).tag(sync=True)
+    export_result = traitlets.Dict({}).tag(sync=True)
 
     APPEND_TAIL = 30  # the table shows ~13 rows (300 px); it asks for any other window
     TOTAL_QUIET_S = 0.5
@@ -340,6 +346,7 @@ class TransitionInspector(SourceView):
         self._origins: dict[str, None] = {}
         self._last_origin: Any = None
         super().__init__(source, **kwargs)
+        self._update_export_range()
 
     # traitlet observers ----------------------------------------------------------------------------
     @traitlets.observe("filters")
@@ -351,14 +358,21 @@ class TransitionInspector(SourceView):
         self._scanned = 0
         self.version += 1
         self.refresh()
+        self._update_export_range()
 
     @traitlets.observe("selected_seq")
     def _selected_changed(self, _change: Any) -> None:
         if not hasattr(self, "_coalescer"):
             return
         self._update_detail()
+        self._update_export_range()
         if self.time_travel:
             self._context.set_at_seq(self.selected_seq)
+
+    @traitlets.observe("range_seq")
+    def _range_changed(self, _change: Any) -> None:
+        if hasattr(self, "_coalescer"):
+            self._update_export_range()
 
     @traitlets.observe("time_travel")
     def _time_travel_changed(self, change: Any) -> None:
@@ -521,8 +535,47 @@ class TransitionInspector(SourceView):
             return
         super().handle_message(content)
 
+    def _update_export_range(self) -> None:
+        self.can_export = callable(getattr(self._source, "export_fixture", None))
+        self.export_range = (
+            export_range(self._source.transitions, self.selected_seq, self.range_seq, self._filter.channel)
+            if self.can_export
+            else {}
+        )
+
+    def _export(self, content: dict[str, Any]) -> None:
+        """Export the selected range as a fixture (``format: "fixture"``) or a pytest file; the
+        browser names neither the seqs (the selection traitlets do) nor the path (the source does)."""
+        fmt = content.get("format")
+        description = content.get("description")
+        description = (
+            one_line(description, 300) if isinstance(description, str) and description.strip() else None
+        )
+        rng = self.export_range
+        try:
+            if fmt not in ("fixture", "pytest"):
+                raise ValueError("export as 'fixture' or 'pytest'")
+            if not self.can_export:
+                raise ValueError("this source cannot export fixtures")
+            if not rng:
+                raise ValueError("select a transition first (shift+click another to select a range)")
+            got = self._source.export_fixture(
+                rng["first"],
+                rng["last"],
+                channel=rng["channel"],
+                pytest=fmt == "pytest",
+                description=description,
+            )
+        except Exception as exc:  # a range with nothing to export, a disk error: say it, keep going
+            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            self.export_result = {"ok": False, "format": fmt, "message": one_line(msg, 300)}
+            return
+        self.export_result = {"ok": True, "format": fmt, **got}
+
     def handle_view_message(self, typ: Any, content: dict[str, Any]) -> None:
-        if typ == "window":
+        if typ == "export":
+            self._export(content)
+        elif typ == "window":
             start, count = content.get("start", 0), content.get("count", 100)
             if not isinstance(start, int) or isinstance(start, bool):
                 start = 0

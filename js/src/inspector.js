@@ -175,18 +175,33 @@ export function renderInspector({ model, el }) {
     }
   }
 
-  function selectSeq(seq) {
-    model.set("selected_seq", seq);
+  // a click selects one transition; shift+click (or shift+arrow) selects the range up to it
+  function selectSeq(seq, extend) {
+    if (extend && model.get("selected_seq") != null) model.set("range_seq", seq);
+    else {
+      model.set("range_seq", null);
+      model.set("selected_seq", seq);
+    }
     model.save_changes();
+  }
+  function inRange(seq) {
+    const a = model.get("selected_seq");
+    const b = model.get("range_seq");
+    if (a == null || b == null) return false;
+    return seq >= Math.min(a, b) && seq <= Math.max(a, b);
+  }
+  function rowState(r) {
+    return `${model.get("selected_seq") === r.seq ? "s" : ""}${inRange(r.seq) ? "r" : ""}`;
   }
 
   function rowEl(r) {
     const selected = model.get("selected_seq") === r.seq;
+    const ranged = inRange(r.seq);
     const row = h("div", {
-      class: `ahp-trow ${r.rejected ? "ahp-rejected" : ""} ${selected ? "ahp-selected" : ""}`,
-      role: "row", tabindex: "-1", "data-seq": r.seq, "data-index": r.i, "aria-selected": selected ? "true" : "false",
-      "aria-label": `seq ${r.seq} ${r.type} ${r.rejected ? "rejected" : "accepted"}`,
-      onclick: () => selectSeq(r.seq),
+      class: `ahp-trow ${r.rejected ? "ahp-rejected" : ""} ${selected ? "ahp-selected" : ""} ${ranged ? "ahp-in-range" : ""}`,
+      role: "row", tabindex: "-1", "data-seq": r.seq, "data-index": r.i, "aria-selected": selected || ranged ? "true" : "false",
+      "aria-label": `seq ${r.seq} ${r.type} ${r.rejected ? "rejected" : "accepted"}`, "data-state": rowState(r),
+      onclick: (e) => selectSeq(r.seq, e.shiftKey),
     },
       h("span", { class: "ahp-c-seq ahp-mono", "data-col": "seq" }, String(r.seq)),
       h("span", { class: "ahp-c-time ahp-mono", "data-col": "time", title: r.time != null ? new Date(r.time * 1000).toISOString() : null }, fmtTime(r.time)),
@@ -205,13 +220,11 @@ export function renderInspector({ model, el }) {
     const lo = Math.max(0, a - 5);
     const hi = Math.min(total, b + 5);
     const next = new Map();
-    const sel = model.get("selected_seq");
     for (let i = lo; i < hi; i++) {
       const r = cache.get(i);
       if (!r) continue;
       const old = rowEls.get(i);
-      const isSel = r.seq === sel;
-      if (old && old.dataset.seq === String(r.seq) && old.classList.contains("ahp-selected") === isSel) next.set(i, old);
+      if (old && old.dataset.seq === String(r.seq) && old.dataset.state === rowState(r)) next.set(i, old);
       else next.set(i, rowEl(r));
     }
     for (const [i, node] of rowEls) if (next.get(i) !== node) node.remove();
@@ -237,7 +250,7 @@ export function renderInspector({ model, el }) {
     redraw();
   });
   scroller.addEventListener("keydown", (e) => {
-    const sel = model.get("selected_seq");
+    const sel = e.shiftKey && model.get("range_seq") != null ? model.get("range_seq") : model.get("selected_seq");
     const rows = [...cache.values()].sort((x, y) => x.i - y.i);
     let idx = rows.findIndex((r) => r.seq === sel);
     if (e.key === "ArrowDown") idx = Math.min(total - 1, idx + 1);
@@ -247,7 +260,7 @@ export function renderInspector({ model, el }) {
     e.preventDefault();
     const r = cache.get(idx) || rows[idx];
     if (r) {
-      selectSeq(r.seq);
+      selectSeq(r.seq, e.shiftKey);
       const top = r.i * ROW_H;
       if (top < scroller.scrollTop) scroller.scrollTop = top;
       else if (top + ROW_H > scroller.scrollTop + scroller.clientHeight) scroller.scrollTop = top + ROW_H - scroller.clientHeight;
@@ -316,6 +329,40 @@ export function renderInspector({ model, el }) {
     );
   }
   const onSelected = () => { redrawSelection(); drawDetail(); };
+
+  // export the selected range as an upstream reducer fixture, or a pytest file replaying it
+  const exportRange = h("span", { class: "ahp-export-range" });
+  const exportDesc = h("input", { class: "ahp-input ahp-export-desc", type: "text", maxlength: 300, placeholder: "description (optional)", "aria-label": "Description of the exported fixture" });
+  const exportBtn = (fmt, label) => h("button", {
+    class: "ahp-btn ahp-btn-small", type: "button", "data-export": fmt, "aria-label": `Export the selected range as ${label}`,
+    onclick: () => model.send({ type: "export", format: fmt, description: exportDesc.value }),
+  }, `Export as ${label}`);
+  const exportFixture = exportBtn("fixture", "fixture");
+  const exportPytest = exportBtn("pytest", "pytest file");
+  const exportResult = h("div", { class: "ahp-export-result", role: "status" });
+  const exportBar = h("div", { class: "ahp-export", hidden: true },
+    h("div", { class: "ahp-row-flex" }, exportRange, exportDesc, exportFixture, exportPytest), exportResult);
+  root.insertBefore(exportBar, body);
+  function drawExport() {
+    exportBar.hidden = !model.get("can_export");
+    const r = model.get("export_range") || {};
+    const none = r.first == null;
+    exportFixture.disabled = none || r.actions === 0;
+    exportPytest.disabled = none || r.actions === 0;
+    exportRange.textContent = none ? "Select a transition, shift+click another: export that range as a test"
+      : `seq ${r.first}${r.last !== r.first ? `–${r.last}` : ""} of ${r.channelLabel || r.channel}: ${r.actions == null ? "many" : r.actions} action${r.actions === 1 ? "" : "s"}`;
+    exportRange.title = r.channel || "";
+    const res = model.get("export_result") || {};
+    exportResult.replaceChildren();
+    exportResult.className = `ahp-export-result ${res.ok === false ? "ahp-err-text" : "ahp-dim"}`;
+    if (res.ok) {
+      exportResult.append(`Wrote `, h("span", { class: "ahp-mono", "data-export-path": res.path }, res.path),
+        ` (${res.reducer} reducer, ${res.actions} action${res.actions === 1 ? "" : "s"}). `,
+        res.format === "pytest" ? `Run it with: pytest ${res.path}` : `Run it with: python -m ahp_lab.conformance run ${res.folder}`);
+    } else if (res.ok === false) exportResult.append(res.message || "export failed");
+  }
+  drawExport();
+  for (const k of ["can_export", "export_range", "export_result"]) model.on(`change:${k}`, drawExport);
   function redrawSelection() {
     for (const [, node] of rowEls) node.remove();
     rowEls = new Map();
@@ -328,6 +375,7 @@ export function renderInspector({ model, el }) {
   model.on("change:filters", drawOptions);
   model.on("change:detail", drawDetail);
   model.on("change:selected_seq", onSelected);
+  model.on("change:range_seq", redrawSelection);
   model.on("change:time_travel", drawDetail);
   // anywidget drops custom messages sent before this view existed: ask for what we show
   requestAnimationFrame(() => {
@@ -347,6 +395,8 @@ export function renderInspector({ model, el }) {
     model.off("change:filters", drawOptions);
     model.off("change:detail", drawDetail);
     model.off("change:selected_seq", onSelected);
+    model.off("change:range_seq", redrawSelection);
     model.off("change:time_travel", drawDetail);
+    for (const k of ["can_export", "export_range", "export_result"]) model.off(`change:${k}`, drawExport);
   };
 }

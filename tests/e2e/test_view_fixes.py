@@ -6,11 +6,18 @@
   tool-call list is as tall as its lanes (no large empty box);
 * the inspector's columns fit their content at 1,400 px, show full values on hover, resize by drag,
   and diff paths wrap only between segments;
+* a range selected in the inspector exports as a fixture and as a pytest file, which both pass;
 
 Screenshots go to ``artifacts/fix-*.png``.
 """
 
 from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 from .conftest import run_cell, wait_idle, write_notebook
 from .test_views_fake import _set_theme
@@ -180,4 +187,54 @@ def test_chat_follows_failed_badge_and_inspector_columns(jupyter_server, page):
     # a narrow detail pane: diff paths wrap between segments, never inside one
     page.locator(".ahp-inspector .ahp-tdetail").evaluate("e => { e.style.width = '190px'; }")
     assert page.evaluate(MID_WORD_BREAKS) == []
+    page.locator(".ahp-inspector .ahp-tdetail").evaluate("e => { e.style.width = ''; }")
+
+    # 4. export a range as a test: click a row, shift+click another, export as fixture and pytest
+    page.locator(".ahp-inspector select[data-filter='type']").select_option("")
+    page.locator(".ahp-inspector select[data-filter='channel']").select_option(index=0)
+    page.wait_for_function("() => document.querySelectorAll('.ahp-inspector .ahp-trow[data-seq]').length > 8")
+    seqs = page.locator(".ahp-inspector .ahp-trow[data-seq]").evaluate_all(
+        "rs => rs.sort((a, b) => a.dataset.index - b.dataset.index).map(r => r.dataset.seq)"
+    )
+    page.locator(f".ahp-inspector .ahp-trow[data-seq='{seqs[2]}']").click()
+    page.locator(f".ahp-inspector .ahp-trow[data-seq='{seqs[8]}']").click(modifiers=["Shift"])
+    page.wait_for_function(
+        "() => document.querySelectorAll('.ahp-inspector .ahp-trow.ahp-in-range').length === 7"
+    )
+    bar = page.locator(".ahp-inspector .ahp-export")
+    page.wait_for_function(  # the kernel's answer: the range and how many actions it holds
+        f"""() => document.querySelector('.ahp-inspector .ahp-export-range').textContent
+                   .startsWith('seq {seqs[2]}–{seqs[8]} of chat')"""
+    )
+    assert re.match(r"seq \d+–\d+ of chat .*: \d+ actions?$", bar.locator(".ahp-export-range").inner_text())
+    bar.get_by_role("textbox", name="Description of the exported fixture").fill("the end of the session")
+    bar.get_by_role("button", name="Export the selected range as fixture").click()
+    path = bar.locator("[data-export-path]")
+    path.wait_for()
+    written = Path(jupyter_server.root_dir) / path.inner_text()
+    assert (
+        written.suffix == ".json"
+        and json.loads(written.read_text())["description"] == "the end of the session"
+    )
+    assert "python -m ahp_lab.conformance run ahp-fixtures" in bar.inner_text()
+    _shot(page, ".ahp-inspector", "fix-inspector-export")
+    bar.get_by_role("button", name="Export the selected range as pytest file").click()
+    page.wait_for_function(
+        "() => /test_.*\\.py/.test(document.querySelector('.ahp-inspector [data-export-path]').textContent)"
+    )
+    # both pass against the reference reducers
+    run = subprocess.run(
+        [sys.executable, "-m", "ahp_lab.conformance", "run", "ahp-fixtures"],
+        cwd=jupyter_server.root_dir, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    test_file = Path(jupyter_server.root_dir) / path.inner_text()
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file)],
+        cwd=test_file.parent, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0 and "1 passed" in run.stdout, run.stdout + run.stderr
+    _set_theme(page, "JupyterLab Dark")
+    _shot(page, ".ahp-inspector", "fix-inspector-export-dark")
+    _set_theme(page, "JupyterLab Light")
     assert errors == [], errors
