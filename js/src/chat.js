@@ -110,10 +110,18 @@ export function renderChat({ model, el }) {
     parts.append(...els);
     el2.appendChild(parts);
     if (t.partsOmitted) el2.appendChild(h("div", { class: "ahp-dim" }, `${t.partsOmitted} more parts not shown`));
-    if (t.active) el2.appendChild(h("div", { class: "ahp-working" }, spinner("agent working"), " working…"));
+    if (t.active) el2.appendChild(activeNote());
     else if (t.state === "error") el2.appendChild(h("div", { class: "ahp-err-text" }, `Turn failed: ${t.error || "error"}`));
     else if (t.state === "cancelled") el2.appendChild(h("div", { class: "ahp-dim" }, "Turn cancelled"));
     return { el: el2, parts, els };
+  }
+
+  // a replay or a closed lab runs nothing: its active turn is where the log stopped
+  function activeNote() {
+    const mode = model.get("mode");
+    if (mode === "replay") return h("div", { class: "ahp-working ahp-dim" }, "(still in progress when the log was recorded)");
+    if (mode === "closed") return h("div", { class: "ahp-working ahp-dim" }, "(stopped: the lab was closed)");
+    return h("div", { class: "ahp-working" }, spinner("agent working"), " working…");
   }
 
   function drawActive() {
@@ -240,6 +248,7 @@ export function renderChat({ model, el }) {
   model.on("change:header", drawHeader);
   model.on("change:read_only", drawHeader);
   model.on("change:mode", drawHeader);
+  model.on("change:mode", drawActive);
   // anywidget drops custom messages sent before this view existed: ask for the conversation
   model.send({ type: "hello" });
   return () => {
@@ -249,5 +258,6 @@ export function renderChat({ model, el }) {
     model.off("change:header", drawHeader);
     model.off("change:read_only", drawHeader);
     model.off("change:mode", drawHeader);
+    model.off("change:mode", drawActive);
   };
 }

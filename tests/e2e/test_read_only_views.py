@@ -1,0 +1,75 @@
+"""A replay's workbench in a real JupyterLab and Chromium (issue 13 §4): each view says "replay:
+read-only", and every control that would dispatch (the prompt box and Send,
+the queue's Approve / Deny / Edit, the tree's checkboxes and MCP buttons) is disabled before anyone
+types a word. Screenshots: ``artifacts/readonly-*.png`` (light and dark)."""
+
+from __future__ import annotations
+
+from .conftest import run_cell, wait_idle, write_notebook
+from .test_views_fake import _set_theme
+from .test_workbench_lab import PLUGIN, _shot
+
+LIVE = f"""\
+from ahp_lab import Lab
+from ahp_lab.agents.scripted import call, summarize
+lab = Lab()
+
+@lab.tool
+def drop_table(name: str) -> str:
+    \"\"\"Drop a database table.\"\"\"
+    return f"dropped {{name}}"
+
+lab.host.dispatch(lab.session, {{"type": "session/customizationUpdated", "customization": {PLUGIN!r}}})
+task = lab.start("clean up", script=[call("drop_table", name="users", confirm=True), summarize()])
+live = lab.show()
+live
+"""
+REPLAY = """\
+lab.export("session.jsonl")
+replay = Lab.replay("session.jsonl")
+replay.show()
+"""
+# the controls that would dispatch something: none may be enabled in a replay or a closed lab
+DISPATCHING = (
+    ".ahp-chat textarea, .ahp-chat button[type=submit], .ahp-inputs .ahp-actions button, "
+    ".ahp-tree input[type=checkbox], .ahp-tree .ahp-mcp button"
+)
+ENABLED = f"""(wb) => [...wb.querySelectorAll("{DISPATCHING}")].filter(e => !e.disabled)
+  .map(e => e.getAttribute('aria-label') || e.textContent)"""
+COUNT = f"""(wb) => wb.querySelectorAll("{DISPATCHING}").length"""
+
+
+def _badges(workbench) -> list[str]:
+    return workbench.locator(".ahp-head .ahp-mode:visible").all_inner_texts()
+
+
+def test_replay_controls_are_disabled(jupyter_server, page):
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    write_notebook(jupyter_server.root_dir, "read_only.ipynb", [LIVE, REPLAY])
+    jupyter_server.open_notebook(page, "read_only.ipynb")
+    run_cell(page, 0, wait=False)
+    live = page.locator(".ahp-workbench").nth(0)
+    live.locator(".ahp-inputs [data-kind='toolConfirmation']").wait_for()
+    assert live.evaluate(COUNT) >= 8 and live.evaluate(ENABLED) != []  # live: the controls work
+    assert _badges(live) == []
+
+    # a replay: read-only from the start, and it says so in every view
+    run_cell(page, 1)
+    replay = page.locator(".ahp-workbench").nth(1)
+    replay.locator(".ahp-inputs [data-kind='toolConfirmation']").wait_for()
+    replay.locator(".ahp-tree [data-id='p-lint']").wait_for()
+    assert _badges(replay) == ["replay: read-only"] * 5, _badges(replay)
+    assert replay.evaluate(COUNT) >= 8
+    assert replay.evaluate(ENABLED) == [], replay.evaluate(ENABLED)
+    prompt = replay.get_by_role("textbox", name="Prompt")
+    assert prompt.is_disabled() and prompt.get_attribute("placeholder").startswith("replay: read-only")
+    # the inspector never dispatches: it stays usable (time travel, export) in a replay
+    assert replay.locator(".ahp-inspector .ahp-toolbar select").first.is_enabled()
+    _shot(page, ".ahp-workbench >> nth=1", "readonly-replay")
+    _set_theme(page, "JupyterLab Dark")
+    _shot(page, ".ahp-workbench >> nth=1", "readonly-replay-dark")
+    _set_theme(page, "JupyterLab Light")
+
+    wait_idle(page)
+    assert errors == [], errors
