@@ -4,8 +4,8 @@ Recipe: /work/shared/TESTING-IN-A-BROWSER.md. Never a downloaded browser (`playw
 forbidden); /usr/bin/chromium comes from Debian's `chromium` package, which scripts/test.sh installs.
 
 Fixtures: `jupyter_server` (session), `browser` (module), `page` (per test).
-Helpers (import with `from .conftest import ...`): write_notebook, run_all, wait_idle, run_cell,
-cell_output_text, screenshot.
+Helpers (import with `from .conftest import ...`): write_notebook, open_cells, run_all, wait_idle,
+run_cell, cell_output_text, screenshot.
 """
 
 from __future__ import annotations
@@ -317,6 +317,16 @@ def run_cell(page, index: int, wait: bool = True, timeout_ms: int = UI_TIMEOUT_M
 def cell_output_text(page, index: int) -> str:
     """The visible text of the outputs of the cell at `index` (0-based)."""
     return page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-OutputArea").inner_text()
+
+
+def open_cells(server: JupyterServer, page, name: str, cells: list[str]) -> list[str]:
+    """Write a notebook of ``cells``, open it, and collect the page's script errors: the returned
+    list fills as errors happen (a test ends with ``assert errors == []``)."""
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    write_notebook(server.root_dir, name, cells)
+    server.open_notebook(page, name)
+    return errors
 
 
 def screenshot(page, name: str) -> Path:

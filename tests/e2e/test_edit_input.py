@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 
-from .conftest import cell_output_text, run_cell, wait_idle, write_notebook
+from .conftest import cell_output_text, open_cells, run_cell, wait_idle
 from .test_views_fake import _set_theme
 from .test_workbench_lab import _shot
 
@@ -60,10 +60,7 @@ def _field(page, name: str):
 
 
 def test_edit_validation_blocks_a_bad_edit_and_sends_a_good_one(jupyter_server, page):
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    write_notebook(jupyter_server.root_dir, "edit_input.ipynb", [SETUP, STATUS, FINISH])
-    jupyter_server.open_notebook(page, "edit_input.ipynb")
+    errors = open_cells(jupyter_server, page, "edit_input.ipynb", [SETUP, STATUS, FINISH])
     run_cell(page, 0)
     page.wait_for_selector(CARD)
     page.get_by_role("button", name="Edit input of Resize Image before approving").click()

@@ -5,25 +5,19 @@ types a word. Screenshots: ``artifacts/readonly-*.png`` (light and dark)."""
 
 from __future__ import annotations
 
-from .conftest import run_cell, wait_idle, write_notebook
+from .conftest import open_cells, run_cell, wait_idle
 from .test_views_fake import _set_theme
-from .test_workbench_lab import PLUGIN, _shot
+from .test_workbench_lab import LAB_WITH_DROP_TABLE, PLUGIN, _shot
 
-LIVE = f"""\
-from ahp_lab import Lab
-from ahp_lab.agents.scripted import call, summarize
-lab = Lab()
-
-@lab.tool
-def drop_table(name: str) -> str:
-    \"\"\"Drop a database table.\"\"\"
-    return f"dropped {{name}}"
-
+LIVE = (
+    LAB_WITH_DROP_TABLE
+    + f"""
 lab.host.dispatch(lab.session, {{"type": "session/customizationUpdated", "customization": {PLUGIN!r}}})
 task = lab.start("clean up", script=[call("drop_table", name="users", confirm=True), summarize()])
 live = lab.show()
 live
 """
+)
 REPLAY = """\
 lab.export("session.jsonl")
 replay = Lab.replay("session.jsonl")
@@ -44,10 +38,7 @@ def _badges(workbench) -> list[str]:
 
 
 def test_replay_controls_are_disabled(jupyter_server, page):
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    write_notebook(jupyter_server.root_dir, "read_only.ipynb", [LIVE, REPLAY])
-    jupyter_server.open_notebook(page, "read_only.ipynb")
+    errors = open_cells(jupyter_server, page, "read_only.ipynb", [LIVE, REPLAY])
     run_cell(page, 0, wait=False)
     live = page.locator(".ahp-workbench").nth(0)
     live.locator(".ahp-inputs [data-kind='toolConfirmation']").wait_for()

@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .conftest import run_cell, wait_idle, write_notebook
+from .conftest import open_cells, run_cell, wait_idle
 from .test_views_fake import _set_theme
 from .test_workbench_lab import _shot
 
@@ -91,10 +91,7 @@ def _color(page, selector: str) -> tuple[str, str]:
 
 
 def test_chat_follows_failed_badge_and_inspector_columns(jupyter_server, page):
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    write_notebook(jupyter_server.root_dir, "view_fixes.ipynb", [SETUP, MORE])
-    jupyter_server.open_notebook(page, "view_fixes.ipynb")
+    errors = open_cells(jupyter_server, page, "view_fixes.ipynb", [SETUP, MORE])
     run_cell(page, 0, wait=False)
     page.wait_for_selector(".ahp-inputs [data-kind='toolConfirmation']")
 

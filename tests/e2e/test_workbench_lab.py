@@ -50,7 +50,8 @@ OTHER = {
     "children": [{"type": "agent", "id": "a-rev", "uri": "file:///work/.agents/rev.md", "name": "Reviewer"}],
 }
 
-SETUP = f"""\
+# a lab with a client tool that a confirmation guards (other browser tests start from it too)
+LAB_WITH_DROP_TABLE = """\
 from ahp_lab import Lab
 from ahp_lab.agents.scripted import call, summarize
 lab = Lab()
@@ -58,7 +59,11 @@ lab = Lab()
 @lab.tool
 def drop_table(name: str) -> str:
     \"\"\"Drop a database table.\"\"\"
-    return f"dropped {{name}}"
+    return f"dropped {name}"
+"""
+SETUP = (
+    LAB_WITH_DROP_TABLE
+    + f"""
 
 @lab.tool(approval="always")
 def wipe_cache(path: str) -> str:
@@ -71,6 +76,7 @@ task = lab.start("clean up", script=[call("drop_table", name="users", confirm=Tr
 wb = lab.show()
 wb
 """
+)
 CHECK_TURN = """\
 turn = await task
 [tc] = turn.tool_calls
