@@ -18,7 +18,16 @@ from ahp_lab.protocol.jsonvalue import to_json
 
 from .sanitize import BLOCK_LIMIT, one_line
 
-__all__ = ["Coalescer", "ViewContext", "SourceView", "STATIC", "VIEW_TEXT", "source_mode", "text_fallback"]
+__all__ = [
+    "Coalescer",
+    "ViewContext",
+    "SourceView",
+    "STATIC",
+    "VIEW_TEXT",
+    "recheck_modes",
+    "source_mode",
+    "text_fallback",
+]
 
 STATIC = Path(__file__).parent / "static"
 MAX_BLOCK_LIMIT = 4 * 1024 * 1024
@@ -68,6 +77,30 @@ def source_mode(source: Any) -> str:
     if getattr(source, "read_only", False) is True:
         return "replay"
     return "live"
+
+
+_open_views: weakref.WeakSet[SourceView] = weakref.WeakSet()
+_cell_hook: list[Any] = []  # the IPython shell whose post_run_cell calls recheck_modes, once
+
+
+def recheck_modes(*_args: Any) -> None:
+    """Let every open view notice a source that became closed (``await lab.aclose()``, a lab
+    replaced or collected): nothing in the log says so, so views check after each cell runs."""
+    for view in list(_open_views):
+        view.check_mode()
+
+
+def _hook_cells() -> None:
+    if _cell_hook:
+        return
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython comes with ipykernel
+        return
+    shell = get_ipython()
+    if shell is not None:
+        shell.events.register("post_run_cell", recheck_modes)
+        _cell_hook.append(shell)
 
 
 class Coalescer:
@@ -205,6 +238,8 @@ class SourceView(anywidget.AnyWidget):
         self._limits: dict[str, int] = {}
         self._coalescer = Coalescer(self._refresh, max_syncs_per_s, clock=clock, get_loop=get_loop)
         self._context.attach(self)
+        _open_views.add(self)
+        _hook_cells()
         self._unsubscribe: Callable[[], None] | None = source.subscribe(self._on_transition)
         self.on_msg(self._on_custom_msg)
         self.sent_messages = 0
@@ -278,7 +313,13 @@ class SourceView(anywidget.AnyWidget):
         self.sent_messages += 1
         self.send(to_json(content))
 
+    def check_mode(self) -> None:
+        """Redraw if the source's mode changed (a lab closed since the last refresh)."""
+        if source_mode(self._source) != self.mode:
+            self.refresh()
+
     def close(self) -> None:
+        _open_views.discard(self)
         self._coalescer.cancel()
         if self._unsubscribe is not None:
             with contextlib.suppress(Exception):
@@ -297,6 +338,7 @@ class SourceView(anywidget.AnyWidget):
     # -- messages from the browser --------------------------------------------------------------
     def _on_custom_msg(self, _widget: Any, content: Any, _buffers: Any = None) -> None:
         try:
+            self.check_mode()  # a click on a view of a lab closed since: it redraws as closed
             self.handle_message(content)
         except Exception as exc:
             self._show_error(f"{type(exc).__name__}: {exc}")
