@@ -73,8 +73,9 @@ class CustomizationTree(SourceView):
             return
         allow = getattr(self._source, "allow_mcp", None)
         server = content.get("id")
-        if self._context.at_seq is not None or allow is None:
-            self._show_error("read-only: MCP servers can be allowed only in the live workbench")
+        refused = self.refuse_reason()  # a replay, a closed lab, time travel
+        if refused is not None or allow is None:
+            self._show_error(refused or "read-only: MCP servers can be allowed only in the live workbench")
             return
         if not isinstance(server, str) or not server or len(server) > 300:
             self._show_error("allow needs the id of an MCP server")
