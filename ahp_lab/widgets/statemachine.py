@@ -8,6 +8,7 @@ markup string ever reaches ``innerHTML``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -265,16 +266,24 @@ def _along(points: list[tuple[float, float]], fraction: float) -> tuple[float, f
     return points[-1]
 
 
-def _candidates(edge: Mapping[str, Any]) -> Iterable[tuple[float, float, str]]:
+def _candidates(edge: Mapping[str, Any]) -> tuple[tuple[float, float, str], ...]:
     """Label positions for one edge, best first: its hand-picked anchor, then around its points."""
-    yield (float(edge["lx"]), float(edge["ly"]) - 3, edge.get("anchor") or "middle")
-    points = _path_points(edge["d"])
+    return _candidates_of(edge["d"], float(edge["lx"]), float(edge["ly"]), edge.get("anchor") or "middle")
+
+
+@functools.lru_cache(maxsize=256)
+def _candidates_of(d: str, lx: float, ly: float, anchor: str) -> tuple[tuple[float, float, str], ...]:
+    out = [(lx, ly - 3, anchor)]
+    points = _path_points(d)
     for fraction in (0.5, 0.35, 0.65, 0.2, 0.8, 0.1, 0.9):
         x, y = _along(points, fraction)
-        yield (x, y - 5, "middle")  # above
-        yield (x, y + 13, "middle")  # below
-        yield (x + 7, y + 4, "start")  # right
-        yield (x - 7, y + 4, "end")  # left
+        out += [
+            (x, y - 5, "middle"),  # above
+            (x, y + 13, "middle"),  # below
+            (x + 7, y + 4, "start"),  # right
+            (x - 7, y + 4, "end"),  # left
+        ]
+    return tuple(out)
 
 
 def layout_labels(
@@ -326,6 +335,20 @@ def layout_labels(
         }
         x += w + 16
     return placed, (y + _LABEL_DESCENT + 4 if legend else height)
+
+
+_EDGE_BY_ID = {e["id"]: e for e in _STATIC_EDGES}
+_NODE_BOXES = [
+    {"x": x, "y": y, "w": w, "h": w if name.startswith("[") else _NODE_H}
+    for name, (x, y, w) in _NODES.items()
+]
+
+
+@functools.lru_cache(maxsize=512)
+def _static_layout(labelled: tuple[tuple[str, str], ...]) -> tuple[dict[str, dict[str, Any]], float]:
+    """:func:`layout_labels` on this diagram, remembered: a streaming call redraws the same labels
+    at every sync (the caller only reads the result)."""
+    return layout_labels([(_EDGE_BY_ID[i], text) for i, text in labelled], _NODE_BOXES)
 
 
 def _label_text(order: int | None, actions: list[str], uses: int) -> str:
@@ -408,7 +431,7 @@ def state_machine_model(
             labelled.append((edge, edge["text"]))
         edges.append(edge)
     labelled.sort(key=lambda pair: pair[0]["order"] or 0)
-    spots, height = layout_labels(labelled, nodes)
+    spots, height = _static_layout(tuple((edge["id"], text) for edge, text in labelled))
     for edge, _text in labelled:
         spot = spots[edge["id"]]
         edge.update(
