@@ -387,8 +387,9 @@ def state_machine_model(
             order[edge] = len(order) + 1
         taken.setdefault(edge, []).append(step.get("seq"))
         actions.setdefault(edge, []).append(str(step.get("action") or ""))
-        count = step.get("count")
-        uses[edge] = uses.get(edge, 0) + (count if isinstance(count, int) and count > 0 else 1)
+        # a run of merged steps (a stream of deltas) counts once: the label, and with it the
+        # diagram synced to the browser, does not change with every delta
+        uses[edge] = uses.get(edge, 0) + 1
         visited.add(to)
         if isinstance(frm, str):
             visited.add(frm)

@@ -177,7 +177,7 @@ def test_labels_name_the_actions_that_took_the_edge():
     texts = {e["id"]: e["text"] for e in m["edges"] if e.get("text")}
     assert texts == {
         "start": "1. toolCallStart",
-        "S-S": "2. toolCallDelta ×3",
+        "S-S": "2. toolCallDelta",  # three merged deltas: one run
         "S-PC": "3. toolCallReady",
         "PC-R": "4. toolCallConfirmed ×2",
         "R-PC": "5. toolCallReady",
@@ -201,3 +201,18 @@ def test_every_edge_taken_at_once_still_fits_with_a_legend():
         assert a[0] >= 0 and a[2] <= m["width"] and a[3] <= m["height"]
         assert not any(_meets(a, b) for _o, b in boxes[i + 1 :])
     json.dumps(m)
+
+
+def test_a_stream_of_merged_steps_leaves_the_diagram_unchanged():
+    # the timeline syncs the diagram only when it changes: a tool streaming content must not
+    # resend it with every delta (a growing "×n" in a label would)
+    steps = [
+        {"from": None, "to": "streaming", "action": "chat/toolCallStart", "seq": 1},
+        {"from": "streaming", "to": "running", "action": "chat/toolCallReady", "seq": 2},
+    ]
+
+    def streamed(n):
+        run = {"from": "running", "to": "running", "action": "chat/toolCallContentChanged", "seq": 3}
+        return [*steps, {**run, "seqEnd": 2 + n, "count": n}]
+
+    assert state_machine_model(streamed(1), "running") == state_machine_model(streamed(500), "running")
