@@ -170,7 +170,7 @@ class LabSource:
         notebook's folder) under a new name. Returns ``{"path", "folder", "reducer", "actions"}``;
         ``ValueError`` when the range holds nothing to export (the inspector's export button)."""
         lo, hi = sorted((int(first_seq), int(last_seq)))
-        picked = self.lab.transitions[lo : hi + 1]
+        picked = self.store.transitions[lo : hi + 1]  # a closed lab (or a replay) exports too
         fixture = picked.to_fixture(description=description, channel=channel)
         out = Path(folder)
         out.mkdir(parents=True, exist_ok=True)

@@ -94,6 +94,16 @@ _MCP_LABELS = {
 }
 
 
+# an MCP server of a closed lab: stopped with the lab
+CLOSED_MCP = {
+    "kind": "stopped",
+    "label": "stopped (lab closed)",
+    "busy": False,
+    "canStart": False,
+    "canStop": False,
+}
+
+
 def mcp_state_view(state: Any) -> dict[str, Any]:
     """Display form of an ``McpServerState`` (tolerates anything)."""
     st = state if isinstance(state, Mapping) else {}
@@ -174,9 +184,13 @@ def tree_view_model(
     type_filter: str = "",
     text_filter: str = "",
     read_only: bool = False,
+    closed: bool = False,
     max_nodes: int = MAX_NODES,
 ) -> dict[str, Any]:
     """The customization tree of a session as JSON for the view.
+
+    ``closed`` (a lab after ``aclose()``): its MCP servers were stopped with it, whatever the
+    session's last state said ("ready"), so they show as stopped, with nothing to start or stop.
 
     ``type_filter`` keeps only children (and bare top-level entries) of that type (``""`` = all);
     ``text_filter`` keeps entries whose name, id, uri, description or type contains the text
@@ -265,6 +279,12 @@ def tree_view_model(
         emitted += 1
         node["groups"] = groups
         containers.append(node)
+    if closed:
+        for node in containers:
+            for n in [node, *(c for g in node["groups"] for c in g["children"])]:
+                if "mcp" in n:
+                    n["mcp"] = dict(CLOSED_MCP)
+        auth_needed = []
     return {
         "containers": containers,
         "typeCounts": [{"type": t, "count": type_counts[t]} for t in sorted(type_counts)],

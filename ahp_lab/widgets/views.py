@@ -89,7 +89,7 @@ class CustomizationTree(SourceView):
 
     def render_view(self) -> None:
         state = self.state_of(self.session)
-        key = (self.type_filter, self.text_filter, self.read_only)
+        key = (self.type_filter, self.text_filter, self.read_only, self.mode)
         if self._memo is not None and self._memo[0] is state and self._memo[1] == key:
             return  # the session did not change (e.g. a chat delta)
         self._memo = (state, key)
@@ -98,6 +98,7 @@ class CustomizationTree(SourceView):
             type_filter=self.type_filter,
             text_filter=self.text_filter[:200],
             read_only=self.read_only,
+            closed=self.mode == "closed",
         )
 
 

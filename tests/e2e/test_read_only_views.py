@@ -1,7 +1,7 @@
-"""A replay's workbench in a real JupyterLab and Chromium (issue 13 §4): each view says "replay:
-read-only", and every control that would dispatch (the prompt box and Send,
-the queue's Approve / Deny / Edit, the tree's checkboxes and MCP buttons) is disabled before anyone
-types a word. Screenshots: ``artifacts/readonly-*.png`` (light and dark)."""
+"""A replay's workbench and a closed lab's, in a real JupyterLab and Chromium (issue 13 §4): each view
+says "replay: read-only" or "closed", and every control that would dispatch (the prompt box and
+Send, the queue's Approve / Deny / Edit, the tree's checkboxes and MCP buttons) is disabled before
+anyone types a word. Screenshots: ``artifacts/readonly-*.png`` (light and dark)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,9 @@ lab.export("session.jsonl")
 replay = Lab.replay("session.jsonl")
 replay.show()
 """
+CLOSE = """\
+await lab.aclose()
+"""
 # the controls that would dispatch something: none may be enabled in a replay or a closed lab
 DISPATCHING = (
     ".ahp-chat textarea, .ahp-chat button[type=submit], .ahp-inputs .ahp-actions button, "
@@ -37,8 +40,8 @@ def _badges(workbench) -> list[str]:
     return workbench.locator(".ahp-head .ahp-mode:visible").all_inner_texts()
 
 
-def test_replay_controls_are_disabled(jupyter_server, page):
-    errors = open_cells(jupyter_server, page, "read_only.ipynb", [LIVE, REPLAY])
+def test_replay_and_closed_lab_controls_are_disabled(jupyter_server, page):
+    errors = open_cells(jupyter_server, page, "read_only.ipynb", [LIVE, REPLAY, CLOSE])
     run_cell(page, 0, wait=False)
     live = page.locator(".ahp-workbench").nth(0)
     live.locator(".ahp-inputs [data-kind='toolConfirmation']").wait_for()
@@ -62,5 +65,21 @@ def test_replay_controls_are_disabled(jupyter_server, page):
     _shot(page, ".ahp-workbench >> nth=1", "readonly-replay-dark")
     _set_theme(page, "JupyterLab Light")
 
+    # a closed lab: after the cell that closes it, its views say "closed" and act on nothing
+    run_cell(page, 2)
+    page.wait_for_function(
+        """() => document.querySelectorAll('.ahp-workbench')[0]
+                   .querySelectorAll('.ahp-head .ahp-mode[data-mode="closed"]:not([hidden])').length === 5"""
+    )
+    assert _badges(live) == ["closed"] * 5, _badges(live)
+    assert live.evaluate(ENABLED) == [], live.evaluate(ENABLED)
+    assert live.get_by_role("textbox", name="Prompt").get_attribute("placeholder").startswith("closed")
+    # its MCP server stopped with it: no "ready" badge, no Start / Stop
+    assert live.locator(".ahp-tree .ahp-mcp-state").all_text_contents() == ["stopped (lab closed)"]
+    assert _badges(replay) == ["replay: read-only"] * 5  # the replay is not the lab: it stays as it was
+    _shot(page, ".ahp-workbench >> nth=0", "readonly-closed")
+    _set_theme(page, "JupyterLab Dark")
+    _shot(page, ".ahp-workbench >> nth=0", "readonly-closed-dark")
+    _set_theme(page, "JupyterLab Light")
     wait_idle(page)
     assert errors == [], errors

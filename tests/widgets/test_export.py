@@ -77,6 +77,10 @@ def test_the_selected_range_exports_as_a_fixture_and_a_pytest_file(tmp_path, mon
         insp._on_custom_msg(insp, {"type": "export", "format": "fixture"})
         assert not insp.export_result["ok"] and "select a transition" in insp.export_result["message"]
         await lab.aclose()
+        # a closed lab's log still exports (its views say "closed" and only dispatching stops)
+        insp.selected_seq, insp.range_seq = second, lab.store.last_seq
+        insp._on_custom_msg(insp, {"type": "export", "format": "fixture"})
+        assert insp.mode == "closed" and insp.export_result["ok"], insp.export_result
         return test_file
 
     holder = {}

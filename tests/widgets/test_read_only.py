@@ -49,6 +49,15 @@ def test_views_of_a_closed_lab_say_closed_and_act_on_nothing():
     )
     assert src.dispatched == [] and tree.error.startswith("closed:")
     assert (tree.mode, tree.read_only) == ("closed", True)
+    # its MCP servers stopped with it: none shows "ready" or "starting", none can be started
+    mcps = [
+        n["mcp"]
+        for c in tree.model["containers"]
+        for n in [c, *(k for g in c["groups"] for k in g["children"])]
+        if "mcp" in n
+    ]
+    assert len(mcps) >= 2 and {m["label"] for m in mcps} == {"stopped (lab closed)"}
+    assert not any(m["canStart"] or m["canStop"] or m["busy"] for m in mcps)
     assert chat.mode == "live"  # ... and the others after the cell that closed the lab has run
     recheck_modes()
     assert (chat.mode, chat.read_only) == ("closed", True)
