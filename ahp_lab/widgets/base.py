@@ -65,7 +65,7 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
 
 READ_ONLY_REASONS = {
     "replay": "replay: read-only; a replayed log dispatches nothing",
-    "closed": "closed: this lab was closed (aclose()); create a new Lab to act",
+    "closed": "closed: this lab is closed and its MCP servers are stopped; make a new Lab() to act",
 }
 
 
