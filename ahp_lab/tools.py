@@ -158,7 +158,18 @@ def tool_result(value: Any, tool_title: str) -> dict:
         raise ToolError(
             f"{tool_title} returned a {type(value).__name__}, which is not JSON-serializable ({exc})"
         ) from None
-    result: dict[str, Any] = {"success": True, "pastTenseMessage": f"Ran {tool_title}", "content": content}
+    return success_result(tool_title, content, structured)
+
+
+def success_result(tool_title: str, content: list | None = None, structured: Any = None) -> dict:
+    """A successful ``ToolCallResult``: the one place that words its ``pastTenseMessage``.
+
+    "<title> succeeded" (the twin of :func:`failure_result`'s "<title> failed") reads right for any
+    title, where "Ran <title>" gave "Ran Run Unit Tests" in every client.
+    """
+    result: dict[str, Any] = {"success": True, "pastTenseMessage": f"{tool_title} succeeded"}
+    if content is not None:
+        result["content"] = content
     if structured is not None:
         result["structuredContent"] = structured
     return result

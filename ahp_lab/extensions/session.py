@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..protocol.customizations import effective_enabled
-from ..tools import Tool, ToolError, content_blocks, first_error
+from ..tools import Tool, ToolError, content_blocks, first_error, success_result
 from . import catalog as cat
 from .config import Workspace, layers_for, resolve_configuration
 from .contract import Block, CatalogEntry, Extension, ExtensionTool, ToolResult
@@ -89,11 +89,11 @@ def ahp_result(value: Any, title: str) -> Any:
     content = content_blocks(value.content if value.content is not None else value.text)
     if value.is_error:
         raise ToolError(value.text or "the tool failed")
-    out: dict[str, Any] = {"success": True, "pastTenseMessage": f"Ran {title}", "content": content}
+    structured = None
     if value.details is not None:
         details = json.loads(json.dumps(value.details, default=str))
-        out["structuredContent"] = details if isinstance(details, dict) else {"result": details}
-    return out
+        structured = details if isinstance(details, dict) else {"result": details}
+    return success_result(title, content, structured)
 
 
 class ExtensionSession:

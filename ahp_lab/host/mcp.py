@@ -45,7 +45,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
 from ..protocol.customizations import MCP_NOT_ALLOWED, effective_enabled
-from ..tools import bounded_result, failure_result
+from ..tools import bounded_result, failure_result, success_result
 from .mcp_auth import AuthAtConnect, McpAuthorization
 
 log = logging.getLogger("ahp_lab.host.mcp")
@@ -836,12 +836,8 @@ class McpManager(McpAuthorization):
             if content:
                 out["content"] = content
             return out
-        out: dict[str, Any] = {"success": True, "pastTenseMessage": f"Ran {title}"}
-        if content:
-            out["content"] = content
-        if isinstance(result.structured_content, dict):
-            out["structuredContent"] = result.structured_content
-        return out
+        structured = result.structured_content if isinstance(result.structured_content, dict) else None
+        return success_result(title, content or None, structured)
 
 
 def closed_connection(exc: MCPError) -> bool:

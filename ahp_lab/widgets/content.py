@@ -133,11 +133,11 @@ def _tool_input_view(value: Any, ref: str, limits: Mapping[str, int] | None) -> 
 
 
 def _restates_title(summary: str, title: str) -> bool:
-    """Whether a past-tense message only restates the tool's title: "Ran Run Unit Tests" and
-    "Run Unit Tests failed" are what ahp_lab's tools write when the tool says nothing better;
-    under the title and its status badge they would read twice."""
+    """Whether a past-tense message only restates the tool's title: "Run Unit Tests succeeded" and
+    "Run Unit Tests failed" are what ahp_lab's tools write when the tool says nothing better (other
+    hosts write "Ran Run Unit Tests"); under the title and its status badge they would read twice."""
     s, t = summary.strip().casefold(), title.strip().casefold()
-    return bool(t) and s in (f"ran {t}", f"{t} failed", t)
+    return bool(t) and s in (f"ran {t}", f"{t} succeeded", f"{t} failed", t)
 
 
 def tool_call_view(

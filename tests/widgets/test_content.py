@@ -24,7 +24,7 @@ def test_a_failed_completion_reads_failed_and_completed_failed_in_the_detail():
 
 
 def test_the_card_does_not_repeat_the_title_as_its_summary():
-    for generic in ("Ran Drop Table", "Drop Table failed", "ran drop table"):
+    for generic in ("Ran Drop Table", "Drop Table succeeded", "Drop Table failed", "ran drop table"):
         view = tool_call_view(
             _call(status="completed", success=True, pastTenseMessage=generic), "k", full=False
         )
