@@ -10,7 +10,12 @@ export, the client mirrors nor the views with a secret in them. It removes:
 * the userinfo of URLs (``https://user:password@host/`` becomes ``https://host/``);
 * the values of URL query parameters whose names look like secrets (``?api_key=…``,
   ``&token=…``, ``access_token``, ``password``, ``signature``, …);
-* ``Bearer …`` / ``Basic …`` credentials.
+* ``Bearer …`` / ``Basic …`` credentials;
+* free-text assignments to secret-looking names, as programs print them (``API_KEY=…``,
+  ``"password": "…"``, ``client_secret: …``), whatever the value's source (a file the server read,
+  not only the env the host passed);
+* tokens in well-known shapes (``sk-…``, ``ghp_…``, ``github_pat_…``, ``AKIA…``, ``xoxb-…``,
+  ``AIza…``, JWTs).
 
 Tool inputs (``toolInput``, ``editedToolInput``, streamed tool-call arguments) are what a tool
 will run with, so only the literal secrets are masked there.
@@ -32,6 +37,19 @@ _SECRET_QUERY = re.compile(
     r"credential|signature|session|cookie|jwt|bearer|private)[a-z0-9_.\-]*)=)([^&#\s\"'<>]+)"
 )
 _CREDENTIAL = re.compile(r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=\-]{6,}")
+# NAME = value / "name": "value" / name: value, where NAME looks like it holds a secret; the value
+# must be 6+ characters and not only digits (so "max_tokens=4096" or "tokens: 1200" stay).
+_SECRET_ASSIGNMENT = re.compile(
+    r"(?i)(\b[a-z0-9_.\-]*(?:api[_\-]?key|apikey|secret|passw(?:or)?d|pwd|credentials?|private[_\-]?key|"
+    r"access[_\-]?key|auth[_\-]?token|access[_\-]?token|refresh[_\-]?token|session[_\-]?token|token)"
+    r"[\"']?\s*[:=]\s*[\"']?)(?![0-9]+\b)([^\s\"'&,;]{6,})"
+)
+_SECRET_NAME_HINT = re.compile(r"(?i)key|secret|passw|pwd|credential|token")
+# Tokens recognisable by their shape alone.
+_KNOWN_TOKEN = re.compile(
+    r"\b(?:sk-[A-Za-z0-9_\-]{16,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|AKIA[0-9A-Z]{16}|"
+    r"xox[abprs]-[A-Za-z0-9\-]{10,}|AIza[0-9A-Za-z_\-]{30,}|eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]+)"
+)
 _TRIVIAL = frozenset({"true", "false", "null", "none", "yes", "no", "on", "off"})
 # Keys whose strings a tool will run with: only literal secrets are masked there.
 _TOOL_INPUT_KEYS = frozenset({"toolInput", "editedToolInput", "partialInput"})
@@ -80,6 +98,10 @@ class Redactor:
                 "earer" in text or "asic" in text or "EARER" in text or "ASIC" in text
             ) and _CREDENTIAL.search(text):
                 text = _CREDENTIAL.sub(rf"\1\2{MASK}", text)
+            if ("=" in text or ":" in text) and _SECRET_NAME_HINT.search(text):
+                text = _SECRET_ASSIGNMENT.sub(rf"\1{MASK}", text)
+            if len(text) >= 20:
+                text = _KNOWN_TOKEN.sub(MASK, text)
         return text
 
     def redact(self, value: Any, *, generic: bool = True) -> Any:

@@ -94,3 +94,43 @@ def test_a_known_secret_never_survives_redaction_in_any_surrounding(secret, befo
         out = redactor.redact({"message": text, "nested": [text]})
         for value in (out["message"], out["nested"][0]):
             assert secret not in value and escaped not in value
+
+
+FILE_SECRET = "s3cr3t-from-a-dotfile-9f2c"
+GITHUB_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+def test_a_secret_the_server_read_itself_is_published_redacted(tmp_path: Path):
+    """The host never passed these values: the generic rules must catch them by name and by shape."""
+    dotfile = tmp_path / ".env"
+    dotfile.write_text(f"API_KEY={FILE_SECRET}\n", encoding="utf-8")
+    script = (
+        "import sys; line = open(sys.argv[1]).read().strip(); "
+        f"print('loaded', line, 'password: \"hunter2-xyz\"', 'and {GITHUB_TOKEN}', file=sys.stderr); sys.exit(3)"
+    )
+    servers = {"dotenv": {"command": sys.executable, "args": ["-c", script, str(dotfile)]}}
+
+    async def main():
+        async with open_lab(mcp_servers=servers) as lab:
+            entry = await wait_error(lab, "dotenv")
+            assert "loaded API_KEY=***" in entry["state"]["error"]["stack"]
+            published = everything_published(lab, tmp_path / "run.jsonl")
+            for secret in (FILE_SECRET, "hunter2-xyz", GITHUB_TOKEN):
+                assert secret not in published, secret
+
+    arun(main())
+
+
+def test_ordinary_text_keeps_its_numbers_and_words():
+    """Redaction must not eat what a person needs to read: counts, authors, prose about tokens."""
+    redactor = Redactor()
+    for text in (
+        "max_tokens=4096, inputTokens: 1200",
+        "author: Bob Smith",
+        "the token expired, ask for a new one",
+        "monkey: banana split",
+        "status: running (3 of 5)",
+    ):
+        assert redactor.text(text) == text
+    assert redactor.text('{"client_secret": "abc-123-xyz"}') == '{"client_secret": "***"}'
+    assert redactor.text("key AKIAABCDEFGHIJKLMNOP leaked") == "key *** leaked"
