@@ -35,10 +35,14 @@ def test_appending_to_a_large_text_never_copies_it():
         text = text.append("tok ")
         if i % 1000 == 0:
             versions.append(text)
-    first = text._pages[0][0] if text._pages else text._page[0]
-    assert first is big
-    assert len(text._tail) <= 1024 and len(text._page) <= 64  # an append copies a bounded amount
-    assert all((v._pages[0][0] if v._pages else v._page[0]) is big for v in versions)  # shared
+
+    def first_chunk(t: Text) -> str:
+        pages, page, _ = t._head
+        return pages[0][0] if pages else page[0]
+
+    assert first_chunk(text) is big
+    assert len(text._tail) <= 1024 and len(text._head[1]) <= 64  # an append copies a bounded amount
+    assert all(first_chunk(v) is big for v in versions)  # shared
     assert len(text) == len(big) + 40_000
 
 
@@ -50,6 +54,9 @@ def test_older_versions_are_unchanged_by_later_appends():
 
 def test_append_text_accepts_str_and_rejects_other_values():
     assert append_text("ab", "c") == "abc"
+    assert type(append_text("ab", "c")) is str  # a short text stays plain JSON
+    long = append_text("a" * 1024, "b")
+    assert type(long) is Text and long == "a" * 1024 + "b"
     try:
         append_text(5, "c")
     except TypeError as exc:

@@ -13,7 +13,8 @@ states stay valid.
 
 A ``Text`` compares equal to the equal ``str`` (and hashes like it), serializes as a plain string
 through :func:`ahp_lab.protocol.jsonvalue.to_json` / ``dumps``, and ``str(text)`` joins it once and
-caches the result.
+caches the result. :func:`append_text` keeps a text of up to :data:`TAIL_MAX` characters a plain
+``str`` (copying that little costs less than a new object), so short parts stay plain JSON.
 """
 
 from __future__ import annotations
@@ -31,14 +32,18 @@ PAGE_SIZE = 64
 class Text:
     """An immutable string built by appends; see the module docstring."""
 
-    __slots__ = ("_pages", "_page", "_tail", "_len", "_joined")
+    # ``_head`` is ``(pages, page, length of both)``, shared by every version with the same chunks;
+    # an append that fits the tail only makes a new object with two pointers.
+    __slots__ = ("_head", "_tail")
 
     def __init__(self, chunks: tuple[str, ...] = ()) -> None:
-        self._pages: tuple[tuple[str, ...], ...] = ()
-        self._page = tuple(chunks)
+        page = tuple(chunks)
+        self._head: tuple[tuple[tuple[str, ...], ...], tuple[str, ...], int] = (
+            (),
+            page,
+            sum(len(c) for c in page),
+        )
         self._tail = ""
-        self._len = sum(len(c) for c in chunks)
-        self._joined: str | None = chunks[0] if len(chunks) == 1 else ("" if not chunks else None)
 
     @classmethod
     def of(cls, value: str | Text) -> Text:
@@ -49,35 +54,41 @@ class Text:
         """Return a new ``Text`` equal to ``self + more``; ``self`` is unchanged."""
         if not more:
             return self
-        out = Text.__new__(Text)
         tail = self._tail + more
+        out = _new(Text)
         if len(tail) <= TAIL_MAX:
-            out._pages, out._page, out._tail = self._pages, self._page, tail
-        elif len(self._page) < PAGE_SIZE - 1:
-            out._pages, out._page, out._tail = self._pages, (*self._page, tail), ""
-        else:
-            out._pages, out._page, out._tail = (*self._pages, (*self._page, tail)), (), ""
-        out._len = self._len + len(more)
-        out._joined = None
+            out._head = self._head
+        else:  # the tail becomes a chunk of the current page, or the page a full page
+            pages, page, n = self._head
+            if len(page) < PAGE_SIZE - 1:
+                out._head = (pages, (*page, tail), n + len(tail))
+            else:
+                out._head = ((*pages, (*page, tail)), (), n + len(tail))
+            tail = ""
+        out._tail = tail
         return out
 
     def __str__(self) -> str:
-        joined = self._joined
-        if joined is None:
-            joined = "".join(chain(chain.from_iterable(self._pages), self._page)) + self._tail
-            # Compact in place: the value is unchanged, later appends start from one chunk.
-            self._pages, self._page, self._tail = (), (joined,), ""
-            self._joined = joined
+        pages, page, _ = self._head
+        tail = self._tail
+        if not pages:
+            if not page:
+                return tail
+            if len(page) == 1 and not tail:
+                return page[0]
+        joined = "".join(chain(chain.from_iterable(pages), page)) + tail
+        # Compact in place: the value is unchanged, later reads are free and appends start from one chunk.
+        self._head, self._tail = ((), (joined,), len(joined)), ""
         return joined
 
     def __len__(self) -> int:
-        return self._len
+        return self._head[2] + len(self._tail)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Text):
-            return self._len == other._len and str(self) == str(other)
+            return len(self) == len(other) and str(self) == str(other)
         if isinstance(other, str):
-            return self._len == len(other) and str(self) == other
+            return len(self) == len(other) and str(self) == other
         return NotImplemented
 
     def __ne__(self, other: object) -> bool:
@@ -91,11 +102,11 @@ class Text:
         return self.append(str(other))
 
     def __bool__(self) -> bool:
-        return self._len > 0
+        return self._head[2] > 0 or bool(self._tail)
 
     def __repr__(self) -> str:
         s = str(self)
-        return f"Text({s[:60]!r}{'...' if len(s) > 60 else ''}, len={self._len})"
+        return f"Text({s[:60]!r}{'...' if len(s) > 60 else ''}, len={len(s)})"
 
     def endswith(self, suffix: str) -> bool:
         return str(self).endswith(suffix)
@@ -107,10 +118,19 @@ class Text:
         return (Text, ((str(self),),))
 
 
-def append_text(current: object, more: str) -> Text:
-    """Append ``more`` to a ``str`` or :class:`Text` value, returning a ``Text``."""
+_new = object.__new__
+
+
+def append_text(current: object, more: str) -> str | Text:
+    """Append ``more`` to a ``str`` or :class:`Text` value.
+
+    The result stays a plain ``str`` while it is no longer than :data:`TAIL_MAX` (a short copy
+    costs less than a new ``Text``), and is a ``Text`` beyond that.
+    """
     if type(current) is Text:
         return current.append(more)
     if isinstance(current, str):
+        if len(current) + len(more) <= TAIL_MAX:
+            return current + more
         return Text.of(current).append(more)
     raise TypeError(f"cannot append text to {type(current).__name__}")

@@ -130,18 +130,22 @@ def make_reducer(channel: str, handlers: dict[str, Handler]):
     get_handler = handlers.get
 
     def reduce(state: Any, action: Any, now_ms: int = 0, log: Log | None = None) -> Any:
-        kind = action.get("type") if type(action) is dict else None
-        handler = get_handler(kind) if type(kind) is str else None
-        if handler is None or type(state) is not dict:
-            if log is not None:
-                log(f"Unhandled action type: {kind!r} on the {channel} reducer")
-            return state
-        try:
-            return handler(state, action, now_ms)
-        except (TypeError, KeyError, AttributeError, ValueError, IndexError) as exc:
-            if log is not None:
-                log(f"Malformed {kind} action ignored by the {channel} reducer: {exc}")
-            return state
+        if type(action) is dict:
+            kind = action.get("type")
+            if type(kind) is str and type(state) is dict:
+                handler = get_handler(kind)
+                if handler is not None:
+                    try:
+                        return handler(state, action, now_ms)
+                    except (TypeError, KeyError, AttributeError, ValueError, IndexError) as exc:
+                        if log is not None:
+                            log(f"Malformed {kind} action ignored by the {channel} reducer: {exc}")
+                        return state
+        else:
+            kind = None
+        if log is not None:
+            log(f"Unhandled action type: {kind!r} on the {channel} reducer")
+        return state
 
     reduce.__name__ = f"reduce_{channel}"
     reduce.__qualname__ = reduce.__name__

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..protocol.text import Text, append_text
-from ..protocol.vector import NO_KEY, Vector, appended, candidates, count, find, replaced, sequence
+from ..protocol.vector import NO_KEY, PLAIN_MAX, Vector, appended, candidates, count, find, replaced, sequence
 from ._js import clamp_non_negative, key, plus, spread, to_string, truthy
 from ._util import (
     as_int,
@@ -209,12 +209,38 @@ def _append_to_part(kind: str):
         if type(active) is not dict:
             return state
         turn_id = active.get("id")
-        if not (type(turn_id) is str and turn_id == action.get("turnId")) and not _same(
-            turn_id, action.get("turnId")
-        ):
+        if type(turn_id) is str:
+            if turn_id != action.get("turnId"):
+                return state
+        elif not _same(turn_id, action.get("turnId")):
             return state
         parts = active.get("responseParts")
         part_id = action.get("partId")
+        if type(parts) is list and len(parts) <= PLAIN_MAX and type(part_id) is str:
+            # The streaming case, inlined (it is most of a chat's actions): a short list is
+            # scanned for the first part keyed ``part_id`` (a tool call by its toolCallId).
+            for i, part in enumerate(parts):  # noqa: B007 - i is read after the break
+                if type(part) is dict:
+                    part_kind = part.get("kind")
+                    if part.get("id") == part_id if part_kind != "toolCall" else _part_key(part) == part_id:
+                        break
+            else:
+                return state
+            if part_kind != kind:
+                return state
+            current, more = part.get("content"), action.get("content")
+            if type(more) is str and (type(current) is Text or type(current) is str):
+                new_part = part.copy()
+                new_part["content"] = (
+                    current.append(more) if type(current) is Text else append_text(current, more)
+                )
+                new_parts = parts.copy()
+                new_parts[i] = new_part
+                turn = active.copy()
+                turn["responseParts"] = new_parts
+                out = state.copy()
+                out["activeTurn"] = turn
+                return out
         wanted = part_id if type(part_id) is str else key(part_id)
         if type(parts) is list:
             i = -1
