@@ -183,7 +183,10 @@ class Vector:
             for key_fn, (multi, index) in out._index.items():
                 _add_keys(index, n, key_fn(item), multi)
         if self._counts:
-            out._counts = {pred: c + (1 if pred(item) else 0) for pred, c in self._counts.items()}
+            counts = {}
+            for pred, c in self._counts.items():
+                counts[pred] = c + 1 if pred(item) else c
+            out._counts = counts
         return out
 
     def replaced(self, i: int, item: Any, *, same_keys: bool = False) -> Vector:
@@ -192,34 +195,35 @@ class Vector:
         Pass ``same_keys=True`` when ``item`` has the same keys as the entry it replaces under
         every index (e.g. a toggled flag on an entry with the same id): it skips the key updates.
         """
-        return self._set(self._position(i), item, same_keys)
+        if self._holes or not 0 <= i < self._n:
+            i = self._position(i)
+        return self._set(i, item, same_keys)
 
     def _set(self, i: int, item: Any, same_keys: bool) -> Vector:
         """Replace the entry at storage position ``i``."""
         n = self._n
-        old = self._get(i)
         if i < self._nb:  # inside the shared prefix: move everything into the trie once
             full = Vector._trie(list(self._stored()))
             full._holes, full._index, full._counts = self._holes, self._index, self._counts
             return full._set(i, item, same_keys)
-        tailoff = n - len(self._tail)
+        tail = self._tail
+        tailoff = n - len(tail)
         if i >= tailoff:
-            tail = self._tail
             j = i - tailoff
+            old = tail[j]
             out = self._derive(n, self._shift, self._root, (*tail[:j], item, *tail[j + 1 :]))
         else:
-            out = self._derive(
-                n, self._shift, _assoc(self._shift, self._root, i - self._nb, item), self._tail
-            )
+            old = self._get(i) if self._counts else None
+            out = self._derive(n, self._shift, _assoc(self._shift, self._root, i - self._nb, item), tail)
         if out._index is not None and not same_keys:
             for key_fn, (multi, index) in out._index.items():
                 _add_keys(index, i, key_fn(item), multi)
         if self._counts:
             hole = item is _HOLE
-            out._counts = {
-                pred: c + (0 if hole else bool(pred(item))) - bool(pred(old))
-                for pred, c in self._counts.items()
-            }
+            counts = {}
+            for pred, c in self._counts.items():  # a loop, not a comprehension: no extra frame
+                counts[pred] = c + (0 if hole else bool(pred(item))) - bool(pred(old))
+            out._counts = counts
         return out
 
     def removed(self, i: int) -> Vector:
@@ -292,7 +296,9 @@ class Vector:
 
         With ``multi=True``, ``key_fn`` returns a tuple of keys per entry (e.g. its children's ids).
         """
-        positions = self._index_of(key_fn, multi).get(key)
+        shared = self._index
+        entry = shared.get(key_fn) if shared is not None else None
+        positions = (self._index_of(key_fn, multi) if entry is None else entry[1]).get(key)
         if not positions:
             return []
         n = self._n
@@ -307,9 +313,22 @@ class Vector:
         """The first position whose entry has ``key_fn(entry) == key``, else ``-1``."""
         if key is NO_KEY:
             return -1
-        for i in self.candidates(key_fn, key):
-            if key_fn(self[i]) == key:
-                return i
+        if self._holes:
+            for i in self.candidates(key_fn, key):
+                if key_fn(self[i]) == key:
+                    return i
+            return -1
+        # No holes (the common case): storage positions are list positions, checked in place.
+        shared = self._index
+        entry = shared.get(key_fn) if shared is not None else None
+        positions = (self._index_of(key_fn, False) if entry is None else entry[1]).get(key)
+        if positions:
+            n = self._n
+            for i in positions:
+                if i >= n:
+                    break
+                if key_fn(self._get(i)) == key:
+                    return i
         return -1
 
     def find_all(self, key_fn: KeyFn, key: Any) -> list[int]:
@@ -368,11 +387,16 @@ class Vector:
             i = i.__index__()
         if self._holes:
             return self._get(self._position(i))
-        n = self._n
         if i < 0:
-            i += n
+            i += self._n
             if i < 0:
                 raise IndexError("Vector index out of range")
+        if i < self._nb:  # the shared prefix and the tail inlined: most reads end here
+            return self._base[i]
+        tail = self._tail
+        tailoff = self._n - len(tail)
+        if i >= tailoff:
+            return tail[i - tailoff]  # raises IndexError past the end
         return self._get(i)
 
     def _get(self, i: int) -> Any:

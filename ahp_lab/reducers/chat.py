@@ -66,11 +66,11 @@ def blocks_user(part: Any) -> bool:
     if type(part) is not dict:
         return False
     kind = part.get("kind")
-    if kind == "inputRequest":
-        return part.get("response") is None
     if kind == "toolCall":
         tc = part.get("toolCall")
         return type(tc) is dict and tc.get("status") in BLOCKING_TOOL_CALL_STATES
+    if kind == "inputRequest":
+        return part.get("response") is None
     return False
 
 
@@ -85,7 +85,7 @@ def _unfinished(part: Any) -> bool:
 def _blocking(parts: Any) -> bool:
     if type(parts) is Vector:
         return count(parts, blocks_user) > 0
-    return any(blocks_user(p) for p in as_list(parts))
+    return any(map(blocks_user, parts)) if isinstance(parts, list) else False
 
 
 def derive_status(state: dict, terminal: int | None = None) -> int:
@@ -156,8 +156,11 @@ def _part_key(part: Any) -> Any:
         return NO_KEY
     if part.get("kind") == "toolCall":
         tc = part.get("toolCall")
-        return key(tc.get("toolCallId")) if type(tc) is dict else NO_KEY
-    ident = part.get("id")
+        if type(tc) is not dict:
+            return NO_KEY
+        ident = tc.get("toolCallId")
+    else:
+        ident = part.get("id")
     return ident if type(ident) is str else key(ident)
 
 
@@ -716,18 +719,39 @@ def _tool_call_action(transform, rederive: bool):
         if parts is not None:
             call_id = action.get("toolCallId")
             wanted = call_id if type(call_id) is str else key(call_id)
-            new_parts = parts
-            for i in candidates(parts, _part_key, wanted):
-                part = parts[i]
-                if part.get("kind") != "toolCall" or _part_key(part) != wanted:
-                    continue
-                new_tc = transform(part["toolCall"], action)
-                if new_tc is not None:
-                    new_part = dict(part)
-                    new_part["toolCall"] = new_tc
-                    new_parts = replaced(new_parts, i, new_part, same_keys=True)
-            if new_parts is not parts:
-                out = _with_parts(state, active, new_parts)
+            if type(parts) is list and len(parts) <= PLAIN_MAX:
+                # A short list (most turns) is scanned in place, and copied once however many match.
+                new_parts = None
+                for i, part in enumerate(parts):
+                    if type(part) is dict and part.get("kind") == "toolCall":
+                        tc = part.get("toolCall")
+                        if type(tc) is not dict:
+                            continue
+                        ident = tc.get("toolCallId")
+                        if (ident if type(ident) is str else key(ident)) == wanted:
+                            new_tc = transform(tc, action)
+                            if new_tc is not None:
+                                new_part = part.copy()
+                                new_part["toolCall"] = new_tc
+                                if new_parts is None:
+                                    new_parts = parts.copy()
+                                new_parts[i] = new_part
+                if new_parts is not None:
+                    out = _with_parts(state, active, new_parts)
+            else:  # a long turn: the calls are found through the parts' index
+                vec = Vector.of(parts)
+                new_parts = vec
+                for i in vec.candidates(_part_key, wanted):
+                    part = vec[i]
+                    if type(part) is not dict or part.get("kind") != "toolCall" or _part_key(part) != wanted:
+                        continue
+                    new_tc = transform(part["toolCall"], action)
+                    if new_tc is not None:
+                        new_part = part.copy()
+                        new_part["toolCall"] = new_tc
+                        new_parts = new_parts.replaced(i, new_part, same_keys=True)
+                if new_parts is not vec:
+                    out = _with_parts(state, active, new_parts)
         # Status is re-derived even when the tool-call update was a no-op (reducer-rules §4).
         return _with_status(out, derive_status(out)) if rederive else out
 
