@@ -34,7 +34,7 @@ C encoder only knows real lists): use :func:`ahp_lab.protocol.jsonvalue.dumps` o
 from __future__ import annotations
 
 import copy
-from bisect import bisect_left, insort
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 from typing import Any
@@ -148,13 +148,18 @@ class Vector:
         return out
 
     def _phys(self, i: int) -> int:
-        """The storage position of list position ``i`` (``0 <= i < len(self)``)."""
-        for h in self._holes:
-            if h <= i:
-                i += 1
-            else:
-                break
-        return i
+        """The storage position of list position ``i`` (``0 <= i < len(self)``).
+
+        It is the least ``p >= i`` with ``p = i + (holes at or before p)``: iterating that from
+        ``p = i`` only moves up and stops there, one bisection per step.
+        """
+        holes = self._holes
+        p = i
+        while True:
+            q = i + bisect_right(holes, p)
+            if q == p:
+                return p
+            p = q
 
     def _position(self, i: int) -> int:
         """List position ``i`` (negative counts from the end) as a storage position, checked."""
@@ -249,10 +254,17 @@ class Vector:
         out._counts = self._counts
         if self._index is not None:
             out._index = {}
+            # Each storage position's new position (-1 for a hole), computed once for all keys.
+            moved = list(range(self._n))
+            for h in holes:
+                moved[h] = -1
+            for m, h in enumerate(holes):
+                end = holes[m + 1] if m + 1 < len(holes) else self._n
+                moved[h + 1 : end] = range(h - m, end - m - 1)
             for key_fn, (multi, index) in self._index.items():
                 remapped = {}
                 for k, positions in index.items():
-                    kept = [p - bisect_left(holes, p) for p in positions if p < self._n and not _in(holes, p)]
+                    kept = [q for p in positions if p < self._n and (q := moved[p]) >= 0]
                     if kept:
                         remapped[k] = kept
                 out._index[key_fn] = (multi, remapped)
@@ -313,22 +325,19 @@ class Vector:
         """The first position whose entry has ``key_fn(entry) == key``, else ``-1``."""
         if key is NO_KEY:
             return -1
-        if self._holes:
-            for i in self.candidates(key_fn, key):
-                if key_fn(self[i]) == key:
-                    return i
-            return -1
-        # No holes (the common case): storage positions are list positions, checked in place.
+        # Storage positions are checked in place; a hole never matches (it is not an entry).
         shared = self._index
         entry = shared.get(key_fn) if shared is not None else None
         positions = (self._index_of(key_fn, False) if entry is None else entry[1]).get(key)
         if positions:
             n = self._n
-            for i in positions:
-                if i >= n:
+            for p in positions:
+                if p >= n:
                     break
-                if key_fn(self._get(i)) == key:
-                    return i
+                item = self._get(p)
+                if item is not _HOLE and key_fn(item) == key:
+                    holes = self._holes
+                    return p - bisect_left(holes, p) if holes else p
         return -1
 
     def find_all(self, key_fn: KeyFn, key: Any) -> list[int]:

@@ -52,7 +52,9 @@ def test_every_version_equals_its_list_model_and_never_changes(size, program):
         versions.append((vec, list(model)))
         # lookups through the shared index agree with a scan of this version
         for k in range(7):
-            assert vec.find_all(key_of, k) == [i for i, x in enumerate(model) if x % 7 == k]
+            expected = [i for i, x in enumerate(model) if x % 7 == k]
+            assert vec.find_all(key_of, k) == expected
+            assert vec.find(key_of, k) == (expected[0] if expected else -1)
         assert vec.count(even) == sum(1 for x in model if x % 2 == 0)
     for v, m in versions:  # old versions are untouched by later updates
         assert v == m and list(v) == m and len(v) == len(m)
@@ -101,5 +103,7 @@ def test_removals_leave_holes_that_lookups_and_compaction_handle(size, picks, da
         if model:
             assert vec[i % len(model)] == model[i % len(model)] and vec[-1] == model[-1]
         k = pick % 7
-        assert vec.find_all(key_of, k) == [j for j, x in enumerate(model) if x % 7 == k]
+        expected = [j for j, x in enumerate(model) if x % 7 == k]
+        assert vec.find_all(key_of, k) == expected
+        assert vec.find(key_of, k) == (expected[0] if expected else -1)
         assert vec.count(even) == sum(1 for x in model if x % 2 == 0)
