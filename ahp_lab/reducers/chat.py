@@ -15,6 +15,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..protocol.names import (
+    AUTH_REQUIRED,
+    BLOCKING_TOOL_CALL_STATES,
+    CANCELLED,
+    COMPLETED,
+    PENDING_CONFIRMATION,
+    PENDING_RESULT_CONFIRMATION,
+    RUNNING,
+    STREAMING,
+)
 from ..protocol.text import Text, append_text
 from ..protocol.vector import NO_KEY, PLAIN_MAX, Vector, appended, candidates, count, find, replaced, sequence
 from ._js import clamp_non_negative, key, plus, spread, to_string, truthy
@@ -35,24 +45,6 @@ from ._util import (
 IDLE, ERROR, IN_PROGRESS, INPUT_NEEDED, IS_READ = 1, 2, 8, 24, 32
 ACTIVITY_MASK = 0x1F
 
-STREAMING = "streaming"
-PENDING_CONFIRMATION = "pending-confirmation"
-RUNNING = "running"
-AUTH_REQUIRED = "auth-required"
-PENDING_RESULT_CONFIRMATION = "pending-result-confirmation"
-COMPLETED = "completed"
-CANCELLED = "cancelled"
-
-TOOL_CALL_STATES = (
-    STREAMING,
-    PENDING_CONFIRMATION,
-    RUNNING,
-    AUTH_REQUIRED,
-    PENDING_RESULT_CONFIRMATION,
-    COMPLETED,
-    CANCELLED,
-)
-BLOCKING_TOOL_CALL_STATES = frozenset({PENDING_CONFIRMATION, PENDING_RESULT_CONFIRMATION, AUTH_REQUIRED})
 BASE_KEYS = ("toolCallId", "toolName", "displayName", "intention", "contributor", "_meta")
 RESULT_KEYS = ("success", "pastTenseMessage", "content", "structuredContent", "error")
 CONFIRMATION_KEYS = ("confirmationTitle", "riskAssessment", "edits", "editable", "options")

@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..reducers.chat import (  # the tool-call states, named once
+from ..protocol.names import (  # the tool-call states, named once
     AUTH_REQUIRED,
     CANCELLED,
     COMPLETED,

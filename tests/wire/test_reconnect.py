@@ -61,7 +61,9 @@ async def _stream_and_kill(lab: Lab, remote: RemoteLab, missed: int = 0) -> tupl
 
 
 async def _caught_up(lab: Lab, remote: RemoteLab, turn_id: str) -> None:
-    await remote.wait_for(remote.chat, lambda s: any(t.get("id") == turn_id for t in s.get("turns") or ()), timeout=60)
+    await remote.wait_for(
+        remote.chat, lambda s: any(t.get("id") == turn_id for t in s.get("turns") or ()), timeout=60
+    )
     await remote.client.settle()
     for channel in (lab.session, lab.chat):
         assert without_modified_at(remote.state(channel)) == without_modified_at(lab.state(channel))
