@@ -12,43 +12,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..protocol.jsonvalue import json_patch  # the one diff, shared with the store
+
 __all__ = ["FakeTransition", "FakeSource", "json_patch"]
-
-
-def _esc(key: Any) -> str:
-    return str(key).replace("~", "~0").replace("/", "~1")
-
-
-def json_patch(before: Any, after: Any, path: str = "") -> list[dict[str, Any]]:
-    """A small RFC 6902 diff (add/remove/replace; lists diffed index-wise, appends as ``add``)."""
-    if before is after:
-        return []
-    if isinstance(before, Mapping) and isinstance(after, Mapping):
-        ops: list[dict[str, Any]] = []
-        for k in before:
-            if k not in after:
-                ops.append({"op": "remove", "path": f"{path}/{_esc(k)}"})
-        for k, v in after.items():
-            if k not in before:
-                ops.append({"op": "add", "path": f"{path}/{_esc(k)}", "value": v})
-            else:
-                ops.extend(json_patch(before[k], v, f"{path}/{_esc(k)}"))
-        return ops
-    if isinstance(before, list) and isinstance(after, list):
-        ops = []
-        common = min(len(before), len(after))
-        for i in range(common):
-            ops.extend(json_patch(before[i], after[i], f"{path}/{i}"))
-        for i in range(len(before) - 1, common - 1, -1):
-            ops.append({"op": "remove", "path": f"{path}/{i}"})
-        for i in range(common, len(after)):
-            ops.append({"op": "add", "path": f"{path}/-", "value": after[i]})
-        return ops
-    if type(before) is type(after) and before == after:
-        return []
-    if str(type(before).__name__) == "Text" and str(before) == str(after):
-        return []
-    return [{"op": "replace", "path": path, "value": after}]
 
 
 class FakeTransition:

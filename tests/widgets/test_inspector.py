@@ -82,7 +82,7 @@ def test_detail_has_action_and_readable_diff():
     d = transition_detail(t)
     assert d["seq"] == 1 and d["origin"] == "agent bot" and '"type": "x/y"' in d["action"]["text"]
     ops = {(o["op"], o["path"]) for o in d["diff"]["ops"]}
-    assert ops == {("remove", "/gone"), ("replace", "/a"), ("add", "/list/-"), ("add", "/new")}
+    assert ops == {("remove", "/gone"), ("replace", "/a"), ("add", "/list/1"), ("add", "/new")}
     assert "\x1b" not in d["action"]["text"]
 
 
