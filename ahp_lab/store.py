@@ -4,7 +4,8 @@ Nothing writes state except :meth:`Store.apply`, which runs the channel's pure r
 action the host accepted and records a transition. The log is column-oriented so that recording
 costs little time and memory: each transition keeps its action, channel, origin, clock value and
 reducer time; channel states are kept for the live head, at periodic checkpoints and in a small
-cache. Any earlier state (``transition.before``/``after``, :meth:`Store.state_at`) is rebuilt on
+cache. Actions and origins are kept in a form CPython's cyclic garbage collector does not traverse
+(:class:`_Column`), so that a long log does not lengthen every full collection of the process. Any earlier state (``transition.before``/``after``, :meth:`Store.state_at`) is rebuilt on
 demand by replaying the channel's actions from the nearest checkpoint with the clock values that
 were recorded — the reducers are pure, so the result is exactly the state that existed.
 
@@ -15,6 +16,7 @@ the live ones.
 
 from __future__ import annotations
 
+import gc
 import json
 import time
 from array import array
@@ -22,6 +24,7 @@ from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import IO, Any
 
@@ -33,8 +36,14 @@ __all__ = ["Store", "Transition", "TransitionLog", "HOST", "agent_origin", "clie
 
 HOST: dict = {"kind": "host"}
 _AGENT_ORIGINS: dict[str, dict] = {}
+#: Origin records shared by many transitions (``HOST``, one per agent): a log column stores their
+#: position in this list instead of a copy. They live as long as the module, so ids stay valid.
+_SHARED: list[dict] = [HOST]
+_SHARED_IDS: dict[int, int] = {id(HOST): 0}
 LOG_FORMAT = "ahp_lab.transitions"
 LOG_VERSION = 1
+#: Values per sealed chunk of a :class:`_Column`.
+_CHUNK = 1024
 
 
 def agent_origin(name: str) -> dict:
@@ -42,6 +51,8 @@ def agent_origin(name: str) -> dict:
     origin = _AGENT_ORIGINS.get(name)
     if origin is None:
         origin = _AGENT_ORIGINS[name] = {"kind": "agent", "name": name}
+        _SHARED_IDS[id(origin)] = len(_SHARED)
+        _SHARED.append(origin)
     return origin
 
 
@@ -54,6 +65,67 @@ def wall_clock_ms() -> int:
 
 
 Listener = Callable[["Transition"], None]
+
+
+def _pack(value: Any) -> Any:
+    """``value`` as an atomic the collector can untrack; :func:`_unpack` gives back an equal value.
+
+    A shared origin becomes its position in ``_SHARED``; a dict the collector does not track (only
+    atomic members: streamed deltas, client origins) a flat ``(key, value, ...)`` tuple of the same
+    objects; anything else its JSON text (the form :meth:`Store.export` writes, so a tuple reads back
+    as a list). A value without a JSON text is kept as ``[value]``.
+    """
+    shared = _SHARED_IDS.get(id(value))
+    if shared is not None and _SHARED[shared] is value:
+        return shared
+    if type(value) is dict and not gc.is_tracked(value):
+        return tuple(chain.from_iterable(value.items()))
+    try:
+        return dumps(value, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return [value]
+
+
+def _unpack(packed: Any) -> Any:
+    kind = type(packed)
+    if kind is tuple:
+        return dict(zip(packed[::2], packed[1::2], strict=True))
+    if kind is str:
+        return json.loads(packed)
+    if kind is int:
+        return _SHARED[packed]
+    return packed[0]
+
+
+class _Column:
+    """One value per transition, held where CPython's cyclic garbage collector does not look.
+
+    A full collection visits every reference of every tracked container, so a plain list of a
+    million action dicts (some of them tracked themselves) adds a few hundred milliseconds to each
+    one. Values are packed into atomics (:func:`_pack`) and every :data:`_CHUNK` of them sealed
+    into a tuple, which the collector untracks: the log then costs it one open chunk.
+    """
+
+    __slots__ = ("_chunks", "_open")
+
+    def __init__(self) -> None:
+        self._chunks: list[tuple] = []
+        self._open: list = []
+
+    def __len__(self) -> int:
+        return len(self._chunks) * _CHUNK + len(self._open)
+
+    def append(self, value: Any) -> None:
+        self._open.append(_pack(value))
+        if len(self._open) == _CHUNK:
+            self._chunks.append(tuple(self._open))
+            self._open = []
+
+    def __getitem__(self, index: int) -> Any:
+        chunk, offset = divmod(index, _CHUNK)
+        if chunk < len(self._chunks):
+            return _unpack(self._chunks[chunk][offset])
+        return _unpack(self._open[offset])
 
 
 @dataclass
@@ -72,13 +144,16 @@ class _Channel:
 class Transition:
     """One action the host sequenced on a channel, accepted or rejected; a view into the log."""
 
-    __slots__ = ("_store", "index", "_before", "_after")
+    __slots__ = ("_store", "index", "_before", "_after", "_action")
 
-    def __init__(self, store: Store, index: int, before: Any = None, after: Any = None) -> None:
+    def __init__(
+        self, store: Store, index: int, before: Any = None, after: Any = None, action: Any = None
+    ) -> None:
         self._store = store
         self.index = index
         self._before = before
         self._after = after
+        self._action = action
 
     @property
     def seq(self) -> int:
@@ -98,7 +173,9 @@ class Transition:
     @property
     def action(self) -> dict:
         """The action as the host sequenced it (normalized JSON)."""
-        return self._store._actions[self.index]
+        if self._action is None:
+            self._action = self._store._actions[self.index]
+        return self._action
 
     @property
     def type(self) -> str:
@@ -432,8 +509,8 @@ class Store:
         self._history: list[_Channel] = []  # every channel ever added, in order
         self._states: dict[str, Any] = {}
         # columns of the log
-        self._actions: list = []
-        self._origins: list = []
+        self._actions = _Column()
+        self._origins = _Column()
         self._chan: array = array("I")  # index into self._history
         self._now: array = array("q")
         self._reducer_ns: array = array("I")  # ns, capped at 2**32 - 1 (4.3 s)
@@ -519,7 +596,7 @@ class Store:
         if count % self.checkpoint_every == 0:
             ch.checkpoints.append((count, after))
             ch.checkpoint_counts.append(count)
-        transition = Transition(self, index, before, after)
+        transition = Transition(self, index, before, after, action)
         self._notify(channel, transition)
         return transition
 
@@ -534,7 +611,7 @@ class Store:
         index = self._record(ch, action, origin, now, 0)
         self._rejections[index] = reason
         state = self._states[channel]
-        transition = Transition(self, index, state, state)
+        transition = Transition(self, index, state, state, action)
         self._notify(channel, transition)
         return transition
 

@@ -121,3 +121,39 @@ def test_a_failing_listener_does_not_break_the_store():
     store.subscribe(seen.append, channel="ahp-session:/s")
     store.apply("ahp-session:/s", {"type": "session/titleChanged", "title": "b"})
     assert store.state("ahp-session:/s")["title"] == "b" and len(seen) == 1
+
+
+def test_a_long_log_adds_nothing_for_the_garbage_collector_to_traverse():
+    # A full CPython collection visits every tracked container: a log that kept its actions and
+    # origins as dicts in lists lengthened every full collection of the kernel (issue 14).
+    import gc
+
+    store = Store(lambda: 5_000)
+    store.add_channel("ses", "session", {"resource": "ses", "title": "t"})
+    n = 5_000
+    gc.collect()
+    before = len(gc.get_objects())
+    for i in range(n):
+        store.apply("ses", {"type": "session/titleChanged", "title": f"title {i}"}, client_origin("c", i))
+        store.reject("ses", {"type": "session/x", "nested": {"list": [i, (i, "t")]}}, agent_origin("a"), "no")
+    gc.collect()
+    gc.collect()
+    recorded = len(store.transitions)
+    assert recorded == 2 * n
+    added = len(gc.get_objects()) - before
+    assert added < 0.02 * recorded, f"{added} tracked objects for {recorded} transitions"
+    # and every transition reads back what was recorded
+    first, nested, last = store.transitions[1], store.transitions[2], store.transitions[-1]
+    assert first.action == {"type": "session/titleChanged", "title": "title 0"}
+    assert first.origin == {"kind": "client", "clientId": "c", "clientSeq": 0}
+    assert nested.action == {"type": "session/x", "nested": {"list": [0, [0, "t"]]}}
+    assert nested.origin is agent_origin("a") and nested.rejection_reason == "no"
+    assert last.action["nested"]["list"][0] == n - 1 and store.state("ses")["title"] == f"title {n - 1}"
+
+
+def test_an_action_without_a_json_form_is_kept_as_it_is():
+    store = Store(lambda: 1)
+    store.add_channel("ses", "session", {"resource": "ses", "title": "t"})
+    odd = {"type": "session/x", "value": {"when": object()}}
+    store.reject("ses", odd, HOST, "not JSON")
+    assert store.transitions[-1].action is odd
