@@ -31,6 +31,10 @@ log = logging.getLogger("ahp_lab.host")
 
 __all__ = ["SessionsAndChats", "SessionRuntime"]
 
+#: The session-state members a catalogue ``SessionSummary`` is computed from (with its chats').
+_SUMMARY_SESSION_KEYS = ("title", "status", "defaultChat", "project", "workingDirectories", "annotations")
+_ABSENT = object()  # a member that is not there (a missing title reads as "", a null one as null)
+
 
 @dataclass
 class SessionRuntime:
@@ -43,6 +47,7 @@ class SessionRuntime:
     summary: dict
     creator: str | None = None
     by_stranger: bool = False  # created by a connection other than the notebook's
+    summary_inputs: tuple = ()  # what ``summary`` was computed from (see ``_summary_inputs``)
 
 
 class SessionsAndChats:
@@ -154,6 +159,7 @@ class SessionsAndChats:
             )
         runtime = self.sessions[uri]
         runtime.summary = self._summary(uri)
+        runtime.summary_inputs = ()
         self._notify_root("root/sessionAdded", {"summary": runtime.summary})
 
     def _check_directories(self, command: str, dirs: list, conn: Connection | None) -> None:
@@ -394,10 +400,26 @@ class SessionsAndChats:
                 summary[key] = state[key]
         return summary
 
+    def _summary_inputs(self, runtime: SessionRuntime) -> tuple:
+        """Every value :meth:`_summary` reads from the session and its chats, flat and cheap to compare."""
+        state = self.store.state(runtime.uri) or {}
+        inputs = [state.get(key, _ABSENT) for key in _SUMMARY_SESSION_KEYS]
+        for uri in runtime.chats:
+            if self.store.has_channel(uri):
+                chat = self.store.state(uri)
+                inputs += (uri, chat.get("status"), chat.get("activity"), chat.get("modifiedAt"))
+        return tuple(inputs)
+
     def _refresh_summary(self, uri: str) -> None:
         runtime = self.sessions.get(uri)
         if runtime is None or not runtime.summary:
             return
+        # Most session actions (chat mirroring, input requests) leave the catalogue entry as it was:
+        # when its inputs are equal, so is the summary, and there is nothing to compute or announce.
+        inputs = self._summary_inputs(runtime)
+        if inputs == runtime.summary_inputs:
+            return
+        runtime.summary_inputs = inputs
         new = self._summary(uri)
         changes = {k: v for k, v in new.items() if runtime.summary.get(k) != v}
         changes.update({k: None for k in runtime.summary if k not in new})
