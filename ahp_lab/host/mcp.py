@@ -39,10 +39,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import mcp_types as mt
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.shared.exceptions import MCPError
 
 from ..protocol.customizations import MCP_NOT_ALLOWED, effective_enabled
 from ..tools import bounded_result, failure_result, success_result
@@ -51,6 +47,37 @@ from .mcp_auth import AuthAtConnect, McpAuthorization
 log = logging.getLogger("ahp_lab.host.mcp")
 
 __all__ = ["McpManager", "AUTH_ERROR_CODE", "TOKEN_META_KEY", "NOT_ALLOWED"]
+
+
+# The ``mcp`` SDK is imported when the first server starts (``_load_sdk``), not with this module:
+# it is tens of thousands of objects that every full garbage collection of a kernel or an
+# ``ahp-lab serve`` process would otherwise visit, whether or not any MCP server is configured.
+mt: Any = None
+ClientSession: Any = None
+StdioServerParameters: Any = None
+stdio_client: Any = None
+MCPError: Any = None
+
+
+def _load_sdk() -> None:
+    """Import the ``mcp`` SDK into this module's names (idempotent; run off the event loop)."""
+    global mt, ClientSession, StdioServerParameters, stdio_client, MCPError
+    if MCPError is not None:
+        return
+    import mcp_types
+    from mcp.client.session import ClientSession as session_type
+    from mcp.client.stdio import StdioServerParameters as stdio_parameters
+    from mcp.client.stdio import stdio_client as open_stdio
+    from mcp.shared.exceptions import MCPError as error_type
+
+    mt, ClientSession, StdioServerParameters, stdio_client = (
+        mcp_types,
+        session_type,
+        stdio_parameters,
+        open_stdio,
+    )
+    MCPError = error_type
+
 
 AUTH_ERROR_CODE = -32401
 TOKEN_META_KEY = "ahp_lab/authorization"
@@ -427,6 +454,8 @@ class McpManager(McpAuthorization):
 
     async def _serve(self, rt: _Runtime, gen: int, previous: asyncio.Task | None) -> None:
         """Run one connection to the server until it is stopped or fails."""
+        if MCPError is None:
+            await asyncio.to_thread(_load_sdk)  # a large import: the loop keeps running meanwhile
         if previous is not None and not previous.done():
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(previous), timeout=8)
@@ -840,7 +869,7 @@ class McpManager(McpAuthorization):
         return success_result(title, content or None, structured)
 
 
-def closed_connection(exc: MCPError) -> bool:
+def closed_connection(exc: Any) -> bool:
     return exc.message == "Connection closed"
 
 

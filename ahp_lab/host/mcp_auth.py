@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sys
 from typing import Any
-
-from mcp.shared.exceptions import MCPError
 
 __all__ = ["McpAuthorization", "AuthAtConnect", "auth_requirement"]
 
@@ -37,7 +36,8 @@ def _origin(url: str) -> str:
 
 def auth_requirement(exc: BaseException) -> dict | None:
     """The McpAuthRequirement an MCP error carries (the -32401 convention), if any."""
-    if not isinstance(exc, MCPError):
+    sdk = sys.modules.get("mcp.shared.exceptions")  # no MCP error exists before the SDK is imported
+    if sdk is None or not isinstance(exc, sdk.MCPError):
         return None
     data = exc.data if isinstance(exc.data, dict) else {}
     auth = data.get("auth")
