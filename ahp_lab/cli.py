@@ -3,6 +3,14 @@
 ``ahp-lab serve [--port N] [--host 127.0.0.1] [--agent scripted]`` runs a standalone AHP host
 process (the same host a notebook runs in its kernel) and prints its URL, token included, once.
 Stop it with Ctrl-C (or SIGTERM).
+
+Once it listens, the process runs one full garbage collection and then ``gc.freeze()``: what
+exists at that point (the imported modules, the host and its server) lives as long as the
+process, so CPython's later full collections skip it and only visit what the run creates (a
+collection of the start-up heap alone took ~50-80 ms on a 2-core machine, a stall for every
+connection). Frozen objects are still freed by reference counting; only a reference cycle among
+them that became garbage would stay, which start-up state does not do. A notebook kernel's
+collector is left as it is: ``Lab`` never freezes the user's heap.
 """
 
 from __future__ import annotations
@@ -10,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import signal
 import sys
 
@@ -52,6 +61,8 @@ async def serve(port: int, host: str, agent: str, allowed_origins: list[str] | N
     except OSError as exc:
         print(f"ahp-lab serve: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
         return 1
+    gc.collect()
+    gc.freeze()  # the start-up heap is permanent: later full collections skip it (module docstring)
     print(url, flush=True)  # the one place the token is shown
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
