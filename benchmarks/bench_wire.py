@@ -15,7 +15,9 @@ are spread over ``--procs`` worker processes. For every client count, in one run
 * **host CPU per action**: the host process's CPU time (user + system) during the fixed-rate run
   divided by the actions, which the machine's load does not inflate the way it inflates latency;
   ``1e6 / that`` is the rate one free core would sustain;
-* **memory per connection**: the host process's RSS growth per subscribed idle connection.
+* **memory per connection**: the host process's RSS growth per subscribed idle connection;
+* **host full GCs**: CPython generation-2 collections in the host process during the case
+  (``gc.callbacks`` in the host): how many, and the longest, which stalls every connection.
 
 Both ends share this machine (2 cores, often with other work): the receivers' own cost is part
 of every number, so compare ratios taken in one run. The goal: p99 < 10 ms at 1,000 actions/s
@@ -44,9 +46,28 @@ DISPATCHER = "bench-dispatcher"
 MARK = f'"clientId":"{DISPATCHER}"'
 
 
+#: ``ahp-lab serve`` with its generation-2 collections recorded; their (monotonic end, seconds)
+#: are printed as JSON when it stops.
+HOST_CODE = """
+import gc, json, sys, time
+from ahp_lab import cli
+passes, started = [], [0.0]
+def on_gc(phase, info):
+    if info.get("generation") == 2:
+        if phase == "start":
+            started[0] = time.monotonic()
+        else:
+            passes.append((time.monotonic(), time.monotonic() - started[0]))
+gc.callbacks.append(on_gc)
+status = cli.main(["serve", "--port", "0"])
+print(json.dumps(passes), flush=True)
+sys.exit(status)
+"""
+
+
 def start_host() -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ahp_lab.cli", "serve", "--port", "0"],
+        [sys.executable, "-c", HOST_CODE],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -205,6 +226,7 @@ async def run_case(url: str, host_pid: int, n_clients: int, args) -> dict:
     session = await client.create_session(title="bench")
     await client.wait_for(session, lambda s: True if s.get("lifecycle") == "ready" else None, timeout=30)
     host = psutil.Process(host_pid)
+    started = time.monotonic()
     gc.collect()
     rss_before = host.memory_info().rss
     workers = await Workers.start(url, session, n_clients, min(args.procs, n_clients))
@@ -218,6 +240,7 @@ async def run_case(url: str, host_pid: int, n_clients: int, args) -> dict:
     await workers.stop()
     await client.aclose()
     return {
+        "window": (started, time.monotonic()),
         "clients": n_clients,
         "throughput": rate,
         "achieved": achieved,
@@ -233,10 +256,16 @@ async def run_case(url: str, host_pid: int, n_clients: int, args) -> dict:
 async def main_async(args) -> list[dict]:
     proc, url = start_host()
     try:
-        return [await run_case(url, proc.pid, n, args) for n in args.clients]
+        results = [await run_case(url, proc.pid, n, args) for n in args.clients]
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        out, _ = proc.communicate(timeout=30)
+    passes = json.loads(out.strip().splitlines()[-1]) if out.strip() else []
+    for r in results:
+        start, end = r.pop("window")
+        during = [seconds for t, seconds in passes if start <= t <= end]
+        r["gc_count"], r["gc_max"] = len(during), max(during, default=0.0) * 1000
+    return results
 
 
 def main() -> None:
@@ -255,15 +284,17 @@ def main() -> None:
         asyncio.run(worker(url, session, int(first), int(count)))
         return
     results = asyncio.run(main_async(args))
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     print(
         f"{'clients':>7} {'broadcast actions/s':>20} {'rate held':>10} "
         f"{'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'host CPU µs/action':>19} {'host RSS/conn':>14}"
+        f" {'host full GCs':>14} {'longest GC ms':>14}"
     )
     for r in results:
         print(
             f"{r['clients']:>7} {r['throughput']:>20,.0f} {r['achieved']:>10,.0f} "
             f"{r['p50']:>8.2f} {r['p99']:>8.2f} {r['max']:>8.2f} {r['cpu_us']:>19,.0f} "
-            f"{r['rss_per_conn'] / 1024:>10,.0f} KiB"
+            f"{r['rss_per_conn'] / 1024:>10,.0f} KiB {r['gc_count']:>14} {r['gc_max']:>14.1f}"
         )
     base = results[0]
     print()
