@@ -37,7 +37,7 @@ __all__ = ["Store", "Transition", "TransitionLog", "HOST", "agent_origin", "clie
 HOST: dict = {"kind": "host"}
 _AGENT_ORIGINS: dict[str, dict] = {}
 #: Origin records shared by many transitions (``HOST``, one per agent): a log column stores their
-#: position in this list instead of a copy. They live as long as the module, so ids stay valid.
+#: position in this list. They live as long as the module, so their ids stay valid.
 _SHARED: list[dict] = [HOST]
 _SHARED_IDS: dict[int, int] = {id(HOST): 0}
 LOG_FORMAT = "ahp_lab.transitions"
@@ -67,65 +67,49 @@ def wall_clock_ms() -> int:
 Listener = Callable[["Transition"], None]
 
 
-def _pack(value: Any) -> Any:
-    """``value`` as an atomic the collector can untrack; :func:`_unpack` gives back an equal value.
-
-    A shared origin becomes its position in ``_SHARED``; a dict the collector does not track (only
-    atomic members: streamed deltas, client origins) a flat ``(key, value, ...)`` tuple of the same
-    objects; anything else its JSON text (the form :meth:`Store.export` writes, so a tuple reads back
-    as a list). A value without a JSON text is kept as ``[value]``.
-    """
-    shared = _SHARED_IDS.get(id(value))
-    if shared is not None and _SHARED[shared] is value:
-        return shared
-    if type(value) is dict and not gc.is_tracked(value):
-        return tuple(chain.from_iterable(value.items()))
-    try:
-        return dumps(value, separators=(",", ":"))
-    except (TypeError, ValueError):
-        return [value]
-
-
-def _unpack(packed: Any) -> Any:
-    kind = type(packed)
-    if kind is tuple:
-        return dict(zip(packed[::2], packed[1::2], strict=True))
-    if kind is str:
-        return json.loads(packed)
-    if kind is int:
-        return _SHARED[packed]
-    return packed[0]
-
-
 class _Column:
     """One value per transition, held where CPython's cyclic garbage collector does not look.
 
-    A full collection visits every reference of every tracked container, so a plain list of a
-    million action dicts (some of them tracked themselves) adds a few hundred milliseconds to each
-    one. Values are packed into atomics (:func:`_pack`) and every :data:`_CHUNK` of them sealed
-    into a tuple, which the collector untracks: the log then costs it one open chunk.
+    A full collection visits every reference of every tracked container, so plain lists of a
+    million actions and origins lengthen every one of them by tens of milliseconds. Here a value
+    is stored as an atomic the collector can untrack: a shared origin (``HOST``, an agent's) as
+    ``-1 - position`` in ``_SHARED``; a dict the collector does not track (only atomic members:
+    streamed deltas, client origins) as a flat ``(key, value, ...)`` tuple of the same objects,
+    read back as an equal dict. Every :data:`_CHUNK` of them are sealed in a tuple, which the
+    collector then untracks. Any other value (a nested action, whose parts may be shared with
+    channel states) stays the same object, kept in ``_objects`` and stored as its position there.
     """
 
-    __slots__ = ("_chunks", "_open")
+    __slots__ = ("_chunks", "_open", "_objects")
 
     def __init__(self) -> None:
         self._chunks: list[tuple] = []
         self._open: list = []
+        self._objects: list = []
 
     def __len__(self) -> int:
         return len(self._chunks) * _CHUNK + len(self._open)
 
     def append(self, value: Any) -> None:
-        self._open.append(_pack(value))
+        shared = _SHARED_IDS.get(id(value))
+        if shared is not None and _SHARED[shared] is value:
+            packed: Any = -1 - shared
+        elif type(value) is dict and not gc.is_tracked(value):
+            packed = tuple(chain.from_iterable(value.items()))
+        else:
+            packed = len(self._objects)
+            self._objects.append(value)
+        self._open.append(packed)
         if len(self._open) == _CHUNK:
             self._chunks.append(tuple(self._open))
             self._open = []
 
     def __getitem__(self, index: int) -> Any:
         chunk, offset = divmod(index, _CHUNK)
-        if chunk < len(self._chunks):
-            return _unpack(self._chunks[chunk][offset])
-        return _unpack(self._open[offset])
+        packed = self._chunks[chunk][offset] if chunk < len(self._chunks) else self._open[offset]
+        if type(packed) is tuple:
+            return dict(zip(packed[::2], packed[1::2], strict=True))
+        return _SHARED[-1 - packed] if packed < 0 else self._objects[packed]
 
 
 @dataclass
