@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 import time
 from array import array
 from bisect import bisect_right
@@ -67,17 +68,51 @@ def wall_clock_ms() -> int:
 Listener = Callable[["Transition"], None]
 
 
+#: A nested value with at most this many members in all is kept as its JSON text.
+_TEXT_MAX = 32
+_ATOMS = (str, int, bool, type(None))
+
+
+def _small_plain_json(value: Any) -> bool:
+    """Whether ``value`` has at most :data:`_TEXT_MAX` members and is plain JSON (dicts with str
+    keys, lists, str, int, finite float, bool, null), so that its JSON text reads back equal and
+    of the same types. Stops at the first member over the budget: a big tree costs nothing."""
+    budget = _TEXT_MAX
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            budget -= len(item)
+            if budget < 0 or not all(type(k) is str for k in item):
+                return False
+            stack.extend(item.values())
+        elif kind is list:
+            budget -= len(item)
+            if budget < 0:
+                return False
+            stack.extend(item)
+        elif kind is float:
+            if not math.isfinite(item):
+                return False
+        elif kind not in _ATOMS:
+            return False
+    return True
+
+
 class _Column:
     """One value per transition, held where CPython's cyclic garbage collector does not look.
 
     A full collection visits every reference of every tracked container, so plain lists of a
-    million actions and origins lengthen every one of them by tens of milliseconds. Here a value
-    is stored as an atomic the collector can untrack: a shared origin (``HOST``, an agent's) as
-    ``-1 - position`` in ``_SHARED``; a dict the collector does not track (only atomic members:
-    streamed deltas, client origins) as a flat ``(key, value, ...)`` tuple of the same objects,
-    read back as an equal dict. Every :data:`_CHUNK` of them are sealed in a tuple, which the
-    collector then untracks. Any other value (a nested action, whose parts may be shared with
-    channel states) stays the same object, kept in ``_objects`` and stored as its position there.
+    million actions and origins lengthen every one of them by tens of milliseconds, and a nested
+    action dict is never untracked. Here a value is stored as an atomic the collector can
+    untrack: a shared origin (``HOST``, an agent's) as ``-1 - position`` in ``_SHARED``; a dict
+    the collector does not track (only atomic members: streamed deltas, client origins) as a flat
+    ``(key, value, ...)`` tuple of the same objects; a small nested value of plain JSON (a tool
+    result, a content update) as its JSON text. Both read back as equal values. Every
+    :data:`_CHUNK` of them are sealed in a tuple, which the collector then untracks. Any other
+    value (a big tree such as a customization list, whose parts channel states share) stays the
+    same object, kept in ``_objects`` and stored as its position there.
     """
 
     __slots__ = ("_chunks", "_open", "_objects")
@@ -96,6 +131,8 @@ class _Column:
             packed: Any = -1 - shared
         elif type(value) is dict and not gc.is_tracked(value):
             packed = tuple(chain.from_iterable(value.items()))
+        elif type(value) in (dict, list) and _small_plain_json(value):
+            packed = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
         else:
             packed = len(self._objects)
             self._objects.append(value)
@@ -107,8 +144,11 @@ class _Column:
     def __getitem__(self, index: int) -> Any:
         chunk, offset = divmod(index, _CHUNK)
         packed = self._chunks[chunk][offset] if chunk < len(self._chunks) else self._open[offset]
-        if type(packed) is tuple:
+        kind = type(packed)
+        if kind is tuple:
             return dict(zip(packed[::2], packed[1::2], strict=True))
+        if kind is str:
+            return json.loads(packed)
         return _SHARED[-1 - packed] if packed < 0 else self._objects[packed]
 
 

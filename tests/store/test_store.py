@@ -141,24 +141,35 @@ def test_a_long_log_adds_nothing_for_the_garbage_collector_to_traverse():
     for i in range(n):
         origin = client_origin("c", i) if i % 2 else agent_origin("a")
         store.apply("ses", {"type": "session/titleChanged", "title": f"title {i}"}, origin)
+        if i % 10 == 0:  # a small nested one too (the session reducer ignores it)
+            store.apply("ses", {"type": "session/x", "content": [{"type": "text", "text": f"{i}"}]}, HOST)
     added = references() - before
     open_chunks = 2 * 1024  # the newest (not yet sealed) entries of the action and origin columns
     assert added < open_chunks + 0.01 * n, f"a full collection visits {added} more references after {n}"
     # and every transition reads back what was recorded
-    assert len(store.transitions) == n
-    first, second, last = store.transitions[1], store.transitions[2], store.transitions[-1]
+    assert len(store.transitions) == n + n // 10
+    first, nested, second, last = (store.transitions[k] for k in (1, 2, 3, -1))
     assert first.action == {"type": "session/titleChanged", "title": "title 0"}
     assert first.origin is agent_origin("a")
+    assert nested.action == {"type": "session/x", "content": [{"type": "text", "text": "0"}]}
     assert second.origin == {"kind": "client", "clientId": "c", "clientSeq": 1}
     assert last.action["title"] == f"title {n - 1}" == store.state("ses")["title"]
 
 
-def test_a_nested_action_is_kept_as_the_same_object():
-    # its parts may be shared with channel states (a customization tree): copying them would cost
+def test_big_or_unusual_actions_are_kept_as_the_same_object():
+    # a big tree's parts may be shared with channel states (a customization list): copying them
+    # would cost; values that are not plain JSON would not read back as they were
     store = Store(lambda: 1)
     store.add_channel("ses", "session", {"resource": "ses", "title": "t"})
-    nested = {"type": "session/x", "value": {"list": [1, (2, "t")], "when": object()}}
-    store.reject("ses", nested, client_origin("c", 1), "no")
-    store.reject("ses", "not even an object", HOST, "no")
-    assert store.transitions[1].action is nested
-    assert store.transitions[2].action == "not even an object" and store.transitions[2].origin is HOST
+    big = {"type": "session/x", "entries": [{"id": str(i)} for i in range(1_000)]}
+    unusual = [
+        {"type": "session/x", "value": {"pair": (2, "t")}},
+        {"type": "session/x", "value": [float("nan")]},
+        {"type": "session/x", "value": {1: "an int key"}},
+        {"type": "session/x", "value": [object()]},
+        "not even an object",
+    ]
+    for action in [big, *unusual]:
+        store.reject("ses", action, HOST, "no")
+    for t, action in zip(store.transitions, [big, *unusual], strict=True):
+        assert t.action is action and t.origin is HOST
