@@ -59,8 +59,9 @@ if [[ "${AHP_NO_INSTALL:-0}" != 1 ]]; then
   fi
 fi
 
-step "ruff check ."
+step "ruff check . && ruff format --check ."
 "$PYTHON" -m ruff check .
+"$PYTHON" -m ruff format --check .
 
 step "pytest (tests/ + notebooks/ via nbval) $*"
 rc=0
