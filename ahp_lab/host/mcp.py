@@ -41,8 +41,8 @@ from typing import Any
 import anyio
 
 from ..protocol.customizations import MCP_NOT_ALLOWED, effective_enabled
-from ..tools import bounded_result, failure_result, success_result
 from .mcp_auth import AuthAtConnect, McpAuthorization
+from .mcp_tools import McpToolCalls, _Tool, one_line
 
 log = logging.getLogger("ahp_lab.host.mcp")
 
@@ -105,14 +105,6 @@ class _Failure(Exception):
 
 
 @dataclass
-class _Tool:
-    published: str
-    mcp_name: str
-    title: str
-    definition: dict
-
-
-@dataclass
 class _Runtime:
     session: str
     id: str
@@ -149,11 +141,6 @@ def _key(config: dict) -> str:
     return json.dumps(config, sort_keys=True, default=str)
 
 
-def _one_line(text: str, limit: int = 300) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _unwrap(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         inner = [
@@ -165,31 +152,7 @@ def _unwrap(exc: BaseException) -> BaseException:
     return exc
 
 
-def _content(block: Any) -> dict | None:
-    """MCP content → AHP ``ToolResultContent``."""
-    kind = getattr(block, "type", None)
-    if kind == "text":
-        return {"type": "text", "text": block.text}
-    if kind in ("image", "audio"):
-        return {"type": "embeddedResource", "data": block.data, "contentType": block.mime_type}
-    if kind == "resource":
-        res = block.resource
-        if getattr(res, "text", None) is not None:
-            return {"type": "text", "text": res.text}
-        return {
-            "type": "embeddedResource",
-            "data": getattr(res, "blob", ""),
-            "contentType": getattr(res, "mime_type", None) or "application/octet-stream",
-        }
-    if kind == "resource_link":
-        out = {"type": "resource", "uri": str(block.uri)}
-        if getattr(block, "mime_type", None):
-            out["contentType"] = block.mime_type
-        return out
-    return None
-
-
-class McpManager(McpAuthorization):
+class McpManager(McpToolCalls, McpAuthorization):
     """Host extension: MCP server lifecycles, their tools, tool calls and authorization."""
 
     def __init__(
@@ -472,7 +435,7 @@ class McpManager(McpAuthorization):
             tail = _tail(errlog)
             last = next((line for line in reversed(tail.splitlines()) if line.strip()), "")
             if last:
-                message = f"{message.rstrip('.')} (stderr: {_one_line(last, 200)})."
+                message = f"{message.rstrip('.')} (stderr: {one_line(last, 200)})."
             rt.failed = True
             rt.state = "error"
             self._drop_tools(rt)
@@ -547,12 +510,12 @@ class McpManager(McpAuthorization):
                             "McpServerSpawnFailed",
                         )
                     else:
-                        fail(f"The MCP server {rt.name} failed: {_one_line(exc) or type(exc).__name__}.")
+                        fail(f"The MCP server {rt.name} failed: {one_line(exc) or type(exc).__name__}.")
         except (asyncio.CancelledError, anyio.get_cancelled_exc_class()):
             raise
         except BaseException as raw:  # noqa: BLE001 - cleanup trouble after the fact
             log.debug("MCP server %s cleanup: %r", rt.name, _unwrap(raw))
-            fail(f"The MCP server {rt.name} failed: {_one_line(_unwrap(raw))}.")
+            fail(f"The MCP server {rt.name} failed: {one_line(_unwrap(raw))}.")
         finally:
             if gen == rt.gen:
                 self._drop_tools(rt)
@@ -562,7 +525,7 @@ class McpManager(McpAuthorization):
     @staticmethod
     def _eof_reason(rt: _Runtime, closed: dict, when: str) -> str:
         if closed["garbage"]:
-            return f"The MCP server {rt.name} wrote output that is not MCP JSON-RPC {when} ({_one_line(closed['garbage'], 160)})."
+            return f"The MCP server {rt.name} wrote output that is not MCP JSON-RPC {when} ({one_line(closed['garbage'], 160)})."
         return f"The MCP server {rt.name} exited {when}."
 
     async def _open_transport(self, rt: _Runtime, stack: contextlib.AsyncExitStack, errlog: Any) -> tuple:
@@ -644,7 +607,7 @@ class McpManager(McpAuthorization):
             if closed["eof"] or closed["garbage"]:
                 raise _Failure(self._eof_reason(rt, closed, "before completing its handshake")) from None
             raise _Failure(
-                f"The MCP server {rt.name} refused the handshake: {_one_line(exc.message)}."
+                f"The MCP server {rt.name} refused the handshake: {one_line(exc.message)}."
             ) from None
 
     async def _connect(
@@ -664,7 +627,7 @@ class McpManager(McpAuthorization):
                     if closed["eof"] or closed["garbage"]:
                         raise _Failure(self._eof_reason(rt, closed, "while listing its tools")) from None
                     raise _Failure(
-                        f"The MCP server {rt.name} could not list its tools: {_one_line(exc)}."
+                        f"The MCP server {rt.name} could not list its tools: {one_line(exc)}."
                     ) from None
                 refused = self._claims(rt, auth)
                 if refused:
@@ -706,171 +669,6 @@ class McpManager(McpAuthorization):
 
     def _meta(self, rt: _Runtime) -> dict | None:
         return {TOKEN_META_KEY: f"Bearer {rt.token}"} if rt.token else None
-
-    def _tool(self, rt: _Runtime, tool: Any) -> _Tool:
-        plugin = rt.config.get("plugin")
-        published = (
-            f"mcp__plugin_{plugin}_{rt.name}__{tool.name}" if plugin else f"mcp__{rt.name}__{tool.name}"
-        )
-        title = tool.title or (
-            tool.annotations.title if tool.annotations and tool.annotations.title else None
-        )
-        title = title or tool.name
-        definition: dict[str, Any] = {"name": published, "title": f"{title} ({rt.name})"}
-        if tool.description:
-            definition["description"] = tool.description
-        if isinstance(tool.input_schema, dict):
-            definition["inputSchema"] = tool.input_schema
-        if tool.annotations is not None:
-            annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True, mode="json")
-            if annotations:
-                definition["annotations"] = annotations
-        definition["_meta"] = {
-            "ahp_lab/mcp": {"customizationId": rt.id, "server": rt.name, "tool": tool.name}
-        }
-        return _Tool(published, tool.name, definition["title"], definition)
-
-    def _find_tool(self, session: str, name: str) -> tuple[_Runtime, _Tool] | None:
-        for (s, _), rt in self.runtimes.items():
-            if s != session or rt.client is None:
-                continue
-            for tool in rt.tools:
-                if tool.published == name:
-                    return rt, tool
-        return None
-
-    # -- tool calls -----------------------------------------------------------------------------
-
-    async def run_tool(
-        self, runner: Any, resolved: Any, call_id: str, tc: dict, requires_result_confirmation: bool
-    ) -> bool:
-        if resolved.kind != "mcp":
-            return False
-        rt = self.runtimes.get((runner.session, resolved.owner))
-        tool = next((t for t in rt.tools if t.published == resolved.name), None) if rt else None
-        base = {"turnId": runner.turn_id, "toolCallId": call_id}
-
-        def complete(result: dict) -> None:
-            current = runner._tool_call(call_id)
-            if current is None or current.get("status") not in ("running", "auth-required"):
-                return
-            if current.get("status") == "auth-required" and result.get("success"):
-                return
-            action: dict[str, Any] = {"type": "chat/toolCallComplete", **base, "result": result}
-            if requires_result_confirmation and current.get("status") == "running":
-                action["requiresResultConfirmation"] = True
-            self.host.dispatch(runner.chat, action)
-
-        raw_input = tc.get("toolInput")
-        try:
-            arguments = json.loads(raw_input) if isinstance(raw_input, str) and raw_input.strip() else {}
-            if not isinstance(arguments, dict):
-                raise ValueError("the tool input is not a JSON object")
-        except ValueError as exc:
-            complete(
-                failure_result(resolved.title, f"The tool input is not valid JSON: {exc}.", "invalidInput")
-            )
-            return True
-
-        async def progress(value: float, total: float | None, message: str | None) -> None:
-            current = runner._tool_call(call_id)
-            if current is None or current.get("status") != "running":
-                return
-            amount = f"{value:g}/{total:g}" if total else f"{value:g}"
-            text = f"{message} ({amount})" if message else f"progress {amount}"
-            self.host.dispatch(
-                runner.chat,
-                {"type": "chat/toolCallContentChanged", **base, "content": [{"type": "text", "text": text}]},
-            )
-
-        for _attempt in range(4):
-            if rt is None or tool is None or rt.client is None:
-                state = rt.state if rt else "gone"
-                complete(
-                    failure_result(
-                        resolved.title,
-                        f"The MCP server is not running (its state is {state}).",
-                        "serverNotReady",
-                    )
-                )
-                return True
-            try:
-                result = await rt.client.call_tool(
-                    tool.mcp_name,
-                    arguments,
-                    read_timeout_seconds=self.tool_timeout,
-                    progress_callback=progress,
-                    meta=self._meta(rt),
-                )
-            except MCPError as exc:
-                auth = await self._http_auth(rt, exc)
-                refused = self._claims(rt, auth) if auth is not None else None
-                if refused:
-                    message = f"The MCP server {rt.name} {refused}; the host never passes one server's tokens to another."
-                    complete(failure_result(resolved.title, message, "authorizationRefused"))
-                    return True
-                if auth is not None:
-                    token = await self._wait_call_auth(runner, call_id, rt, auth)
-                    if token is None:
-                        message = "The tool call was not authorized: the MCP server stopped or the call ended first."
-                        complete(failure_result(resolved.title, message, "authorizationMissing"))
-                        return True
-                    current = runner._tool_call(call_id)
-                    if current is None or current.get("status") != "auth-required":
-                        return True
-                    self.host.dispatch(runner.chat, {"type": "chat/toolCallAuthResolved", **base})
-                    continue
-                if closed_connection(exc):
-                    message = f"The MCP server {rt.name} exited before answering."
-                else:
-                    message = f"The MCP server answered with an error: {_one_line(exc.message)}."
-                complete(failure_result(resolved.title, message, "mcpError"))
-                return True
-            except TimeoutError:
-                complete(
-                    failure_result(
-                        resolved.title,
-                        f"The MCP server did not answer within {self.tool_timeout:g} s.",
-                        "timeout",
-                    )
-                )
-                return True
-            except (asyncio.CancelledError, anyio.get_cancelled_exc_class()):
-                raise
-            except Exception as exc:  # noqa: BLE001 - a broken server fails the call, not the turn
-                complete(
-                    failure_result(
-                        resolved.title,
-                        f"The MCP call failed: {_one_line(exc) or type(exc).__name__}.",
-                        "mcpError",
-                    )
-                )
-                return True
-            limit = self.host.limits.max_tool_result_bytes
-            complete(bounded_result(self._result(resolved.title, result), resolved.title, limit))
-            return True
-        complete(
-            failure_result(
-                resolved.title, "The MCP server kept asking for authorization.", "authorizationFailed"
-            )
-        )
-        return True
-
-    @staticmethod
-    def _result(title: str, result: Any) -> dict:
-        content = [c for c in (_content(b) for b in result.content or ()) if c is not None]
-        text = " ".join(c["text"] for c in content if c.get("type") == "text")
-        if result.is_error:
-            out = failure_result(title, text or "The MCP tool reported an error.", "toolError")
-            if content:
-                out["content"] = content
-            return out
-        structured = result.structured_content if isinstance(result.structured_content, dict) else None
-        return success_result(title, content or None, structured)
-
-
-def closed_connection(exc: Any) -> bool:
-    return exc.message == "Connection closed"
 
 
 def _tail(handle: Any) -> str:

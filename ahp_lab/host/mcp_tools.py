@@ -1,0 +1,234 @@
+"""MCP tools as AHP server tools: the definitions a ready server's tools are published under, and
+running a tool call on the server (progress, authorization challenges, timeouts, results).
+
+``McpToolCalls`` is a part of :class:`~ahp_lab.host.mcp.McpManager`, which holds the runtimes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ..tools import bounded_result, failure_result, success_result
+
+if TYPE_CHECKING:
+    from .mcp import _Runtime
+
+
+@dataclass
+class _Tool:
+    published: str
+    mcp_name: str
+    title: str
+    definition: dict
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """``text`` on one line, cut to ``limit`` characters (for messages that quote a server)."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _sdk_error() -> type:
+    """The SDK's ``MCPError`` (a call only runs on a started server, so the SDK is imported)."""
+    return sys.modules["mcp.shared.exceptions"].MCPError
+
+
+def closed_connection(exc: Any) -> bool:
+    """Whether an ``MCPError`` says the server's connection closed (it exited)."""
+    return exc.message == "Connection closed"
+
+
+def _content(block: Any) -> dict | None:
+    """MCP content → AHP ``ToolResultContent``."""
+    kind = getattr(block, "type", None)
+    if kind == "text":
+        return {"type": "text", "text": block.text}
+    if kind in ("image", "audio"):
+        return {"type": "embeddedResource", "data": block.data, "contentType": block.mime_type}
+    if kind == "resource":
+        res = block.resource
+        if getattr(res, "text", None) is not None:
+            return {"type": "text", "text": res.text}
+        return {
+            "type": "embeddedResource",
+            "data": getattr(res, "blob", ""),
+            "contentType": getattr(res, "mime_type", None) or "application/octet-stream",
+        }
+    if kind == "resource_link":
+        out = {"type": "resource", "uri": str(block.uri)}
+        if getattr(block, "mime_type", None):
+            out["contentType"] = block.mime_type
+        return out
+    return None
+
+
+class McpToolCalls:
+    """The tool half of the MCP manager (its ``runtimes``, ``host``, ``tool_timeout`` and the
+    authorization helpers come from :class:`~ahp_lab.host.mcp.McpManager`)."""
+
+    def _tool(self, rt: _Runtime, tool: Any) -> _Tool:
+        plugin = rt.config.get("plugin")
+        published = (
+            f"mcp__plugin_{plugin}_{rt.name}__{tool.name}" if plugin else f"mcp__{rt.name}__{tool.name}"
+        )
+        title = tool.title or (
+            tool.annotations.title if tool.annotations and tool.annotations.title else None
+        )
+        title = title or tool.name
+        definition: dict[str, Any] = {"name": published, "title": f"{title} ({rt.name})"}
+        if tool.description:
+            definition["description"] = tool.description
+        if isinstance(tool.input_schema, dict):
+            definition["inputSchema"] = tool.input_schema
+        if tool.annotations is not None:
+            annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True, mode="json")
+            if annotations:
+                definition["annotations"] = annotations
+        definition["_meta"] = {
+            "ahp_lab/mcp": {"customizationId": rt.id, "server": rt.name, "tool": tool.name}
+        }
+        return _Tool(published, tool.name, definition["title"], definition)
+
+    def _find_tool(self, session: str, name: str) -> tuple[_Runtime, _Tool] | None:
+        for (s, _), rt in self.runtimes.items():
+            if s != session or rt.client is None:
+                continue
+            for tool in rt.tools:
+                if tool.published == name:
+                    return rt, tool
+        return None
+
+    # -- tool calls -----------------------------------------------------------------------------
+
+    async def run_tool(
+        self, runner: Any, resolved: Any, call_id: str, tc: dict, requires_result_confirmation: bool
+    ) -> bool:
+        if resolved.kind != "mcp":
+            return False
+        rt = self.runtimes.get((runner.session, resolved.owner))
+        tool = next((t for t in rt.tools if t.published == resolved.name), None) if rt else None
+        base = {"turnId": runner.turn_id, "toolCallId": call_id}
+
+        def complete(result: dict) -> None:
+            current = runner._tool_call(call_id)
+            if current is None or current.get("status") not in ("running", "auth-required"):
+                return
+            if current.get("status") == "auth-required" and result.get("success"):
+                return
+            action: dict[str, Any] = {"type": "chat/toolCallComplete", **base, "result": result}
+            if requires_result_confirmation and current.get("status") == "running":
+                action["requiresResultConfirmation"] = True
+            self.host.dispatch(runner.chat, action)
+
+        raw_input = tc.get("toolInput")
+        try:
+            arguments = json.loads(raw_input) if isinstance(raw_input, str) and raw_input.strip() else {}
+            if not isinstance(arguments, dict):
+                raise ValueError("the tool input is not a JSON object")
+        except ValueError as exc:
+            complete(
+                failure_result(resolved.title, f"The tool input is not valid JSON: {exc}.", "invalidInput")
+            )
+            return True
+
+        async def progress(value: float, total: float | None, message: str | None) -> None:
+            current = runner._tool_call(call_id)
+            if current is None or current.get("status") != "running":
+                return
+            amount = f"{value:g}/{total:g}" if total else f"{value:g}"
+            text = f"{message} ({amount})" if message else f"progress {amount}"
+            self.host.dispatch(
+                runner.chat,
+                {"type": "chat/toolCallContentChanged", **base, "content": [{"type": "text", "text": text}]},
+            )
+
+        for _attempt in range(4):
+            if rt is None or tool is None or rt.client is None:
+                state = rt.state if rt else "gone"
+                complete(
+                    failure_result(
+                        resolved.title,
+                        f"The MCP server is not running (its state is {state}).",
+                        "serverNotReady",
+                    )
+                )
+                return True
+            try:
+                result = await rt.client.call_tool(
+                    tool.mcp_name,
+                    arguments,
+                    read_timeout_seconds=self.tool_timeout,
+                    progress_callback=progress,
+                    meta=self._meta(rt),
+                )
+            except _sdk_error() as exc:
+                auth = await self._http_auth(rt, exc)
+                refused = self._claims(rt, auth) if auth is not None else None
+                if refused:
+                    message = f"The MCP server {rt.name} {refused}; the host never passes one server's tokens to another."
+                    complete(failure_result(resolved.title, message, "authorizationRefused"))
+                    return True
+                if auth is not None:
+                    token = await self._wait_call_auth(runner, call_id, rt, auth)
+                    if token is None:
+                        message = "The tool call was not authorized: the MCP server stopped or the call ended first."
+                        complete(failure_result(resolved.title, message, "authorizationMissing"))
+                        return True
+                    current = runner._tool_call(call_id)
+                    if current is None or current.get("status") != "auth-required":
+                        return True
+                    self.host.dispatch(runner.chat, {"type": "chat/toolCallAuthResolved", **base})
+                    continue
+                if closed_connection(exc):
+                    message = f"The MCP server {rt.name} exited before answering."
+                else:
+                    message = f"The MCP server answered with an error: {one_line(exc.message)}."
+                complete(failure_result(resolved.title, message, "mcpError"))
+                return True
+            except TimeoutError:
+                complete(
+                    failure_result(
+                        resolved.title,
+                        f"The MCP server did not answer within {self.tool_timeout:g} s.",
+                        "timeout",
+                    )
+                )
+                return True
+            except (asyncio.CancelledError, anyio.get_cancelled_exc_class()):
+                raise
+            except Exception as exc:  # noqa: BLE001 - a broken server fails the call, not the turn
+                complete(
+                    failure_result(
+                        resolved.title,
+                        f"The MCP call failed: {one_line(exc) or type(exc).__name__}.",
+                        "mcpError",
+                    )
+                )
+                return True
+            limit = self.host.limits.max_tool_result_bytes
+            complete(bounded_result(self._result(resolved.title, result), resolved.title, limit))
+            return True
+        complete(
+            failure_result(
+                resolved.title, "The MCP server kept asking for authorization.", "authorizationFailed"
+            )
+        )
+        return True
+
+    @staticmethod
+    def _result(title: str, result: Any) -> dict:
+        content = [c for c in (_content(b) for b in result.content or ()) if c is not None]
+        text = " ".join(c["text"] for c in content if c.get("type") == "text")
+        if result.is_error:
+            out = failure_result(title, text or "The MCP tool reported an error.", "toolError")
+            if content:
+                out["content"] = content
+            return out
+        structured = result.structured_content if isinstance(result.structured_content, dict) else None
+        return success_result(title, content or None, structured)
