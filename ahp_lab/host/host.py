@@ -18,10 +18,10 @@ from typing import Any
 
 from ..agents.base import Agent, ToolInfo
 from ..protocol import PROTOCOL_VERSION, SUPPORTED_VERSIONS
+from ..protocol.clock import iso_ms
 from ..protocol.jsonrpc import ErrorCode
 from ..protocol.jsonvalue import dumps, to_json
 from ..protocol.limits import Limits, truncated
-from ..reducers._util import iso_ms
 from ..store import HOST, Store, Transition, wall_clock_ms
 from ..tools import CONFIRM_META, ResolvedTool, Tool, failure_result
 from ..transport import RpcError, pipe

@@ -17,9 +17,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from ..protocol.clock import iso_ms
 from ..protocol.jsonrpc import ErrorCode
 from ..protocol.jsonvalue import dumps
-from ..reducers._util import iso_ms
 from ..tools import failure_result
 from ..transport import RpcError
 from . import mirror

@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from ..reducers._util import iso_ms
+from ..protocol.clock import iso_ms
 from ..store import Transition
 from .checks import message_text
 from .turns import ActionRejected, HumanInputNeeded, PendingTurn, Sent, Turn, TurnPolicy, run_sync

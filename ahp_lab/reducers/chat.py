@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..protocol.clock import iso_ms
 from ..protocol.names import (
     AUTH_REQUIRED,
     BLOCKING_TOOL_CALL_STATES,
@@ -33,7 +34,6 @@ from ._util import (
     as_list,
     directory_removed,
     directory_set,
-    iso_ms,
     make_reducer,
     merge,
     pick,
