@@ -456,7 +456,7 @@ def test_only_the_owner_may_complete_a_client_tool_call():
                 "result": {"success": True, "pastTenseMessage": "hijacked"},
             },
         )
-        await asyncio.sleep(0.01)
+        await ide.settle()  # the host has handled the forged completion before the tool finishes
         gate.set()
         turn = await asyncio.wait_for(task, 5)
         assert turn.tool_calls[0].result_text == "mine"
@@ -544,11 +544,18 @@ def test_tool_names_clashing_with_server_tools_are_prefixed():
     async def main():
         lab = await Lab.open()
         lab.server_tool(lambda: "server", name="status")
-        await asyncio.sleep(0.01)
+        await lab.wait_for(
+            lab.session, lambda s: any(t["name"] == "status" for t in s.get("serverTools", []))
+        )
         published = lab.client.register_tool(__import__("ahp_lab").Tool(lambda: "client", name="status"))
         assert published == "notebook.status"
-        await asyncio.sleep(0.01)
-        names = [t["name"] for c in lab.session_state["activeClients"] for t in c["tools"]]
+        clients = await lab.wait_for(
+            lab.session,
+            lambda s: [
+                c for c in s.get("activeClients", []) if any(t["name"].endswith("status") for t in c["tools"])
+            ],
+        )
+        names = [t["name"] for c in clients for t in c["tools"]]
         assert names == ["notebook.status"]
         turn = await lab.send("x", script=[call("notebook.status")])
         assert turn.tool_calls[0].result_text == "client"

@@ -84,8 +84,7 @@ def test_workbench_over_a_live_lab():
                 "action": {"type": "session/titleChanged", "title": "From a click"},
             },
         )
-        await asyncio.sleep(0.01)
-        assert lab.session_state["title"] == "From a click"
+        await lab.wait_for(lab.session, lambda s: s.get("title") == "From a click")
         assert lab.transitions[-1].origin["clientId"] == "notebook"
         wb.tree._on_custom_msg(
             wb.tree, {"type": "dispatch", "channel": lab.session, "action": {"type": "session/titleChanged"}}
