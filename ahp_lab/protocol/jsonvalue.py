@@ -153,10 +153,14 @@ def _changed_positions(before: Any, after: Any, k: int) -> list[int]:
 
 
 def apply_patch(document: Any, patch: list[dict]) -> Any:
-    """Apply an RFC 6902 patch made of add/remove/replace operations (returns a new document)."""
+    """Apply an RFC 6902 patch made of add/remove/replace operations (returns a new document).
+
+    The document is copied as the JSON tree it stands for: a state shares subtrees (one message
+    object may sit in a turn and in the queue), and a patch must change one place, not every alias.
+    """
     import copy
 
-    doc = copy.deepcopy(to_json(document))
+    doc = loads(dumps(document))
     for op in patch:
         parts = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
         if not parts:

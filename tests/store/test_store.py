@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ahp_lab.protocol.jsonvalue import apply_patch, to_json
+from ahp_lab.protocol.jsonvalue import apply_patch, json_patch, to_json
 from ahp_lab.reducers import REDUCERS
 from ahp_lab.store import HOST, Store, agent_origin, client_origin
 
@@ -173,3 +173,13 @@ def test_big_or_unusual_actions_are_kept_as_the_same_object():
         store.reject("ses", action, HOST, "no")
     for t, action in zip(store.transitions, [big, *unusual], strict=True):
         assert t.action is action and t.origin is HOST
+
+
+def test_a_diff_applies_to_one_place_when_the_state_shares_a_subtree():
+    # Structural sharing puts one object in several places (a message in a turn and in the queue);
+    # a patch to one of them must leave the others as they were.
+    message = {"text": "hi", "origin": {"kind": "user"}}
+    before = {"activeTurn": {"message": message}, "queuedMessages": [{"id": "q1", "message": message}]}
+    after = {"activeTurn": {"message": {}}, "queuedMessages": [{"id": "q1", "message": message}]}
+    assert apply_patch(before, json_patch(before, after)) == after
+    assert before["queuedMessages"][0]["message"] == {"text": "hi", "origin": {"kind": "user"}}
