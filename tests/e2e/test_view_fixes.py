@@ -189,10 +189,14 @@ def test_chat_follows_failed_badge_and_inspector_columns(jupyter_server, page):
     # 4. export a range as a test: click a row, shift+click another, export as fixture and pytest
     page.locator(".ahp-inspector select[data-filter='type']").select_option("")
     page.locator(".ahp-inspector select[data-filter='channel']").select_option(index=0)
-    page.wait_for_function("() => document.querySelectorAll('.ahp-inspector .ahp-trow[data-seq]').length > 8")
-    seqs = page.locator(".ahp-inspector .ahp-trow[data-seq]").evaluate_all(
-        "rs => rs.sort((a, b) => a.dataset.index - b.dataset.index).map(r => r.dataset.seq)"
-    )
+    # the rows once the type filter is cleared, read in one go (the table re-renders when the
+    # kernel answers each filter change; a row click below waits for its row)
+    seqs = page.wait_for_function(
+        """() => { const rows = [...document.querySelectorAll('.ahp-inspector .ahp-trow[data-seq]')];
+                   const cleared = rows.some(r => !r.textContent.includes('toolCallComplete'));
+                   return rows.length > 8 && cleared
+                     && rows.sort((a, b) => a.dataset.index - b.dataset.index).map(r => r.dataset.seq); }"""
+    ).json_value()
     page.locator(f".ahp-inspector .ahp-trow[data-seq='{seqs[2]}']").click()
     page.locator(f".ahp-inspector .ahp-trow[data-seq='{seqs[8]}']").click(modifiers=["Shift"])
     page.wait_for_function(
