@@ -31,8 +31,10 @@ log = logging.getLogger("ahp_lab.host")
 
 __all__ = ["SessionsAndChats", "SessionRuntime"]
 
-#: The session-state members a catalogue ``SessionSummary`` is computed from (with its chats').
-_SUMMARY_SESSION_KEYS = ("title", "status", "defaultChat", "project", "workingDirectories", "annotations")
+#: Session members a catalogue ``SessionSummary`` copies when present.
+_SUMMARY_OPTIONAL_KEYS = ("project", "workingDirectories", "annotations")
+#: The session-state members a summary is computed from (with its chats').
+_SUMMARY_SESSION_KEYS = ("title", "status", "defaultChat", *_SUMMARY_OPTIONAL_KEYS)
 _ABSENT = object()  # a member that is not there (a missing title reads as "", a null one as null)
 
 
@@ -395,7 +397,7 @@ class SessionsAndChats:
         }
         if activity is not None:
             summary["activity"] = activity
-        for key in ("project", "workingDirectories", "annotations"):
+        for key in _SUMMARY_OPTIONAL_KEYS:
             if state.get(key) is not None:
                 summary[key] = state[key]
         return summary
