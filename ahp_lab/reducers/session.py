@@ -238,45 +238,11 @@ def _containers_with(tree: list | Vector, cid: Any):
                 yield i, entry, children, j
 
 
-def _small_tree_match(tree: list, cid: Any) -> tuple[int, int]:
-    """The entry ``cid`` in a small tree, in one pass, top level first (session-channel §3).
-
-    ``(i, -1)`` for top-level entry ``i``, ``(i, j)`` for child ``j`` of the first container
-    ``i`` holding it, ``(-1, -1)`` when there is none.
-    """
-    child = (-1, -1)
-    for i, entry in enumerate(tree):
-        if type(entry) is not dict:
-            continue
-        ident = entry.get("id")
-        if (ident if type(ident) is str else key(ident)) == cid:
-            return i, -1
-        if child[0] < 0 and entry.get("type") != "mcpServer":
-            children = _seq(entry.get("children"))
-            if children is not None:
-                j = _child_position(children, cid)
-                if j >= 0:
-                    child = (i, j)
-    return child
-
-
 def _customization_toggled(state, action, now_ms):
     tree = _tree(state)
     if tree is None:
         return state
     cid, enabled = key(action.get("id")), action.get("enabled")
-    if type(tree) is list:
-        i, j = _small_tree_match(tree, cid)
-        if i < 0:
-            return state
-        entry = tree[i]
-        if j >= 0:
-            children = entry["children"]
-            child = put(children[j], "enabled", enabled)
-            entry = put(entry, "children", replaced(children, j, child, same_keys=True))
-        else:
-            entry = put(entry, "enabled", enabled)
-        return put(state, "customizations", replaced(tree, i, entry, same_keys=True))
     i = find(tree, _id_key, cid)
     if i >= 0:
         entry = put(tree[i], "enabled", enabled)
