@@ -255,12 +255,9 @@ class Vector:
         if self._index is not None:
             out._index = {}
             # Each storage position's new position (-1 for a hole), computed once for all keys.
-            moved = list(range(self._n))
+            moved = [p - bisect_left(holes, p) for p in range(self._n)]
             for h in holes:
                 moved[h] = -1
-            for m, h in enumerate(holes):
-                end = holes[m + 1] if m + 1 < len(holes) else self._n
-                moved[h + 1 : end] = range(h - m, end - m - 1)
             for key_fn, (multi, index) in self._index.items():
                 remapped = {}
                 for k, positions in index.items():
