@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,11 +31,6 @@ def one_line(text: str, limit: int = 300) -> str:
     """``text`` on one line, cut to ``limit`` characters (for messages that quote a server)."""
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _sdk_error() -> type:
-    """The SDK's ``MCPError`` (a call only runs on a started server, so the SDK is imported)."""
-    return sys.modules["mcp.shared.exceptions"].MCPError
 
 
 def closed_connection(exc: Any) -> bool:
@@ -111,6 +105,8 @@ class McpToolCalls:
     ) -> bool:
         if resolved.kind != "mcp":
             return False
+        from mcp.shared.exceptions import MCPError  # loaded already: calls run on started servers
+
         rt = self.runtimes.get((runner.session, resolved.owner))
         tool = next((t for t in rt.tools if t.published == resolved.name), None) if rt else None
         base = {"turnId": runner.turn_id, "toolCallId": call_id}
@@ -167,7 +163,7 @@ class McpToolCalls:
                     progress_callback=progress,
                     meta=self._meta(rt),
                 )
-            except _sdk_error() as exc:
+            except MCPError as exc:
                 auth = await self._http_auth(rt, exc)
                 refused = self._claims(rt, auth) if auth is not None else None
                 if refused:
