@@ -218,11 +218,13 @@ class Vector:
             old = tail[j]
             out = self._derive(n, self._shift, self._root, (*tail[:j], item, *tail[j + 1 :]))
         else:
-            old = self._get(i) if self._counts else None
+            old = self._get(i) if self._counts or not same_keys else None
             out = self._derive(n, self._shift, _assoc(self._shift, self._root, i - self._nb, item), tail)
         if out._index is not None and not same_keys:
             for key_fn, (multi, index) in out._index.items():
-                _add_keys(index, i, key_fn(item), multi)
+                keys = key_fn(item)
+                if old is _HOLE or keys != key_fn(old):  # an entry keyed as before is indexed already
+                    _add_keys(index, i, keys, multi)
         if self._counts:
             hole = item is _HOLE
             counts = {}

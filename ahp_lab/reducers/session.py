@@ -177,13 +177,13 @@ def is_container(entry: Any) -> bool:
     )
 
 
-def _child_ids(entry: Any) -> tuple:
+def _child_ids(entry: Any) -> list | tuple:
     if not is_container(entry):
         return ()
-    return tuple(  # _id_key inlined: this runs for every child when the index is built
+    return [  # _id_key inlined: this runs for every child when the index is built
         (v if type(v := c.get("id")) is str else key(v)) if type(c) is dict else NO_KEY
         for c in entry["children"]
-    )
+    ]
 
 
 def _tree(state: dict) -> list | Vector | None:
@@ -219,6 +219,15 @@ def _child_position(children: list | Vector, cid: Any) -> int:
     return find(Vector.of(children), _id_key, cid)  # a long list is indexed once
 
 
+def _child_replaced(children: list | Vector, j: int, child: Any) -> list | Vector:
+    """``children`` with child ``j`` replaced (same id): a list short enough to scan stays a list."""
+    if type(children) is list and len(children) <= _SCANNED_CHILDREN:
+        out = children.copy()
+        out[j] = child
+        return out
+    return replaced(children, j, child, same_keys=True)
+
+
 def _containers_with(tree: list | Vector, cid: Any):
     """``(position, container, its children, child position)`` for each container with a child ``cid``."""
     if type(tree) is list:  # a small tree: its containers' children are scanned in one pass
@@ -249,7 +258,7 @@ def _customization_toggled(state, action, now_ms):
         return put(state, "customizations", replaced(tree, i, entry, same_keys=True))
     for i, entry, children, j in _containers_with(tree, cid):
         child = put(children[j], "enabled", enabled)
-        entry = put(entry, "children", replaced(children, j, child, same_keys=True))
+        entry = put(entry, "children", _child_replaced(children, j, child))
         return put(state, "customizations", replaced(tree, i, entry, same_keys=True))
     return state
 
@@ -295,7 +304,7 @@ def _mcp_update(state: dict, cid: Any, server_state: Any, channel: Any) -> dict:
     out = tree
     for i, entry, children, j in list(_containers_with(tree, cid)):
         if children[j].get("type") == "mcpServer":
-            entry = put(entry, "children", replaced(children, j, update(children[j]), same_keys=True))
+            entry = put(entry, "children", _child_replaced(children, j, update(children[j])))
             out = replaced(out, i, entry, same_keys=True)
     return state if out is tree else put(state, "customizations", out)
 
