@@ -56,6 +56,7 @@ def _key_of(field: str):
         return value if type(value) is str else key(value)
 
     key_fn.__name__ = f"{field}_key"
+    key_fn.field = field  # type: ignore[attr-defined]  # read by _find
     return key_fn
 
 
@@ -67,20 +68,35 @@ def _seq(value: Any) -> list | Vector | None:
     return value if type(value) is list or type(value) is Vector else None
 
 
+def _find(entries: list | Vector, key_fn, wanted: Any) -> int:
+    """:func:`~ahp_lab.protocol.vector.find`, with a short list's scan inlined for a string key.
+
+    For a string ``wanted``, ``entry.get(field) == wanted`` is ``key_fn(entry) == wanted``: only a
+    string (or a streamed text equal to it) equals a string.
+    """
+    if type(entries) is list and type(wanted) is str:
+        field = key_fn.field
+        for i, entry in enumerate(entries):
+            if type(entry) is dict and entry.get(field) == wanted:
+                return i
+        return -1
+    return find(entries, key_fn, wanted)
+
+
 def _upsert_into(state: dict, field: str, key_fn, item: Any) -> list | Vector | None:
     """``state[field]`` (created when absent) with ``item`` upserted by key; ``None`` when it cannot be."""
     entries = state.get(field)
     entries = [] if entries is None else _seq(entries)
     if type(item) is not dict or entries is None:
         return None
-    i = find(entries, key_fn, key_fn(item))
+    i = _find(entries, key_fn, key_fn(item))
     return replaced(entries, i, item) if i >= 0 else appended(entries, item)
 
 
 def _remove_from(state: dict, field: str, key_fn, wanted: Any) -> list | Vector | None:
     """``state[field]`` without its first entry keyed ``wanted``; ``None`` when there is none."""
     entries = _seq(state.get(field))
-    i = find(entries, key_fn, key(wanted)) if entries is not None else -1
+    i = _find(entries, key_fn, key(wanted)) if entries is not None else -1
     return None if i < 0 else removed(entries, i)
 
 
@@ -102,7 +118,7 @@ def _chat_removed(state, action, now_ms):
 
 def _chat_updated(state, action, now_ms):
     chats = _seq(state.get("chats"))
-    i = find(chats, _resource_key, key(action.get("chat"))) if chats is not None else -1
+    i = _find(chats, _resource_key, key(action.get("chat"))) if chats is not None else -1
     if i < 0:
         return state
     changes = {k: v for k, v in spread(action.get("changes")).items() if k != "resource"}
@@ -198,8 +214,15 @@ def _tree(state: dict) -> list | Vector | None:
     if type(tree) is not list:
         return None
     small = vector.PLAIN_MAX
-    if len(tree) <= small and len(tree) + sum(len(e["children"]) for e in tree if is_container(e)) <= small:
-        return tree
+    size = len(tree)
+    if size <= small:
+        for entry in tree:  # children counted whatever the entry's type: a bound, cheaply
+            if type(entry) is dict:
+                children = entry.get("children")
+                if type(children) is list or type(children) is Vector:
+                    size += len(children)
+        if size <= small:
+            return tree
     return Vector.of(tree)
 
 
@@ -232,11 +255,12 @@ def _containers_with(tree: list | Vector, cid: Any):
     """``(position, container, its children, child position)`` for each container with a child ``cid``."""
     if type(tree) is list:  # a small tree: its containers' children are scanned in one pass
         for i, entry in enumerate(tree):
-            if is_container(entry):
-                children = entry["children"]
-                j = _child_position(children, cid)
-                if j >= 0:
-                    yield i, entry, children, j
+            if type(entry) is dict and entry.get("type") != "mcpServer":  # is_container, inlined
+                children = entry.get("children")
+                if type(children) is list or type(children) is Vector:
+                    j = _child_position(children, cid)
+                    if j >= 0:
+                        yield i, entry, children, j
         return
     for i in candidates(tree, _child_ids, cid, multi=True):
         entry = tree[i]
@@ -252,7 +276,7 @@ def _customization_toggled(state, action, now_ms):
     if tree is None:
         return state
     cid, enabled = key(action.get("id")), action.get("enabled")
-    i = find(tree, _id_key, cid)
+    i = _find(tree, _id_key, cid)
     if i >= 0:
         entry = put(tree[i], "enabled", enabled)
         return put(state, "customizations", replaced(tree, i, entry, same_keys=True))
@@ -268,7 +292,7 @@ def _customization_updated(state, action, now_ms):
     tree = [] if state.get("customizations") is None else _tree(state)
     if type(item) is not dict or tree is None:
         return state
-    i = find(tree, _id_key, key(item.get("id")))
+    i = _find(tree, _id_key, key(item.get("id")))
     return put(state, "customizations", replaced(tree, i, item) if i >= 0 else appended(tree, item))
 
 
@@ -277,7 +301,7 @@ def _customization_removed(state, action, now_ms):
     if tree is None:
         return state
     cid = key(action.get("id"))
-    i = find(tree, _id_key, cid)
+    i = _find(tree, _id_key, cid)
     if i >= 0:
         return put(state, "customizations", removed(tree, i))
     out = tree
@@ -296,7 +320,7 @@ def _mcp_update(state: dict, cid: Any, server_state: Any, channel: Any) -> dict:
     def update(entry: dict) -> dict:
         return put_many(entry, state=server_state, channel=channel)
 
-    i = find(tree, _id_key, cid)
+    i = _find(tree, _id_key, cid)
     if i >= 0:
         if tree[i].get("type") != "mcpServer":
             return state
