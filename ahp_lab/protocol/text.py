@@ -61,9 +61,9 @@ class Text:
         else:  # the tail becomes a chunk of the current page, or the page a full page
             pages, page, n = self._head
             if len(page) < PAGE_SIZE - 1:
-                out._head = (pages, (*page, tail), n + len(tail))
+                out._head = (pages, page + (tail,), n + len(tail))
             else:
-                out._head = ((*pages, (*page, tail)), (), n + len(tail))
+                out._head = (pages + (page + (tail,),), (), n + len(tail))
             tail = ""
         out._tail = tail
         return out

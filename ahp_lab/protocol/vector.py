@@ -71,7 +71,7 @@ KeyFn = Callable[[Any], Any]
 class Vector:
     """An immutable JSON array; see the module docstring."""
 
-    __slots__ = ("_base", "_nb", "_n", "_holes", "_shift", "_root", "_tail", "_index", "_counts")
+    __slots__ = ("_base", "_nb", "_n", "_holes", "_shift", "_root", "_tail", "_index", "_counts", "_hint")
 
     def __init__(self) -> None:
         # Storage positions ("physical") differ from list positions once entries are removed: a
@@ -88,6 +88,9 @@ class Vector:
         self._index: dict | None = None
         # predicate -> number of entries matching it in this version
         self._counts: dict | None = None
+        # (list position, storage position) of the last entry found while there are holes: the
+        # read or update that usually follows a find does not convert the position again
+        self._hint: tuple[int, int] | None = None
 
     # -- building -------------------------------------------------------------------------------
 
@@ -145,6 +148,7 @@ class Vector:
         out._tail = tail
         out._index = self._index
         out._counts = None
+        out._hint = None
         return out
 
     def _phys(self, i: int) -> int:
@@ -168,13 +172,16 @@ class Vector:
             i += size
         if not 0 <= i < size:
             raise IndexError("Vector index out of range")
-        return self._phys(i) if self._holes else i
+        if not self._holes:
+            return i
+        hint = self._hint
+        return hint[1] if hint is not None and hint[0] == i else self._phys(i)
 
     def appended(self, item: Any) -> Vector:
         """A new vector with ``item`` added at the end; ``self`` is unchanged."""
         n, tail = self._n, self._tail
         if len(tail) < _WIDTH:
-            out = self._derive(n + 1, self._shift, self._root, (*tail, item))
+            out = self._derive(n + 1, self._shift, self._root, tail + (item,))
         else:  # the tail is full: it becomes a leaf of the trie
             m = n - self._nb  # entries in the trie and tail
             shift, root = self._shift, self._root
@@ -216,7 +223,7 @@ class Vector:
         if i >= tailoff:
             j = i - tailoff
             old = tail[j]
-            out = self._derive(n, self._shift, self._root, (*tail[:j], item, *tail[j + 1 :]))
+            out = self._derive(n, self._shift, self._root, _with(tail, j, item))
         else:
             old = self._get(i) if self._counts or not same_keys else None
             out = self._derive(n, self._shift, _assoc(self._shift, self._root, i - self._nb, item), tail)
@@ -241,11 +248,9 @@ class Vector:
         """
         p = self._position(i)
         out = self._set(p, _HOLE, True)
-        out._holes = (
-            *self._holes[: bisect_left(self._holes, p)],
-            p,
-            *self._holes[bisect_left(self._holes, p) :],
-        )
+        holes = self._holes
+        j = bisect_left(holes, p)
+        out._holes = holes[:j] + (p,) + holes[j:] if holes else (p,)
         if len(out._holes) > max(32, out._n >> 3):
             return out._compacted()
         return out
@@ -336,7 +341,11 @@ class Vector:
                 item = self._get(p)
                 if item is not _HOLE and key_fn(item) == key:
                     holes = self._holes
-                    return p - bisect_left(holes, p) if holes else p
+                    if not holes:
+                        return p
+                    i = p - bisect_left(holes, p)
+                    self._hint = (i, p)
+                    return i
         return -1
 
     def find_all(self, key_fn: KeyFn, key: Any) -> list[int]:
@@ -599,13 +608,23 @@ def _push_tail(n: int, level: int, parent: tuple, tail: tuple) -> tuple:
         insert = _push_tail(n, level - _BITS, parent[sub], tail)
     else:
         insert = _path(level - _BITS, tail)
-    return (*parent[:sub], insert) if sub >= len(parent) else (*parent[:sub], insert, *parent[sub + 1 :])
+    return parent[:sub] + (insert,) if sub >= len(parent) else _with(parent, sub, insert)
+
+
+def _with(node: tuple, j: int, item: Any) -> tuple:
+    """``node`` with entry ``j`` replaced (a list copy, then a tuple: the cheapest way in CPython)."""
+    out = [*node]
+    out[j] = item
+    return tuple(out)
 
 
 def _assoc(level: int, node: tuple, i: int, item: Any) -> tuple:
-    sub = (i >> level) & _MASK if level else i & _MASK
-    child = item if level == 0 else _assoc(level - _BITS, node[sub], i, item)
-    return (*node[:sub], child, *node[sub + 1 :])
+    """``node`` (a trie level above the leaves at ``level``) with position ``i`` set to ``item``."""
+    if level == _BITS:  # the common depth, without recursion: a root over leaves
+        sub = (i >> _BITS) & _MASK
+        return _with(node, sub, _with(node[sub], i & _MASK, item))
+    sub = (i >> level) & _MASK
+    return _with(node, sub, _assoc(level - _BITS, node[sub], i, item))
 
 
 def _leaves(node: tuple, level: int) -> Iterator[tuple]:
