@@ -552,7 +552,9 @@ def removed(seq: list | Vector, i: int) -> list | Vector:
     """``seq`` without entry ``i`` (``seq`` is unchanged)."""
     if type(seq) is Vector:
         return seq.removed(i)
-    return [*seq[:i], *seq[i + 1 :]]
+    out = seq.copy()
+    del out[i]
+    return out
 
 
 def candidates(seq: list | Vector, key_fn: KeyFn, key: Any, *, multi: bool = False) -> list[int]:
