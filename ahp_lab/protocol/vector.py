@@ -194,11 +194,15 @@ class Vector:
         if out._index is not None:
             for key_fn, (multi, index) in out._index.items():
                 _add_keys(index, n, key_fn(item), multi)
-        if self._counts:
-            counts = {}
-            for pred, c in self._counts.items():
-                counts[pred] = c + 1 if pred(item) else c
-            out._counts = counts
+        counts = self._counts
+        if counts:
+            changed = None
+            for pred, c in counts.items():
+                if pred(item):
+                    if changed is None:
+                        changed = dict(counts)
+                    changed[pred] = c + 1
+            out._counts = counts if changed is None else changed  # shared while unchanged
         return out
 
     def replaced(self, i: int, item: Any, *, same_keys: bool = False) -> Vector:
@@ -213,31 +217,49 @@ class Vector:
 
     def _set(self, i: int, item: Any, same_keys: bool) -> Vector:
         """Replace the entry at storage position ``i``."""
-        n = self._n
         if i < self._nb:  # inside the shared prefix: move everything into the trie once
             full = Vector._trie(list(self._stored()))
             full._holes, full._index, full._counts = self._holes, self._index, self._counts
             return full._set(i, item, same_keys)
+        # _derive, inlined: this is the most frequent update
+        out = _new(Vector)
+        out._base = self._base
+        out._nb = self._nb
+        n = out._n = self._n
+        out._holes = self._holes
+        shift = out._shift = self._shift
+        index = out._index = self._index
+        out._hint = None
+        counts = self._counts
         tail = self._tail
         tailoff = n - len(tail)
         if i >= tailoff:
             j = i - tailoff
             old = tail[j]
-            out = self._derive(n, self._shift, self._root, _with(tail, j, item))
+            out._root = self._root
+            out._tail = _with(tail, j, item)
         else:
-            old = self._get(i) if self._counts or not same_keys else None
-            out = self._derive(n, self._shift, _assoc(self._shift, self._root, i - self._nb, item), tail)
-        if out._index is not None and not same_keys:
-            for key_fn, (multi, index) in out._index.items():
+            old = self._get(i) if counts or not same_keys else None
+            out._root = _assoc(shift, self._root, i - self._nb, item)
+            out._tail = tail
+        if index is not None and not same_keys:
+            for key_fn, (multi, keyed) in index.items():
                 keys = key_fn(item)
                 if old is _HOLE or keys != key_fn(old):  # an entry keyed as before is indexed already
-                    _add_keys(index, i, keys, multi)
-        if self._counts:
+                    _add_keys(keyed, i, keys, multi)
+        if counts:
             hole = item is _HOLE
-            counts = {}
-            for pred, c in self._counts.items():  # a loop, not a comprehension: no extra frame
-                counts[pred] = c + (0 if hole else bool(pred(item))) - bool(pred(old))
-            out._counts = counts
+            changed = None
+            for pred, c in counts.items():  # a loop, not a comprehension: no extra frame
+                d = (0 if hole else bool(pred(item))) - bool(pred(old))
+                if d:
+                    if changed is None:
+                        changed = dict(counts)
+                    changed[pred] = c + d
+            # An unchanged table is shared: count() adds to a table by copying it.
+            out._counts = counts if changed is None else changed
+        else:
+            out._counts = None
         return out
 
     def removed(self, i: int) -> Vector:
@@ -357,11 +379,10 @@ class Vector:
     def count(self, pred: Callable[[Any], Any]) -> int:
         """How many entries satisfy ``pred`` (counted once, then kept up to date by updates)."""
         counts = self._counts
-        if counts is None:
-            counts = self._counts = {}
-        c = counts.get(pred)
-        if c is None:
-            c = counts[pred] = sum(1 for item in self if pred(item))
+        c = counts.get(pred) if counts is not None else None
+        if c is None:  # counted once; the table may be shared with other versions, so it is copied
+            c = sum(1 for item in self if pred(item))
+            self._counts = {**counts, pred: c} if counts else {pred: c}
         return c
 
     def differing(self, other: Vector, k: int) -> list[int]:
@@ -504,6 +525,7 @@ _ListFace.__name__ = _ListFace.__qualname__ = "Vector"
 
 #: What a removed entry leaves behind in storage until the holes are compacted.
 _HOLE = NO_KEY
+_new = object.__new__
 
 
 def _in(sorted_positions: tuple[int, ...], p: int) -> bool:
