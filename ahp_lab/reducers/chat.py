@@ -76,7 +76,7 @@ def _unfinished(part: Any) -> bool:
 
 def _blocking(parts: Any) -> bool:
     if type(parts) is Vector:
-        return count(parts, blocks_user) > 0
+        return parts.count(blocks_user) > 0
     return any(map(blocks_user, parts)) if isinstance(parts, list) else False
 
 
@@ -705,10 +705,20 @@ def _tool_call_action(transform, rederive: bool):
     """Apply ``transform`` to every tool call of the active turn with the action's ``toolCallId``."""
 
     def handler(state, action, now_ms):
-        active = _active(state, action)
-        parts = _parts(active) if active is not None else None
+        active = state.get("activeTurn")
+        if type(active) is dict:  # _active and _parts, inlined
+            turn_id = active.get("id")
+            if (
+                turn_id != action.get("turnId")
+                if type(turn_id) is str
+                else not _same(turn_id, action.get("turnId"))
+            ):
+                active = None
+        else:
+            active = None
+        parts = active.get("responseParts") if active is not None else None
         out = state
-        if parts is not None:
+        if type(parts) is list or type(parts) is Vector:
             call_id = action.get("toolCallId")
             wanted = call_id if type(call_id) is str else key(call_id)
             if type(parts) is list and len(parts) <= PLAIN_MAX:
@@ -735,9 +745,15 @@ def _tool_call_action(transform, rederive: bool):
                 new_parts = vec
                 for i in vec.candidates(_part_key, wanted):
                     part = vec[i]
-                    if type(part) is not dict or part.get("kind") != "toolCall" or _part_key(part) != wanted:
+                    if type(part) is not dict or part.get("kind") != "toolCall":
                         continue
-                    new_tc = transform(part["toolCall"], action)
+                    tc = part.get("toolCall")
+                    if type(tc) is not dict:
+                        continue
+                    ident = tc.get("toolCallId")  # _part_key, inlined
+                    if (ident if type(ident) is str else key(ident)) != wanted:
+                        continue
+                    new_tc = transform(tc, action)
                     if new_tc is not None:
                         new_part = part.copy()
                         new_part["toolCall"] = new_tc
