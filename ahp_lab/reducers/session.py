@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..protocol import vector
-from ..protocol.vector import NO_KEY, Vector, appended, candidates, count, find, removed, replaced
+from ..protocol.vector import NO_KEY, Vector, appended, candidates, find, removed, replaced
 from ._js import key, spread, truthy
 from ._util import (
     as_int,
@@ -40,7 +40,7 @@ def _awaits_user(entry: Any) -> bool:
 def input_needed_status(status: Any, entries: list) -> int:
     """Session status after ``inputNeeded`` changed (reducer-rules §6.1)."""
     s = as_int(status)
-    if count(entries, _awaits_user) if type(entries) is Vector else any(_awaits_user(e) for e in entries):
+    if entries.count(_awaits_user) if type(entries) is Vector else any(map(_awaits_user, entries)):
         return (s & ~ACTIVITY_MASK) | INPUT_NEEDED
     return s & ~16
 
@@ -95,8 +95,13 @@ def _upsert_into(state: dict, field: str, key_fn, item: Any) -> list | Vector | 
 
 def _remove_from(state: dict, field: str, key_fn, wanted: Any) -> list | Vector | None:
     """``state[field]`` without its first entry keyed ``wanted``; ``None`` when there is none."""
-    entries = _seq(state.get(field))
-    i = _find(entries, key_fn, key(wanted)) if entries is not None else -1
+    entries = state.get(field)
+    if type(entries) is Vector:
+        i = entries.find(key_fn, key(wanted))
+        return None if i < 0 else entries.removed(i)
+    if type(entries) is not list:
+        return None
+    i = _find(entries, key_fn, key(wanted))
     return None if i < 0 else removed(entries, i)
 
 
@@ -150,18 +155,23 @@ def _input_needed_set(state, action, now_ms):
     entries = _upsert_into(state, "inputNeeded", _id_key, action.get("request"))
     if entries is None:
         return state
-    return put_many(state, inputNeeded=entries, status=input_needed_status(state.get("status"), entries))
+    out = state.copy()
+    out["inputNeeded"] = entries
+    out["status"] = input_needed_status(state.get("status"), entries)
+    return out
 
 
 def _input_needed_removed(state, action, now_ms):
     remaining = _remove_from(state, "inputNeeded", _id_key, action.get("id"))
     if remaining is None:
         return state
-    return put_many(
-        state,
-        inputNeeded=remaining or None,
-        status=input_needed_status(state.get("status"), remaining),
-    )
+    out = state.copy()
+    if remaining:
+        out["inputNeeded"] = remaining
+    else:
+        del out["inputNeeded"]
+    out["status"] = input_needed_status(state.get("status"), remaining)
+    return out
 
 
 # -- active clients ----------------------------------------------------------------------------
