@@ -62,6 +62,8 @@ _MASK = _WIDTH - 1
 NO_KEY = object()
 #: Lists up to this length are updated as plain lists; longer ones become a :class:`Vector`.
 PLAIN_MAX = 16
+#: Holes are compacted away once there are more than this many and more than an eighth of storage.
+COMPACT_HOLES = 32
 #: Recently wrapped plain lists: id -> (list, Vector). The list is kept alive, so ids stay valid.
 _WRAPPED: dict[int, tuple[list, Vector]] = {}
 
@@ -273,7 +275,7 @@ class Vector:
         holes = self._holes
         j = bisect_left(holes, p)
         out._holes = holes[:j] + (p,) + holes[j:] if holes else (p,)
-        if len(out._holes) > max(32, out._n >> 3):
+        if len(out._holes) > max(COMPACT_HOLES, out._n >> 3):
             return out._compacted()
         return out
 

@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 from ahp_lab.protocol import vector
 from ahp_lab.protocol.jsonvalue import dumps, to_json
 from ahp_lab.reducers import REDUCERS
+from ahp_lab.reducers import chat as chat_reducer
+from ahp_lab.reducers import session as session_reducer
 from ahp_lab.reducers._js import truthy
 
 from .test_properties import INITIALS, TEMPLATES
@@ -66,15 +68,49 @@ MODIFIES_AT = {
 KINDS = ("chat", "session", "root")
 
 
+#: Every bound under which a reducer keeps a short list plain and scans it (module, name).
+#: With 0, removals are compacted as soon as holes are an eighth of a Vector's storage.
+SCAN_BOUNDS = [
+    (vector, "PLAIN_MAX"),
+    (vector, "COMPACT_HOLES"),
+    (chat_reducer, "PLAIN_MAX"),
+    (session_reducer, "_SCANNED_CHILDREN"),
+]
+
+
 @contextlib.contextmanager
-def all_vectors():
-    """Every collection the reducers touch becomes a ``Vector``, however short."""
-    saved = vector.PLAIN_MAX
-    vector.PLAIN_MAX = 0
+def scan_bounds(value: int):
+    """Set every scan bound to ``value``: 0 makes every collection a ``Vector`` however short, so no
+    scan path runs; a huge value keeps every collection a plain list, scanned (the simplest model)."""
+    saved = [getattr(module, name) for module, name in SCAN_BOUNDS]
+    for module, name in SCAN_BOUNDS:
+        setattr(module, name, value)
     try:
         yield
     finally:
-        vector.PLAIN_MAX = saved
+        for (module, name), bound in zip(SCAN_BOUNDS, saved, strict=True):
+            setattr(module, name, bound)
+
+
+def all_vectors():
+    return scan_bounds(0)
+
+
+def all_plain():
+    return scan_bounds(10**9)
+
+
+def _agree(kind: str, initial, actions: list) -> None:
+    """The states after every prefix are equal with the default bounds, all plain lists and all Vectors."""
+    runs = [_run(kind, copy.deepcopy(initial), actions)]
+    for bounds in (all_plain, all_vectors):
+        with bounds():
+            runs.append(_run(kind, copy.deepcopy(initial), actions))
+    for i, states in enumerate(zip(*runs, strict=True)):
+        default, plain, vectors = (to_json(state) for state in states)
+        where = f"prefix {i}, after {actions[i - 1] if i else None}"
+        assert default == plain, f"default bounds and plain lists differ at {where}"
+        assert vectors == plain, f"Vectors and plain lists differ at {where}"
 
 
 @st.composite
@@ -110,12 +146,7 @@ def _run(kind: str, state, actions: list) -> list:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenario())
 def test_plain_lists_and_vectors_reduce_to_the_same_states(case):
-    kind, initial, actions = case
-    plain = _run(kind, initial, actions)
-    with all_vectors():
-        vectors = _run(kind, copy.deepcopy(initial), actions)
-    for i, (a, b) in enumerate(zip(plain, vectors, strict=True)):
-        assert to_json(a) == to_json(b), f"prefix {i} differs after {actions[i - 1] if i else None}"
+    _agree(*case)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -228,3 +259,93 @@ def test_invariants_the_spec_digest_implies_hold_after_every_action(case):
         if kind == "session":
             assert plain.get("inputNeeded") != [], "an emptied inputNeeded collapses to absent"
         state = new
+
+
+# -- catalogues and customization trees whose actions hit ------------------------------------------
+#
+# The scenarios above come from the corpus's shapes, whose ids rarely hit long collections. These
+# build session catalogues and customization trees of every size around the scan bounds, with
+# ids drawn from a small pool (duplicates included), so that every lookup, update and removal runs
+# on a plain list in one reduction and on a Vector in the other.
+
+TOP_IDS = [f"p-{i}" for i in range(6)]
+CHILD_IDS = [f"c-{i}" for i in range(12)]
+IDS = TOP_IDS + CHILD_IDS
+
+
+@st.composite
+def customization_tree(draw) -> list:
+    tree = []
+    # Mostly trees under the bounds (a plain list in one run, a Vector in the other), some above.
+    wide = draw(st.integers(0, 3)) == 0
+    for _ in range(draw(st.integers(0, 20 if wide else 5))):
+        ident = draw(st.sampled_from(TOP_IDS))
+        if draw(st.integers(0, 4)) == 0:
+            tree.append({"type": "mcpServer", "id": ident, "name": ident, "enabled": True})
+            continue
+        children = [
+            {
+                "type": draw(st.sampled_from(["skill", "mcpServer", "agent"])),
+                "id": draw(st.sampled_from(CHILD_IDS)),
+                "name": "c",
+            }
+            for _ in range(draw(st.integers(0, 30 if wide else 4)))
+        ]
+        tree.append({"type": "plugin", "id": ident, "name": ident, "enabled": True, "children": children})
+    return tree
+
+
+@st.composite
+def catalogue_action(draw) -> dict:
+    ident = draw(st.sampled_from(IDS))
+    top = draw(st.sampled_from(TOP_IDS))
+    entry = draw(st.sampled_from(TOP_IDS))  # catalogue entries: a small pool, so that removals hit
+    chat = f"ahp-chat:/{entry}"
+    return draw(
+        st.sampled_from(
+            [
+                {"type": "session/customizationToggled", "id": ident, "enabled": draw(st.booleans())},
+                {"type": "session/customizationRemoved", "id": ident},
+                {
+                    "type": "session/customizationUpdated",
+                    "customization": {
+                        "type": "plugin",
+                        "id": top,
+                        "name": "u",
+                        "children": [
+                            {"type": "skill", "id": c, "name": "n"}
+                            for c in draw(st.lists(st.sampled_from(CHILD_IDS), max_size=4))
+                        ],
+                    },
+                },
+                {
+                    "type": "session/mcpServerStateChanged",
+                    "id": ident,
+                    "state": {"kind": "ready"},
+                    "channel": "c",
+                },
+                {"type": "session/mcpServerStartRequested", "id": ident},
+                {"type": "session/mcpServerStopRequested", "id": ident},
+                {
+                    "type": "session/inputNeededSet",
+                    "request": {"kind": "chatInput", "id": entry, "chat": chat},
+                },
+                {"type": "session/inputNeededRemoved", "id": entry},
+                {"type": "session/activeClientSet", "activeClient": {"clientId": entry, "tools": []}},
+                {"type": "session/activeClientRemoved", "clientId": entry},
+                {"type": "session/chatAdded", "summary": {"resource": chat, "title": entry, "status": 1}},
+                {"type": "session/chatRemoved", "chat": chat},
+                {"type": "session/chatUpdated", "chat": chat, "changes": {"title": "t", "resource": "x"}},
+            ]
+        )
+    )
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(customization_tree(), st.lists(catalogue_action(), min_size=10, max_size=80))
+def test_catalogues_and_trees_reduce_alike_as_plain_lists_and_as_vectors(tree, actions):
+    _agree(
+        "session",
+        {"provider": "p", "title": "t", "status": 1, "lifecycle": "ready", "customizations": tree},
+        actions,
+    )
