@@ -1,6 +1,7 @@
 """The benchmark's fuzzed logs (``gen_workloads.py fuzz``, many seeds) replay cleanly at every prefix.
 
-Replaying must never raise, and every prefix state must stay valid for the protocol's state schema.
+Replaying must never raise, every prefix state must stay valid for the protocol's state schema, and
+the states must not depend on whether collections are kept as plain lists or as Vectors.
 Skipped, with a reason naming the setting, when the generator is not available.
 """
 
@@ -17,6 +18,7 @@ from ahp_lab.protocol.jsonvalue import to_json
 from ahp_lab.reducers import REDUCERS
 
 from ..conftest import BENCH_DIR, BENCH_MISSING
+from .test_differential import _agree
 
 pytestmark = pytest.mark.skipif(BENCH_DIR is None, reason=BENCH_MISSING)
 SEEDS = range(1, 9)
@@ -58,3 +60,10 @@ def test_every_prefix_of_a_fuzzed_log_reduces_to_a_schema_valid_state(tmp_path, 
             validate_state(reducer, to_json(state))
         except Exception as exc:  # name the action that broke the schema
             raise AssertionError(f"seed {seed}, action {index} ({action.get('type')}): {exc}") from exc
+
+
+@pytest.mark.parametrize("reducer", ["chat", "session"])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_fuzzed_logs_reduce_alike_with_plain_lists_and_with_vectors(tmp_path, reducer, seed):
+    initial, actions = _workload(tmp_path, reducer, seed)
+    _agree(reducer, initial, actions)
