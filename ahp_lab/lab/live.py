@@ -20,7 +20,6 @@ a person (a blocked cell cannot receive widget clicks) and says to ``await`` ins
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +34,7 @@ from ..protocol.jsonvalue import to_json
 from ..store import Store, Transition, wall_clock_ms
 from ..tools import Tool
 from ..waiting import check_wait_arguments
+from .answering import Answering
 from .base import LabBase, LabReplay, LabSource
 from .checks import cell_action, tool_function
 from .lifetime import LabLifetime, weakly
@@ -42,15 +42,13 @@ from .sending import Sending
 from .turns import (
     ActionRejected,
     Sent,
-    ToolCall,
     TurnPolicy,
-    answer_for,
     parse_ms,
     run_sync,
 )
 
 
-class Lab(Sending, LabBase):
+class Lab(Sending, Answering, LabBase):
     """An in-kernel AHP host, its scripted agent, one session, and this notebook as a client.
 
     Customizations: ``plugins=[folder, ...]`` (Open Plugins folders), ``directories=[{"path": ...,
@@ -242,90 +240,6 @@ class Lab(Sending, LabBase):
         check_wait_arguments(channel, check)
         return await self.host.wait_for(channel, lambda state: check(to_json(state)) or None, timeout=timeout)
 
-    # -- answering ------------------------------------------------------------------------------
-
-    def _pending_calls(self, chat: str) -> list[tuple[str, dict]]:
-        state = self.client.confirmed(chat) or {}
-        active = state.get("activeTurn") or {}
-        return [
-            (active.get("id"), p["toolCall"])
-            for p in active.get("responseParts") or ()
-            if p.get("kind") == "toolCall"
-            and p["toolCall"].get("status") in ("pending-confirmation", "pending-result-confirmation")
-        ]
-
-    def _decision(self, chat: str, turn_id: str, tc: dict, verdict: Any) -> dict:
-        """The ``chat/toolCallConfirmed`` or ``chat/toolCallResultConfirmed`` action for a verdict."""
-        if callable(verdict):
-            verdict = verdict(ToolCall(tc, turn_id, chat, self))
-        base = {"turnId": turn_id, "toolCallId": tc.get("toolCallId")}
-        if tc.get("status") == "pending-result-confirmation":
-            approved = verdict not in (False, "deny") and not (
-                (isinstance(verdict, str) and self._option_kind(tc, verdict) == "deny")
-                or (isinstance(verdict, dict) and verdict.get("deny"))
-            )
-            return {"type": "chat/toolCallResultConfirmed", **base, "approved": approved}
-        action: dict[str, Any] = {"type": "chat/toolCallConfirmed", **base}
-        edit = verdict.get("edit") if isinstance(verdict, dict) else None
-        option = verdict if isinstance(verdict, str) and verdict not in ("deny", "approve") else None
-        if isinstance(verdict, dict) and verdict.get("option"):
-            option = verdict["option"]
-        approved = verdict not in (False, "deny") and not (isinstance(verdict, dict) and verdict.get("deny"))
-        if option is None and tc.get("options"):  # the first one-time option of the verdict's kind
-            option = _default_option(tc["options"], "approve" if approved else "deny")
-        if option is not None:
-            kind = self._option_kind(tc, option)
-            if kind is None:
-                raise ValueError(f"{tc.get('displayName')} has no confirmation option {option!r}")
-            approved = kind == "approve"
-            action["selectedOptionId"] = option
-        action["approved"] = approved
-        if approved:
-            action["confirmed"] = "user-action"
-            if edit is not None:
-                action["editedToolInput"] = edit if isinstance(edit, str) else json.dumps(edit)
-        else:
-            action["reason"] = "denied"
-        return action
-
-    def _decide(self, chat: str, turn_id: str, tc: dict, verdict: Any) -> None:
-        """Answer a confirmation without waiting (used by ``approve=`` policies inside the loop)."""
-        self.client.dispatch(chat, self._decision(chat, turn_id, tc, verdict))
-
-    @staticmethod
-    def _option_kind(tc: dict, option_id: str) -> str | None:
-        for option in tc.get("options") or ():
-            if option.get("id") == option_id:
-                return option.get("kind")
-        return None
-
-    def approve(
-        self,
-        tool_call_id: str | None = None,
-        *,
-        option: str | None = None,
-        edit: Any = None,
-        chat: str | None = None,
-    ) -> Transition | None:
-        """Approve a tool call waiting for confirmation (the newest one by default).
-
-        ``option`` picks one of the call's confirmation options; ``edit`` replaces its input.
-        Also approves a local approval of this notebook (tools with ``approval="always"``).
-        Returns the accepted transition; raises :class:`ActionRejected` with the host's reason.
-        """
-        verdict = {"option": option, "edit": edit} if (option or edit is not None) else True
-        return self._answer_call(tool_call_id, verdict, chat)
-
-    def deny(
-        self, tool_call_id: str | None = None, *, option: str | None = None, chat: str | None = None
-    ) -> Transition | None:
-        """Deny a tool call waiting for confirmation (or reject a result waiting for confirmation).
-
-        ``option`` picks one of the call's deny options (an ACP agent's ``reject_always``, say);
-        without it a call that has options gets its first one-time deny option.
-        """
-        return self._answer_call(tool_call_id, {"option": option, "deny": True} if option else False, chat)
-
     async def restart_agent(self) -> None:
         """Restart this session's agent backend now (an ACP agent: a fresh process, same mode and config)."""
         await self.host.agent_sessions.restart(self.session)
@@ -335,72 +249,6 @@ class Lab(Sending, LabBase):
         """Every ACP frame of this session (agents that record them, e.g. ``AcpAgent``), oldest first."""
         frames = getattr(self.agent, "frames", None)
         return frames.for_session(self.session) if frames is not None else []
-
-    def _answer_call(self, tool_call_id: str | None, verdict: Any, chat: str | None) -> Transition | None:
-        chat = chat or self.chat
-        for approval in list(self.client.approvals.values()):
-            if tool_call_id in (None, approval.tool_call_id) and approval.chat == chat:
-                approval.deny() if verdict is False or (
-                    isinstance(verdict, dict) and verdict.get("deny")
-                ) else approval.approve()
-                return None
-        pending = self._pending_calls(chat)
-        if tool_call_id is not None:
-            pending = [(t, tc) for t, tc in pending if tc.get("toolCallId") == tool_call_id]
-        if not pending:
-            raise LookupError(
-                "no tool call is waiting for confirmation"
-                + (f" with id {tool_call_id!r}" if tool_call_id else "")
-            )
-        turn_id, tc = pending[-1]
-        return self.dispatch(self._decision(chat, turn_id, tc, verdict), chat)
-
-    def _completion(self, chat: str, request_id: str | None, answers: dict | None, response: str) -> dict:
-        state = self.client.confirmed(chat) or {}
-        active = state.get("activeTurn") or {}
-        open_requests = [
-            p["request"]
-            for p in active.get("responseParts") or ()
-            if p.get("kind") == "inputRequest" and p.get("response") is None
-        ]
-        if request_id is not None:
-            open_requests = [r for r in open_requests if r.get("id") == request_id]
-        if not open_requests:
-            raise LookupError("no input request is open" + (f" with id {request_id!r}" if request_id else ""))
-        request = open_requests[-1]
-        questions = {q.get("id"): q for q in request.get("questions") or ()}
-        built = {
-            qid: value
-            if isinstance(value, dict) and "state" in value
-            else answer_for(questions.get(qid), value)
-            for qid, value in (answers or {}).items()
-        }
-        action: dict[str, Any] = {
-            "type": "chat/inputCompleted",
-            "requestId": request.get("id"),
-            "response": response,
-        }
-        if built:
-            action["answers"] = built
-        return action
-
-    def answer(
-        self,
-        request_id: str | None = None,
-        answers: dict | None = None,
-        *,
-        response: str = "accept",
-        chat: str | None = None,
-    ) -> Transition:
-        """Answer an open input request (the newest one by default).
-
-        ``answers`` maps question ids to plain values (``{"name": "demo", "workers": 3}``) or to
-        full ``ChatInputAnswer`` objects; ``response`` is ``"accept"``, ``"decline"`` or
-        ``"cancel"``. Returns the accepted transition; raises :class:`ActionRejected` with the
-        host's reason (e.g. a required question left unanswered).
-        """
-        chat = chat or self.chat
-        return self.dispatch(self._completion(chat, request_id, answers, response), chat)
 
     async def cancel(self, chat: str | None = None) -> None:
         """Cancel the active turn of the chat (``chat/turnCancelled``)."""
@@ -755,14 +603,6 @@ def _folders_resolved(session: Any) -> bool:
         for entry in session.get("customizations") or ()
         if entry.get("type") in ("plugin", "directory") and not entry.get("clientId")
     )
-
-
-def _default_option(options: list, kind: str) -> str | None:
-    """The first option of ``kind`` in the one-time group (group 0 or no group), else the first of ``kind``."""
-    of_kind = [o for o in options if isinstance(o, dict) and o.get("kind") == kind]
-    once = [o for o in of_kind if not o.get("group")]
-    chosen = (once or of_kind or [None])[0]
-    return chosen.get("id") if chosen else None
 
 
 def _attach_customizations(host: Host, plugins: Any, directories: Any, mcp_servers: Any) -> tuple:

@@ -1,0 +1,178 @@
+"""Answering from a cell: ``approve``, ``deny`` and ``answer`` of :class:`~ahp_lab.Lab`.
+
+A tool call waiting for confirmation gets ``chat/toolCallConfirmed`` (or, waiting for its result
+to be confirmed, ``chat/toolCallResultConfirmed``) with the option the verdict names, or the call's
+first one-time option of the verdict's kind; an open input request gets ``chat/inputCompleted``
+with plain values turned into the request's answer shapes. A local approval of this notebook
+(a tool with ``approval="always"``) is answered in place.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..store import Transition
+from .turns import ToolCall, answer_for
+
+__all__ = ["Answering"]
+
+
+class Answering:
+    """The answering half of :class:`~ahp_lab.Lab` (a mixin: it uses the lab's client and dispatch)."""
+
+    def _pending_calls(self, chat: str) -> list[tuple[str, dict]]:
+        state = self.client.confirmed(chat) or {}
+        active = state.get("activeTurn") or {}
+        return [
+            (active.get("id"), p["toolCall"])
+            for p in active.get("responseParts") or ()
+            if p.get("kind") == "toolCall"
+            and p["toolCall"].get("status") in ("pending-confirmation", "pending-result-confirmation")
+        ]
+
+    def _decision(self, chat: str, turn_id: str, tc: dict, verdict: Any) -> dict:
+        """The ``chat/toolCallConfirmed`` or ``chat/toolCallResultConfirmed`` action for a verdict."""
+        if callable(verdict):
+            verdict = verdict(ToolCall(tc, turn_id, chat, self))
+        base = {"turnId": turn_id, "toolCallId": tc.get("toolCallId")}
+        if tc.get("status") == "pending-result-confirmation":
+            approved = verdict not in (False, "deny") and not (
+                (isinstance(verdict, str) and self._option_kind(tc, verdict) == "deny")
+                or (isinstance(verdict, dict) and verdict.get("deny"))
+            )
+            return {"type": "chat/toolCallResultConfirmed", **base, "approved": approved}
+        action: dict[str, Any] = {"type": "chat/toolCallConfirmed", **base}
+        edit = verdict.get("edit") if isinstance(verdict, dict) else None
+        option = verdict if isinstance(verdict, str) and verdict not in ("deny", "approve") else None
+        if isinstance(verdict, dict) and verdict.get("option"):
+            option = verdict["option"]
+        approved = verdict not in (False, "deny") and not (isinstance(verdict, dict) and verdict.get("deny"))
+        if option is None and tc.get("options"):  # the first one-time option of the verdict's kind
+            option = _default_option(tc["options"], "approve" if approved else "deny")
+        if option is not None:
+            kind = self._option_kind(tc, option)
+            if kind is None:
+                raise ValueError(f"{tc.get('displayName')} has no confirmation option {option!r}")
+            approved = kind == "approve"
+            action["selectedOptionId"] = option
+        action["approved"] = approved
+        if approved:
+            action["confirmed"] = "user-action"
+            if edit is not None:
+                action["editedToolInput"] = edit if isinstance(edit, str) else json.dumps(edit)
+        else:
+            action["reason"] = "denied"
+        return action
+
+    def _decide(self, chat: str, turn_id: str, tc: dict, verdict: Any) -> None:
+        """Answer a confirmation without waiting (used by ``approve=`` policies inside the loop)."""
+        self.client.dispatch(chat, self._decision(chat, turn_id, tc, verdict))
+
+    @staticmethod
+    def _option_kind(tc: dict, option_id: str) -> str | None:
+        for option in tc.get("options") or ():
+            if option.get("id") == option_id:
+                return option.get("kind")
+        return None
+
+    def approve(
+        self,
+        tool_call_id: str | None = None,
+        *,
+        option: str | None = None,
+        edit: Any = None,
+        chat: str | None = None,
+    ) -> Transition | None:
+        """Approve a tool call waiting for confirmation (the newest one by default).
+
+        ``option`` picks one of the call's confirmation options; ``edit`` replaces its input.
+        Also approves a local approval of this notebook (tools with ``approval="always"``).
+        Returns the accepted transition; raises :class:`ActionRejected` with the host's reason.
+        """
+        verdict = {"option": option, "edit": edit} if (option or edit is not None) else True
+        return self._answer_call(tool_call_id, verdict, chat)
+
+    def deny(
+        self, tool_call_id: str | None = None, *, option: str | None = None, chat: str | None = None
+    ) -> Transition | None:
+        """Deny a tool call waiting for confirmation (or reject a result waiting for confirmation).
+
+        ``option`` picks one of the call's deny options (an ACP agent's ``reject_always``, say);
+        without it a call that has options gets its first one-time deny option.
+        """
+        return self._answer_call(tool_call_id, {"option": option, "deny": True} if option else False, chat)
+
+    def _answer_call(self, tool_call_id: str | None, verdict: Any, chat: str | None) -> Transition | None:
+        chat = chat or self.chat
+        for approval in list(self.client.approvals.values()):
+            if tool_call_id in (None, approval.tool_call_id) and approval.chat == chat:
+                approval.deny() if verdict is False or (
+                    isinstance(verdict, dict) and verdict.get("deny")
+                ) else approval.approve()
+                return None
+        pending = self._pending_calls(chat)
+        if tool_call_id is not None:
+            pending = [(t, tc) for t, tc in pending if tc.get("toolCallId") == tool_call_id]
+        if not pending:
+            raise LookupError(
+                "no tool call is waiting for confirmation"
+                + (f" with id {tool_call_id!r}" if tool_call_id else "")
+            )
+        turn_id, tc = pending[-1]
+        return self.dispatch(self._decision(chat, turn_id, tc, verdict), chat)
+
+    def _completion(self, chat: str, request_id: str | None, answers: dict | None, response: str) -> dict:
+        state = self.client.confirmed(chat) or {}
+        active = state.get("activeTurn") or {}
+        open_requests = [
+            p["request"]
+            for p in active.get("responseParts") or ()
+            if p.get("kind") == "inputRequest" and p.get("response") is None
+        ]
+        if request_id is not None:
+            open_requests = [r for r in open_requests if r.get("id") == request_id]
+        if not open_requests:
+            raise LookupError("no input request is open" + (f" with id {request_id!r}" if request_id else ""))
+        request = open_requests[-1]
+        questions = {q.get("id"): q for q in request.get("questions") or ()}
+        built = {
+            qid: value
+            if isinstance(value, dict) and "state" in value
+            else answer_for(questions.get(qid), value)
+            for qid, value in (answers or {}).items()
+        }
+        action: dict[str, Any] = {
+            "type": "chat/inputCompleted",
+            "requestId": request.get("id"),
+            "response": response,
+        }
+        if built:
+            action["answers"] = built
+        return action
+
+    def answer(
+        self,
+        request_id: str | None = None,
+        answers: dict | None = None,
+        *,
+        response: str = "accept",
+        chat: str | None = None,
+    ) -> Transition:
+        """Answer an open input request (the newest one by default).
+
+        ``answers`` maps question ids to plain values (``{"name": "demo", "workers": 3}``) or to
+        full ``ChatInputAnswer`` objects; ``response`` is ``"accept"``, ``"decline"`` or
+        ``"cancel"``. Returns the accepted transition; raises :class:`ActionRejected` with the
+        host's reason (e.g. a required question left unanswered).
+        """
+        chat = chat or self.chat
+        return self.dispatch(self._completion(chat, request_id, answers, response), chat)
+
+
+def _default_option(options: list, kind: str) -> str | None:
+    """The first option of ``kind`` in the one-time group (group 0 or no group), else the first of ``kind``."""
+    of_kind = [o for o in options if isinstance(o, dict) and o.get("kind") == kind]
+    once = [o for o in of_kind if not o.get("group")]
+    chosen = (once or of_kind or [None])[0]
+    return chosen.get("id") if chosen else None
