@@ -200,7 +200,45 @@ def _response_part(state, action, now_ms):
 
 def _append_to_part(kind: str):
     def handler(state, action, now_ms):
+        # The streaming case first (most of a chat's actions): a string delta to the turn's first
+        # part. Read with subscripts, which cost least; a missing key or an off-type value leaves
+        # for the checked path below, which gives every other case its exact answer.
         active = state.get("activeTurn")
+        hit = False
+        if active is not None:  # a stray delta to an idle chat is common: no exception for it
+            try:
+                parts = active["responseParts"]
+                part = parts[0]
+                turn_id = active["id"]
+                part_id = part["id"]
+                current = part["content"]
+                hit = (
+                    type(parts) is list
+                    and part["kind"] == kind
+                    and part_id == action["partId"]
+                    and turn_id == action["turnId"]
+                )
+            except (KeyError, TypeError, IndexError):
+                pass
+        # === on strings is ==; non-string ids may compare otherwise (1 == True): the checked path
+        more = action.get("content") if hit else None
+        if (
+            type(more) is str
+            and type(turn_id) is str
+            and type(part_id) is str
+            and (type(current) is Text or type(current) is str)
+        ):
+            new_part = part.copy()
+            new_part["content"] = (
+                current.append(more) if type(current) is Text else append_text(current, more)
+            )
+            new_parts = parts.copy()
+            new_parts[0] = new_part
+            turn = active.copy()
+            turn["responseParts"] = new_parts
+            out = state.copy()
+            out["activeTurn"] = turn
+            return out
         if type(active) is not dict:
             return state
         turn_id = active.get("id")
