@@ -15,6 +15,10 @@ that estimates the ratio to the reference on a loaded machine. It prints:
 3. **Store history**: ``state_at(seq)`` on a long streamed log (median ms) and memory per recorded
    transition (bytes, tracemalloc, action objects included).
 4. **Imports**: ``import ahp_lab`` and ``python -m ahp_lab.conformance run`` on one fixture, wall time.
+5. **What CPython allows**: our ``chat/delta`` beside the least a Python delta reducer can do and
+   keep state immutable (the four copies and the text append, no checks, no dispatch), interleaved
+   in this process; and the one pass over a 1,000 x 20 customization tree that a first child
+   lookup needs, per action of a 10,000-action run. Issue 14's note uses both.
 
 For the harness's own numbers run ``python3 ../shared/bench/bench.py --cmd "python -m ahp_lab.conformance"``.
 """
@@ -33,6 +37,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
+from ahp_lab.protocol.text import Text, append_text
 from ahp_lab.reducers import REDUCERS
 from ahp_lab.store import Store, agent_origin
 
@@ -93,6 +98,7 @@ def _workload(work: Path, name: str, gen: list[str]) -> Path:
 
 _RUNNER = """
 import json, sys, time
+from ahp_lab.protocol.text import Text, append_text
 from ahp_lab.reducers import REDUCERS
 folder = sys.argv[1]
 meta = json.load(open(folder + "/meta.json"))
@@ -239,6 +245,85 @@ def imports() -> None:
     print(f"  python -m ahp_lab.conformance run (1 fixture)  {run:6.3f} (goal < 0.3)")
 
 
+def _copy_only_delta(state: dict, action: dict, now_ms: int = 0) -> dict:
+    """The least a Python ``chat/delta`` can do and keep state immutable: no checks, no dispatch."""
+    active = state["activeTurn"]
+    parts = active["responseParts"]
+    part = parts[0]
+    new_part = part.copy()
+    content = part["content"]
+    more = action["content"]
+    new_part["content"] = content.append(more) if type(content) is Text else append_text(content, more)
+    new_parts = parts.copy()
+    new_parts[0] = new_part
+    turn = active.copy()
+    turn["responseParts"] = new_parts
+    out = state.copy()
+    out["activeTurn"] = turn
+    return out
+
+
+def limits(quick: bool) -> None:
+    n = 20_000 if quick else 1_000_000  # as many as delta@content=1000000
+    chat = REDUCERS["chat"]
+    # A chat laid out like the harness's (its keys, one streaming turn) and actions parsed from JSON
+    # one by one, as the replay CLI reads them.
+    state: dict = {
+        "resource": "ahp-chat:/bench",
+        "title": "Benchmark chat",
+        "status": 1,
+        "modifiedAt": "2026-08-01T00:00:00.000Z",
+        "origin": {"kind": "new"},
+        "interactivity": "full",
+        "turns": [],
+    }
+    state = chat(
+        state, {"type": "chat/turnStarted", "turnId": "t", "startedAt": "s", "message": {"text": "x"}}
+    )
+    state = chat(
+        state,
+        {"type": "chat/responsePart", "turnId": "t", "part": {"kind": "markdown", "id": "m", "content": ""}},
+    )
+    line = '{{"type": "chat/delta", "turnId": "t", "partId": "m", "content": "w{:02d} "}}'
+    actions = [json.loads(line.format(i % 97)) for i in range(n)]
+    best = {"ours": float("inf"), "copy_only": float("inf")}
+    for _ in range(5):  # interleaved rounds, best kept
+        for name, reducer in (("ours", chat), ("copy_only", _copy_only_delta)):
+            current = state
+            start = time.perf_counter()
+            for action in actions:
+                current = reducer(current, action, 9999)
+            best[name] = min(best[name], (time.perf_counter() - start) / n)
+    print("\n5. what CPython allows (in this process)")
+    print(f"  chat/delta, ours (checks and dispatch)        {best['ours'] * 1e9:6.0f} ns per delta")
+    print(f"  chat/delta, copies and append only            {best['copy_only'] * 1e9:6.0f} ns per delta")
+    for case in ("delta@turns=100000", "delta@content=1000000"):
+        print(f"  the reference at {case:<24}     {1e9 / REFERENCE[case]:6.0f} ns per delta")
+    tree = [
+        {
+            "type": "plugin",
+            "id": f"plugin-{p}",
+            "enabled": True,
+            "children": [
+                {"type": "skill", "id": f"plugin-{p}/skill-{c}", "enabled": True} for c in range(20)
+            ],
+        }
+        for p in range(1000)
+    ]
+    session = {"provider": "p", "title": "t", "status": 1, "lifecycle": "ready", "customizations": tree}
+    session = json.loads(json.dumps(session))  # laid out as a freshly loaded state
+    gc.collect()
+    start = time.perf_counter()
+    REDUCERS["session"](
+        session, {"type": "session/customizationToggled", "id": "plugin-999/skill-19", "enabled": False}
+    )
+    first = time.perf_counter() - start
+    print(
+        f"  first child lookup in a 1,000 x 20 tree       {first * 1e3:6.1f} ms "
+        f"({first / 10_000 * 1e6:.2f} us per action of a 10,000-action run)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer and smaller cases (smoke run)")
@@ -257,6 +342,7 @@ def main() -> None:
         print(f"(no workload generator at {BENCH_DIR}: set AHP_BENCH_DIR to run sections 1 and 2)")
     store_history(args.quick)
     imports()
+    limits(args.quick)
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
 
 
