@@ -14,6 +14,7 @@ the JSON path a wire author would recognise (``message.attachments[0].resource``
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -81,15 +82,25 @@ def json_type_name(value: Any) -> str:
     return type(value).__name__
 
 
+def path_step(path: str, key: Any) -> str:
+    """``path`` followed by one step: ``[3]`` for an index, ``.name`` for a key, and ``["..."]``
+    (JSON-quoted, ``'`` escaped too) for a key that would not read on one line or inside the message's
+    quotes, such as one holding a newline or a quote."""
+    if isinstance(key, int) and not isinstance(key, bool):
+        return f"{path}[{key}]"
+    key = str(key)
+    if not key or not key.isprintable() or "'" in key or '"' in key:
+        quoted = json.dumps(key).replace("'", "\\u0027")
+        return f"{path}[{quoted}]"
+    return f"{path}.{key}" if path else key
+
+
 def _format_path(loc: tuple[Any, ...]) -> str:
     out = ""
     for item in loc:
-        if isinstance(item, int) and not isinstance(item, bool):
-            out += f"[{item}]"
-        elif isinstance(item, str) and item in UNION_TAGS:
+        if isinstance(item, str) and item in UNION_TAGS:
             continue
-        else:
-            out += f".{item}" if out else str(item)
+        out = path_step(out, item)
     return out
 
 

@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .errors import ProtocolError, json_type_name
+from .errors import ProtocolError, json_type_name, path_step
 from .text import Text
 
 __all__ = [
@@ -143,7 +143,7 @@ def _path(node: Any) -> str:
         parts.append(key)
     out = ""
     for key in reversed(parts):
-        out += f"[{key}]" if isinstance(key, int) else (f".{key}" if out else str(key))
+        out = path_step(out, key)
     return out
 
 

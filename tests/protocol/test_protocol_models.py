@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from pydantic import ValidationError
 
@@ -450,3 +452,26 @@ def test_parse_errors_name_the_type() -> None:
         )
     with pytest.raises(ProtocolError, match="unknown protocol type"):
         parse("NoSuchType", {})
+
+
+@pytest.mark.parametrize("bad_key", ["\n", "a\nb", "it's", 'say "hi"', "\x00", ""])
+def test_a_field_path_through_an_odd_key_stays_one_quoted_line(bad_key):
+    from ahp_lab.protocol.codec import validate_action
+    from ahp_lab.protocol.limits import Limits, check_json
+
+    action = {
+        "type": "chat/inputCompleted",
+        "requestId": "r",
+        "response": "accept",
+        "answers": {bad_key: False},
+    }
+    with pytest.raises(ProtocolError) as model_error:
+        validate_action(action)
+    deep = {bad_key: [[[[1]]]]}
+    with pytest.raises(ProtocolError) as limit_error:
+        check_json(deep, Limits(max_depth=3), subject="chat/draftChanged")
+    for error in (model_error.value, limit_error.value):
+        message = str(error)
+        assert "\n" not in message and message.count("'") == 2, message
+        quoted = error.field[error.field.index("[") + 1 :]
+        assert json.JSONDecoder().raw_decode(quoted)[0] == bad_key  # JSON-quoted, so it reads back
