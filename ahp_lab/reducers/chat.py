@@ -202,7 +202,7 @@ def _append_to_part(kind: str):
     def handler(state, action, now_ms):
         # The streaming case first (most of a chat's actions): a string delta to the turn's first
         # part. Read with subscripts, which cost least; a missing key or an off-type value leaves
-        # for the checked path below, which gives every other case its exact answer.
+        # for the checked scan below, and anything that scan does not take for the full rules.
         active = state.get("activeTurn")
         hit = False
         if active is not None:  # a stray delta to an idle chat is common: no exception for it
@@ -220,38 +220,24 @@ def _append_to_part(kind: str):
                 )
             except (KeyError, TypeError, IndexError):
                 pass
-        # === on strings is ==; non-string ids may compare otherwise (1 == True): the checked path
         more = action.get("content") if hit else None
-        if (
-            type(more) is str
-            and type(turn_id) is str
-            and type(part_id) is str
-            and (type(current) is Text or type(current) is str)
-        ):
-            new_part = part.copy()
-            new_part["content"] = (
-                current.append(more) if type(current) is Text else append_text(current, more)
-            )
-            new_parts = parts.copy()
-            new_parts[0] = new_part
-            turn = active.copy()
-            turn["responseParts"] = new_parts
-            out = state.copy()
-            out["activeTurn"] = turn
-            return out
-        if type(active) is not dict:
-            return state
-        turn_id = active.get("id")
-        if type(turn_id) is str:
-            if turn_id != action.get("turnId"):
+        # === on strings is ==; non-string ids may compare otherwise (1 == True): the checked scan
+        if type(more) is str and type(turn_id) is str and type(part_id) is str:
+            i = 0
+        else:
+            if type(active) is not dict:
                 return state
-        elif not _same(turn_id, action.get("turnId")):
-            return state
-        parts = active.get("responseParts")
-        part_id = action.get("partId")
-        if type(parts) is list and len(parts) <= PLAIN_MAX and type(part_id) is str:
-            # The streaming case, inlined (it is most of a chat's actions): a short list is
-            # scanned for the first part keyed ``part_id`` (a tool call by its toolCallId).
+            turn_id = active.get("id")
+            if type(turn_id) is str:
+                if turn_id != action.get("turnId"):
+                    return state
+            elif not _same(turn_id, action.get("turnId")):
+                return state
+            parts = active.get("responseParts")
+            part_id = action.get("partId")
+            if not (type(parts) is list and len(parts) <= PLAIN_MAX and type(part_id) is str):
+                return _append_by_rules(state, action, kind, active, parts, part_id)
+            # A short list is scanned for the first part keyed ``part_id`` (a tool call by its toolCallId).
             for i, part in enumerate(parts):  # noqa: B007 - i is read after the break
                 if type(part) is dict:
                     part_kind = part.get("kind")
@@ -262,47 +248,53 @@ def _append_to_part(kind: str):
             if part_kind != kind:
                 return state
             current, more = part.get("content"), action.get("content")
-            if type(more) is str and (type(current) is Text or type(current) is str):
-                new_part = part.copy()
-                new_part["content"] = (
-                    current.append(more) if type(current) is Text else append_text(current, more)
-                )
-                new_parts = parts.copy()
-                new_parts[i] = new_part
-                turn = active.copy()
-                turn["responseParts"] = new_parts
-                out = state.copy()
-                out["activeTurn"] = turn
-                return out
-        wanted = part_id if type(part_id) is str else key(part_id)
-        if type(parts) is list:
-            i = -1
-            for j, part in enumerate(parts):  # short list: a scan is cheaper than an index
-                if _part_key(part) == wanted and wanted is not NO_KEY:
-                    i = j
-                    break
-        elif type(parts) is Vector:
-            i = parts.find(_part_key, wanted)
-        else:
-            return state
-        if i < 0:
-            return state
-        part = parts[i]
-        if part.get("kind") != kind:
-            return state
-        current, more = part.get("content"), action.get("content")
-        new_part = dict(part)
-        if type(more) is str and type(current) in (str, Text):
-            new_part["content"] = append_text(current, more)
-        else:
-            content = plus(current, more)
-            if content != content:  # NaN is serialized as null: the content is gone
-                new_part.pop("content", None)
-            else:
-                new_part["content"] = content
-        return _with_parts(state, active, replaced(parts, i, new_part, same_keys=True))
+            if type(more) is not str:
+                return _append_by_rules(state, action, kind, active, parts, part_id)
+        if type(current) is not Text and type(current) is not str:
+            return _append_by_rules(state, action, kind, active, parts, part_id)
+        new_part = part.copy()
+        new_part["content"] = current.append(more) if type(current) is Text else append_text(current, more)
+        new_parts = parts.copy()
+        new_parts[i] = new_part
+        turn = active.copy()
+        turn["responseParts"] = new_parts
+        out = state.copy()
+        out["activeTurn"] = turn
+        return out
 
     return handler
+
+
+def _append_by_rules(state: dict, action: dict, kind: str, active: dict, parts: Any, part_id: Any) -> dict:
+    """``chat/delta``/``chat/reasoning`` on the active turn (its id matched) by the full rules: any
+    id type, a long turn through its index, and content that is not two strings (JavaScript ``+``)."""
+    wanted = part_id if type(part_id) is str else key(part_id)
+    if type(parts) is list:
+        i = -1
+        for j, part in enumerate(parts):  # short list: a scan is cheaper than an index
+            if _part_key(part) == wanted and wanted is not NO_KEY:
+                i = j
+                break
+    elif type(parts) is Vector:
+        i = parts.find(_part_key, wanted)
+    else:
+        return state
+    if i < 0:
+        return state
+    part = parts[i]
+    if part.get("kind") != kind:
+        return state
+    current, more = part.get("content"), action.get("content")
+    new_part = dict(part)
+    if type(more) is str and type(current) in (str, Text):
+        new_part["content"] = append_text(current, more)
+    else:
+        content = plus(current, more)
+        if content != content:  # NaN is serialized as null: the content is gone
+            new_part.pop("content", None)
+        else:
+            new_part["content"] = content
+    return _with_parts(state, active, replaced(parts, i, new_part, same_keys=True))
 
 
 def _usage(state, action, now_ms):
