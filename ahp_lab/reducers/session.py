@@ -243,12 +243,7 @@ _SCANNED_CHILDREN = 64
 def _child_position(children: list | Vector, cid: Any) -> int:
     """The position of child ``cid`` in a container's children, else ``-1``."""
     if type(children) is list and len(children) <= _SCANNED_CHILDREN:
-        for j, child in enumerate(children):  # _id_key inlined: this is the innermost loop
-            if type(child) is dict:
-                ident = child.get("id")
-                if (ident if type(ident) is str else key(ident)) == cid:
-                    return j
-        return -1
+        return _find(children, _id_key, cid)  # scanned
     return find(Vector.of(children), _id_key, cid)  # a long list is indexed once
 
 
