@@ -98,7 +98,6 @@ def _workload(work: Path, name: str, gen: list[str]) -> Path:
 
 _RUNNER = """
 import json, sys, time
-from ahp_lab.protocol.text import Text, append_text
 from ahp_lab.reducers import REDUCERS
 folder = sys.argv[1]
 meta = json.load(open(folder + "/meta.json"))
