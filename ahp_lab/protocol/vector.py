@@ -86,7 +86,8 @@ class Vector:
         self._shift = _BITS
         self._root: tuple = ()
         self._tail: tuple = ()
-        # key function -> (multi, {key: [positions, ascending]}); shared along appended/replaced
+        # key function -> (multi, {key: positions}); shared along appended/replaced. A key's
+        # positions are one int (most keys: no list to allocate) or an ascending list of several.
         self._index: dict | None = None
         # predicate -> number of entries matching it in this version
         self._counts: dict | None = None
@@ -292,9 +293,13 @@ class Vector:
             for key_fn, (multi, index) in self._index.items():
                 remapped = {}
                 for k, positions in index.items():
+                    if type(positions) is int:
+                        if positions < self._n and (q := moved[positions]) >= 0:
+                            remapped[k] = q
+                        continue
                     kept = [q for p in positions if p < self._n and (q := moved[p]) >= 0]
                     if kept:
-                        remapped[k] = kept
+                        remapped[k] = kept if len(kept) > 1 else kept[0]
                 out._index[key_fn] = (multi, remapped)
         return out
 
@@ -322,7 +327,10 @@ class Vector:
                     if k is not NO_KEY:
                         positions = get(k)
                         if positions is None:
-                            index[k] = [i]
+                            index[k] = i
+                        elif type(positions) is int:
+                            if positions != i:
+                                index[k] = [positions, i]
                         elif positions[-1] != i:
                             positions.append(i)
             if shared is None:
@@ -339,8 +347,10 @@ class Vector:
         shared = self._index
         entry = shared.get(key_fn) if shared is not None else None
         positions = (self._index_of(key_fn, multi) if entry is None else entry[1]).get(key)
-        if not positions:
+        if positions is None:
             return []
+        if type(positions) is int:
+            positions = [positions]
         n = self._n
         if positions[-1] >= n:
             positions = positions[: bisect_left(positions, n)]
@@ -357,9 +367,9 @@ class Vector:
         shared = self._index
         entry = shared.get(key_fn) if shared is not None else None
         positions = (self._index_of(key_fn, False) if entry is None else entry[1]).get(key)
-        if positions:
+        if positions is not None:
             n = self._n
-            for p in positions:
+            for p in (positions,) if type(positions) is int else positions:
                 if p >= n:
                     break
                 item = self._get(p)
@@ -667,7 +677,10 @@ def _add_keys(index: dict, i: int, keys: Any, multi: bool) -> None:
             continue
         positions = index.get(key)
         if positions is None:
-            index[key] = [i]
+            index[key] = i
+        elif type(positions) is int:
+            if positions != i:
+                index[key] = [positions, i] if positions < i else [i, positions]
         elif positions[-1] < i:
             positions.append(i)
         else:
