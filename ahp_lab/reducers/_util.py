@@ -156,12 +156,16 @@ def config_changed(state: dict, action: Action) -> dict:
 
 
 def directory_set(state: dict, action: Action, now_ms: int) -> dict:
-    """``session|chat/workingDirectorySet``: append if absent (creating the list)."""
+    """``session|chat/workingDirectorySet``: append if absent (creating the list).
+
+    A missing directory is appended as ``null`` unless one is there, as the reference's
+    ``includes(undefined)`` and append do.
+    """
     directory = action.get("directory")
     dirs = state.get("workingDirectories")
     dirs = dirs if isinstance(dirs, list) else []
     wanted = key(directory)
-    if directory is None or any(key(d) == wanted for d in dirs):
+    if any(key(d) == wanted for d in dirs):
         return state
     return put(state, "workingDirectories", [*dirs, directory])
 

@@ -161,6 +161,8 @@ def _request_key(part: Any) -> Any:
         request = part.get("request")
         if type(request) is dict:
             return key(request.get("id"))
+        if request is not None:  # the id of a string or number reads as undefined
+            return None
     return NO_KEY
 
 
@@ -368,7 +370,10 @@ def _end_turn(turn_state: str):
 
 
 def _turn_key(turn: Any) -> Any:
-    return key(turn.get("id")) if type(turn) is dict else NO_KEY
+    """A turn's id under ``===``: undefined (``None``) for a string or number turn; a null never matches."""
+    if type(turn) is dict:
+        return key(turn.get("id"))
+    return NO_KEY if turn is None else None
 
 
 def _truncated(state, action, now_ms):
@@ -469,17 +474,23 @@ def _open_request_index(parts: list | Vector, request_id: Any) -> int:
 def _input_requested(state, action, now_ms):
     active = state.get("activeTurn")
     request = action.get("request")
-    if type(active) is not dict or type(request) is not dict:
+    if type(active) is not dict or request is None:
         return state
     parts = _parts(active)
     if parts is None:
         return state
-    i = _open_request_index(parts, request.get("id"))
+    # A request that is not an object is stored as sent, as in the reference; its members read as
+    # undefined (and spread as JavaScript spreads it).
+    fields = request if type(request) is dict else {}
+    i = _open_request_index(parts, fields.get("id"))
     if i >= 0:
-        answers = request.get("answers")
+        answers = fields.get("answers")
         if answers is None:
-            answers = parts[i]["request"].get("answers")
-        parts = replaced(parts, i, {"kind": "inputRequest", "request": put(request, "answers", answers)})
+            old = parts[i]["request"]
+            answers = old.get("answers") if type(old) is dict else None
+        parts = replaced(
+            parts, i, {"kind": "inputRequest", "request": put(spread(request), "answers", answers)}
+        )
     else:
         parts = appended(parts, {"kind": "inputRequest", "request": request})
     out = _with_parts(state, active, parts)

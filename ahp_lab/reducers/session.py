@@ -34,7 +34,9 @@ INPUT_NEEDED = 24
 
 
 def _awaits_user(entry: Any) -> bool:
-    return type(entry) is dict and entry.get("kind") != "toolClientExecution"
+    if type(entry) is dict:
+        return entry.get("kind") != "toolClientExecution"
+    return entry is not None  # a string or number entry: its ``kind`` reads as undefined
 
 
 def input_needed_status(status: Any, entries: list) -> int:
@@ -51,7 +53,9 @@ def input_needed_status(status: Any, entries: list) -> int:
 def _key_of(field: str):
     def key_fn(entry: Any) -> Any:
         if type(entry) is not dict:
-            return NO_KEY
+            # JavaScript reads a member of a string, number, boolean or array as undefined. A null
+            # entry would make the reference's lookup throw when it reaches it; it never matches here.
+            return NO_KEY if entry is None else None
         value = entry.get(field)
         return value if type(value) is str else key(value)
 
@@ -83,11 +87,19 @@ def _find(entries: list | Vector, key_fn, wanted: Any) -> int:
     return find(entries, key_fn, wanted)
 
 
-def _upsert_into(state: dict, field: str, key_fn, item: Any) -> list | Vector | None:
-    """``state[field]`` (created when absent) with ``item`` upserted by key; ``None`` when it cannot be."""
+def _upsert_into(state: dict, field: str, key_fn, item: Any, *, create: bool) -> list | Vector | None:
+    """``state[field]`` with ``item`` upserted by key; ``None`` when it cannot be.
+
+    An absent list is created only for the actions that create one (reducer-rules §3.6:
+    ``inputNeededSet`` among them); ``chatAdded`` and ``activeClientSet`` leave the state unchanged.
+
+    As in the reference, an item that is not an object is upserted too: its key reads as undefined,
+    so it replaces the first entry without one, else it is appended. A missing item (the reference
+    throws reading its key) leaves the state unchanged.
+    """
     entries = state.get(field)
-    entries = [] if entries is None else _seq(entries)
-    if type(item) is not dict or entries is None:
+    entries = ([] if create else None) if entries is None else _seq(entries)
+    if item is None or entries is None:
         return None
     i = _find(entries, key_fn, key_fn(item))
     return replaced(entries, i, item) if i >= 0 else appended(entries, item)
@@ -106,7 +118,7 @@ def _remove_from(state: dict, field: str, key_fn, wanted: Any) -> list | Vector 
 
 
 def _chat_added(state, action, now_ms):
-    chats = _upsert_into(state, "chats", _resource_key, action.get("summary"))
+    chats = _upsert_into(state, "chats", _resource_key, action.get("summary"), create=False)
     return state if chats is None else put(state, "chats", chats)
 
 
@@ -127,7 +139,7 @@ def _chat_updated(state, action, now_ms):
     if i < 0:
         return state
     changes = {k: v for k, v in spread(action.get("changes")).items() if k != "resource"}
-    return put(state, "chats", replaced(chats, i, merge(chats[i], changes), same_keys=True))
+    return put(state, "chats", replaced(chats, i, merge(spread(chats[i]), changes), same_keys=True))
 
 
 def _creation_failed(state, action, now_ms):
@@ -152,7 +164,7 @@ def _flag(field: str, flag: int):
 
 
 def _input_needed_set(state, action, now_ms):
-    entries = _upsert_into(state, "inputNeeded", _id_key, action.get("request"))
+    entries = _upsert_into(state, "inputNeeded", _id_key, action.get("request"), create=True)
     if entries is None:
         return state
     out = state.copy()
@@ -180,7 +192,7 @@ _client_key = _key_of("clientId")
 
 
 def _active_client_set(state, action, now_ms):
-    clients = _upsert_into(state, "activeClients", _client_key, action.get("activeClient"))
+    clients = _upsert_into(state, "activeClients", _client_key, action.get("activeClient"), create=False)
     return state if clients is None else put(state, "activeClients", clients)
 
 
@@ -207,7 +219,7 @@ def _child_ids(entry: Any) -> list | tuple:
     if not is_container(entry):
         return ()
     return [  # _id_key inlined: this runs for every child when the index is built
-        (v if type(v := c.get("id")) is str else key(v)) if type(c) is dict else NO_KEY
+        (v if type(v := c.get("id")) is str else key(v)) if type(c) is dict else _id_key(c)
         for c in entry["children"]
     ]
 
@@ -283,10 +295,10 @@ def _customization_toggled(state, action, now_ms):
     cid, enabled = key(action.get("id")), action.get("enabled")
     i = _find(tree, _id_key, cid)
     if i >= 0:
-        entry = put(tree[i], "enabled", enabled)
+        entry = put(spread(tree[i]), "enabled", enabled)
         return put(state, "customizations", replaced(tree, i, entry, same_keys=True))
     for i, entry, children, j in _containers_with(tree, cid):
-        child = put(children[j], "enabled", enabled)
+        child = put(spread(children[j]), "enabled", enabled)
         entry = put(entry, "children", _child_replaced(children, j, child))
         return put(state, "customizations", replaced(tree, i, entry, same_keys=True))
     return state
@@ -295,9 +307,9 @@ def _customization_toggled(state, action, now_ms):
 def _customization_updated(state, action, now_ms):
     item = action.get("customization")
     tree = [] if state.get("customizations") is None else _tree(state)
-    if type(item) is not dict or tree is None:
+    if item is None or tree is None:  # an item that is not an object is upserted, as in _upsert_into
         return state
-    i = _find(tree, _id_key, key(item.get("id")))
+    i = _find(tree, _id_key, _id_key(item))
     return put(state, "customizations", replaced(tree, i, item) if i >= 0 else appended(tree, item))
 
 
@@ -332,7 +344,7 @@ def _mcp_update(state: dict, cid: Any, server_state: Any, channel: Any) -> dict:
         return put(state, "customizations", replaced(tree, i, update(tree[i]), same_keys=True))
     out = tree
     for i, entry, children, j in list(_containers_with(tree, cid)):
-        if children[j].get("type") == "mcpServer":
+        if type(children[j]) is dict and children[j].get("type") == "mcpServer":
             entry = put(entry, "children", _child_replaced(children, j, update(children[j])))
             out = replaced(out, i, entry, same_keys=True)
     return state if out is tree else put(state, "customizations", out)

@@ -403,3 +403,58 @@ def test_annotations_update_cannot_clear_range():
 def test_unknown_channel_kind_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown channel kind 'nope'"):
         reduce("nope", {}, {"type": "x"})
+
+
+SESSION = {"provider": "p", "title": "t", "status": 1, "lifecycle": "ready"}
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        {"type": "session/chatAdded", "summary": {"resource": "ahp-chat:/c", "title": "c", "status": 1}},
+        {"type": "session/activeClientSet", "activeClient": {"clientId": "c1", "tools": []}},
+    ],
+)
+def test_upserts_that_do_not_create_their_list_are_no_ops_without_it(action):
+    # reducer-rules §3.6 names the actions that create a missing collection; these two are not
+    # among them (the reference reads the missing list and throws), so nothing changes.
+    assert session(SESSION, action, 9999) is SESSION
+
+
+def test_a_payload_that_is_not_an_object_is_upserted_as_the_reference_does():
+    # The reference looks the entry up by `payload.key` (undefined for a string or number) and
+    # appends the payload as sent when nothing matches; an entry without the key matches undefined.
+    state = {**SESSION, "chats": [{"resource": "ahp-chat:/a"}], "activeClients": []}
+    state = session(state, {"type": "session/chatAdded", "summary": "x"}, 9999)
+    assert state["chats"] == [{"resource": "ahp-chat:/a"}, "x"]
+    state = session(state, {"type": "session/chatAdded", "summary": {"title": "no resource"}}, 9999)
+    assert state["chats"] == [{"resource": "ahp-chat:/a"}, {"title": "no resource"}]  # replaced "x"
+    state = session(state, {"type": "session/activeClientSet", "activeClient": 7}, 9999)
+    assert state["activeClients"] == [7]
+    state = session(state, {"type": "session/customizationUpdated", "customization": False}, 9999)
+    assert state["customizations"] == [False]
+    # A string entry's kind reads as undefined, which is not toolClientExecution: it awaits the user.
+    state = session(state, {"type": "session/inputNeededSet", "request": "r"}, 9999)
+    assert state["inputNeeded"] == ["r"] and state["status"] == 24
+    # A missing payload is what the reference throws on: the state is unchanged.
+    assert session(state, {"type": "session/chatAdded"}, 9999) is state
+
+
+def test_a_missing_working_directory_is_appended_as_null_once():
+    state = session(
+        {**SESSION, "workingDirectories": ["file:///a"]}, {"type": "session/workingDirectorySet"}, 9999
+    )
+    assert state["workingDirectories"] == ["file:///a", None]
+    assert session(state, {"type": "session/workingDirectorySet"}, 9999) is state
+
+
+def test_an_input_request_that_is_not_an_object_is_appended_as_sent():
+    state = apply(started(), {"type": "chat/inputRequested", "request": "ab"})
+    assert state["activeTurn"]["responseParts"] == [{"kind": "inputRequest", "request": "ab"}]
+
+
+def test_loaded_turns_without_an_id_are_dropped_when_a_turn_without_an_id_is_loaded_already():
+    # `turn.id` is undefined for a string turn and for a turn without an id: undefined === undefined.
+    state = {"resource": "ahp-chat:/c", "title": "t", "status": 1, "modifiedAt": "x", "turns": ["old"]}
+    state = chat(state, {"type": "chat/turnsLoaded", "turns": [{"state": "complete"}, {"id": "t0"}]}, 9999)
+    assert state["turns"] == [{"id": "t0"}, "old"]
