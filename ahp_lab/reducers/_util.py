@@ -81,16 +81,32 @@ def find_index(items: list | None, pred: Callable[[Any], bool]) -> int:
     return -1
 
 
+def member(item: Any, field: str) -> Any:
+    """``item[field]`` as JavaScript reads it: undefined (``None``) on a string, number or array.
+
+    Reading a member of ``null`` throws in JavaScript, and here (a ``TypeError``, which makes the
+    action a no-op): a lookup that reaches a null entry fails as the reference's does.
+    """
+    if type(item) is dict:
+        return item.get(field)
+    if item is None:
+        raise TypeError(f"cannot read {field!r} of null")
+    return None
+
+
 def keyed(field: str, value: Any) -> Callable[[Any], bool]:
-    """Predicate: an object whose ``field`` is ``value`` under JavaScript ``===``."""
+    """Predicate: an entry whose ``field`` is ``value`` under JavaScript ``===``."""
     wanted = key(value)
-    return lambda item: isinstance(item, dict) and key(item.get(field)) == wanted
+    return lambda item: key(member(item, field)) == wanted
 
 
 def upsert(items: list | None, key: str, item: dict) -> list:
-    """Replace the first element whose ``key`` equals ``item[key]`` in place, else append."""
+    """Replace the first element whose ``key`` equals ``item[key]`` in place, else append.
+
+    ``item`` need not be an object: its key then reads as undefined, as in the reference.
+    """
     items = items or []
-    i = find_index(items, keyed(key, item.get(key)))
+    i = find_index(items, keyed(key, member(item, key)))
     return replace_at(items, i, item) if i >= 0 else [*items, item]
 
 
@@ -190,7 +206,7 @@ def upsert_handler(field: str, payload: str, key: str) -> Handler:
 
     def handler(state: dict, action: Action, now_ms: int) -> dict:
         item = action.get(payload)
-        if not isinstance(item, dict):
+        if item is None:  # the reference throws reading its key; any other value is upserted
             return state
         return put(state, field, upsert(as_list(state.get(field)), key, item))
 

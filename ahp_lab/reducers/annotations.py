@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from ._js import spread
 from ._util import (
     as_list,
     find_index,
     keyed,
     make_reducer,
+    member,
     pick,
     put,
     remove_at,
@@ -26,16 +28,17 @@ def _updated(state, action, now_ms):
     annotations, i = _annotation(state, action)
     if i < 0:
         return state
-    updated = {**annotations[i], **pick(action, ("turnId", "resource", "range", "resolved"))}
+    updated = {**spread(annotations[i]), **pick(action, ("turnId", "resource", "range", "resolved"))}
     return put(state, "annotations", replace_at(annotations, i, updated))
 
 
 def _entry_set(state, action, now_ms):
     annotations, i = _annotation(state, action)
     entry = action.get("entry")
-    if i < 0 or not isinstance(entry, dict):
+    if i < 0 or entry is None:
         return state
-    updated = put(annotations[i], "entries", upsert(as_list(annotations[i].get("entries")), "id", entry))
+    annotation = spread(annotations[i])
+    updated = put(annotation, "entries", upsert(as_list(annotation.get("entries")), "id", entry))
     return put(state, "annotations", replace_at(annotations, i, updated))
 
 
@@ -43,11 +46,11 @@ def _entry_removed(state, action, now_ms):
     annotations, i = _annotation(state, action)
     if i < 0:
         return state
-    entries = as_list(annotations[i].get("entries"))
+    entries = as_list(member(annotations[i], "entries"))
     j = find_index(entries, keyed("id", action.get("entryId")))
     if j < 0:
         return state
-    updated = put(annotations[i], "entries", remove_at(entries, j))
+    updated = put(spread(annotations[i]), "entries", remove_at(entries, j))
     return put(state, "annotations", replace_at(annotations, i, updated))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._js import spread
 from ._util import (
     as_list,
     find_index,
@@ -51,7 +52,7 @@ def _operation_status_changed(state, action, now_ms):
         return state
     status = action.get("status")
     operation = put_many(
-        operations[i], status=status, error=action.get("error") if status == "error" else None
+        spread(operations[i]), status=status, error=action.get("error") if status == "error" else None
     )
     return put(state, "operations", replace_at(operations, i, operation))
 

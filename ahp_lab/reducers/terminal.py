@@ -2,27 +2,45 @@
 
 from __future__ import annotations
 
-from ..protocol.text import append_text
-from ._util import as_list, make_reducer, put, put_many, replace_at, set_field
+from typing import Any
+
+from ..protocol.text import Text
+from ._js import key, plus, spread, truthy
+from ._util import make_reducer, member, put, put_many, replace_at, set_field
+
+
+def _items(value: Any) -> list:
+    """``[...value]``: a list as it is, a string by code point; anything else is not iterable."""
+    if isinstance(value, list):
+        return value
+    if isinstance(value, (str, Text)):
+        return list(str(value))
+    raise TypeError("content is not iterable")
 
 
 def _data(state, action, now_ms):
+    # As the reference: the tail command's output or the unclassified tail's value grows by
+    # JavaScript ``+`` (so a missing value reads "undefined"), else a new unclassified part.
+    content = _items(state.get("content"))
     data = action.get("data")
-    if not isinstance(data, str):
-        return state
-    content = as_list(state.get("content"))
     tail = content[-1] if content else None
-    appendable = isinstance(tail, dict) and (
-        tail.get("type") == "unclassified" or (tail.get("type") == "command" and not tail.get("isComplete"))
-    )
-    if appendable and not data:
-        return state
-    if isinstance(tail, dict) and tail.get("type") == "command" and not tail.get("isComplete"):
-        tail = put(tail, "output", append_text(tail.get("output") or "", data))
-    elif isinstance(tail, dict) and tail.get("type") == "unclassified":
-        tail = put(tail, "value", append_text(tail.get("value") or "", data))
+    if truthy(tail) and member(tail, "type") == "command" and not truthy(member(tail, "isComplete")):
+        field = "output"
+    elif truthy(tail) and member(tail, "type") == "unclassified":
+        field = "value"
     else:
-        return put(state, "content", [*content, {"type": "unclassified", "value": data}])
+        field = None
+    if field is not None:
+        old = member(tail, field)
+        if data == "" and isinstance(old, (str, Text)):
+            return state  # the same text: nothing to copy
+        grown = plus(old, data)
+        if grown != grown:  # undefined + undefined is NaN, which JSON carries as null: absent
+            grown = None
+        tail = put(spread(tail), field, grown)
+    else:
+        part = {"type": "unclassified"} if data is None else {"type": "unclassified", "value": data}
+        return put(state, "content", [*content, part])
     return put(state, "content", replace_at(content, len(content) - 1, tail))
 
 
@@ -36,20 +54,28 @@ def _command_executed(state, action, now_ms):
         "isComplete": False,
     }
     part = {k: v for k, v in part.items() if v is not None}
-    return put_many(state, content=[*as_list(state.get("content")), part], supportsCommandDetection=True)
+    return put_many(state, content=[*_items(state.get("content")), part], supportsCommandDetection=True)
 
 
 def _command_finished(state, action, now_ms):
-    content = as_list(state.get("content"))
-    command_id = action.get("commandId")
-    out, changed = list(content), False
-    for i, part in enumerate(content):
-        if isinstance(part, dict) and part.get("type") == "command" and part.get("commandId") == command_id:
-            out[i] = put_many(
-                part, isComplete=True, exitCode=action.get("exitCode"), durationMs=action.get("durationMs")
-            )
-            changed = True
-    return put(state, "content", out) if changed else state
+    content = state.get("content")
+    if not isinstance(content, list):  # the reference maps over it: anything else throws
+        raise TypeError("content is not an array")
+    wanted = key(action.get("commandId"))
+    out = [
+        put_many(
+            spread(part),
+            isComplete=True,
+            exitCode=action.get("exitCode"),
+            durationMs=action.get("durationMs"),
+        )
+        if member(part, "type") == "command" and key(member(part, "commandId")) == wanted
+        else part
+        for part in content
+    ]
+    if all(new is old for new, old in zip(out, content, strict=True)):
+        return state  # no command with that id
+    return put(state, "content", out)
 
 
 reduce_terminal = make_reducer(

@@ -458,3 +458,43 @@ def test_loaded_turns_without_an_id_are_dropped_when_a_turn_without_an_id_is_loa
     state = {"resource": "ahp-chat:/c", "title": "t", "status": 1, "modifiedAt": "x", "turns": ["old"]}
     state = chat(state, {"type": "chat/turnsLoaded", "turns": [{"state": "complete"}, {"id": "t0"}]}, 9999)
     assert state["turns"] == [{"id": "t0"}, "old"]
+
+
+def test_small_channel_upserts_take_a_payload_that_is_not_an_object():
+    changeset = REDUCERS["changeset"]
+    state = changeset(
+        {"status": "ready", "files": [{"id": "f1"}]}, {"type": "changeset/fileSet", "file": "x"}, 9999
+    )
+    assert state["files"] == [{"id": "f1"}, "x"]
+    annotations = REDUCERS["annotations"]
+    state = annotations({"annotations": []}, {"type": "annotations/set", "annotation": 1}, 9999)
+    assert state["annotations"] == [1]
+
+
+def test_a_lookup_that_reaches_a_null_entry_fails_as_the_reference_does():
+    # `files.findIndex(f => f.id === id)` reads `null.id` before it reaches "f1", and throws: no-op.
+    changeset = REDUCERS["changeset"]
+    state = {"status": "ready", "files": [None, {"id": "f1"}]}
+    assert changeset(state, {"type": "changeset/fileRemoved", "fileId": "f1"}, 9999) is state
+    # An earlier match is found before the null entry is read.
+    state = {"status": "ready", "files": [{"id": "f1"}, None]}
+    assert changeset(state, {"type": "changeset/fileRemoved", "fileId": "f1"}, 9999)["files"] == [None]
+
+
+def test_terminal_data_grows_text_by_javascript_plus_and_ids_compare_strictly():
+    terminal = REDUCERS["terminal"]
+    state = {"title": "t", "content": [{"type": "unclassified", "value": "$ "}]}
+    assert terminal(state, {"type": "terminal/data", "data": 5}, 9999)["content"][0]["value"] == "$ 5"
+    assert terminal(state, {"type": "terminal/data"}, 9999)["content"][0]["value"] == "$ undefined"
+    # undefined + undefined is NaN, serialized as null: the value is absent.
+    empty = {"title": "t", "content": [{"type": "unclassified"}]}
+    assert terminal(empty, {"type": "terminal/data"}, 9999)["content"] == [{"type": "unclassified"}]
+    # true !== 1: a boolean command id does not finish command 1.
+    running = {
+        "title": "t",
+        "content": [{"type": "command", "commandId": 1, "output": "", "isComplete": False}],
+    }
+    assert terminal(running, {"type": "terminal/commandFinished", "commandId": True}, 9999) is running
+    # A missing content list is what the reference throws on: nothing changes.
+    bare = {"title": "t"}
+    assert terminal(bare, {"type": "terminal/data", "data": "x"}, 9999) is bare
