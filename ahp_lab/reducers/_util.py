@@ -205,10 +205,12 @@ def upsert_handler(field: str, payload: str, key: str) -> Handler:
     """Handler upserting ``action[payload]`` into the list ``state[field]`` by ``key``."""
 
     def handler(state: dict, action: Action, now_ms: int) -> dict:
-        item = action.get(payload)
-        if item is None:  # the reference throws reading its key; any other value is upserted
+        item, items = action.get(payload), state.get(field)
+        if not isinstance(items, list):  # the reference searches the list: anything else throws
             return state
-        return put(state, field, upsert(as_list(state.get(field)), key, item))
+        if item is None:  # its key is read inside the search: it throws unless the list is empty
+            return state if items else put(state, field, [None])
+        return put(state, field, upsert(items, key, item))
 
     return handler
 

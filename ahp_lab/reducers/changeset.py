@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ._js import spread
+from ._js import key, spread
 from ._util import (
-    as_list,
     find_index,
     keyed,
     make_reducer,
+    member,
     put,
     put_many,
     remove_handler,
@@ -23,17 +23,25 @@ def _status_changed(state, action, now_ms):
 
 
 def _files_review_changed(state, action, now_ms):
-    ids = set(f for f in as_list(action.get("files")) if isinstance(f, str))
+    # As the reference: ``new Set(action.files)`` (a string gives its characters, a missing list
+    # none), then every file whose id is in it and whose ``reviewed`` differs under ``===``.
+    listed = action.get("files")
+    if listed is None:
+        listed = []
+    elif isinstance(listed, str):
+        listed = list(listed)
+    elif not isinstance(listed, list):
+        raise TypeError("files is not iterable")
+    ids = {key(f) for f in listed}
     reviewed = action.get("reviewed")
-    files = as_list(state.get("files"))
+    wanted = key(reviewed)
+    files = state.get("files")
+    if not isinstance(files, list):
+        raise TypeError("files is not an array")
     out, changed = list(files), False
     for i, file in enumerate(files):
-        if (
-            isinstance(file, dict)
-            and file.get("id") in ids
-            and (file.get("reviewed") is None or file.get("reviewed") != reviewed)
-        ):
-            out[i] = put(file, "reviewed", reviewed)
+        if key(member(file, "id")) in ids and key(member(file, "reviewed")) != wanted:
+            out[i] = put(spread(file), "reviewed", reviewed)
             changed = True
     return put(state, "files", out) if changed else state
 
@@ -58,7 +66,12 @@ def _operation_status_changed(state, action, now_ms):
 
 
 def _cleared(state, action, now_ms):
-    return state if not as_list(state.get("files")) else put(state, "files", [])
+    files = state.get("files")
+    if files is None:
+        raise TypeError("files is missing")  # the reference reads its length, and throws
+    if isinstance(files, (list, str)) and not files:  # `files.length === 0`
+        return state
+    return put(state, "files", [])
 
 
 reduce_changeset = make_reducer(

@@ -94,13 +94,16 @@ def _upsert_into(state: dict, field: str, key_fn, item: Any, *, create: bool) ->
     ``inputNeededSet`` among them); ``chatAdded`` and ``activeClientSet`` leave the state unchanged.
 
     As in the reference, an item that is not an object is upserted too: its key reads as undefined,
-    so it replaces the first entry without one, else it is appended. A missing item (the reference
-    throws reading its key) leaves the state unchanged.
+    so it replaces the first entry without one, else it is appended. The reference reads a missing
+    item's key inside its search, so it throws (the state is unchanged here) unless the list is
+    empty, where the missing item is appended as ``null``.
     """
     entries = state.get(field)
     entries = ([] if create else None) if entries is None else _seq(entries)
-    if item is None or entries is None:
+    if entries is None:
         return None
+    if item is None:
+        return None if len(entries) else appended(entries, None)
     i = _find(entries, key_fn, key_fn(item))
     return replaced(entries, i, item) if i >= 0 else appended(entries, item)
 
@@ -164,6 +167,8 @@ def _flag(field: str, flag: int):
 
 
 def _input_needed_set(state, action, now_ms):
+    if action.get("request") is None:  # even on an empty list: the status reads its kind, and throws
+        return state
     entries = _upsert_into(state, "inputNeeded", _id_key, action.get("request"), create=True)
     if entries is None:
         return state
@@ -307,8 +312,10 @@ def _customization_toggled(state, action, now_ms):
 def _customization_updated(state, action, now_ms):
     item = action.get("customization")
     tree = [] if state.get("customizations") is None else _tree(state)
-    if item is None or tree is None:  # an item that is not an object is upserted, as in _upsert_into
+    if tree is None:  # an item that is not an object is upserted, as in _upsert_into
         return state
+    if item is None:
+        return state if len(tree) else put(state, "customizations", appended(tree, None))
     i = _find(tree, _id_key, _id_key(item))
     return put(state, "customizations", replaced(tree, i, item) if i >= 0 else appended(tree, item))
 

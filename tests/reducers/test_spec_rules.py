@@ -498,3 +498,26 @@ def test_terminal_data_grows_text_by_javascript_plus_and_ids_compare_strictly():
     # A missing content list is what the reference throws on: nothing changes.
     bare = {"title": "t"}
     assert terminal(bare, {"type": "terminal/data", "data": "x"}, 9999) is bare
+
+
+def test_a_missing_payload_is_appended_as_null_to_an_empty_list_only():
+    # The reference reads the payload's key inside its search: nothing is read on an empty list,
+    # and the missing payload is appended; on a non-empty list the read throws (no change).
+    changeset = REDUCERS["changeset"]
+    empty = {"status": "ready", "files": []}
+    assert changeset(empty, {"type": "changeset/fileSet"}, 9999)["files"] == [None]
+    full = {"status": "ready", "files": [{"id": "f1"}]}
+    assert changeset(full, {"type": "changeset/fileSet"}, 9999) is full
+    assert session({**SESSION, "chats": []}, {"type": "session/chatAdded"}, 9999)["chats"] == [None]
+    # inputNeededSet then reads the new entry's kind for the status, which throws: no change.
+    assert session(SESSION, {"type": "session/inputNeededSet"}, 9999) is SESSION
+
+
+def test_changeset_review_flags_compare_strictly_and_cleared_reads_the_length():
+    changeset = REDUCERS["changeset"]
+    state = {"status": "ready", "files": [{"id": "f1", "reviewed": True}]}
+    out = changeset(state, {"type": "changeset/filesReviewChanged", "files": ["f1"], "reviewed": 1}, 9999)
+    assert out["files"] == [{"id": "f1", "reviewed": 1}]  # true !== 1
+    assert changeset({"status": "ready", "files": False}, {"type": "changeset/cleared"}, 9999)["files"] == []
+    kept = {"status": "ready", "files": []}
+    assert changeset(kept, {"type": "changeset/cleared"}, 9999) is kept
