@@ -15,7 +15,18 @@ from typing import Any
 
 from ..protocol.text import Text, append_text
 
-__all__ = ["truthy", "to_number", "to_string", "plus", "spread", "to_uint32", "clamp_non_negative", "key"]
+__all__ = [
+    "truthy",
+    "to_number",
+    "to_string",
+    "plus",
+    "json_plus",
+    "spread",
+    "array_from",
+    "to_uint32",
+    "clamp_non_negative",
+    "key",
+]
 
 _NAN = float("nan")
 _NUMERIC = re.compile(r"[+-]?(?:Infinity|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)")
@@ -117,6 +128,21 @@ def plus(a: Any, b: Any) -> Any:
     if isinstance(a, (str, Text)) or isinstance(b, (str, Text)):
         return append_text(to_string(a), to_string(b))
     return to_number(a) + to_number(b)
+
+
+def json_plus(a: Any, b: Any) -> Any:
+    """``a + b`` as JSON carries it: ``undefined + undefined`` is NaN, serialized as null (``None``)."""
+    out = plus(a, b)
+    return None if out != out else out
+
+
+def array_from(value: Any) -> list:
+    """``[...value]``: a list as it is, a string by code point; anything else is not iterable."""
+    if isinstance(value, list):
+        return value
+    if isinstance(value, (str, Text)):
+        return list(str(value))
+    raise TypeError(f"{type(value).__name__} is not iterable")
 
 
 def spread(value: Any) -> dict:

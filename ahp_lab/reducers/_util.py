@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..protocol.vector import NO_KEY
 from ._js import key, spread, to_uint32, truthy
 
 Json = Any
@@ -94,13 +95,33 @@ def member(item: Any, field: str) -> Any:
     return None
 
 
+def key_of(field: str) -> Callable[[Any], Any]:
+    """The key function of entries keyed by ``field``: ``entry[field]`` under ``===``.
+
+    A string, number, boolean or array entry keys as undefined (``None``), as JavaScript reads a
+    member of it. A null entry would make the reference's lookup throw when it reaches it; it gives
+    :data:`~ahp_lab.protocol.vector.NO_KEY` here, so it never matches (an index cannot know what a
+    scan would have reached first).
+    """
+
+    def key_fn(entry: Any) -> Any:
+        if type(entry) is not dict:
+            return NO_KEY if entry is None else None
+        value = entry.get(field)
+        return value if type(value) is str else key(value)
+
+    key_fn.__name__ = f"{field}_key"
+    key_fn.field = field  # type: ignore[attr-defined]  # read by session._find
+    return key_fn
+
+
 def keyed(field: str, value: Any) -> Callable[[Any], bool]:
     """Predicate: an entry whose ``field`` is ``value`` under JavaScript ``===``."""
     wanted = key(value)
     return lambda item: key(member(item, field)) == wanted
 
 
-def upsert(items: list | None, key: str, item: dict) -> list:
+def upsert(items: list | None, key: str, item: Any) -> list:
     """Replace the first element whose ``key`` equals ``item[key]`` in place, else append.
 
     ``item`` need not be an object: its key then reads as undefined, as in the reference.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._js import key, spread
+from ._js import array_from, key, spread
 from ._util import (
     find_index,
     keyed,
@@ -26,13 +26,7 @@ def _files_review_changed(state, action, now_ms):
     # As the reference: ``new Set(action.files)`` (a string gives its characters, a missing list
     # none), then every file whose id is in it and whose ``reviewed`` differs under ``===``.
     listed = action.get("files")
-    if listed is None:
-        listed = []
-    elif isinstance(listed, str):
-        listed = list(listed)
-    elif not isinstance(listed, list):
-        raise TypeError("files is not iterable")
-    ids = {key(f) for f in listed}
+    ids = {key(f) for f in ([] if listed is None else array_from(listed))}
     reviewed = action.get("reviewed")
     wanted = key(reviewed)
     files = state.get("files")

@@ -28,13 +28,15 @@ from ..protocol.names import (
 )
 from ..protocol.text import Text, append_text
 from ..protocol.vector import NO_KEY, PLAIN_MAX, Vector, appended, candidates, count, find, replaced, sequence
-from ._js import clamp_non_negative, key, plus, spread, to_string, truthy
+from ._js import clamp_non_negative, json_plus, key, plus, spread, to_string, truthy
 from ._util import (
     as_int,
     as_list,
     directory_removed,
     directory_set,
+    key_of,
     make_reducer,
+    member,
     merge,
     pick,
     put,
@@ -287,15 +289,11 @@ def _append_by_rules(state: dict, action: dict, kind: str, active: dict, parts: 
     if part.get("kind") != kind:
         return state
     current, more = part.get("content"), action.get("content")
-    new_part = dict(part)
     if type(more) is str and type(current) in (str, Text):
+        new_part = dict(part)
         new_part["content"] = append_text(current, more)
     else:
-        content = plus(current, more)
-        if content != content:  # NaN is serialized as null: the content is gone
-            new_part.pop("content", None)
-        else:
-            new_part["content"] = content
+        new_part = put(part, "content", json_plus(current, more))
     return _with_parts(state, active, replaced(parts, i, new_part, same_keys=True))
 
 
@@ -369,11 +367,7 @@ def _end_turn(turn_state: str):
 # -- history, pending messages, drafts, directories -----------------------------------------------
 
 
-def _turn_key(turn: Any) -> Any:
-    """A turn's id under ``===``: undefined (``None``) for a string or number turn; a null never matches."""
-    if type(turn) is dict:
-        return key(turn.get("id"))
-    return NO_KEY if turn is None else None
+_turn_key = key_of("id")
 
 
 def _truncated(state, action, now_ms):
@@ -394,19 +388,12 @@ def _truncated(state, action, now_ms):
     return out
 
 
-def _loaded_key(turn: Any) -> Any:
-    """The id of a loaded turn as ``turn.id`` reads it (``undefined`` for a primitive)."""
-    if turn is None:
-        raise TypeError("a loaded turn is null")
-    return key(turn.get("id")) if type(turn) is dict else None
-
-
 def _turns_loaded(state, action, now_ms):
     turns = _seq(state.get("turns"))
     given = action.get("turns")
     if turns is None or not isinstance(given, list):
         return state
-    loaded = [t for t in given if find(turns, _turn_key, _loaded_key(t)) < 0]
+    loaded = [t for t in given if find(turns, _turn_key, key(member(t, "id"))) < 0]
     return put_many(
         state,
         turns=sequence([*loaded, *turns]),

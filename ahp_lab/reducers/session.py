@@ -12,13 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..protocol import vector
-from ..protocol.vector import NO_KEY, Vector, appended, candidates, find, removed, replaced
+from ..protocol.vector import Vector, appended, candidates, find, removed, replaced
 from ._js import key, spread, truthy
 from ._util import (
     as_int,
     config_changed,
     directory_removed,
     directory_set,
+    key_of,
     make_reducer,
     merge,
     put,
@@ -50,22 +51,8 @@ def input_needed_status(status: Any, entries: list) -> int:
 # -- lifecycle and catalogue -------------------------------------------------------------------
 
 
-def _key_of(field: str):
-    def key_fn(entry: Any) -> Any:
-        if type(entry) is not dict:
-            # JavaScript reads a member of a string, number, boolean or array as undefined. A null
-            # entry would make the reference's lookup throw when it reaches it; it never matches here.
-            return NO_KEY if entry is None else None
-        value = entry.get(field)
-        return value if type(value) is str else key(value)
-
-    key_fn.__name__ = f"{field}_key"
-    key_fn.field = field  # type: ignore[attr-defined]  # read by _find
-    return key_fn
-
-
-_resource_key = _key_of("resource")
-_id_key = _key_of("id")
+_resource_key = key_of("resource")
+_id_key = key_of("id")
 
 
 def _seq(value: Any) -> list | Vector | None:
@@ -100,8 +87,11 @@ def _upsert_into(state: dict, field: str, key_fn, item: Any, *, create: bool) ->
     """
     entries = state.get(field)
     entries = ([] if create else None) if entries is None else _seq(entries)
-    if entries is None:
-        return None
+    return None if entries is None else _upserted(entries, key_fn, item)
+
+
+def _upserted(entries: list | Vector, key_fn, item: Any) -> list | Vector | None:
+    """``entries`` with ``item`` upserted by key (see :func:`_upsert_into`); ``None`` when unchanged."""
     if item is None:
         return None if len(entries) else appended(entries, None)
     i = _find(entries, key_fn, key_fn(item))
@@ -193,7 +183,7 @@ def _input_needed_removed(state, action, now_ms):
 
 # -- active clients ----------------------------------------------------------------------------
 
-_client_key = _key_of("clientId")
+_client_key = key_of("clientId")
 
 
 def _active_client_set(state, action, now_ms):
@@ -312,12 +302,8 @@ def _customization_toggled(state, action, now_ms):
 def _customization_updated(state, action, now_ms):
     item = action.get("customization")
     tree = [] if state.get("customizations") is None else _tree(state)
-    if tree is None:  # an item that is not an object is upserted, as in _upsert_into
-        return state
-    if item is None:
-        return state if len(tree) else put(state, "customizations", appended(tree, None))
-    i = _find(tree, _id_key, _id_key(item))
-    return put(state, "customizations", replaced(tree, i, item) if i >= 0 else appended(tree, item))
+    out = None if tree is None else _upserted(tree, _id_key, item)
+    return state if out is None else put(state, "customizations", out)
 
 
 def _customization_removed(state, action, now_ms):

@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..protocol.text import Text
-from ._js import key, plus, spread, truthy
+from ._js import array_from, json_plus, key, spread, truthy
 from ._util import make_reducer, member, put, put_many, replace_at, set_field
-
-
-def _items(value: Any) -> list:
-    """``[...value]``: a list as it is, a string by code point; anything else is not iterable."""
-    if isinstance(value, list):
-        return value
-    if isinstance(value, (str, Text)):
-        return list(str(value))
-    raise TypeError("content is not iterable")
 
 
 def _data(state, action, now_ms):
     # As the reference: the tail command's output or the unclassified tail's value grows by
     # JavaScript ``+`` (so a missing value reads "undefined"), else a new unclassified part.
-    content = _items(state.get("content"))
+    content = array_from(state.get("content"))
     data = action.get("data")
     tail = content[-1] if content else None
     if truthy(tail) and member(tail, "type") == "command" and not truthy(member(tail, "isComplete")):
@@ -34,10 +23,7 @@ def _data(state, action, now_ms):
         old = member(tail, field)
         if data == "" and isinstance(old, (str, Text)):
             return state  # the same text: nothing to copy
-        grown = plus(old, data)
-        if grown != grown:  # undefined + undefined is NaN, which JSON carries as null: absent
-            grown = None
-        tail = put(spread(tail), field, grown)
+        tail = put(spread(tail), field, json_plus(old, data))
     else:
         part = {"type": "unclassified"} if data is None else {"type": "unclassified", "value": data}
         return put(state, "content", [*content, part])
@@ -54,7 +40,7 @@ def _command_executed(state, action, now_ms):
         "isComplete": False,
     }
     part = {k: v for k, v in part.items() if v is not None}
-    return put_many(state, content=[*_items(state.get("content")), part], supportsCommandDetection=True)
+    return put_many(state, content=[*array_from(state.get("content")), part], supportsCommandDetection=True)
 
 
 def _command_finished(state, action, now_ms):
