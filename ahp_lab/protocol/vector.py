@@ -196,7 +196,11 @@ class Vector:
             out = self._derive(n + 1, shift, root, (item,))
         if out._index is not None:
             for key_fn, (multi, index) in out._index.items():
-                _add_keys(index, n, key_fn(item), multi)
+                keys = key_fn(item)
+                if not multi and keys not in index and keys is not NO_KEY:
+                    index[keys] = n  # a new key (most appends): _add_keys, inlined
+                else:
+                    _add_keys(index, n, keys, multi)
         counts = self._counts
         if counts:
             changed = None
@@ -208,22 +212,24 @@ class Vector:
             out._counts = counts if changed is None else changed  # shared while unchanged
         return out
 
-    def replaced(self, i: int, item: Any, *, same_keys: bool = False) -> Vector:
+    def replaced(self, i: int, item: Any, *, same_keys: bool = False, same_counts: bool = False) -> Vector:
         """A new vector with entry ``i`` replaced by ``item``; ``self`` is unchanged.
 
         Pass ``same_keys=True`` when ``item`` has the same keys as the entry it replaces under
         every index (e.g. a toggled flag on an entry with the same id): it skips the key updates.
+        Pass ``same_counts=True`` when ``item`` satisfies every counted predicate as the entry it
+        replaces does (e.g. a tool call whose status is unchanged): it skips the count updates.
         """
         if self._holes or not 0 <= i < self._n:
             i = self._position(i)
-        return self._set(i, item, same_keys)
+        return self._set(i, item, same_keys, same_counts)
 
-    def _set(self, i: int, item: Any, same_keys: bool) -> Vector:
+    def _set(self, i: int, item: Any, same_keys: bool, same_counts: bool = False) -> Vector:
         """Replace the entry at storage position ``i``."""
         if i < self._nb:  # inside the shared prefix: move everything into the trie once
             full = Vector._trie(list(self._stored()))
             full._holes, full._index, full._counts = self._holes, self._index, self._counts
-            return full._set(i, item, same_keys)
+            return full._set(i, item, same_keys, same_counts)
         # _derive, inlined: this is the most frequent update
         out = _new(Vector)
         out._base = self._base
@@ -234,6 +240,9 @@ class Vector:
         index = out._index = self._index
         out._hint = None
         counts = self._counts
+        if same_counts:
+            out._counts = counts
+            counts = None
         tail = self._tail
         tailoff = n - len(tail)
         if i >= tailoff:
@@ -261,7 +270,7 @@ class Vector:
                     changed[pred] = c + d
             # An unchanged table is shared: count() adds to a table by copying it.
             out._counts = counts if changed is None else changed
-        else:
+        elif not same_counts:
             out._counts = None
         return out
 
@@ -571,7 +580,9 @@ def appended(seq: list | Vector, item: Any) -> list | Vector:
     return seq.appended(item)
 
 
-def replaced(seq: list | Vector, i: int, item: Any, *, same_keys: bool = False) -> list | Vector:
+def replaced(
+    seq: list | Vector, i: int, item: Any, *, same_keys: bool = False, same_counts: bool = False
+) -> list | Vector:
     """``seq`` with entry ``i`` replaced by ``item`` (``seq`` is unchanged)."""
     if type(seq) is list:
         if len(seq) <= PLAIN_MAX:
@@ -579,7 +590,7 @@ def replaced(seq: list | Vector, i: int, item: Any, *, same_keys: bool = False) 
             out[i] = item
             return out
         seq = Vector.of(seq)
-    return seq.replaced(i, item, same_keys=same_keys)
+    return seq.replaced(i, item, same_keys=same_keys, same_counts=same_counts)
 
 
 def removed(seq: list | Vector, i: int) -> list | Vector:

@@ -26,7 +26,7 @@ from ..protocol.names import (
     RUNNING,
     STREAMING,
 )
-from ..protocol.text import Text, append_text
+from ..protocol.text import TAIL_MAX, Text, append_text
 from ..protocol.vector import NO_KEY, PLAIN_MAX, Vector, appended, candidates, count, find, replaced, sequence
 from ._js import clamp_non_negative, json_plus, key, plus, spread, to_string, truthy
 from ._util import (
@@ -588,13 +588,18 @@ def _resolve_option(options: Any, option_id: Any) -> Any:
 def _t_delta(tc: dict, action: dict) -> dict | None:  # T2
     if tc.get("status") != STREAMING:
         return None
-    out = dict(tc)
+    out = tc.copy()
     if action.get("_meta") is not None:
         out["_meta"] = action["_meta"]
     content = action.get("content")
     if content is not None:
         partial = tc.get("partialInput")
-        out["partialInput"] = plus("" if partial is None else partial, content)
+        if partial is None:
+            partial = ""
+        if type(content) is str and type(partial) is str and len(partial) + len(content) <= TAIL_MAX:
+            out["partialInput"] = partial + content  # plus, for two short strings
+        else:
+            out["partialInput"] = plus(partial, content)
     if action.get("invocationMessage") is not None:
         out["invocationMessage"] = action["invocationMessage"]
     return out
@@ -785,7 +790,10 @@ def _tool_call_action(transform, rederive: bool):
                     if new_tc is not None:
                         new_part = part.copy()
                         new_part["toolCall"] = new_tc
-                        new_parts = new_parts.replaced(i, new_part, same_keys=True)
+                        # The counted predicates (blocks_user, _unfinished) read only the status.
+                        status = tc.get("status")
+                        same = type(status) is str and new_tc.get("status") == status
+                        new_parts = new_parts.replaced(i, new_part, same_keys=True, same_counts=same)
                 if new_parts is not vec:
                     out = _with_parts(state, active, new_parts)
         # Status is re-derived even when the tool-call update was a no-op (reducer-rules §4).
