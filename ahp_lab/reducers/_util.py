@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..protocol.vector import NO_KEY
-from ._js import key, spread, to_uint32, truthy
+from ._js import array_from, key, spread, to_string, to_uint32, truthy
 
 Json = Any
 Action = dict[str, Any]
@@ -124,9 +124,15 @@ def keyed(field: str, value: Any) -> Callable[[Any], bool]:
 def upsert(items: list | None, key: str, item: Any) -> list:
     """Replace the first element whose ``key`` equals ``item[key]`` in place, else append.
 
-    ``item`` need not be an object: its key then reads as undefined, as in the reference.
+    ``item`` need not be an object: its key then reads as undefined, as in the reference. The
+    reference reads a missing item's key inside its search, so that throws (``TypeError``: the
+    action is a no-op) unless the list is empty, where the missing item is appended as ``null``.
     """
     items = items or []
+    if item is None:
+        if items:
+            raise TypeError(f"cannot read {key!r} of undefined")
+        return [None]
     i = find_index(items, keyed(key, member(item, key)))
     return replace_at(items, i, item) if i >= 0 else [*items, item]
 
@@ -196,11 +202,20 @@ def directory_set(state: dict, action: Action, now_ms: int) -> dict:
     """``session|chat/workingDirectorySet``: append if absent (creating the list).
 
     A missing directory is appended as ``null`` unless one is there, as the reference's
-    ``includes(undefined)`` and append do.
+    ``includes(undefined)`` and append do. Off-type lists behave as there too: a string's
+    ``includes`` tests a substring and its spread gives its characters; a number, boolean or
+    object has no ``includes``, and the action is a no-op.
     """
     directory = action.get("directory")
     dirs = state.get("workingDirectories")
-    dirs = dirs if isinstance(dirs, list) else []
+    if dirs is None:
+        dirs = []
+    elif isinstance(dirs, str):
+        if to_string(directory) in dirs:
+            return state
+        dirs = array_from(dirs)
+    elif not isinstance(dirs, list):
+        raise TypeError("workingDirectories.includes is not a function")
     wanted = key(directory)
     if any(key(d) == wanted for d in dirs):
         return state
@@ -226,12 +241,10 @@ def upsert_handler(field: str, payload: str, key: str) -> Handler:
     """Handler upserting ``action[payload]`` into the list ``state[field]`` by ``key``."""
 
     def handler(state: dict, action: Action, now_ms: int) -> dict:
-        item, items = action.get(payload), state.get(field)
+        items = state.get(field)
         if not isinstance(items, list):  # the reference searches the list: anything else throws
             return state
-        if item is None:  # its key is read inside the search: it throws unless the list is empty
-            return state if items else put(state, field, [None])
-        return put(state, field, upsert(items, key, item))
+        return put(state, field, upsert(items, key, action.get(payload)))
 
     return handler
 

@@ -34,11 +34,12 @@ def _updated(state, action, now_ms):
 
 def _entry_set(state, action, now_ms):
     annotations, i = _annotation(state, action)
-    entry = action.get("entry")
-    if i < 0 or entry is None:
+    if i < 0:
         return state
-    annotation = spread(annotations[i])
-    updated = put(annotation, "entries", upsert(as_list(annotation.get("entries")), "id", entry))
+    entries = member(annotations[i], "entries")
+    if not isinstance(entries, list):  # the reference searches the entries: a missing list throws
+        return state
+    updated = put(spread(annotations[i]), "entries", upsert(entries, "id", action.get("entry")))
     return put(state, "annotations", replace_at(annotations, i, updated))
 
 

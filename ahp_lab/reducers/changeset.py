@@ -49,6 +49,8 @@ def _content_changed(state, action, now_ms):
 
 def _operation_status_changed(state, action, now_ms):
     operations = state.get("operations")
+    if not isinstance(operations, list):  # absent: unchanged; anything else has no findIndex
+        return state
     i = find_index(operations, keyed("id", action.get("operationId")))
     if i < 0:
         return state

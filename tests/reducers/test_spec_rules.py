@@ -521,3 +521,39 @@ def test_changeset_review_flags_compare_strictly_and_cleared_reads_the_length():
     assert changeset({"status": "ready", "files": False}, {"type": "changeset/cleared"}, 9999)["files"] == []
     kept = {"status": "ready", "files": []}
     assert changeset(kept, {"type": "changeset/cleared"}, 9999) is kept
+
+
+def test_an_annotation_entry_is_set_only_into_an_entries_list_the_annotation_has():
+    # entrySet is not among the actions that create a missing collection (reducer-rules §3.6):
+    # the reference searches `annotation.entries`, which throws when it is missing or not a list.
+    annotations = REDUCERS["annotations"]
+    entry = {"type": "annotations/entrySet", "annotationId": "a1", "entry": {"id": "e1", "text": "hi"}}
+    bare = {"annotations": [{"id": "a1", "resource": "file:///x"}]}
+    assert annotations(bare, entry, 9999) is bare
+    odd = {"annotations": [{"id": "a1", "entries": "e1"}]}
+    assert annotations(odd, entry, 9999) is odd
+    # A missing entry is appended as null to empty entries, and is a no-op on non-empty ones.
+    empty = {"annotations": [{"id": "a1", "entries": []}]}
+    missing = {"type": "annotations/entrySet", "annotationId": "a1"}
+    assert annotations(empty, missing, 9999)["annotations"] == [{"id": "a1", "entries": [None]}]
+    full = annotations(empty, entry, 9999)
+    assert full["annotations"] == [{"id": "a1", "entries": [{"id": "e1", "text": "hi"}]}]
+    assert annotations(full, missing, 9999) is full
+
+
+def test_working_directory_set_on_an_off_type_list_behaves_as_the_reference_does():
+    # `(state.workingDirectories ?? []).includes(dir)`, then `[...list, dir]`.
+    text = {**SESSION, "workingDirectories": "file:///ab"}
+    assert session(text, {"type": "session/workingDirectorySet", "directory": "file:///a"}, 9999) is text
+    out = session(text, {"type": "session/workingDirectorySet", "directory": "x"}, 9999)
+    assert out["workingDirectories"] == [*"file:///ab", "x"]
+    for odd in (5, True, {"a": 1}):  # no includes: the reference throws
+        state = {**SESSION, "workingDirectories": odd}
+        assert session(state, {"type": "session/workingDirectorySet", "directory": "x"}, 9999) is state
+
+
+def test_an_operation_status_change_needs_an_operations_list():
+    # `state.operations.findIndex(...)`: a string's characters are not operations.
+    changeset = REDUCERS["changeset"]
+    state = {"status": "ready", "files": [], "operations": "ab"}
+    assert changeset(state, {"type": "changeset/operationStatusChanged", "status": "running"}, 9999) is state
