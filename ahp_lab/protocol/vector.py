@@ -22,7 +22,10 @@ strings:
   the version it is asked on, so a shared index never gives a wrong answer, only a rare stale
   candidate. :meth:`count` keeps a per-version count of entries matching a predicate.
 
-Keys must be hashable; a key function returns :data:`NO_KEY` for an entry that cannot match.
+Keys must be hashable; a key function returns :data:`NO_KEY` for an entry that cannot match, and
+:data:`STOP` for an entry that a search cannot pass: :meth:`find` raises ``TypeError`` when it
+would reach one before a match, as a JavaScript ``findIndex`` whose callback reads a member of a
+``null`` entry throws.
 
 Short collections stay plain lists: below :data:`PLAIN_MAX` entries, copying a list costs no more
 than a trie update. The module functions :func:`appended`, :func:`replaced`, :func:`find`,
@@ -42,6 +45,7 @@ from typing import Any
 __all__ = [
     "Vector",
     "NO_KEY",
+    "STOP",
     "PLAIN_MAX",
     "as_vector",
     "sequence",
@@ -60,6 +64,8 @@ _MASK = _WIDTH - 1
 
 #: Returned by a key function for an entry that no lookup can match (it is not indexed).
 NO_KEY = object()
+#: Returned by a key function for an entry that a search cannot pass (it is indexed like a key).
+STOP = object()
 #: Lists up to this length are updated as plain lists; longer ones become a :class:`Vector`.
 PLAIN_MAX = 16
 #: Holes are compacted away once there are more than this many and more than an eighth of storage.
@@ -375,7 +381,9 @@ class Vector:
         # Storage positions are checked in place; a hole never matches (it is not an entry).
         shared = self._index
         entry = shared.get(key_fn) if shared is not None else None
-        positions = (self._index_of(key_fn, False) if entry is None else entry[1]).get(key)
+        index = self._index_of(key_fn, False) if entry is None else entry[1]
+        positions = index.get(key)
+        found = -1
         if positions is not None:
             n = self._n
             for p in (positions,) if type(positions) is int else positions:
@@ -383,12 +391,28 @@ class Vector:
                     break
                 item = self._get(p)
                 if item is not _HOLE and key_fn(item) == key:
-                    holes = self._holes
-                    if not holes:
-                        return p
-                    i = p - bisect_left(holes, p)
-                    self._hint = (i, p)
-                    return i
+                    found = p
+                    break
+        stops = index.get(STOP) if key is not STOP else None
+        if stops is not None:  # an entry the search cannot pass, if it comes first, fails it
+            stop = self._first(key_fn, STOP, stops)
+            if stop >= 0 and (found < 0 or stop < found):
+                raise TypeError("the lookup reaches an entry it cannot read")
+        if found < 0 or not self._holes:
+            return found
+        i = found - bisect_left(self._holes, found)
+        self._hint = (i, found)
+        return i
+
+    def _first(self, key_fn: KeyFn, key: Any, positions: int | list[int]) -> int:
+        """The first storage position among the indexed ``positions`` whose entry keys ``key``, else ``-1``."""
+        n = self._n
+        for p in (positions,) if type(positions) is int else positions:
+            if p >= n:
+                break
+            item = self._get(p)
+            if item is not _HOLE and key_fn(item) is key:
+                return p
         return -1
 
     def find_all(self, key_fn: KeyFn, key: Any) -> list[int]:
@@ -612,13 +636,19 @@ def candidates(seq: list | Vector, key_fn: KeyFn, key: Any, *, multi: bool = Fal
 
 
 def find(seq: list | Vector, key_fn: KeyFn, key: Any) -> int:
-    """The first position whose entry has ``key_fn(entry) == key``, else ``-1``."""
+    """The first position whose entry has ``key_fn(entry) == key``, else ``-1``.
+
+    Raises ``TypeError`` when an entry keyed :data:`STOP` comes first.
+    """
     if type(seq) is Vector:
         return seq.find(key_fn, key)
     if key is not NO_KEY:
         for i, item in enumerate(seq):
-            if key_fn(item) == key:
+            k = key_fn(item)
+            if k == key:
                 return i
+            if k is STOP:
+                raise TypeError("the lookup reaches an entry it cannot read")
     return -1
 
 

@@ -3,7 +3,8 @@
 Each reducer is ``reduce(state, action, now_ms=0, log=None) -> state`` over JSON-shaped state:
 it never mutates its input, shares every unchanged subtree with it, reads time only from
 ``now_ms`` (epoch milliseconds), and never raises — unknown action types and malformed actions
-return the input state object itself.
+return the input state object itself. The one exception is input nested deeper than Python's
+recursion limit (``RecursionError``), which the host's limits refuse before any reducer sees it.
 """
 
 from __future__ import annotations

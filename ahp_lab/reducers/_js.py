@@ -29,7 +29,8 @@ __all__ = [
 ]
 
 _NAN = float("nan")
-_NUMERIC = re.compile(r"[+-]?(?:Infinity|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)")
+_NUMERIC = re.compile(r"[+-]?(?:Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)")
+_RADIX = re.compile(r"0(?:[xX][0-9a-fA-F]+|[oO][0-7]+|[bB][01]+)")  # no sign, no "_", ASCII only
 _WHITESPACE = " \t\n\r\v\f\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 
 
@@ -46,12 +47,27 @@ def truthy(value: Any) -> bool:
     return True
 
 
+#: Integers beyond this magnitude are not exact in a double: JavaScript rounds them as it parses.
+_EXACT = 2**53
+
+
+def as_double(x: int | float) -> float | int:
+    """``x`` as JavaScript holds the number: an integer beyond 2**53 rounded to a double (±Infinity
+    beyond the largest), anything else unchanged."""
+    if type(x) is int and not -_EXACT <= x <= _EXACT:
+        try:
+            return float(x)
+        except OverflowError:
+            return math.inf if x > 0 else -math.inf
+    return x
+
+
 def to_number(value: Any) -> float | int:
     """JavaScript ``ToNumber`` (``undefined`` and malformed strings give ``NaN``)."""
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, (int, float)):
-        return value
+        return as_double(value)
     if value is None or isinstance(value, dict):
         return _NAN
     if isinstance(value, list):
@@ -60,10 +76,7 @@ def to_number(value: Any) -> float | int:
     if not text:
         return 0
     if text[:2].lower() in ("0x", "0o", "0b"):
-        try:
-            return int(text, 0)
-        except ValueError:
-            return _NAN
+        return int(text, 0) if _RADIX.fullmatch(text) else _NAN
     if not _NUMERIC.fullmatch(text):
         return _NAN
     return float(text.replace("Infinity", "inf"))
@@ -73,7 +86,7 @@ def _number_to_string(x: float | int) -> str:
     """JavaScript ``Number.prototype.toString()`` for a double."""
     if isinstance(x, int) and abs(x) < 2**53:
         return str(x)
-    x = float(x)
+    x = float(as_double(x))
     if x != x:
         return "NaN"
     if math.isinf(x):
@@ -127,13 +140,16 @@ def plus(a: Any, b: Any) -> Any:
         b = to_string(b)
     if isinstance(a, (str, Text)) or isinstance(b, (str, Text)):
         return append_text(to_string(a), to_string(b))
-    return to_number(a) + to_number(b)
+    return as_double(to_number(a) + to_number(b))
 
 
 def json_plus(a: Any, b: Any) -> Any:
-    """``a + b`` as JSON carries it: ``undefined + undefined`` is NaN, serialized as null (``None``)."""
+    """``a + b`` as JSON carries it: NaN (``undefined + undefined``) and ±Infinity serialize as null
+    (``None``)."""
     out = plus(a, b)
-    return None if out != out else out
+    if type(out) is float and (out != out or out in (math.inf, -math.inf)):
+        return None
+    return out
 
 
 def array_from(value: Any) -> list:
@@ -175,7 +191,7 @@ def clamp_non_negative(value: Any) -> Any:
     if type(value) is int:
         return value if value > 0 else 0
     x = to_number(value)
-    if x != x:
+    if x != x or x == math.inf:  # NaN and Infinity serialize as null
         return None
     x = max(0, x)
     if isinstance(x, float) and x.is_integer() and abs(x) < 2**53:
@@ -198,5 +214,5 @@ def key(value: Any) -> Any:
     if isinstance(value, bool):
         return ("bool", value)
     if isinstance(value, (int, float)):
-        return ("number", value) if value == value else _NoMatch()
+        return ("number", as_double(value)) if value == value else _NoMatch()
     return _NoMatch()

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..protocol.vector import NO_KEY
+from ..protocol.vector import STOP
 from ._js import array_from, key, spread, to_string, to_uint32, truthy
 
 Json = Any
@@ -99,14 +99,13 @@ def key_of(field: str) -> Callable[[Any], Any]:
     """The key function of entries keyed by ``field``: ``entry[field]`` under ``===``.
 
     A string, number, boolean or array entry keys as undefined (``None``), as JavaScript reads a
-    member of it. A null entry would make the reference's lookup throw when it reaches it; it gives
-    :data:`~ahp_lab.protocol.vector.NO_KEY` here, so it never matches (an index cannot know what a
-    scan would have reached first).
+    member of it. A null entry makes the reference's lookup throw when it reaches it: it keys as
+    :data:`~ahp_lab.protocol.vector.STOP`, which fails a search that reaches it first.
     """
 
     def key_fn(entry: Any) -> Any:
         if type(entry) is not dict:
-            return NO_KEY if entry is None else None
+            return STOP if entry is None else None
         value = entry.get(field)
         return value if type(value) is str else key(value)
 
@@ -155,7 +154,9 @@ def make_reducer(channel: str, handlers: dict[str, Handler]):
     """Build a total reducer ``(state, action, now_ms=0, log=None) -> state`` from per-type handlers.
 
     Unknown action types return the very same state object. A malformed action (wrong JSON types)
-    that trips a handler is a no-op too: handlers never mutate, so the input state is intact.
+    that trips a handler is a no-op too, whatever it raises (a ``TypeError`` where the reference's
+    JavaScript would throw, an ``OverflowError``, …): handlers never mutate, so the input state is
+    intact. Only ``RecursionError`` (input nested past Python's stack) propagates.
     """
 
     get_handler = handlers.get
@@ -168,7 +169,9 @@ def make_reducer(channel: str, handlers: dict[str, Handler]):
                 if handler is not None:
                     try:
                         return handler(state, action, now_ms)
-                    except (TypeError, KeyError, AttributeError, ValueError, IndexError) as exc:
+                    except RecursionError:  # input nested past Python's stack: the caller's limits' business
+                        raise
+                    except Exception as exc:  # noqa: BLE001 - handlers never mutate their input: a no-op
                         if log is not None:
                             log(f"Malformed {kind} action ignored by the {channel} reducer: {exc}")
                         return state
@@ -186,16 +189,20 @@ def make_reducer(channel: str, handlers: dict[str, Handler]):
 
 
 def config_changed(state: dict, action: Action) -> dict:
-    """``root/configChanged`` and ``session/configChanged``: merge or replace ``config.values``."""
+    """``root/configChanged`` and ``session/configChanged``: merge or replace ``config.values``.
+
+    As the reference: a falsy ``config`` is a no-op, and any other is spread (a string or array by
+    index; ``values`` reads as undefined on anything but an object).
+    """
     config = state.get("config")
-    if not isinstance(config, dict):
+    if not truthy(config):
         return state
     payload = spread(action.get("config"))
     if truthy(action.get("replace")):
         values = dict(payload)
     else:
-        values = merge(spread(config.get("values")), payload)
-    return put(state, "config", put(config, "values", values))
+        values = merge(spread(config.get("values") if type(config) is dict else None), payload)
+    return put(state, "config", put(spread(config), "values", values))
 
 
 def directory_set(state: dict, action: Action, now_ms: int) -> dict:

@@ -65,7 +65,8 @@ def _cleared(state, action, now_ms):
     files = state.get("files")
     if files is None:
         raise TypeError("files is missing")  # the reference reads its length, and throws
-    if isinstance(files, (list, str)) and not files:  # `files.length === 0`
+    length = len(files) if isinstance(files, (list, str)) else member(files, "length")
+    if key(length) == key(0):  # `files.length === 0`
         return state
     return put(state, "files", [])
 

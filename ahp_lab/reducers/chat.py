@@ -796,8 +796,14 @@ def _tool_call_action(transform, rederive: bool):
                         new_parts = new_parts.replaced(i, new_part, same_keys=True, same_counts=same)
                 if new_parts is not vec:
                     out = _with_parts(state, active, new_parts)
+        if not rederive:
+            return out
         # Status is re-derived even when the tool-call update was a no-op (reducer-rules §4).
-        return _with_status(out, derive_status(out)) if rederive else out
+        status = derive_status(out)
+        if out is state or out.get("status") == status:
+            return _with_status(out, status)
+        out["status"] = status  # out is this call's own copy (from _with_parts): set in place
+        return out
 
     return handler
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..protocol import vector
-from ..protocol.vector import Vector, appended, candidates, find, removed, replaced
+from ..protocol.vector import STOP, Vector, appended, candidates, find, removed, replaced
 from ._js import key, spread, truthy
 from ._util import (
     as_int,
@@ -40,10 +40,22 @@ def _awaits_user(entry: Any) -> bool:
     return entry is not None  # a string or number entry: its ``kind`` reads as undefined
 
 
-def input_needed_status(status: Any, entries: list) -> int:
+def _some_awaits_user(entries: list | Vector) -> bool:
+    """``inputNeeded.some(awaitsUser)``, which throws on a null entry it reaches (``TypeError``)."""
+    if type(entries) is Vector and entries.find(_id_key, STOP) < 0:  # no null entry: the count is exact
+        return entries.count(_awaits_user) > 0
+    for entry in entries:
+        if entry is None:
+            raise TypeError("cannot read 'kind' of null")
+        if _awaits_user(entry):
+            return True
+    return False
+
+
+def input_needed_status(status: Any, entries: list | Vector) -> int:
     """Session status after ``inputNeeded`` changed (reducer-rules §6.1)."""
     s = as_int(status)
-    if entries.count(_awaits_user) if type(entries) is Vector else any(map(_awaits_user, entries)):
+    if _some_awaits_user(entries):
         return (s & ~ACTIVITY_MASK) | INPUT_NEEDED
     return s & ~16
 
@@ -63,13 +75,17 @@ def _find(entries: list | Vector, key_fn, wanted: Any) -> int:
     """:func:`~ahp_lab.protocol.vector.find`, with a short list's scan inlined for a string key.
 
     For a string ``wanted``, ``entry.get(field) == wanted`` is ``key_fn(entry) == wanted``: only a
-    string (or a streamed text equal to it) equals a string.
+    string (or a streamed text equal to it) equals a string. A null entry reached first fails the
+    search (``TypeError``), as the reference's callback reading its member throws.
     """
     if type(entries) is list and type(wanted) is str:
         field = key_fn.field
         for i, entry in enumerate(entries):
-            if type(entry) is dict and entry.get(field) == wanted:
-                return i
+            if type(entry) is dict:
+                if entry.get(field) == wanted:
+                    return i
+            elif entry is None:
+                raise TypeError(f"cannot read {field!r} of null")
         return -1
     return find(entries, key_fn, wanted)
 
@@ -121,7 +137,7 @@ def _chat_removed(state, action, now_ms):
     if chats is None:
         return state
     out = put(state, "chats", chats)
-    if state.get("defaultChat") == chat:
+    if key(state.get("defaultChat")) == key(chat):  # ===
         out.pop("defaultChat", None)
     return out
 
@@ -129,7 +145,7 @@ def _chat_removed(state, action, now_ms):
 def _chat_updated(state, action, now_ms):
     chats = _seq(state.get("chats"))
     i = _find(chats, _resource_key, key(action.get("chat"))) if chats is not None else -1
-    if i < 0:
+    if i < 0 or action.get("changes") is None:  # the reference destructures the changes: undefined throws
         return state
     changes = {k: v for k, v in spread(action.get("changes")).items() if k != "resource"}
     return put(state, "chats", replaced(chats, i, merge(spread(chats[i]), changes), same_keys=True))
@@ -203,19 +219,20 @@ def _active_client_removed(state, action, now_ms):
 # their children, so a toggle or an MCP state change costs the same in a tree of 20 or 20,000.
 
 
-def is_container(entry: Any) -> bool:
-    """A top-level entry whose children are searched: anything but an MCP server, with a children list."""
-    return (
-        type(entry) is dict and entry.get("type") != "mcpServer" and _seq(entry.get("children")) is not None
-    )
-
-
 def _child_ids(entry: Any) -> list | tuple:
-    if not is_container(entry):
+    """The ids of a container's children, for the tree's child index.
+
+    A container whose children the reference's search cannot pass keys as ``STOP`` too: children
+    that are truthy but not an array (``findIndex`` is not a function), or a null child.
+    """
+    if type(entry) is not dict or entry.get("type") == "mcpServer":
         return ()
+    children = entry.get("children")
+    if type(children) is not list and type(children) is not Vector:
+        return (STOP,) if truthy(children) else ()
     return [  # _id_key inlined: this runs for every child when the index is built
         (v if type(v := c.get("id")) is str else key(v)) if type(c) is dict else _id_key(c)
-        for c in entry["children"]
+        for c in children
     ]
 
 
@@ -263,24 +280,63 @@ def _child_replaced(children: list | Vector, j: int, child: Any) -> list | Vecto
     return replaced(children, j, child, same_keys=True)
 
 
-def _containers_with(tree: list | Vector, cid: Any):
-    """``(position, container, its children, child position)`` for each container with a child ``cid``."""
-    if type(tree) is list:  # a small tree: its containers' children are scanned in one pass
+def _searched(entry: Any, cid: Any) -> tuple[list | Vector, int] | None:
+    """``(children, position of cid)`` when the reference's child search in ``entry`` finds ``cid``.
+
+    ``None`` when ``entry`` is not searched (not an object, an MCP server, falsy children) or has no
+    child ``cid``; ``TypeError`` where that search throws: children that are not an array, or a
+    null child before the match.
+    """
+    if type(entry) is not dict:
+        if entry is None:
+            raise TypeError("cannot read 'type' of null")
+        return None
+    if entry.get("type") == "mcpServer":
+        return None
+    children = entry.get("children")
+    if type(children) is not list and type(children) is not Vector:
+        if truthy(children):
+            raise TypeError("children.findIndex is not a function")
+        return None
+    j = _child_position(children, cid)
+    return None if j < 0 else (children, j)
+
+
+def _containers_with(tree: list | Vector, cid: Any, every: bool) -> list[tuple[int, dict, Any, int]]:
+    """``(position, container, its children, child position)`` of the first container with a child
+    ``cid``, or of every one, as the reference's loop (the first) or map (every) finds them.
+
+    Its search throws (``TypeError``) on a container it reaches whose children it cannot search:
+    the loop reaches the containers up to the first match, the map every container.
+    """
+    found = []
+    if type(tree) is list:  # a small tree: every container in order, as the reference goes
         for i, entry in enumerate(tree):
-            if type(entry) is dict and entry.get("type") != "mcpServer":  # is_container, inlined
-                children = entry.get("children")
-                if type(children) is list or type(children) is Vector:
-                    j = _child_position(children, cid)
-                    if j >= 0:
-                        yield i, entry, children, j
-        return
+            hit = _searched(entry, cid)
+            if hit is not None:
+                found.append((i, entry, hit[0], hit[1]))
+                if not every:
+                    break
+        return found
+    # A large one through the child index: the containers with a child cid, then those that the
+    # search could fail on (few, usually none) among the ones it reaches.
     for i in candidates(tree, _child_ids, cid, multi=True):
         entry = tree[i]
-        if is_container(entry):
-            children = entry["children"]
-            j = _child_position(children, cid)
-            if j >= 0:
-                yield i, entry, children, j
+        hit = _searched(entry, cid) if type(entry) is dict else None
+        if hit is not None:
+            found.append((i, entry, hit[0], hit[1]))
+            if not every:
+                break
+    hazards = candidates(tree, _child_ids, STOP, multi=True)
+    if hazards:
+        reached = found[0][0] if found and not every else len(tree)
+        matched = {f[0] for f in found}
+        for i in hazards:
+            if i >= reached:
+                break
+            if i not in matched:
+                _searched(tree[i], cid)  # raises if the search fails here
+    return found
 
 
 def _customization_toggled(state, action, now_ms):
@@ -292,7 +348,7 @@ def _customization_toggled(state, action, now_ms):
     if i >= 0:
         entry = put(spread(tree[i]), "enabled", enabled)
         return put(state, "customizations", replaced(tree, i, entry, same_keys=True))
-    for i, entry, children, j in _containers_with(tree, cid):
+    for i, entry, children, j in _containers_with(tree, cid, every=False):
         child = put(spread(children[j]), "enabled", enabled)
         entry = put(entry, "children", _child_replaced(children, j, child))
         return put(state, "customizations", replaced(tree, i, entry, same_keys=True))
@@ -315,7 +371,7 @@ def _customization_removed(state, action, now_ms):
     if i >= 0:
         return put(state, "customizations", removed(tree, i))
     out = tree
-    for i, entry, children, j in list(_containers_with(tree, cid)):
+    for i, entry, children, j in _containers_with(tree, cid, every=True):
         out = replaced(out, i, put(entry, "children", removed(children, j)))
     return state if out is tree else put(state, "customizations", out)
 
@@ -336,7 +392,7 @@ def _mcp_update(state: dict, cid: Any, server_state: Any, channel: Any) -> dict:
             return state
         return put(state, "customizations", replaced(tree, i, update(tree[i]), same_keys=True))
     out = tree
-    for i, entry, children, j in list(_containers_with(tree, cid)):
+    for i, entry, children, j in _containers_with(tree, cid, every=True):
         if type(children[j]) is dict and children[j].get("type") == "mcpServer":
             entry = put(entry, "children", _child_replaced(children, j, update(children[j])))
             out = replaced(out, i, entry, same_keys=True)

@@ -557,3 +557,129 @@ def test_an_operation_status_change_needs_an_operations_list():
     changeset = REDUCERS["changeset"]
     state = {"status": "ready", "files": [], "operations": "ab"}
     assert changeset(state, {"type": "changeset/operationStatusChanged", "status": "running"}, 9999) is state
+
+
+def _big(entries: list, pad: dict) -> list:
+    """``entries`` behind enough padding that the reducer indexes the list instead of scanning it."""
+    return [dict(pad, id=f"pad-{i}", clientId=f"pad-{i}", resource=f"pad-{i}") for i in range(40)] + entries
+
+
+@pytest.mark.parametrize("size", ["small", "large"])
+@pytest.mark.parametrize(
+    "field,entries,action",
+    [
+        ("chats", [None, {"resource": "a"}], {"type": "session/chatRemoved", "chat": "a"}),
+        ("chats", [None], {"type": "session/chatAdded", "summary": {"resource": "b"}}),
+        ("chats", [None, {"resource": "a"}], {"type": "session/chatUpdated", "chat": "a", "changes": {"title": "x"}}),
+        ("activeClients", [None], {"type": "session/activeClientSet", "activeClient": {"clientId": "c"}}),
+        ("activeClients", [None, {"clientId": "c"}], {"type": "session/activeClientRemoved", "clientId": "c"}),
+        ("inputNeeded", [None], {"type": "session/inputNeededSet", "request": {"id": "r", "kind": "chatInput"}}),
+        ("inputNeeded", [None, {"id": "r"}], {"type": "session/inputNeededRemoved", "id": "r"}),
+        ("customizations", [None], {"type": "session/customizationUpdated", "customization": {"id": "x"}}),
+        (
+            "customizations",
+            [None, {"id": "p", "children": [{"id": "x"}]}],
+            {"type": "session/customizationToggled", "id": "x", "enabled": False},
+        ),
+        (
+            "customizations",
+            [{"id": "p", "children": [None, {"id": "x"}]}],
+            {"type": "session/customizationToggled", "id": "x", "enabled": False},
+        ),
+    ],
+)
+def test_a_search_that_reaches_a_null_entry_first_fails_as_the_reference_does(size, field, entries, action):
+    # `list.findIndex(c => c.<key> === …)` reads a member of the null entry and throws: no change,
+    # whether the list is scanned (short) or found through an index (long).
+    if size == "large":
+        entries = _big(entries, {"kind": "toolClientExecution"} if field == "inputNeeded" else {})
+    state = {**SESSION, "status": 24, field: entries}
+    assert session(state, action, 9999) is state
+
+
+def test_a_match_before_a_null_entry_is_found_and_the_status_search_still_stops_at_the_null():
+    # The match comes first, so the search succeeds; inputNeeded's status then runs
+    # `some(awaitsUser)`, which reaches the null (nothing before it awaits the user) and throws.
+    state = {**SESSION, "chats": [{"resource": "a"}, None]}
+    assert session(state, {"type": "session/chatRemoved", "chat": "a"}, 9999)["chats"] == [None]
+    for entries in ([{"id": "a"}, None], _big([{"id": "a"}, None], {"kind": "toolClientExecution"})):
+        state = {**SESSION, "status": 24, "inputNeeded": entries}
+        assert session(state, {"type": "session/inputNeededRemoved", "id": "a"}, 9999) is state
+    # A user-blocking entry before the null ends `some` first: no throw.
+    state = {**SESSION, "status": 1, "inputNeeded": [{"id": "a"}, None]}
+    out = session(state, {"type": "session/inputNeededSet", "request": {"id": "a", "kind": "chatInput"}}, 9999)
+    assert out["status"] == 24
+
+
+@pytest.mark.parametrize("size", ["small", "large"])
+def test_the_child_search_fails_on_a_container_it_cannot_search(size):
+    # Children that are truthy but not an array have no findIndex. The toggle's loop reaches the
+    # containers up to its match; removal and the MCP actions map over every container.
+    def tree(*containers):
+        pad = [{"id": f"pad-{i}", "type": "plugin", "children": [{"id": f"c-{i}"}]} for i in range(20)]
+        return [*(pad if size == "large" else []), *containers]
+
+    toggle = {"type": "session/customizationToggled", "id": "x", "enabled": False}
+    remove = {"type": "session/customizationRemoved", "id": "x"}
+    stop = {"type": "session/mcpServerStopRequested", "id": "m"}
+    bad_first = {**SESSION, "customizations": tree({"id": "p", "children": "abc"}, {"id": "q", "children": [{"id": "x"}]})}
+    assert session(bad_first, toggle, 9999) is bad_first
+    bad_after = {**SESSION, "customizations": tree({"id": "q", "children": [{"id": "x"}]}, {"id": "p", "children": 5})}
+    toggled = session(bad_after, toggle, 9999)
+    assert toggled["customizations"][-2]["children"] == [{"id": "x", "enabled": False}]  # reached first
+    assert session(bad_after, remove, 9999) is bad_after
+    null_later = {**SESSION, "customizations": tree({"id": "q", "children": [{"id": "x"}]}, {"id": "r", "children": [None]})}
+    assert session(null_later, remove, 9999) is null_later
+    mcp = {**SESSION, "customizations": tree(
+        {"id": "p", "children": [{"id": "m", "type": "mcpServer"}]}, {"id": "q", "children": True}
+    )}
+    assert session(mcp, stop, 9999) is mcp
+    # Falsy children and MCP servers are skipped before anything is read.
+    fine = {**SESSION, "customizations": tree(
+        {"id": "p", "children": ""}, {"id": "s", "type": "mcpServer", "children": "x"}, {"id": "q", "children": [{"id": "x"}]}
+    )}
+    assert session(fine, remove, 9999)["customizations"][-1]["children"] == []
+
+
+def test_chat_removed_compares_the_default_chat_strictly_and_chat_updated_needs_changes():
+    state = {**SESSION, "chats": [{"resource": 1}], "defaultChat": True}
+    assert session(state, {"type": "session/chatRemoved", "chat": 1}, 9999) == {**SESSION, "chats": [], "defaultChat": True}
+    state = {**SESSION, "chats": ["ab"]}
+    assert session(state, {"type": "session/chatUpdated"}, 9999) is state
+
+
+def test_numbers_behave_as_javascript_doubles():
+    # JavaScript holds every number as a double: integers beyond 2**53 round, sums beyond the
+    # largest double are Infinity, which JSON carries as null (absent).
+    terminal = REDUCERS["terminal"]
+    big = {"title": "t", "content": [{"type": "unclassified", "value": 2**53}]}
+    assert terminal(big, {"type": "terminal/data", "data": 1}, 9999)["content"][0]["value"] == 2**53
+    huge = {"title": "t", "content": [{"type": "unclassified", "value": 1e308}]}
+    assert terminal(huge, {"type": "terminal/data", "data": 1e308}, 9999)["content"] == [{"type": "unclassified"}]
+    # An integer literal too large for a double is Infinity, not an error.
+    vast = {"title": "t", "content": [{"type": "unclassified", "value": 10**400}]}
+    assert terminal(vast, {"type": "terminal/data", "data": "x"}, 9999)["content"][0]["value"] == "Infinityx"
+    # Ids beyond 2**53 that round to the same double are ===.
+    state = {**SESSION, "chats": [{"resource": 2**53}]}
+    assert session(state, {"type": "session/chatRemoved", "chat": 2**53 + 1}, 9999)["chats"] == []
+    # Status arithmetic reads Number(): no "_" separators, no non-ASCII digits.
+    assert session({**SESSION, "status": "0x1_0"}, {"type": "session/isReadChanged", "isRead": True}, 9999)["status"] == 32
+    assert session({**SESSION, "status": "\u0663"}, {"type": "session/isReadChanged", "isRead": True}, 9999)["status"] == 32
+
+
+@pytest.mark.parametrize("kind", ["root", "session"])
+def test_config_changed_spreads_any_truthy_config(kind):
+    # `if (!state.config) return state;` then `{...state.config, values: …}`.
+    base = SESSION if kind == "session" else {}
+    action = {"type": f"{kind}/configChanged", "config": {"x": 1}}
+    assert REDUCERS[kind]({**base, "config": "ab"}, action, 9999)["config"] == {"0": "a", "1": "b", "values": {"x": 1}}
+    assert REDUCERS[kind]({**base, "config": 5}, action, 9999)["config"] == {"values": {"x": 1}}
+    assert REDUCERS[kind]({**base, "config": [7]}, action, 9999)["config"] == {"0": 7, "values": {"x": 1}}
+    falsy = {**base, "config": ""}
+    assert REDUCERS[kind](falsy, action, 9999) is falsy
+
+
+def test_cleared_reads_the_length_as_the_reference_does():
+    changeset = REDUCERS["changeset"]
+    state = {"status": "ready", "files": {"length": 0}}
+    assert changeset(state, {"type": "changeset/cleared"}, 9999) is state
