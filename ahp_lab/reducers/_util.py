@@ -140,6 +140,14 @@ def as_list(value: Any) -> list:
     return value if isinstance(value, list) else []
 
 
+def array_of(value: Any) -> list:
+    """``value`` as the array an array method (``find``, ``filter``, ``map``) is called on: anything
+    else has no such method, and the call throws (``TypeError``)."""
+    if isinstance(value, list):
+        return value
+    raise TypeError(f"{type(value).__name__} has no array methods")
+
+
 #: A status bitset as an unsigned 32-bit int, as JavaScript's bitwise operators read it.
 as_int = to_uint32
 

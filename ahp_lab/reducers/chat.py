@@ -27,9 +27,10 @@ from ..protocol.names import (
     STREAMING,
 )
 from ..protocol.text import TAIL_MAX, Text, append_text
-from ..protocol.vector import NO_KEY, PLAIN_MAX, Vector, appended, candidates, count, find, replaced, sequence
-from ._js import clamp_non_negative, json_plus, key, plus, spread, to_string, truthy
+from ..protocol.vector import NO_KEY, PLAIN_MAX, STOP, Vector, appended, candidates, count, find, replaced, sequence
+from ._js import array_from, clamp_non_negative, json_plus, key, plus, spread, to_string, truthy
 from ._util import (
+    array_of,
     as_int,
     as_list,
     directory_removed,
@@ -68,14 +69,6 @@ def blocks_user(part: Any) -> bool:
     return False
 
 
-def _unfinished(part: Any) -> bool:
-    """A tool-call part that the end of its turn force-cancels (T13)."""
-    if type(part) is not dict or part.get("kind") != "toolCall":
-        return False
-    tc = part.get("toolCall")
-    return type(tc) is dict and tc.get("status") not in _FINISHED
-
-
 def _blocking(parts: Any) -> bool:
     if type(parts) is Vector:
         return parts.count(blocks_user) > 0
@@ -95,7 +88,8 @@ def derive_status(state: dict, terminal: int | None = None) -> int:
 
 
 def _with_status(state: dict, status: int) -> dict:
-    return state if state.get("status") == status else put(state, "status", status)
+    current = state.get("status")  # ===: a stored true is not 1
+    return state if current == status and type(current) is not bool else put(state, "status", status)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -187,19 +181,29 @@ def _turn_started(state, action, now_ms):
         if type(steering) is dict and _same(steering.get("id"), queued_id):
             out.pop("steeringMessage")
         queued = out.get("queuedMessages")
-        if isinstance(queued, list):
-            kept = [m for m in queued if not (type(m) is dict and _same(m.get("id"), queued_id))]
-            if len(kept) != len(queued):
-                out = put(out, "queuedMessages", kept or None)
+        if truthy(queued):  # filtered, and left absent when empty (an empty queue too)
+            kept = _queue_without(queued, queued_id)
+            out = put(out, "queuedMessages", kept or None)
     return out
+
+
+def _queue_without(queued: Any, mid: Any) -> list:
+    """``queued.filter(m => m.id !== mid)``: it throws on a queue that is not an array, or with a
+    null entry (``TypeError``)."""
+    return [m for m in array_of(queued) if not _same(member(m, "id"), mid)]
+
+
+def _spread_parts(active: dict) -> list | Vector:
+    """``[...activeTurn.responseParts]``: a string spreads by character, anything else not an array throws."""
+    parts = active.get("responseParts")
+    return parts if type(parts) is list or type(parts) is Vector else array_from(parts)
 
 
 def _response_part(state, action, now_ms):
     active = _active(state, action)
-    parts = _parts(active) if active is not None else None
-    if parts is None:
+    if active is None:
         return state
-    return _with_parts(state, active, appended(parts, action.get("part")))
+    return _with_parts(state, active, appended(_spread_parts(active), action.get("part")))
 
 
 def _append_to_part(kind: str):
@@ -298,14 +302,17 @@ def _append_by_rules(state: dict, action: dict, kind: str, active: dict, parts: 
 
 
 def _usage(state, action, now_ms):
-    active = _active(state, action)
-    if active is None:
+    active = state.get("activeTurn")
+    if not truthy(active) or not _same(member(active, "id"), action.get("turnId")):
         return state
-    return put(state, "activeTurn", put(active, "usage", action.get("usage")))
+    return put(state, "activeTurn", put(spread(active), "usage", action.get("usage")))
 
 
-def cancelled_by_turn_end(tc: dict) -> dict:
-    """T13: an unfinished tool call force-cancelled because its turn ended."""
+def cancelled_by_turn_end(tc: Any) -> dict:
+    """T13: an unfinished tool call force-cancelled because its turn ended (a call that is not an
+    object has no members: it becomes a bare cancelled call)."""
+    if type(tc) is not dict:
+        tc = {}
     streaming = tc.get("status") == STREAMING
     out = pick(tc, BASE_KEYS)
     out["status"] = CANCELLED
@@ -321,10 +328,31 @@ def cancelled_by_turn_end(tc: dict) -> dict:
     return out
 
 
-def _finish_part(part: Any) -> Any:
-    if _unfinished(part):
-        return put(part, "toolCall", cancelled_by_turn_end(part["toolCall"]))
-    return part
+def _ended_parts(parts: list | Vector) -> list | Vector:
+    """The parts as their turn ends: an unfinished tool call is force-cancelled (T13), its part
+    rebuilt as ``{kind, toolCall}``. ``TypeError`` where the reference's map throws: on a null part,
+    or a tool-call part without a call."""
+    unfinished = False
+    for part in parts:
+        if type(part) is dict:
+            if part.get("kind") == "toolCall":
+                tc = part.get("toolCall")
+                if tc is None:
+                    raise TypeError("cannot read 'status' of undefined")
+                if type(tc) is not dict or tc.get("status") not in _FINISHED:
+                    unfinished = True
+        elif part is None:
+            raise TypeError("cannot read 'kind' of null")
+    if not unfinished:
+        return parts
+    return sequence([
+        {"kind": "toolCall", "toolCall": cancelled_by_turn_end(part["toolCall"])}
+        if type(part) is dict
+        and part.get("kind") == "toolCall"
+        and not (type(part["toolCall"]) is dict and part["toolCall"].get("status") in _FINISHED)
+        else part
+        for part in parts
+    ])
 
 
 def _end_turn(turn_state: str):
@@ -345,17 +373,15 @@ def _end_turn(turn_state: str):
             turn["duration"] = duration
         if active.get("message") is not None:
             turn["message"] = active["message"]
-        if count(parts, _unfinished):
-            parts = sequence([_finish_part(p) for p in parts])
-        turn["responseParts"] = parts
+        turn["responseParts"] = _ended_parts(parts)
         if active.get("usage") is not None:
             turn["usage"] = active["usage"]
         turn["state"] = turn_state
         if terminal == ERROR and action.get("error") is not None:
             turn["error"] = action["error"]
-        turns = _seq(state.get("turns"))
+        turns = state.get("turns")  # [...state.turns, turn]: a string spreads, anything else throws
         out = dict(state)
-        out["turns"] = appended([] if turns is None else turns, turn)
+        out["turns"] = appended(turns if _seq(turns) is not None else array_from(turns), turn)
         out.pop("activeTurn", None)
         out["modifiedAt"] = iso_ms(now_ms)
         out["status"] = derive_status(out, terminal)
@@ -393,6 +419,8 @@ def _turns_loaded(state, action, now_ms):
     given = action.get("turns")
     if turns is None or not isinstance(given, list):
         return state
+    if find(turns, _turn_key, STOP) >= 0:  # `state.turns.map(turn => turn.id)` reads every turn
+        raise TypeError("cannot read 'id' of null")
     loaded = [t for t in given if find(turns, _turn_key, key(member(t, "id"))) < 0]
     return put_many(
         state,
@@ -420,28 +448,30 @@ def _pending_message_removed(state, action, now_ms):
             return state
         return put(state, "steeringMessage", None)
     queued = state.get("queuedMessages")
-    if not isinstance(queued, list):
+    if not truthy(queued):
         return state
-    kept = [m for m in queued if not (type(m) is dict and _same(m.get("id"), mid))]
+    kept = _queue_without(queued, mid)
     if len(kept) == len(queued):
         return state
     return put(state, "queuedMessages", kept or None)
 
 
 def _queued_reordered(state, action, now_ms):
+    """The listed ids first, in order, then the rest; as the reference builds it, by a map from
+    id to the *last* entry with it, so entries that share a placed id leave only that one."""
     queued = state.get("queuedMessages")
-    if not isinstance(queued, list):
+    if not truthy(queued):
         return state
-    placed: set[int] = set()
+    by_id = {key(member(m, "id")): m for m in array_of(queued)}
+    placed: set = set()
     ordered = []
-    for mid in as_list(action.get("order")):
-        for i, m in enumerate(queued):
-            if i not in placed and type(m) is dict and _same(m.get("id"), mid):
-                placed.add(i)
-                ordered.append(m)
-                break
-    ordered.extend(m for i, m in enumerate(queued) if i not in placed)
-    if all(a is b for a, b in zip(ordered, queued, strict=True)):
+    for mid in array_of(action.get("order")):
+        k = key(mid)
+        if k in by_id and k not in placed:
+            placed.add(k)
+            ordered.append(by_id[k])
+    ordered.extend(m for m in queued if key(member(m, "id")) not in placed)
+    if len(ordered) == len(queued) and all(a is b for a, b in zip(ordered, queued, strict=True)):
         return state
     return put(state, "queuedMessages", ordered)
 
@@ -563,24 +593,28 @@ def _copy_truthy(out: dict, source: dict, keys: tuple[str, ...]) -> dict:
 
 
 def refine_contributor(current: Any, nxt: Any) -> Any:
-    """Contributor on ``toolCallReady``: execution ownership never moves (chat-channel §6.4)."""
-    if not isinstance(nxt, dict):
+    """Contributor on ``toolCallReady``: execution ownership never moves (chat-channel §6.4).
+
+    A client's call keeps its contributor unless the same client is named again; a call without a
+    client contributor takes any new contributor that is not a client (an unknown kind included).
+    """
+    if not truthy(nxt):
         return current
-    cur_kind = current.get("kind") if isinstance(current, dict) else None
-    if cur_kind == "client":
-        if nxt.get("kind") == "client" and _same(nxt.get("clientId"), current.get("clientId")):
+    next_kind = nxt.get("kind") if type(nxt) is dict else None
+    if (current.get("kind") if type(current) is dict else None) == "client":
+        if next_kind == "client" and _same(nxt.get("clientId"), current.get("clientId")):
             return nxt
         return current
-    if nxt.get("kind") == "mcp":
-        return nxt
-    return current
+    return current if next_kind == "client" else nxt
 
 
 def _resolve_option(options: Any, option_id: Any) -> Any:
-    if not truthy(option_id) or not isinstance(options, list):
+    """``options.find(o => o.id === id)`` after ``if (!id || !options)``: it throws (``TypeError``)
+    on options that are not an array and on a null option it reaches."""
+    if not truthy(option_id) or not truthy(options):
         return None
-    for option in options:
-        if isinstance(option, dict) and _same(option.get("id"), option_id):
+    for option in array_of(options):
+        if _same(member(option, "id"), option_id):
             return option
     return None
 
@@ -668,7 +702,7 @@ def _t_complete(tc: dict, action: dict) -> dict | None:  # T7
     source = tc.get("status")
     result = action.get("result")
     if source == AUTH_REQUIRED:
-        if truthy(result.get("success") if type(result) is dict else None):
+        if truthy(member(result, "success")):  # reading it from a missing result throws
             return None
     elif source not in (RUNNING, PENDING_CONFIRMATION):
         return None
@@ -790,7 +824,7 @@ def _tool_call_action(transform, rederive: bool):
                     if new_tc is not None:
                         new_part = part.copy()
                         new_part["toolCall"] = new_tc
-                        # The counted predicates (blocks_user, _unfinished) read only the status.
+                        # The counted predicate (blocks_user) reads only the status.
                         status = tc.get("status")
                         same = type(status) is str and new_tc.get("status") == status
                         new_parts = new_parts.replaced(i, new_part, same_keys=True, same_counts=same)
@@ -810,12 +844,11 @@ def _tool_call_action(transform, rederive: bool):
 
 def _tool_call_start(state, action, now_ms):
     active = _active(state, action)
-    parts = _parts(active) if active is not None else None
-    if parts is None:
+    if active is None:
         return state
     tc = {"status": STREAMING, **pick(action, ("toolCallId", "toolName", "displayName"))}
     _copy(tc, action, ("intention", "contributor", "_meta"))
-    return _with_parts(state, active, appended(parts, {"kind": "toolCall", "toolCall": tc}))
+    return _with_parts(state, active, appended(_spread_parts(active), {"kind": "toolCall", "toolCall": tc}))
 
 
 reduce_chat = make_reducer(

@@ -683,3 +683,107 @@ def test_cleared_reads_the_length_as_the_reference_does():
     changeset = REDUCERS["changeset"]
     state = {"status": "ready", "files": {"length": 0}}
     assert changeset(state, {"type": "changeset/cleared"}, 9999) is state
+
+
+def _chat_with(parts, status=8, **extra):
+    return {
+        "resource": "ahp-chat:/c", "title": "t", "status": status, "modifiedAt": "x", "turns": [],
+        "activeTurn": {"id": "t1", "responseParts": parts}, **extra,
+    }
+
+
+STREAMING_CALL = {"kind": "toolCall", "toolCall": {"toolCallId": "c", "toolName": "x", "displayName": "x", "status": "streaming"}}
+
+
+@pytest.mark.parametrize(
+    "current,offered,kept",
+    [
+        (None, {"kind": "host"}, {"kind": "host"}),  # any kind that is not a client
+        ({"kind": "mcp", "customizationId": "m"}, {"x": 1}, {"x": 1}),
+        (None, "x", "x"),
+        ({"kind": "client", "clientId": "a"}, {"kind": "mcp", "customizationId": "m"}, {"kind": "client", "clientId": "a"}),
+        ({"kind": "client", "clientId": "a"}, {"kind": "client", "clientId": "a", "tools": 1}, {"kind": "client", "clientId": "a", "tools": 1}),
+        ({"kind": "mcp", "customizationId": "m"}, {"kind": "client", "clientId": "b"}, {"kind": "mcp", "customizationId": "m"}),
+    ],
+)
+def test_a_ready_call_takes_any_new_contributor_but_a_client(current, offered, kept):
+    call = {**STREAMING_CALL["toolCall"], **({"contributor": current} if current else {})}
+    state = _chat_with([{"kind": "toolCall", "toolCall": call}])
+    out = apply(state, {"type": "chat/toolCallReady", "toolCallId": "c", "invocationMessage": "m",
+                        "confirmed": "not-needed", "contributor": offered})
+    assert tool_call(out, "c").get("contributor") == kept
+
+
+def test_chat_status_is_rewritten_unless_it_is_strictly_the_derived_one():
+    # refreshSummaryStatus compares with ===: an idle chat's stored true is not the derived 1
+    state = {"resource": "ahp-chat:/c", "title": "t", "status": True, "modifiedAt": "x", "turns": []}
+    out = apply(state, {"type": "chat/toolCallReady", "toolCallId": "zz"})
+    assert out["status"] == 1 and out["status"] is not True
+
+
+def test_pending_messages_are_filtered_as_the_reference_filters_them():
+    # turnStarted with a queuedMessageId filters any truthy queue and drops it when empty
+    state = {"resource": "ahp-chat:/c", "title": "t", "status": 1, "modifiedAt": "x", "turns": [], "queuedMessages": []}
+    out = chat(state, {"type": "chat/turnStarted", "turnId": "t2", "queuedMessageId": "q"}, 9999)
+    assert "queuedMessages" not in out and out["activeTurn"]["id"] == "t2"
+    for queue in ("abc", [None]):  # no filter on a string; a null entry's id cannot be read
+        odd = {**state, "queuedMessages": queue}
+        assert chat(odd, {"type": "chat/turnStarted", "turnId": "t2", "queuedMessageId": "q"}, 9999) is odd
+    odd = {**state, "queuedMessages": [{"id": "a"}, None]}
+    assert chat(odd, {"type": "chat/pendingMessageRemoved", "kind": "queued", "id": "a"}, 9999) is odd
+
+
+def test_reordering_places_the_last_entry_of_each_listed_id():
+    # new Map(existing.map(m => [m.id, m])) keeps the last entry per id, and every entry whose
+    # id was placed is left out of the rest.
+    state = {"resource": "ahp-chat:/c", "title": "t", "status": 1, "modifiedAt": "x", "turns": [],
+             "queuedMessages": [{"id": "a", "message": 1}, {"id": "a", "message": 2}, {"id": "b"}]}
+    out = chat(state, {"type": "chat/queuedMessagesReordered", "order": ["b", "a"]}, 9999)
+    assert out["queuedMessages"] == [{"id": "b"}, {"id": "a", "message": 2}]
+    out = chat(state, {"type": "chat/queuedMessagesReordered", "order": ["a"]}, 9999)
+    assert out["queuedMessages"] == [{"id": "a", "message": 2}, {"id": "b"}]
+    nulls = {**state, "queuedMessages": [{"id": "a"}, None]}
+    assert chat(nulls, {"type": "chat/queuedMessagesReordered", "order": ["a"]}, 9999) is nulls
+
+
+def test_a_turn_ends_into_the_turns_it_can_spread():
+    state = _chat_with([])
+    del state["turns"]
+    assert chat(state, {"type": "chat/turnComplete", "turnId": "t1"}, 9999) is state
+    out = chat({**state, "turns": "ab"}, {"type": "chat/turnComplete", "turnId": "t1"}, 9999)
+    assert out["turns"][:2] == ["a", "b"] and out["turns"][2]["id"] == "t1"
+
+
+def test_parts_spread_as_the_reference_spreads_them():
+    out = apply(_chat_with("ab"), {"type": "chat/responsePart", "part": {"kind": "markdown", "id": "p", "content": ""}})
+    assert out["activeTurn"]["responseParts"] == ["a", "b", {"kind": "markdown", "id": "p", "content": ""}]
+
+
+def test_the_turn_end_rebuilds_a_force_cancelled_part():
+    # T13 returns a fresh {kind, toolCall}; a call that is not an object has no status, so it is
+    # unfinished, and cancels to a bare call.
+    part = {"kind": "toolCall", "_meta": {"p": 1}, "extra": 2, "toolCall": {"toolCallId": "c", "status": "running"}}
+    out = apply(_chat_with([part, {"kind": "toolCall", "toolCall": "x"}]), {"type": "chat/turnComplete"})
+    assert out["turns"][0]["responseParts"] == [
+        {"kind": "toolCall", "toolCall": {"toolCallId": "c", "status": "cancelled", "reason": "skipped"}},
+        {"kind": "toolCall", "toolCall": {"status": "cancelled", "reason": "skipped"}},
+    ]
+
+
+def test_confirmation_options_and_auth_results_are_read_as_the_reference_reads_them():
+    pending = {**STREAMING_CALL["toolCall"], "status": "pending-confirmation", "options": "abc"}
+    state = _chat_with([{"kind": "toolCall", "toolCall": pending}], status=24)
+    confirm = {"type": "chat/toolCallConfirmed", "toolCallId": "c", "approved": True, "selectedOptionId": "o"}
+    assert apply(state, confirm) is state  # "abc".find is not a function
+    pending = {**pending, "options": [None, {"id": "o"}]}
+    state = _chat_with([{"kind": "toolCall", "toolCall": pending}], status=24)
+    assert apply(state, confirm) is state  # null.id
+    auth = {**STREAMING_CALL["toolCall"], "status": "auth-required", "contributor": {"kind": "mcp", "customizationId": "m"}}
+    state = _chat_with([{"kind": "toolCall", "toolCall": auth}], status=24)
+    assert apply(state, {"type": "chat/toolCallComplete", "toolCallId": "c"}) is state  # undefined.success
+
+
+def test_usage_lands_on_whatever_active_turn_the_check_lets_through():
+    state = {"resource": "ahp-chat:/c", "title": "t", "status": 8, "modifiedAt": "x", "turns": [], "activeTurn": "x"}
+    out = chat(state, {"type": "chat/usage", "usage": {"inputTokens": 1}}, 9999)
+    assert out["activeTurn"] == {"0": "x", "usage": {"inputTokens": 1}}
