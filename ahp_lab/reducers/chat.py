@@ -69,21 +69,44 @@ def blocks_user(part: Any) -> bool:
     return False
 
 
-def _blocking(parts: Any) -> bool:
-    if type(parts) is Vector:
-        return parts.count(blocks_user) > 0
-    return any(map(blocks_user, parts)) if isinstance(parts, list) else False
+def _blocking(parts: list | Vector) -> bool:
+    """An open input request, else a blocking tool call, among the parts: the reference's two
+    ``some`` scans, which throw (``TypeError``) on a null part they reach, and the second on a
+    tool-call part without its call."""
+    if type(parts) is Vector and not parts.candidates(_part_key, STOP):
+        return parts.count(blocks_user) > 0  # no part a scan could stop at: the count is exact
+    for part in parts:
+        if type(part) is dict:
+            if part.get("kind") == "inputRequest" and part.get("response") is None:
+                return True
+        elif part is None:
+            raise TypeError("cannot read 'kind' of null")
+    for part in parts:
+        if type(part) is dict and part.get("kind") == "toolCall":
+            tc = part.get("toolCall")
+            if tc is None:
+                raise TypeError("cannot read 'status' of undefined")
+            if type(tc) is dict and tc.get("status") in BLOCKING_TOOL_CALL_STATES:
+                return True
+    return False
 
 
 def derive_status(state: dict, terminal: int | None = None) -> int:
-    """``ChatState.status`` derived from the state after a change (reducer-rules §6.2)."""
+    """``ChatState.status`` derived from the state after a change (reducer-rules §6.2).
+
+    An active turn whose parts are not an array fails it (``TypeError``), as the reference's
+    ``activeTurn?.responseParts.some(...)`` throws.
+    """
     active = state.get("activeTurn")
     if terminal == ERROR:
         activity = ERROR
-    elif type(active) is dict:
-        activity = INPUT_NEEDED if _blocking(active.get("responseParts")) else IN_PROGRESS
-    else:
+    elif active is None:
         activity = IDLE
+    else:
+        parts = member(active, "responseParts")
+        if type(parts) is not list and type(parts) is not Vector:
+            raise TypeError("activeTurn.responseParts has no some()")
+        activity = INPUT_NEEDED if _blocking(parts) else IN_PROGRESS
     return (as_int(state.get("status")) & ~ACTIVITY_MASK) | activity
 
 
@@ -140,26 +163,32 @@ def part_identifier(part: Any) -> Any:
 
 
 def _part_key(part: Any) -> Any:
-    if type(part) is not dict:
-        return NO_KEY
-    if part.get("kind") == "toolCall":
-        tc = part.get("toolCall")
-        if type(tc) is not dict:
-            return NO_KEY
-        ident = tc.get("toolCallId")
-    else:
-        ident = part.get("id")
-    return ident if type(ident) is str else key(ident)
+    """The identifier parts are searched by, as the reference reads it: a tool call's
+    ``toolCallId``, else ``'id' in part ? part.id : undefined``. ``STOP`` where that read throws: a
+    null, string, number or boolean part, or a tool-call part without its call."""
+    if type(part) is dict:
+        if part.get("kind") == "toolCall":
+            tc = part.get("toolCall")
+            if type(tc) is not dict:
+                return STOP if tc is None else None  # a call that is not an object has no id
+            ident = tc.get("toolCallId")
+        else:
+            ident = part.get("id")
+        return ident if type(ident) is str else key(ident)
+    return None if isinstance(part, list) else STOP
 
 
 def _request_key(part: Any) -> Any:
-    if type(part) is dict and part.get("kind") == "inputRequest":
+    """The key an open input request is found by (its ``request.id``); ``STOP`` where that search
+    throws: a null part, or an open request part without a request."""
+    if type(part) is dict:
+        if part.get("kind") != "inputRequest" or part.get("response") is not None:
+            return NO_KEY
         request = part.get("request")
         if type(request) is dict:
             return key(request.get("id"))
-        if request is not None:  # the id of a string or number reads as undefined
-            return None
-    return NO_KEY
+        return STOP if request is None else None  # the id of a string or number reads as undefined
+    return STOP if part is None else NO_KEY
 
 
 # -- turn lifecycle and streaming ----------------------------------------------------------------
@@ -245,12 +274,20 @@ def _append_to_part(kind: str):
             part_id = action.get("partId")
             if not (type(parts) is list and len(parts) <= PLAIN_MAX and type(part_id) is str):
                 return _append_by_rules(state, action, kind, active, parts, part_id)
-            # A short list is scanned for the first part keyed ``part_id`` (a tool call by its toolCallId).
+            # A short list is scanned for the first part keyed ``part_id`` (a tool call by its
+            # toolCallId); a part whose key cannot be read fails the search (``TypeError``).
             for i, part in enumerate(parts):  # noqa: B007 - i is read after the break
                 if type(part) is dict:
                     part_kind = part.get("kind")
-                    if part.get("id") == part_id if part_kind != "toolCall" else _part_key(part) == part_id:
-                        break
+                    if part_kind != "toolCall":
+                        if part.get("id") == part_id:
+                            break
+                        continue
+                k = _part_key(part)
+                if k == part_id:
+                    break
+                if k is STOP:
+                    raise TypeError("the part search reaches a part it cannot read")
             else:
                 return state
             if part_kind != kind:
@@ -280,9 +317,12 @@ def _append_by_rules(state: dict, action: dict, kind: str, active: dict, parts: 
     if type(parts) is list:
         i = -1
         for j, part in enumerate(parts):  # short list: a scan is cheaper than an index
-            if _part_key(part) == wanted and wanted is not NO_KEY:
+            k = _part_key(part)
+            if k == wanted:
                 i = j
                 break
+            if k is STOP:
+                raise TypeError("the part search reaches a part it cannot read")
     elif type(parts) is Vector:
         i = parts.find(_part_key, wanted)
     else:
@@ -303,9 +343,13 @@ def _append_by_rules(state: dict, action: dict, kind: str, active: dict, parts: 
 
 def _usage(state, action, now_ms):
     active = state.get("activeTurn")
-    if not truthy(active) or not _same(member(active, "id"), action.get("turnId")):
+    if type(active) is not dict:  # any truthy active turn the id check lets through is spread
+        if not truthy(active) or not _same(member(active, "id"), action.get("turnId")):
+            return state
+        active = spread(active)
+    elif not _same(active.get("id"), action.get("turnId")):
         return state
-    return put(state, "activeTurn", put(spread(active), "usage", action.get("usage")))
+    return put(state, "activeTurn", put(active, "usage", action.get("usage")))
 
 
 def cancelled_by_turn_end(tc: Any) -> dict:
@@ -480,12 +524,20 @@ def _queued_reordered(state, action, now_ms):
 
 
 def _open_request_index(parts: list | Vector, request_id: Any) -> int:
+    """The open input request part with ``request.id === request_id``, else ``-1``; ``TypeError``
+    where the reference's ``findIndex`` throws before reaching it."""
     wanted = key(request_id)
+    found = -1
     for i in candidates(parts, _request_key, wanted):
-        part = parts[i]
-        if _request_key(part) == wanted and part.get("response") is None:
-            return i
-    return -1
+        if _request_key(parts[i]) == wanted:
+            found = i
+            break
+    for i in candidates(parts, _request_key, STOP):
+        if 0 <= found <= i:
+            break
+        if _request_key(parts[i]) is STOP:
+            raise TypeError("the input request search reaches a part it cannot read")
+    return found
 
 
 def _input_requested(state, action, now_ms):
@@ -792,9 +844,14 @@ def _tool_call_action(transform, rederive: bool):
                 # A short list (most turns) is scanned in place, and copied once however many match.
                 new_parts = None
                 for i, part in enumerate(parts):
-                    if type(part) is dict and part.get("kind") == "toolCall":
+                    if type(part) is not dict:
+                        if part is None:  # the reference's map reads every part's kind
+                            raise TypeError("cannot read 'kind' of null")
+                    elif part.get("kind") == "toolCall":
                         tc = part.get("toolCall")
                         if type(tc) is not dict:
+                            if tc is None:
+                                raise TypeError("cannot read 'toolCallId' of undefined")
                             continue
                         ident = tc.get("toolCallId")
                         if (ident if type(ident) is str else key(ident)) == wanted:
@@ -809,6 +866,10 @@ def _tool_call_action(transform, rederive: bool):
                     out = _with_parts(state, active, new_parts)
             else:  # a long turn: the calls are found through the parts' index
                 vec = Vector.of(parts)
+                for i in vec.candidates(_part_key, STOP):  # parts the map cannot read (rare)
+                    part = vec[i]
+                    if part is None or (type(part) is dict and part.get("toolCall") is None):
+                        raise TypeError("the reference's map reaches a part it cannot read")
                 new_parts = vec
                 for i in vec.candidates(_part_key, wanted):
                     part = vec[i]

@@ -787,3 +787,65 @@ def test_usage_lands_on_whatever_active_turn_the_check_lets_through():
     state = {"resource": "ahp-chat:/c", "title": "t", "status": 8, "modifiedAt": "x", "turns": [], "activeTurn": "x"}
     out = chat(state, {"type": "chat/usage", "usage": {"inputTokens": 1}}, 9999)
     assert out["activeTurn"] == {"0": "x", "usage": {"inputTokens": 1}}
+
+
+def _long(parts: list, size: str) -> list:
+    """``parts`` after enough finished markdown parts that the reducer indexes them (size "large")."""
+    pad = [{"kind": "markdown", "id": f"pad-{i}", "content": "x"} for i in range(20)] if size == "large" else []
+    return [*pad, *parts]
+
+
+MD = {"kind": "markdown", "id": "p", "content": "a"}
+RUNNING_CALL = {"kind": "toolCall", "toolCall": {"toolCallId": "c", "toolName": "x", "displayName": "x", "status": "running"}}
+OPEN_REQUEST = {"kind": "inputRequest", "request": {"id": "r"}}
+
+
+@pytest.mark.parametrize("size", ["small", "large"])
+@pytest.mark.parametrize(
+    "parts,action",
+    [
+        # `'id' in part` throws on a null or primitive part before the target, and so does
+        # `part.toolCall.toolCallId` on a tool-call part without its call
+        ([None, MD], {"type": "chat/delta", "partId": "p", "content": "b"}),
+        (["x", MD], {"type": "chat/delta", "partId": "p", "content": "b"}),
+        ([{"kind": "toolCall"}, MD], {"type": "chat/delta", "partId": "p", "content": "b"}),
+        # the tool-call map reads every part: a bad part anywhere, matched or not
+        ([RUNNING_CALL, None], {"type": "chat/toolCallContentChanged", "toolCallId": "c", "content": []}),
+        ([RUNNING_CALL, {"kind": "toolCall"}], {"type": "chat/toolCallContentChanged", "toolCallId": "c", "content": []}),
+        ([None], {"type": "chat/toolCallReady", "toolCallId": "zz"}),
+        # the end of the turn maps every part
+        ([None], {"type": "chat/turnComplete"}),
+        ([{"kind": "toolCall"}], {"type": "chat/turnCancelled"}),
+        # findIndex for an open request reads a null part, or an open part without a request
+        ([None], {"type": "chat/inputRequested", "request": {"id": "r"}}),
+        ([None, OPEN_REQUEST], {"type": "chat/inputAnswerChanged", "requestId": "r", "questionId": "q", "answer": 1}),
+        ([{"kind": "inputRequest"}, OPEN_REQUEST], {"type": "chat/inputCompleted", "requestId": "r", "response": "accept"}),
+        # the status scans after the change: no open request is left, and a null part comes next
+        ([OPEN_REQUEST, None], {"type": "chat/inputCompleted", "requestId": "r", "response": "accept"}),
+    ],
+)
+def test_a_part_the_reference_cannot_read_fails_the_search_that_reaches_it(size, parts, action):
+    state = _chat_with(_long(parts, size), status=8)
+    assert apply(state, action) is state
+
+
+@pytest.mark.parametrize("size", ["small", "large"])
+def test_parts_after_the_match_or_harmless_to_a_search_do_not_fail_it(size):
+    state = _chat_with(_long([MD, None], size))
+    out = apply(state, {"type": "chat/delta", "partId": "p", "content": "b"})
+    assert out["activeTurn"]["responseParts"][-2]["content"] == "ab"
+    # a string part has no kind: the tool-call map passes it
+    state = _chat_with(_long(["x", RUNNING_CALL], size))
+    out = apply(state, {"type": "chat/toolCallContentChanged", "toolCallId": "c", "content": [{"type": "text", "text": "t"}]})
+    assert out["activeTurn"]["responseParts"][-1]["toolCall"]["content"] == [{"type": "text", "text": "t"}]
+    # with no partId, the first part whose id reads as undefined is the match (a call that is not
+    # an object has none): the delta changes nothing
+    state = _chat_with(_long([{"kind": "toolCall", "toolCall": "x"}, {"kind": "markdown", "content": "a"}], size))
+    assert apply(state, {"type": "chat/delta", "content": "b"}) == state
+
+
+@pytest.mark.parametrize("active", ["", 0, "x", {"id": "t1"}, {"id": "t1", "responseParts": "ab"}])
+def test_status_derivation_on_an_active_turn_without_parts_fails_as_the_reference_does(active):
+    # refreshSummaryStatus runs `activeTurn?.responseParts.some(...)` even when the call was not found
+    state = {"resource": "ahp-chat:/c", "title": "t", "status": 8, "modifiedAt": "x", "turns": [], "activeTurn": active}
+    assert chat(state, {"type": "chat/toolCallReady", "turnId": "t1", "toolCallId": "c"}, 9999) is state
