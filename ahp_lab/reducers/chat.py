@@ -27,12 +27,21 @@ from ..protocol.names import (
     STREAMING,
 )
 from ..protocol.text import TAIL_MAX, Text, append_text
-from ..protocol.vector import NO_KEY, PLAIN_MAX, STOP, Vector, appended, candidates, count, find, replaced, sequence
+from ..protocol.vector import (
+    NO_KEY,
+    PLAIN_MAX,
+    STOP,
+    Vector,
+    appended,
+    candidates,
+    find,
+    replaced,
+    sequence,
+)
 from ._js import array_from, clamp_non_negative, json_plus, key, plus, spread, to_string, truthy
 from ._util import (
     array_of,
     as_int,
-    as_list,
     directory_removed,
     directory_set,
     key_of,
@@ -389,14 +398,16 @@ def _ended_parts(parts: list | Vector) -> list | Vector:
             raise TypeError("cannot read 'kind' of null")
     if not unfinished:
         return parts
-    return sequence([
-        {"kind": "toolCall", "toolCall": cancelled_by_turn_end(part["toolCall"])}
-        if type(part) is dict
-        and part.get("kind") == "toolCall"
-        and not (type(part["toolCall"]) is dict and part["toolCall"].get("status") in _FINISHED)
-        else part
-        for part in parts
-    ])
+    return sequence(
+        [
+            {"kind": "toolCall", "toolCall": cancelled_by_turn_end(part["toolCall"])}
+            if type(part) is dict
+            and part.get("kind") == "toolCall"
+            and not (type(part["toolCall"]) is dict and part["toolCall"].get("status") in _FINISHED)
+            else part
+            for part in parts
+        ]
+    )
 
 
 def _end_turn(turn_state: str):

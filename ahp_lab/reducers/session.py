@@ -231,8 +231,7 @@ def _child_ids(entry: Any) -> list | tuple:
     if type(children) is not list and type(children) is not Vector:
         return (STOP,) if truthy(children) else ()
     return [  # _id_key inlined: this runs for every child when the index is built
-        (v if type(v := c.get("id")) is str else key(v)) if type(c) is dict else _id_key(c)
-        for c in children
+        (v if type(v := c.get("id")) is str else key(v)) if type(c) is dict else _id_key(c) for c in children
     ]
 
 

@@ -570,10 +570,22 @@ def _big(entries: list, pad: dict) -> list:
     [
         ("chats", [None, {"resource": "a"}], {"type": "session/chatRemoved", "chat": "a"}),
         ("chats", [None], {"type": "session/chatAdded", "summary": {"resource": "b"}}),
-        ("chats", [None, {"resource": "a"}], {"type": "session/chatUpdated", "chat": "a", "changes": {"title": "x"}}),
+        (
+            "chats",
+            [None, {"resource": "a"}],
+            {"type": "session/chatUpdated", "chat": "a", "changes": {"title": "x"}},
+        ),
         ("activeClients", [None], {"type": "session/activeClientSet", "activeClient": {"clientId": "c"}}),
-        ("activeClients", [None, {"clientId": "c"}], {"type": "session/activeClientRemoved", "clientId": "c"}),
-        ("inputNeeded", [None], {"type": "session/inputNeededSet", "request": {"id": "r", "kind": "chatInput"}}),
+        (
+            "activeClients",
+            [None, {"clientId": "c"}],
+            {"type": "session/activeClientRemoved", "clientId": "c"},
+        ),
+        (
+            "inputNeeded",
+            [None],
+            {"type": "session/inputNeededSet", "request": {"id": "r", "kind": "chatInput"}},
+        ),
         ("inputNeeded", [None, {"id": "r"}], {"type": "session/inputNeededRemoved", "id": "r"}),
         ("customizations", [None], {"type": "session/customizationUpdated", "customization": {"id": "x"}}),
         (
@@ -607,7 +619,9 @@ def test_a_match_before_a_null_entry_is_found_and_the_status_search_still_stops_
         assert session(state, {"type": "session/inputNeededRemoved", "id": "a"}, 9999) is state
     # A user-blocking entry before the null ends `some` first: no throw.
     state = {**SESSION, "status": 1, "inputNeeded": [{"id": "a"}, None]}
-    out = session(state, {"type": "session/inputNeededSet", "request": {"id": "a", "kind": "chatInput"}}, 9999)
+    out = session(
+        state, {"type": "session/inputNeededSet", "request": {"id": "a", "kind": "chatInput"}}, 9999
+    )
     assert out["status"] == 24
 
 
@@ -622,28 +636,49 @@ def test_the_child_search_fails_on_a_container_it_cannot_search(size):
     toggle = {"type": "session/customizationToggled", "id": "x", "enabled": False}
     remove = {"type": "session/customizationRemoved", "id": "x"}
     stop = {"type": "session/mcpServerStopRequested", "id": "m"}
-    bad_first = {**SESSION, "customizations": tree({"id": "p", "children": "abc"}, {"id": "q", "children": [{"id": "x"}]})}
+    bad_first = {
+        **SESSION,
+        "customizations": tree({"id": "p", "children": "abc"}, {"id": "q", "children": [{"id": "x"}]}),
+    }
     assert session(bad_first, toggle, 9999) is bad_first
-    bad_after = {**SESSION, "customizations": tree({"id": "q", "children": [{"id": "x"}]}, {"id": "p", "children": 5})}
+    bad_after = {
+        **SESSION,
+        "customizations": tree({"id": "q", "children": [{"id": "x"}]}, {"id": "p", "children": 5}),
+    }
     toggled = session(bad_after, toggle, 9999)
     assert toggled["customizations"][-2]["children"] == [{"id": "x", "enabled": False}]  # reached first
     assert session(bad_after, remove, 9999) is bad_after
-    null_later = {**SESSION, "customizations": tree({"id": "q", "children": [{"id": "x"}]}, {"id": "r", "children": [None]})}
+    null_later = {
+        **SESSION,
+        "customizations": tree({"id": "q", "children": [{"id": "x"}]}, {"id": "r", "children": [None]}),
+    }
     assert session(null_later, remove, 9999) is null_later
-    mcp = {**SESSION, "customizations": tree(
-        {"id": "p", "children": [{"id": "m", "type": "mcpServer"}]}, {"id": "q", "children": True}
-    )}
+    mcp = {
+        **SESSION,
+        "customizations": tree(
+            {"id": "p", "children": [{"id": "m", "type": "mcpServer"}]}, {"id": "q", "children": True}
+        ),
+    }
     assert session(mcp, stop, 9999) is mcp
     # Falsy children and MCP servers are skipped before anything is read.
-    fine = {**SESSION, "customizations": tree(
-        {"id": "p", "children": ""}, {"id": "s", "type": "mcpServer", "children": "x"}, {"id": "q", "children": [{"id": "x"}]}
-    )}
+    fine = {
+        **SESSION,
+        "customizations": tree(
+            {"id": "p", "children": ""},
+            {"id": "s", "type": "mcpServer", "children": "x"},
+            {"id": "q", "children": [{"id": "x"}]},
+        ),
+    }
     assert session(fine, remove, 9999)["customizations"][-1]["children"] == []
 
 
 def test_chat_removed_compares_the_default_chat_strictly_and_chat_updated_needs_changes():
     state = {**SESSION, "chats": [{"resource": 1}], "defaultChat": True}
-    assert session(state, {"type": "session/chatRemoved", "chat": 1}, 9999) == {**SESSION, "chats": [], "defaultChat": True}
+    assert session(state, {"type": "session/chatRemoved", "chat": 1}, 9999) == {
+        **SESSION,
+        "chats": [],
+        "defaultChat": True,
+    }
     state = {**SESSION, "chats": ["ab"]}
     assert session(state, {"type": "session/chatUpdated"}, 9999) is state
 
@@ -655,7 +690,9 @@ def test_numbers_behave_as_javascript_doubles():
     big = {"title": "t", "content": [{"type": "unclassified", "value": 2**53}]}
     assert terminal(big, {"type": "terminal/data", "data": 1}, 9999)["content"][0]["value"] == 2**53
     huge = {"title": "t", "content": [{"type": "unclassified", "value": 1e308}]}
-    assert terminal(huge, {"type": "terminal/data", "data": 1e308}, 9999)["content"] == [{"type": "unclassified"}]
+    assert terminal(huge, {"type": "terminal/data", "data": 1e308}, 9999)["content"] == [
+        {"type": "unclassified"}
+    ]
     # An integer literal too large for a double is Infinity, not an error.
     vast = {"title": "t", "content": [{"type": "unclassified", "value": 10**400}]}
     assert terminal(vast, {"type": "terminal/data", "data": "x"}, 9999)["content"][0]["value"] == "Infinityx"
@@ -663,8 +700,18 @@ def test_numbers_behave_as_javascript_doubles():
     state = {**SESSION, "chats": [{"resource": 2**53}]}
     assert session(state, {"type": "session/chatRemoved", "chat": 2**53 + 1}, 9999)["chats"] == []
     # Status arithmetic reads Number(): no "_" separators, no non-ASCII digits.
-    assert session({**SESSION, "status": "0x1_0"}, {"type": "session/isReadChanged", "isRead": True}, 9999)["status"] == 32
-    assert session({**SESSION, "status": "\u0663"}, {"type": "session/isReadChanged", "isRead": True}, 9999)["status"] == 32
+    assert (
+        session({**SESSION, "status": "0x1_0"}, {"type": "session/isReadChanged", "isRead": True}, 9999)[
+            "status"
+        ]
+        == 32
+    )
+    assert (
+        session({**SESSION, "status": "\u0663"}, {"type": "session/isReadChanged", "isRead": True}, 9999)[
+            "status"
+        ]
+        == 32
+    )
 
 
 @pytest.mark.parametrize("kind", ["root", "session"])
@@ -672,7 +719,11 @@ def test_config_changed_spreads_any_truthy_config(kind):
     # `if (!state.config) return state;` then `{...state.config, values: …}`.
     base = SESSION if kind == "session" else {}
     action = {"type": f"{kind}/configChanged", "config": {"x": 1}}
-    assert REDUCERS[kind]({**base, "config": "ab"}, action, 9999)["config"] == {"0": "a", "1": "b", "values": {"x": 1}}
+    assert REDUCERS[kind]({**base, "config": "ab"}, action, 9999)["config"] == {
+        "0": "a",
+        "1": "b",
+        "values": {"x": 1},
+    }
     assert REDUCERS[kind]({**base, "config": 5}, action, 9999)["config"] == {"values": {"x": 1}}
     assert REDUCERS[kind]({**base, "config": [7]}, action, 9999)["config"] == {"0": 7, "values": {"x": 1}}
     falsy = {**base, "config": ""}
@@ -687,12 +738,20 @@ def test_cleared_reads_the_length_as_the_reference_does():
 
 def _chat_with(parts, status=8, **extra):
     return {
-        "resource": "ahp-chat:/c", "title": "t", "status": status, "modifiedAt": "x", "turns": [],
-        "activeTurn": {"id": "t1", "responseParts": parts}, **extra,
+        "resource": "ahp-chat:/c",
+        "title": "t",
+        "status": status,
+        "modifiedAt": "x",
+        "turns": [],
+        "activeTurn": {"id": "t1", "responseParts": parts},
+        **extra,
     }
 
 
-STREAMING_CALL = {"kind": "toolCall", "toolCall": {"toolCallId": "c", "toolName": "x", "displayName": "x", "status": "streaming"}}
+STREAMING_CALL = {
+    "kind": "toolCall",
+    "toolCall": {"toolCallId": "c", "toolName": "x", "displayName": "x", "status": "streaming"},
+}
 
 
 @pytest.mark.parametrize(
@@ -701,16 +760,36 @@ STREAMING_CALL = {"kind": "toolCall", "toolCall": {"toolCallId": "c", "toolName"
         (None, {"kind": "host"}, {"kind": "host"}),  # any kind that is not a client
         ({"kind": "mcp", "customizationId": "m"}, {"x": 1}, {"x": 1}),
         (None, "x", "x"),
-        ({"kind": "client", "clientId": "a"}, {"kind": "mcp", "customizationId": "m"}, {"kind": "client", "clientId": "a"}),
-        ({"kind": "client", "clientId": "a"}, {"kind": "client", "clientId": "a", "tools": 1}, {"kind": "client", "clientId": "a", "tools": 1}),
-        ({"kind": "mcp", "customizationId": "m"}, {"kind": "client", "clientId": "b"}, {"kind": "mcp", "customizationId": "m"}),
+        (
+            {"kind": "client", "clientId": "a"},
+            {"kind": "mcp", "customizationId": "m"},
+            {"kind": "client", "clientId": "a"},
+        ),
+        (
+            {"kind": "client", "clientId": "a"},
+            {"kind": "client", "clientId": "a", "tools": 1},
+            {"kind": "client", "clientId": "a", "tools": 1},
+        ),
+        (
+            {"kind": "mcp", "customizationId": "m"},
+            {"kind": "client", "clientId": "b"},
+            {"kind": "mcp", "customizationId": "m"},
+        ),
     ],
 )
 def test_a_ready_call_takes_any_new_contributor_but_a_client(current, offered, kept):
     call = {**STREAMING_CALL["toolCall"], **({"contributor": current} if current else {})}
     state = _chat_with([{"kind": "toolCall", "toolCall": call}])
-    out = apply(state, {"type": "chat/toolCallReady", "toolCallId": "c", "invocationMessage": "m",
-                        "confirmed": "not-needed", "contributor": offered})
+    out = apply(
+        state,
+        {
+            "type": "chat/toolCallReady",
+            "toolCallId": "c",
+            "invocationMessage": "m",
+            "confirmed": "not-needed",
+            "contributor": offered,
+        },
+    )
     assert tool_call(out, "c").get("contributor") == kept
 
 
@@ -723,7 +802,14 @@ def test_chat_status_is_rewritten_unless_it_is_strictly_the_derived_one():
 
 def test_pending_messages_are_filtered_as_the_reference_filters_them():
     # turnStarted with a queuedMessageId filters any truthy queue and drops it when empty
-    state = {"resource": "ahp-chat:/c", "title": "t", "status": 1, "modifiedAt": "x", "turns": [], "queuedMessages": []}
+    state = {
+        "resource": "ahp-chat:/c",
+        "title": "t",
+        "status": 1,
+        "modifiedAt": "x",
+        "turns": [],
+        "queuedMessages": [],
+    }
     out = chat(state, {"type": "chat/turnStarted", "turnId": "t2", "queuedMessageId": "q"}, 9999)
     assert "queuedMessages" not in out and out["activeTurn"]["id"] == "t2"
     for queue in ("abc", [None]):  # no filter on a string; a null entry's id cannot be read
@@ -736,8 +822,14 @@ def test_pending_messages_are_filtered_as_the_reference_filters_them():
 def test_reordering_places_the_last_entry_of_each_listed_id():
     # new Map(existing.map(m => [m.id, m])) keeps the last entry per id, and every entry whose
     # id was placed is left out of the rest.
-    state = {"resource": "ahp-chat:/c", "title": "t", "status": 1, "modifiedAt": "x", "turns": [],
-             "queuedMessages": [{"id": "a", "message": 1}, {"id": "a", "message": 2}, {"id": "b"}]}
+    state = {
+        "resource": "ahp-chat:/c",
+        "title": "t",
+        "status": 1,
+        "modifiedAt": "x",
+        "turns": [],
+        "queuedMessages": [{"id": "a", "message": 1}, {"id": "a", "message": 2}, {"id": "b"}],
+    }
     out = chat(state, {"type": "chat/queuedMessagesReordered", "order": ["b", "a"]}, 9999)
     assert out["queuedMessages"] == [{"id": "b"}, {"id": "a", "message": 2}]
     out = chat(state, {"type": "chat/queuedMessagesReordered", "order": ["a"]}, 9999)
@@ -755,14 +847,22 @@ def test_a_turn_ends_into_the_turns_it_can_spread():
 
 
 def test_parts_spread_as_the_reference_spreads_them():
-    out = apply(_chat_with("ab"), {"type": "chat/responsePart", "part": {"kind": "markdown", "id": "p", "content": ""}})
+    out = apply(
+        _chat_with("ab"),
+        {"type": "chat/responsePart", "part": {"kind": "markdown", "id": "p", "content": ""}},
+    )
     assert out["activeTurn"]["responseParts"] == ["a", "b", {"kind": "markdown", "id": "p", "content": ""}]
 
 
 def test_the_turn_end_rebuilds_a_force_cancelled_part():
     # T13 returns a fresh {kind, toolCall}; a call that is not an object has no status, so it is
     # unfinished, and cancels to a bare call.
-    part = {"kind": "toolCall", "_meta": {"p": 1}, "extra": 2, "toolCall": {"toolCallId": "c", "status": "running"}}
+    part = {
+        "kind": "toolCall",
+        "_meta": {"p": 1},
+        "extra": 2,
+        "toolCall": {"toolCallId": "c", "status": "running"},
+    }
     out = apply(_chat_with([part, {"kind": "toolCall", "toolCall": "x"}]), {"type": "chat/turnComplete"})
     assert out["turns"][0]["responseParts"] == [
         {"kind": "toolCall", "toolCall": {"toolCallId": "c", "status": "cancelled", "reason": "skipped"}},
@@ -778,25 +878,41 @@ def test_confirmation_options_and_auth_results_are_read_as_the_reference_reads_t
     pending = {**pending, "options": [None, {"id": "o"}]}
     state = _chat_with([{"kind": "toolCall", "toolCall": pending}], status=24)
     assert apply(state, confirm) is state  # null.id
-    auth = {**STREAMING_CALL["toolCall"], "status": "auth-required", "contributor": {"kind": "mcp", "customizationId": "m"}}
+    auth = {
+        **STREAMING_CALL["toolCall"],
+        "status": "auth-required",
+        "contributor": {"kind": "mcp", "customizationId": "m"},
+    }
     state = _chat_with([{"kind": "toolCall", "toolCall": auth}], status=24)
     assert apply(state, {"type": "chat/toolCallComplete", "toolCallId": "c"}) is state  # undefined.success
 
 
 def test_usage_lands_on_whatever_active_turn_the_check_lets_through():
-    state = {"resource": "ahp-chat:/c", "title": "t", "status": 8, "modifiedAt": "x", "turns": [], "activeTurn": "x"}
+    state = {
+        "resource": "ahp-chat:/c",
+        "title": "t",
+        "status": 8,
+        "modifiedAt": "x",
+        "turns": [],
+        "activeTurn": "x",
+    }
     out = chat(state, {"type": "chat/usage", "usage": {"inputTokens": 1}}, 9999)
     assert out["activeTurn"] == {"0": "x", "usage": {"inputTokens": 1}}
 
 
 def _long(parts: list, size: str) -> list:
     """``parts`` after enough finished markdown parts that the reducer indexes them (size "large")."""
-    pad = [{"kind": "markdown", "id": f"pad-{i}", "content": "x"} for i in range(20)] if size == "large" else []
+    pad = (
+        [{"kind": "markdown", "id": f"pad-{i}", "content": "x"} for i in range(20)] if size == "large" else []
+    )
     return [*pad, *parts]
 
 
 MD = {"kind": "markdown", "id": "p", "content": "a"}
-RUNNING_CALL = {"kind": "toolCall", "toolCall": {"toolCallId": "c", "toolName": "x", "displayName": "x", "status": "running"}}
+RUNNING_CALL = {
+    "kind": "toolCall",
+    "toolCall": {"toolCallId": "c", "toolName": "x", "displayName": "x", "status": "running"},
+}
 OPEN_REQUEST = {"kind": "inputRequest", "request": {"id": "r"}}
 
 
@@ -811,15 +927,24 @@ OPEN_REQUEST = {"kind": "inputRequest", "request": {"id": "r"}}
         ([{"kind": "toolCall"}, MD], {"type": "chat/delta", "partId": "p", "content": "b"}),
         # the tool-call map reads every part: a bad part anywhere, matched or not
         ([RUNNING_CALL, None], {"type": "chat/toolCallContentChanged", "toolCallId": "c", "content": []}),
-        ([RUNNING_CALL, {"kind": "toolCall"}], {"type": "chat/toolCallContentChanged", "toolCallId": "c", "content": []}),
+        (
+            [RUNNING_CALL, {"kind": "toolCall"}],
+            {"type": "chat/toolCallContentChanged", "toolCallId": "c", "content": []},
+        ),
         ([None], {"type": "chat/toolCallReady", "toolCallId": "zz"}),
         # the end of the turn maps every part
         ([None], {"type": "chat/turnComplete"}),
         ([{"kind": "toolCall"}], {"type": "chat/turnCancelled"}),
         # findIndex for an open request reads a null part, or an open part without a request
         ([None], {"type": "chat/inputRequested", "request": {"id": "r"}}),
-        ([None, OPEN_REQUEST], {"type": "chat/inputAnswerChanged", "requestId": "r", "questionId": "q", "answer": 1}),
-        ([{"kind": "inputRequest"}, OPEN_REQUEST], {"type": "chat/inputCompleted", "requestId": "r", "response": "accept"}),
+        (
+            [None, OPEN_REQUEST],
+            {"type": "chat/inputAnswerChanged", "requestId": "r", "questionId": "q", "answer": 1},
+        ),
+        (
+            [{"kind": "inputRequest"}, OPEN_REQUEST],
+            {"type": "chat/inputCompleted", "requestId": "r", "response": "accept"},
+        ),
         # the status scans after the change: no open request is left, and a null part comes next
         ([OPEN_REQUEST, None], {"type": "chat/inputCompleted", "requestId": "r", "response": "accept"}),
     ],
@@ -836,16 +961,32 @@ def test_parts_after_the_match_or_harmless_to_a_search_do_not_fail_it(size):
     assert out["activeTurn"]["responseParts"][-2]["content"] == "ab"
     # a string part has no kind: the tool-call map passes it
     state = _chat_with(_long(["x", RUNNING_CALL], size))
-    out = apply(state, {"type": "chat/toolCallContentChanged", "toolCallId": "c", "content": [{"type": "text", "text": "t"}]})
+    out = apply(
+        state,
+        {
+            "type": "chat/toolCallContentChanged",
+            "toolCallId": "c",
+            "content": [{"type": "text", "text": "t"}],
+        },
+    )
     assert out["activeTurn"]["responseParts"][-1]["toolCall"]["content"] == [{"type": "text", "text": "t"}]
     # with no partId, the first part whose id reads as undefined is the match (a call that is not
     # an object has none): the delta changes nothing
-    state = _chat_with(_long([{"kind": "toolCall", "toolCall": "x"}, {"kind": "markdown", "content": "a"}], size))
+    state = _chat_with(
+        _long([{"kind": "toolCall", "toolCall": "x"}, {"kind": "markdown", "content": "a"}], size)
+    )
     assert apply(state, {"type": "chat/delta", "content": "b"}) == state
 
 
 @pytest.mark.parametrize("active", ["", 0, "x", {"id": "t1"}, {"id": "t1", "responseParts": "ab"}])
 def test_status_derivation_on_an_active_turn_without_parts_fails_as_the_reference_does(active):
     # refreshSummaryStatus runs `activeTurn?.responseParts.some(...)` even when the call was not found
-    state = {"resource": "ahp-chat:/c", "title": "t", "status": 8, "modifiedAt": "x", "turns": [], "activeTurn": active}
+    state = {
+        "resource": "ahp-chat:/c",
+        "title": "t",
+        "status": 8,
+        "modifiedAt": "x",
+        "turns": [],
+        "activeTurn": active,
+    }
     assert chat(state, {"type": "chat/toolCallReady", "turnId": "t1", "toolCallId": "c"}, 9999) is state
