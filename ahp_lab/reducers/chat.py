@@ -589,14 +589,14 @@ def _input_answer_changed(state, action, now_ms):
     i = _open_request_index(parts, action.get("requestId"))
     if i < 0:
         return state
-    request = parts[i]["request"]
+    request = spread(parts[i]["request"])  # a request that is not an object spreads as JavaScript's
     answers = dict(spread(request.get("answers")))
     answer = action.get("answer")
     question = action.get("questionId")
     question = question if type(question) is str else to_string(question)  # a property key
     if answer is None:
         answers.pop(question, None)
-    else:
+    elif question != "__proto__" or question in answers:  # assigning __proto__ sets no own key
         answers[question] = answer
     part = put(parts[i], "request", put(request, "answers", answers or None))
     out = _with_parts(state, active, replaced(parts, i, part, same_keys=True))
@@ -614,7 +614,7 @@ def _input_completed(state, action, now_ms):
     i = _open_request_index(parts, action.get("requestId"))
     if i < 0:
         return state
-    request = parts[i]["request"]
+    request = spread(parts[i]["request"])
     old = spread(request.get("answers"))
     given = spread(action.get("answers"))
     final = merge(old, given)

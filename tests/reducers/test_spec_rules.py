@@ -990,3 +990,17 @@ def test_status_derivation_on_an_active_turn_without_parts_fails_as_the_referenc
         "activeTurn": active,
     }
     assert chat(state, {"type": "chat/toolCallReady", "turnId": "t1", "toolCallId": "c"}, 9999) is state
+
+
+def test_answers_are_written_as_javascript_writes_object_members():
+    # `answers[questionId] = answer` with "__proto__" sets the prototype, not an own key; a request
+    # that is not an object (matched by a missing requestId) spreads by index.
+    state = _chat_with([OPEN_REQUEST])
+    out = apply(
+        state,
+        {"type": "chat/inputAnswerChanged", "requestId": "r", "questionId": "__proto__", "answer": {"v": 1}},
+    )
+    assert out["activeTurn"]["responseParts"][0]["request"] == {"id": "r"}
+    state = _chat_with([{"kind": "inputRequest", "request": "ab"}])
+    out = apply(state, {"type": "chat/inputAnswerChanged", "questionId": "q", "answer": 1})
+    assert out["activeTurn"]["responseParts"][0]["request"] == {"0": "a", "1": "b", "answers": {"q": 1}}
