@@ -349,3 +349,99 @@ def test_catalogues_and_trees_reduce_alike_as_plain_lists_and_as_vectors(tree, a
         {"provider": "p", "title": "t", "status": 1, "lifecycle": "ready", "customizations": tree},
         actions,
     )
+
+
+ODD_ENTRIES = [
+    None,
+    "s",
+    5,
+    [],
+    {"kind": "toolCall"},
+    {"kind": "inputRequest"},
+    {"kind": "toolCall", "toolCall": "x"},
+]
+
+
+@st.composite
+def odd_entries(draw, make):
+    """A list of well-formed entries (ids from a small pool) with entries a search may not pass."""
+    ids = st.sampled_from(["a", "b", "c"])
+    entry = st.one_of(ids.map(make), st.sampled_from(ODD_ENTRIES))
+    return copy.deepcopy(draw(st.lists(entry, max_size=8)))
+
+
+SESSION_SEARCHES = [
+    {"type": "session/chatAdded", "summary": {"resource": "a", "title": "n"}},
+    {"type": "session/chatRemoved", "chat": "a"},
+    {"type": "session/chatUpdated", "chat": "b", "changes": {"title": "x"}},
+    {"type": "session/activeClientSet", "activeClient": {"clientId": "c"}},
+    {"type": "session/activeClientRemoved", "clientId": "a"},
+    {"type": "session/inputNeededSet", "request": {"id": "b", "kind": "chatInput"}},
+    {"type": "session/inputNeededRemoved", "id": "a"},
+    {"type": "session/customizationToggled", "id": "b", "enabled": False},
+    {"type": "session/customizationRemoved", "id": "c"},
+    {"type": "session/mcpServerStopRequested", "id": "a"},
+]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    odd_entries(lambda i: {"resource": i, "title": i}),
+    odd_entries(lambda i: {"clientId": i}),
+    odd_entries(lambda i: {"id": i, "kind": "chatInput"}),
+    odd_entries(
+        lambda i: {"id": f"p-{i}", "type": "plugin", "children": [{"id": i, "type": "mcpServer"}, None][:2]}
+    ),
+    st.lists(st.sampled_from(SESSION_SEARCHES), min_size=1, max_size=12),
+)
+def test_searches_through_odd_session_entries_agree_in_both_forms(chats, clients, needed, tree, actions):
+    state = {
+        "provider": "p",
+        "title": "t",
+        "status": 24,
+        "lifecycle": "ready",
+        "chats": chats,
+        "activeClients": clients,
+        "inputNeeded": needed,
+        "customizations": tree,
+    }
+    _agree("session", state, copy.deepcopy(actions))
+
+
+CHAT_SEARCHES = [
+    {"type": "chat/delta", "turnId": "t1", "partId": "a", "content": "+"},
+    {"type": "chat/delta", "turnId": "t1", "content": "+"},
+    {"type": "chat/toolCallContentChanged", "turnId": "t1", "toolCallId": "b", "content": []},
+    {"type": "chat/toolCallReady", "turnId": "t1", "toolCallId": "a", "invocationMessage": "m"},
+    {"type": "chat/toolCallComplete", "turnId": "t1", "toolCallId": "c", "result": {"success": True}},
+    {"type": "chat/inputAnswerChanged", "turnId": "t1", "requestId": "a", "questionId": "q", "answer": 1},
+    {"type": "chat/inputCompleted", "turnId": "t1", "requestId": "b", "response": "accept"},
+    {"type": "chat/inputRequested", "turnId": "t1", "request": {"id": "c"}},
+    {"type": "chat/responsePart", "turnId": "t1", "part": None},
+    {"type": "chat/turnComplete", "turnId": "t1"},
+]
+
+
+def _chat_part(i: str) -> dict:
+    return {
+        "a": {"kind": "markdown", "id": "a", "content": ""},
+        "b": {
+            "kind": "toolCall",
+            "toolCall": {"toolCallId": "b", "toolName": "n", "displayName": "n", "status": "running"},
+        },
+        "c": {"kind": "inputRequest", "request": {"id": "b"}},
+    }[i]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(odd_entries(_chat_part), st.lists(st.sampled_from(CHAT_SEARCHES), min_size=1, max_size=12))
+def test_searches_through_odd_parts_agree_in_both_forms(parts, actions):
+    state = {
+        "resource": "ahp-chat:/c",
+        "title": "t",
+        "status": 8,
+        "modifiedAt": "x",
+        "turns": [],
+        "activeTurn": {"id": "t1", "responseParts": parts},
+    }
+    _agree("chat", state, copy.deepcopy(actions))
