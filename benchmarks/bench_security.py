@@ -26,6 +26,7 @@ import gc
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -289,55 +290,60 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-security-"))
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, work dir {work}\n")
-
-    plugin = make_plugin(work, args.skills)
-    print(f"## Event-loop stalls (heartbeat every {TICK * 1000:.0f} ms; goal < 100 ms)\n")
-    print(
-        "| workload | longest stall | longest full GC | longest stall, GC excluded | wall time | children "
-        "| watcher CPU |"
-    )
-    print("|---|---:|---:|---:|---:|---:|---:|")
-
-    def row(label: str, beat: Heartbeat, seconds: float, children: str = "", share: str = "") -> None:
+    try:
+        plugin = make_plugin(work, args.skills)
+        print(f"## Event-loop stalls (heartbeat every {TICK * 1000:.0f} ms; goal < 100 ms)\n")
         print(
-            f"| {label} | {beat.stall * 1000:.1f} ms | {beat.gc_pause * 1000:.1f} ms | "
-            f"{beat.host_stall * 1000:.1f} ms | {seconds:.2f} s | {children} | {share} |"
+            "| workload | longest stall | longest full GC | longest stall, GC excluded | wall time | children "
+            "| watcher CPU |"
         )
+        print("|---|---:|---:|---:|---:|---:|---:|")
 
-    row("idle loop (noise floor)", asyncio.run(idle_stall(3.0)), 3.0)
-    for label, limits in (
-        (f"{args.skills:,}-skill folder, default limits", None),
-        (
-            f"{args.skills:,}-skill folder, all resolved",
-            {"max_folder_files": args.skills * 2, "max_customization_entry_bytes": 64 * 1024 * 1024},
-        ),
-    ):
-        beat, seconds, children, share = asyncio.run(folder_stalls(plugin, limits or {}, args.watch))
-        row(label, beat, seconds, f"{children:,}", f"{share * 100:.1f} %")
-    beat, seconds = asyncio.run(update_stall(args.updates))
-    row(f"{args.updates:,} ctx.update calls (client tool)", beat, seconds)
-    print(f"\n(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+        def row(label: str, beat: Heartbeat, seconds: float, children: str = "", share: str = "") -> None:
+            print(
+                f"| {label} | {beat.stall * 1000:.1f} ms | {beat.gc_pause * 1000:.1f} ms | "
+                f"{beat.host_stall * 1000:.1f} ms | {seconds:.2f} s | {children} | {share} |"
+            )
 
-    print("\n## Peak RSS resolving YAML alias files (fresh process each)\n")
-    print(
-        "| file | peak RSS | peak allocated while resolving | children | warnings | peak RSS ratio to ordinary |"
-    )
-    print("|---|---:|---:|---:|---:|---:|")
-    plugins = yaml_plugins(work)
-    measured = {name: peak_rss(p) for name, p in plugins.items()}
-    dense = plugins["under size limit, 12,000 aliases"]
-    measured["same 12,000-alias file, plain safe_load + JSON (no caps)"] = peak_rss(dense, unbounded=True)
-    base = measured["ordinary agent file"][0]
-    for name, (rss, peak, children, warnings) in measured.items():
-        print(f"| {name} | {rss:.1f} MB | {peak:.2f} MB | {children} | {warnings} | {rss / base:.2f} |")
+        row("idle loop (noise floor)", asyncio.run(idle_stall(3.0)), 3.0)
+        for label, limits in (
+            (f"{args.skills:,}-skill folder, default limits", None),
+            (
+                f"{args.skills:,}-skill folder, all resolved",
+                {"max_folder_files": args.skills * 2, "max_customization_entry_bytes": 64 * 1024 * 1024},
+            ),
+        ):
+            beat, seconds, children, share = asyncio.run(folder_stalls(plugin, limits or {}, args.watch))
+            row(label, beat, seconds, f"{children:,}", f"{share * 100:.1f} %")
+        beat, seconds = asyncio.run(update_stall(args.updates))
+        row(f"{args.updates:,} ctx.update calls (client tool)", beat, seconds)
+        print(f"\n(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
 
-    print("\n## Validation and redaction cost per action (paths interleaved, best of 5 batches of 1,000)\n")
-    rows = asyncio.run(validation_costs(args.actions))
-    base = rows[0][1]
-    print("| path | µs per action | ratio to store.apply |")
-    print("|---|---:|---:|")
-    for label, seconds in rows:
-        print(f"| {label} | {seconds * 1e6:.1f} | {seconds / base:.2f} |")
+        print("\n## Peak RSS resolving YAML alias files (fresh process each)\n")
+        print(
+            "| file | peak RSS | peak allocated while resolving | children | warnings | peak RSS ratio to ordinary |"
+        )
+        print("|---|---:|---:|---:|---:|---:|")
+        plugins = yaml_plugins(work)
+        measured = {name: peak_rss(p) for name, p in plugins.items()}
+        dense = plugins["under size limit, 12,000 aliases"]
+        measured["same 12,000-alias file, plain safe_load + JSON (no caps)"] = peak_rss(dense, unbounded=True)
+        base = measured["ordinary agent file"][0]
+        for name, (rss, peak, children, warnings) in measured.items():
+            print(f"| {name} | {rss:.1f} MB | {peak:.2f} MB | {children} | {warnings} | {rss / base:.2f} |")
+
+        print(
+            "\n## Validation and redaction cost per action (paths interleaved, best of 5 batches of 1,000)\n"
+        )
+        rows = asyncio.run(validation_costs(args.actions))
+        base = rows[0][1]
+        print("| path | µs per action | ratio to store.apply |")
+        print("|---|---:|---:|")
+        for label, seconds in rows:
+            print(f"| {label} | {seconds * 1e6:.1f} | {seconds / base:.2f} |")
+
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
