@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from .text import Text
@@ -62,15 +63,20 @@ def strip_nulls(value: Any) -> Any:
     """Recursively delete object keys whose value is ``null`` (array elements are kept).
 
     AHP treats a ``null`` member as absent; this is the canonical form used to compare states and to
-    print them with absent members omitted.
+    print them with absent members omitted. A number JSON cannot carry (NaN, ±Infinity: ``1e400``
+    parses to one) is ``null``, as ``JSON.stringify`` writes it.
     """
     if isinstance(value, Text):
         return str(value)
     if isinstance(value, dict):
-        return {k: strip_nulls(v) for k, v in value.items() if v is not None}
+        return {k: strip_nulls(v) for k, v in value.items() if v is not None and not _non_finite(v)}
     if isinstance(value, (list, tuple)):
         return [strip_nulls(v) for v in value]
-    return value
+    return None if _non_finite(value) else value
+
+
+def _non_finite(value: Any) -> bool:
+    return type(value) is float and not math.isfinite(value)
 
 
 def _default(obj: Any) -> Any:

@@ -76,7 +76,7 @@ def to_number(value: Any) -> float | int:
     if not text:
         return 0
     if text[:2].lower() in ("0x", "0o", "0b"):
-        return int(text, 0) if _RADIX.fullmatch(text) else _NAN
+        return as_double(int(text, 0)) if _RADIX.fullmatch(text) else _NAN
     if not _NUMERIC.fullmatch(text):
         return _NAN
     return float(text.replace("Infinity", "inf"))

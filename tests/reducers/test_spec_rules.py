@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from ahp_lab.protocol.jsonvalue import strip_nulls
 from ahp_lab.reducers import REDUCERS, reduce
 
 chat, session = REDUCERS["chat"], REDUCERS["session"]
@@ -1004,3 +1005,13 @@ def test_answers_are_written_as_javascript_writes_object_members():
     state = _chat_with([{"kind": "inputRequest", "request": "ab"}])
     out = apply(state, {"type": "chat/inputAnswerChanged", "questionId": "q", "answer": 1})
     assert out["activeTurn"]["responseParts"][0]["request"] == {"0": "a", "1": "b", "answers": {"q": 1}}
+
+
+def test_radix_strings_and_stored_infinities_read_as_javascript_numbers():
+    # Number("0x20000000000001") is a double: 2**53 + 1 rounds to 2**53, whose low bits are 0.
+    out = session(
+        {**SESSION, "status": "0x20000000000001"}, {"type": "session/isReadChanged", "isRead": False}, 9999
+    )
+    assert out["status"] == 0
+    # 1e400 parses to Infinity, which JSON.stringify writes as null: the member is absent.
+    assert strip_nulls({"durationMs": float("inf"), "values": [float("-inf"), 1]}) == {"values": [None, 1]}
