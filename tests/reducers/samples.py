@@ -11,6 +11,18 @@ CHAT = "ahp-chat:/s/c1"
 USER = {"text": "hi", "origin": {"kind": "user"}}
 
 
+def chat_state(status=1, **fields) -> dict:
+    """A minimal chat state (``ahp-chat:/c``, no turns) with ``fields`` set on it."""
+    return {
+        "resource": "ahp-chat:/c",
+        "title": "t",
+        "status": status,
+        "modifiedAt": "x",
+        "turns": [],
+        **fields,
+    }
+
+
 def _tc(step: str, **fields) -> dict:
     return {"type": f"chat/toolCall{step}", "turnId": "turn-1", "toolCallId": "tc-1", **fields}
 

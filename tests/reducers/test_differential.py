@@ -24,6 +24,7 @@ from ahp_lab.reducers import chat as chat_reducer
 from ahp_lab.reducers import session as session_reducer
 from ahp_lab.reducers._js import truthy
 
+from .samples import chat_state
 from .test_properties import INITIALS, TEMPLATES
 
 OFF_TYPE = ["", 0, False, [], {}, None, "x", 1, True, 0.5, -1, [1], {"a": 1}]
@@ -436,12 +437,5 @@ def _chat_part(i: str) -> dict:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(odd_entries(_chat_part), st.lists(st.sampled_from(CHAT_SEARCHES), min_size=1, max_size=12))
 def test_searches_through_odd_parts_agree_in_both_forms(parts, actions):
-    state = {
-        "resource": "ahp-chat:/c",
-        "title": "t",
-        "status": 8,
-        "modifiedAt": "x",
-        "turns": [],
-        "activeTurn": {"id": "t1", "responseParts": parts},
-    }
+    state = chat_state(status=8, activeTurn={"id": "t1", "responseParts": parts})
     _agree("chat", state, copy.deepcopy(actions))

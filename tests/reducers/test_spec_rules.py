@@ -10,19 +10,14 @@ import pytest
 from ahp_lab.protocol.jsonvalue import strip_nulls
 from ahp_lab.reducers import REDUCERS, reduce
 
+from .samples import chat_state
+
 chat, session = REDUCERS["chat"], REDUCERS["session"]
 USER = {"text": "hi", "origin": {"kind": "user"}}
 
 
 def started(status=1, **extra):
-    state = {
-        "resource": "ahp-chat:/c",
-        "title": "t",
-        "status": status,
-        "modifiedAt": "x",
-        "turns": [],
-        **extra,
-    }
+    state = chat_state(status=status, **extra)
     return chat(state, {"type": "chat/turnStarted", "turnId": "t1", "startedAt": "s", "message": USER}, 9999)
 
 
@@ -456,7 +451,7 @@ def test_an_input_request_that_is_not_an_object_is_appended_as_sent():
 
 def test_loaded_turns_without_an_id_are_dropped_when_a_turn_without_an_id_is_loaded_already():
     # `turn.id` is undefined for a string turn and for a turn without an id: undefined === undefined.
-    state = {"resource": "ahp-chat:/c", "title": "t", "status": 1, "modifiedAt": "x", "turns": ["old"]}
+    state = chat_state(turns=["old"])
     state = chat(state, {"type": "chat/turnsLoaded", "turns": [{"state": "complete"}, {"id": "t0"}]}, 9999)
     assert state["turns"] == [{"id": "t0"}, "old"]
 
@@ -738,15 +733,7 @@ def test_cleared_reads_the_length_as_the_reference_does():
 
 
 def _chat_with(parts, status=8, **extra):
-    return {
-        "resource": "ahp-chat:/c",
-        "title": "t",
-        "status": status,
-        "modifiedAt": "x",
-        "turns": [],
-        "activeTurn": {"id": "t1", "responseParts": parts},
-        **extra,
-    }
+    return chat_state(status=status, activeTurn={"id": "t1", "responseParts": parts}, **extra)
 
 
 STREAMING_CALL = {
@@ -796,21 +783,14 @@ def test_a_ready_call_takes_any_new_contributor_but_a_client(current, offered, k
 
 def test_chat_status_is_rewritten_unless_it_is_strictly_the_derived_one():
     # refreshSummaryStatus compares with ===: an idle chat's stored true is not the derived 1
-    state = {"resource": "ahp-chat:/c", "title": "t", "status": True, "modifiedAt": "x", "turns": []}
+    state = chat_state(status=True)
     out = apply(state, {"type": "chat/toolCallReady", "toolCallId": "zz"})
     assert out["status"] == 1 and out["status"] is not True
 
 
 def test_pending_messages_are_filtered_as_the_reference_filters_them():
     # turnStarted with a queuedMessageId filters any truthy queue and drops it when empty
-    state = {
-        "resource": "ahp-chat:/c",
-        "title": "t",
-        "status": 1,
-        "modifiedAt": "x",
-        "turns": [],
-        "queuedMessages": [],
-    }
+    state = chat_state(status=1, queuedMessages=[])
     out = chat(state, {"type": "chat/turnStarted", "turnId": "t2", "queuedMessageId": "q"}, 9999)
     assert "queuedMessages" not in out and out["activeTurn"]["id"] == "t2"
     for queue in ("abc", [None]):  # no filter on a string; a null entry's id cannot be read
@@ -823,14 +803,9 @@ def test_pending_messages_are_filtered_as_the_reference_filters_them():
 def test_reordering_places_the_last_entry_of_each_listed_id():
     # new Map(existing.map(m => [m.id, m])) keeps the last entry per id, and every entry whose
     # id was placed is left out of the rest.
-    state = {
-        "resource": "ahp-chat:/c",
-        "title": "t",
-        "status": 1,
-        "modifiedAt": "x",
-        "turns": [],
-        "queuedMessages": [{"id": "a", "message": 1}, {"id": "a", "message": 2}, {"id": "b"}],
-    }
+    state = chat_state(
+        status=1, queuedMessages=[{"id": "a", "message": 1}, {"id": "a", "message": 2}, {"id": "b"}]
+    )
     out = chat(state, {"type": "chat/queuedMessagesReordered", "order": ["b", "a"]}, 9999)
     assert out["queuedMessages"] == [{"id": "b"}, {"id": "a", "message": 2}]
     out = chat(state, {"type": "chat/queuedMessagesReordered", "order": ["a"]}, 9999)
@@ -889,14 +864,7 @@ def test_confirmation_options_and_auth_results_are_read_as_the_reference_reads_t
 
 
 def test_usage_lands_on_whatever_active_turn_the_check_lets_through():
-    state = {
-        "resource": "ahp-chat:/c",
-        "title": "t",
-        "status": 8,
-        "modifiedAt": "x",
-        "turns": [],
-        "activeTurn": "x",
-    }
+    state = chat_state(status=8, activeTurn="x")
     out = chat(state, {"type": "chat/usage", "usage": {"inputTokens": 1}}, 9999)
     assert out["activeTurn"] == {"0": "x", "usage": {"inputTokens": 1}}
 
@@ -982,14 +950,7 @@ def test_parts_after_the_match_or_harmless_to_a_search_do_not_fail_it(size):
 @pytest.mark.parametrize("active", ["", 0, "x", {"id": "t1"}, {"id": "t1", "responseParts": "ab"}])
 def test_status_derivation_on_an_active_turn_without_parts_fails_as_the_reference_does(active):
     # refreshSummaryStatus runs `activeTurn?.responseParts.some(...)` even when the call was not found
-    state = {
-        "resource": "ahp-chat:/c",
-        "title": "t",
-        "status": 8,
-        "modifiedAt": "x",
-        "turns": [],
-        "activeTurn": active,
-    }
+    state = chat_state(status=8, activeTurn=active)
     assert chat(state, {"type": "chat/toolCallReady", "turnId": "t1", "toolCallId": "c"}, 9999) is state
 
 
