@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ._js import array_from, key, spread
 from ._util import (
+    array_of,
     find_index,
     keyed,
     make_reducer,
@@ -29,9 +30,7 @@ def _files_review_changed(state, action, now_ms):
     ids = {key(f) for f in ([] if listed is None else array_from(listed))}
     reviewed = action.get("reviewed")
     wanted = key(reviewed)
-    files = state.get("files")
-    if not isinstance(files, list):
-        raise TypeError("files is not an array")
+    files = array_of(state.get("files"))  # the reference maps over it
     out, changed = list(files), False
     for i, file in enumerate(files):
         if key(member(file, "id")) in ids and key(member(file, "reviewed")) != wanted:

@@ -231,17 +231,11 @@ def _queue_without(queued: Any, mid: Any) -> list:
     return [m for m in array_of(queued) if not _same(member(m, "id"), mid)]
 
 
-def _spread_parts(active: dict) -> list | Vector:
-    """``[...activeTurn.responseParts]``: a string spreads by character, anything else not an array throws."""
-    parts = active.get("responseParts")
-    return parts if type(parts) is list or type(parts) is Vector else array_from(parts)
-
-
 def _response_part(state, action, now_ms):
     active = _active(state, action)
     if active is None:
         return state
-    return _with_parts(state, active, appended(_spread_parts(active), action.get("part")))
+    return _with_parts(state, active, appended(array_from(active.get("responseParts")), action.get("part")))
 
 
 def _append_to_part(kind: str):
@@ -381,31 +375,32 @@ def cancelled_by_turn_end(tc: Any) -> dict:
     return out
 
 
+def _unfinished(part: Any) -> bool:
+    """A tool-call part whose call is not finished (a call that is not an object has no status, so
+    it is unfinished too). ``TypeError`` where the reference's read throws: on a null part, or a
+    tool-call part without a call."""
+    if type(part) is not dict:
+        if part is None:
+            raise TypeError("cannot read 'kind' of null")
+        return False
+    if part.get("kind") != "toolCall":
+        return False
+    tc = part.get("toolCall")
+    if tc is None:
+        raise TypeError("cannot read 'status' of undefined")
+    return type(tc) is not dict or tc.get("status") not in _FINISHED
+
+
 def _ended_parts(parts: list | Vector) -> list | Vector:
     """The parts as their turn ends: an unfinished tool call is force-cancelled (T13), its part
-    rebuilt as ``{kind, toolCall}``. ``TypeError`` where the reference's map throws: on a null part,
-    or a tool-call part without a call."""
-    unfinished = False
-    for part in parts:
-        if type(part) is dict:
-            if part.get("kind") == "toolCall":
-                tc = part.get("toolCall")
-                if tc is None:
-                    raise TypeError("cannot read 'status' of undefined")
-                if type(tc) is not dict or tc.get("status") not in _FINISHED:
-                    unfinished = True
-        elif part is None:
-            raise TypeError("cannot read 'kind' of null")
-    if not unfinished:
+    rebuilt as ``{kind, toolCall}``. Every part is read, as the reference's map reads them."""
+    unfinished = [_unfinished(part) for part in parts]
+    if not any(unfinished):
         return parts
     return sequence(
         [
-            {"kind": "toolCall", "toolCall": cancelled_by_turn_end(part["toolCall"])}
-            if type(part) is dict
-            and part.get("kind") == "toolCall"
-            and not (type(part["toolCall"]) is dict and part["toolCall"].get("status") in _FINISHED)
-            else part
-            for part in parts
+            {"kind": "toolCall", "toolCall": cancelled_by_turn_end(part["toolCall"])} if cancel else part
+            for part, cancel in zip(parts, unfinished, strict=True)
         ]
     )
 
@@ -434,9 +429,8 @@ def _end_turn(turn_state: str):
         turn["state"] = turn_state
         if terminal == ERROR and action.get("error") is not None:
             turn["error"] = action["error"]
-        turns = state.get("turns")  # [...state.turns, turn]: a string spreads, anything else throws
-        out = dict(state)
-        out["turns"] = appended(turns if _seq(turns) is not None else array_from(turns), turn)
+        out = dict(state)  # [...state.turns, turn]: a string spreads, anything else not an array throws
+        out["turns"] = appended(array_from(state.get("turns")), turn)
         out.pop("activeTurn", None)
         out["modifiedAt"] = iso_ms(now_ms)
         out["status"] = derive_status(out, terminal)
@@ -906,8 +900,8 @@ def _tool_call_action(transform, rederive: bool):
             return out
         # Status is re-derived even when the tool-call update was a no-op (reducer-rules §4).
         status = derive_status(out)
-        if out is state or out.get("status") == status:
-            return _with_status(out, status)
+        if out is state:
+            return _with_status(state, status)
         out["status"] = status  # out is this call's own copy (from _with_parts): set in place
         return out
 
@@ -920,7 +914,9 @@ def _tool_call_start(state, action, now_ms):
         return state
     tc = {"status": STREAMING, **pick(action, ("toolCallId", "toolName", "displayName"))}
     _copy(tc, action, ("intention", "contributor", "_meta"))
-    return _with_parts(state, active, appended(_spread_parts(active), {"kind": "toolCall", "toolCall": tc}))
+    return _with_parts(
+        state, active, appended(array_from(active.get("responseParts")), {"kind": "toolCall", "toolCall": tc})
+    )
 
 
 reduce_chat = make_reducer(

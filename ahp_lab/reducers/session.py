@@ -321,7 +321,7 @@ def _containers_with(tree: list | Vector, cid: Any, every: bool) -> list[tuple[i
     # search could fail on (few, usually none) among the ones it reaches.
     for i in candidates(tree, _child_ids, cid, multi=True):
         entry = tree[i]
-        hit = _searched(entry, cid) if type(entry) is dict else None
+        hit = _searched(entry, cid)
         if hit is not None:
             found.append((i, entry, hit[0], hit[1]))
             if not every:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..protocol.text import Text
 from ._js import array_from, json_plus, key, spread, truthy
-from ._util import make_reducer, member, put, put_many, replace_at, set_field
+from ._util import array_of, make_reducer, member, put, put_many, replace_at, set_field
 
 
 def _data(state, action, now_ms):
@@ -44,9 +44,7 @@ def _command_executed(state, action, now_ms):
 
 
 def _command_finished(state, action, now_ms):
-    content = state.get("content")
-    if not isinstance(content, list):  # the reference maps over it: anything else throws
-        raise TypeError("content is not an array")
+    content = array_of(state.get("content"))  # the reference maps over it
     wanted = key(action.get("commandId"))
     out = [
         put_many(
