@@ -216,3 +216,10 @@ def key(value: Any) -> Any:
     if isinstance(value, (int, float)):
         return ("number", as_double(value)) if value == value else _NoMatch()
     return _NoMatch()
+
+
+def same(a: Any, b: Any) -> bool:
+    """JavaScript ``a === b`` for ids (the common case, two strings, first)."""
+    if type(a) is str and type(b) is str:
+        return a == b
+    return a is b or key(a) == key(b)

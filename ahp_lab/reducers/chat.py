@@ -1,7 +1,8 @@
 """Chat channel reducer (``ahp-chat:/<uuid>``).
 
 Turns and streaming, pending (steering/queued) messages, drafts, working directories, input
-requests, and the tool-call state machine with its field-carry rules T2–T13 (chat-channel §6–§7).
+requests, and the tool calls of the active turn (chat-channel §6–§7), whose state machine, with its
+field-carry rules T2–T13, is :mod:`ahp_lab.reducers.tool_call`.
 
 Per-action cost does not grow with the chat: streamed text (``chat/delta``, ``chat/reasoning``,
 ``chat/toolCallDelta``) is appended through :class:`~ahp_lab.protocol.text.Text`; ``turns`` and
@@ -17,16 +18,12 @@ from typing import Any
 
 from ..protocol.clock import iso_ms
 from ..protocol.names import (
-    AUTH_REQUIRED,
     BLOCKING_TOOL_CALL_STATES,
     CANCELLED,
     COMPLETED,
-    PENDING_CONFIRMATION,
-    PENDING_RESULT_CONFIRMATION,
-    RUNNING,
     STREAMING,
 )
-from ..protocol.text import TAIL_MAX, Text, append_text
+from ..protocol.text import Text, append_text
 from ..protocol.vector import (
     NO_KEY,
     PLAIN_MAX,
@@ -38,7 +35,8 @@ from ..protocol.vector import (
     replaced,
     sequence,
 )
-from ._js import array_from, clamp_non_negative, json_plus, key, plus, spread, to_string, truthy
+from . import tool_call
+from ._js import array_from, clamp_non_negative, json_plus, key, same, spread, to_string, truthy
 from ._util import (
     array_of,
     as_int,
@@ -57,9 +55,6 @@ from ._util import (
 IDLE, ERROR, IN_PROGRESS, INPUT_NEEDED, IS_READ = 1, 2, 8, 24, 32
 ACTIVITY_MASK = 0x1F
 
-BASE_KEYS = ("toolCallId", "toolName", "displayName", "intention", "contributor", "_meta")
-RESULT_KEYS = ("success", "pastTenseMessage", "content", "structuredContent", "error")
-CONFIRMATION_KEYS = ("confirmationTitle", "riskAssessment", "edits", "editable", "options")
 _FINISHED = (COMPLETED, CANCELLED)
 
 # -- status ------------------------------------------------------------------------------------
@@ -124,17 +119,10 @@ def _with_status(state: dict, status: int) -> dict:
     return state if current == status and type(current) is not bool else put(state, "status", status)
 
 
-def _same(a: Any, b: Any) -> bool:
-    """JavaScript ``a === b`` for ids (the common case, two strings, first)."""
-    if type(a) is str and type(b) is str:
-        return a == b
-    return a is b or key(a) == key(b)
-
-
 def _active(state: dict, action: dict) -> dict | None:
     """The active turn if ``action.turnId`` names it, else ``None`` (wrong turn ⇒ no-op)."""
     active = state.get("activeTurn")
-    if type(active) is dict and _same(active.get("id"), action.get("turnId")):
+    if type(active) is dict and same(active.get("id"), action.get("turnId")):
         return active
     return None
 
@@ -216,7 +204,7 @@ def _turn_started(state, action, now_ms):
     queued_id = action.get("queuedMessageId")
     if truthy(queued_id):
         steering = out.get("steeringMessage")
-        if type(steering) is dict and _same(steering.get("id"), queued_id):
+        if type(steering) is dict and same(steering.get("id"), queued_id):
             out.pop("steeringMessage")
         queued = out.get("queuedMessages")
         if truthy(queued):  # filtered, and left absent when empty (an empty queue too)
@@ -228,7 +216,7 @@ def _turn_started(state, action, now_ms):
 def _queue_without(queued: Any, mid: Any) -> list:
     """``queued.filter(m => m.id !== mid)``: it throws on a queue that is not an array, or with a
     null entry (``TypeError``)."""
-    return [m for m in array_of(queued) if not _same(member(m, "id"), mid)]
+    return [m for m in array_of(queued) if not same(member(m, "id"), mid)]
 
 
 def _response_part(state, action, now_ms):
@@ -271,7 +259,7 @@ def _append_to_part(kind: str):
             if type(turn_id) is str:
                 if turn_id != action.get("turnId"):
                     return state
-            elif not _same(turn_id, action.get("turnId")):
+            elif not same(turn_id, action.get("turnId")):
                 return state
             parts = active.get("responseParts")
             part_id = action.get("partId")
@@ -347,32 +335,12 @@ def _append_by_rules(state: dict, action: dict, kind: str, active: dict, parts: 
 def _usage(state, action, now_ms):
     active = state.get("activeTurn")
     if type(active) is not dict:  # any truthy active turn the id check lets through is spread
-        if not truthy(active) or not _same(member(active, "id"), action.get("turnId")):
+        if not truthy(active) or not same(member(active, "id"), action.get("turnId")):
             return state
         active = spread(active)
-    elif not _same(active.get("id"), action.get("turnId")):
+    elif not same(active.get("id"), action.get("turnId")):
         return state
     return put(state, "activeTurn", put(active, "usage", action.get("usage")))
-
-
-def cancelled_by_turn_end(tc: Any) -> dict:
-    """T13: an unfinished tool call force-cancelled because its turn ended (a call that is not an
-    object has no members: it becomes a bare cancelled call)."""
-    if type(tc) is not dict:
-        tc = {}
-    streaming = tc.get("status") == STREAMING
-    out = pick(tc, BASE_KEYS)
-    out["status"] = CANCELLED
-    message = tc.get("invocationMessage")
-    if streaming:
-        out["invocationMessage"] = "" if message is None else message
-    else:
-        if message is not None:
-            out["invocationMessage"] = message
-        if tc.get("toolInput") is not None:
-            out["toolInput"] = tc["toolInput"]
-    out["reason"] = "skipped"
-    return out
 
 
 def _unfinished(part: Any) -> bool:
@@ -399,7 +367,9 @@ def _ended_parts(parts: list | Vector) -> list | Vector:
         return parts
     return sequence(
         [
-            {"kind": "toolCall", "toolCall": cancelled_by_turn_end(part["toolCall"])} if cancel else part
+            {"kind": "toolCall", "toolCall": tool_call.cancelled_by_turn_end(part["toolCall"])}
+            if cancel
+            else part
             for part, cancel in zip(parts, unfinished, strict=True)
         ]
     )
@@ -493,7 +463,7 @@ def _pending_message_removed(state, action, now_ms):
     mid = action.get("id")
     if action.get("kind") == "steering":
         steering = state.get("steeringMessage")
-        if not truthy(steering) or not _same(steering.get("id") if type(steering) is dict else None, mid):
+        if not truthy(steering) or not same(steering.get("id") if type(steering) is dict else None, mid):
             return state
         return put(state, "steeringMessage", None)
     queued = state.get("queuedMessages")
@@ -623,206 +593,7 @@ def _input_completed(state, action, now_ms):
     return out
 
 
-# -- tool calls --------------------------------------------------------------------------------
-
-
-def _base(tc: dict, action: dict) -> dict:
-    """B: the base fields of the current call, with ``_meta`` overridden by the action's."""
-    out = pick(tc, BASE_KEYS)
-    if action.get("_meta") is not None:
-        out["_meta"] = action["_meta"]
-    return out
-
-
-def _copy(out: dict, source: dict, keys: tuple[str, ...]) -> dict:
-    for k in keys:
-        if source.get(k) is not None:
-            out[k] = source[k]
-    return out
-
-
-def _copy_truthy(out: dict, source: dict, keys: tuple[str, ...]) -> dict:
-    """``...(x ? {k: x} : {})`` in the reference: copy only values JavaScript finds truthy."""
-    for k in keys:
-        if truthy(source.get(k)):
-            out[k] = source[k]
-    return out
-
-
-def refine_contributor(current: Any, nxt: Any) -> Any:
-    """Contributor on ``toolCallReady``: execution ownership never moves (chat-channel §6.4).
-
-    A client's call keeps its contributor unless the same client is named again; a call without a
-    client contributor takes any new contributor that is not a client (an unknown kind included).
-    """
-    if not truthy(nxt):
-        return current
-    next_kind = nxt.get("kind") if type(nxt) is dict else None
-    if (current.get("kind") if type(current) is dict else None) == "client":
-        if next_kind == "client" and _same(nxt.get("clientId"), current.get("clientId")):
-            return nxt
-        return current
-    return current if next_kind == "client" else nxt
-
-
-def _resolve_option(options: Any, option_id: Any) -> Any:
-    """``options.find(o => o.id === id)`` after ``if (!id || !options)``: it throws (``TypeError``)
-    on options that are not an array and on a null option it reaches."""
-    if not truthy(option_id) or not truthy(options):
-        return None
-    for option in array_of(options):
-        if _same(member(option, "id"), option_id):
-            return option
-    return None
-
-
-def _t_delta(tc: dict, action: dict) -> dict | None:  # T2
-    if tc.get("status") != STREAMING:
-        return None
-    out = tc.copy()
-    if action.get("_meta") is not None:
-        out["_meta"] = action["_meta"]
-    content = action.get("content")
-    if content is not None:
-        partial = tc.get("partialInput")
-        if partial is None:
-            partial = ""
-        if type(content) is str and type(partial) is str and len(partial) + len(content) <= TAIL_MAX:
-            out["partialInput"] = partial + content  # plus, for two short strings
-        else:
-            out["partialInput"] = plus(partial, content)
-    if action.get("invocationMessage") is not None:
-        out["invocationMessage"] = action["invocationMessage"]
-    return out
-
-
-def _t_ready(tc: dict, action: dict) -> dict | None:  # T3 / T4
-    source = tc.get("status")
-    if source not in (STREAMING, PENDING_CONFIRMATION, RUNNING):
-        return None
-    out = _base(tc, action)
-    out.pop("contributor", None)
-    contributor = refine_contributor(tc.get("contributor"), action.get("contributor"))
-    if contributor is not None:
-        out["contributor"] = contributor
-    if action.get("intention") is not None:
-        out["intention"] = action["intention"]
-    if action.get("invocationMessage") is not None:
-        out["invocationMessage"] = action["invocationMessage"]
-    tool_input = action.get("toolInput")
-    if tool_input is None and source != STREAMING:
-        tool_input = tc.get("toolInput")
-    if tool_input is not None:
-        out["toolInput"] = tool_input
-    confirmed = action.get("confirmed")
-    if truthy(confirmed):  # the reference tests truthiness: "" behaves as absent (reducer-rules §3.2)
-        out["status"] = RUNNING
-        out["confirmed"] = confirmed
-        return out
-    out["status"] = PENDING_CONFIRMATION
-    previous = tc if source == PENDING_CONFIRMATION else {}
-    for k in CONFIRMATION_KEYS:
-        value = action.get(k)
-        if value is None:
-            value = previous.get(k)
-        if value is not None and (k != "options" or truthy(value)):
-            out[k] = value
-    return out
-
-
-def _t_confirmed(tc: dict, action: dict) -> dict | None:  # T5 / T6
-    if tc.get("status") != PENDING_CONFIRMATION:
-        return None
-    out = _base(tc, action)
-    _copy(out, tc, ("invocationMessage",))
-    if truthy(action.get("approved")):
-        out["status"] = RUNNING
-        tool_input = tc.get("toolInput")
-        edited = action.get("editedToolInput")
-        if edited is not None and isinstance(tool_input, (str, Text)):
-            tool_input = edited
-        if tool_input is not None:
-            out["toolInput"] = tool_input
-        if action.get("confirmed") is not None:
-            out["confirmed"] = action["confirmed"]
-    else:
-        out["status"] = CANCELLED
-        _copy(out, tc, ("toolInput",))
-        _copy(out, action, ("reason", "reasonMessage", "userSuggestion"))
-    option = _resolve_option(tc.get("options"), action.get("selectedOptionId"))
-    if truthy(option):
-        out["selectedOption"] = option
-    return out
-
-
-def _t_complete(tc: dict, action: dict) -> dict | None:  # T7
-    source = tc.get("status")
-    result = action.get("result")
-    if source == AUTH_REQUIRED:
-        if truthy(member(result, "success")):  # reading it from a missing result throws
-            return None
-    elif source not in (RUNNING, PENDING_CONFIRMATION):
-        return None
-    out = _base(tc, action)
-    needs_confirmation = truthy(action.get("requiresResultConfirmation")) and source != AUTH_REQUIRED
-    out["status"] = PENDING_RESULT_CONFIRMATION if needs_confirmation else COMPLETED
-    _copy(out, tc, ("invocationMessage", "toolInput"))
-    if source in (RUNNING, AUTH_REQUIRED):
-        _copy(out, tc, ("confirmed",))
-        _copy_truthy(out, tc, ("selectedOption",))
-    else:
-        out["confirmed"] = "not-needed"
-    if source == AUTH_REQUIRED:
-        _copy_truthy(out, tc, ("content",))
-    return merge(out, spread(result))
-
-
-def _t_result_confirmed(tc: dict, action: dict) -> dict | None:  # T8 / T9
-    if tc.get("status") != PENDING_RESULT_CONFIRMATION:
-        return None
-    out = _base(tc, action)
-    if truthy(action.get("approved")):
-        out["status"] = COMPLETED
-        _copy(out, tc, ("invocationMessage", "toolInput", "confirmed"))
-        _copy_truthy(out, tc, ("selectedOption",))
-        return _copy(out, tc, RESULT_KEYS)
-    out["status"] = CANCELLED
-    _copy(out, tc, ("invocationMessage", "toolInput"))
-    out["reason"] = "result-denied"
-    return _copy_truthy(out, tc, ("selectedOption",))
-
-
-def _t_content_changed(tc: dict, action: dict) -> dict | None:  # T10
-    if tc.get("status") != RUNNING:
-        return None
-    out = put(tc, "content", action.get("content"))
-    if action.get("_meta") is not None:
-        out["_meta"] = action["_meta"]
-    return out
-
-
-def _t_auth_required(tc: dict, action: dict) -> dict | None:  # T11
-    contributor = tc.get("contributor")
-    if tc.get("status") != RUNNING or not (
-        isinstance(contributor, dict) and contributor.get("kind") == "mcp"
-    ):
-        return None
-    out = _base(tc, action)
-    out["status"] = AUTH_REQUIRED
-    _copy(out, tc, ("invocationMessage", "toolInput", "confirmed"))
-    _copy_truthy(out, tc, ("selectedOption", "content"))
-    if action.get("auth") is not None:
-        out["auth"] = action["auth"]
-    return out
-
-
-def _t_auth_resolved(tc: dict, action: dict) -> dict | None:  # T12
-    if tc.get("status") != AUTH_REQUIRED:
-        return None
-    out = _base(tc, action)
-    out["status"] = RUNNING
-    _copy(out, tc, ("invocationMessage", "toolInput", "confirmed"))
-    return _copy_truthy(out, tc, ("selectedOption", "content"))
+# -- tool calls: applying the state machine of tool_call.py to the active turn ---------------
 
 
 def _tool_call_action(transform, rederive: bool):
@@ -835,7 +606,7 @@ def _tool_call_action(transform, rederive: bool):
             if (
                 turn_id != action.get("turnId")
                 if type(turn_id) is str
-                else not _same(turn_id, action.get("turnId"))
+                else not same(turn_id, action.get("turnId"))
             ):
                 active = None
         else:
@@ -892,8 +663,8 @@ def _tool_call_action(transform, rederive: bool):
                         new_part["toolCall"] = new_tc
                         # The counted predicate (blocks_user) reads only the status.
                         status = tc.get("status")
-                        same = type(status) is str and new_tc.get("status") == status
-                        new_parts = new_parts.replaced(i, new_part, same_keys=True, same_counts=same)
+                        same_status = type(status) is str and new_tc.get("status") == status
+                        new_parts = new_parts.replaced(i, new_part, same_keys=True, same_counts=same_status)
                 if new_parts is not vec:
                     out = _with_parts(state, active, new_parts)
         if not rederive:
@@ -913,7 +684,7 @@ def _tool_call_start(state, action, now_ms):
     if active is None:
         return state
     tc = {"status": STREAMING, **pick(action, ("toolCallId", "toolName", "displayName"))}
-    _copy(tc, action, ("intention", "contributor", "_meta"))
+    tool_call.copy_present(tc, action, ("intention", "contributor", "_meta"))
     return _with_parts(
         state, active, appended(array_from(active.get("responseParts")), {"kind": "toolCall", "toolCall": tc})
     )
@@ -943,13 +714,13 @@ reduce_chat = make_reducer(
         "chat/inputAnswerChanged": _input_answer_changed,
         "chat/inputCompleted": _input_completed,
         "chat/toolCallStart": _tool_call_start,
-        "chat/toolCallDelta": _tool_call_action(_t_delta, rederive=False),
-        "chat/toolCallReady": _tool_call_action(_t_ready, rederive=True),
-        "chat/toolCallConfirmed": _tool_call_action(_t_confirmed, rederive=True),
-        "chat/toolCallComplete": _tool_call_action(_t_complete, rederive=True),
-        "chat/toolCallResultConfirmed": _tool_call_action(_t_result_confirmed, rederive=True),
-        "chat/toolCallContentChanged": _tool_call_action(_t_content_changed, rederive=False),
-        "chat/toolCallAuthRequired": _tool_call_action(_t_auth_required, rederive=True),
-        "chat/toolCallAuthResolved": _tool_call_action(_t_auth_resolved, rederive=True),
+        "chat/toolCallDelta": _tool_call_action(tool_call.delta, rederive=False),
+        "chat/toolCallReady": _tool_call_action(tool_call.ready, rederive=True),
+        "chat/toolCallConfirmed": _tool_call_action(tool_call.confirmed, rederive=True),
+        "chat/toolCallComplete": _tool_call_action(tool_call.complete, rederive=True),
+        "chat/toolCallResultConfirmed": _tool_call_action(tool_call.result_confirmed, rederive=True),
+        "chat/toolCallContentChanged": _tool_call_action(tool_call.content_changed, rederive=False),
+        "chat/toolCallAuthRequired": _tool_call_action(tool_call.auth_required, rederive=True),
+        "chat/toolCallAuthResolved": _tool_call_action(tool_call.auth_resolved, rederive=True),
     },
 )
