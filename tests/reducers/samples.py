@@ -7,6 +7,8 @@ hit and miss ids, reorder tool-call transitions and carry off-type values.
 
 from __future__ import annotations
 
+from ahp_lab.reducers import reduce_chat
+
 CHAT = "ahp-chat:/s/c1"
 USER = {"text": "hi", "origin": {"kind": "user"}}
 
@@ -21,6 +23,27 @@ def chat_state(status=1, **fields) -> dict:
         "turns": [],
         **fields,
     }
+
+
+def started(status=1, **fields) -> dict:
+    """:func:`chat_state` with turn ``t1`` started."""
+    action = {"type": "chat/turnStarted", "turnId": "t1", "startedAt": "s", "message": USER}
+    return reduce_chat(chat_state(status=status, **fields), action, 9999)
+
+
+def apply(state: dict, *actions: dict, reducer=None) -> dict:
+    """``state`` after ``actions``, each sent with ``turnId: "t1"`` (the chat reducer by default)."""
+    for action in actions:
+        state = (reducer or reduce_chat)(state, {"turnId": "t1", **action}, 9999)
+    return state
+
+
+def tool_call(state: dict, call_id: str = "tc1") -> dict:
+    """The active turn's tool call ``call_id``."""
+    for part in state["activeTurn"]["responseParts"]:
+        if part.get("kind") == "toolCall" and part["toolCall"]["toolCallId"] == call_id:
+            return part["toolCall"]
+    raise AssertionError(f"no tool call {call_id}")
 
 
 def _tc(step: str, **fields) -> dict:
