@@ -215,24 +215,58 @@ def _active_client_removed(state, action, now_ms):
 # -- customizations ----------------------------------------------------------------------------
 #
 # The tree is searched top level first, then children in container order (session-channel §3).
-# Both levels are found through indexes: top-level entries by id, and containers by the ids of
-# their children, so a toggle or an MCP state change costs the same in a tree of 20 or 20,000.
+# Both levels are found through indexes: top-level entries by id, containers by the ids of their
+# children, and a child in its container by its position, so a toggle or an MCP state change
+# costs the same in a tree of 20 or 20,000 (but for the cache, which a large tree outgrows).
 
 
-def _child_ids(entry: Any) -> list | tuple:
+def _child_ids(entry: Any) -> Any:
     """The ids of a container's children, for the tree's child index.
 
     A container whose children the reference's search cannot pass keys as ``STOP`` too: children
-    that are truthy but not an array (``findIndex`` is not a function), or a null child.
+    that are truthy but not an array (``findIndex`` is not a function), or a null child. Building
+    the tree's index this way also builds every container's :func:`_child_positions`.
     """
     if type(entry) is not dict or entry.get("type") == "mcpServer":
         return ()
     children = entry.get("children")
-    if type(children) is not list and type(children) is not Vector:
-        return (STOP,) if truthy(children) else ()
-    return [  # _id_key inlined: this runs for every child when the index is built
-        (v if type(v := c.get("id")) is str else key(v)) if type(c) is dict else _id_key(c) for c in children
-    ]
+    if type(children) is list:
+        return _child_positions(children).keys()
+    if type(children) is Vector:
+        return [_id_key(c) for c in children]
+    return (STOP,) if truthy(children) else ()
+
+
+#: A container's children list id -> (the list, its positions); the lists are kept alive, so the
+#: ids stay valid. A list replaced through :func:`_child_replaced` hands its positions to the new
+#: list; a full table is cleared. Either way a list looked up again rebuilds its positions.
+_POSITIONS: dict[int, tuple[list, dict]] = {}
+_POSITIONS_MAX = 1 << 14
+
+
+def _child_positions(children: list) -> dict:
+    """``{key: first position}`` of the children's ids (``STOP``: the first null child).
+
+    Built once per list, when the tree's child index is, and handed on as a toggle or an MCP
+    state change replaces the list: a child is found without reading its siblings, whose reads
+    miss the cache once the tree is larger than it.
+    """
+    known = _POSITIONS.get(id(children))
+    if known is not None and known[0] is children:
+        return known[1]
+    positions: dict = {}
+    for j, c in enumerate(children):  # _id_key inlined: this runs for every child of the tree
+        k = (v if type(v := c.get("id")) is str else key(v)) if type(c) is dict else _id_key(c)
+        if k not in positions:
+            positions[k] = j
+    _remember(children, positions)
+    return positions
+
+
+def _remember(children: list, positions: dict) -> None:
+    if len(_POSITIONS) >= _POSITIONS_MAX:
+        _POSITIONS.clear()  # rebuilt as they are needed
+    _POSITIONS[id(children)] = (children, positions)
 
 
 def _tree(state: dict) -> list | Vector | None:
@@ -259,22 +293,42 @@ def _tree(state: dict) -> list | Vector | None:
     return Vector.of(tree)
 
 
-#: A container's children are scanned up to this many; a longer list is indexed.
-_SCANNED_CHILDREN = 64
+#: A container's children are scanned up to this many; a longer list is found through its
+#: positions (:func:`_child_positions`).
+_SCANNED_CHILDREN = vector.PLAIN_MAX
+#: A container's children stay a plain list up to this many; a longer one becomes a Vector.
+_LISTED_CHILDREN = 64
 
 
 def _child_position(children: list | Vector, cid: Any) -> int:
-    """The position of child ``cid`` in a container's children, else ``-1``."""
-    if type(children) is list and len(children) <= _SCANNED_CHILDREN:
-        return _find(children, _id_key, cid)  # scanned
-    return find(Vector.of(children), _id_key, cid)  # a long list is indexed once
+    """The position of child ``cid`` in a container's children, else ``-1``.
+
+    ``TypeError`` when a null child comes first, as the reference's search reading its id throws.
+    """
+    if type(children) is Vector:
+        return find(children, _id_key, cid)
+    if len(children) <= _SCANNED_CHILDREN:
+        return _find(children, _id_key, cid)
+    positions = _child_positions(children)
+    j = positions.get(cid, -1)
+    stop = positions.get(STOP)
+    if stop is not None and (j < 0 or stop < j):
+        raise TypeError("cannot read 'id' of null")
+    return j
 
 
 def _child_replaced(children: list | Vector, j: int, child: Any) -> list | Vector:
-    """``children`` with child ``j`` replaced (same id): a list short enough to scan stays a list."""
-    if type(children) is list and len(children) <= _SCANNED_CHILDREN:
+    """``children`` with child ``j`` replaced by one with the same id.
+
+    A list short enough stays a list, and keeps its positions, which the same ids leave valid.
+    """
+    if type(children) is list and len(children) <= _LISTED_CHILDREN:
         out = children.copy()
         out[j] = child
+        if len(children) > _SCANNED_CHILDREN:  # the new list takes over the positions
+            known = _POSITIONS.pop(id(children), None)
+            if known is not None and known[0] is children:
+                _remember(out, known[1])
         return out
     return replaced(children, j, child, same_keys=True)
 

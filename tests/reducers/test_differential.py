@@ -76,6 +76,7 @@ SCAN_BOUNDS = [
     (vector, "COMPACT_HOLES"),
     (chat_reducer, "PLAIN_MAX"),
     (session_reducer, "_SCANNED_CHILDREN"),
+    (session_reducer, "_LISTED_CHILDREN"),
 ]
 
 
