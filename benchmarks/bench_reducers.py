@@ -17,8 +17,11 @@ that estimates the ratio to the reference on a loaded machine. It prints:
 4. **Imports**: ``import ahp_lab`` and ``python -m ahp_lab.conformance run`` on one fixture, wall time.
 5. **What CPython allows**: our ``chat/delta`` beside the least a Python delta reducer can do and
    keep state immutable (the four copies and the text append, no checks, no dispatch), interleaved
-   in this process; and the one pass over a 1,000 x 20 customization tree that a first child
-   lookup needs, per action of a 10,000-action run. Issue 14's note uses both.
+   in this process; the one pass over a 1,000 x 20 customization tree that a first child lookup
+   needs, per action of a 10,000-action run; and the harness's customization toggles and MCP state
+   changes at P=10 and P=1000, ours beside the least a Python reducer can do (the copies alone,
+   with lookups prebuilt and not timed), cold in fresh processes, with the growth ratio of each.
+   Issue 14's note uses all three.
 
 For the harness's own numbers run ``python3 ../shared/bench/bench.py --cmd "python -m ahp_lab.conformance"``.
 """
@@ -111,6 +114,87 @@ print(len(actions) / (time.perf_counter() - start))
 """
 
 
+_TREE_RUNNER = """
+import gc, json, sys, time
+from ahp_lab.protocol.vector import Vector
+from ahp_lab.reducers import REDUCERS
+folder, mode = sys.argv[1], sys.argv[2]
+state = json.load(open(folder + "/initial.json"))
+kinds = ("session/customizationToggled", "session/mcpServerStateChanged")
+actions = [a for a in map(json.loads, open(folder + "/actions.jsonl", encoding="utf-8")) if a["type"] in kinds]
+reducer = REDUCERS["session"]
+tree = state["customizations"]
+top = {e["id"]: i for i, e in enumerate(tree)}  # the floor's lookups, prebuilt and not timed
+kids = {}
+for i, e in enumerate(tree):
+    if e.get("type") != "mcpServer":
+        for j, child in enumerate(e.get("children") or ()):
+            kids.setdefault(child["id"], (i, j))
+tree = Vector.of(tree)
+gc.collect()
+start = time.perf_counter()
+if mode == "ours":
+    for action in actions:
+        state = reducer(state, action, 9999)
+else:  # the copies that immutability needs, and nothing else
+    for action in actions:
+        toggled = action["type"] == kinds[0]
+        i = top.get(action["id"])
+        if i is None:
+            found = kids.get(action["id"])
+            if found is None:
+                continue
+            i, j = found
+            entry = tree[i]
+            children = entry["children"]
+            child = children[j].copy()
+            if toggled:
+                child["enabled"] = action["enabled"]
+            else:
+                child["state"], child["channel"] = action["state"], action.get("channel")
+            children = children.copy()
+            children[j] = child
+            entry = entry.copy()
+            entry["children"] = children
+        else:
+            entry = tree[i].copy()
+            if toggled:
+                entry["enabled"] = action["enabled"]
+            else:
+                entry["state"], entry["channel"] = action["state"], action.get("channel")
+        tree = tree.replaced(i, entry, same_keys=True)
+        state = state.copy()
+        state["customizations"] = tree
+print((time.perf_counter() - start) / len(actions))
+"""
+
+
+def _tree_floor(folders: dict[str, Path], rounds: int) -> None:
+    """Customization toggles and MCP state changes, ours beside the copies alone, cold at P=10 and P=1000."""
+    cases = ("customizations@P=10", "customizations@P=1000")
+    if not all(case in folders for case in cases):
+        return
+    best: dict[tuple[str, str], float] = {}
+    for _ in range(rounds):
+        for case in cases:
+            for mode in ("ours", "copies"):
+                out = subprocess.run(
+                    [sys.executable, "-c", _TREE_RUNNER, str(folders[case]), mode],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                    cwd=HERE.parent,
+                )
+                cost = float(out.stdout.strip())
+                best[case, mode] = min(best.get((case, mode), cost), cost)
+    for mode, what in (("ours", "ours"), ("copies", "copies only, lookups prebuilt")):
+        small, large = (best[case, mode] for case in cases)
+        print(
+            f"  toggles and MCP changes, {what:<30} P=10 {small * 1e9:6.0f} ns, P=1000 {large * 1e9:6.0f} ns,"
+            f" growth {small / large:.2f}"
+        )
+
+
 def _cold_rate_of(code: Path, folder: Path) -> float:
     """:func:`_cold_rate` with the ``ahp_lab`` found at ``code``, in a fresh process."""
     env = {**os.environ, "PYTHONPATH": str(code)}
@@ -140,7 +224,8 @@ def _cold_rate(folder: Path) -> float:
     return len(actions) / (time.perf_counter() - start)
 
 
-def workloads(args) -> dict[str, float]:
+def workloads(args) -> dict[str, Path]:
+    """Generate (or reuse) the harness's workloads, print sections 1 and 2, and return the folders."""
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     cases = [(n, g) for n, g in _suite() if not args.quick or n in QUICK]
@@ -170,7 +255,7 @@ def workloads(args) -> dict[str, float]:
         if small in best and large in best:
             line = f"  {family:<34} {best[large] / best[small]:8.2f} {ref:10.3f}"
             print(line + (f" {base[large] / base[small]:9.3f}" if base else ""))
-    return best
+    return folders
 
 
 def store_history(quick: bool) -> None:
@@ -262,7 +347,7 @@ def _copy_only_delta(state: dict, action: dict, now_ms: int = 0) -> dict:
     return out
 
 
-def limits(quick: bool) -> None:
+def limits(quick: bool, folders: dict[str, Path], rounds: int) -> None:
     n = 20_000 if quick else 1_000_000  # as many as delta@content=1000000
     chat = REDUCERS["chat"]
     # A chat laid out like the harness's (its keys, one streaming turn) and actions parsed from JSON
@@ -321,6 +406,7 @@ def limits(quick: bool) -> None:
         f"  first child lookup in a 1,000 x 20 tree       {first * 1e3:6.1f} ms "
         f"({first / 10_000 * 1e6:.2f} us per action of a 10,000-action run)"
     )
+    _tree_floor(folders, rounds)
 
 
 def main() -> None:
@@ -335,13 +421,14 @@ def main() -> None:
     )
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    folders: dict[str, Path] = {}
     if (BENCH_DIR / "gen_workloads.py").exists():
-        workloads(args)
+        folders = workloads(args)
     else:
         print(f"(no workload generator at {BENCH_DIR}: set AHP_BENCH_DIR to run sections 1 and 2)")
     store_history(args.quick)
     imports()
-    limits(args.quick)
+    limits(args.quick, folders, args.rounds)
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
 
 
