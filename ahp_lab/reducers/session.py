@@ -239,9 +239,11 @@ def _child_ids(entry: Any) -> Any:
 
 #: A container's children list id -> (the list, its positions); the lists are kept alive, so the
 #: ids stay valid. A list replaced through :func:`_child_replaced` hands its positions to the new
-#: list; a full table is cleared. Either way a list looked up again rebuilds its positions.
+#: list. The table is cleared once the lists it keeps alive hold more than ``_HELD_MAX`` children
+#: (a bound on the memory it keeps from being freed); a list looked up again rebuilds its positions.
 _POSITIONS: dict[int, tuple[list, dict]] = {}
-_POSITIONS_MAX = 1 << 14
+_HELD_MAX = 1 << 18
+_held = 0  # children in the lists the table holds
 
 
 def _child_positions(children: list) -> dict:
@@ -264,9 +266,21 @@ def _child_positions(children: list) -> dict:
 
 
 def _remember(children: list, positions: dict) -> None:
-    if len(_POSITIONS) >= _POSITIONS_MAX:
+    global _held
+    if _held + len(children) > _HELD_MAX:
         _POSITIONS.clear()  # rebuilt as they are needed
+        _held = 0
     _POSITIONS[id(children)] = (children, positions)
+    _held += len(children)
+
+
+def _hand_over(children: list, out: list) -> None:
+    """Give ``children``'s positions to ``out``, the same list with one child replaced (same id)."""
+    global _held
+    known = _POSITIONS.pop(id(children), None)
+    if known is not None and known[0] is children:
+        _held -= len(children)
+        _remember(out, known[1])
 
 
 def _tree(state: dict) -> list | Vector | None:
@@ -325,10 +339,8 @@ def _child_replaced(children: list | Vector, j: int, child: Any) -> list | Vecto
     if type(children) is list and len(children) <= _LISTED_CHILDREN:
         out = children.copy()
         out[j] = child
-        if len(children) > _SCANNED_CHILDREN:  # the new list takes over the positions
-            known = _POSITIONS.pop(id(children), None)
-            if known is not None and known[0] is children:
-                _remember(out, known[1])
+        if len(children) > _SCANNED_CHILDREN:
+            _hand_over(children, out)
         return out
     return replaced(children, j, child, same_keys=True)
 
