@@ -220,21 +220,36 @@ def _active_client_removed(state, action, now_ms):
 # costs the same in a tree of 20 or 20,000 (but for the cache, which a large tree outgrows).
 
 
+#: A container's children are scanned up to this many; a longer list is found through its
+#: positions (:func:`_child_positions`).
+_SCANNED_CHILDREN = vector.PLAIN_MAX
+#: A container's children stay a plain list up to this many; a longer one becomes a Vector.
+_LISTED_CHILDREN = 64
+
+
 def _child_ids(entry: Any) -> Any:
     """The ids of a container's children, for the tree's child index.
 
     A container whose children the reference's search cannot pass keys as ``STOP`` too: children
     that are truthy but not an array (``findIndex`` is not a function), or a null child. Building
-    the tree's index this way also builds every container's :func:`_child_positions`.
+    the tree's index this way also builds the :func:`_child_positions` of every list too long to
+    scan.
     """
     if type(entry) is not dict or entry.get("type") == "mcpServer":
         return ()
     children = entry.get("children")
-    if type(children) is list:
+    if type(children) is list and len(children) > _SCANNED_CHILDREN:
         return _child_positions(children).keys()
-    if type(children) is Vector:
-        return [_id_key(c) for c in children]
+    if type(children) is list or type(children) is Vector:
+        return _child_keys(children)
     return (STOP,) if truthy(children) else ()
+
+
+def _child_keys(children: list | Vector) -> list:
+    """``_id_key`` of every child, inlined for string ids: this runs for every child of the tree."""
+    return [
+        (v if type(v := c.get("id")) is str else key(v)) if type(c) is dict else _id_key(c) for c in children
+    ]
 
 
 #: A container's children list id -> (the list, its positions); the lists are kept alive, so the
@@ -257,8 +272,7 @@ def _child_positions(children: list) -> dict:
     if known is not None and known[0] is children:
         return known[1]
     positions: dict = {}
-    for j, c in enumerate(children):  # _id_key inlined: this runs for every child of the tree
-        k = (v if type(v := c.get("id")) is str else key(v)) if type(c) is dict else _id_key(c)
+    for j, k in enumerate(_child_keys(children)):
         if k not in positions:
             positions[k] = j
     _remember(children, positions)
@@ -305,13 +319,6 @@ def _tree(state: dict) -> list | Vector | None:
         if size <= small:
             return tree
     return Vector.of(tree)
-
-
-#: A container's children are scanned up to this many; a longer list is found through its
-#: positions (:func:`_child_positions`).
-_SCANNED_CHILDREN = vector.PLAIN_MAX
-#: A container's children stay a plain list up to this many; a longer one becomes a Vector.
-_LISTED_CHILDREN = 64
 
 
 def _child_position(children: list | Vector, cid: Any) -> int:
