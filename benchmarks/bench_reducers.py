@@ -22,6 +22,9 @@ that estimates the ratio to the reference on a loaded machine. It prints:
    changes at P=10 and P=1000, ours beside the least a Python reducer can do (the copies alone,
    with lookups prebuilt and not timed), cold in fresh processes, with the growth ratio of each.
    Issue 14's note uses all three.
+6. **Growth per action type**: each family's small and large case, cold, timed per action type
+   (the timer's cost, some 60 ns, is in both). A family's workloads mix the types differently at
+   each size, so this shows which actions grow and which only weigh more.
 
 For the harness's own numbers run ``python3 ../shared/bench/bench.py --cmd "python -m ahp_lab.conformance"``.
 """
@@ -99,14 +102,18 @@ def _workload(work: Path, name: str, gen: list[str]) -> Path:
     return folder
 
 
+# Each timed loop starts as the replay CLI's does (``python -m ahp_lab.conformance replay``, which
+# bench.py runs): the loader's garbage collected, and the loaded state frozen out of the collector.
 _RUNNER = """
-import json, sys, time
+import gc, json, sys, time
 from ahp_lab.reducers import REDUCERS
 folder = sys.argv[1]
 meta = json.load(open(folder + "/meta.json"))
 state = json.load(open(folder + "/initial.json"))
 actions = [json.loads(line) for line in open(folder + "/actions.jsonl", encoding="utf-8") if line.strip()]
 reducer = REDUCERS[meta["reducer"]]
+gc.collect()
+gc.freeze()
 start = time.perf_counter()
 for action in actions:
     state = reducer(state, action, 9999)
@@ -132,6 +139,7 @@ for i, e in enumerate(tree):
             kids.setdefault(child["id"], (i, j))
 tree = Vector.of(tree)
 gc.collect()
+gc.freeze()
 start = time.perf_counter()
 if mode == "ours":
     for action in actions:
@@ -195,6 +203,61 @@ def _tree_floor(folders: dict[str, Path], rounds: int) -> None:
         )
 
 
+_TYPES_RUNNER = """
+import gc, json, sys, time
+from ahp_lab.reducers import REDUCERS
+folder = sys.argv[1]
+meta = json.load(open(folder + "/meta.json"))
+state = json.load(open(folder + "/initial.json"))
+actions = [json.loads(line) for line in open(folder + "/actions.jsonl", encoding="utf-8") if line.strip()]
+reducer = REDUCERS[meta["reducer"]]
+gc.collect()
+gc.freeze()
+clock = time.perf_counter_ns
+spent, counts = {}, {}
+for action in actions:
+    start = clock()
+    state = reducer(state, action, 9999)
+    kind = action["type"]
+    spent[kind] = spent.get(kind, 0) + clock() - start
+    counts[kind] = counts.get(kind, 0) + 1
+print(json.dumps({kind: [spent[kind] / counts[kind], counts[kind]] for kind in spent}))
+"""
+
+
+def growth_by_type(folders: dict[str, Path], rounds: int) -> None:
+    """Each family's growth per action type: the families' workloads mix their types differently
+    at each size, so the family's total compares mixes as well as sizes."""
+    print("\n6. growth per action type (cold ns per action at the small and large size, best of rounds;")
+    print("   growth = small cost / large cost, as in section 2: 1.0 = flat, goal >= 0.8)")
+    for family, (small, large, _ref) in FAMILIES.items():
+        if small not in folders or large not in folders:
+            continue
+        best: dict[str, dict[str, list[float]]] = {small: {}, large: {}}
+        for _ in range(rounds):
+            for case in (small, large):
+                out = subprocess.run(
+                    [sys.executable, "-c", _TYPES_RUNNER, str(folders[case])],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                    cwd=HERE.parent,
+                )
+                for kind, (cost, count) in json.loads(out.stdout).items():
+                    known = best[case].get(kind)
+                    best[case][kind] = [min(cost, known[0]) if known else cost, count]
+        print(f"  {family}")
+        at_large = sum(cost * count for cost, count in best[large].values())
+        for kind, (cost, count) in sorted(best[large].items(), key=lambda item: -item[1][0] * item[1][1]):
+            was = best[small].get(kind)
+            if was is None or min(count, was[1]) < 100:
+                continue
+            print(
+                f"    {kind:<32} {was[0]:8.0f} {cost:8.0f} ns  growth {was[0] / cost:5.2f}"
+                f"  ({count:,} actions, {100 * cost * count / at_large:4.1f}% of the time at the large size)"
+            )
+
+
 def _cold_rate_of(code: Path, folder: Path) -> float:
     """:func:`_cold_rate` with the ``ahp_lab`` found at ``code``, in a fresh process."""
     env = {**os.environ, "PYTHONPATH": str(code)}
@@ -217,11 +280,14 @@ def _cold_rate(folder: Path) -> float:
         actions = [json.loads(line) for line in fh if line.strip()]
     reducer = REDUCERS[meta["reducer"]]
     gc.collect()
+    gc.freeze()
     state = initial
     start = time.perf_counter()
     for action in actions:
         state = reducer(state, action, 9999)
-    return len(actions) / (time.perf_counter() - start)
+    rate = len(actions) / (time.perf_counter() - start)
+    gc.unfreeze()  # this process goes on to the next case
+    return rate
 
 
 def workloads(args) -> dict[str, Path]:
@@ -429,6 +495,7 @@ def main() -> None:
     store_history(args.quick)
     imports()
     limits(args.quick, folders, args.rounds)
+    growth_by_type(folders, args.rounds)
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
 
 
