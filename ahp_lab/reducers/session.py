@@ -268,8 +268,8 @@ def _child_positions(children: list) -> dict:
     state change replaces the list: a child is found without reading its siblings, whose reads
     miss the cache once the tree is larger than it.
     """
-    known = _POSITIONS.get(id(children))
-    if known is not None and known[0] is children:
+    known = _POSITIONS.get(id(children))  # the table keeps its lists alive: the id is this list's
+    if known is not None:
         return known[1]
     positions: dict = {}
     for j, k in enumerate(_child_keys(children)):
@@ -292,7 +292,7 @@ def _hand_over(children: list, out: list) -> None:
     """Give ``children``'s positions to ``out``, the same list with one child replaced (same id)."""
     global _held
     known = _POSITIONS.pop(id(children), None)
-    if known is not None and known[0] is children:
+    if known is not None:
         _held -= len(children)
         _remember(out, known[1])
 
