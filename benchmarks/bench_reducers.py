@@ -102,9 +102,11 @@ def _workload(work: Path, name: str, gen: list[str]) -> Path:
     return folder
 
 
-# Each timed loop starts as the replay CLI's does (``python -m ahp_lab.conformance replay``, which
-# bench.py runs): the loader's garbage collected, and the loaded state frozen out of the collector.
-_RUNNER = """
+# The start of every runner below, which :func:`_run` puts before it: the workload in FOLDER (the
+# first argument), loaded. Each timed loop then starts as the replay CLI's does (``python -m
+# ahp_lab.conformance replay``, which bench.py runs): the loader's garbage collected, the loaded
+# state frozen out of the collector.
+_LOADED = """
 import gc, json, sys, time
 from ahp_lab.reducers import REDUCERS
 folder = sys.argv[1]
@@ -112,6 +114,24 @@ meta = json.load(open(folder + "/meta.json"))
 state = json.load(open(folder + "/initial.json"))
 actions = [json.loads(line) for line in open(folder + "/actions.jsonl", encoding="utf-8") if line.strip()]
 reducer = REDUCERS[meta["reducer"]]
+"""
+
+
+def _run(runner: str, folder: Path, *args: str, code: Path = HERE.parent) -> str:
+    """The output of ``runner`` on the workload in ``folder``, in a fresh process with the
+    ``ahp_lab`` found at ``code``."""
+    out = subprocess.run(  # cwd too: `python -c` puts the current folder first on sys.path
+        [sys.executable, "-c", _LOADED + runner, str(folder), *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(code)},
+        cwd=code,
+    )
+    return out.stdout
+
+
+_RUNNER = """
 gc.collect()
 gc.freeze()
 start = time.perf_counter()
@@ -122,14 +142,10 @@ print(len(actions) / (time.perf_counter() - start))
 
 
 _TREE_RUNNER = """
-import gc, json, sys, time
 from ahp_lab.protocol.vector import Vector
-from ahp_lab.reducers import REDUCERS
-folder, mode = sys.argv[1], sys.argv[2]
-state = json.load(open(folder + "/initial.json"))
+mode = sys.argv[2]
 kinds = ("session/customizationToggled", "session/mcpServerStateChanged")
-actions = [a for a in map(json.loads, open(folder + "/actions.jsonl", encoding="utf-8")) if a["type"] in kinds]
-reducer = REDUCERS["session"]
+actions = [a for a in actions if a["type"] in kinds]
 tree = state["customizations"]
 top = {e["id"]: i for i, e in enumerate(tree)}  # the floor's lookups, prebuilt and not timed
 kids = {}
@@ -186,14 +202,7 @@ def _tree_floor(folders: dict[str, Path], rounds: int) -> None:
     for _ in range(rounds):
         for case in cases:
             for mode in ("ours", "copies"):
-                out = subprocess.run(
-                    [sys.executable, "-c", _TREE_RUNNER, str(folders[case]), mode],
-                    check=True,
-                    capture_output=True,
-                    text=True,
-                    cwd=HERE.parent,
-                )
-                cost = float(out.stdout.strip())
+                cost = float(_run(_TREE_RUNNER, folders[case], mode))
                 best[case, mode] = min(best.get((case, mode), cost), cost)
     for mode, what in (("ours", "ours"), ("copies", "copies only, lookups prebuilt")):
         small, large = (best[case, mode] for case in cases)
@@ -204,13 +213,6 @@ def _tree_floor(folders: dict[str, Path], rounds: int) -> None:
 
 
 _TYPES_RUNNER = """
-import gc, json, sys, time
-from ahp_lab.reducers import REDUCERS
-folder = sys.argv[1]
-meta = json.load(open(folder + "/meta.json"))
-state = json.load(open(folder + "/initial.json"))
-actions = [json.loads(line) for line in open(folder + "/actions.jsonl", encoding="utf-8") if line.strip()]
-reducer = REDUCERS[meta["reducer"]]
 gc.collect()
 gc.freeze()
 clock = time.perf_counter_ns
@@ -236,14 +238,7 @@ def growth_by_type(folders: dict[str, Path], rounds: int) -> None:
         best: dict[str, dict[str, list[float]]] = {small: {}, large: {}}
         for _ in range(rounds):
             for case in (small, large):
-                out = subprocess.run(
-                    [sys.executable, "-c", _TYPES_RUNNER, str(folders[case])],
-                    check=True,
-                    capture_output=True,
-                    text=True,
-                    cwd=HERE.parent,
-                )
-                for kind, (cost, count) in json.loads(out.stdout).items():
+                for kind, (cost, count) in json.loads(_run(_TYPES_RUNNER, folders[case])).items():
                     known = best[case].get(kind)
                     best[case][kind] = [min(cost, known[0]) if known else cost, count]
         print(f"  {family}")
@@ -260,16 +255,7 @@ def growth_by_type(folders: dict[str, Path], rounds: int) -> None:
 
 def _cold_rate_of(code: Path, folder: Path) -> float:
     """:func:`_cold_rate` with the ``ahp_lab`` found at ``code``, in a fresh process."""
-    env = {**os.environ, "PYTHONPATH": str(code)}
-    out = subprocess.run(  # cwd too: `python -c` puts the current folder first on sys.path
-        [sys.executable, "-c", _RUNNER, str(folder)],
-        check=True,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=code,
-    )
-    return float(out.stdout.strip())
+    return float(_run(_RUNNER, folder, code=code))
 
 
 def _cold_rate(folder: Path) -> float:
