@@ -1,6 +1,6 @@
 """Reducer throughput and how per-action cost grows with the session, plus store history and imports.
 
-Run: ``python benchmarks/bench_reducers.py [--quick] [--rounds N] [--baseline PATH]``. Not a test:
+Run: ``python benchmarks/bench_reducers.py [--quick] [--rounds N] [--baseline PATH] [--counted]``. Not a test:
 machines are noisy, so compare ratios taken in one run. With ``--baseline`` (a checkout of another
 version, e.g. ``main``), every case also runs against that code, interleaved in the same rounds, and
 the table shows this tree / baseline; multiplied by the baseline's ratio to the reference (README),
@@ -25,6 +25,11 @@ that estimates the ratio to the reference on a loaded machine. It prints:
 6. **Growth per action type**: each family's small and large case, cold, timed per action type
    (the timer's cost, some 60 ns, is in both). A family's workloads mix the types differently at
    each size, so this shows which actions grow and which only weigh more.
+7. **Counted, not timed** (``--counted``, needs valgrind; some 10 minutes): each family's small
+   and large case under cachegrind, with the machine's L2 simulated: instructions and L2 misses
+   per action of the cold pass, and how many of those misses the cyclic garbage collector adds.
+   Counts do not move with the machine's load, so their growth separates work that grows from
+   memory that is slower to reach.
 
 For the harness's own numbers run ``python3 ../shared/bench/bench.py --cmd "python -m ahp_lab.conformance"``.
 """
@@ -35,6 +40,8 @@ import argparse
 import gc
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -117,11 +124,11 @@ reducer = REDUCERS[meta["reducer"]]
 """
 
 
-def _run(runner: str, folder: Path, *args: str, code: Path = HERE.parent) -> str:
+def _run(runner: str, folder: Path, *args: str, code: Path = HERE.parent, under: tuple = ()) -> str:
     """The output of ``runner`` on the workload in ``folder``, in a fresh process with the
-    ``ahp_lab`` found at ``code``."""
+    ``ahp_lab`` found at ``code`` (run ``under`` a tool such as valgrind, when given)."""
     out = subprocess.run(  # cwd too: `python -c` puts the current folder first on sys.path
-        [sys.executable, "-c", _LOADED + runner, str(folder), *args],
+        [*under, sys.executable, "-c", _LOADED + runner, str(folder), *args],
         check=True,
         capture_output=True,
         text=True,
@@ -251,6 +258,92 @@ def growth_by_type(folders: dict[str, Path], rounds: int) -> None:
                 f"    {kind:<32} {was[0]:8.0f} {cost:8.0f} ns  growth {was[0] / cost:5.2f}"
                 f"  ({count:,} actions, {100 * cost * count / at_large:4.1f}% of the time at the large size)"
             )
+
+
+_PASS_RUNNER = """
+mode = sys.argv[2]
+gc.collect()
+gc.freeze()
+if mode == "without-gc":
+    gc.disable()
+if mode != "load":
+    for action in actions:
+        state = reducer(state, action, 9999)
+"""
+#: Section 7 skips a case with more actions than this: under valgrind it would take many minutes.
+_SIMULATED_MAX = 200_000
+
+
+#: A count in cachegrind's summary ("==pid== I   refs:   1,234"); LLd is the simulated L2 here.
+_COUNT = re.compile(r"==\d+== (I +refs|LLd misses): +([\d,]+)")
+
+
+def _l2() -> tuple[int, int]:
+    """This machine's L2 cache (bytes, ways), as Linux reports it; 512 KiB, 8-way when it does not."""
+    cache = Path("/sys/devices/system/cpu/cpu0/cache/index2")
+    try:
+        size = (cache / "size").read_text().strip()
+        ways = int((cache / "ways_of_associativity").read_text())
+        return int(size.rstrip("K")) * 1024 if size.endswith("K") else int(size), ways
+    except (OSError, ValueError):
+        return 512 * 1024, 8
+
+
+def _simulated(folder: Path, mode: str, l2: tuple[int, int]) -> tuple[int, int]:
+    """(instructions, data reads and writes missing the L2) of the process, under cachegrind."""
+    with tempfile.NamedTemporaryFile("r", suffix=".log") as log:
+        tool = ("valgrind", "--tool=cachegrind", "--cache-sim=yes", f"--LL={l2[0]},{l2[1]},64")
+        _run(
+            _PASS_RUNNER,
+            folder,
+            mode,
+            under=(*tool, "--cachegrind-out-file=/dev/null", f"--log-file={log.name}"),
+        )
+        text = log.read()
+    counts = {" ".join(name.split()): int(n.replace(",", "")) for name, n in _COUNT.findall(text)}
+    return counts["I refs"], counts["LLd misses"]
+
+
+def simulated(folders: dict[str, Path]) -> None:
+    """Each family's small and large case under cachegrind: instructions and L2 misses per action.
+
+    Counted, not timed, so the noise of the machine does not reach them. A pass's counts are the
+    process's with the pass less the process's without it (the same loading in both); the run
+    with the cyclic garbage collector disabled shows the misses that the collector's traversals
+    of the pass's new containers add.
+    """
+    if shutil.which("valgrind") is None:
+        print("\n7. (valgrind is not installed: no counted section)")
+        return
+    l2 = _l2()
+    print(
+        f"\n7. counted under cachegrind, per action of the cold pass (L2 simulated as {l2[0] // 1024} KiB, {l2[1]}-way);"
+    )
+    print("   growth = small count / large count, as in section 2: 1.0 = flat")
+    print(f"  {'case':<24} {'instructions':>12} {'L2 misses':>10} {'of them, GC':>12}")
+    for family, (small, large, _ref) in FAMILIES.items():
+        if small not in folders or large not in folders:
+            continue
+        sizes = {
+            case: json.loads((folders[case] / "meta.json").read_text())["actions"] for case in (small, large)
+        }
+        if max(sizes.values()) > _SIMULATED_MAX:
+            print(f"  {family}: skipped, {max(sizes.values()):,} actions take too long under valgrind")
+            continue
+        per_action = {}
+        for case in (small, large):
+            base_ir, base_miss = _simulated(folders[case], "load", l2)
+            ir, miss = _simulated(folders[case], "pass", l2)
+            _, miss_without_gc = _simulated(folders[case], "without-gc", l2)
+            n = sizes[case]
+            per_action[case] = ((ir - base_ir) / n, (miss - base_miss) / n, (miss - miss_without_gc) / n)
+            print(
+                f"  {case:<24} {per_action[case][0]:12,.0f} {per_action[case][1]:10,.1f} {per_action[case][2]:12,.1f}"
+            )
+        (ir_s, miss_s, _), (ir_l, miss_l, _) = per_action[small], per_action[large]
+        print(
+            f"  {family}: instruction growth {ir_s / ir_l:.2f}, L2-miss growth {miss_s / max(miss_l, 1e-9):.2f}"
+        )
 
 
 def _cold_rate_of(code: Path, folder: Path) -> float:
@@ -471,6 +564,9 @@ def main() -> None:
     parser.add_argument(
         "--work", default=os.path.join(tempfile.gettempdir(), "ahp-bench"), help="workload cache"
     )
+    parser.add_argument(
+        "--counted", action="store_true", help="add section 7, counted under valgrind (some 10 minutes)"
+    )
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     folders: dict[str, Path] = {}
@@ -482,6 +578,8 @@ def main() -> None:
     imports()
     limits(args.quick, folders, args.rounds)
     growth_by_type(folders, args.rounds)
+    if args.counted:
+        simulated(folders)
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
 
 
