@@ -3,7 +3,9 @@
 ``log.wrap(transport)`` returns a transport that behaves exactly like the one it wraps and records
 every text it sends (``"out"``) and receives (``"in"``) with its size and time. The log keeps the
 newest ``capacity`` frames as small tuples; :class:`Frame` objects, and a frame's method, id and
-kind (read from its JSON), are made only when someone looks (:attr:`FrameLog.frames`).
+kind (read from its JSON), are made only when someone looks (:attr:`FrameLog.frames`). Of a frame
+longer than :data:`KEPT_CHARS` it keeps only the first ``KEPT_CHARS`` characters (and the full
+size), so a peer sending large frames, even refused ones, cannot make the log hold them.
 """
 
 from __future__ import annotations
@@ -15,31 +17,34 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Frame", "FrameLog", "TappedTransport"]
+__all__ = ["Frame", "FrameLog", "TappedTransport", "KEPT_CHARS"]
 
 
 class Frame:
     """One JSON-RPC frame as it crossed the wire."""
 
-    __slots__ = ("n", "direction", "text", "time", "connection", "_info")
+    __slots__ = ("n", "direction", "text", "time", "connection", "size", "_info")
 
-    def __init__(self, n: int, direction: str, text: str, at: float, connection: int) -> None:
+    def __init__(
+        self, n: int, direction: str, text: str, at: float, connection: int, size: int | None = None
+    ) -> None:
         self.n = n  # position in the log since it was created (never reused)
         self.direction = direction  # "in" (received by this side) or "out" (sent)
-        self.text = text
+        self.text = text  # the frame's text, or its first KEPT_CHARS characters when it was longer
         self.time = at  # epoch seconds
         self.connection = connection  # which socket of the log (a reconnect opens a new one)
+        self.size = len(text) if size is None else size  # the whole frame's length in characters
         self._info: dict | None = None
 
     @property
-    def size(self) -> int:
-        """Length of the frame's text in characters."""
-        return len(self.text)
+    def truncated(self) -> bool:
+        """Whether only the first :data:`KEPT_CHARS` characters of the frame were kept."""
+        return self.size > len(self.text)
 
     def info(self) -> dict:
         """``{"kind", "method", "id", "error"}`` read from the JSON (``kind`` "invalid" when it is not)."""
         if self._info is None:
-            self._info = _classify(self.text)
+            self._info = _classify_head(self.text) if self.truncated else _classify(self.text)
         return self._info
 
     def __repr__(self) -> str:
@@ -48,6 +53,8 @@ class Frame:
 
 
 _PARSE_LIMIT = 64 * 1024  # larger frames are classified from their first characters only
+#: A frame's characters a :class:`FrameLog` keeps (the rest is dropped; its size is kept).
+KEPT_CHARS = _PARSE_LIMIT
 _HEAD = re.compile(r'"(method|id|type)"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,20})')
 
 
@@ -103,7 +110,7 @@ class FrameLog:
     """The newest ``capacity`` frames of one side's connections, oldest first, with listeners."""
 
     def __init__(self, capacity: int = 2000, *, clock: Callable[[], float] = time.time) -> None:
-        self._raw: deque[tuple] = deque(maxlen=capacity)  # (n, direction, text, time, connection)
+        self._raw: deque[tuple] = deque(maxlen=capacity)  # (n, direction, text, time, connection, size)
         self._made: dict[int, Frame] = {}  # frames already built (their parsed info is kept)
         self.count = 0
         self.connections = 0
@@ -136,7 +143,8 @@ class FrameLog:
     def record(self, direction: str, text: str, connection: int = 0) -> None:
         """Append a frame and tell the listeners."""
         self.count += 1
-        raw = (self.count, direction, text, self._clock(), connection)
+        kept = text if len(text) <= KEPT_CHARS else text[:KEPT_CHARS]
+        raw = (self.count, direction, kept, self._clock(), connection, len(text))
         self._raw.append(raw)
         if self._listeners:
             frame = Frame(*raw)

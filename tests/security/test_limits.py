@@ -375,3 +375,26 @@ def test_strangers_cannot_create_sessions_without_bound(connect_stranger):
             assert "ahp-session:/mine" in lab.host.sessions
 
     arun(main())
+
+
+def test_the_served_hosts_frame_log_keeps_only_the_head_of_large_frames():
+    """Twenty 5 MB frames: the raw wire log keeps their sizes but not their bodies."""
+    from ahp_lab.transport import connect_websocket
+    from ahp_lab.transport.tap import KEPT_CHARS
+
+    from .conftest import Stranger
+
+    async def main():
+        async with open_lab() as lab:
+            s = Stranger(await connect_websocket(await lab.aserve()))
+            big = '{"jsonrpc":"2.0","id":%d,"method":"ping","params":{"x":"' + "x" * 5_000_000 + '"}}'
+            for n in range(20):
+                s.send(big % n)
+                answer = await s.response(n)
+                assert answer["id"] == n  # handled and answered
+            kept = [f for f in lab.frames.frames if f.direction == "in"]
+            assert len(kept) == 20 and all(f.size > 5_000_000 and f.truncated for f in kept)
+            assert sum(len(f.text) for f in lab.frames.frames) < 21 * KEPT_CHARS + 100_000
+            assert kept[0].info()["method"] == "ping" and kept[0].info()["id"] == 0
+
+    arun(main())
