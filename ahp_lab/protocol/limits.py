@@ -21,6 +21,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from itertools import accumulate
 from typing import Any
 
 from .errors import ProtocolError, json_type_name, path_step
@@ -249,26 +250,34 @@ def check_json(
 
 _NON_BRACKETS = re.compile(r"[^\[\]{}]+")
 _JSON_STRINGS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
-_PAIRS = re.compile(r"\[\]|\{\}")
+_ONE_KIND = str.maketrans("{}", "[]")  # nesting counts both kinds of bracket alike
+_STEP = {"[": 1, "]": -1}
 
 
 def nesting_exceeds(text: str, cap: int) -> bool:
     """Whether the JSON ``text`` nests more than ``cap`` levels (checked before parsing it).
 
-    Cheap for ordinary messages (fewer brackets than ``cap``); otherwise strings are cut out and
-    innermost bracket pairs removed ``cap`` times, all at regular-expression speed. Unbalanced
-    input deeper than ``cap`` counts as too deep; other malformed input is left to the parser.
+    Cheap for ordinary messages (fewer brackets than ``cap``). Otherwise strings are cut out, and the
+    brackets left are read ``cap`` at a time: a block whose opening brackets cannot take the depth
+    past ``cap`` is passed over whole, and only the others are followed bracket by bracket, so the
+    check is linear in the text whatever its shape. Input whose closing brackets outnumber its
+    opening ones at some point is malformed: it is left to the parser.
     """
     if text.count("[") + text.count("{") <= cap:
         return False
-    skeleton = _NON_BRACKETS.sub("", _JSON_STRINGS.sub("", text))
-    for _ in range(cap):
-        skeleton, removed = _PAIRS.subn("", skeleton)
-        if not skeleton:
+    skeleton = _NON_BRACKETS.sub("", _JSON_STRINGS.sub("", text)).translate(_ONE_KIND)
+    depth = 0
+    for start in range(0, len(skeleton), cap):
+        block = skeleton[start : start + cap]
+        opens = block.count("[")
+        if depth + opens > cap:  # this block may go past the cap: follow it
+            deepest = max(accumulate(map(_STEP.__getitem__, block), initial=depth))
+            if deepest > cap:
+                return True
+        depth += 2 * opens - len(block)
+        if depth < 0:
             return False
-        if not removed:
-            return len(skeleton) > cap
-    return bool(skeleton)
+    return False
 
 
 def valid_request_id(value: Any) -> bool:
