@@ -21,7 +21,7 @@ from ..protocol import PROTOCOL_VERSION, SUPPORTED_VERSIONS
 from ..protocol.clock import iso_ms
 from ..protocol.jsonrpc import ErrorCode
 from ..protocol.jsonvalue import dumps, to_json
-from ..protocol.limits import Limits, truncated
+from ..protocol.limits import Limits, clipped, truncated
 from ..store import HOST, Store, Transition, wall_clock_ms
 from ..tools import CONFIRM_META, ResolvedTool, Tool, failure_result
 from ..transport import RpcError, pipe
@@ -306,7 +306,8 @@ class Host(SessionsAndChats):
         """Validate and apply a client's ``dispatchAction``; rejections are recorded and echoed.
 
         The client id is the one bound to ``conn``; the rejected form kept in the log (and echoed)
-        is cut to about ``limits.max_logged_action_chars`` characters.
+        is cut to about ``limits.max_logged_action_chars`` characters, and so is the reason, which
+        may quote a value of the action.
         """
         kind = self.store.kind_of(channel)
         if kind is None:
@@ -331,6 +332,7 @@ class Host(SessionsAndChats):
                 working_directories=self.roots.checker(conn.trusted),
             )
         if reason is not None:
+            reason = clipped(reason, self.limits.max_logged_action_chars)
             transition = self.store.reject(channel, _logged_form(raw, self.limits), origin, reason)
             if action is not None:
                 self._after_rejection(channel, action, client_id, reason)

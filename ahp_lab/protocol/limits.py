@@ -35,6 +35,7 @@ __all__ = [
     "MAX_SAFE_INTEGER",
     "check_json",
     "check_text",
+    "clipped",
     "nesting_exceeds",
     "truncated",
     "valid_request_id",
@@ -292,6 +293,11 @@ def valid_request_id(value: Any) -> bool:
 def valid_client_seq(value: Any) -> bool:
     """A ``clientSeq``: an integer from 0 to 2^53 - 1."""
     return type(value) is int and 0 <= value <= MAX_SAFE_INTEGER
+
+
+def clipped(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, saying how many more there were (lone surrogates become ``?``)."""
+    return _clip(text, limit)
 
 
 def _clip(text: str, limit: int) -> str:

@@ -367,11 +367,14 @@ def _origin_matches(origin: str, allowed: str) -> bool:
         return True
     if origin == allowed:
         return True
-    o, a = urlsplit(origin), urlsplit(allowed)
-    if not o.scheme or not o.hostname:
+    try:  # a malformed origin (``http://[zz``, a port out of range) matches nothing
+        o, a = urlsplit(origin), urlsplit(allowed)
+        if not o.scheme or not o.hostname:
+            return False
+        schemes = {a.scheme, "https"} if a.scheme == "http" else {a.scheme}
+        return o.scheme in schemes and o.hostname == a.hostname and (a.port is None or o.port == a.port)
+    except ValueError:
         return False
-    schemes = {a.scheme, "https"} if a.scheme == "http" else {a.scheme}
-    return o.scheme in schemes and o.hostname == a.hostname and (a.port is None or o.port == a.port)
 
 
 class WebSocketServer:

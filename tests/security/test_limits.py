@@ -13,6 +13,7 @@ import pytest
 
 from ahp_lab import ProtocolError
 from ahp_lab.protocol.jsonrpc import ErrorCode
+from ahp_lab.store import agent_origin
 
 from .conftest import ROOT, arun, open_lab
 
@@ -396,5 +397,48 @@ def test_the_served_hosts_frame_log_keeps_only_the_head_of_large_frames():
             assert len(kept) == 20 and all(f.size > 5_000_000 and f.truncated for f in kept)
             assert sum(len(f.text) for f in lab.frames.frames) < 21 * KEPT_CHARS + 100_000
             assert kept[0].info()["method"] == "ping" and kept[0].info()["id"] == 0
+
+    arun(main())
+
+
+def test_a_rejection_reason_quoting_a_huge_id_is_cut_in_the_echo_and_the_log(connect_stranger):
+    async def main():
+        async with open_lab() as lab:
+            s = await subscribed(connect_stranger, lab)
+            huge = "i" * 900_000  # within every limit, and no such customization
+            s.dispatch(lab.session, 3, {"type": "session/customizationToggled", "id": huge, "enabled": True})
+            echo = await s.echo(3)
+            reason = echo["rejectionReason"]
+            assert reason.startswith("session/customizationToggled: no customization with id 'iii")
+            assert "more characters]" in reason and len(reason) < 2_100
+            assert lab.transitions[echo["serverSeq"]].rejection_reason == reason
+
+    arun(main())
+
+
+def test_fetch_turns_on_a_long_chat_costs_the_host_no_turns_and_unknown_cursors_are_refused(connect_stranger):
+    """Every turn is in the state already: a flood of fetchTurns adds no turns to the log or the wire."""
+
+    async def main():
+        async with open_lab() as lab:
+            for n in range(120):
+                turn = f"t{n}"
+                started = {"type": "chat/turnStarted", "turnId": turn, "startedAt": "2026-01-01T00:00:00Z"}
+                message = {"text": "x" * 1000, "origin": {"kind": "user"}}
+                lab.host.dispatch(lab.chat, {**started, "message": message}, agent_origin("agent"))
+                lab.host.dispatch(
+                    lab.chat, {"type": "chat/turnComplete", "turnId": turn}, agent_origin("agent")
+                )
+            s = await connect_stranger(lab, "mallory")
+            await s.initialize("mallory")
+            await s.call("subscribe", {"channel": lab.chat})
+            before = len(lab.transitions)
+            for _ in range(20):
+                assert (await s.call("fetchTurns", {"channel": lab.chat}))["result"] == {}
+            loaded = [t for t in lab.transitions[before:] if t.action["type"] == "chat/turnsLoaded"]
+            assert len(loaded) == 20 and all(t.action["turns"] == [] for t in loaded)
+            assert len(lab.chat_state["turns"]) == 120 and "turnsNextCursor" not in lab.chat_state
+            refused = await s.call("fetchTurns", {"channel": lab.chat, "cursor": "before:t3"})
+            assert refused["error"]["code"] == ErrorCode.INVALID_PARAMS
 
     arun(main())

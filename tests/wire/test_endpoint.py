@@ -57,6 +57,8 @@ def test_origin_checked_only_when_present():
             assert await _status_of(url, origin="https://evil.example") == 403
             assert await _status_of(url, origin="http://localhost.evil.example") == 403
             assert await _status_of(url, origin="null") == 403
+            # malformed: refused like any stranger's page, not a server error
+            assert await _status_of(url, origin="http://[zz") == 403
 
     run(main())
 
