@@ -409,19 +409,24 @@ class Connection:
         return result
 
     def _cmd_fetchTurns(self, params: dict) -> dict:
-        """This host keeps every turn of a chat in its state, so there is never an older page to
-        load: the ``chat/turnsLoaded`` the spec requires before the answer carries no turns, and
-        clears a ``turnsNextCursor`` left in the state (by an imported log, say). Re-sending turns
-        the chat holds would cost a broadcast of up to a page of turns per request, for nothing.
-        """
         chat = params["channel"]
         state = self.host.store.state(chat)
         if state is None or self.host.store.kind_of(chat) != "chat":
             raise RpcError(ErrorCode.NOT_FOUND, f"no chat {chat}")
         cursor = params.get("cursor")
-        if cursor is not None and cursor != state.get("turnsNextCursor"):
-            raise RpcError(ErrorCode.INVALID_PARAMS, f"unknown cursor {cursor!r:.80}")
-        self.host.dispatch(chat, {"type": "chat/turnsLoaded", "turns": []})  # before the answer
+        turns = state.get("turns") or []
+        end = len(turns)
+        if cursor is not None:
+            ids = [t.get("id") for t in turns]
+            if not (cursor.startswith("before:") and cursor[7:] in ids):
+                raise RpcError(ErrorCode.INVALID_PARAMS, f"unknown cursor {cursor!r:.80}")
+            end = ids.index(cursor[7:])
+        page = 50
+        start = max(0, end - page)
+        action: dict[str, Any] = {"type": "chat/turnsLoaded", "turns": turns[start:end]}
+        if start > 0:
+            action["turnsNextCursor"] = f"before:{turns[start]['id']}"
+        self.host.dispatch(chat, action)  # delivered before the response, as the spec requires
         return {}
 
     def _cmd_completions(self, params: dict) -> dict:
