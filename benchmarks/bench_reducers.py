@@ -25,7 +25,7 @@ that estimates the ratio to the reference on a loaded machine. It prints:
 6. **Growth per action type**: each family's small and large case, cold, timed per action type
    (the timer's cost, some 60 ns, is in both). A family's workloads mix the types differently at
    each size, so this shows which actions grow and which only weigh more.
-7. **Counted, not timed** (``--counted``, needs valgrind; some 10 minutes): each family's small
+7. **Counted, not timed** (``--counted``, needs valgrind; some 20 minutes): each family's small
    and large case under cachegrind, with the machine's L2 simulated: instructions and L2 misses
    per action of the cold pass, and how many of those misses the cyclic garbage collector adds.
    Counts do not move with the machine's load, so their growth separates work that grows from
@@ -565,7 +565,7 @@ def main() -> None:
         "--work", default=os.path.join(tempfile.gettempdir(), "ahp-bench"), help="workload cache"
     )
     parser.add_argument(
-        "--counted", action="store_true", help="add section 7, counted under valgrind (some 10 minutes)"
+        "--counted", action="store_true", help="add section 7, counted under valgrind (some 20 minutes)"
     )
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
