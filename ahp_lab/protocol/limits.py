@@ -178,6 +178,12 @@ def check_text(value: str, limits: Limits = DEFAULT_LIMITS, subject: str | None 
         raise _fail(subject, None, *problem)
 
 
+#: Integers from this magnitude on round to Infinity in a double, as every JSON peer but Python
+#: reads numbers (the midpoint between the largest double and 2^1024 rounds up).
+_DOUBLE_LIMIT = 2**1024 - 2**970
+_OUT_OF_RANGE = "must be a finite number, got an integer beyond the range of a double (about 1.8e308)"
+
+
 def check_json(
     value: Any,
     limits: Limits = DEFAULT_LIMITS,
@@ -188,8 +194,8 @@ def check_json(
 ) -> int:
     """Check that ``value`` is JSON within ``limits``; returns its approximate size in characters.
 
-    Rules: only JSON types (``dict`` with string keys, ``list``/``tuple``, ``str``, finite numbers,
-    ``bool``, ``None``); nesting at most ``max_depth`` (default ``limits.max_depth``); every string
+    Rules: only JSON types (``dict`` with string keys, ``list``/``tuple``, ``str``, finite numbers
+    (integers too: one that a double rounds to Infinity is refused), ``bool``, ``None``); nesting at most ``max_depth`` (default ``limits.max_depth``); every string
     (keys included) at most ``limits.max_string_chars`` characters and valid Unicode (no lone
     surrogates); the whole at most ``max_chars`` (default ``limits.max_message_bytes``). Raises
     :class:`LimitError` naming the first offending field. The walk is iterative, so a value
@@ -231,7 +237,11 @@ def check_json(
             size += 2 + len(v)
             for i, item in enumerate(v):
                 push((item, depth + 1, (node, i)))
-        elif t is int or t is bool or v is None:
+        elif t is int:
+            if not -_DOUBLE_LIMIT < v < _DOUBLE_LIMIT:
+                raise _fail(subject, node, _OUT_OF_RANGE, "nan")
+            size += 5
+        elif t is bool or v is None:
             size += 5
         elif t is float:
             if not math.isfinite(v):
@@ -241,6 +251,8 @@ def check_json(
             stack.append((str(v), depth, node))
             continue
         elif isinstance(v, int) and not isinstance(v, bool):
+            if not -_DOUBLE_LIMIT < v < _DOUBLE_LIMIT:
+                raise _fail(subject, node, _OUT_OF_RANGE, "nan")
             size += 5
         else:
             raise _fail(subject, node, f"is a {type(v).__name__}, which JSON cannot carry", "type")

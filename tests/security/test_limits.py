@@ -413,3 +413,26 @@ def test_a_rejection_reason_quoting_a_huge_id_is_cut_in_the_echo_and_the_log(con
             assert lab.transitions[echo["serverSeq"]].rejection_reason == reason
 
     arun(main())
+
+
+def test_an_integer_a_double_cannot_hold_is_refused_like_1e400(connect_stranger):
+    """Other peers read JSON numbers as doubles: a 400-digit integer would reach them as Infinity."""
+
+    async def main():
+        async with open_lab() as lab:
+            s = await subscribed(connect_stranger, lab)
+            s.dispatch(
+                lab.session, 1, {"type": "session/titleChanged", "title": "t", "_meta": {"n": 10**400}}
+            )
+            echo = await s.echo(1)
+            assert (
+                "'_meta.n'" in echo["rejectionReason"]
+                and "beyond the range of a double" in echo["rejectionReason"]
+            )
+            s.dispatch(
+                lab.session, 2, {"type": "session/titleChanged", "title": "t2", "_meta": {"n": 10**300}}
+            )
+            assert "rejectionReason" not in await s.echo(2)
+            assert lab.session_state["title"] == "t2"
+
+    arun(main())
