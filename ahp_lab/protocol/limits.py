@@ -195,11 +195,12 @@ def check_json(
     """Check that ``value`` is JSON within ``limits``; returns its approximate size in characters.
 
     Rules: only JSON types (``dict`` with string keys, ``list``/``tuple``, ``str``, finite numbers
-    (integers too: one that a double rounds to Infinity is refused), ``bool``, ``None``); nesting at most ``max_depth`` (default ``limits.max_depth``); every string
-    (keys included) at most ``limits.max_string_chars`` characters and valid Unicode (no lone
-    surrogates); the whole at most ``max_chars`` (default ``limits.max_message_bytes``). Raises
-    :class:`LimitError` naming the first offending field. The walk is iterative, so a value
-    nested far too deep is reported, not a ``RecursionError``.
+    (integers too: one that a double rounds to Infinity is refused), ``bool``, ``None``); nesting at
+    most ``max_depth`` (default ``limits.max_depth``); every string (keys included) at most
+    ``limits.max_string_chars`` characters and valid Unicode (no lone surrogates); the whole at most
+    ``max_chars`` (default ``limits.max_message_bytes``). Raises :class:`LimitError` naming the
+    first offending field. The walk is iterative, so a value nested far too deep is reported, not a
+    ``RecursionError``.
     """
     depth_cap = limits.max_depth if max_depth is None else max_depth
     size_cap = limits.max_message_bytes if max_chars is None else max_chars
@@ -250,10 +251,9 @@ def check_json(
         elif isinstance(v, (str, Text)):  # str subclasses, and Text (appended text in states)
             stack.append((str(v), depth, node))
             continue
-        elif isinstance(v, int) and not isinstance(v, bool):
-            if not -_DOUBLE_LIMIT < v < _DOUBLE_LIMIT:
-                raise _fail(subject, node, _OUT_OF_RANGE, "nan")
-            size += 5
+        elif isinstance(v, int) and not isinstance(v, bool):  # an int subclass: checked as an int
+            stack.append((int(v), depth, node))
+            continue
         else:
             raise _fail(subject, node, f"is a {type(v).__name__}, which JSON cannot carry", "type")
         if size > size_cap:
@@ -309,10 +309,6 @@ def valid_client_seq(value: Any) -> bool:
 
 def clipped(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` characters, saying how many more there were (lone surrogates become ``?``)."""
-    return _clip(text, limit)
-
-
-def _clip(text: str, limit: int) -> str:
     text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates become "?"
     if len(text) <= limit:
         return text
@@ -332,7 +328,7 @@ def truncated(value: Any, max_chars: int = DEFAULT_LIMITS.max_logged_action_char
         if budget[0] <= 0:
             return "…"
         if isinstance(v, str):
-            out = _clip(v, min(piece, budget[0]))
+            out = clipped(v, min(piece, budget[0]))
             budget[0] -= len(out) + 2
             return out
         if isinstance(v, bool) or v is None:
@@ -340,7 +336,7 @@ def truncated(value: Any, max_chars: int = DEFAULT_LIMITS.max_logged_action_char
             return v
         if isinstance(v, int):
             budget[0] -= 8
-            return v if abs(v) <= MAX_SAFE_INTEGER else _clip(str(v), 40)
+            return v if abs(v) <= MAX_SAFE_INTEGER else clipped(str(v), 40)
         if isinstance(v, float):
             budget[0] -= 8
             return v if math.isfinite(v) else repr(v)
@@ -352,7 +348,7 @@ def truncated(value: Any, max_chars: int = DEFAULT_LIMITS.max_logged_action_char
                 if budget[0] <= 0 or i >= 50:
                     out["…"] = f"{len(v) - i} more members"
                     break
-                key = _clip(str(k), 80)
+                key = clipped(str(k), 80)
                 budget[0] -= len(key) + 3
                 out[key] = walk(item, depth + 1)
             return out
@@ -364,7 +360,7 @@ def truncated(value: Any, max_chars: int = DEFAULT_LIMITS.max_logged_action_char
                     break
                 items.append(walk(item, depth + 1))
             return items
-        return _clip(repr(v), piece)
+        return clipped(repr(v), piece)
 
     out = walk(value, 0)
     json.dumps(out, allow_nan=False)  # the contract: always encodable

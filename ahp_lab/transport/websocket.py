@@ -367,7 +367,7 @@ def _origin_matches(origin: str, allowed: str) -> bool:
         return True
     if origin == allowed:
         return True
-    try:  # a malformed origin (``http://[zz``, a port out of range) matches nothing
+    try:  # a malformed origin (``http://[zz``) matches nothing
         o, a = urlsplit(origin), urlsplit(allowed)
         if not o.scheme or not o.hostname:
             return False
