@@ -385,7 +385,9 @@ def _end_turn(turn_state: str):
         parts = _parts(active)
         if parts is None:
             return state
-        turn: dict[str, Any] = {"id": active.get("id")}
+        turn: dict[str, Any] = {}
+        if active.get("id") is not None:  # an undefined id is absent, as JSON drops it, never null
+            turn["id"] = active["id"]
         if active.get("startedAt") is not None:
             turn["startedAt"] = active["startedAt"]
         duration = clamp_non_negative(action.get("duration"))
