@@ -125,7 +125,6 @@ class Host(SessionsAndChats):
         if confirm_tools not in ("auto", "always", "never"):
             raise ValueError("confirm_tools must be 'auto', 'always' or 'never'")
         self.agents: dict[str, Agent] = {}
-        self.store = Store(clock_ms)
         self.chunk_size = chunk_size
         self.pace_s = pace_s
         self.client_tool_timeout = client_tool_timeout
@@ -133,6 +132,7 @@ class Host(SessionsAndChats):
         self.client_grace_s = client_grace_s
         #: every bound this host enforces (``ahp_lab.protocol.limits``)
         self.limits = Limits.of(limits)
+        self.store = Store(clock_ms, max_log_bytes=self.limits.max_log_bytes)
         #: folders under which clients may name working directories (``Lab(roots=[...])``)
         self.roots = WorkingDirectories(roots)
         #: masks secrets (MCP env/header values, delivered tokens, URL credentials) in what the

@@ -87,6 +87,10 @@ class Limits:
     #: Messages queued for one WebSocket peer that has stopped reading; past this the peer is
     #: disconnected with a reason (it can reconnect and replay) and the others are not slowed.
     max_send_buffer_bytes: int = 16 * 1024 * 1024
+    #: The transition log: about this many bytes of recorded actions, origins and reasons. Past
+    #: it the oldest transitions are dropped (time travel and export then start later), so a
+    #: stream of large or rejected actions cannot grow the host's memory without bound.
+    max_log_bytes: int = 256 * 1024 * 1024
     #: A rejected action is kept in the log (and echoed) cut to about this many characters.
     max_logged_action_chars: int = 2_000
     #: ``resourceRead`` of one file.

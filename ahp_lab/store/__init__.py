@@ -22,7 +22,7 @@ import json
 import math
 import time
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -55,6 +55,8 @@ _SHARED: list[dict] = [HOST]
 _SHARED_IDS: dict[int, int] = {id(HOST): 0}
 LOG_FORMAT = "ahp_lab.transitions"
 LOG_VERSION = 1
+#: The initial state of a channel whose whole history was dropped from the log.
+_GONE = object()
 #: Values per sealed chunk of a :class:`_Column`.
 _CHUNK = 1024
 
@@ -124,37 +126,52 @@ class _Column:
     result, a content update) as its JSON text. Both read back as equal values. Every
     :data:`_CHUNK` of them are sealed in a tuple, which the collector then untracks. Any other
     value (a big tree such as a customization list, whose parts channel states share) stays the
-    same object, kept in ``_objects`` and stored as its position there.
+    same object, kept in ``_objects`` under a number that is stored instead.
+
+    Indices are absolute: :meth:`drop` forgets the oldest values, and they are not renumbered.
     """
 
-    __slots__ = ("_chunks", "_open", "_objects")
+    __slots__ = ("_chunks", "_open", "_objects", "_numbered", "_base")
 
     def __init__(self) -> None:
         self._chunks: list[tuple] = []
         self._open: list = []
-        self._objects: list = []
+        self._objects: dict[int, Any] = {}
+        self._numbered = 0  # objects ever numbered
+        self._base = 0  # the index of the first value of _chunks[0] (or of _open)
 
     def __len__(self) -> int:
-        return len(self._chunks) * _CHUNK + len(self._open)
+        return self._base + len(self._chunks) * _CHUNK + len(self._open)
 
-    def append(self, value: Any) -> None:
+    def append(self, value: Any, measure: bool = True) -> int:
+        """Store ``value``; returns about how many bytes it holds (0 unless ``measure``)."""
         shared = _SHARED_IDS.get(id(value))
+        size = 0
         if shared is not None and _SHARED[shared] is value:
             packed: Any = -1 - shared
         elif type(value) is dict and not gc.is_tracked(value):
             packed = tuple(chain.from_iterable(value.items()))
+            if measure:
+                try:
+                    size = 56 + 8 * len(packed) + len("".join(packed))  # all strings: the quick way
+                except TypeError:
+                    size = 56 + 8 * len(packed) + sum([len(v) for v in packed if type(v) is str])
         elif type(value) in (dict, list) and _small_plain_json(value):
             packed = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+            size = 64 + len(packed)
         else:
-            packed = len(self._objects)
-            self._objects.append(value)
+            packed = self._numbered
+            self._numbered += 1
+            self._objects[packed] = value
+            size = _tree_bytes(value) if measure else 0
         self._open.append(packed)
         if len(self._open) == _CHUNK:
             self._chunks.append(tuple(self._open))
             self._open = []
+        return size
 
     def __getitem__(self, index: int) -> Any:
-        chunk, offset = divmod(index, _CHUNK)
+        chunk, offset = divmod(index - self._base, _CHUNK)
         packed = self._chunks[chunk][offset] if chunk < len(self._chunks) else self._open[offset]
         kind = type(packed)
         if kind is tuple:
@@ -162,6 +179,50 @@ class _Column:
         if kind is str:
             return json.loads(packed)
         return _SHARED[-1 - packed] if packed < 0 else self._objects[packed]
+
+    def drop(self, upto: int) -> None:
+        """Forget the values at indices below ``upto``; the caller never reads them again."""
+        whole = min(len(self._chunks), (upto - self._base) // _CHUNK)
+        for chunk in self._chunks[:whole]:
+            self._forget(chunk)
+        del self._chunks[:whole]
+        self._base += whole * _CHUNK
+        part = upto - self._base
+        if part <= 0:
+            return
+        if self._chunks:
+            first = self._chunks[0]
+            self._forget(first[:part])
+            self._chunks[0] = (None,) * part + first[part:]
+        else:
+            self._forget(self._open[:part])
+            self._open[:part] = [None] * part
+
+    def _forget(self, packed_values: Any) -> None:
+        for packed in packed_values:
+            if type(packed) is int and packed >= 0:
+                self._objects.pop(packed, None)
+
+
+def _tree_bytes(value: Any) -> int:
+    """About the bytes a JSON-shaped value holds: its strings' text and a few words per member."""
+    size = 0
+    stack = [value]
+    budget = 10_000_000  # members: a cyclic value (never JSON) still ends
+    while stack and budget:
+        budget -= 1
+        item = stack.pop()
+        if isinstance(item, str):
+            size += 56 + len(item)
+        elif isinstance(item, dict):
+            size += 64 + 16 * len(item)
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            size += 56 + 8 * len(item)
+            stack.extend(item)
+        else:
+            size += 32
+    return size
 
 
 @dataclass
@@ -178,7 +239,15 @@ class _Channel:
 
 
 class Store:
-    """Authoritative state per channel plus the record of every transition."""
+    """Authoritative state per channel plus the record of every transition.
+
+    With ``max_log_bytes``, the log is kept within about that many bytes of recorded actions,
+    origins and reasons (an estimate of what they hold): past it, the oldest transitions are
+    dropped until a quarter of the budget is free, and the log then starts from each channel's
+    state at the cut, as if that were its initial state. Time travel, the views and export then
+    start there (:attr:`first_seq`); asking for an older seq is an ``IndexError`` that says so.
+    Without it (``None``), nothing is ever dropped.
+    """
 
     def __init__(
         self,
@@ -187,10 +256,16 @@ class Store:
         first_seq: int = 1,
         checkpoint_every: int = 512,
         cache_size: int = 512,
+        max_log_bytes: int | None = None,
     ) -> None:
+        if max_log_bytes is not None and (isinstance(max_log_bytes, bool) or max_log_bytes <= 0):
+            raise ValueError(f"max_log_bytes must be a positive number of bytes, got {max_log_bytes!r}")
         self.clock_ms = clock_ms
-        self.first_seq = first_seq
+        self._seq0 = first_seq  # the seq of log index 0
         self.checkpoint_every = checkpoint_every
+        self.max_log_bytes = max_log_bytes
+        self._dropped = 0  # log indices below this were dropped (the columns start here)
+        self._bytes = 0  # what the kept log holds, about
         self._channels: dict[str, _Channel] = {}
         self._history: list[_Channel] = []  # every channel ever added, in order
         self._states: dict[str, Any] = {}
@@ -200,6 +275,7 @@ class Store:
         self._chan: array = array("I")  # index into self._history
         self._now: array = array("q")
         self._reducer_ns: array = array("I")  # ns, capped at 2**32 - 1 (4.3 s)
+        self._sizes: array = array("I")  # about the bytes each transition's record holds
         self._rejections: dict[int, str] = {}
         self._events: list[tuple[int, str, _Channel]] = []  # (log length, "add"/"remove", channel)
         self._cache: OrderedDict[tuple[int, int], Any] = OrderedDict()
@@ -258,9 +334,19 @@ class Store:
         return {uri: ch.kind for uri, ch in self._channels.items()}
 
     @property
+    def first_seq(self) -> int:
+        """The seq of the oldest transition the log holds (later than 1 once some were dropped)."""
+        return self._seq0 + self._dropped
+
+    @property
     def last_seq(self) -> int:
         """The seq of the newest transition (``first_seq - 1`` when the log is empty)."""
-        return self.first_seq + len(self._actions) - 1
+        return self._seq0 + len(self._actions) - 1
+
+    @property
+    def log_bytes(self) -> int:
+        """About how many bytes the kept log's actions, origins and reasons hold."""
+        return self._bytes
 
     # -- applying -----------------------------------------------------------------------------
 
@@ -294,22 +380,77 @@ class Store:
         if ch is None:
             raise KeyError(f"no channel {channel}")
         now = self.clock_ms() if now_ms is None else now_ms
-        index = self._record(ch, action, origin, now, 0)
+        index = self._record(ch, action, origin, now, 0, 64 + len(reason))
         self._rejections[index] = reason
         state = self._states[channel]
         transition = Transition(self, index, state, state, action)
         self._notify(channel, transition)
         return transition
 
-    def _record(self, ch: _Channel, action: Any, origin: dict, now: int, elapsed: int) -> int:
+    def _record(self, ch: _Channel, action: Any, origin: dict, now: int, elapsed: int, extra: int = 0) -> int:
         index = len(self._actions)
-        self._actions.append(action)
-        self._origins.append(origin)
+        # an origin is small (a client id is at most 256 characters): a fixed share of the 96
+        size = 96 + extra + self._actions.append(action)
+        self._origins.append(origin, measure=False)
         self._chan.append(ch.index)  # type: ignore[attr-defined]
         self._now.append(now)
         self._reducer_ns.append(elapsed if elapsed < 0xFFFFFFFF else 0xFFFFFFFF)
+        self._sizes.append(size if size < 0xFFFFFFFF else 0xFFFFFFFF)
+        self._bytes += size
         ch.positions.append(index)
+        if self.max_log_bytes is not None and self._bytes > self.max_log_bytes:
+            self._drop_oldest()
         return index
+
+    def _drop_oldest(self) -> None:
+        """Drop the oldest transitions until a quarter of the budget is free (never the newest);
+        each channel's state at the cut becomes its initial state and first checkpoint."""
+        target = self.max_log_bytes * 3 // 4  # type: ignore[operator]
+        freed, keep = 0, len(self._sizes) - 1
+        excess = self._bytes - target
+        k = 0
+        for size in self._sizes:
+            if freed >= excess or k == keep:
+                break
+            freed += size
+            k += 1
+        if k == 0:
+            return
+        first_drop = self._dropped == 0
+        cut = self._dropped + k
+        rebased = []
+        for ch in self._history:
+            if ch.initial is _GONE or ch.first_index >= cut:
+                continue
+            if ch.removed_at is not None and ch.removed_at <= cut:
+                ch.initial, ch.checkpoints = _GONE, []
+                ch.positions, ch.checkpoint_counts = array("q"), array("q")
+                continue
+            count = bisect_left(ch.positions, cut)  # its transitions before the cut
+            state = self._state_after_count(ch, count)
+            ch.initial, ch.first_index = state, cut
+            del ch.positions[:count]
+            ch.checkpoints = [(0, state), *((c - count, st) for c, st in ch.checkpoints if c > count)]
+            ch.checkpoint_counts = array("q", [c for c, _ in ch.checkpoints])
+            rebased.append((cut, "add", ch))
+        self._events = rebased + [e for e in self._events if e[0] >= cut and e[2].initial is not _GONE]
+        self._actions.drop(cut)
+        self._origins.drop(cut)
+        for column in (self._chan, self._now, self._reducer_ns, self._sizes):
+            del column[:k]
+        self._rejections = {i: r for i, r in self._rejections.items() if i >= cut}
+        self._cache.clear()
+        self._bytes -= freed
+        self._dropped = cut
+        if first_drop:
+            import logging
+
+            logging.getLogger("ahp_lab").warning(
+                "the transition log passed its budget of %s bytes: transitions before seq %s were "
+                "dropped, and time travel and export now start there",
+                self.max_log_bytes,
+                self.first_seq,
+            )
 
     # -- subscriptions --------------------------------------------------------------------------
 
@@ -335,8 +476,36 @@ class Store:
 
     # -- history ------------------------------------------------------------------------------
 
+    def _kept(self, index: int) -> int:
+        """The position of log ``index`` in the per-transition arrays; an ``IndexError`` that says
+        why when it was dropped."""
+        at = index - self._dropped
+        if at < 0:
+            raise IndexError(self._dropped_reason(self._seq0 + index))
+        return at
+
+    def _dropped_reason(self, seq: int) -> str:
+        return (
+            f"seq {seq} was dropped to keep the transition log within max_log_bytes "
+            f"({self.max_log_bytes:,}): the log holds seqs {self.first_seq}..{self.last_seq}"
+        )
+
     def _channel_of(self, index: int) -> _Channel:
-        return self._history[self._chan[index]]
+        return self._history[self._chan[self._kept(index)]]
+
+    def _now_of(self, index: int) -> int:
+        return self._now[self._kept(index)]
+
+    def _reducer_ns_of(self, index: int) -> int:
+        return self._reducer_ns[self._kept(index)]
+
+    def _action_of(self, index: int) -> Any:
+        self._kept(index)
+        return self._actions[index]
+
+    def _origin_of(self, index: int) -> dict:
+        self._kept(index)
+        return self._origins[index]
 
     def _transition(self, index: int) -> Transition:
         return Transition(self, index)
@@ -360,7 +529,7 @@ class Store:
         for k in range(done, count):
             index = ch.positions[k]
             if index not in self._rejections:
-                state = ch.reducer(state, self._actions[index], self._now[index])
+                state = ch.reducer(state, self._actions[index], self._now[index - self._dropped])
         self._cache[key] = state
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
@@ -368,11 +537,15 @@ class Store:
 
     def state_at(self, seq: int) -> dict[str, Any]:
         """Every channel's state as it was right after transition ``seq`` (time travel)."""
-        upto = seq - self.first_seq + 1  # number of transitions included
+        upto = seq - self._seq0 + 1  # number of transitions included
+        if self._dropped and 0 <= upto <= self._dropped:
+            raise IndexError(self._dropped_reason(seq))
         if upto < 0 or upto > len(self._actions):
             raise IndexError(f"no seq {seq}: the log holds seqs {self.first_seq}..{self.last_seq}")
         out: dict[str, Any] = {}
         for ch in self._history:
+            if ch.initial is _GONE:
+                continue
             # visible at transition index upto-1: added before it and not removed before it
             if ch.first_index >= upto or (ch.removed_at is not None and ch.removed_at < upto):
                 continue
@@ -400,11 +573,12 @@ class Store:
                 "version": LOG_VERSION,
                 "protocolVersion": PROTOCOL_VERSION,
                 "firstSeq": self.first_seq,
+                **({"droppedBefore": self.first_seq} if self._dropped else {}),
             }
         )
         events = iter(self._events)
         pending = next(events, None)
-        for index in range(len(self._actions) + 1):
+        for index in range(self._dropped, len(self._actions) + 1):
             while pending is not None and pending[0] == index:
                 at, what, ch = pending
                 if what == "add":

@@ -39,7 +39,7 @@ class Transition:
     @property
     def seq(self) -> int:
         """The server sequence number the host assigned (the echo carries it as ``serverSeq``)."""
-        return self._store.first_seq + self.index
+        return self._store._seq0 + self.index
 
     @property
     def channel(self) -> str:
@@ -55,7 +55,7 @@ class Transition:
     def action(self) -> dict:
         """The action as the host sequenced it (normalized JSON)."""
         if self._action is None:
-            self._action = self._store._actions[self.index]
+            self._action = self._store._action_of(self.index)
         return self._action
 
     @property
@@ -67,7 +67,7 @@ class Transition:
     @property
     def origin(self) -> dict:
         """Who sent it: ``{kind: client, clientId, clientSeq}``, ``{kind: agent, name}`` or ``{kind: host}``."""
-        return self._store._origins[self.index]
+        return self._store._origin_of(self.index)
 
     @property
     def rejection_reason(self) -> str | None:
@@ -82,7 +82,7 @@ class Transition:
     @property
     def now_ms(self) -> int:
         """The clock value (epoch ms) the reducer was given."""
-        return self._store._now[self.index]
+        return self._store._now_of(self.index)
 
     @property
     def wall_time(self) -> float:
@@ -92,7 +92,7 @@ class Transition:
     @property
     def reducer_ns(self) -> int:
         """How long the reducer took, in nanoseconds (0 for a rejection)."""
-        return self._store._reducer_ns[self.index]
+        return self._store._reducer_ns_of(self.index)
 
     @property
     def before(self) -> Any:
@@ -224,52 +224,55 @@ class TransitionLog:
     """The transition log as a read-only sequence.
 
     ``log[42]`` is the transition with server seq 42; negative indices count from the newest
-    (``log[-1]`` is the latest); slices work the same way (``log[-5:]``, ``log[10:20]``).
+    (``log[-1]`` is the latest); slices work the same way (``log[-5:]``, ``log[10:20]``). When the
+    store drops its oldest transitions to stay within ``max_log_bytes``, the log starts later
+    (``len`` counts what it holds) and an older seq is an ``IndexError`` that says so.
     """
 
     def __init__(self, store: Store) -> None:
         self._store = store
 
     def __len__(self) -> int:
-        return len(self._store._actions)
+        return len(self._store._actions) - self._store._dropped
 
     def _position(self, i: int) -> int:
-        n = len(self)
-        if i < 0:
-            pos = n + i
-        else:
-            pos = i - self._store.first_seq
-        if not 0 <= pos < n:
-            first, last = self._store.first_seq, self._store.first_seq + n - 1
+        store = self._store
+        end = len(store._actions)
+        pos = end + i if i < 0 else i - store._seq0
+        if not store._dropped <= pos < end:
+            if 0 <= pos < store._dropped:
+                raise IndexError(store._dropped_reason(i if i >= 0 else store._seq0 + pos))
             raise IndexError(
-                f"no transition {i}: the log holds seqs {first}..{last}" if n else "the log is empty"
+                f"no transition {i}: the log holds seqs {store.first_seq}..{store.last_seq}"
+                if len(self)
+                else "the log is empty"
             )
         return pos
 
     def __getitem__(self, item):
+        store = self._store
         if isinstance(item, slice):
-            n = len(self)
-            first = self._store.first_seq
+            lo, end = store._dropped, len(store._actions)
 
             def bound(value, default):
                 if value is None:
                     return default
-                return n + value if value < 0 else value - first
+                return max(lo, min(end, end + value if value < 0 else value - store._seq0))
 
-            start = max(0, min(n, bound(item.start, 0)))
-            stop = max(0, min(n, bound(item.stop, n)))
-            return TransitionList([self._store._transition(p) for p in range(start, stop, item.step or 1)])
-        return self._store._transition(self._position(item))
+            start, stop = bound(item.start, lo), bound(item.stop, end)
+            return TransitionList([store._transition(p) for p in range(start, stop, item.step or 1)])
+        return store._transition(self._position(item))
 
     def __iter__(self) -> Iterator[Transition]:
-        for pos in range(len(self)):
+        for pos in range(self._store._dropped, len(self._store._actions)):
             yield self._store._transition(pos)
 
     def window(self, start: int, count: int) -> TransitionList:
-        """``count`` transitions starting at log position ``start`` (0 = oldest)."""
+        """``count`` transitions starting at log position ``start`` (0 = the oldest it holds)."""
         n = len(self)
         start = max(0, min(n, start))
-        return TransitionList([self._store._transition(p) for p in range(start, min(n, start + count))])
+        lo = self._store._dropped
+        return TransitionList([self._store._transition(lo + p) for p in range(start, min(n, start + count))])
 
     def where(
         self, channel: str | None = None, type: str | None = None, origin: str | None = None

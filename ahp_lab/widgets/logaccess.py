@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["log_at", "log_slice", "find_seq"]
+__all__ = ["LogStart", "log_at", "log_slice", "find_seq"]
 
 
 def log_at(log: Sequence[Any], pos: int) -> Any:
@@ -58,3 +58,21 @@ def find_seq(log: Sequence[Any], seq: int) -> tuple[int, Any] | tuple[None, None
         if _seq(t) == seq:
             return lo, t
     return None, None
+
+
+class LogStart:
+    """Notices a log that dropped its oldest transitions (a store keeping within ``max_log_bytes``).
+
+    ``moved(log)`` is how many positions the log's start moved since the previous call: a view
+    that keeps positions shifts them down by that much. It is 0 for a log that only grew.
+    """
+
+    def __init__(self) -> None:
+        self._seq: int | None = None
+
+    def moved(self, log: Sequence[Any]) -> int:
+        if not len(log):
+            self._seq = None
+            return 0
+        before, self._seq = self._seq, _seq(log_at(log, 0))
+        return self._seq - before if before is not None and self._seq > before else 0

@@ -24,7 +24,7 @@ from .inspector import (
     transition_detail,
     transition_row,
 )
-from .logaccess import find_seq, log_at, log_slice
+from .logaccess import LogStart, find_seq, log_at, log_slice
 from .model_calls import ModelCallsView
 from .sanitize import one_line
 from .source import as_source
@@ -127,6 +127,7 @@ class ToolCallTimeline(SourceView):
         source = as_source(source)
         self._history = ToolCallHistory()
         self._fed = 0
+        self._log_start = LogStart()
         self._turn_calls: dict[int, tuple[Any, list[dict[str, Any]]]] = {}
         super().__init__(source, chat=str(chat or source.chat), **kwargs)
 
@@ -141,6 +142,7 @@ class ToolCallTimeline(SourceView):
         a replaced log)."""
         log = self._source.transitions
         n = len(log)
+        self._fed = max(0, self._fed - self._log_start.moved(log))
         if n < self._fed:
             self._history = ToolCallHistory()
             self._fed = 0
@@ -342,6 +344,7 @@ class TransitionInspector(SourceView):
         self._announced_total = 0
         self._index: list[int] = []
         self._scanned = 0
+        self._log_start = LogStart()
         self._filter = TransitionFilter()
         self._channels: dict[str, None] = {}
         self._types: dict[str, None] = {}
@@ -386,6 +389,11 @@ class TransitionInspector(SourceView):
     def _scan(self) -> list[int]:
         log = self._source.transitions
         n = len(log)
+        moved = self._log_start.moved(log)
+        if moved:  # the store dropped its oldest transitions: positions move down
+            self._index = [p - moved for p in self._index if p >= moved]
+            self._scanned = max(0, self._scanned - moved)
+            self.version += 1
         if n < self._scanned:
             self._index, self._scanned = [], 0
             self.version += 1

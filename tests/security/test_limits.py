@@ -436,3 +436,39 @@ def test_an_integer_a_double_cannot_hold_is_refused_like_1e400(connect_stranger)
             assert lab.session_state["title"] == "t2"
 
     arun(main())
+
+
+def test_a_flood_of_large_drafts_from_a_stranger_stays_within_the_hosts_log_budget(connect_stranger):
+    budget = 3_000_000
+
+    async def main():
+        async with open_lab(limits={"max_log_bytes": budget}) as lab:
+            s = await connect_stranger(lab, "mallory")
+            await s.initialize("mallory")
+            await s.call("subscribe", {"channel": lab.chat})
+            first = lab.store.first_seq
+            for n in range(1, 121):
+                s.dispatch(
+                    lab.chat,
+                    n,
+                    {
+                        "type": "chat/draftChanged",
+                        "draft": {"text": f"{n:03}" + "z" * 90_000, "origin": {"kind": "user"}},
+                    },
+                )
+                s.dispatch(lab.chat, 1_000 + n, {"type": "chat/nonsense", "blob": "q" * 5_000})
+                assert "rejectionReason" not in await s.echo(n)
+                assert "rejectionReason" in await s.echo(1_000 + n)
+            assert lab.store.state(lab.chat)["draft"]["text"].startswith("120")
+            assert lab.store.log_bytes <= budget
+            assert lab.store.first_seq > first  # the oldest transitions were dropped, not the newest
+            assert lab.transitions[-1].origin["clientSeq"] == 1_120
+            # the notebook's own time travel says what happened to an old seq
+            with pytest.raises(IndexError, match="was dropped to keep the transition log within"):
+                lab.state_at(first)
+            # a client that reconnects from before the cut gets snapshots, not a broken replay
+            again = await connect_stranger(lab, "mallory-again")
+            answer = await again.reconnect("mallory-again", first, [lab.chat])
+            assert answer["result"]["type"] == "snapshot"
+
+    arun(main())

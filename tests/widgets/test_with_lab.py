@@ -95,3 +95,35 @@ def test_workbench_over_a_live_lab():
         wb.close()
 
     _run(main)
+
+
+def test_the_log_view_follows_a_store_that_drops_its_oldest_transitions():
+    """A lab with a small log budget: after the store drops its start, the inspector's filtered
+    rows are still the transitions the store holds, each once and in order."""
+
+    async def main():
+        lab = await lab_mod.Lab.open(limits={"max_log_bytes": 400_000})
+        wb = lab.show()
+        wb.inspector.filters = {"type": "session/titleChanged"}
+        for k in range(10):
+            lab.dispatch({"type": "session/titleChanged", "title": f"small {k}"})
+            lab.dispatch({"type": "chat/draftChanged", "draft": None}, lab.chat)
+        assert wb.inspector.rows(0, 50)["total"] == 10
+        for k in range(40):  # past the budget: the start is dropped
+            lab.dispatch({"type": "session/titleChanged", "title": f"big {k:02} " + "t" * 10_000})
+        assert lab.store.first_seq > 1
+        for k in range(300):  # and the log grows past its old length again
+            lab.dispatch({"type": "chat/draftChanged", "draft": None}, lab.chat)
+            if k % 10 == 0:
+                lab.dispatch({"type": "session/titleChanged", "title": f"late {k}"})
+        held = [t.seq for t in lab.transitions if t.type == "session/titleChanged"]
+        reply = wb.inspector.rows(0, 500)
+        assert [r["seq"] for r in reply["rows"]] == held and reply["total"] == len(held)
+        assert {r["type"] for r in reply["rows"]} == {"session/titleChanged"}
+        wb.inspector.filters = {}
+        everything = wb.inspector.rows(0, 5)["rows"]
+        assert [r["seq"] for r in everything] == list(range(lab.store.first_seq, lab.store.first_seq + 5))
+        wb.close()
+        await lab.aclose()
+
+    _run(main)
