@@ -5,6 +5,7 @@ comparable:
 
 * reducers alone (``chat/delta`` applied in a loop) — the baseline;
 * the store recording each transition (``Store.apply``) and its ratio to the baseline;
+* the same with the log kept within a small ``max_log_bytes``, dropping its start as it goes;
 * an agent streaming deltas through the host: host → store → JSON-RPC envelope → client reduce;
 * client dispatches: client validate → JSON-RPC → host validate → store → echo → client reconcile;
 * memory per recorded streamed-delta transition (tracemalloc, the store's growth over N deltas).
@@ -53,14 +54,19 @@ def bench_reducer(n: int) -> float:
     return n / (time.perf_counter() - start)
 
 
-def bench_store(n: int, measure_memory: bool = False) -> float:
+#: A log budget small enough that the bounded case drops its start many times over.
+BOUNDED_LOG = 4 << 20
+
+
+def bench_store(n: int, measure_memory: bool = False, max_log_bytes: int | None = None) -> float:
     """Transitions/s of Store.apply, or (``measure_memory``) bytes the store grows per transition.
 
     Memory is measured in a separate run because tracemalloc slows every allocation down. The
     actions are created inside the measured region: the log keeps them, so they are part of
-    what a recorded transition costs.
+    what a recorded transition costs. With ``max_log_bytes`` the log drops its oldest
+    transitions as it goes, and the drops are part of the measured time.
     """
-    store = Store(lambda: 1)
+    store = Store(lambda: 1, max_log_bytes=max_log_bytes)
     store.add_channel("ahp-chat:/bench", "chat", streaming_chat())
     origin = agent_origin("bench")
     gc.collect()
@@ -155,6 +161,7 @@ def main() -> None:
     reducer = bench_reducer(n)
     store_rate = bench_store(n)
     store_mem = bench_store(n, measure_memory=True)
+    bounded_rate = bench_store(n, max_log_bytes=BOUNDED_LOG)
     host_rate = asyncio.run(bench_streaming_through_host(n))
     host_mem = asyncio.run(bench_streaming_through_host(n, measure_memory=True))
     dispatch_rate = asyncio.run(bench_client_dispatch(n // 5))
@@ -162,12 +169,16 @@ def main() -> None:
     for label, rate in [
         ("chat/delta, reducer alone", reducer),
         ("chat/delta, Store.apply (reduce + record + notify)", store_rate),
+        (f"chat/delta, Store.apply, log kept within {BOUNDED_LOG >> 20} MiB", bounded_rate),
         ("chat/delta, agent -> host -> store -> JSON-RPC -> client", host_rate),
         (f"chat/draftChanged, client -> JSON-RPC -> host -> echo ({n // 5:,})", dispatch_rate),
     ]:
         print(f"{label:<60} {rate:>14,.0f} {1e6 / rate:>9.2f}")
     print()
     print(f"recording cost: Store.apply / reducer alone = {reducer / store_rate:.2f}x  (target < 2x)")
+    print(
+        f"bounded log: Store.apply within {BOUNDED_LOG >> 20} MiB / unbounded = {bounded_rate / store_rate:.2f}x"
+    )
     print(f"memory per recorded delta transition, store alone: {store_mem:,.0f} bytes  (target < 1 KB)")
     print(f"memory per transition, whole streaming session (host + client): {host_mem:,.0f} bytes")
 

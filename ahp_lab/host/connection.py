@@ -32,6 +32,7 @@ from ..protocol.jsonvalue import to_json
 from ..protocol.limits import MAX_SAFE_INTEGER, check_json, valid_client_seq
 from ..protocol.messages import COMMANDS, HOST_TO_CLIENT_COMMANDS
 from ..transport import JsonRpcPeer, RpcError
+from ..transport.jsonrpc import RequestBudget
 
 log = logging.getLogger("ahp_lab.host")
 
@@ -84,8 +85,17 @@ class Connection:
         self.protocol_version: str | None = None
         self.capabilities: dict = {}
         self.subscriptions: set[str] = set()
+        # what this client's requests may make the host send (answers, broadcasts they cause):
+        # the notebook's own connection is not bounded
+        budget = None if trusted else RequestBudget(self.limits.max_request_bytes_per_s)
         self.peer = JsonRpcPeer(
-            transport, self._request, self._notification, self._closed, name="host", limits=self.limits
+            transport,
+            self._request,
+            self._notification,
+            self._closed,
+            name="host",
+            limits=self.limits,
+            budget=budget,
         )
         host.connections.add(self)
 
@@ -261,9 +271,14 @@ class Connection:
                 check_json(params, self.limits, method)
         except ProtocolError as exc:
             raise invalid_params(exc) from None
-        if handler is None:
-            return self._extension_request(method, params)
-        return handler(params)
+        sent = self.host.broadcast_chars
+        try:
+            if handler is None:
+                return self._extension_request(method, params)
+            return handler(params)
+        finally:  # what the command broadcast (fetchTurns: chat/turnsLoaded) is this client's doing
+            if self.peer.budget is not None:
+                self.peer.budget.charge(self.host.broadcast_chars - sent)
 
     def _extension_serves(self, method: str) -> bool:
         return any(method in getattr(ext, "methods", ()) for ext in self.host.extensions)

@@ -133,6 +133,9 @@ class Host(SessionsAndChats):
         #: every bound this host enforces (``ahp_lab.protocol.limits``)
         self.limits = Limits.of(limits)
         self.store = Store(clock_ms, max_log_bytes=self.limits.max_log_bytes)
+        #: characters of action envelopes sent to subscribers so far (a connection's request is
+        #: charged what it made the host broadcast)
+        self.broadcast_chars = 0
         #: folders under which clients may name working directories (``Lab(roots=[...])``)
         self.roots = WorkingDirectories(roots)
         #: masks secrets (MCP env/header values, delivered tokens, URL credentials) in what the
@@ -371,6 +374,7 @@ class Host(SessionsAndChats):
         text = dumps(
             {"jsonrpc": "2.0", "method": "action", "params": transition.envelope()}, separators=(",", ":")
         )
+        self.broadcast_chars += len(text) * len(subscribers)
         for conn in tuple(subscribers):
             conn.send_text(text)
 

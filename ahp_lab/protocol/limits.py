@@ -84,6 +84,12 @@ class Limits:
     max_client_channels: int = 64
     #: Requests of one connection the host is still working on (further ones are refused).
     max_pending_requests: int = 64
+    #: Characters one connection's requests may make the host send per second: the answers
+    #: (snapshots, listings, file reads) and the actions they broadcast to every subscriber
+    #: (``fetchTurns``'s ``chat/turnsLoaded``), after a burst of four seconds' worth. Past it, that
+    #: connection's next requests wait their turn (as pending requests); others are not slowed.
+    #: The notebook's own connection is not bounded.
+    max_request_bytes_per_s: int = 8 * 1024 * 1024
     #: Messages queued for one WebSocket peer that has stopped reading; past this the peer is
     #: disconnected with a reason (it can reconnect and replay) and the others are not slowed.
     max_send_buffer_bytes: int = 16 * 1024 * 1024

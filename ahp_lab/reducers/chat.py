@@ -445,7 +445,7 @@ def _turns_loaded(state, action, now_ms):
     loaded = [t for t in given if find(turns, _turn_key, key(member(t, "id"))) < 0]
     return put_many(
         state,
-        turns=sequence([*loaded, *turns]),
+        turns=sequence([*loaded, *turns]) if loaded else turns,
         turnsNextCursor=action.get("turnsNextCursor"),
     )
 

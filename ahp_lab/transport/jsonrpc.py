@@ -19,6 +19,7 @@ import inspect
 import json
 import logging
 import re
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -28,7 +29,7 @@ from ..protocol.limits import ENVELOPE_DEPTH, Limits, nesting_exceeds, valid_req
 
 log = logging.getLogger("ahp_lab.transport")
 
-__all__ = ["RpcError", "JsonRpcPeer", "Transport", "RequestHandler", "NotificationHandler"]
+__all__ = ["RpcError", "JsonRpcPeer", "RequestBudget", "Transport", "RequestHandler", "NotificationHandler"]
 
 #: Nesting beyond which a message is refused before it is parsed (well below Python's recursion
 #: limit, so ``json.loads`` never recurses too deep).
@@ -37,6 +38,34 @@ PARSER_DEPTH = 512
 _LEADING_ID = re.compile(
     r'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,16}|"[^"\\]{0,256}")\s*[,}]'
 )
+
+
+class RequestBudget:
+    """How much one peer's requests may make this side send: ``rate`` characters per second, after
+    a burst of four seconds' worth. Answers are charged as they are sent; a request handler charges
+    what else it sent on the request's behalf (the actions it broadcast). While the budget is spent,
+    that peer's next requests wait their turn, in order; the other peers are not slowed."""
+
+    def __init__(self, rate: float) -> None:
+        self.rate = float(rate)
+        self.burst = 4 * self.rate
+        self._level = self.burst
+        self._at = time.monotonic()
+
+    def _refill(self) -> None:
+        now = time.monotonic()
+        self._level = min(self.burst, self._level + (now - self._at) * self.rate)
+        self._at = now
+
+    def charge(self, chars: int) -> None:
+        """Spend ``chars`` (the level may go below zero: the next requests then wait longer)."""
+        self._refill()
+        self._level -= chars
+
+    def delay(self) -> float:
+        """Seconds until the budget is no longer spent (0 when a request may be served now)."""
+        self._refill()
+        return 0.0 if self._level >= 0 else -self._level / self.rate
 
 
 class RpcError(Exception):
@@ -107,6 +136,7 @@ class JsonRpcPeer:
         on_close: Callable[[], None] | None = None,
         name: str = "peer",
         limits: Limits | None = None,
+        budget: RequestBudget | None = None,
     ) -> None:
         self.transport = transport
         self.name = name
@@ -120,6 +150,10 @@ class JsonRpcPeer:
         self._next_id = 1
         self._pending: dict[int | str, asyncio.Future] = {}
         self._tasks: set[asyncio.Task] = set()
+        #: what the other side's requests may make this side send (``None``: unbounded)
+        self.budget = budget
+        self._waiting: set[asyncio.Task] = set()  # requests waiting for the budget, in order
+        self._turn = asyncio.Lock()
         self.closed = False
         self.sent = 0
         self.received = 0
@@ -127,12 +161,13 @@ class JsonRpcPeer:
 
     # -- sending --------------------------------------------------------------------------------
 
-    def _send(self, message: dict) -> None:
+    def _send(self, message: dict) -> int:
         if self.closed:
             raise ConnectionError(f"{self.name}: the connection is closed")
         text = dumps(message, separators=(",", ":"), allow_nan=False)
         self.sent += 1
         self.transport.send(text)
+        return len(text)
 
     def send_text(self, text: str) -> None:
         """Send an already-encoded message (used to broadcast one encoding to many peers)."""
@@ -294,8 +329,25 @@ class JsonRpcPeer:
                 ),
             )
             return
+        if self.budget is not None and method != "ping" and (self._waiting or self.budget.delay() > 0):
+            task = asyncio.ensure_future(self._serve_in_turn(request_id, method, params))
+            for tasks in (self._tasks, self._waiting):
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+            return
+        self._serve(request_id, method, params)
+
+    async def _serve_in_turn(self, request_id: Any, method: str, params: dict) -> None:
+        """Serve a request once the requests before it were served and the budget allows."""
+        async with self._turn:
+            while (wait := self.budget.delay()) > 0:  # type: ignore[union-attr]
+                await asyncio.sleep(wait)
+            if not self.closed:
+                self._serve(request_id, method, params)
+
+    def _serve(self, request_id: Any, method: str, params: dict) -> None:
         try:
-            result = self.on_request(method, params)
+            result = self.on_request(method, params)  # type: ignore[misc]
         except RpcError as exc:
             self.send_error(request_id, exc)
             return
@@ -328,7 +380,9 @@ class JsonRpcPeer:
         if self.closed:
             return
         try:
-            self._send({"jsonrpc": "2.0", "id": request_id, "result": result})
+            sent = self._send({"jsonrpc": "2.0", "id": request_id, "result": result})
+            if self.budget is not None:
+                self.budget.charge(sent)
         except (ValueError, TypeError) as exc:  # e.g. NaN in a result: never put it on the wire
             log.error("%s: a result could not be encoded: %s", self.name, exc)
             self.send_error(
@@ -357,6 +411,8 @@ class JsonRpcPeer:
         if self.closed:
             return
         self.closed = True
+        for task in tuple(self._waiting):  # requests waiting for the budget are not served now
+            task.cancel()
         for future in self._pending.values():
             if not future.done():
                 future.set_exception(ConnectionError(f"{self.name}: the connection closed"))

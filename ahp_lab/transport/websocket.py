@@ -371,6 +371,7 @@ def _origin_matches(origin: str, allowed: str) -> bool:
         o, a = urlsplit(origin), urlsplit(allowed)
         if not o.scheme or not o.hostname:
             return False
+        o.port  # noqa: B018 - an out-of-range port (``:99999``) raises: no page has it
         schemes = {a.scheme, "https"} if a.scheme == "http" else {a.scheme}
         return o.scheme in schemes and o.hostname == a.hostname and (a.port is None or o.port == a.port)
     except ValueError:

@@ -472,3 +472,48 @@ def test_a_flood_of_large_drafts_from_a_stranger_stays_within_the_hosts_log_budg
             assert answer["result"]["type"] == "snapshot"
 
     arun(main())
+
+
+def test_a_flood_of_fetch_turns_waits_its_turn_and_other_clients_are_served(connect_stranger):
+    """Each fetchTurns makes the host broadcast 50 turns to every subscriber of the chat. A
+    stranger pipelining them is charged for what they make the host send: past its budget its
+    requests wait, in order, while another client's subscribe is answered at once."""
+    user = {"text": "hi", "origin": {"kind": "user"}}
+
+    async def main():
+        async with open_lab(limits={"max_request_bytes_per_s": 200_000}) as lab:
+            for i in range(300):
+                for action in (
+                    {"type": "chat/turnStarted", "turnId": f"t{i}", "startedAt": "x", "message": user},
+                    {"type": "chat/responsePart", "turnId": f"t{i}", "part": {"kind": "markdown", "id": "p", "content": "w" * 2_000}},
+                    {"type": "chat/turnComplete", "turnId": f"t{i}"},
+                ):  # fmt: skip
+                    lab.host.dispatch(lab.chat, action)
+            mallory = await connect_stranger(lab, "mallory")
+            await mallory.initialize("mallory")
+            await mallory.call("subscribe", {"channel": lab.chat})
+            alice = await connect_stranger(lab, "alice")
+            await alice.initialize("alice")
+            await alice.call("subscribe", {"channel": lab.chat})
+            for n in range(1, 31):
+                mallory.send(
+                    {"jsonrpc": "2.0", "id": n, "method": "fetchTurns", "params": {"channel": lab.chat}}
+                )
+            mallory.send({"jsonrpc": "2.0", "id": 99, "method": "ping"})
+            await mallory.response(99)  # every fetchTurns has arrived; ping is never held back
+            answer = await alice.call("subscribe", {"channel": lab.session})
+            assert "result" in answer and not alice.closed
+            answered = [m["id"] for m in mallory.received if m.get("id") in range(1, 31)]
+            assert len(answered) < 10, f"{len(answered)} of 30 fetchTurns were served at once"
+            assert answered == list(range(1, len(answered) + 1))  # in order
+            loaded = [e for e in alice.envelopes() if e["action"]["type"] == "chat/turnsLoaded"]
+            assert len(loaded) == len(answered)
+            # what waits counts as pending: past max_pending_requests the host refuses at once
+            for n in range(100, 160):
+                mallory.send(
+                    {"jsonrpc": "2.0", "id": n, "method": "fetchTurns", "params": {"channel": lab.chat}}
+                )
+            refused = await mallory.response(159)
+            assert "requests waiting for an answer" in refused["error"]["message"]
+
+    arun(main())

@@ -59,6 +59,7 @@ def test_origin_checked_only_when_present():
             assert await _status_of(url, origin="null") == 403
             # malformed: refused like any stranger's page, not a server error
             assert await _status_of(url, origin="http://[zz") == 403
+            assert await _status_of(url, origin="http://localhost:99999") == 403  # no page has that port
 
     run(main())
 
