@@ -235,7 +235,12 @@ class Connection:
                 )
             )
             return
-        self.host.dispatch_from_client(self, client_seq, channel, params.get("action"))
+        sent = self.host.broadcast_chars
+        try:
+            self.host.dispatch_from_client(self, client_seq, channel, params.get("action"))
+        finally:  # the action's broadcast to every subscriber is this client's doing
+            if self.peer.budget is not None:
+                self.peer.budget.charge(self.host.broadcast_chars - sent)
 
     # -- requests -------------------------------------------------------------------------------
 

@@ -87,7 +87,9 @@ class Limits:
     #: Characters one connection's requests may make the host send per second: the answers
     #: (snapshots, listings, file reads) and the actions they broadcast to every subscriber
     #: (``fetchTurns``'s ``chat/turnsLoaded``), after a burst of four seconds' worth. Past it, that
-    #: connection's next requests wait their turn (as pending requests); others are not slowed.
+    #: connection's next requests wait their turn (as pending requests), and after a
+    #: ``dispatchAction`` (charged for its broadcast) nothing more is read from it until the budget
+    #: refills; others are not slowed.
     #: The notebook's own connection is not bounded.
     max_request_bytes_per_s: int = 8 * 1024 * 1024
     #: Messages queued for one WebSocket peer that has stopped reading; past this the peer is

@@ -4,6 +4,7 @@ through the running event loop (``loop.call_soon``), never synchronously re-entr
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Callable
 
 __all__ = ["InProcessTransport", "pipe"]
@@ -26,6 +27,8 @@ class InProcessTransport:
         self._backlog: list[str] = []
         self.closed = False
         self.bytes_sent = 0
+        self._held: deque[str] = deque()  # arrived while reading is paused, delivered in order later
+        self._paused_until = 0.0
 
     def set_receiver(self, receiver: Callable[[str], None], on_close: Callable[[], None]) -> None:
         self._receiver = receiver
@@ -45,8 +48,26 @@ class InProcessTransport:
             return
         if self._receiver is None:
             self._backlog.append(text)
+        elif self._held or _loop().time() < self._paused_until:
+            self._held.append(text)
         else:
             self._receiver(text)
+
+    def pause_reading(self, seconds: float) -> None:
+        """Deliver nothing more for ``seconds``; what arrives meanwhile is delivered after, in order."""
+        loop = _loop()
+        until = loop.time() + seconds
+        if until > self._paused_until:
+            self._paused_until = until
+            loop.call_later(seconds, self._resume)
+
+    def _resume(self) -> None:
+        loop = _loop()
+        while self._held and not self.closed:
+            if (wait := self._paused_until - loop.time()) > 0:  # paused again, or woken early
+                loop.call_later(wait, self._resume)
+                return
+            self._receiver(self._held.popleft())  # type: ignore[misc]
 
     def close(self) -> None:
         if self.closed:

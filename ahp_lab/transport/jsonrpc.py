@@ -43,8 +43,11 @@ _LEADING_ID = re.compile(
 class RequestBudget:
     """How much one peer's requests may make this side send: ``rate`` characters per second, after
     a burst of four seconds' worth. Answers are charged as they are sent; a request handler charges
-    what else it sent on the request's behalf (the actions it broadcast). While the budget is spent,
-    that peer's next requests wait their turn, in order; the other peers are not slowed."""
+    what else it sent on the request's behalf (the actions it broadcast), and a notification handler
+    what its notification made this side send. While the budget is spent, that peer's next requests
+    wait their turn, in order, and after a notification its transport reads nothing more (when it
+    can pause: ``pause_reading(seconds)``) until the budget refills; the other peers are not
+    slowed."""
 
     def __init__(self, rate: float) -> None:
         self.rate = float(rate)
@@ -311,6 +314,12 @@ class JsonRpcPeer:
             self.on_notification(method, params)
         except Exception:  # a bad notification never kills the connection
             log.exception("%s: notification %s failed", self.name, method)
+        # A notification has no answer to hold back: once the budget is spent (the handler charged
+        # what it made this side send), this peer's next messages are not read until it refills.
+        if self.budget is not None and (wait := self.budget.delay()) > 0:
+            pause = getattr(self.transport, "pause_reading", None)
+            if pause is not None:
+                pause(wait)
 
     def _handle_request(self, request_id: Any, method: str, params: dict) -> None:
         if self.on_request is None:

@@ -134,6 +134,7 @@ class WebSocketTransport:
         self._writer: asyncio.Task | None = None
         self._reader: asyncio.Task | None = None
         self._closer: asyncio.Task | None = None
+        self._paused_until = 0.0  # loop time before which no further frame is read
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
@@ -178,6 +179,13 @@ class WebSocketTransport:
         with contextlib.suppress(Exception):
             self.ws.transport.abort()
 
+    def pause_reading(self, seconds: float) -> None:
+        """Read no further frame for ``seconds``: the peer's own writes then wait in its socket
+        (TCP backpressure), and nothing it sends piles up here."""
+        until = asyncio.get_running_loop().time() + seconds
+        if until > self._paused_until:
+            self._paused_until = until
+
     # -- running ------------------------------------------------------------------------------------
 
     @property
@@ -210,6 +218,9 @@ class WebSocketTransport:
                     self._backlog.append(message)
                 else:
                     self._receiver(message)
+                if (wait := self._paused_until - asyncio.get_running_loop().time()) > 0:
+                    with contextlib.suppress(asyncio.TimeoutError):  # a close ends the pause
+                        await asyncio.wait_for(self.ws.wait_closed(), wait)
         except ConnectionClosed:
             pass
         finally:

@@ -517,3 +517,45 @@ def test_a_flood_of_fetch_turns_waits_its_turn_and_other_clients_are_served(conn
             assert "requests waiting for an answer" in refused["error"]["message"]
 
     arun(main())
+
+
+def test_a_flood_of_dispatches_is_read_at_the_rate_of_its_budget_and_nothing_is_lost(connect_stranger):
+    """Every accepted dispatch is broadcast to every subscriber, so a stranger flooding large
+    drafts makes the host send what it sends times the subscribers. Past its budget its next
+    messages are not read until the budget refills: another client is answered meanwhile, and
+    every draft still arrives, whole and in order."""
+    rate, count, size = 400_000, 60, 50_000  # 3 MB broadcast, 1.6 MB of burst: ~3.5 s of waiting
+
+    async def main():
+        async with open_lab(limits={"max_request_bytes_per_s": rate}) as lab:
+            alice = await connect_stranger(lab, "alice")
+            await alice.initialize("alice")
+            await alice.call("subscribe", {"channel": lab.chat})
+            mallory = await connect_stranger(lab, "mallory")
+            await mallory.initialize("mallory")
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+            for n in range(1, count + 1):
+                draft = {"text": f"{n:03}" + "z" * size, "origin": {"kind": "user"}}
+                mallory.dispatch(lab.chat, n, {"type": "chat/draftChanged", "draft": draft})
+            mallory.send({"jsonrpc": "2.0", "id": 99, "method": "ping"})
+            answer = await alice.call("subscribe", {"channel": lab.session})
+            assert "result" in answer and not alice.closed
+            assert not any(m.get("id") == 99 for m in mallory.received)  # mallory still waits
+            await mallory.response(99, timeout=60)  # read after every dispatch before it
+            elapsed = loop.time() - start
+            assert elapsed > 0.5 * (count * size - 4 * rate) / rate, f"the flood took only {elapsed:.2f} s"
+
+            def drafts() -> list[str]:
+                return [
+                    e["action"]["draft"]["text"]
+                    for e in alice.envelopes()
+                    if e["action"]["type"] == "chat/draftChanged"
+                ]
+
+            await alice.wait(lambda: len(drafts()) == count)
+            assert [t[:3] for t in drafts()] == [f"{n:03}" for n in range(1, count + 1)]
+            assert all(len(t) == 3 + size for t in drafts())
+            assert lab.store.state(lab.chat)["draft"]["text"].startswith(f"{count:03}")
+
+    arun(main())
