@@ -23,7 +23,9 @@ its tool calls, remove itself, publish its plugins) is checked against this bind
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 from ..protocol import PROTOCOL_VERSION, ProtocolError, validate_params
@@ -235,12 +237,8 @@ class Connection:
                 )
             )
             return
-        sent = self.host.broadcast_chars
-        try:
+        with self._charged():  # the action's broadcast to every subscriber is this client's doing
             self.host.dispatch_from_client(self, client_seq, channel, params.get("action"))
-        finally:  # the action's broadcast to every subscriber is this client's doing
-            if self.peer.budget is not None:
-                self.peer.budget.charge(self.host.broadcast_chars - sent)
 
     # -- requests -------------------------------------------------------------------------------
 
@@ -276,12 +274,18 @@ class Connection:
                 check_json(params, self.limits, method)
         except ProtocolError as exc:
             raise invalid_params(exc) from None
-        sent = self.host.broadcast_chars
-        try:
+        with self._charged():  # what the command broadcast (fetchTurns: chat/turnsLoaded)
             if handler is None:
                 return self._extension_request(method, params)
             return handler(params)
-        finally:  # what the command broadcast (fetchTurns: chat/turnsLoaded) is this client's doing
+
+    @contextlib.contextmanager
+    def _charged(self) -> Iterator[None]:
+        """Charge this connection's budget with what the host broadcast meanwhile."""
+        sent = self.host.broadcast_chars
+        try:
+            yield
+        finally:
             if self.peer.budget is not None:
                 self.peer.budget.charge(self.host.broadcast_chars - sent)
 
