@@ -9,6 +9,12 @@ wire says: a client's ``{clientId, clientSeq}``, or none for the host and its ag
 
 ``export`` writes JSON Lines (``"format": "ahp_lab.client-log"``); :meth:`ClientLog.load`
 replays such a file with the same reducers and clock values, reproducing every state exactly.
+
+The log is bounded like the host's (``max_log_bytes``, by default the host's
+:attr:`~ahp_lab.protocol.limits.Limits.max_log_bytes`): the host is a stranger too, and a stream
+of large actions from it must not grow this kernel without bound. Past the budget the oldest
+records are dropped; each channel then starts from its state at the cut (export writes it as a
+snapshot), and asking for an older seq is an ``IndexError`` that says so.
 """
 
 from __future__ import annotations
@@ -21,14 +27,18 @@ from typing import IO, Any
 
 from ..client.client import channel_kind_of_uri
 from ..protocol.jsonvalue import dumps, json_patch, to_json
+from ..protocol.limits import Limits
 from ..reducers import REDUCERS
 from ..store import Transition as _StoreTransition
-from ..store import TransitionList, summarize_action
+from ..store import TransitionList, summarize_action, tree_bytes
 
 __all__ = ["ClientLog", "ClientTransition", "CLIENT_LOG_FORMAT"]
 
 CLIENT_LOG_FORMAT = "ahp_lab.client-log"
 _HOST_ORIGIN = {"kind": "host"}
+#: What one record keeps beyond its action or snapshot, about: the transition, the record, the
+#: history entry and the new top-level state dicts its states do not share.
+_RECORD_BYTES = 1024
 
 
 class ClientTransition:
@@ -116,16 +126,28 @@ class ClientLog:
     Feed it with :meth:`record` (``client.on_confirmed(log.record)``), or :meth:`load` a file.
     """
 
-    def __init__(self, clock_ms: Callable[[], int] | None = None, *, client_id: str | None = None) -> None:
+    def __init__(
+        self,
+        clock_ms: Callable[[], int] | None = None,
+        *,
+        client_id: str | None = None,
+        max_log_bytes: int | None = Limits.max_log_bytes,
+    ) -> None:
         from ..store import wall_clock_ms
 
+        if max_log_bytes is not None and (isinstance(max_log_bytes, bool) or max_log_bytes <= 0):
+            raise ValueError(f"max_log_bytes must be a positive number of bytes, got {max_log_bytes!r}")
         self.clock_ms = clock_ms or wall_clock_ms
         self.client_id = client_id
+        self.max_log_bytes = max_log_bytes
         self.transitions = _ClientTransitions()
         self._states: dict[str, Any] = {}
         self._kinds: dict[str, str] = {}
         self._history: dict[str, list[tuple[int, Any]]] = {}  # channel -> [(seq, state after it)]
-        self._records: list[dict] = []  # snapshots and envelopes in arrival order (for export)
+        # snapshots and envelopes in arrival order (for export): (channel, seq, record, state after, bytes)
+        self._records: list[tuple[str, int, dict, Any, int]] = []
+        self._bases: dict[str, tuple[int, Any]] = {}  # channel -> (seq, state) at the last cut
+        self._bytes = 0
         self._listeners: list[Callable[[Any], None]] = []
 
     def __repr__(self) -> str:
@@ -138,8 +160,10 @@ class ClientLog:
         if "snapshot" in envelope:
             snapshot = envelope["snapshot"]
             self._kinds[channel] = self._kinds.get(channel) or channel_kind_of_uri(channel) or "?"
-            self._put(channel, int(snapshot.get("fromSeq") or 0), after)
-            self._records.append({"snapshot": to_json(snapshot), "kind": self._kinds[channel]})
+            seq = int(snapshot.get("fromSeq") or 0)
+            self._put(channel, seq, after)
+            record = {"snapshot": to_json(snapshot), "kind": self._kinds[channel]}
+            self._keep(channel, seq, record, after, tree_bytes(record["snapshot"].get("state")))
             return
         seq = envelope.get("serverSeq")
         if not isinstance(seq, int):
@@ -159,7 +183,7 @@ class ClientLog:
         )
         self.transitions.append(t)
         self._put(channel, seq, after)
-        self._records.append({"envelope": envelope, "nowMs": now_ms})
+        self._keep(channel, seq, {"envelope": envelope, "nowMs": now_ms}, after, tree_bytes(envelope))
         for listener in tuple(self._listeners):
             try:
                 listener(t)
@@ -175,6 +199,56 @@ class ClientLog:
             history.insert(bisect_right([s for s, _ in history], seq), (seq, state))
         else:
             history.append((seq, state))
+
+    def _keep(self, channel: str, seq: int, record: dict, after: Any, size: int) -> None:
+        size += _RECORD_BYTES
+        self._records.append((channel, seq, record, after, size))
+        self._bytes += size
+        if self.max_log_bytes is not None and self._bytes > self.max_log_bytes:
+            self._drop_oldest()
+
+    def _drop_oldest(self) -> None:
+        """Drop the oldest records until a quarter of the budget is free (never the newest); each
+        channel they touched starts from its state after the last of them (its base)."""
+        target = self.max_log_bytes * 3 // 4  # type: ignore[operator]
+        excess, freed, k = self._bytes - target, 0, 0
+        records = self._records
+        while k < len(records) - 1 and freed < excess:
+            freed += records[k][4]
+            k += 1
+        if k == 0:
+            return
+        first_drop = not self._bases
+        envelopes = 0
+        for channel, seq, record, after, _ in records[:k]:
+            self._bases[channel] = (seq, after)
+            envelopes += "envelope" in record
+        del records[:k]
+        del self.transitions[:envelopes]
+        for channel, (seq, state) in self._bases.items():
+            history = self._history.get(channel, [])
+            self._history[channel] = [(seq, state), *(h for h in history if h[0] > seq)]
+        self._bytes -= freed
+        if first_drop:
+            import logging
+
+            logging.getLogger("ahp_lab").warning(
+                "this client's log passed its budget of %s bytes: what it saw before seq %s was "
+                "dropped, and time travel and export now start there",
+                self.max_log_bytes,
+                self.dropped_through,
+            )
+
+    @property
+    def log_bytes(self) -> int:
+        """About the bytes the kept records hold (what ``max_log_bytes`` bounds)."""
+        return self._bytes
+
+    @property
+    def dropped_through(self) -> int:
+        """The newest seq dropped to stay within ``max_log_bytes`` (0 while nothing was dropped):
+        time travel reaches back to the state right after it."""
+        return max((seq for seq, _ in self._bases.values()), default=0)
 
     def forget(self, channel: str) -> None:
         """The client dropped the channel (unsubscribed, or missing after a reconnect)."""
@@ -209,7 +283,16 @@ class ClientLog:
         return self.transitions[-1].seq if self.transitions else 0
 
     def state_at(self, seq: int) -> dict[str, Any]:
-        """Every channel this client held, as it was right after server seq ``seq``."""
+        """Every channel this client held, as it was right after server seq ``seq``.
+
+        ``IndexError`` for a seq older than what the log keeps (see ``max_log_bytes``).
+        """
+        cut = self.dropped_through
+        if seq < cut:
+            raise IndexError(
+                f"seq {seq} was dropped to keep this client's log within max_log_bytes "
+                f"({self.max_log_bytes:,}): the log holds seqs {cut}..{self.last_seq}"
+            )
         out: dict[str, Any] = {}
         for channel, history in self._history.items():
             i = bisect_right([s for s, _ in history], seq) - 1
@@ -237,9 +320,18 @@ class ClientLog:
             with open(target, "w", encoding="utf-8") as fh:
                 return self.export(fh)
         target.write(dumps({"format": CLIENT_LOG_FORMAT, "version": 1, "clientId": self.client_id}) + "\n")
-        for record in self._records:
+        lines = 1
+        for channel, (seq, state) in self._bases.items():  # where the kept records start
+            base = {
+                "snapshot": {"resource": channel, "state": state, "fromSeq": seq},
+                "kind": self._kinds[channel],
+            }
+            target.write(dumps(base, separators=(",", ":")) + "\n")
+            lines += 1
+        for _, _, record, _, _ in self._records:
             target.write(dumps(record, separators=(",", ":")) + "\n")
-        return len(self._records) + 1
+            lines += 1
+        return lines
 
     @classmethod
     def load(cls, source: str | Path | IO[str]) -> ClientLog:

@@ -150,8 +150,10 @@ class Lab(Sending, Answering, LabBase):
         await self.client.subscribe(self.chat)
         # plugin folders and directories are resolved in a worker thread: return once they are
         await self.wait_for(self.session, _folders_resolved, timeout=60)
-        ready = getattr(self.agent, "wait_ready", None)
-        if ready is not None:  # a LoopAgent: its extensions are active and their tools listed
+        # a LoopAgent: its extensions are active and their tools listed (an attached lab has no
+        # agent here: its ``agent`` is a NotAvailableRemotely, an AttributeError)
+        ready = getattr(getattr(self, "agent", None), "wait_ready", None)
+        if ready is not None:
             await ready(self.session)
 
     def __repr__(self) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 from ..client import AhpClient
 from ..host import ROOT
 from ..protocol.jsonvalue import to_json
+from ..protocol.limits import Limits
 from ..transport.tap import FrameLog
 from ..transport.websocket import WebSocketServer, redact_url
 from ..waiting import check_wait_arguments
@@ -84,6 +85,7 @@ class RemoteLab(Lab):
         self._policies: dict = {}
         self._queued: dict = {}  # queued message id -> what waits for its turn (see Sending)
         self._title = "Notebook session"
+        self._working_directories: list[str] = []  # a new session is created without any
         self._background: set[asyncio.Task] = set()
         self._closed = False
 
@@ -98,8 +100,13 @@ class RemoteLab(Lab):
         display_name: str = "This notebook (remote)",
         title: str = "Notebook session",
         reconnect: bool = True,
+        max_log_bytes: int | None = Limits.max_log_bytes,
     ) -> RemoteLab:
-        """Connect, then join ``session`` (its default chat) or create a new session titled ``title``."""
+        """Connect, then join ``session`` (its default chat) or create a new session titled ``title``.
+
+        ``max_log_bytes`` bounds this client's log (:class:`~ahp_lab.lab.clientlog.ClientLog`),
+        as the host's own is bounded; ``None`` keeps everything.
+        """
         from ..client.connect import connect
 
         lab = cls()
@@ -113,7 +120,9 @@ class RemoteLab(Lab):
             tap=lab.frames,
             subscriptions=[],
         )
-        lab.store = ClientLog(lab.client.clock_ms, client_id=lab.client.client_id)
+        lab.store = ClientLog(
+            lab.client.clock_ms, client_id=lab.client.client_id, max_log_bytes=max_log_bytes
+        )
         lab.client.on_confirmed(lab.store.record)
         lab.store.subscribe(weakly(lab._on_transition))  # our queued messages becoming turns
         lab.client.on_change(lab._on_client_change)

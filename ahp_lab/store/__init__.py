@@ -163,7 +163,7 @@ class _Column:
             packed = self._numbered
             self._numbered += 1
             self._objects[packed] = value
-            size = _tree_bytes(value) if measure else 0
+            size = tree_bytes(value) if measure else 0
         self._open.append(packed)
         if len(self._open) == _CHUNK:
             self._chunks.append(tuple(self._open))
@@ -204,7 +204,7 @@ class _Column:
                 self._objects.pop(packed, None)
 
 
-def _tree_bytes(value: Any) -> int:
+def tree_bytes(value: Any) -> int:
     """About the bytes a JSON-shaped value holds: its strings' text and a few words per member."""
     size = 0
     stack = [value]

@@ -204,3 +204,74 @@ def test_a_client_log_replays_exactly_from_its_export():
         await lab.aclose()
 
     run(main())
+
+
+def test_a_host_flooding_large_drafts_cannot_grow_an_attached_labs_log_without_bound():
+    """The host is a stranger too: 120 drafts of 90,000 characters (11 MB) pushed to an attached lab
+    leave it holding about its log budget (3 MB), not all of them. Measured as this process's
+    allocations (the host runs in another process; the frame log's bounded tail is not counted).
+    Time travel says what was dropped, and the export still replays to the states the lab holds."""
+    import gc
+    import tracemalloc
+
+    from ahp_lab.transport import tap
+
+    budget = 3_000_000
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ahp_lab.cli", "serve", "--port", "0", "--agent", "scripted"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+    def held() -> int:
+        gc.collect()
+        snapshot = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, tap.__file__)])
+        return sum(stat.size for stat in snapshot.statistics("filename"))
+
+    try:
+        url = proc.stdout.readline().strip()
+
+        async def main():
+            remote = await RemoteLab.open(url, client_id="notebook", max_log_bytes=budget)
+            flooder = await ahp_lab.connect(url, client_id="flooder")
+            await flooder.subscribe(remote.chat)
+            first = remote.store.last_seq
+            tracemalloc.start()
+            try:
+                before = held()
+                for n in range(120):
+                    draft = {"text": f"{n:03}" + "z" * 90_000, "origin": {"kind": "user"}}
+                    flooder.dispatch(remote.chat, {"type": "chat/draftChanged", "draft": draft})
+                await flooder.settle()
+                await remote.client.wait_for(
+                    remote.chat,
+                    lambda s: s if (s.get("draft") or {}).get("text", "").startswith("119") else None,
+                    timeout=60,
+                )
+                grown = held() - before
+            finally:
+                tracemalloc.stop()
+            assert grown < 2 * budget, f"the attached lab grew by {grown:,} bytes"
+            log = remote.store
+            assert log.log_bytes <= budget
+            assert log.dropped_through > first  # the oldest were dropped, not the newest
+            assert log.transitions[-1].action["draft"]["text"].startswith("119")
+            with pytest.raises(IndexError, match="was dropped to keep this client's log within"):
+                log.state_at(first)
+            assert to_json(log.state_at(log.last_seq)[remote.chat]) == to_json(remote.state(remote.chat))
+            buffer = io.StringIO()
+            log.export(buffer)
+            buffer.seek(0)
+            loaded = ClientLog.load(buffer)
+            assert to_json(loaded.states()) == to_json(log.states())
+            assert [t.seq for t in loaded.transitions] == [t.seq for t in log.transitions]
+            await flooder.aclose()
+            await remote.aclose()
+
+        run(main())
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
