@@ -643,8 +643,9 @@ def _tool_call_action(transform, rederive: bool):
                 if new_parts is not None:
                     out = _with_parts(state, active, new_parts)
             else:  # a long turn: the calls are found through the parts' index
-                vec = Vector.of(parts)
-                for i in vec.candidates(_part_key, STOP):  # parts the map cannot read (rare)
+                vec = parts if type(parts) is Vector else Vector.of(parts)
+                stops = vec.candidates(_part_key, STOP)
+                for i in stops:  # parts the map cannot read (rare)
                     part = vec[i]
                     if part is None or (type(part) is dict and part.get("toolCall") is None):
                         raise TypeError("the reference's map reaches a part it cannot read")
@@ -669,6 +670,15 @@ def _tool_call_action(transform, rederive: bool):
                         new_parts = new_parts.replaced(i, new_part, same_keys=True, same_counts=same_status)
                 if new_parts is not vec:
                     out = _with_parts(state, active, new_parts)
+                if rederive and not stops:
+                    # derive_status, knowing what it would scan for: the parts (same keys as
+                    # before) have none that stops its scans, so the count of blocking parts is exact
+                    blocking = INPUT_NEEDED if new_parts.count(blocks_user) else IN_PROGRESS
+                    status = (as_int(state.get("status")) & ~ACTIVITY_MASK) | blocking
+                    if out is state:
+                        return _with_status(state, status)
+                    out["status"] = status
+                    return out
         if not rederive:
             return out
         # Status is re-derived even when the tool-call update was a no-op (reducer-rules §4).
