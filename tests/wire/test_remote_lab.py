@@ -152,15 +152,19 @@ def test_two_clients_in_one_notebook_race_a_confirmation():
     run(main())
 
 
-def test_ahp_lab_serve_prints_the_url_once_and_serves():
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(
+def _serve() -> subprocess.Popen:
+    """``ahp-lab serve`` in another process, with the scripted agent; its first line is the URL."""
+    return subprocess.Popen(
         [sys.executable, "-m", "ahp_lab.cli", "serve", "--port", "0", "--agent", "scripted"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=env,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
+
+
+def test_ahp_lab_serve_prints_the_url_once_and_serves():
+    proc = _serve()
     try:
         url = proc.stdout.readline().strip()
         assert url.startswith("ws://127.0.0.1:") and "?tkn=" in url
@@ -217,14 +221,7 @@ def test_a_host_flooding_large_drafts_cannot_grow_an_attached_labs_log_without_b
     from ahp_lab.transport import tap
 
     budget = 3_000_000
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ahp_lab.cli", "serve", "--port", "0", "--agent", "scripted"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    proc = _serve()
 
     def held() -> int:
         gc.collect()
