@@ -107,10 +107,23 @@ def _classify(text: str) -> dict:
 
 
 class FrameLog:
-    """The newest ``capacity`` frames of one side's connections, oldest first, with listeners."""
+    """The newest ``capacity`` frames of one side's connections, oldest first, with listeners.
 
-    def __init__(self, capacity: int = 2000, *, clock: Callable[[], float] = time.time) -> None:
+    At most ``max_chars`` characters of frame text are kept in all (each frame's first
+    :data:`KEPT_CHARS`): a peer sending large frames pushes the oldest out sooner, so what a
+    stranger sends cannot hold more than that in the kernel however large its frames.
+    """
+
+    def __init__(
+        self,
+        capacity: int = 2000,
+        *,
+        max_chars: int = 16 * 1024 * 1024,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self._raw: deque[tuple] = deque(maxlen=capacity)  # (n, direction, text, time, connection, size)
+        self.max_chars = max_chars
+        self._chars = 0  # the kept text of the frames in _raw
         self._made: dict[int, Frame] = {}  # frames already built (their parsed info is kept)
         self.count = 0
         self.connections = 0
@@ -145,7 +158,13 @@ class FrameLog:
         self.count += 1
         kept = text if len(text) <= KEPT_CHARS else text[:KEPT_CHARS]
         raw = (self.count, direction, kept, self._clock(), connection, len(text))
-        self._raw.append(raw)
+        frames = self._raw
+        if len(frames) == frames.maxlen:
+            self._chars -= len(frames[0][2])
+        frames.append(raw)
+        self._chars += len(kept)
+        while self._chars > self.max_chars and len(frames) > 1:  # never the newest
+            self._chars -= len(frames.popleft()[2])
         if self._listeners:
             frame = Frame(*raw)
             for listener in tuple(self._listeners):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ahp_lab.transport.tap import FrameLog
+from ahp_lab.transport.tap import KEPT_CHARS, FrameLog
 from ahp_lab.widgets.wire import MAX_ROWS, PREVIEW_CHARS, WireView, wire_view_model
 
 
@@ -113,3 +113,23 @@ def test_the_widget_follows_the_log_and_its_filters():
     assert view.model["detail"]["method"] == "initialize"
     assert "frames" in repr(view)
     view.close()
+
+
+def test_large_frames_push_the_oldest_out_so_the_log_keeps_at_most_its_characters():
+    """A peer sending 300 frames of 100,000 characters: each is kept cut to its first KEPT_CHARS,
+    and all of them together to max_chars, the newest always kept whole up to that cut."""
+    log = FrameLog(max_chars=1_000_000)
+    tapped = log.wrap(Sink())
+    tapped.send(json.dumps({"jsonrpc": "2.0", "method": "initialize", "id": 1}))
+    for i in range(300):
+        tapped.send(
+            json.dumps(
+                {"jsonrpc": "2.0", "method": "dispatchAction", "params": {"n": i, "blob": "x" * 100_000}}
+            )
+        )
+    frames = log.frames
+    assert log.count == 301
+    assert sum(len(f.text) for f in frames) <= 1_000_000
+    assert len(frames) == 1_000_000 // KEPT_CHARS  # the newest that fit
+    assert frames[-1].n == 301 and frames[-1].size > 100_000 and frames[-1].truncated
+    assert frames[-1].info()["method"] == "dispatchAction"
