@@ -14,6 +14,7 @@ crash_then_silent  crashes on the prompt; a respawn (MARKER exists) never answer
 silent           never answers initialize
 env              answers with the names of its environment variables
 future           answers initialize with a protocol version this host does not speak
+big_chunks       streams 200 message chunks of 16,000 characters, then ends the turn
 """
 
 import json
@@ -95,6 +96,10 @@ for line in sys.stdin:
         elif MODE == "late_permission":
             prompt_id = mid
             continue
+        elif MODE == "big_chunks":
+            for i in range(200):
+                update("s1", chunk(f"[{i:03}]" + "y" * 16_000))
+            send({"jsonrpc": "2.0", "id": mid, "result": {"stopReason": "end_turn"}})
     elif method == "session/cancel" and MODE == "late_permission":
         send(
             {

@@ -135,3 +135,26 @@ def test_kernel_secrets_do_not_reach_the_agent_process(tmp_path: Path, monkeypat
             assert "GIVEN" in names and "PATH" in names and "AHP_LAB_TEST_SECRET" not in names
 
     arun(go())
+
+
+def test_an_agent_streaming_large_chunks_fills_the_frame_log_only_up_to_its_budget(tmp_path: Path) -> None:
+    """The agent is a stranger too: 200 chunks of 16,000 characters (3.2 MB of frames) leave the
+    frame log holding at most its budget, the newest frames kept and the oldest unlinked from
+    their transitions; the turn's text, which lives in state, keeps every chunk."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("big_chunks")) as lab:
+            frames = lab.agent.frames
+            frames.max_chars = 1_000_000
+            turn = await lab.send("go")
+            assert turn.status == "complete"
+            assert all(f"[{i:03}]" in turn.text for i in range(200))
+            kept = list(frames)
+            assert sum(len(json.dumps(f.message)) for f in kept) <= 1_000_000
+            assert kept[-1].kind == "response"  # the newest (the prompt's answer) is kept
+            assert any(f.label == "session/update agent_message_chunk" for f in kept)
+            deltas = [t for t in lab.transitions if t.type == "chat/delta"]
+            first, last = frames.frames_for_seq(deltas[0].seq), frames.frames_for_seq(deltas[-1].seq)
+            assert first == [] and len(last) == 1 and "[199]" in json.dumps(last[0].message)
+
+    arun(go())

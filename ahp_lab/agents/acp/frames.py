@@ -17,10 +17,13 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["AcpFrame", "AcpFrameLog", "MAX_FRAMES", "MAX_FRAME_CHARS"]
+__all__ = ["AcpFrame", "AcpFrameLog", "MAX_FRAMES", "MAX_FRAME_CHARS", "MAX_LOG_CHARS"]
 
 MAX_FRAMES = 50_000  # frames kept per agent (the oldest go first)
 MAX_FRAME_CHARS = 16_384  # a frame's JSON kept verbatim up to this size, else a preview
+#: The kept frames' JSON in all, per agent: an agent is a stranger too, and 50,000 frames of
+#: 16 KiB would be 800 MiB; past it the oldest go first (never the newest).
+MAX_LOG_CHARS = 32 * 1024 * 1024
 
 
 @dataclass
@@ -73,19 +76,24 @@ class AcpFrame:
         }
 
 
-def _bounded(message: Any) -> Any:
+def _bounded(message: Any) -> tuple[Any, int]:
+    """The message as kept (a preview when too large), and about the characters that keeps."""
     text = json.dumps(message, ensure_ascii=False, default=str)
     if len(text) <= MAX_FRAME_CHARS:
-        return message
+        return message, len(text)
     head = {k: message[k] for k in ("jsonrpc", "id", "method") if isinstance(message, dict) and k in message}
-    return {**head, "preview": text[:MAX_FRAME_CHARS], "size": len(text)}
+    return {**head, "preview": text[:MAX_FRAME_CHARS], "size": len(text)}, MAX_FRAME_CHARS
 
 
 class AcpFrameLog:
     """The frames of one :class:`~ahp_lab.agents.acp.AcpAgent`, newest last, with seq links."""
 
-    def __init__(self, limit: int = MAX_FRAMES) -> None:
-        self._frames: deque[AcpFrame] = deque(maxlen=limit)
+    def __init__(self, limit: int = MAX_FRAMES, *, max_chars: int = MAX_LOG_CHARS) -> None:
+        self._frames: deque[AcpFrame] = deque()
+        self._chars: deque[int] = deque()  # what each kept frame holds, as _bounded counts it
+        self.limit = limit
+        self.max_chars = max_chars
+        self._held = 0
         self._by_seq: dict[int, list[AcpFrame]] = {}
         self._counter = itertools.count()
         self._waiters: list[tuple[Any, asyncio.Future]] = []
@@ -118,30 +126,38 @@ class AcpFrameLog:
         return list(self._frames)[i]
 
     def record(self, direction: str, session: str, message: Any, seqs: list[int] | None = None) -> AcpFrame:
-        """Add a frame (its message bounded to :data:`MAX_FRAME_CHARS`)."""
-        if len(self._frames) == self._frames.maxlen:
-            old = self._frames[0]
-            for seq in old.seqs:
-                bucket = self._by_seq.get(seq)
-                if bucket is not None and old in bucket:
-                    bucket.remove(old)
-                    if not bucket:
-                        del self._by_seq[seq]
+        """Add a frame (its message bounded to :data:`MAX_FRAME_CHARS`); the oldest go once there
+        are more than ``limit`` or they hold more than ``max_chars``."""
+        kept, chars = _bounded(message)
         frame = AcpFrame(
             next(self._counter),
             direction,
             session,
-            _bounded(message),
+            kept,
             int(time.time() * 1000),
             t_ns=time.perf_counter_ns(),
         )
         self._frames.append(frame)
+        self._chars.append(chars)
+        self._held += chars
+        while len(self._frames) > 1 and (len(self._frames) > self.limit or self._held > self.max_chars):
+            self._drop_oldest()
         for seq in seqs or ():
             self.link(frame, seq)
         for check, future in list(self._waiters):
             if not future.done() and check(frame):
                 future.set_result(frame)
         return frame
+
+    def _drop_oldest(self) -> None:
+        old = self._frames.popleft()
+        self._held -= self._chars.popleft()
+        for seq in old.seqs:
+            bucket = self._by_seq.get(seq)
+            if bucket is not None and old in bucket:
+                bucket.remove(old)
+                if not bucket:
+                    del self._by_seq[seq]
 
     def link(self, frame: AcpFrame, seq: int | None) -> None:
         """Record that ``frame`` produced (or was caused by) the transition ``seq``."""
