@@ -73,11 +73,12 @@ def blocks_user(part: Any) -> bool:
     return False
 
 
-def _blocking(parts: list | Vector) -> bool:
+def _blocking(parts: list | Vector, stops: list[int] | None = None) -> bool:
     """An open input request, else a blocking tool call, among the parts: the reference's two
     ``some`` scans, which throw (``TypeError``) on a null part they reach, and the second on a
-    tool-call part without its call."""
-    if type(parts) is Vector and not parts.candidates(_part_key, STOP):
+    tool-call part without its call. ``stops``: the parts' ``STOP`` candidates, when the caller
+    has them already."""
+    if type(parts) is Vector and not (parts.candidates(_part_key, STOP) if stops is None else stops):
         return parts.count(blocks_user) > 0  # no part a scan could stop at: the count is exact
     for part in parts:
         if type(part) is dict:
@@ -95,11 +96,11 @@ def _blocking(parts: list | Vector) -> bool:
     return False
 
 
-def derive_status(state: dict, terminal: int | None = None) -> int:
+def derive_status(state: dict, terminal: int | None = None, stops: list[int] | None = None) -> int:
     """``ChatState.status`` derived from the state after a change (reducer-rules §6.2).
 
     An active turn whose parts are not an array fails it (``TypeError``), as the reference's
-    ``activeTurn?.responseParts.some(...)`` throws.
+    ``activeTurn?.responseParts.some(...)`` throws. ``stops``: see :func:`_blocking`.
     """
     active = state.get("activeTurn")
     if terminal == ERROR:
@@ -110,7 +111,7 @@ def derive_status(state: dict, terminal: int | None = None) -> int:
         parts = member(active, "responseParts")
         if type(parts) is not list and type(parts) is not Vector:
             raise TypeError("activeTurn.responseParts has no some()")
-        activity = INPUT_NEEDED if _blocking(parts) else IN_PROGRESS
+        activity = INPUT_NEEDED if _blocking(parts, stops) else IN_PROGRESS
     return (as_int(state.get("status")) & ~ACTIVITY_MASK) | activity
 
 
@@ -615,6 +616,7 @@ def _tool_call_action(transform, rederive: bool):
             active = None
         parts = active.get("responseParts") if active is not None else None
         out = state
+        stops = None  # the STOP candidates of a long turn's parts, which derive_status needs too
         if type(parts) is list or type(parts) is Vector:
             call_id = action.get("toolCallId")
             wanted = call_id if type(call_id) is str else key(call_id)
@@ -670,19 +672,11 @@ def _tool_call_action(transform, rederive: bool):
                         new_parts = new_parts.replaced(i, new_part, same_keys=True, same_counts=same_status)
                 if new_parts is not vec:
                     out = _with_parts(state, active, new_parts)
-                if rederive and not stops:
-                    # derive_status, knowing what it would scan for: the parts (same keys as
-                    # before) have none that stops its scans, so the count of blocking parts is exact
-                    blocking = INPUT_NEEDED if new_parts.count(blocks_user) else IN_PROGRESS
-                    status = (as_int(state.get("status")) & ~ACTIVITY_MASK) | blocking
-                    if out is state:
-                        return _with_status(state, status)
-                    out["status"] = status
-                    return out
         if not rederive:
             return out
-        # Status is re-derived even when the tool-call update was a no-op (reducer-rules §4).
-        status = derive_status(out)
+        # Status is re-derived even when the tool-call update was a no-op (reducer-rules §4). The
+        # new parts have the same keys, so the same STOP candidates, as those just searched.
+        status = derive_status(out, stops=stops)
         if out is state:
             return _with_status(state, status)
         out["status"] = status  # out is this call's own copy (from _with_parts): set in place
