@@ -220,14 +220,16 @@ class ClientLog:
             return
         first_drop = not self._bases
         envelopes = 0
+        touched = {}  # channel -> its base: the state after the last of its dropped records
         for channel, seq, record, after, _ in records[:k]:
-            self._bases[channel] = (seq, after)
+            touched[channel] = (seq, after)
             envelopes += "envelope" in record
         del records[:k]
         del self.transitions[:envelopes]
-        for channel, (seq, state) in self._bases.items():
+        for channel, (seq, state) in touched.items():  # the other channels' history is as it was
             history = self._history.get(channel, [])
             self._history[channel] = [(seq, state), *(h for h in history if h[0] > seq)]
+        self._bases.update(touched)
         self._bytes -= freed
         if first_drop:
             import logging
