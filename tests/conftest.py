@@ -49,6 +49,38 @@ BENCH_MISSING = (
 )
 
 
+def _positive_int(setting: str, default: int) -> int:
+    raw = os.environ.get(setting, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) < 1:
+        raise pytest.UsageError(f"{setting} must be a positive whole number, not {raw!r}")
+    return int(raw)
+
+
+#: ``AHP_HYPOTHESIS_SCALE=N`` runs every property test with N times its examples: a deeper campaign
+#: than the suite's default (1), e.g. before touching the reducers.
+EXAMPLES_SCALE_SETTING = "AHP_HYPOTHESIS_SCALE"
+EXAMPLES_SCALE = _positive_int(EXAMPLES_SCALE_SETTING, 1)
+
+
+def examples(n: int) -> int:
+    """A property test's ``max_examples``: ``n``, times ``AHP_HYPOTHESIS_SCALE``."""
+    return n * EXAMPLES_SCALE
+
+
+#: ``AHP_FUZZ_SEEDS=A-B`` replays the fuzzed logs of seeds A to B (inclusive) instead of 1-8.
+FUZZ_SEEDS_SETTING = "AHP_FUZZ_SEEDS"
+
+
+def fuzz_seeds() -> range:
+    raw = os.environ.get(FUZZ_SEEDS_SETTING, "").strip() or "1-8"
+    first, sep, last = raw.partition("-")
+    if not (sep and first.isdigit() and last.isdigit() and int(first) <= int(last)):
+        raise pytest.UsageError(f"{FUZZ_SEEDS_SETTING} must be a range of seeds such as 1-8, not {raw!r}")
+    return range(int(first), int(last) + 1)
+
+
 def corpus_files(kind: str) -> list[Path]:
     """The corpus's ``*.json`` files of ``kind`` (``reducers`` or ``round-trips``), sorted; ``[]`` without it."""
     return sorted((CORPUS_DIR / kind).glob("*.json")) if CORPUS_DIR is not None else []

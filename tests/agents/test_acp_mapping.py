@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from ahp_lab.agents.acp import mapping
 from ahp_lab.agents.acp.mapping import ProtocolViolation, Resolver, TurnMap
 from ahp_lab.reducers import reduce_chat
+from tests.conftest import examples
 
 
 def _resolver() -> Resolver:
@@ -100,7 +101,7 @@ EVENT = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(EVENT, max_size=30))
 def test_any_update_sequence_maps_to_actions_the_reducer_applies(events) -> None:
     turn = TurnMap("t")

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from ahp_lab.agents.models import ScriptedModel, respond, use
 from ahp_lab.extensions import Block, Extension, ExtensionTool, Hooks, SessionState, todo_extension
+from tests.conftest import examples
 
 from ..loop_helpers import arun, loop_lab, notes
 
@@ -102,7 +103,9 @@ def _counter() -> Extension:
     )
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     st.lists(
         st.one_of(st.just("bump"), st.just("talk"), st.integers(min_value=0, max_value=6)),

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from ahp_lab.lab.clientlog import ClientLog
 from ahp_lab.protocol.jsonvalue import to_json
 from ahp_lab.reducers import REDUCERS
+from tests.conftest import examples
 
 from ..reducers.samples import SAMPLES
 from ..reducers.test_properties import perturbed_action
@@ -66,7 +67,7 @@ def _feed(log: ClientLog, events) -> None:
         log.record(uri, envelope, before, after, n)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(events=wire(), budget=st.integers(2_000, 40_000))
 def test_a_bounded_client_log_keeps_exactly_what_an_unbounded_one_holds_for_every_seq_it_keeps(
     events, budget

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ahp_lab.protocol.limits import nesting_exceeds
+from tests.conftest import examples
 
 
 def _deepest(text: str) -> int | None:
@@ -33,7 +34,7 @@ def _deepest(text: str) -> int | None:
 pieces = st.sampled_from(["[", "]", "{", "}", '"a[{"', '"\\"["', ",", "1", ":", "[]", "{}"])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(pieces, max_size=400), st.integers(1, 40))
 def test_the_check_agrees_with_a_plain_count(parts, cap):
     text = "".join(parts)

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ahp_lab.protocol import ACTION_TYPES, ProtocolError, parse, strip_nulls, validate_action
-from tests.conftest import corpus_files, requires_corpus
+from tests.conftest import corpus_files, examples, requires_corpus
 from tests.reducers.samples import SAMPLES
 
 
@@ -100,7 +100,7 @@ def _mutate(value: Any, path: tuple, op: str, replacement: Any) -> Any:
     return value
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(json_values)
 def test_arbitrary_json_never_crashes(value: Any) -> None:
     _check(value)
@@ -109,13 +109,13 @@ def test_arbitrary_json_never_crashes(value: Any) -> None:
             parse(type_name, value)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(action_like)
 def test_action_shaped_json_never_crashes(value: dict) -> None:
     _check(value)
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(600), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_mutated_valid_actions_never_crash(data: st.DataObject) -> None:
     action = data.draw(st.sampled_from(VALID_ACTIONS))

@@ -23,6 +23,7 @@ from ahp_lab.reducers import REDUCERS
 from ahp_lab.reducers import chat as chat_reducer
 from ahp_lab.reducers import session as session_reducer
 from ahp_lab.reducers._js import truthy
+from tests.conftest import examples
 
 from .samples import chat_state
 from .test_properties import INITIALS, TEMPLATES
@@ -145,13 +146,13 @@ def _run(kind: str, state, actions: list) -> list:
     return states
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenario())
 def test_plain_lists_and_vectors_reduce_to_the_same_states(case):
     _agree(*case)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenario(), st.data())
 def test_null_behaves_exactly_like_an_absent_field(case, data):
     kind, initial, actions = case
@@ -164,7 +165,7 @@ def test_null_behaves_exactly_like_an_absent_field(case, data):
         assert to_json(reducer(state, with_null, 9999)) == to_json(reducer(state, without, 9999)), key
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenario(), st.data())
 def test_fields_tested_by_truthiness_treat_falsy_as_absent_and_truthy_as_true(case, data):
     kind, initial, actions = case
@@ -201,7 +202,7 @@ def _tool_calls(state) -> dict:
     return out
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(INITIALS["chat"]), st.sampled_from(OFF_TYPE + ["not-needed", "user-action"]))
 def test_tool_call_ready_runs_only_with_a_truthy_confirmed(initial, confirmed):
     state = REDUCERS["chat"](
@@ -234,7 +235,7 @@ def test_tool_call_ready_runs_only_with_a_truthy_confirmed(initial, confirmed):
         assert to_json(REDUCERS["chat"](state, {**action, "confirmed": None}, 9999))["status"] & 24 == 24
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenario())
 def test_invariants_the_spec_digest_implies_hold_after_every_action(case):
     kind, state, actions = case
@@ -343,7 +344,7 @@ def catalogue_action(draw) -> dict:
     )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(customization_tree(), st.lists(catalogue_action(), min_size=10, max_size=80))
 def test_catalogues_and_trees_reduce_alike_as_plain_lists_and_as_vectors(tree, actions):
     _agree(
@@ -386,7 +387,7 @@ SESSION_SEARCHES = [
 ]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     odd_entries(lambda i: {"resource": i, "title": i}),
     odd_entries(lambda i: {"clientId": i}),
@@ -435,7 +436,7 @@ def _chat_part(i: str) -> dict:
     }[i]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(odd_entries(_chat_part), st.lists(st.sampled_from(CHAT_SEARCHES), min_size=1, max_size=12))
 def test_searches_through_odd_parts_agree_in_both_forms(parts, actions):
     state = chat_state(status=8, activeTurn={"id": "t1", "responseParts": parts})

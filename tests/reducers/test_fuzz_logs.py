@@ -17,11 +17,11 @@ from ahp_lab.protocol import validate_state
 from ahp_lab.protocol.jsonvalue import to_json
 from ahp_lab.reducers import REDUCERS
 
-from ..conftest import BENCH_DIR, BENCH_MISSING
+from ..conftest import BENCH_DIR, BENCH_MISSING, fuzz_seeds
 from .test_differential import _agree
 
 pytestmark = pytest.mark.skipif(BENCH_DIR is None, reason=BENCH_MISSING)
-SEEDS = range(1, 9)
+SEEDS = fuzz_seeds()
 
 
 def _workload(tmp_path, reducer: str, seed: int) -> tuple[dict, list[dict]]:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from ahp_lab.protocol.jsonvalue import dumps, to_json
 from ahp_lab.reducers import REDUCERS
+from tests.conftest import examples
 
 from .fixtures import reducer_fixtures
 from .samples import SAMPLES
@@ -97,7 +98,7 @@ def scenario(draw):
     return kind, initial, actions
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenario())
 def test_reducers_are_total_and_pure(case):
     kind, state, actions = case
@@ -113,7 +114,7 @@ def test_reducers_are_total_and_pure(case):
         state = new
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.sampled_from(sorted(REDUCERS)), json_values, json_values)
 def test_arbitrary_garbage_never_raises(kind, state, action):
     result = REDUCERS[kind](state, action, 0)
@@ -122,7 +123,7 @@ def test_arbitrary_garbage_never_raises(kind, state, action):
         assert result is state
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenario())
 def test_reducers_never_write_null(case):
     """Absent is absent: with no nulls in the inputs, the output contains no null members."""
@@ -134,7 +135,7 @@ def test_reducers_never_write_null(case):
     assert not _has_null_member(to_json(state))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.text(max_size=20), max_size=60))
 def test_streamed_deltas_equal_plain_concatenation(chunks):
     state = {"resource": "ahp-chat:/c", "title": "t", "status": 1, "modifiedAt": "x", "turns": []}

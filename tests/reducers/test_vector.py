@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from ahp_lab.protocol.jsonvalue import dumps, json_patch, to_json
 from ahp_lab.protocol.vector import NO_KEY, Vector
+from tests.conftest import examples
 
 ops = st.lists(
     st.one_of(
@@ -31,7 +32,7 @@ def even(item):
     return item % 2 == 0
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.integers(0, 2100), ops)
 def test_every_version_equals_its_list_model_and_never_changes(size, program):
     model = list(range(size))
@@ -86,7 +87,7 @@ def test_a_diff_between_versions_names_only_what_changed():
     assert json_patch(old, old.replaced(7, {"n": 8})) == [{"op": "replace", "path": "/7/n", "value": 8}]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.integers(40, 700), st.lists(st.integers(0, 10**6), min_size=1, max_size=200), st.data())
 def test_removals_leave_holes_that_lookups_and_compaction_handle(size, picks, data):
     model = list(range(size))

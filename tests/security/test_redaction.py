@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from ahp_lab.host.redaction import Redactor
 from ahp_lab.widgets.tree import tree_view_model
+from tests.conftest import examples
 
 from .conftest import arun, open_lab
 
@@ -78,7 +79,7 @@ def test_server_urls_lose_their_userinfo_and_secret_query_values(tmp_path: Path)
     arun(main())
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     secret=st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=4, max_size=40).filter(
         lambda s: s.strip() == s and s.lower() not in ("true", "false", "null", "none")

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ahp_lab.store import Store, agent_origin, client_origin
+from tests.conftest import examples
 
 from ..reducers.samples import SAMPLES
 from ..reducers.test_properties import perturbed_action
@@ -69,7 +70,7 @@ def within_budget(store: Store) -> None:
     assert store.log_bytes <= store.max_log_bytes or len(store.transitions) == 1
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(operations(), st.integers(200, 6_000), st.integers(1, 6))
 def test_a_bounded_log_keeps_exactly_what_an_unbounded_one_has_for_every_seq_it_holds(ops, budget, every):
     clock = iter(range(1_000, 10**9))

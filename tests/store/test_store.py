@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from ahp_lab.protocol.jsonvalue import apply_patch, json_patch, to_json
 from ahp_lab.reducers import REDUCERS
 from ahp_lab.store import HOST, Store, agent_origin, client_origin
+from tests.conftest import examples
 
 from ..reducers.fixtures import reducer_fixtures
 from ..reducers.samples import SAMPLES
@@ -33,7 +34,7 @@ def runs(draw):
     return fx, actions, rejected
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(runs(), st.integers(1, 7))
 def test_history_matches_direct_reduction(run, checkpoint_every):
     fx, actions, rejected = run

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
 from ahp_lab.tools import tool
+from tests.conftest import examples
 
 REPO = Path(__file__).resolve().parents[2]
 VALIDATE_JS = REPO / "js" / "src" / "validate.js"
@@ -202,7 +203,9 @@ def test_the_view_validator_agrees_with_jsonschema(js, name):
     check = jsonschema.Draft202012Validator(schema)
     verdicts = []
 
-    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+    @settings(
+        max_examples=examples(300), deadline=None, suppress_health_check=list(HealthCheck), derandomize=True
+    )
     @given(value=near(schema, schema))
     def agree(value):
         errors = js.errors(schema, value)

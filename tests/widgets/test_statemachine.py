@@ -14,6 +14,7 @@ from ahp_lab.widgets.statemachine import (
     state_machine_model,
 )
 from ahp_lab.widgets.timeline import next_status
+from tests.conftest import examples
 
 # Every transition of chat-channel.md §7.2 (the mermaid diagram), as (from, to, kind).
 SPEC_TRANSITIONS = {
@@ -144,7 +145,7 @@ def _meets(a, b) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.integers(0, 1000), max_size=40))
 def test_no_two_labels_meet_and_none_leaves_the_diagram(choices):
     steps, status = _walk(choices)

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from ahp_lab.client.reconcile import Replica
 from ahp_lab.reducers import REDUCERS
+from tests.conftest import examples
 
 NOW = 9999
 ME, OTHER = "me", "other"
@@ -133,7 +134,7 @@ def check(replica: Replica, host: ModelHost) -> None:
     assert all(seq > host.settled for seq, _ in replica.pending)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(steps)
 def test_reconciliation_is_exact(run):
     host = ModelHost()
@@ -173,7 +174,7 @@ def test_reconciliation_is_exact(run):
     assert replica.optimistic == host.state
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(actions, min_size=1, max_size=20), st.data())
 def test_rejection_rolls_back_and_rebases_the_rest(dispatched, data):
     """Reject one pending action in the middle: the others still apply, in order, on the host's state."""
