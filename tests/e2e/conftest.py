@@ -176,6 +176,10 @@ def jupyter_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Jupyter
         f"--ServerApp.root_dir={root_dir}",
         f"--LabApp.app_settings_dir={app_settings}",
         "--ServerApp.port_retries=0",
+        # A kernel's ZMQ ports are picked free and bound a moment later: on a busy machine another
+        # process can take one in between. Cached ports would make every restart retry the taken
+        # port until the kernel is declared dead; uncached, a restart picks new ones.
+        "--KernelManager.cache_ports=False",
         "--allow-root",
     ]  # fmt: skip
     log_path = base / "jupyterlab.log"
