@@ -23,8 +23,8 @@ from ahp_lab.reducers import REDUCERS
 from ahp_lab.reducers import chat as chat_reducer
 from ahp_lab.reducers import session as session_reducer
 from ahp_lab.reducers._js import truthy
-from tests.conftest import examples
 
+from ..conftest import examples
 from .samples import chat_state
 from .test_properties import INITIALS, TEMPLATES
 

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from ahp_lab.protocol.jsonvalue import dumps, to_json
 from ahp_lab.reducers import REDUCERS
-from tests.conftest import examples
 
+from ..conftest import examples
 from .fixtures import reducer_fixtures
 from .samples import SAMPLES
 

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from ahp_lab.protocol.jsonvalue import dumps, json_patch, to_json
 from ahp_lab.protocol.vector import NO_KEY, Vector
-from tests.conftest import examples
+
+from ..conftest import examples
 
 ops = st.lists(
     st.one_of(
