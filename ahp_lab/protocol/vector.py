@@ -296,26 +296,37 @@ class Vector:
         return out
 
     def _compacted(self) -> Vector:
-        holes = self._holes
-        out = Vector._trie(self.to_list())
+        holes, n = self._holes, self._n
+        stored = list(self._stored())
+        for h in reversed(holes):
+            del stored[h]
+        out = Vector._trie(stored)
         out._counts = self._counts
         if self._index is not None:
             out._index = {}
-            # Each storage position's new position (-1 for a hole), computed once for all keys.
-            moved = [p - bisect_left(holes, p) for p in range(self._n)]
-            for h in holes:
-                moved[h] = -1
+            # Each storage position's new position (-1 for a hole), computed once for all keys: the
+            # positions between two holes move down together, by the holes before them.
+            moved = [-1] * n
+            start = 0
+            for k, h in enumerate(holes):
+                moved[start:h] = range(start - k, h - k)
+                start = h + 1
+            moved[start:] = range(start - len(holes), n - len(holes))
             for key_fn, (multi, index) in self._index.items():
-                remapped = {}
-                for k, positions in index.items():
-                    if type(positions) is int:
-                        if positions < self._n and (q := moved[positions]) >= 0:
-                            remapped[k] = q
-                        continue
-                    kept = [q for p in positions if p < self._n and (q := moved[p]) >= 0]
-                    if kept:
-                        remapped[k] = kept if len(kept) > 1 else kept[0]
-                out._index[key_fn] = (multi, remapped)
+                # a key's one position (most keys), or its list of several; -1: none is left
+                out._index[key_fn] = (
+                    multi,
+                    {
+                        k: q
+                        for k, positions in index.items()
+                        if (
+                            q := (moved[positions] if positions < n else -1)
+                            if type(positions) is int
+                            else _kept(positions, moved, n)
+                        )
+                        != -1
+                    },
+                )
         return out
 
     def prefix(self, k: int) -> Vector:
@@ -373,6 +384,29 @@ class Vector:
         if not holes:
             return positions
         return [p - bisect_left(holes, p) for p in positions if not _in(holes, p)]
+
+    def keyed(self, key_fn: KeyFn, key: Any) -> tuple[list[int], list[tuple[int, Any]]]:
+        """``candidates(key_fn, STOP)``, and the entries at ``candidates(key_fn, key)`` as
+        ``(position, entry)`` pairs: what a reducer that updates the entries keyed ``key``, and
+        must fail where the reference reads an entry it cannot, looks up, in one reading of the
+        index (the entries are candidates: check each)."""
+        if self._holes:
+            return self.candidates(key_fn, STOP), [(i, self[i]) for i in self.candidates(key_fn, key)]
+        shared = self._index
+        entry = shared.get(key_fn) if shared is not None else None
+        index = self._index_of(key_fn, False) if entry is None else entry[1]
+        n = self._n
+        stops = index.get(STOP)
+        if stops is None:
+            stops = []
+        else:
+            stops = [p for p in ((stops,) if type(stops) is int else stops) if p < n]
+        positions = index.get(key)
+        if positions is None:
+            return stops, []
+        if type(positions) is int:
+            return stops, ([(positions, self._get(positions))] if positions < n else [])
+        return stops, [(p, self._get(p)) for p in positions if p < n]
 
     def find(self, key_fn: KeyFn, key: Any) -> int:
         """The first position whose entry has ``key_fn(entry) == key``, else ``-1``."""
@@ -571,6 +605,12 @@ _ListFace.__name__ = _ListFace.__qualname__ = "Vector"
 #: What a removed entry leaves behind in storage until the holes are compacted.
 _HOLE = NO_KEY
 _new = object.__new__
+
+
+def _kept(positions: list[int], moved: list[int], n: int) -> list[int] | int:
+    """An index entry's several positions after a compaction: one as an int, -1 for none."""
+    kept = [q for p in positions if p < n and (q := moved[p]) >= 0]
+    return (kept if len(kept) > 1 else kept[0]) if kept else -1
 
 
 def _in(sorted_positions: tuple[int, ...], p: int) -> bool:

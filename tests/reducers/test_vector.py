@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ahp_lab.protocol.jsonvalue import dumps, json_patch, to_json
-from ahp_lab.protocol.vector import NO_KEY, Vector
+from ahp_lab.protocol.vector import NO_KEY, STOP, Vector
 
 from ..conftest import examples
 
@@ -31,6 +31,29 @@ def key_of(item):
 
 def even(item):
     return item % 2 == 0
+
+
+def stop_key(item):
+    """``key_of``, but 13 is an entry that a search cannot pass."""
+    return STOP if item == 13 else key_of(item)
+
+
+def check_lookups(vec, model, k):
+    """Lookups through the shared index agree with a scan of this version: ``find_all`` and ``find``
+    of the entries keyed ``k``, and ``keyed``, which gives every entry that a search would stop at
+    and every entry keyed ``k`` with its position (candidates: a superset, each checked here as the
+    reducers check them)."""
+    expected = [i for i, x in enumerate(model) if x % 7 == k]
+    assert vec.find_all(key_of, k) == expected
+    assert vec.find(key_of, k) == (expected[0] if expected else -1)
+    stops, found = vec.keyed(stop_key, k)
+    assert [i for i in stops if stop_key(model[i]) is STOP] == [
+        i for i, x in enumerate(model) if stop_key(x) is STOP
+    ]
+    assert all(model[i] == entry for i, entry in found)
+    assert [i for i, entry in found if stop_key(entry) == k] == [
+        i for i, x in enumerate(model) if stop_key(x) == k
+    ]
 
 
 @settings(max_examples=examples(150), deadline=None)
@@ -54,11 +77,8 @@ def test_every_version_equals_its_list_model_and_never_changes(size, program):
             k = op[1] % (len(model) + 1)
             vec, model = vec.prefix(k), model[:k]
         versions.append((vec, list(model)))
-        # lookups through the shared index agree with a scan of this version
         for k in range(7):
-            expected = [i for i, x in enumerate(model) if x % 7 == k]
-            assert vec.find_all(key_of, k) == expected
-            assert vec.find(key_of, k) == (expected[0] if expected else -1)
+            check_lookups(vec, model, k)
         assert vec.count(even) == sum(1 for x in model if x % 2 == 0)
     for v, m in versions:  # old versions are untouched by later updates
         assert v == m and list(v) == m and len(v) == len(m)
@@ -106,8 +126,28 @@ def test_removals_leave_holes_that_lookups_and_compaction_handle(size, picks, da
         assert vec == model and len(vec) == len(model)
         if model:
             assert vec[i % len(model)] == model[i % len(model)] and vec[-1] == model[-1]
-        k = pick % 7
-        expected = [j for j, x in enumerate(model) if x % 7 == k]
-        assert vec.find_all(key_of, k) == expected
-        assert vec.find(key_of, k) == (expected[0] if expected else -1)
+        check_lookups(vec, model, pick % 7)
         assert vec.count(even) == sum(1 for x in model if x % 2 == 0)
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(st.integers(40, 600), st.randoms(use_true_random=False))
+def test_compaction_keeps_every_lookup_right(size, rnd):
+    """Removals past the compaction bound (more holes than 32 and an eighth of the storage) remap
+    the shared indexes, with keys at one position and keys at several, and the counts."""
+    model = list(range(size))
+    vec = Vector.of(model)
+    vec.find(key_of, 0)
+    vec.keyed(stop_key, 0)
+    vec.count(even)
+    for _ in range(min(size - 5, max(33, size // 8 + 1) * 2)):
+        i = rnd.randrange(len(model))
+        vec, model = vec.removed(i), [*model[:i], *model[i + 1 :]]
+        if rnd.random() < 0.2:  # a replaced entry after holes: the same index, a new key
+            j, value = rnd.randrange(len(model)), rnd.randrange(50)
+            vec, model = vec.replaced(j, value), [*model[:j], value, *model[j + 1 :]]
+    assert not vec._holes or len(vec._holes) <= max(32, vec._n >> 3)
+    assert vec == model
+    for k in range(7):
+        check_lookups(vec, model, k)
+    assert vec.count(even) == sum(1 for x in model if x % 2 == 0)
