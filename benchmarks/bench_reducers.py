@@ -26,8 +26,9 @@ that estimates the ratio to the reference on a loaded machine. It prints:
    (the timer's cost, some 60 ns, is in both). A family's workloads mix the types differently at
    each size, so this shows which actions grow and which only weigh more.
 7. **Counted, not timed** (``--counted``, needs valgrind; some 20 minutes): each family's small
-   and large case under cachegrind, with the machine's L2 simulated: instructions and L2 misses
-   per action of the cold pass, and how many of those misses the cyclic garbage collector adds.
+   and large case under cachegrind, with the machine's L2 and a branch predictor simulated:
+   instructions, L2 misses and mispredicted branches per action of the cold pass, and how many of
+   those misses the cyclic garbage collector adds.
    Counts do not move with the machine's load, so their growth separates work that grows from
    memory that is slower to reach.
 
@@ -280,7 +281,7 @@ _SIMULATED_MAX = 200_000
 
 
 #: A count in cachegrind's summary ("==pid== I   refs:   1,234"); LLd is the simulated L2 here.
-_COUNT = re.compile(r"==\d+== (I +refs|LLd misses): +([\d,]+)")
+_COUNT = re.compile(r"==\d+== (I +refs|LLd misses|Mispredicts): +([\d,]+)")
 
 
 def _l2() -> tuple[int, int]:
@@ -294,10 +295,18 @@ def _l2() -> tuple[int, int]:
         return 512 * 1024, 8
 
 
-def _simulated(folder: Path, mode: str, l2: tuple[int, int]) -> tuple[int, int]:
-    """(instructions, data reads and writes missing the L2) of the process, under cachegrind."""
+def _simulated(folder: Path, mode: str, l2: tuple[int, int]) -> tuple[int, int, int]:
+    """(instructions, data reads and writes missing the L2, mispredicted branches) of the process,
+    under cachegrind. Its branch predictor is simpler than a real one, so its mispredictions are
+    a relative measure: an interpreter mispredicts more when the bytecode it runs changes often."""
     with tempfile.NamedTemporaryFile("r", suffix=".log") as log:
-        tool = ("valgrind", "--tool=cachegrind", "--cache-sim=yes", f"--LL={l2[0]},{l2[1]},64")
+        tool = (
+            "valgrind",
+            "--tool=cachegrind",
+            "--cache-sim=yes",
+            "--branch-sim=yes",
+            f"--LL={l2[0]},{l2[1]},64",
+        )
         _run(
             _PASS_RUNNER,
             folder,
@@ -306,7 +315,7 @@ def _simulated(folder: Path, mode: str, l2: tuple[int, int]) -> tuple[int, int]:
         )
         text = log.read()
     counts = {" ".join(name.split()): int(n.replace(",", "")) for name, n in _COUNT.findall(text)}
-    return counts["I refs"], counts["LLd misses"]
+    return counts["I refs"], counts["LLd misses"], counts["Mispredicts"]
 
 
 def simulated(folders: dict[str, Path]) -> None:
@@ -325,7 +334,7 @@ def simulated(folders: dict[str, Path]) -> None:
         f"\n7. counted under cachegrind, per action of the cold pass (L2 simulated as {l2[0] // 1024} KiB, {l2[1]}-way);"
     )
     print("   growth = small count / large count, as in section 2: 1.0 = flat")
-    print(f"  {'case':<24} {'instructions':>12} {'L2 misses':>10} {'of them, GC':>12}")
+    print(f"  {'case':<24} {'instructions':>12} {'L2 misses':>10} {'of them, GC':>12} {'mispredicts':>12}")
     for family, (small, large, _ref) in FAMILIES.items():
         if small not in folders or large not in folders:
             continue
@@ -337,17 +346,22 @@ def simulated(folders: dict[str, Path]) -> None:
             continue
         per_action = {}
         for case in (small, large):
-            base_ir, base_miss = _simulated(folders[case], "load", l2)
-            ir, miss = _simulated(folders[case], "pass", l2)
-            _, miss_without_gc = _simulated(folders[case], "without-gc", l2)
+            base_ir, base_miss, base_bm = _simulated(folders[case], "load", l2)
+            ir, miss, bm = _simulated(folders[case], "pass", l2)
+            _, miss_without_gc, _ = _simulated(folders[case], "without-gc", l2)
             n = sizes[case]
-            per_action[case] = ((ir - base_ir) / n, (miss - base_miss) / n, (miss - miss_without_gc) / n)
-            print(
-                f"  {case:<24} {per_action[case][0]:12,.0f} {per_action[case][1]:10,.1f} {per_action[case][2]:12,.1f}"
+            per_action[case] = (
+                (ir - base_ir) / n,
+                (miss - base_miss) / n,
+                (miss - miss_without_gc) / n,
+                (bm - base_bm) / n,
             )
-        (ir_s, miss_s, _), (ir_l, miss_l, _) = per_action[small], per_action[large]
+            ir, miss, gc_miss, bm = per_action[case]
+            print(f"  {case:<24} {ir:12,.0f} {miss:10,.1f} {gc_miss:12,.1f} {bm:12,.1f}")
+        (ir_s, miss_s, _, bm_s), (ir_l, miss_l, _, bm_l) = per_action[small], per_action[large]
         print(
-            f"  {family}: instruction growth {ir_s / ir_l:.2f}, L2-miss growth {miss_s / max(miss_l, 1e-9):.2f}"
+            f"  {family}: instruction growth {ir_s / ir_l:.2f}, L2-miss growth {miss_s / max(miss_l, 1e-9):.2f},"
+            f" misprediction growth {bm_s / max(bm_l, 1e-9):.2f}"
         )
 
 
