@@ -313,20 +313,16 @@ class Vector:
                 start = h + 1
             moved[start:] = range(start - len(holes), n - len(holes))
             for key_fn, (multi, index) in self._index.items():
-                # a key's one position (most keys), or its list of several; -1: none is left
-                out._index[key_fn] = (
-                    multi,
-                    {
-                        k: q
-                        for k, positions in index.items()
-                        if (
-                            q := (moved[positions] if positions < n else -1)
-                            if type(positions) is int
-                            else _kept(positions, moved, n)
-                        )
-                        != -1
-                    },
-                )
+                remapped = {}
+                for k, positions in index.items():
+                    if type(positions) is int:
+                        if positions < n and (q := moved[positions]) >= 0:
+                            remapped[k] = q
+                        continue
+                    kept = [q for p in positions if p < n and (q := moved[p]) >= 0]
+                    if kept:
+                        remapped[k] = kept if len(kept) > 1 else kept[0]
+                out._index[key_fn] = (multi, remapped)
         return out
 
     def prefix(self, k: int) -> Vector:
@@ -605,12 +601,6 @@ _ListFace.__name__ = _ListFace.__qualname__ = "Vector"
 #: What a removed entry leaves behind in storage until the holes are compacted.
 _HOLE = NO_KEY
 _new = object.__new__
-
-
-def _kept(positions: list[int], moved: list[int], n: int) -> list[int] | int:
-    """An index entry's several positions after a compaction: one as an int, -1 for none."""
-    kept = [q for p in positions if p < n and (q := moved[p]) >= 0]
-    return (kept if len(kept) > 1 else kept[0]) if kept else -1
 
 
 def _in(sorted_positions: tuple[int, ...], p: int) -> bool:
