@@ -381,29 +381,6 @@ class Vector:
             return positions
         return [p - bisect_left(holes, p) for p in positions if not _in(holes, p)]
 
-    def keyed(self, key_fn: KeyFn, key: Any) -> tuple[list[int], list[tuple[int, Any]]]:
-        """``candidates(key_fn, STOP)``, and the entries at ``candidates(key_fn, key)`` as
-        ``(position, entry)`` pairs: what a reducer that updates the entries keyed ``key``, and
-        must fail where the reference reads an entry it cannot, looks up, in one reading of the
-        index (the entries are candidates: check each)."""
-        if self._holes:
-            return self.candidates(key_fn, STOP), [(i, self[i]) for i in self.candidates(key_fn, key)]
-        shared = self._index
-        entry = shared.get(key_fn) if shared is not None else None
-        index = self._index_of(key_fn, False) if entry is None else entry[1]
-        n = self._n
-        stops = index.get(STOP)
-        if stops is None:
-            stops = []
-        else:
-            stops = [p for p in ((stops,) if type(stops) is int else stops) if p < n]
-        positions = index.get(key)
-        if positions is None:
-            return stops, []
-        if type(positions) is int:
-            return stops, ([(positions, self._get(positions))] if positions < n else [])
-        return stops, [(p, self._get(p)) for p in positions if p < n]
-
     def find(self, key_fn: KeyFn, key: Any) -> int:
         """The first position whose entry has ``key_fn(entry) == key``, else ``-1``."""
         if key is NO_KEY:

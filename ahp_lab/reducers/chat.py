@@ -646,13 +646,14 @@ def _tool_call_action(transform, rederive: bool):
                     out = _with_parts(state, active, new_parts)
             else:  # a long turn: the calls are found through the parts' index
                 vec = parts if type(parts) is Vector else Vector.of(parts)
-                stops, found = vec.keyed(_part_key, wanted)
+                stops = vec.candidates(_part_key, STOP)
                 for i in stops:  # parts the map cannot read (rare)
                     part = vec[i]
                     if part is None or (type(part) is dict and part.get("toolCall") is None):
                         raise TypeError("the reference's map reaches a part it cannot read")
                 new_parts = vec
-                for i, part in found:
+                for i in vec.candidates(_part_key, wanted):
+                    part = vec[i]
                     if type(part) is not dict or part.get("kind") != "toolCall":
                         continue
                     tc = part.get("toolCall")

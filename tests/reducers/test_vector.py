@@ -40,18 +40,15 @@ def stop_key(item):
 
 def check_lookups(vec, model, k):
     """Lookups through the shared index agree with a scan of this version: ``find_all`` and ``find``
-    of the entries keyed ``k``, and ``keyed``, which gives every entry that a search would stop at
-    and every entry keyed ``k`` with its position (candidates: a superset, each checked here as the
-    reducers check them)."""
+    of the entries keyed ``k``, and the ``candidates`` (a superset, each checked here as the
+    reducers check them) of the entries keyed ``k`` and of those a search would stop at."""
     expected = [i for i, x in enumerate(model) if x % 7 == k]
     assert vec.find_all(key_of, k) == expected
     assert vec.find(key_of, k) == (expected[0] if expected else -1)
-    stops, found = vec.keyed(stop_key, k)
-    assert [i for i in stops if stop_key(model[i]) is STOP] == [
+    assert [i for i in vec.candidates(stop_key, STOP) if stop_key(model[i]) is STOP] == [
         i for i, x in enumerate(model) if stop_key(x) is STOP
     ]
-    assert all(model[i] == entry for i, entry in found)
-    assert [i for i, entry in found if stop_key(entry) == k] == [
+    assert [i for i in vec.candidates(stop_key, k) if stop_key(model[i]) == k] == [
         i for i, x in enumerate(model) if stop_key(x) == k
     ]
 
@@ -138,7 +135,7 @@ def test_compaction_keeps_every_lookup_right(size, rnd):
     model = list(range(size))
     vec = Vector.of(model)
     vec.find(key_of, 0)
-    vec.keyed(stop_key, 0)
+    vec.candidates(stop_key, STOP)
     vec.count(even)
     for _ in range(min(size - 5, max(33, size // 8 + 1) * 2)):
         i = rnd.randrange(len(model))
