@@ -227,44 +227,40 @@ class Vector:
         replaces does (e.g. a tool call whose status is unchanged): it skips the count updates.
         """
         if self._holes or not 0 <= i < self._n:
-            i = self._position(i)
-        return self._set(i, item, same_keys, same_counts)
-
-    def _set(self, i: int, item: Any, same_keys: bool, same_counts: bool = False) -> Vector:
-        """Replace the entry at storage position ``i``."""
-        if i < self._nb:  # inside the shared prefix: move everything into the trie once
-            full = Vector._trie(list(self._stored()))
-            full._holes, full._index, full._counts = self._holes, self._index, self._counts
-            return full._set(i, item, same_keys, same_counts)
+            i = self._position(i)  # a storage position from here on
+        src = self
+        if i < src._nb:  # inside the shared prefix: move everything into the trie once
+            src = Vector._trie(list(self._stored()))
+            src._holes, src._index, src._counts = self._holes, self._index, self._counts
         # _derive, inlined: this is the most frequent update
         out = _new(Vector)
-        out._base = self._base
-        out._nb = self._nb
-        n = out._n = self._n
-        out._holes = self._holes
-        shift = out._shift = self._shift
-        index = out._index = self._index
+        out._base = src._base
+        out._nb = src._nb
+        n = out._n = src._n
+        out._holes = src._holes
+        shift = out._shift = src._shift
+        index = out._index = src._index
         out._hint = None
-        counts = self._counts
+        counts = src._counts
         if same_counts:
             out._counts = counts
             counts = None
-        tail = self._tail
+        tail = src._tail
         tailoff = n - len(tail)
         if i >= tailoff:
             j = i - tailoff
             old = tail[j]
-            out._root = self._root
+            out._root = src._root
             out._tail = _with(tail, j, item)
         else:
-            old = self._get(i) if counts or not same_keys else None
-            out._root = _assoc(shift, self._root, i - self._nb, item)
+            old = src._get(i) if counts or not same_keys else None
+            out._root = _assoc(shift, src._root, i - src._nb, item)
             out._tail = tail
         if index is not None and not same_keys:
-            for key_fn, (multi, keyed) in index.items():
+            for key_fn, (multi, positions) in index.items():
                 keys = key_fn(item)
                 if old is _HOLE or keys != key_fn(old):  # an entry keyed as before is indexed already
-                    _add_keys(keyed, i, keys, multi)
+                    _add_keys(positions, i, keys, multi)
         if counts:
             hole = item is _HOLE
             changed = None
@@ -287,7 +283,7 @@ class Vector:
         holes make up an eighth of the storage they are compacted away (indexes remapped).
         """
         p = self._position(i)
-        out = self._set(p, _HOLE, True)
+        out = self.replaced(i, _HOLE, same_keys=True)
         holes = self._holes
         j = bisect_left(holes, p)
         out._holes = holes[:j] + (p,) + holes[j:] if holes else (p,)
@@ -380,6 +376,22 @@ class Vector:
         if not holes:
             return positions
         return [p - bisect_left(holes, p) for p in positions if not _in(holes, p)]
+
+    def sole(self, key_fn: KeyFn, key: Any) -> tuple[int, Any] | None:
+        """``(position, entry)`` of the only entry that may be keyed ``key``, in one call: when the
+        index names exactly one candidate (check it), no entry is keyed ``STOP`` and none was
+        removed. ``None`` otherwise: ask :meth:`candidates`. It is the lookup by id that most
+        updates of a long collection make (a tool call in a long turn).
+        """
+        shared = self._index
+        entry = shared.get(key_fn) if shared is not None else None
+        index = self._index_of(key_fn, False) if entry is None else entry[1]
+        p = index.get(key)
+        if type(p) is not int or p >= self._n or self._holes or STOP in index:
+            return None
+        tail = self._tail
+        tailoff = self._n - len(tail)
+        return p, (tail[p - tailoff] if p >= tailoff else self._get(p))
 
     def find(self, key_fn: KeyFn, key: Any) -> int:
         """The first position whose entry has ``key_fn(entry) == key``, else ``-1``."""

@@ -139,8 +139,8 @@ def _parts(active: dict) -> list | Vector | None:
 
 
 def _with_parts(state: dict, active: dict, parts: list | Vector) -> dict:
-    out = dict(state)
-    turn = dict(active)
+    out = state.copy()
+    turn = active.copy()
     turn["responseParts"] = parts
     out["activeTurn"] = turn
     return out
@@ -646,14 +646,18 @@ def _tool_call_action(transform, rederive: bool):
                     out = _with_parts(state, active, new_parts)
             else:  # a long turn: the calls are found through the parts' index
                 vec = parts if type(parts) is Vector else Vector.of(parts)
-                stops = vec.candidates(_part_key, STOP)
-                for i in stops:  # parts the map cannot read (rare)
-                    part = vec[i]
-                    if part is None or (type(part) is dict and part.get("toolCall") is None):
-                        raise TypeError("the reference's map reaches a part it cannot read")
+                sole = vec.sole(_part_key, wanted)
+                if sole is not None:  # one candidate, and no part the map could fail on (most actions)
+                    found, stops = (sole,), []
+                else:
+                    stops = vec.candidates(_part_key, STOP)
+                    for i in stops:  # parts the map cannot read (rare)
+                        part = vec[i]
+                        if part is None or (type(part) is dict and part.get("toolCall") is None):
+                            raise TypeError("the reference's map reaches a part it cannot read")
+                    found = [(i, vec[i]) for i in vec.candidates(_part_key, wanted)]
                 new_parts = vec
-                for i in vec.candidates(_part_key, wanted):
-                    part = vec[i]
+                for i, part in found:
                     if type(part) is not dict or part.get("kind") != "toolCall":
                         continue
                     tc = part.get("toolCall")

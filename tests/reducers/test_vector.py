@@ -38,10 +38,30 @@ def stop_key(item):
     return STOP if item == 13 else key_of(item)
 
 
+def ident(item):
+    """A key like an id: most entries have their own (a replaced or appended one may repeat one)."""
+    return item
+
+
+def check_sole(vec, model, key_fn, k):
+    """``sole``: when it answers, the entry it names is the only one keyed ``k`` (or, a stale
+    candidate, there is none), and no entry is one a search would stop at."""
+    sole = vec.sole(key_fn, k)
+    if sole is not None:
+        i, entry = sole
+        assert entry == model[i]
+        assert [j for j, x in enumerate(model) if key_fn(x) == k] == ([i] if key_fn(entry) == k else [])
+        assert not any(key_fn(x) is STOP for x in model)
+
+
 def check_lookups(vec, model, k):
     """Lookups through the shared index agree with a scan of this version: ``find_all`` and ``find``
-    of the entries keyed ``k``, and the ``candidates`` (a superset, each checked here as the
-    reducers check them) of the entries keyed ``k`` and of those a search would stop at."""
+    of the entries keyed ``k``, the ``candidates`` (a superset, each checked here as the reducers
+    check them) of the entries keyed ``k`` and of those a search would stop at, and ``sole`` by a
+    key and by an id."""
+    check_sole(vec, model, stop_key, k)
+    for probe in model[:1] + model[-1:] + [k]:
+        check_sole(vec, model, ident, probe)
     expected = [i for i, x in enumerate(model) if x % 7 == k]
     assert vec.find_all(key_of, k) == expected
     assert vec.find(key_of, k) == (expected[0] if expected else -1)
@@ -51,6 +71,17 @@ def check_lookups(vec, model, k):
     assert [i for i in vec.candidates(stop_key, k) if stop_key(model[i]) == k] == [
         i for i, x in enumerate(model) if stop_key(x) == k
     ]
+
+
+def test_sole_names_the_one_entry_with_an_id():
+    vec = Vector.of([])
+    for x in range(100):
+        vec = vec.appended(x)
+    assert vec.sole(ident, 40) == (40, 40) and vec.sole(ident, 99) == (99, 99)
+    assert vec.sole(ident, 100) is None  # no candidate: the caller's general path says so
+    assert vec.replaced(40, 41).sole(ident, 41) is None  # two candidates
+    assert vec.removed(3).sole(ident, 40) is None  # holes: positions need converting
+    assert vec.appended(13).sole(stop_key, 1) is None  # an entry a search would stop at
 
 
 @settings(max_examples=examples(150), deadline=None)
