@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..protocol import vector
-from ..protocol.vector import STOP, Vector, appended, candidates, find, removed, replaced
+from ..protocol.vector import STOP, Vector, appended, find, removed, replaced
 from ._js import key, spread, truthy
 from ._util import (
     as_int,
@@ -87,7 +87,7 @@ def _find(entries: list | Vector, key_fn, wanted: Any) -> int:
             elif entry is None:
                 raise TypeError(f"cannot read {field!r} of null")
         return -1
-    return find(entries, key_fn, wanted)
+    return entries.find(key_fn, wanted) if type(entries) is Vector else find(entries, key_fn, wanted)
 
 
 def _upsert_into(state: dict, field: str, key_fn, item: Any, *, create: bool) -> list | Vector | None:
@@ -327,7 +327,7 @@ def _child_position(children: list | Vector, cid: Any) -> int:
     ``TypeError`` when a null child comes first, as the reference's search reading its id throws.
     """
     if type(children) is Vector:
-        return find(children, _id_key, cid)
+        return children.find(_id_key, cid)
     if len(children) <= _SCANNED_CHILDREN:
         return _find(children, _id_key, cid)
     positions = _child_positions(children)
@@ -392,14 +392,14 @@ def _containers_with(tree: list | Vector, cid: Any, every: bool) -> list[tuple[i
         return found
     # A large one through the child index: the containers with a child cid, then those that the
     # search could fail on (few, usually none) among the ones it reaches.
-    for i in candidates(tree, _child_ids, cid, multi=True):
+    for i in tree.candidates(_child_ids, cid, multi=True):
         entry = tree[i]
         hit = _searched(entry, cid)
         if hit is not None:
             found.append((i, entry, hit[0], hit[1]))
             if not every:
                 break
-    hazards = candidates(tree, _child_ids, STOP, multi=True)
+    hazards = tree.candidates(_child_ids, STOP, multi=True)
     if hazards:
         reached = found[0][0] if found and not every else len(tree)
         matched = {f[0] for f in found}
