@@ -373,15 +373,16 @@ class Vector:
             return positions
         return [p - bisect_left(holes, p) for p in positions if not _in(holes, p)]
 
-    def sole(self, key_fn: KeyFn, key: Any) -> tuple[int, Any] | None:
+    def sole(self, key_fn: KeyFn, key: Any, *, multi: bool = False) -> tuple[int, Any] | None:
         """``(position, entry)`` of the only entry that may be keyed ``key``, in one call: when the
         index names exactly one candidate (check it), no entry is keyed ``STOP`` and none was
         removed. ``None`` otherwise: ask :meth:`candidates`. It is the lookup by id that most
-        updates of a long collection make (a tool call in a long turn).
+        updates of a long collection make (a tool call in a long turn). ``multi`` as in
+        :meth:`candidates`.
         """
         shared = self._index
         entry = shared.get(key_fn) if shared is not None else None
-        index = self._index_of(key_fn, False) if entry is None else entry[1]
+        index = self._index_of(key_fn, multi) if entry is None else entry[1]
         p = index.get(key)
         if type(p) is not int or p >= self._n or self._holes or STOP in index:
             return None

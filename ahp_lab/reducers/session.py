@@ -390,8 +390,13 @@ def _containers_with(tree: list | Vector, cid: Any, every: bool) -> list[tuple[i
                 if not every:
                     break
         return found
-    # A large one through the child index: the containers with a child cid, then those that the
-    # search could fail on (few, usually none) among the ones it reaches.
+    # A large one through the child index: the one container with a child cid when no container
+    # could fail the search (most lookups), else the containers with a child cid, then those that
+    # the search could fail on (few) among the ones it reaches.
+    sole = tree.sole(_child_ids, cid, multi=True)
+    if sole is not None:
+        hit = _searched(sole[1], cid)
+        return [] if hit is None else [(sole[0], sole[1], hit[0], hit[1])]
     for i in tree.candidates(_child_ids, cid, multi=True):
         entry = tree[i]
         hit = _searched(entry, cid)

@@ -179,3 +179,38 @@ def test_compaction_keeps_every_lookup_right(size, rnd):
     for k in range(7):
         check_lookups(vec, model, k)
     assert vec.count(even) == sum(1 for x in model if x % 2 == 0)
+
+
+def children_of(entry):
+    """A multi key, as the customization tree's child index: an entry's children's ids (``STOP``
+    for an entry whose children a search cannot read)."""
+    return (STOP,) if entry is None else entry
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 400), st.integers(0, 400)), min_size=17, max_size=200),
+    st.one_of(st.none(), st.integers(0, 10**6)),
+    st.lists(st.tuples(st.sampled_from(["replace", "remove"]), st.integers(0, 10**6), st.integers(0, 400))),
+)
+def test_sole_by_a_multi_key_names_the_one_entry_holding_it(entries, stop_at, program):
+    model = list(entries)
+    if stop_at is not None:  # sometimes an entry whose children a search cannot read
+        model[stop_at % len(model)] = None
+    vec = Vector.of([])
+    for entry in model:
+        vec = vec.appended(entry)
+    for op, at, value in program:
+        i = at % len(model)
+        if op == "replace" and model[i] is not None:
+            vec, model[i] = vec.replaced(i, (value, value + 1)), (value, value + 1)
+        elif op == "remove" and len(model) > 1:
+            vec, model = vec.removed(i), [*model[:i], *model[i + 1 :]]
+        for k in {k for x in model if x is not None for k in x} | {401}:
+            sole = vec.sole(children_of, k, multi=True)
+            if sole is not None:
+                i, entry = sole
+                assert entry == model[i]
+                holding = [j for j, x in enumerate(model) if x is not None and k in x]
+                assert holding == ([i] if k in entry else [])
+                assert None not in model
