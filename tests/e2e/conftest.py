@@ -259,6 +259,10 @@ def page(browser, request: pytest.FixtureRequest):
                 name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.nodeid.split("::")[-1])
                 print(f"screenshot of the failure: {screenshot(pg, 'FAILED-' + name)}")
                 print("--- browser console (tail) ---\n" + "\n".join(console[-40:]))
+                if "jupyter_server" in request.fixturenames:  # the kernel's side of the story
+                    print(
+                        "--- server log (tail) ---\n" + request.getfixturevalue("jupyter_server").log_tail()
+                    )
             except Exception as exc:  # a failing screenshot must not hide the test's own failure
                 print(f"could not take a failure screenshot: {exc}")
         context.close()
