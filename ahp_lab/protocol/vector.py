@@ -20,7 +20,8 @@ strings:
   entry (an id). The index is built on first use and shared, as a superset, by every version
   derived through :meth:`appended` and :meth:`replaced`; each lookup checks its candidates against
   the version it is asked on, so a shared index never gives a wrong answer, only a rare stale
-  candidate. :meth:`count` keeps a per-version count of entries matching a predicate.
+  candidate. :meth:`sole` answers the common lookup by id (one candidate, nothing a search could
+  stop at) in one call. :meth:`count` keeps a per-version count of entries matching a predicate.
 
 Keys must be hashable; a key function returns :data:`NO_KEY` for an entry that cannot match, and
 :data:`STOP` for an entry that a search cannot pass: :meth:`find` raises ``TypeError`` when it
