@@ -646,35 +646,60 @@ def _tool_call_action(transform, rederive: bool):
             else:  # a long turn: the calls are found through the parts' index
                 vec = parts if type(parts) is Vector else Vector.of(parts)
                 sole = vec.sole(_part_key, wanted)
-                if sole is not None:  # one candidate, and no part the map could fail on (most actions)
-                    found, stops = (sole,), []
+                if sole is not None:
+                    # Most actions: one candidate, and no part the map could fail on. These are the
+                    # loop's steps below, written out: a loop over the one candidate cost 4-5% of
+                    # the action in a long turn (timed on toolcalls@10x1000).
+                    stops = []
+                    i, part = sole
+                    tc = (
+                        part.get("toolCall")
+                        if type(part) is dict and part.get("kind") == "toolCall"
+                        else None
+                    )
+                    if type(tc) is dict:
+                        ident = tc.get("toolCallId")
+                        new_tc = (
+                            transform(tc, action)
+                            if (ident if type(ident) is str else key(ident)) == wanted
+                            else None
+                        )
+                        if new_tc is not None:
+                            new_part = part.copy()
+                            new_part["toolCall"] = new_tc
+                            status = tc.get("status")
+                            same_status = type(status) is str and new_tc.get("status") == status
+                            new_parts = vec.replaced(i, new_part, same_keys=True, same_counts=same_status)
+                            out = _with_parts(state, active, new_parts)
                 else:
                     stops = vec.candidates(_part_key, STOP)
                     for i in stops:  # parts the map cannot read (rare)
                         part = vec[i]
                         if part is None or (type(part) is dict and part.get("toolCall") is None):
                             raise TypeError("the reference's map reaches a part it cannot read")
-                    found = [(i, vec[i]) for i in vec.candidates(_part_key, wanted)]
-                new_parts = vec
-                for i, part in found:
-                    if type(part) is not dict or part.get("kind") != "toolCall":
-                        continue
-                    tc = part.get("toolCall")
-                    if type(tc) is not dict:
-                        continue
-                    ident = tc.get("toolCallId")  # _part_key, inlined
-                    if (ident if type(ident) is str else key(ident)) != wanted:
-                        continue
-                    new_tc = transform(tc, action)
-                    if new_tc is not None:
-                        new_part = part.copy()
-                        new_part["toolCall"] = new_tc
-                        # The counted predicate (blocks_user) reads only the status.
-                        status = tc.get("status")
-                        same_status = type(status) is str and new_tc.get("status") == status
-                        new_parts = new_parts.replaced(i, new_part, same_keys=True, same_counts=same_status)
-                if new_parts is not vec:
-                    out = _with_parts(state, active, new_parts)
+                    new_parts = vec
+                    for i in vec.candidates(_part_key, wanted):
+                        part = vec[i]
+                        if type(part) is not dict or part.get("kind") != "toolCall":
+                            continue
+                        tc = part.get("toolCall")
+                        if type(tc) is not dict:
+                            continue
+                        ident = tc.get("toolCallId")  # _part_key, inlined
+                        if (ident if type(ident) is str else key(ident)) != wanted:
+                            continue
+                        new_tc = transform(tc, action)
+                        if new_tc is not None:
+                            new_part = part.copy()
+                            new_part["toolCall"] = new_tc
+                            # The counted predicate (blocks_user) reads only the status.
+                            status = tc.get("status")
+                            same_status = type(status) is str and new_tc.get("status") == status
+                            new_parts = new_parts.replaced(
+                                i, new_part, same_keys=True, same_counts=same_status
+                            )
+                    if new_parts is not vec:
+                        out = _with_parts(state, active, new_parts)
         if not rederive:
             return out
         # Status is re-derived even when the tool-call update was a no-op (reducer-rules §4). The
