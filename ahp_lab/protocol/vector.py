@@ -147,6 +147,20 @@ class Vector:
         out._tail = tuple(items[tailoff:])
         return out
 
+    def _derive(self, n: int, shift: int, root: tuple, tail: tuple) -> Vector:
+        out = Vector.__new__(Vector)
+        out._base = self._base
+        out._nb = self._nb
+        out._n = n
+        out._holes = self._holes
+        out._shift = shift
+        out._root = root
+        out._tail = tail
+        out._index = self._index
+        out._counts = None
+        out._hint = None
+        return out
+
     def _phys(self, i: int) -> int:
         """The storage position of list position ``i`` (``0 <= i < len(self)``).
 
@@ -176,30 +190,19 @@ class Vector:
     def appended(self, item: Any) -> Vector:
         """A new vector with ``item`` added at the end; ``self`` is unchanged."""
         n, tail = self._n, self._tail
-        shift, root = self._shift, self._root
         if len(tail) < _WIDTH:
-            tail = tail + (item,)
+            out = self._derive(n + 1, self._shift, self._root, tail + (item,))
         else:  # the tail is full: it becomes a leaf of the trie
             m = n - self._nb  # entries in the trie and tail
+            shift, root = self._shift, self._root
             if (m >> _BITS) > (1 << shift):
                 root = (root, _path(shift, tail))
                 shift += _BITS
             else:
                 root = _push_tail(m, shift, root, tail)
-            tail = (item,)
-        out = _new(Vector)  # every field set here, as in replaced()
-        out._base = self._base
-        out._nb = self._nb
-        out._n = n + 1
-        out._holes = self._holes
-        out._shift = shift
-        out._root = root
-        out._tail = tail
-        shared = out._index = self._index
-        out._counts = None
-        out._hint = None
-        if shared is not None:
-            for key_fn, (multi, index) in shared.items():
+            out = self._derive(n + 1, shift, root, (item,))
+        if out._index is not None:
+            for key_fn, (multi, index) in out._index.items():
                 keys = key_fn(item)
                 if not multi and keys not in index and keys is not NO_KEY:
                     index[keys] = n  # a new key (most appends): _add_keys, inlined
@@ -230,6 +233,7 @@ class Vector:
         if i < src._nb:  # inside the shared prefix: move everything into the trie once
             src = Vector._trie(list(self._stored()))
             src._holes, src._index, src._counts = self._holes, self._index, self._counts
+        # _derive, inlined: this is the most frequent update
         out = _new(Vector)
         out._base = src._base
         out._nb = src._nb
@@ -387,9 +391,7 @@ class Vector:
         p = index.get(key)
         if type(p) is not int or p >= self._n or self._holes or STOP in index:
             return None
-        tail = self._tail
-        tailoff = self._n - len(tail)
-        return p, (tail[p - tailoff] if p >= tailoff else self._get(p))
+        return p, self._get(p)
 
     def find(self, key_fn: KeyFn, key: Any) -> int:
         """The first position whose entry has ``key_fn(entry) == key``, else ``-1``."""

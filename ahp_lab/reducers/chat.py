@@ -73,13 +73,34 @@ def blocks_user(part: Any) -> bool:
     return False
 
 
+def _blocking(parts: list | Vector, stops: list[int] | None = None) -> bool:
+    """An open input request, else a blocking tool call, among the parts: the reference's two
+    ``some`` scans, which throw (``TypeError``) on a null part they reach, and the second on a
+    tool-call part without its call. ``stops``: the parts' ``STOP`` candidates, when the caller
+    has them already."""
+    if type(parts) is Vector and not (parts.candidates(_part_key, STOP) if stops is None else stops):
+        return parts.count(blocks_user) > 0  # no part a scan could stop at: the count is exact
+    for part in parts:
+        if type(part) is dict:
+            if part.get("kind") == "inputRequest" and part.get("response") is None:
+                return True
+        elif part is None:
+            raise TypeError("cannot read 'kind' of null")
+    for part in parts:
+        if type(part) is dict and part.get("kind") == "toolCall":
+            tc = part.get("toolCall")
+            if tc is None:
+                raise TypeError("cannot read 'status' of undefined")
+            if type(tc) is dict and tc.get("status") in BLOCKING_TOOL_CALL_STATES:
+                return True
+    return False
+
+
 def derive_status(state: dict, terminal: int | None = None, stops: list[int] | None = None) -> int:
     """``ChatState.status`` derived from the state after a change (reducer-rules §6.2).
 
-    The active turn's parts are read as the reference's two ``some`` scans read them: an open
-    input request, else a blocking tool call. Those throw (``TypeError``) on parts that are not an
-    array, on a null part they reach, and the second on a tool-call part without its call.
-    ``stops``: the ``STOP`` candidates of a long turn's parts, when the caller has them already.
+    An active turn whose parts are not an array fails it (``TypeError``), as the reference's
+    ``activeTurn?.responseParts.some(...)`` throws. ``stops``: see :func:`_blocking`.
     """
     active = state.get("activeTurn")
     if terminal == ERROR:
@@ -88,29 +109,9 @@ def derive_status(state: dict, terminal: int | None = None, stops: list[int] | N
         activity = IDLE
     else:
         parts = member(active, "responseParts")
-        if type(parts) is Vector and not (parts.candidates(_part_key, STOP) if stops is None else stops):
-            blocking = parts.count(blocks_user) > 0  # no part a scan could stop at: the count is exact
-        elif type(parts) is list or type(parts) is Vector:
-            blocking = False
-            for part in parts:
-                if type(part) is dict:
-                    if part.get("kind") == "inputRequest" and part.get("response") is None:
-                        blocking = True
-                        break
-                elif part is None:
-                    raise TypeError("cannot read 'kind' of null")
-            if not blocking:
-                for part in parts:
-                    if type(part) is dict and part.get("kind") == "toolCall":
-                        tc = part.get("toolCall")
-                        if tc is None:
-                            raise TypeError("cannot read 'status' of undefined")
-                        if type(tc) is dict and tc.get("status") in BLOCKING_TOOL_CALL_STATES:
-                            blocking = True
-                            break
-        else:
+        if type(parts) is not list and type(parts) is not Vector:
             raise TypeError("activeTurn.responseParts has no some()")
-        activity = INPUT_NEEDED if blocking else IN_PROGRESS
+        activity = INPUT_NEEDED if _blocking(parts, stops) else IN_PROGRESS
     return (as_int(state.get("status")) & ~ACTIVITY_MASK) | activity
 
 
