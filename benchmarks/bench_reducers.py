@@ -18,14 +18,17 @@ that estimates the ratio to the reference on a loaded machine. It prints:
 4. **Imports**: ``import ahp_lab`` and ``python -m ahp_lab.conformance run`` on one fixture, wall time.
 5. **What CPython allows**: our ``chat/delta`` beside the least a Python delta reducer can do and
    keep state immutable (the four copies and the text append, no checks, no dispatch), interleaved
-   in this process; the one pass over a 1,000 x 20 customization tree that a first child lookup
-   needs, per action of a 10,000-action run; and the harness's customization toggles and MCP state
+   in this process; the one pass over the harness's customization tree that its first lookup
+   makes to index it (P=10 and P=1000, fresh processes), and the family's growth with and without
+   that pass; and the harness's customization toggles and MCP state
    changes at P=10 and P=1000, ours beside the least a Python reducer can do (the copies alone,
    with lookups prebuilt and not timed), cold in fresh processes, with the growth ratio of each.
-   Issue 14's note uses all three.
+   Issue 14's notes use all of them.
 6. **Growth per action type**: each family's small and large case, cold, timed per action type
    (the timer's cost, some 60 ns, is in both). A family's workloads mix the types differently at
-   each size, so this shows which actions grow and which only weigh more.
+   each size, so this shows which actions grow and which only weigh more. The slowest single
+   action at the large size is shown too: a first lookup that indexes a collection once weighs on
+   its type's mean.
 7. **Counted, not timed** (``--counted``, needs valgrind; some 20 minutes): each family's small
    and large case under cachegrind, with the machine's L2 and a branch predictor simulated:
    instructions, L2 misses and mispredicted branches per action of the cold pass, and how many of
@@ -221,18 +224,59 @@ def _tree_floor(folders: dict[str, Path], rounds: int) -> None:
         )
 
 
+_FIRST_LOOKUP_RUNNER = """
+gc.collect()
+gc.freeze()
+start = time.perf_counter()
+missing = {"type": "session/customizationToggled", "id": "(in no customization)", "enabled": True}
+state = reducer(state, missing, 9999)  # changes nothing, but reads the whole tree once to index it
+first = time.perf_counter() - start
+start = time.perf_counter()
+for action in actions:
+    state = reducer(state, action, 9999)
+print(json.dumps([first, time.perf_counter() - start, len(actions)]))
+"""
+
+
+def _first_lookup(folders: dict[str, Path], rounds: int) -> None:
+    """The customization tree's first lookup (one pass over the tree, to index it) at P=10 and
+    P=1000, and the family's growth with and without it, cold in fresh processes."""
+    cases = ("customizations@P=10", "customizations@P=1000")
+    if not all(case in folders for case in cases):
+        return
+    best: dict[str, list[float]] = {}
+    for _ in range(rounds):
+        for case in cases:
+            first, rest, n = json.loads(_run(_FIRST_LOOKUP_RUNNER, folders[case]))
+            known = best.get(case)
+            best[case] = [min(first, known[0]), min(rest, known[1]), n] if known else [first, rest, n]
+    (first_s, rest_s, _), (first_l, rest_l, n) = best[cases[0]], best[cases[1]]
+    print(
+        f"  first lookup in the customization tree (indexes it, once)  P=10 {first_s * 1e3:5.2f} ms,"
+        f" P=1000 {first_l * 1e3:5.2f} ms ({first_l / n * 1e6:.2f} us per action of its {n:,}-action run)"
+    )
+    print(
+        f"  customizations P=1000 / P=10 after that first lookup: growth {rest_s / rest_l:.2f}"
+        f" (with it, as the harness times: {(first_s + rest_s) / (first_l + rest_l):.2f})"
+    )
+
+
 _TYPES_RUNNER = """
 gc.collect()
 gc.freeze()
 clock = time.perf_counter_ns
-spent, counts = {}, {}
+spent, counts, slowest = {}, {}, [None, 0]
 for action in actions:
     start = clock()
     state = reducer(state, action, 9999)
+    took = clock() - start
     kind = action["type"]
-    spent[kind] = spent.get(kind, 0) + clock() - start
+    spent[kind] = spent.get(kind, 0) + took
     counts[kind] = counts.get(kind, 0) + 1
-print(json.dumps({kind: [spent[kind] / counts[kind], counts[kind]] for kind in spent}))
+    if took > slowest[1]:
+        slowest = [kind, took]
+types = {kind: [spent[kind] / counts[kind], counts[kind]] for kind in spent}
+print(json.dumps({"types": types, "slowest": slowest}))
 """
 
 
@@ -245,11 +289,15 @@ def growth_by_type(folders: dict[str, Path], rounds: int) -> None:
         if small not in folders or large not in folders:
             continue
         best: dict[str, dict[str, list[float]]] = {small: {}, large: {}}
+        slowest: list = [None, float("inf")]  # the large size's slowest single action, best of rounds
         for _ in range(rounds):
             for case in (small, large):
-                for kind, (cost, count) in json.loads(_run(_TYPES_RUNNER, folders[case])).items():
+                timed = json.loads(_run(_TYPES_RUNNER, folders[case]))
+                for kind, (cost, count) in timed["types"].items():
                     known = best[case].get(kind)
                     best[case][kind] = [min(cost, known[0]) if known else cost, count]
+                if case == large and timed["slowest"][1] < slowest[1]:
+                    slowest = timed["slowest"]
         print(f"  {family}")
         at_large = sum(cost * count for cost, count in best[large].values())
         for kind, (cost, count) in sorted(best[large].items(), key=lambda item: -item[1][0] * item[1][1]):
@@ -260,6 +308,10 @@ def growth_by_type(folders: dict[str, Path], rounds: int) -> None:
                 f"    {kind:<32} {was[0]:8.0f} {cost:8.0f} ns  growth {was[0] / cost:5.2f}"
                 f"  ({count:,} actions, {100 * cost * count / at_large:4.1f}% of the time at the large size)"
             )
+        print(
+            f"    the slowest single action at the large size: {slowest[0]}, {slowest[1] / 1e6:.2f} ms"
+            f" ({100 * slowest[1] / at_large:.1f}% of the time; in its type's cost above)"
+        )
 
 
 _PASS_RUNNER = """
@@ -557,29 +609,7 @@ def limits(quick: bool, folders: dict[str, Path], rounds: int) -> None:
     print(f"  chat/delta, copies and append only            {best['copy_only'] * 1e9:6.0f} ns per delta")
     for case in ("delta@turns=100000", "delta@content=1000000"):
         print(f"  the reference at {case:<24}     {1e9 / REFERENCE[case]:6.0f} ns per delta")
-    tree = [
-        {
-            "type": "plugin",
-            "id": f"plugin-{p}",
-            "enabled": True,
-            "children": [
-                {"type": "skill", "id": f"plugin-{p}/skill-{c}", "enabled": True} for c in range(20)
-            ],
-        }
-        for p in range(1000)
-    ]
-    session = {"provider": "p", "title": "t", "status": 1, "lifecycle": "ready", "customizations": tree}
-    session = json.loads(json.dumps(session))  # laid out as a freshly loaded state
-    gc.collect()
-    start = time.perf_counter()
-    REDUCERS["session"](
-        session, {"type": "session/customizationToggled", "id": "plugin-999/skill-19", "enabled": False}
-    )
-    first = time.perf_counter() - start
-    print(
-        f"  first child lookup in a 1,000 x 20 tree       {first * 1e3:6.1f} ms "
-        f"({first / 10_000 * 1e6:.2f} us per action of a 10,000-action run)"
-    )
+    _first_lookup(folders, rounds)
     _tree_floor(folders, rounds)
 
 
