@@ -6,7 +6,8 @@
 * ``docs/api.md`` is what ``docs/gen_api.py`` generates from the docstrings today.
 * ``docs/coverage.md`` points at notebook cells that exist (``NN-name.ipynb`` cell ``K`` = nbval's
   ``Cell K``, the K-th code cell counting from 0) and whose source contains the quoted snippet.
-* The README keeps its two Quick start commands, the first opening the tour, and its screenshot.
+* The README keeps its two Quick start commands, the first opening the tour, and its screenshot,
+  and its "Measure speed" table names every script in ``benchmarks/``.
 """
 
 from __future__ import annotations
@@ -151,3 +152,11 @@ def test_readme_opens_with_the_screenshot_and_keeps_two_quick_start_commands():
         "pip install -e . && jupyter lab --allow-root notebooks/00-tour.ipynb",
         "bash scripts/test.sh",
     ]
+
+
+def test_readme_lists_every_benchmark_and_only_those_that_exist():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Measure speed", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
+    listed = set(re.findall(r"^\| `(bench_\w+\.py)` \|", section, re.MULTILINE))
+    present = {p.name for p in (ROOT / "benchmarks").glob("bench_*.py")}
+    assert listed == present, f"README lists {sorted(listed - present)} but not {sorted(present - listed)}"
