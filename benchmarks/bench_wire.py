@@ -36,7 +36,12 @@ import subprocess
 import sys
 import time
 
-import psutil
+try:
+    import psutil
+except ImportError:  # the benchmarks' one extra dependency
+    raise SystemExit(
+        'bench_wire.py reads the host\'s memory with psutil: pip install -e ".[bench]"'
+    ) from None
 from websockets.asyncio.client import connect as ws_connect
 
 import ahp_lab
