@@ -87,6 +87,8 @@ FAMILIES = {
     "tool calls, 10x1000 / 1000x10": ("toolcalls@1000x10", "toolcalls@10x1000", 0.23),
     "customizations, P=1000 / P=10": ("customizations@P=10", "customizations@P=1000", 0.034),
 }
+#: The customization family's small and large case, which section 5 looks into (first lookup, floor).
+CUSTOMIZATION_CASES = FAMILIES["customizations, P=1000 / P=10"][:2]
 QUICK = {"stream-100k", "toolcalls-10k", "customizations-10k", "fuzz-chat-100k", "fuzz-session-100k"} | {
     case for pair in FAMILIES.values() for case in pair[:2] if "1000000" not in case
 }
@@ -207,7 +209,7 @@ print((time.perf_counter() - start) / len(actions))
 
 def _tree_floor(folders: dict[str, Path], rounds: int) -> None:
     """Customization toggles and MCP state changes, ours beside the copies alone, cold at P=10 and P=1000."""
-    cases = ("customizations@P=10", "customizations@P=1000")
+    cases = CUSTOMIZATION_CASES
     if not all(case in folders for case in cases):
         return
     best: dict[tuple[str, str], float] = {}
@@ -241,7 +243,7 @@ print(json.dumps([first, time.perf_counter() - start, len(actions)]))
 def _first_lookup(folders: dict[str, Path], rounds: int) -> None:
     """The customization tree's first lookup (one pass over the tree, to index it) at P=10 and
     P=1000, and the family's growth with and without it, cold in fresh processes."""
-    cases = ("customizations@P=10", "customizations@P=1000")
+    cases = CUSTOMIZATION_CASES
     if not all(case in folders for case in cases):
         return
     best: dict[str, list[float]] = {}
