@@ -26,7 +26,6 @@ from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import chain
 from pathlib import Path
 from typing import IO, Any
 
@@ -59,6 +58,23 @@ LOG_VERSION = 1
 _GONE = object()
 #: Values per sealed chunk of a :class:`_Column`.
 _CHUNK = 1024
+_is_tracked = gc.is_tracked
+#: The key tuples of the untracked dicts a :class:`_Column` has packed (an action type's fields,
+#: an origin's), each kept once: at most :data:`_KEYS_MAX` of them, each with at most
+#: :data:`_KEY_TEXT_MAX` characters of keys, so that strangers' dicts cannot grow it much.
+_KEYS: dict[tuple, tuple] = {}
+_KEYS_MAX = 4096
+_KEY_TEXT_MAX = 256
+
+
+def _shape(keys: tuple) -> tuple[tuple, int]:
+    """``keys``, kept in ``_KEYS`` when short, and the bytes a packed dict still holds for them
+    (0 when kept: every dict of that shape shares them)."""
+    text = sum([len(k) for k in keys if type(k) is str])
+    if text <= _KEY_TEXT_MAX and len(_KEYS) < _KEYS_MAX:
+        _KEYS[keys] = keys
+        return keys, 0
+    return keys, 56 + 8 * len(keys) + text
 
 
 def agent_origin(name: str) -> dict:
@@ -121,9 +137,9 @@ class _Column:
     million actions and origins lengthen every one of them by tens of milliseconds, and a nested
     action dict is never untracked. Here a value is stored as an atomic the collector can
     untrack: a shared origin (``HOST``, an agent's) as ``-1 - position`` in ``_SHARED``; a dict
-    the collector does not track (only atomic members: streamed deltas, client origins) as a flat
-    ``(key, value, ...)`` tuple of the same objects; a small nested value of plain JSON (a tool
-    result, a content update) as its JSON text. Both read back as equal values. Every
+    the collector does not track (only atomic members: streamed deltas, client origins) as a
+    ``(keys, value, ...)`` tuple of the same values, one key tuple shared by the dicts of a shape;
+    a small nested value of plain JSON (a tool result, a content update) as its JSON text. Both read back as equal values. Every
     :data:`_CHUNK` of them are sealed in a tuple, which the collector then untracks. Any other
     value (a big tree such as a customization list, whose parts channel states share) stays the
     same object, kept in ``_objects`` under a number that is stored instead.
@@ -145,17 +161,24 @@ class _Column:
 
     def append(self, value: Any, measure: bool = True) -> int:
         """Store ``value``; returns about how many bytes it holds (0 unless ``measure``)."""
-        shared = _SHARED_IDS.get(id(value))
         size = 0
-        if shared is not None and _SHARED[shared] is value:
-            packed: Any = -1 - shared
-        elif type(value) is dict and not gc.is_tracked(value):
-            packed = tuple(chain.from_iterable(value.items()))
-            if measure:
-                try:
-                    size = 56 + 8 * len(packed) + len("".join(packed))  # all strings: the quick way
-                except TypeError:
-                    size = 56 + 8 * len(packed) + sum([len(v) for v in packed if type(v) is str])
+        if type(value) is dict and not _is_tracked(value):
+            shared = _SHARED_IDS.get(id(value))
+            if shared is not None and _SHARED[shared] is value:
+                packed: Any = -1 - shared
+            else:
+                keys = tuple(value)
+                shape = _KEYS.get(keys)
+                if shape is None:
+                    shape, size = _shape(keys)
+                packed = (shape, *value.values())
+                if measure:
+                    try:
+                        size += 56 + 8 * len(packed) + len("".join(packed[1:]))  # all strings: the quick way
+                    except TypeError:
+                        size += 56 + 8 * len(packed) + sum([len(v) for v in packed if type(v) is str])
+                else:
+                    size = 0
         elif type(value) in (dict, list) and _small_plain_json(value):
             packed = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
             size = 64 + len(packed)
@@ -175,7 +198,7 @@ class _Column:
         packed = self._chunks[chunk][offset] if chunk < len(self._chunks) else self._open[offset]
         kind = type(packed)
         if kind is tuple:
-            return dict(zip(packed[::2], packed[1::2], strict=True))
+            return dict(zip(packed[0], packed[1:], strict=True))
         if kind is str:
             return json.loads(packed)
         return _SHARED[-1 - packed] if packed < 0 else self._objects[packed]
@@ -388,10 +411,10 @@ class Store:
         return transition
 
     def _record(self, ch: _Channel, action: Any, origin: dict, now: int, elapsed: int, extra: int = 0) -> int:
-        index = len(self._actions)
+        index = self._dropped + len(self._sizes)  # len(self._actions), without a Python call
         # an origin is small (a client id is at most 256 characters): a fixed share of the 96
         size = 96 + extra + self._actions.append(action)
-        self._origins.append(origin, measure=False)
+        self._origins.append(origin, False)
         self._chan.append(ch.index)  # type: ignore[attr-defined]
         self._now.append(now)
         self._reducer_ns.append(elapsed if elapsed < 0xFFFFFFFF else 0xFFFFFFFF)

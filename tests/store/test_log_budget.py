@@ -142,3 +142,29 @@ def test_memory_the_log_holds_follows_its_budget():
     assert store.log_bytes <= budget
     assert held < 2 * budget, f"the store holds {held:,} bytes for a budget of {budget:,}"
     assert store.state("c")["draft"]["text"].startswith("0299")
+
+
+def test_actions_with_long_distinct_keys_are_charged_for_their_keys():
+    """The log packs an action of atomic members as its values beside a key tuple shared by every
+    action of that shape. A stranger's rejected actions with a new 100,000-character key each
+    (30 MB of keys, tiny values) must still count their keys against the budget, and the shared
+    key tuples must not keep them once the log drops them."""
+    budget = 4_000_000
+    store = Store(lambda: 1, max_log_bytes=budget)
+    store.add_channel("c", "chat", copy.deepcopy(SAMPLES["chat"][0][0]))
+    gc.collect()
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        for n in range(300):
+            store.reject(
+                "c", {"type": "chat/nope", f"{n:04}" + "k" * 100_000: 1}, client_origin("m", n), "no"
+            )
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+    assert store.log_bytes <= budget
+    assert held < 2 * budget, f"the store holds {held:,} bytes for a budget of {budget:,}"
+    last = store.transitions[-1].action
+    assert last == {"type": "chat/nope", "0299" + "k" * 100_000: 1}
