@@ -121,26 +121,39 @@ def test_a_transition_held_from_before_the_cut_says_it_was_dropped():
         old.origin  # noqa: B018 - the column no longer holds it
 
 
-def test_memory_the_log_holds_follows_its_budget():
-    """300 drafts of 100,000 characters (30 MB of text) into a store allowed 4 MB: the memory
-    it holds afterwards is about the budget, not the flood."""
-    budget = 4_000_000
-    store = Store(lambda: 1, max_log_bytes=budget)
+BUDGET = 4_000_000
+
+
+def _flooded(flood) -> Store:
+    """A chat store allowed ``BUDGET`` bytes after ``flood(store, n)`` for n in 0..299, checked to
+    hold about its budget in memory afterwards, not the flood."""
+    store = Store(lambda: 1, max_log_bytes=BUDGET)
     store.add_channel("c", "chat", copy.deepcopy(SAMPLES["chat"][0][0]))
     gc.collect()
     tracemalloc.start()
     try:
         start = tracemalloc.get_traced_memory()[0]
         for n in range(300):
-            text = f"{n:04}" + "d" * 100_000
-            store.apply("c", {"type": "chat/draftChanged", "draft": {"text": text}}, client_origin("m", n))
-            store.reject("c", {"type": "chat/nope", "blob": "r" * 1_500}, client_origin("m", n), "no " * 300)
+            flood(store, n)
         gc.collect()
         held = tracemalloc.get_traced_memory()[0] - start
     finally:
         tracemalloc.stop()
-    assert store.log_bytes <= budget
-    assert held < 2 * budget, f"the store holds {held:,} bytes for a budget of {budget:,}"
+    assert store.log_bytes <= BUDGET
+    assert held < 2 * BUDGET, f"the store holds {held:,} bytes for a budget of {BUDGET:,}"
+    return store
+
+
+def test_memory_the_log_holds_follows_its_budget():
+    """300 drafts of 100,000 characters (30 MB of text) into a store allowed 4 MB: the memory
+    it holds afterwards is about the budget, not the flood."""
+
+    def flood(store: Store, n: int) -> None:
+        text = f"{n:04}" + "d" * 100_000
+        store.apply("c", {"type": "chat/draftChanged", "draft": {"text": text}}, client_origin("m", n))
+        store.reject("c", {"type": "chat/nope", "blob": "r" * 1_500}, client_origin("m", n), "no " * 300)
+
+    store = _flooded(flood)
     assert store.state("c")["draft"]["text"].startswith("0299")
 
 
@@ -149,22 +162,10 @@ def test_actions_with_long_distinct_keys_are_charged_for_their_keys():
     action of that shape. A stranger's rejected actions with a new 100,000-character key each
     (30 MB of keys, tiny values) must still count their keys against the budget, and the shared
     key tuples must not keep them once the log drops them."""
-    budget = 4_000_000
-    store = Store(lambda: 1, max_log_bytes=budget)
-    store.add_channel("c", "chat", copy.deepcopy(SAMPLES["chat"][0][0]))
-    gc.collect()
-    tracemalloc.start()
-    try:
-        start = tracemalloc.get_traced_memory()[0]
-        for n in range(300):
-            store.reject(
-                "c", {"type": "chat/nope", f"{n:04}" + "k" * 100_000: 1}, client_origin("m", n), "no"
-            )
-        gc.collect()
-        held = tracemalloc.get_traced_memory()[0] - start
-    finally:
-        tracemalloc.stop()
-    assert store.log_bytes <= budget
-    assert held < 2 * budget, f"the store holds {held:,} bytes for a budget of {budget:,}"
-    last = store.transitions[-1].action
-    assert last == {"type": "chat/nope", "0299" + "k" * 100_000: 1}
+
+    def flood(store: Store, n: int) -> None:
+        action = {"type": "chat/nope", f"{n:04}" + "k" * 100_000: 1}
+        store.reject("c", action, client_origin("m", n), "no")
+
+    store = _flooded(flood)
+    assert store.transitions[-1].action == {"type": "chat/nope", "0299" + "k" * 100_000: 1}
