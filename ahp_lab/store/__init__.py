@@ -139,10 +139,11 @@ class _Column:
     untrack: a shared origin (``HOST``, an agent's) as ``-1 - position`` in ``_SHARED``; a dict
     the collector does not track (only atomic members: streamed deltas, client origins) as a
     ``(keys, value, ...)`` tuple of the same values, one key tuple shared by the dicts of a shape;
-    a small nested value of plain JSON (a tool result, a content update) as its JSON text. Both read back as equal values. Every
-    :data:`_CHUNK` of them are sealed in a tuple, which the collector then untracks. Any other
-    value (a big tree such as a customization list, whose parts channel states share) stays the
-    same object, kept in ``_objects`` under a number that is stored instead.
+    a small nested value of plain JSON (a tool result, a content update) as its JSON text. Both
+    read back as equal values. Every :data:`_CHUNK` of them are sealed in a tuple, which the
+    collector then untracks. Any other value (a big tree such as a customization list, whose parts
+    channel states share) stays the same object, kept in ``_objects`` under a number that is
+    stored instead.
 
     Indices are absolute: :meth:`drop` forgets the oldest values, and they are not renumbered.
     """
@@ -168,17 +169,16 @@ class _Column:
                 packed: Any = -1 - shared
             else:
                 keys = tuple(value)
-                shape = _KEYS.get(keys)
+                shape, held = _KEYS.get(keys), 0
                 if shape is None:
-                    shape, size = _shape(keys)
+                    shape, held = _shape(keys)
                 packed = (shape, *value.values())
                 if measure:
                     try:
-                        size += 56 + 8 * len(packed) + len("".join(packed[1:]))  # all strings: the quick way
+                        text = len("".join(packed[1:]))  # all strings: the quick way
                     except TypeError:
-                        size += 56 + 8 * len(packed) + sum([len(v) for v in packed if type(v) is str])
-                else:
-                    size = 0
+                        text = sum([len(v) for v in packed if type(v) is str])
+                    size = held + 56 + 8 * len(packed) + text
         elif type(value) in (dict, list) and _small_plain_json(value):
             packed = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
             size = 64 + len(packed)
