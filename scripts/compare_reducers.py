@@ -40,26 +40,36 @@ BENCH_DIR = harness.BENCH_DIR
 FUZZ_ACTIONS = 400
 CASE_CHECKPOINTS = 200
 
-#: Run in a fresh process whose current folder (first on ``sys.path`` under ``-c``) is a tree:
-#: prints, for each workload folder in argv (after EVERY and CHECKPOINTS), ``[[action index, digest or "raises ..."], ...]``.
-_DIGESTS = """
+#: The start of both runners below, run in a fresh process whose current folder (first on
+#: ``sys.path`` under ``-c``) is a tree: a workload folder, loaded for that tree's reducers.
+_LOAD = """
 import hashlib, json, sys
 import ahp_lab
 from ahp_lab.protocol.jsonvalue import to_json
 from ahp_lab.reducers import REDUCERS
+
+def load(folder):
+    meta = json.load(open(folder + "/meta.json"))
+    with open(folder + "/actions.jsonl", encoding="utf-8") as fh:
+        actions = [json.loads(line) for line in fh if line.strip()]
+    state = json.load(open(folder + "/initial.json"))
+    return REDUCERS[meta["reducer"]], meta.get("now_ms", 9999), state, actions
+"""
+
+#: argv: EVERY, CHECKPOINTS, FOLDER...; prints where ahp_lab came from and, for each folder,
+#: ``[[action index, digest or "raises ..."], ...]``.
+_DIGESTS = (
+    _LOAD
+    + """
 every, checkpoints = int(sys.argv[1]), int(sys.argv[2])
 out = {"ahp_lab": ahp_lab.__file__, "workloads": []}
 for folder in sys.argv[3:]:
-    meta = json.load(open(folder + "/meta.json"))
-    reducer = REDUCERS[meta["reducer"]]
-    state = json.load(open(folder + "/initial.json"))
-    with open(folder + "/actions.jsonl", encoding="utf-8") as fh:
-        actions = [json.loads(line) for line in fh if line.strip()]
+    reducer, now_ms, state, actions = load(folder)
     step = every or max(1, len(actions) // checkpoints)
     points = []
     for i, action in enumerate(actions):
         try:
-            state = reducer(state, action, meta.get("now_ms", 9999))
+            state = reducer(state, action, now_ms)
         except Exception as exc:
             points.append([i, f"raises {type(exc).__name__}"])
             break
@@ -69,25 +79,21 @@ for folder in sys.argv[3:]:
     out["workloads"].append(points)
 print(json.dumps(out))
 """
+)
 
-#: The same, for one workload up to action UPTO: prints the state then (or the exception's message).
-_STATE = """
-import json, sys
-from ahp_lab.protocol.jsonvalue import to_json
-from ahp_lab.reducers import REDUCERS
-folder, upto = sys.argv[1], int(sys.argv[2])
-meta = json.load(open(folder + "/meta.json"))
-reducer = REDUCERS[meta["reducer"]]
-state = json.load(open(folder + "/initial.json"))
-with open(folder + "/actions.jsonl", encoding="utf-8") as fh:
-    actions = [json.loads(line) for line in fh if line.strip()][: upto + 1]
+#: argv: FOLDER, UPTO; prints the state after action UPTO (or the exception's message).
+_STATE = (
+    _LOAD
+    + """
+reducer, now_ms, state, actions = load(sys.argv[1])
 try:
-    for action in actions:
-        state = reducer(state, action, meta.get("now_ms", 9999))
+    for action in actions[: int(sys.argv[2]) + 1]:
+        state = reducer(state, action, now_ms)
     print(json.dumps({"state": to_json(state)}))
 except Exception as exc:
     print(json.dumps({"raises": f"{type(exc).__name__}: {exc}"}))
 """
+)
 
 
 def _fuzz(work: Path, seeds: range) -> list[Path]:
