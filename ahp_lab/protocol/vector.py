@@ -147,20 +147,6 @@ class Vector:
         out._tail = tuple(items[tailoff:])
         return out
 
-    def _derive(self, n: int, shift: int, root: tuple, tail: tuple) -> Vector:
-        out = Vector.__new__(Vector)
-        out._base = self._base
-        out._nb = self._nb
-        out._n = n
-        out._holes = self._holes
-        out._shift = shift
-        out._root = root
-        out._tail = tail
-        out._index = self._index
-        out._counts = None
-        out._hint = None
-        return out
-
     def _phys(self, i: int) -> int:
         """The storage position of list position ``i`` (``0 <= i < len(self)``).
 
@@ -190,8 +176,18 @@ class Vector:
     def appended(self, item: Any) -> Vector:
         """A new vector with ``item`` added at the end; ``self`` is unchanged."""
         n, tail = self._n, self._tail
+        # a new version, written out as in replaced: appending to a long turn is frequent
+        out = _new(Vector)
+        out._base = self._base
+        out._nb = self._nb
+        out._n = n + 1
+        out._holes = self._holes
+        indexes = out._index = self._index
+        out._hint = None
         if len(tail) < _WIDTH:
-            out = self._derive(n + 1, self._shift, self._root, tail + (item,))
+            out._shift = self._shift
+            out._root = self._root
+            out._tail = tail + (item,)
         else:  # the tail is full: it becomes a leaf of the trie
             m = n - self._nb  # entries in the trie and tail
             shift, root = self._shift, self._root
@@ -200,15 +196,17 @@ class Vector:
                 shift += _BITS
             else:
                 root = _push_tail(m, shift, root, tail)
-            out = self._derive(n + 1, shift, root, (item,))
-        if out._index is not None:
-            for key_fn, (multi, index) in out._index.items():
+            out._shift = shift
+            out._root = root
+            out._tail = (item,)
+        if indexes is not None:
+            for key_fn, (multi, index) in indexes.items():
                 keys = key_fn(item)
                 if not multi and keys not in index and keys is not NO_KEY:
                     index[keys] = n  # a new key (most appends): _add_keys, inlined
                 else:
                     _add_keys(index, n, keys, multi)
-        counts = self._counts
+        counts = out._counts = self._counts
         if counts:
             changed = None
             for pred, c in counts.items():
@@ -216,7 +214,8 @@ class Vector:
                     if changed is None:
                         changed = dict(counts)
                     changed[pred] = c + 1
-            out._counts = counts if changed is None else changed  # shared while unchanged
+            if changed is not None:
+                out._counts = changed  # else shared while unchanged
         return out
 
     def replaced(self, i: int, item: Any, *, same_keys: bool = False, same_counts: bool = False) -> Vector:
@@ -233,7 +232,7 @@ class Vector:
         if i < src._nb:  # inside the shared prefix: move everything into the trie once
             src = Vector._trie(list(self._stored()))
             src._holes, src._index, src._counts = self._holes, self._index, self._counts
-        # _derive, inlined: this is the most frequent update
+        # a new version, written out: this is the most frequent update
         out = _new(Vector)
         out._base = src._base
         out._nb = src._nb
@@ -255,7 +254,17 @@ class Vector:
             out._tail = _with(tail, j, item)
         else:
             old = src._get(i) if counts or not same_keys else None
-            out._root = _assoc(shift, src._root, i - src._nb, item)
+            i -= src._nb
+            root = src._root
+            if shift == _BITS:  # _assoc at the common depth, written out: a root over leaves
+                sub = i >> _BITS
+                leaf = [*root[sub]]
+                leaf[i & _MASK] = item
+                root = [*root]
+                root[sub] = tuple(leaf)
+                out._root = tuple(root)
+            else:
+                out._root = _assoc(shift, root, i, item)
             out._tail = tail
         if index is not None and not same_keys:
             for key_fn, (multi, positions) in index.items():
