@@ -251,7 +251,9 @@ class Vector:
             j = i - tailoff
             old = tail[j]
             out._root = src._root
-            out._tail = _with(tail, j, item)
+            tail = [*tail]  # _with, written out: most updates are to recent entries, in the tail
+            tail[j] = item
+            out._tail = tuple(tail)
         else:
             old = src._get(i) if counts or not same_keys else None
             i -= src._nb
@@ -398,9 +400,12 @@ class Vector:
         entry = shared.get(key_fn) if shared is not None else None
         index = self._index_of(key_fn, multi) if entry is None else entry[1]
         p = index.get(key)
-        if type(p) is not int or p >= self._n or self._holes or STOP in index:
+        n = self._n
+        if type(p) is not int or p >= n or self._holes or STOP in index:
             return None
-        return p, self._get(p)
+        tail = self._tail
+        q = p - n + len(tail)
+        return p, tail[q] if q >= 0 else self._get(p)  # a recent entry (most lookups) read in place
 
     def find(self, key_fn: KeyFn, key: Any) -> int:
         """The first position whose entry has ``key_fn(entry) == key``, else ``-1``."""
