@@ -226,6 +226,25 @@ class Vector:
         Pass ``same_counts=True`` when ``item`` satisfies every counted predicate as the entry it
         replaces does (e.g. a tool call whose status is unchanged): it skips the count updates.
         """
+        tail = self._tail
+        j = i - self._n + len(tail)
+        if 0 <= j < len(tail) and same_keys and not self._holes and (same_counts or not self._counts):
+            # The most frequent update (a tool call of a long turn): a recent entry, in the tail,
+            # keyed and counted as before, so the indexes and counts carry over unchanged.
+            out = _new(Vector)
+            out._base = self._base
+            out._nb = self._nb
+            out._n = self._n
+            out._holes = ()
+            out._shift = self._shift
+            out._root = self._root
+            tail = [*tail]
+            tail[j] = item
+            out._tail = tuple(tail)
+            out._index = self._index
+            out._counts = self._counts if same_counts else None
+            out._hint = None
+            return out
         if self._holes or not 0 <= i < self._n:
             i = self._position(i)  # a storage position from here on
         src = self
