@@ -358,6 +358,10 @@ def _simulated(folder: Path, mode: str, l1: tuple[int, int], l2: tuple[int, int]
     runs changes often."""
     with tempfile.NamedTemporaryFile("r", suffix=".log") as log:
         tool = (
+            # one hash seed: the run without the pass then loads exactly as the run with it, so
+            # their difference is the pass (a 100,000-turn load varies by more than the pass)
+            "env",
+            "PYTHONHASHSEED=0",
             "valgrind",
             "--tool=cachegrind",
             "--cache-sim=yes",
