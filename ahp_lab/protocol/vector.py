@@ -270,9 +270,7 @@ class Vector:
             j = i - tailoff
             old = tail[j]
             out._root = src._root
-            tail = [*tail]  # _with, written out: most updates are to recent entries, in the tail
-            tail[j] = item
-            out._tail = tuple(tail)
+            out._tail = _with(tail, j, item)
         else:
             old = src._get(i) if counts or not same_keys else None
             i -= src._nb
