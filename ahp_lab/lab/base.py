@@ -30,8 +30,8 @@ class LabBase:
         return self.store.transitions
 
     def state_at(self, seq: int) -> dict[str, Any]:
-        """Every channel's state right after transition ``seq`` (time travel)."""
-        return self.store.state_at(seq)
+        """Every channel's state right after transition ``seq`` (time travel), as plain JSON."""
+        return {channel: to_json(state) for channel, state in self.store.state_at(seq).items()}
 
     def state(self, channel: str | None = None) -> Any:
         """The authoritative state of a channel (default: the session's default chat), as plain JSON."""
