@@ -5,6 +5,10 @@ it never mutates its input, shares every unchanged subtree with it, reads time o
 ``now_ms`` (epoch milliseconds), and never raises — unknown action types and malformed actions
 return the input state object itself. The one exception is input nested deeper than Python's
 recursion limit (``RecursionError``), which the host's limits refuse before any reducer sees it.
+
+The caller must not mutate a state either, once a reducer has seen it: the result shares its
+unchanged parts, and a long list is indexed by identity, so a list changed in place and passed
+again still reads as it was. Copy a state (``copy.deepcopy``) to edit it.
 """
 
 from __future__ import annotations
