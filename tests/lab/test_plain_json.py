@@ -10,18 +10,7 @@ import json
 
 from ahp_lab import Lab, to_json
 from ahp_lab.agents.scripted import say
-from ahp_lab.protocol.text import Text
 from ahp_lab.protocol.vector import Vector
-
-
-def _compact(value) -> bool:
-    if isinstance(value, (Text, Vector)):
-        return True
-    if isinstance(value, dict):
-        return any(_compact(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_compact(v) for v in value)
-    return False
 
 
 def test_time_travel_and_current_states_serialize_with_plain_json_dumps():
@@ -29,7 +18,9 @@ def test_time_travel_and_current_states_serialize_with_plain_json_dumps():
     for i in range(20):  # more turns than a plain list keeps, and answers longer than a short text
         lab.run(f"question {i}", script=[say("a long streamed answer " * 20)])
     seq = lab.store.last_seq
-    assert _compact(lab.store.state_at(seq)[lab.chat])  # the host's own values are compact
+    host_own = lab.store.state_at(seq)[lab.chat]
+    assert to_json(host_own) is not host_own  # the host's own values are compact: converted
+    assert isinstance(host_own["turns"], Vector)
 
     at = lab.state_at(seq)
     assert json.loads(json.dumps(at)) == at
