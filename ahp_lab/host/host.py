@@ -20,7 +20,7 @@ from ..agents.base import Agent, ToolInfo
 from ..protocol import PROTOCOL_VERSION, SUPPORTED_VERSIONS
 from ..protocol.clock import iso_ms
 from ..protocol.jsonrpc import ErrorCode
-from ..protocol.jsonvalue import detached, dumps, to_json
+from ..protocol.jsonvalue import dumps, to_json
 from ..protocol.limits import Limits, clipped, truncated
 from ..store import HOST, Store, Transition, wall_clock_ms
 from ..tools import CONFIRM_META, ResolvedTool, Tool, failure_result
@@ -297,12 +297,12 @@ class Host(SessionsAndChats):
         """Apply a host-, agent- or MCP-originated action and do the follow-ups.
 
         This is where text the host did not write enters state, so the action is redacted here
-        (:class:`~ahp_lab.host.redaction.Redactor`), once, before the store sees it. The store gets
-        its own copy (:func:`~ahp_lab.protocol.jsonvalue.detached`): a cell that dispatches a dict
-        and then changes it, or reuses its lists for the next action, must not change the state or
-        the log behind their back (state is never mutated: the reducers' indexes rely on it).
+        (:class:`~ahp_lab.host.redaction.Redactor`), once, before the store sees it. The redacted
+        copy is the store's own: a cell that dispatches a dict and then changes it, or reuses its
+        lists for the next action, must not change the state or the log behind their back (state
+        is never mutated: the reducers' indexes rely on it).
         """
-        transition = self.store.apply(channel, self.redactor.action(detached(action)), origin)
+        transition = self.store.apply(channel, self.redactor.action(action), origin)
         self._after(transition)
         return transition
 

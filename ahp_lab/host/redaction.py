@@ -105,25 +105,20 @@ class Redactor:
         return text
 
     def redact(self, value: Any, *, generic: bool = True) -> Any:
-        """``value`` (a JSON value, e.g. an action) with secrets masked in every string.
+        """A copy of ``value`` (a JSON value, e.g. an action) with secrets masked in every string.
 
-        Unchanged subtrees are returned as they are (the same objects), so redacting an action
-        with nothing to hide allocates nothing.
+        Every dict and list is a fresh one (strings and numbers are shared, being immutable), so
+        nothing the caller does to its objects afterwards reaches what the host stored.
         """
         if isinstance(value, str):
             return self.text(value, generic=generic) if value else value
         if isinstance(value, dict):
-            out = None
-            for key, item in value.items():
-                new = self.redact(item, generic=generic and key not in _TOOL_INPUT_KEYS)
-                if new is not item:
-                    if out is None:
-                        out = dict(value)
-                    out[key] = new
-            return value if out is None else out
+            return {
+                key: self.redact(item, generic=generic and key not in _TOOL_INPUT_KEYS)
+                for key, item in value.items()
+            }
         if isinstance(value, list):
-            items = [self.redact(item, generic=generic) for item in value]
-            return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+            return [self.redact(item, generic=generic) for item in value]
         return value
 
     def action(self, action: dict) -> dict:

@@ -9,7 +9,7 @@ from typing import Any
 from .text import Text
 from .vector import Vector
 
-__all__ = ["to_json", "detached", "strip_nulls", "dumps", "loads", "json_equal", "json_patch", "apply_patch"]
+__all__ = ["to_json", "strip_nulls", "dumps", "loads", "json_equal", "json_patch", "apply_patch"]
 
 
 #: Recent conversions of containers: id -> (value, plain form). The same unchanged state converts
@@ -57,26 +57,6 @@ def _to_json(value: Any) -> Any:
             return value
         return items
     return value
-
-
-def detached(value: Any) -> Any:
-    """``value`` with a fresh dict or list for each of its own, so that nothing a caller does to
-    its objects later reaches the copy. Strings, numbers and the immutable ``Text`` and ``Vector``
-    are shared as they are."""
-    kind = type(value)
-    if kind is dict:
-        return {k: v if type(v) in _SHARED else detached(v) for k, v in value.items()}
-    if kind is list:
-        return [v if type(v) in _SHARED else detached(v) for v in value]
-    if isinstance(value, dict):  # a subclass: a plain dict of its items
-        return {k: detached(v) for k, v in value.items()}
-    if isinstance(value, list) and kind is not Vector:
-        return [detached(v) for v in value]
-    return value
-
-
-#: The types :func:`detached` shares without looking inside: immutable, or holding no containers.
-_SHARED = frozenset({str, int, float, bool, type(None), Text, Vector})
 
 
 def strip_nulls(value: Any) -> Any:
