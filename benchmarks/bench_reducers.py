@@ -20,10 +20,11 @@ that estimates the ratio to the reference on a loaded machine. It prints:
    keep state immutable (the four copies and the text append, no checks, no dispatch), interleaved
    in this process; the one pass over the harness's customization tree that its first lookup
    makes to index it (P=10 and P=1000, fresh processes), and the family's growth with and without
-   that pass, then without the time spent in the cyclic collector's passes too; and the harness's
-   customization toggles and MCP state changes at P=10 and P=1000, ours beside the least a Python
-   reducer can do (the copies alone, with lookups prebuilt and not timed), cold in fresh
-   processes, with the growth ratio of each.
+   that pass, then without the time spent in the cyclic collector's passes too; and the whole
+   customization log at P=10 and P=1000, ours beside a floor that reduces its customization actions
+   by the copies alone (lookups prebuilt and not timed) and the rest by ours, cold in fresh
+   processes, with the growth of each, and the growth ours would have if none of its own work
+   (the floor aside) grew with the tree.
    Issue 14's notes use all of them.
 6. **Growth per action type**: each family's small and large case, cold, timed per action type
    (the timer's cost, some 60 ns, is in both). A family's workloads mix the types differently at
@@ -156,73 +157,87 @@ print(len(actions) / (time.perf_counter() - start))
 """
 
 
-_TREE_RUNNER = """
+_FLOOR_RUNNER = """
 from ahp_lab.protocol.vector import Vector
 mode = sys.argv[2]
-kinds = ("session/customizationToggled", "session/mcpServerStateChanged")
-actions = [a for a in actions if a["type"] in kinds]
-tree = state["customizations"]
-top = {e["id"]: i for i, e in enumerate(tree)}  # the floor's lookups, prebuilt and not timed
-kids = {}
-for i, e in enumerate(tree):
-    if e.get("type") != "mcpServer":
-        for j, child in enumerate(e.get("children") or ()):
+kinds = {"session/customizationToggled", "session/customizationUpdated", "session/mcpServerStateChanged",
+         "session/mcpServerStartRequested", "session/mcpServerStopRequested"}
+top, kids = {}, {}  # the floor's lookups, prebuilt: the log appends containers and removes none
+
+
+def prebuilt(i, entry):
+    top.setdefault(entry["id"], i)
+    if entry.get("type") != "mcpServer":
+        for j, child in enumerate(entry.get("children") or ()):
             kids.setdefault(child["id"], (i, j))
-tree = Vector.of(tree)
+
+
+for entry in state["customizations"]:
+    prebuilt(len(top), entry)
+for action in actions:
+    if action["type"] == "session/customizationUpdated" and action["customization"]["id"] not in top:
+        prebuilt(len(top), action["customization"])
+state = {**state, "customizations": Vector.of(state["customizations"])}
 gc.collect()
 gc.freeze()
 start = time.perf_counter()
-if mode == "ours":
-    for action in actions:
+for action in actions:
+    kind = action["type"]
+    if mode == "ours" or kind not in kinds:
         state = reducer(state, action, 9999)
-else:  # the copies that immutability needs, and nothing else
-    for action in actions:
-        toggled = action["type"] == kinds[0]
+        continue
+    # the copies that immutability needs for the customization actions, and nothing else
+    tree = state["customizations"]
+    if kind == "session/customizationUpdated":
+        i = top[action["customization"]["id"]]
+        entry = action["customization"]
+    else:
+        if kind == "session/customizationToggled":
+            change = {"enabled": action["enabled"]}
+        elif kind == "session/mcpServerStateChanged":
+            change = {"state": action["state"], "channel": action.get("channel")}
+        else:
+            change = {"state": {"kind": "starting" if kind.endswith("StartRequested") else "stopped"}}
         i = top.get(action["id"])
-        if i is None:
+        if i is not None:
+            entry = {**tree[i], **change}
+        else:
             found = kids.get(action["id"])
-            if found is None:
+            if found is None or found[0] >= len(tree):
                 continue
             i, j = found
             entry = tree[i]
-            children = entry["children"]
-            child = children[j].copy()
-            if toggled:
-                child["enabled"] = action["enabled"]
-            else:
-                child["state"], child["channel"] = action["state"], action.get("channel")
-            children = children.copy()
-            children[j] = child
-            entry = entry.copy()
-            entry["children"] = children
-        else:
-            entry = tree[i].copy()
-            if toggled:
-                entry["enabled"] = action["enabled"]
-            else:
-                entry["state"], entry["channel"] = action["state"], action.get("channel")
-        tree = tree.replaced(i, entry, same_keys=True)
-        state = state.copy()
-        state["customizations"] = tree
-print((time.perf_counter() - start) / len(actions))
+            children = entry["children"].copy()
+            children[j] = {**children[j], **change}
+            entry = {**entry, "children": children}
+    tree = tree.replaced(i, entry, same_keys=True) if i < len(tree) else tree.appended(entry)
+    state = {**state, "customizations": tree}
+print(time.perf_counter() - start)
 """
 
 
 def _tree_floor(folders: dict[str, Path], rounds: int) -> None:
-    """Customization toggles and MCP state changes, ours beside the copies alone, cold at P=10 and P=1000."""
+    """The whole customization family, ours beside a floor: the same log with every customization
+    action reduced by the copies alone (lookups prebuilt, not timed), the rest by ours; cold in
+    fresh processes, the collector on. Ours could grow no less than the floor does, plus its own
+    work at P=10 if that did not grow at all."""
     cases = CUSTOMIZATION_CASES
     if not all(case in folders for case in cases):
         return
     best: dict[tuple[str, str], float] = {}
     for _ in range(rounds):
         for case in cases:
-            for mode in ("ours", "copies"):
-                cost = float(_run(_TREE_RUNNER, folders[case], mode))
+            for mode in ("ours", "floor"):
+                cost = float(_run(_FLOOR_RUNNER, folders[case], mode))
                 best[case, mode] = min(best.get((case, mode), cost), cost)
-    for mode, what in (("ours", "ours"), ("copies", "copies only, lookups prebuilt")):
-        small, large = (best[case, mode] for case in cases)
+    ours_s, ours_l, floor_s, floor_l = (best[case, mode] for mode in ("ours", "floor") for case in cases)
+    for what, small, large in (
+        ("ours", ours_s, ours_l),
+        ("the copies alone for its customization actions", floor_s, floor_l),
+        ("ours, had none of its own work grown", ours_s, floor_l + ours_s - floor_s),
+    ):
         print(
-            f"  toggles and MCP changes, {what:<30} P=10 {small * 1e9:6.0f} ns, P=1000 {large * 1e9:6.0f} ns,"
+            f"  customizations family, {what:<47} P=10 {small * 1e3:5.1f} ms, P=1000 {large * 1e3:5.1f} ms,"
             f" growth {small / large:.2f}"
         )
 
