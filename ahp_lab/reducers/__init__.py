@@ -9,6 +9,14 @@ recursion limit (``RecursionError``), which the host's limits refuse before any 
 The caller must not mutate a state either, once a reducer has seen it: the result shares its
 unchanged parts, and a long list is indexed by identity, so a list changed in place and passed
 again still reads as it was. Copy a state (``copy.deepcopy``) to edit it.
+
+State is JSON, so a number JSON cannot carry is held as JSON carries it. Where JavaScript's ``+``
+makes ``NaN`` or ±``Infinity`` (``undefined + undefined``: a ``chat/delta`` without ``content`` on
+a part without content, a ``terminal/data`` without ``data`` on output without a value), the state
+holds ``null`` (absent), as the wire and every snapshot do. The reference keeps the number in memory
+until the next append, which then makes ``"NaNx"`` where ahp_lab, like a client that joined from a
+snapshot, makes ``"undefinedx"``. It is the one known difference from the reference, and only
+actions that the host refuses as malformed (the text is a required string) can reach it.
 """
 
 from __future__ import annotations
