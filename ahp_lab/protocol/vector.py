@@ -228,23 +228,36 @@ class Vector:
         """
         tail = self._tail
         j = i - self._n + len(tail)
-        if 0 <= j < len(tail) and same_keys and not self._holes and (same_counts or not self._counts):
-            # The most frequent update (a tool call of a long turn): a recent entry, in the tail,
-            # keyed and counted as before, so the indexes and counts carry over unchanged.
-            out = _new(Vector)
-            out._base = self._base
-            out._nb = self._nb
-            out._n = self._n
-            out._holes = ()
-            out._shift = self._shift
-            out._root = self._root
-            tail = [*tail]
-            tail[j] = item
-            out._tail = tuple(tail)
-            out._index = self._index
-            out._counts = self._counts if same_counts else None
-            out._hint = None
-            return out
+        if same_keys and not self._holes and (same_counts or not self._counts):
+            # The most frequent updates: an entry keyed and counted as before, so the indexes and
+            # counts carry over unchanged, either recent, in the tail (a tool call of a long turn),
+            # or in a leaf under the root (an entry of a tree of some 1,000, such as a toggle's).
+            if 0 <= j < len(tail):
+                tail = [*tail]
+                tail[j] = item
+                tail = tuple(tail)
+                root = self._root
+            elif j < 0 <= (k := i - self._nb) and self._shift == _BITS:
+                root = [*self._root]
+                leaf = [*root[k >> _BITS]]
+                leaf[k & _MASK] = item
+                root[k >> _BITS] = tuple(leaf)
+                root = tuple(root)
+            else:
+                root = None
+            if root is not None:
+                out = _new(Vector)
+                out._base = self._base
+                out._nb = self._nb
+                out._n = self._n
+                out._holes = ()
+                out._shift = self._shift
+                out._root = root
+                out._tail = tail
+                out._index = self._index
+                out._counts = self._counts if same_counts else None
+                out._hint = None
+                return out
         if self._holes or not 0 <= i < self._n:
             i = self._position(i)  # a storage position from here on
         src = self
@@ -422,7 +435,12 @@ class Vector:
             return None
         tail = self._tail
         q = p - n + len(tail)
-        return p, tail[q] if q >= 0 else self._get(p)  # a recent entry (most lookups) read in place
+        if q >= 0:
+            return p, tail[q]  # a recent entry (most lookups in a long turn) read in place
+        k = p - self._nb
+        if k >= 0 and self._shift == _BITS:  # a leaf under the root (a tree of some 1,000 entries)
+            return p, self._root[k >> _BITS][k & _MASK]
+        return p, self._get(p)
 
     def find(self, key_fn: KeyFn, key: Any) -> int:
         """The first position whose entry has ``key_fn(entry) == key``, else ``-1``."""

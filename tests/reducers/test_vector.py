@@ -18,7 +18,8 @@ ops = st.lists(
     st.one_of(
         st.tuples(st.just("append"), st.integers(0, 50)),
         st.tuples(st.just("replace"), st.integers(0, 5000), st.integers(0, 50)),
-        st.tuples(st.just("touch"), st.integers(0, 40)),
+        st.tuples(st.just("touch"), st.integers(0, 40)),  # a recent entry, usually in the tail
+        st.tuples(st.just("touch"), st.integers(0, 5000)),  # any entry: in the tail, a leaf or the prefix
         st.tuples(st.just("remove"), st.integers(0, 5000)),
         st.tuples(st.just("prefix"), st.integers(0, 5000)),
     ),
@@ -100,7 +101,7 @@ def test_every_version_equals_its_list_model_and_never_changes(size, program):
             same = even(op[2]) == even(model[i])
             vec, model = vec.replaced(i, op[2], same_counts=same), [*model[:i], op[2], *model[i + 1 :]]
         elif op[0] == "touch" and model:
-            # an entry replaced by one keyed and counted as it (a recent one, usually in the tail)
+            # an entry replaced by one keyed and counted as it (the tail, a leaf or the shared prefix)
             i = len(model) - 1 - op[1] % len(model)
             vec = vec.replaced(i, model[i], same_keys=True, same_counts=True)
         elif op[0] == "remove" and model:
