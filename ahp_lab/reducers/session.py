@@ -106,12 +106,20 @@ def _upsert_into(state: dict, field: str, key_fn, item: Any, *, create: bool) ->
     return None if entries is None else _upserted(entries, key_fn, item)
 
 
-def _upserted(entries: list | Vector, key_fn, item: Any) -> list | Vector | None:
-    """``entries`` with ``item`` upserted by key (see :func:`_upsert_into`); ``None`` when unchanged."""
+def _upserted(entries: list | Vector, key_fn, item: Any, replacing=None) -> list | Vector | None:
+    """``entries`` with ``item`` upserted by key (see :func:`_upsert_into`); ``None`` when unchanged.
+
+    ``replacing``, when given, is called with the entry that ``item`` replaces.
+    """
     if item is None:
         return None if len(entries) else appended(entries, None)
     i = _find(entries, key_fn, key_fn(item))
-    return replaced(entries, i, item) if i >= 0 else appended(entries, item)
+    if i < 0:
+        return appended(entries, item)
+    out = replaced(entries, i, item)
+    if replacing is not None:
+        replacing(entries[i])
+    return out
 
 
 def _remove_from(state: dict, field: str, key_fn, wanted: Any) -> list | Vector | None:
@@ -297,6 +305,16 @@ def _hand_over(children: list, out: list) -> None:
         _remember(out, known[1])
 
 
+def _forget(entry: Any) -> None:
+    """Drop the positions of ``entry``'s children, which leave the tree (the container is replaced or
+    removed, or its list loses a child), so that the table does not keep them alive. A state that
+    still holds them (an older version) finds its children by rebuilding the positions."""
+    global _held
+    children = entry.get("children") if type(entry) is dict else None
+    if type(children) is list and _POSITIONS.pop(id(children), None) is not None:
+        _held -= len(children)
+
+
 def _tree(state: dict) -> list | Vector | None:
     """The customization tree, or ``None`` when it is not an array.
 
@@ -432,10 +450,18 @@ def _customization_toggled(state, action, now_ms):
     return state
 
 
+def _customizations_changed(state, action, now_ms):
+    old = state.get("customizations")
+    if type(old) is list or type(old) is Vector:
+        for entry in old:
+            _forget(entry)
+    return put(state, "customizations", action.get("customizations"))
+
+
 def _customization_updated(state, action, now_ms):
     item = action.get("customization")
     tree = [] if state.get("customizations") is None else _tree(state)
-    out = None if tree is None else _upserted(tree, _id_key, item)
+    out = None if tree is None else _upserted(tree, _id_key, item, _forget)
     return state if out is None else put(state, "customizations", out)
 
 
@@ -446,9 +472,11 @@ def _customization_removed(state, action, now_ms):
     cid = key(action.get("id"))
     i = _find(tree, _id_key, cid)
     if i >= 0:
+        _forget(tree[i])
         return put(state, "customizations", removed(tree, i))
     out = tree
     for i, entry, children, j in _containers_with(tree, cid, every=True):
+        _forget(entry)
         out = replaced(out, i, put(entry, "children", removed(children, j)))
     return state if out is tree else put(state, "customizations", out)
 
@@ -499,7 +527,7 @@ reduce_session = make_reducer(
         "session/workingDirectoryRemoved": directory_removed,
         "session/inputNeededSet": _input_needed_set,
         "session/inputNeededRemoved": _input_needed_removed,
-        "session/customizationsChanged": set_field("customizations"),
+        "session/customizationsChanged": _customizations_changed,
         "session/customizationToggled": _customization_toggled,
         "session/customizationUpdated": _customization_updated,
         "session/customizationRemoved": _customization_removed,

@@ -57,3 +57,68 @@ def test_an_old_version_of_the_tree_still_finds_its_children():
     assert first["customizations"][3]["children"][29]["enabled"] is False
     assert again["customizations"][3]["children"][29]["enabled"] == "again"
     assert base["customizations"][3]["children"][29]["enabled"] is True
+
+
+def _reloads(state: dict, start: int, count: int) -> dict:
+    """``count`` plugin reloads: a container replaced by a new version, then a child toggled."""
+    for k in range(start, start + count):
+        p = k % 30
+        body = {**_tree(p + 1, 20)[p], "version": f"1.{k}"}  # fresh objects, as the wire gives
+        state = session(state, {"type": "session/customizationUpdated", "customization": body})
+        state = session(
+            state, {"type": "session/customizationToggled", "id": f"p{p}/s3", "enabled": k % 2 == 0}
+        )
+    return state
+
+
+def test_a_container_replaced_many_times_is_not_kept_alive():
+    """A session whose plugins reload for hours holds one version of each container, not every one."""
+    import tracemalloc
+
+    state = {
+        "provider": "p",
+        "title": "t",
+        "status": 1,
+        "lifecycle": "ready",
+        "customizations": _tree(30, 20),
+    }
+    state = _reloads(state, 0, 60)  # every container replaced once: what remains is the steady state
+    tracemalloc.start()
+    try:
+        state = _reloads(state, 60, 1500)
+        grown = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    # Keeping each replaced version's children alive would hold some 1,500 x 20 child objects (MBs).
+    assert grown < 500_000, f"{grown:,} bytes still held after 1,500 reloads"
+    assert [entry["version"] for entry in state["customizations"]][:3] == ["1.1530", "1.1531", "1.1532"]
+
+
+def test_children_stay_exact_after_their_container_is_replaced_removed_or_changed():
+    base = {"provider": "p", "title": "t", "status": 1, "lifecycle": "ready", "customizations": _tree(30, 20)}
+    toggle = {"type": "session/customizationToggled", "id": "p4/s7", "enabled": False}
+    state = session(base, toggle)  # indexes the tree
+    reordered = _tree(5, 20)[4]
+    reordered["children"].reverse()  # the same ids at other positions
+    state = session(state, {"type": "session/customizationUpdated", "customization": reordered})
+    state = session(state, {**toggle, "enabled": "after update"})
+    children = state["customizations"][4]["children"]
+    assert [c["enabled"] for c in children if c["id"] == "p4/s7"] == ["after update"] and children[12][
+        "id"
+    ] == "p4/s7"
+    state = session(state, {"type": "session/customizationRemoved", "id": "p4/s0"})  # a child leaves
+    state = session(state, {**toggle, "enabled": "after removal"})
+    assert [c["enabled"] for c in state["customizations"][4]["children"] if c["id"] == "p4/s7"] == [
+        "after removal"
+    ]
+    tree = _tree(30, 20)
+    tree[4]["children"] = tree[4]["children"][::-1]
+    state = session(state, {"type": "session/customizationsChanged", "customizations": tree})
+    state = session(state, {**toggle, "enabled": "after change"})
+    assert state["customizations"][4]["children"][12] == {
+        "type": "skill",
+        "id": "p4/s7",
+        "enabled": "after change",
+    }
+    # older versions still find their own children
+    assert session(base, {**toggle, "enabled": 1})["customizations"][4]["children"][7]["enabled"] == 1
