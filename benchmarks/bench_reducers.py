@@ -157,7 +157,7 @@ print(len(actions) / (time.perf_counter() - start))
 """
 
 
-_FLOOR_RUNNER = """
+_CUSTOMIZATION_RUNNER = """
 from ahp_lab.protocol.vector import Vector
 mode = sys.argv[2]
 kinds = ("session/customizationToggled", "session/customizationUpdated", "session/mcpServerStateChanged",
@@ -173,14 +173,15 @@ def indexed(i, entry):
 
 
 tree = state["customizations"]
-n = 0
-for entry in tree:  # the floor's lookups, prebuilt (not timed)
-    indexed(n, entry)
-    n += 1
-for action in actions:
-    if action["type"] == kinds[1] and action["customization"]["id"] not in top:
-        indexed(n, action["customization"])
+if mode == "floor":  # its lookups, prebuilt (not timed); ours reads a tree nothing has read since loading
+    n = 0
+    for entry in tree:
+        indexed(n, entry)
         n += 1
+    for action in actions:
+        if action["type"] == kinds[1] and action["customization"]["id"] not in top:
+            indexed(n, action["customization"])
+            n += 1
 state = {**state, "customizations": Vector.of(tree)}
 gc.collect()
 gc.freeze()
@@ -188,8 +189,10 @@ first = 0.0
 if mode == "ours":  # its one pass over the tree, which indexes it: timed apart
     start = time.perf_counter()
     missing = {"type": kinds[0], "id": "(in no customization)", "enabled": True}
-    state = reducer(state, missing, 9999)
+    state = reducer(state, missing, 9999)  # changes nothing, but reads the whole tree once
     first = time.perf_counter() - start
+passes = []  # the cyclic collector's passes during the run: [start, end] times
+gc.callbacks.append(lambda phase, info: passes.append(time.perf_counter()))
 start = time.perf_counter()
 for action in actions:
     kind = action["type"]
@@ -222,79 +225,42 @@ for action in actions:
             entry = {**entry, "children": children}
     tree = tree.replaced(i, entry, same_keys=True) if i < len(tree) else tree.appended(entry)
     state = {**state, "customizations": tree}
-print(json.dumps([first, time.perf_counter() - start]))
-"""
-
-
-def _tree_floor(folders: dict[str, Path], rounds: int) -> None:
-    """The whole customization family, ours beside a floor: the same log with every customization
-    action reduced by the copies alone, found in dicts of every id prebuilt and not timed, and the
-    rest by ours; cold in fresh processes, the collector on. Any index reads the whole tree once:
-    ours does on its first lookup, timed apart. Ours could grow no less than the floor plus that
-    pass do, with the rest of its own work as at P=10."""
-    cases = CUSTOMIZATION_CASES
-    if not all(case in folders for case in cases):
-        return
-    best: dict[tuple[str, str], list[float]] = {}
-    for _ in range(rounds):
-        for case in cases:
-            for mode in ("ours", "floor"):
-                first, rest = json.loads(_run(_FLOOR_RUNNER, folders[case], mode))
-                known = best.get((case, mode))
-                if known is None or first + rest < sum(known):
-                    best[case, mode] = [first, rest]
-    (first_s, rest_s), (first_l, rest_l), (_, floor_s), (_, floor_l) = (
-        best[case, mode] for mode in ("ours", "floor") for case in cases
-    )
-    ours_s, ours_l = first_s + rest_s, first_l + rest_l
-    for what, small, large in (
-        ("ours", ours_s, ours_l),
-        ("the copies alone (lookups prebuilt)", floor_s, floor_l),
-        ("ours, had nothing grown but those and its pass", ours_s, floor_l + first_l + rest_s - floor_s),
-    ):
-        print(
-            f"  customizations family, {what:<47} P=10 {small * 1e3:5.1f} ms, P=1000 {large * 1e3:5.1f} ms,"
-            f" growth {small / large:.2f}"
-        )
-    print(
-        f"  ... ours' one pass over the tree (its first lookup)  P=10 {first_s * 1e3:5.2f} ms, P=1000 {first_l * 1e3:5.2f} ms"
-    )
-
-
-_FIRST_LOOKUP_RUNNER = """
-gc.collect()
-gc.freeze()
-start = time.perf_counter()
-missing = {"type": "session/customizationToggled", "id": "(in no customization)", "enabled": True}
-state = reducer(state, missing, 9999)  # changes nothing, but reads the whole tree once to index it
-first = time.perf_counter() - start
-passes = []  # the cyclic collector's passes during the run: [start, end] times
-gc.callbacks.append(lambda phase, info: passes.append(time.perf_counter()))
-start = time.perf_counter()
-for action in actions:
-    state = reducer(state, action, 9999)
 rest = time.perf_counter() - start
 collector = sum(passes[1::2]) - sum(passes[0::2])
 print(json.dumps([first, rest, collector, len(actions)]))
 """
 
 
-def _first_lookup(folders: dict[str, Path], rounds: int) -> None:
-    """The customization tree's first lookup (one pass over the tree, to index it) at P=10 and
-    P=1000, and the family's growth with and without it, then without the collector's passes
-    (timed with ``gc.callbacks`` in the same run), cold in fresh processes."""
+def _customization_runs(folders: dict[str, Path], rounds: int) -> dict[tuple[str, str], list] | None:
+    """The harness's customization log at P=10 and P=1000, cold in fresh processes, through ours
+    and through a floor: every customization action reduced by the copies alone, found in dicts of
+    every id prebuilt and not timed, and the rest by ours. Our first lookup (its one pass over the
+    tree, to index it) and the cyclic collector's passes (``gc.callbacks``) are timed apart.
+
+    ``{(case, mode): [first lookup, rest, collector in the rest, actions]}``: the first lookup's
+    best, the rest and its collector from the round whose rest was the best."""
     cases = CUSTOMIZATION_CASES
     if not all(case in folders for case in cases):
-        return
-    best: dict[str, list[float]] = {}
+        return None
+    best: dict[tuple[str, str], list] = {}
     for _ in range(rounds):
         for case in cases:
-            first, rest, collector, n = json.loads(_run(_FIRST_LOOKUP_RUNNER, folders[case]))
-            known = best.get(case)
-            if known is None or rest < known[1]:  # the collector's share of the best run
-                best[case] = [first, rest, collector, n]
-            best[case][0] = min(first, best[case][0])
-    (first_s, rest_s, gc_s, _), (first_l, rest_l, gc_l, n) = best[cases[0]], best[cases[1]]
+            for mode in ("ours", "floor"):
+                run = json.loads(_run(_CUSTOMIZATION_RUNNER, folders[case], mode))
+                known = best.get((case, mode))
+                if known is None or run[1] < known[1]:
+                    best[case, mode] = [min(run[0], known[0]) if known else run[0], *run[1:]]
+                else:
+                    known[0] = min(run[0], known[0])
+    return best
+
+
+def _first_lookup(runs: dict[tuple[str, str], list]) -> None:
+    """Our first lookup at P=10 and P=1000, and the family's growth with and without it, then
+    without the collector's passes too."""
+    (first_s, rest_s, gc_s, _), (first_l, rest_l, gc_l, n) = (
+        runs[case, "ours"] for case in CUSTOMIZATION_CASES
+    )
     print(
         f"  first lookup in the customization tree (indexes it, once)  P=10 {first_s * 1e3:5.2f} ms,"
         f" P=1000 {first_l * 1e3:5.2f} ms ({first_l / n * 1e6:.2f} us per action of its {n:,}-action run)"
@@ -307,6 +273,25 @@ def _first_lookup(folders: dict[str, Path], rounds: int) -> None:
         f"  ... of which the cyclic collector's passes   P=10 {gc_s * 1e3:5.2f} ms, P=1000 {gc_l * 1e3:5.2f} ms;"
         f" without them: growth {(rest_s - gc_s) / (rest_l - gc_l):.2f}"
     )
+
+
+def _tree_floor(runs: dict[tuple[str, str], list]) -> None:
+    """Ours beside the floor. Any index reads the whole tree once, as ours does on its first
+    lookup: ours could grow no less than the floor plus that pass do, with the rest of its own
+    work as at P=10."""
+    (first_s, rest_s, _, _), (first_l, rest_l, _, _), (_, floor_s, _, _), (_, floor_l, _, _) = (
+        runs[case, mode] for mode in ("ours", "floor") for case in CUSTOMIZATION_CASES
+    )
+    ours_s, ours_l = first_s + rest_s, first_l + rest_l
+    for what, small, large in (
+        ("ours", ours_s, ours_l),
+        ("the copies alone (lookups prebuilt)", floor_s, floor_l),
+        ("ours, had nothing grown but those and its pass", ours_s, floor_l + first_l + rest_s - floor_s),
+    ):
+        print(
+            f"  customizations family, {what:<47} P=10 {small * 1e3:5.1f} ms, P=1000 {large * 1e3:5.1f} ms,"
+            f" growth {small / large:.2f}"
+        )
 
 
 _TYPES_RUNNER = """
@@ -670,8 +655,10 @@ def limits(quick: bool, folders: dict[str, Path], rounds: int) -> None:
     print(f"  chat/delta, copies and append only            {best['copy_only'] * 1e9:6.0f} ns per delta")
     for case in ("delta@turns=100000", "delta@content=1000000"):
         print(f"  the reference at {case:<24}     {1e9 / REFERENCE[case]:6.0f} ns per delta")
-    _first_lookup(folders, rounds)
-    _tree_floor(folders, rounds)
+    runs = _customization_runs(folders, rounds)
+    if runs is not None:
+        _first_lookup(runs)
+        _tree_floor(runs)
 
 
 def main() -> None:
