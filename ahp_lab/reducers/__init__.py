@@ -15,8 +15,14 @@ makes ``NaN`` or ±``Infinity`` (``undefined + undefined``: a ``chat/delta`` wit
 a part without content, a ``terminal/data`` without ``data`` on output without a value), the state
 holds ``null`` (absent), as the wire and every snapshot do. The reference keeps the number in memory
 until the next append, which then makes ``"NaNx"`` where ahp_lab, like a client that joined from a
-snapshot, makes ``"undefinedx"``. It is the one known difference from the reference, and only
-actions that the host refuses as malformed (the text is a required string) can reach it.
+snapshot, makes ``"undefinedx"``. Only actions that the host refuses as malformed (the text is a
+required string) can reach it.
+
+The other known difference is a status bitset with bit 31 set (or a negative or fractional status).
+The reference's 32-bit bitwise operators are signed, so a rewritten status comes out negative
+(``2147483720`` with ``isRead`` becomes ``-2147483544``); ahp_lab computes on unsigned values, as
+the protocol digest prescribes (reducer-rules §6), and gives ``2147483752``, equal modulo 2**32. No
+flag the protocol defines uses that bit.
 """
 
 from __future__ import annotations
