@@ -15,6 +15,13 @@ silent           never answers initialize
 env              answers with the names of its environment variables
 future           answers initialize with a protocol version this host does not speak
 big_chunks       streams 200 message chunks of 16,000 characters, then ends the turn
+unknown_call_answered  unknown_call, and the prompt's answer in the same write
+unknown_session_answered  unknown_session, and the prompt's answer in the same write
+bad_mode         reports a mode it never offered (current_mode_update), then ends the turn
+deaf_once        streams a chunk and never ends the prompt, not even after session/cancel; a
+                 respawn (MARKER exists) answers prompts normally
+options          well behaved, with two config options (verbosity, fast): a set_config_option
+                 answer carries both current values, and a prompt is answered with them
 """
 
 import json
@@ -30,8 +37,12 @@ def send(message: dict) -> None:
     sys.stdout.flush()
 
 
+def notification(session: str, update: dict) -> dict:
+    return {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session, "update": update}}
+
+
 def update(session: str, update: dict) -> None:
-    send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session, "update": update}})
+    send(notification(session, update))
 
 
 def chunk(text: str) -> dict:
@@ -39,8 +50,36 @@ def chunk(text: str) -> dict:
 
 
 silent = MODE == "silent" or (MODE == "crash_then_silent" and MARKER and os.path.exists(MARKER))
-if MODE == "crash_then_silent" and MARKER and not silent:
+respawned = bool(MARKER) and os.path.exists(MARKER)
+if MODE in ("crash_then_silent", "deaf_once") and MARKER and not respawned:
     open(MARKER, "w").close()
+options = {"verbosity": "normal", "fast": False}
+
+
+def config_options() -> list:
+    levels = [{"value": v, "name": v.title()} for v in ("normal", "terse", "detailed")]
+    return [
+        {
+            "type": "select",
+            "id": "verbosity",
+            "name": "Verbosity",
+            "currentValue": options["verbosity"],
+            "options": levels,
+        },
+        {"type": "boolean", "id": "fast", "name": "Fast", "currentValue": options["fast"]},
+    ]
+
+
+def lines(*messages: dict) -> None:
+    """Several messages in one write: the host reads them together."""
+    sys.stdout.write("".join(json.dumps(m) + "\n" for m in messages))
+    sys.stdout.flush()
+
+
+def end_turn(mid) -> dict:
+    return {"jsonrpc": "2.0", "id": mid, "result": {"stopReason": "end_turn"}}
+
+
 sys.stderr.write(f"bad agent starting in {MODE} mode; api_key={os.environ.get('BAD_AGENT_KEY', '')}\n")
 sys.stderr.flush()
 
@@ -58,8 +97,14 @@ for line in sys.stdin:
             "currentModeId": "ask",
             "availableModes": [{"id": "ask", "name": "Ask"}, {"id": "code", "name": "Code"}],
         }
-        send({"jsonrpc": "2.0", "id": mid, "result": {"sessionId": "s1", "modes": modes}})
+        result = {"sessionId": "s1", "modes": modes}
+        if MODE == "options":
+            result["configOptions"] = config_options()
+        send({"jsonrpc": "2.0", "id": mid, "result": result})
         new_id = mid
+    elif method == "session/set_config_option":
+        options[msg["params"]["configId"]] = msg["params"]["value"]
+        send({"jsonrpc": "2.0", "id": mid, "result": {"configOptions": config_options()}})
     elif method == "session/set_mode":
         send(
             {
@@ -70,9 +115,20 @@ for line in sys.stdin:
         )
     elif method == "session/prompt":
         update("s1", chunk("working... "))
-        if MODE == "hang":
+        if MODE == "hang" or (MODE == "deaf_once" and not respawned):
             continue
-        if MODE == "garbage":
+        if MODE in ("options", "deaf_once"):
+            update("s1", chunk(json.dumps(options, sort_keys=True)))
+            send(end_turn(mid))
+        elif MODE == "unknown_call_answered":
+            ghost = {"sessionUpdate": "tool_call_update", "toolCallId": "ghost", "status": "completed"}
+            lines(notification("s1", ghost), end_turn(mid))
+        elif MODE == "unknown_session_answered":
+            lines(notification("someone-else", chunk("hi")), end_turn(mid))
+        elif MODE == "bad_mode":
+            update("s1", {"sessionUpdate": "current_mode_update", "currentModeId": "no-such-mode"})
+            send(end_turn(mid))
+        elif MODE == "garbage":
             sys.stdout.write("this is not JSON at all\n")
             sys.stdout.flush()
         elif MODE == "flood":

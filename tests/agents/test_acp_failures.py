@@ -23,6 +23,10 @@ CASES = {
     "unknown_session": "used session id 'someone-else', which it never created",
     "unknown_call": "updated tool call 'ghost', which it never announced",
     "second_response": "sent a second response to request #1",
+    # the violation and the prompt's answer arrive in one read: the violation still ends the turn
+    "unknown_call_answered": "updated tool call 'ghost', which it never announced",
+    "unknown_session_answered": "used session id 'someone-else', which it never created",
+    "bad_mode": "reported mode 'no-such-mode', which is not among the values it offered",
 }
 
 
@@ -156,5 +160,50 @@ def test_an_agent_streaming_large_chunks_fills_the_frame_log_only_up_to_its_budg
             deltas = [t for t in lab.transitions if t.type == "chat/delta"]
             first, last = frames.frames_for_seq(deltas[0].seq), frames.frames_for_seq(deltas[-1].seq)
             assert first == [] and len(last) == 1 and "[199]" in json.dumps(last[0].message)
+
+    arun(go())
+
+
+def test_a_cancelled_prompt_the_agent_never_ends_costs_it_its_process(tmp_path: Path) -> None:
+    """The agent ignores ``session/cancel``: ``cancel_grace`` after the cancel its process is
+    stopped, and the person's next turn runs on a fresh process, not failed for the old one."""
+
+    async def go() -> None:
+        marker = tmp_path / "started-once"
+        async with acp_lab(tmp_path, bad_agent("deaf_once", str(marker)), cancel_grace=1.0) as lab:
+            pending = lab.start("go")
+            await lab.wait_for(
+                lab.chat,
+                lambda c: "working" in json.dumps((c.get("activeTurn") or {}).get("responseParts")) or None,
+            )
+            old = lab.agent.bridges[lab.session].process
+            await lab.cancel()
+            assert (await pending).status == "cancelled"
+            assert await asyncio.wait_for(old.wait(), 15) is not None  # stopped, with no turn asking
+            turn = await lab.send("again")
+            assert turn.status == "complete", turn.error
+            assert '"verbosity": "normal"' in turn.text  # the respawned process answered
+
+    arun(go())
+
+
+def test_a_change_of_two_options_leaves_host_and_agent_agreeing(tmp_path: Path) -> None:
+    """Each ``set_config_option`` answer carries every option's value: the first answer's value
+    of the second option (not sent yet) must not overwrite the client's change."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("options")) as lab:
+            await lab.adispatch(
+                {"type": "session/configChanged", "config": {"verbosity": "terse", "fast": True}}
+            )
+            turn = await lab.send("go")  # sent after the config reached the agent
+            assert json.loads(turn.text.removeprefix("working... ")) == {"fast": True, "verbosity": "terse"}
+            values = lab.session_state["config"]["values"]
+            assert (values["verbosity"], values["fast"]) == ("terse", True)
+            await lab.restart_agent()  # restoring both onto a fresh process agrees as well
+            values = lab.session_state["config"]["values"]
+            assert (values["verbosity"], values["fast"]) == ("terse", True)
+            turn = await lab.send("again")
+            assert json.loads(turn.text.removeprefix("working... ")) == {"fast": True, "verbosity": "terse"}
 
     arun(go())

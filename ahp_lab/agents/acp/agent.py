@@ -112,11 +112,10 @@ class AcpAgent:
         if not bridge.running:
             return  # restored onto the new process when it starts
         async with bridge.config_lock:  # a prompt sent meanwhile waits: it sees the new config
-            for key, value in changes.items():
-                try:
-                    await bridge.set_config(key, value)
-                except (AgentFailure, RequestError) as exc:
-                    raise TurnFailed(str(exc)) from None
+            try:
+                await bridge.set_configs(changes)
+            except (AgentFailure, RequestError) as exc:
+                raise TurnFailed(str(exc)) from None
 
     async def restart(self, session: str) -> None:
         """Stop the session's agent and start a fresh one, restoring mode and config values."""
@@ -134,6 +133,11 @@ class AcpAgent:
             raise TurnFailed(f"no ACP agent was opened for {session}", "agentError")
         return bridge
 
+    def track(self, task: asyncio.Task) -> None:
+        """Keep a background stop (after a failure, or a cancel the agent ignores) for :meth:`aclose`."""
+        self._stopping.add(task)
+        task.add_done_callback(self._stopping.discard)
+
     async def aclose(self) -> None:
         """Stop every agent process this agent started."""
         for session in list(self.bridges):
@@ -147,6 +151,7 @@ class AcpAgent:
         """One ``session/prompt``; its stop reason ends the AHP turn (see ``mapping.STOP_REASONS``)."""
         bridge = self._bridge(ctx.session)
         try:
+            await bridge.settle()  # a prompt cancelled before this turn ends first, or the agent failed
             if not bridge.running:
                 await bridge.restart()  # a crashed or stopped agent is respawned by the next turn
             response = await bridge.prompt(ctx)
@@ -156,9 +161,7 @@ class AcpAgent:
         except AgentFailure as exc:
             bridge.end_turn()
             message = bridge.failure_message(str(exc))
-            task = asyncio.ensure_future(bridge.stop(bridge.generation))  # the turn ends at once
-            self._stopping.add(task)
-            task.add_done_callback(self._stopping.discard)
+            self.track(asyncio.ensure_future(bridge.stop(bridge.generation)))  # the turn ends at once
             raise TurnFailed(message, "agentFailed") from None
         except RequestError as exc:
             bridge.end_turn()

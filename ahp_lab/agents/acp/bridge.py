@@ -21,7 +21,7 @@ import contextvars
 import logging
 import os
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import acp
@@ -29,23 +29,17 @@ from acp import RequestError
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
-    CreateTerminalResponse,
     DeniedOutcome,
     FileSystemCapabilities,
     Implementation,
-    ReadTextFileResponse,
-    ReleaseTerminalResponse,
     RequestPermissionResponse,
-    TerminalExitStatus,
-    TerminalOutputResponse,
-    WaitForTerminalExitResponse,
-    WriteTextFileResponse,
 )
 
-from ..base import FileAccessDenied, SessionContext, TurnContext
+from ..base import SessionContext, TurnContext
 from . import mapping
 from .frames import AcpFrame
 from .mapping import ProtocolViolation, Resolver, TurnMap
+from .workspace import WorkspaceServices
 
 if TYPE_CHECKING:
     from .agent import AcpAgent
@@ -98,7 +92,7 @@ def _json(model: Any) -> Any:
     return model
 
 
-class Bridge:
+class Bridge(WorkspaceServices):
     """The SDK ``Client`` for one AHP session, holding its agent process and ACP session."""
 
     def __init__(self, agent: AcpAgent, ctx: SessionContext) -> None:
@@ -109,6 +103,7 @@ class Bridge:
         self.session_id: str | None = None
         self.capabilities: dict = {}
         self.routes: dict[str, tuple] = {}
+        self.properties: dict[str, dict] = {}  # the config schema's properties, as the agent offered them
         self.turn: TurnMap | None = None
         self.turn_ctx: TurnContext | None = None
         self.prompt_task: asyncio.Task | None = None
@@ -120,6 +115,7 @@ class Bridge:
         self._new_session_request: Any = None
         self._last_in = time.monotonic()
         self._waiting_person = 0
+        self._cancel_deadline = 0.0  # when a cancelled prompt must have ended (monotonic)
         self._stderr = bytearray()
         self._stderr_total = 0
         self._stack: contextlib.AsyncExitStack | None = None
@@ -204,6 +200,7 @@ class Bridge:
         )
         self.session_id = session.session_id
         config, self.routes = mapping.config_from_acp(_json(session.modes), _json(session.config_options))
+        self.properties = ((config or {}).get("schema") or {}).get("properties") or {}
         return config
 
     async def stop(self, generation: int | None = None) -> None:
@@ -237,9 +234,12 @@ class Bridge:
         async with self._life:
             await self._stop()
             fresh = (await self._start() or {}).get("values") or {}
-        for key, value in self.ctx.config_values().items():
-            if key in self.routes and value is not None and fresh.get(key) != value:
-                await self.set_config(key, value)
+        restore = {
+            key: value
+            for key, value in self.ctx.config_values().items()
+            if key in self.routes and value is not None and fresh.get(key) != value
+        }
+        await self.set_configs(restore)
 
     async def _drain_stderr(self, process: Any) -> None:
         """Keep the last bytes of stderr; more than the agent's budget in total is a failure."""
@@ -301,10 +301,12 @@ class Bridge:
                 done, _ = await asyncio.wait(
                     {task, failed}, timeout=wait, return_when=asyncio.FIRST_COMPLETED
                 )
+                if self.failure is not None:
+                    # before the answer: a violation handled in the same read as the answer (the
+                    # SDK runs each notification as a task, queued before the answer's waiters)
+                    raise AgentFailure(self.failure)
                 if task in done:
                     break
-                if failed in done:
-                    raise AgentFailure(self.failure)
                 if idle:
                     if (
                         self._waiting_person == 0
@@ -388,15 +390,23 @@ class Bridge:
         self._link(seq)
         return seq
 
-    async def prompt(self, ctx: TurnContext) -> Any:
-        """Run one ``session/prompt`` for the AHP turn ``ctx``; returns the ``PromptResponse``."""
+    async def settle(self) -> None:
+        """Wait for a cancelled prompt to end, up to ``cancel_grace`` after its cancel; an agent
+        that does not end it has failed (a turn started now then gets a fresh process)."""
         previous = self.prompt_task
-        if previous is not None and not previous.done():  # a cancelled prompt the agent has not closed
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.shield(previous), self.agent.cancel_grace)
+        if previous is not None and not previous.done():
+            await asyncio.wait({previous}, timeout=max(0.0, self._cancel_deadline - time.monotonic()))
             if not previous.done():
                 self.fail(f"the agent did not end a cancelled prompt within {self.agent.cancel_grace:g} s")
-                raise AgentFailure(self.failure)
+
+    async def _stop_unless_settled(self, generation: int) -> None:
+        """After a cancel: stop the process if it has not ended the prompt within the grace."""
+        await self.settle()
+        if self.failure is not None:
+            await self.stop(generation)
+
+    async def prompt(self, ctx: TurnContext) -> Any:
+        """Run one ``session/prompt`` for the AHP turn ``ctx``; returns the ``PromptResponse``."""
         async with self.config_lock:
             pass  # a config change a client made before this turn reaches the agent first
         self.turn, self.turn_ctx = TurnMap(ctx.turn_id), ctx
@@ -432,6 +442,10 @@ class Bridge:
                 self._spawn(asyncio.wait_for(self.conn.cancel(session_id=self.session_id), 5.0))
             finally:
                 _CAUSE.reset(token)
+            self._cancel_deadline = time.monotonic() + self.agent.cancel_grace
+            # not in _tasks: stopping the process cancels those, and this task is what stops it
+            watch = asyncio.ensure_future(self._stop_unless_settled(self.generation))
+            self.agent.track(watch)
 
     def _seq(self, channel: str, action_type: str, **match: Any) -> tuple[int, ...]:
         seq = self.ctx.latest_seq(channel, action_type, **match)
@@ -439,8 +453,19 @@ class Bridge:
 
     # -- config --------------------------------------------------------------------------------
 
-    async def set_config(self, key: str, value: Any) -> None:
-        """Send one config property to the agent (``session/set_mode`` or ``set_config_option``)."""
+    async def set_configs(self, changes: dict) -> None:
+        """Send config properties to the agent, one request each, in order."""
+        keys = list(changes)
+        for n, key in enumerate(keys):
+            await self.set_config(key, changes[key], pending=keys[n + 1 :])
+
+    async def set_config(self, key: str, value: Any, pending: Sequence[str] = ()) -> None:
+        """Send one config property to the agent (``session/set_mode`` or ``set_config_option``).
+
+        The agent answers an option with the current values of all its options: those it changed
+        on its own become an agent change, but not ``key`` nor the ``pending`` keys of the same
+        change, which it has not been sent yet.
+        """
         route = self.routes.get(key)
         if route is None:
             return
@@ -462,11 +487,25 @@ class Bridge:
                 values = mapping.values_from_options(
                     _json(response.config_options) if response else [], self.routes
                 )
-                values.pop(key, None)
+                for sent in (key, *pending):
+                    values.pop(sent, None)
                 if values:
-                    self.ctx.update_config(values)
+                    self._agent_config(values)
         finally:
             _CAUSE.reset(token)
+
+    def _agent_config(self, values: dict) -> int | None:
+        """Apply the config values the agent reports (``session/configChanged``, agent origin) when
+        each is one it offered; a value it never offered is a violation. Returns the seq."""
+        for key, value in values.items():
+            prop = self.properties.get(key)
+            if prop is None:
+                continue  # not offered: the host ignores it
+            allowed = prop.get("enum")
+            if (value not in allowed) if allowed is not None else (type(value) is not bool):
+                self.fail(f"the agent reported {key} {value!r}, which is not among the values it offered")
+                return None
+        return self.ctx.update_config(values)
 
     # -- the SDK's Client interface: notifications ------------------------------------------------
 
@@ -477,10 +516,10 @@ class Bridge:
         data = _json(update)
         kind = data.get("sessionUpdate")
         if kind == "current_mode_update":
-            self._link(self.ctx.update_config({mapping.MODE_PROPERTY: data.get("currentModeId")}))
+            self._link(self._agent_config({mapping.MODE_PROPERTY: data.get("currentModeId")}))
         elif kind == "config_option_update":
             self._link(
-                self.ctx.update_config(mapping.values_from_options(data.get("configOptions"), self.routes))
+                self._agent_config(mapping.values_from_options(data.get("configOptions"), self.routes))
             )
         elif kind == "available_commands_update":
             self.ctx.set_commands(
@@ -583,166 +622,6 @@ class Bridge:
         if kind in ("allow_always", "reject_always"):
             self.always[key] = "allow" if kind == "allow_always" else "reject"
         return _selected(chosen)
-
-    # -- the SDK's Client interface: files -----------------------------------------------------
-
-    def _fs_call(self, verb: str, path: str, detail: str, ok: bool) -> None:
-        """Show a file request in the timeline: in the tool call it belongs to, or as its own call."""
-        turn = self.turn
-        if turn is None:
-            return
-        text = f"{verb} {path}: {detail}"
-        open_calls = [c for c in turn.calls.values() if c.status == "running" and c.id != turn.plan_call]
-        if open_calls and ok:
-            call = open_calls[-1]
-            call.content = [*call.content, {"type": "content", "content": {"type": "text", "text": text}}]
-            for action in mapping.advance(turn, call, self.resolver, content_changed=True):
-                self.emit(action)
-            return
-        call, actions = mapping.permission_call(
-            turn,
-            {
-                "toolCallId": turn.new_id("fs"),
-                "kind": "read" if verb == "read" else "edit",
-                "title": f"{verb} {path}",
-            },
-        )
-        call.content = [{"type": "content", "content": {"type": "text", "text": text}}]
-        call.locations = [{"path": path}]
-        call.acp_status = "completed" if ok else "failed"
-        for action in [*actions, *mapping.advance(turn, call, self.resolver, content_changed=False)]:
-            self.emit(action)
-
-    def _serve_file(self, session_id: str, verb: str, path: str, do: Any, done: Any) -> Any:
-        """Run one file request through the session context; show it in the timeline either way."""
-        if not self._check_session(session_id) or not self.agent.fs:
-            raise RequestError.method_not_found(f"fs/{verb}_text_file")
-        try:
-            result = do()
-        except FileAccessDenied as exc:
-            self._fs_call(verb, path, f"refused: {exc}", False)
-            raise RequestError(-32602, str(exc), {"path": path}) from None
-        except OSError as exc:
-            self._fs_call(verb, path, f"failed: {exc}", False)
-            raise RequestError(-32603, str(exc), {"path": path}) from None
-        self._fs_call(verb, path, done(result), True)
-        return result
-
-    async def read_text_file(
-        self, session_id: str, path: str, line: int | None = None, limit: int | None = None, **kwargs: Any
-    ) -> Any:
-        """``fs/read_text_file`` inside the session's working directories only."""
-        content = self._serve_file(
-            session_id,
-            "read",
-            path,
-            lambda: self.ctx.read_text_file(path, line, limit),
-            lambda text: f"{len(text.splitlines())} lines",
-        )
-        return ReadTextFileResponse(content=content)
-
-    async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> Any:
-        """``fs/write_text_file`` inside the session's working directories only (nothing else is touched)."""
-        self._serve_file(
-            session_id,
-            "write",
-            path,
-            lambda: self.ctx.write_text_file(path, content),
-            lambda _: f"wrote {len(content.encode('utf-8')):,} bytes",
-        )
-        return WriteTextFileResponse()
-
-    # -- the SDK's Client interface: terminals -------------------------------------------------
-
-    def _terminal(self, session_id: str, terminal_id: str) -> Any:
-        if not self._check_session(session_id) or not self.agent.terminal:
-            raise RequestError.method_not_found("terminal/*")
-        terminal = self.terminals.get(terminal_id)
-        if terminal is None or terminal.released:
-            raise RequestError.invalid_params({"details": f"no terminal {terminal_id!r}"})
-        return terminal
-
-    async def create_terminal(
-        self,
-        session_id: str,
-        command: str,
-        args: list[str] | None = None,
-        env: list | None = None,
-        cwd: str | None = None,
-        output_byte_limit: int | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """``terminal/create``: the host runs the command in a working directory, as an AHP terminal."""
-        if not self._check_session(session_id) or not self.agent.terminal:
-            raise RequestError.method_not_found("terminal/create")
-        try:
-            terminal = await self.ctx.create_terminal(
-                command,
-                list(args or []),
-                env={e.name: e.value for e in env or ()},
-                cwd=cwd,
-                output_byte_limit=output_byte_limit,
-                on_output=self._terminal_output,
-            )
-        except FileAccessDenied as exc:
-            raise RequestError(-32602, str(exc), {"cwd": cwd}) from None
-        except OSError as exc:
-            raise RequestError(
-                -32603, f"the command could not be started: {exc}", {"command": command}
-            ) from None
-        terminal_id = f"term-{len(self.terminals) + 1}"
-        self.terminals[terminal_id] = terminal
-        turn = self.turn
-        if turn is not None:
-            running = [
-                c for c in turn.calls.values() if c.status in ("running", "streaming", "pending-confirmation")
-            ]
-            if running:
-                self.ctx.claim_terminal(terminal, turn.turn_id, running[-1].id)
-        return CreateTerminalResponse(terminal_id=terminal_id)
-
-    def _terminal_output(self, terminal: Any) -> None:
-        """Stream a terminal's output into every running tool call that shows it."""
-        turn = self.turn
-        if turn is None:
-            return
-        tid = next((k for k, v in self.terminals.items() if v is terminal), None)
-        for call in turn.calls.values():
-            shows = any(
-                isinstance(c, dict) and c.get("type") == "terminal" and c.get("terminalId") == tid
-                for c in call.content
-            )
-            if shows and call.status == "running":
-                self.emit(
-                    {
-                        "type": "chat/toolCallContentChanged",
-                        "turnId": turn.turn_id,
-                        "toolCallId": call.id,
-                        "content": mapping.tool_content(call, self.resolver),
-                    }
-                )
-
-    async def terminal_output(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
-        """``terminal/output``: what the command printed so far (and its exit status once it exited)."""
-        terminal = self._terminal(session_id, terminal_id)
-        text, truncated, code, signal = terminal.output()
-        status = TerminalExitStatus(exit_code=code, signal=signal) if terminal.exited else None
-        return TerminalOutputResponse(output=text, truncated=truncated, exit_status=status)
-
-    async def wait_for_terminal_exit(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
-        """``terminal/wait_for_exit``."""
-        code, signal = await self._terminal(session_id, terminal_id).wait_for_exit()
-        return WaitForTerminalExitResponse(exit_code=code, signal=signal)
-
-    async def kill_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
-        """``terminal/kill``: stop the command, keep its output."""
-        self._terminal(session_id, terminal_id).kill()
-        return None
-
-    async def release_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
-        """``terminal/release``: stop the command if needed and forget the id (the channel stays)."""
-        self._terminal(session_id, terminal_id).release()
-        return ReleaseTerminalResponse()
 
     # -- the SDK's Client interface: the rest --------------------------------------------------
 

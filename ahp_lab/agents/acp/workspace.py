@@ -1,0 +1,190 @@
+"""The files and terminals an ACP agent asks its client for, served inside the session's working
+directories (``fs/*`` and ``terminal/*`` of the SDK's ``Client`` interface).
+
+A mixin of :class:`~.bridge.Bridge`: it reads the bridge's session context, current turn and
+terminals, and shows each request in the turn's timeline.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from acp import RequestError
+from acp.schema import (
+    CreateTerminalResponse,
+    ReadTextFileResponse,
+    ReleaseTerminalResponse,
+    TerminalExitStatus,
+    TerminalOutputResponse,
+    WaitForTerminalExitResponse,
+    WriteTextFileResponse,
+)
+
+from ..base import FileAccessDenied
+from . import mapping
+
+__all__ = ["WorkspaceServices"]
+
+
+class WorkspaceServices:
+    """``fs/read_text_file``, ``fs/write_text_file`` and ``terminal/*`` for :class:`~.bridge.Bridge`."""
+
+    # -- the SDK's Client interface: files -----------------------------------------------------
+
+    def _fs_call(self, verb: str, path: str, detail: str, ok: bool) -> None:
+        """Show a file request in the timeline: in the tool call it belongs to, or as its own call."""
+        turn = self.turn
+        if turn is None:
+            return
+        text = f"{verb} {path}: {detail}"
+        open_calls = [c for c in turn.calls.values() if c.status == "running" and c.id != turn.plan_call]
+        if open_calls and ok:
+            call = open_calls[-1]
+            call.content = [*call.content, {"type": "content", "content": {"type": "text", "text": text}}]
+            for action in mapping.advance(turn, call, self.resolver, content_changed=True):
+                self.emit(action)
+            return
+        call, actions = mapping.permission_call(
+            turn,
+            {
+                "toolCallId": turn.new_id("fs"),
+                "kind": "read" if verb == "read" else "edit",
+                "title": f"{verb} {path}",
+            },
+        )
+        call.content = [{"type": "content", "content": {"type": "text", "text": text}}]
+        call.locations = [{"path": path}]
+        call.acp_status = "completed" if ok else "failed"
+        for action in [*actions, *mapping.advance(turn, call, self.resolver, content_changed=False)]:
+            self.emit(action)
+
+    def _serve_file(self, session_id: str, verb: str, path: str, do: Any, done: Any) -> Any:
+        """Run one file request through the session context; show it in the timeline either way."""
+        if not self._check_session(session_id) or not self.agent.fs:
+            raise RequestError.method_not_found(f"fs/{verb}_text_file")
+        try:
+            result = do()
+        except FileAccessDenied as exc:
+            self._fs_call(verb, path, f"refused: {exc}", False)
+            raise RequestError(-32602, str(exc), {"path": path}) from None
+        except OSError as exc:
+            self._fs_call(verb, path, f"failed: {exc}", False)
+            raise RequestError(-32603, str(exc), {"path": path}) from None
+        self._fs_call(verb, path, done(result), True)
+        return result
+
+    async def read_text_file(
+        self, session_id: str, path: str, line: int | None = None, limit: int | None = None, **kwargs: Any
+    ) -> Any:
+        """``fs/read_text_file`` inside the session's working directories only."""
+        content = self._serve_file(
+            session_id,
+            "read",
+            path,
+            lambda: self.ctx.read_text_file(path, line, limit),
+            lambda text: f"{len(text.splitlines())} lines",
+        )
+        return ReadTextFileResponse(content=content)
+
+    async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> Any:
+        """``fs/write_text_file`` inside the session's working directories only (nothing else is touched)."""
+        self._serve_file(
+            session_id,
+            "write",
+            path,
+            lambda: self.ctx.write_text_file(path, content),
+            lambda _: f"wrote {len(content.encode('utf-8')):,} bytes",
+        )
+        return WriteTextFileResponse()
+
+    # -- the SDK's Client interface: terminals -------------------------------------------------
+
+    def _terminal(self, session_id: str, terminal_id: str) -> Any:
+        if not self._check_session(session_id) or not self.agent.terminal:
+            raise RequestError.method_not_found("terminal/*")
+        terminal = self.terminals.get(terminal_id)
+        if terminal is None or terminal.released:
+            raise RequestError.invalid_params({"details": f"no terminal {terminal_id!r}"})
+        return terminal
+
+    async def create_terminal(
+        self,
+        session_id: str,
+        command: str,
+        args: list[str] | None = None,
+        env: list | None = None,
+        cwd: str | None = None,
+        output_byte_limit: int | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """``terminal/create``: the host runs the command in a working directory, as an AHP terminal."""
+        if not self._check_session(session_id) or not self.agent.terminal:
+            raise RequestError.method_not_found("terminal/create")
+        try:
+            terminal = await self.ctx.create_terminal(
+                command,
+                list(args or []),
+                env={e.name: e.value for e in env or ()},
+                cwd=cwd,
+                output_byte_limit=output_byte_limit,
+                on_output=self._terminal_output,
+            )
+        except FileAccessDenied as exc:
+            raise RequestError(-32602, str(exc), {"cwd": cwd}) from None
+        except OSError as exc:
+            raise RequestError(
+                -32603, f"the command could not be started: {exc}", {"command": command}
+            ) from None
+        terminal_id = f"term-{len(self.terminals) + 1}"
+        self.terminals[terminal_id] = terminal
+        turn = self.turn
+        if turn is not None:
+            running = [
+                c for c in turn.calls.values() if c.status in ("running", "streaming", "pending-confirmation")
+            ]
+            if running:
+                self.ctx.claim_terminal(terminal, turn.turn_id, running[-1].id)
+        return CreateTerminalResponse(terminal_id=terminal_id)
+
+    def _terminal_output(self, terminal: Any) -> None:
+        """Stream a terminal's output into every running tool call that shows it."""
+        turn = self.turn
+        if turn is None:
+            return
+        tid = next((k for k, v in self.terminals.items() if v is terminal), None)
+        for call in turn.calls.values():
+            shows = any(
+                isinstance(c, dict) and c.get("type") == "terminal" and c.get("terminalId") == tid
+                for c in call.content
+            )
+            if shows and call.status == "running":
+                self.emit(
+                    {
+                        "type": "chat/toolCallContentChanged",
+                        "turnId": turn.turn_id,
+                        "toolCallId": call.id,
+                        "content": mapping.tool_content(call, self.resolver),
+                    }
+                )
+
+    async def terminal_output(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
+        """``terminal/output``: what the command printed so far (and its exit status once it exited)."""
+        terminal = self._terminal(session_id, terminal_id)
+        text, truncated, code, signal = terminal.output()
+        status = TerminalExitStatus(exit_code=code, signal=signal) if terminal.exited else None
+        return TerminalOutputResponse(output=text, truncated=truncated, exit_status=status)
+
+    async def wait_for_terminal_exit(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
+        """``terminal/wait_for_exit``."""
+        code, signal = await self._terminal(session_id, terminal_id).wait_for_exit()
+        return WaitForTerminalExitResponse(exit_code=code, signal=signal)
+
+    async def kill_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
+        """``terminal/kill``: stop the command, keep its output."""
+        self._terminal(session_id, terminal_id).kill()
+        return None
+
+    async def release_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
+        """``terminal/release``: stop the command if needed and forget the id (the channel stays)."""
+        self._terminal(session_id, terminal_id).release()
+        return ReleaseTerminalResponse()
