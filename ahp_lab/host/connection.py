@@ -14,9 +14,9 @@ Lifecycle (upstream ``lifecycle.md``, ``transport.md``)::
          -32600 "not initialized"; a second initialize or reconnect is refused.
 
 Identity: a ``clientId`` belongs to the live connection that initialized with it. A claim on an
-id held by another live connection pings that connection; if it answers within
-``Limits.identity_grace_s`` the claim is refused (-32010 AlreadyExists), otherwise the old one is
-closed and the newcomer takes over. Everything a client may do only to its own things (complete
+id held by another live connection pings that connection's socket (a WebSocket ping, which the
+client's library answers by itself); if it answers within ``Limits.identity_grace_s`` the claim
+is refused (-32010 AlreadyExists), otherwise the old one is closed and the newcomer takes over. Everything a client may do only to its own things (complete
 its tool calls, remove itself, publish its plugins) is checked against this binding.
 """
 
@@ -124,16 +124,10 @@ class Connection:
         self.peer.close()
 
     async def probe(self, timeout: float) -> bool:
-        """Ping the client: ``True`` if it answers (with a result or any error) within ``timeout``."""
-        if self.closed:
-            return False
-        try:
-            await self.peer.request("ping", {"channel": ROOT}, timeout=timeout)
-        except RpcError:
-            return True  # an error answer proves the other side is there
-        except (TimeoutError, ConnectionError):
-            return False
-        return True
+        """Whether the client's transport still answers within ``timeout`` (a WebSocket ping, which
+        its library answers by itself). Not a JSON-RPC request: AHP gives a host none that every
+        client must answer, and a client's silence to one must not cost it its id."""
+        return not self.closed and await self.peer.transport.alive(timeout)
 
     # -- plumbing -------------------------------------------------------------------------------
 

@@ -527,9 +527,9 @@ class Host(SessionsAndChats):
     async def claim_client_id(self, conn: Connection, client_id: str) -> None:
         """Bind a contested ``client_id`` to ``conn``: its holder must prove it is alive.
 
-        The holder is pinged; if it answers within ``limits.identity_grace_s`` the claim is
-        refused (-32010), otherwise the holder is closed (a dropped socket not noticed yet) and
-        ``conn`` takes the id over.
+        The holder's socket is pinged (:meth:`Connection.probe`); if it answers within
+        ``limits.identity_grace_s`` the claim is refused (-32010), otherwise the holder is closed
+        (a dropped socket not noticed yet) and ``conn`` takes the id over.
         """
         while not self.try_claim_client_id(conn, client_id):
             holder = self.connection_of(client_id)

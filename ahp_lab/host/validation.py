@@ -155,6 +155,10 @@ def _check_chat(
         return (
             "a turn is already in progress: cancel it first or queue the message with chat/pendingMessageSet"
         )
+    if kind == "chat/turnStarted":
+        turn_id = action.get("turnId")
+        if any(type(t) is dict and t.get("id") == turn_id for t in (chat or {}).get("turns") or ()):
+            return f"chat/turnStarted: this chat already has a turn {turn_id!r}; a new turn needs a new id"
     if kind == "chat/turnCancelled":
         active = _active_turn(chat)
         if active is None:

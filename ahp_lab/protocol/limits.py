@@ -111,8 +111,8 @@ class Limits:
     max_agent_terminals: int = 16
     #: Output kept per agent terminal (its tail), and put into the terminal channel's state.
     max_terminal_output_bytes: int = 1024 * 1024
-    #: Seconds the live holder of a client id has to answer a ``ping`` when another connection
-    #: claims that id; a holder that does not answer is closed and the newcomer takes over.
+    #: Seconds the live holder of a client id has to answer a WebSocket ping when another
+    #: connection claims that id; a holder that does not answer is closed and the newcomer takes over.
     identity_grace_s: float = 2.0
 
     def __post_init__(self) -> None:

@@ -53,6 +53,10 @@ class InProcessTransport:
         else:
             self._receiver(text)
 
+    async def alive(self, timeout: float) -> bool:
+        """An in-process peer cannot vanish unnoticed: alive while neither end has closed."""
+        return not self.closed and self.peer is not None and not self.peer.closed
+
     def pause_reading(self, seconds: float) -> None:
         """Deliver nothing more for ``seconds``; what arrives meanwhile is delivered after, in order."""
         loop = _loop()

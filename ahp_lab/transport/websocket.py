@@ -179,6 +179,19 @@ class WebSocketTransport:
         with contextlib.suppress(Exception):
             self.ws.transport.abort()
 
+    async def alive(self, timeout: float) -> bool:
+        """Whether the peer answers a WebSocket ping within ``timeout``. Its WebSocket library
+        answers a ping by itself, whatever the application does: only a socket that died without
+        notice (or a peer that stopped reading it) stays silent."""
+        if self.closed:
+            return False
+        try:
+            async with asyncio.timeout(timeout):
+                await (await self.ws.ping())
+        except (TimeoutError, ConnectionClosed):
+            return False
+        return True
+
     def pause_reading(self, seconds: float) -> None:
         """Read no further frame for ``seconds``: the peer's own writes then wait in its socket
         (TCP backpressure), and nothing it sends piles up here."""

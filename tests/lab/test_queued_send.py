@@ -90,6 +90,29 @@ def test_queue_false_fails_fast_with_the_hosts_reason():
     arun(main())
 
 
+def test_a_turn_id_already_used_in_the_chat_is_refused():
+    """Turn ids are unique within a chat (reducer-rules §5): a client reusing a finished turn's id
+    would make truncation, forks and references to that turn ambiguous."""
+
+    async def main():
+        lab = await Lab.open()
+        try:
+            done = await lab.send("hello")
+            again = {
+                "type": "chat/turnStarted",
+                "turnId": done.id,
+                "startedAt": "2026-12-05T00:00:00.000Z",
+                "message": {"text": "same id", "origin": {"kind": "user"}},
+            }
+            with pytest.raises(ActionRejected, match="already has a turn"):
+                await lab.adispatch(again)
+            assert [t["id"] for t in lab.chat_state["turns"]] == [done.id]
+        finally:
+            await lab.aclose()
+
+    arun(main())
+
+
 def test_steer_sends_a_steering_message_to_the_running_turn():
     async def main():
         lab, first = await _busy_lab()

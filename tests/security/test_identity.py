@@ -73,22 +73,48 @@ def test_a_stranger_cannot_complete_the_notebooks_tool_call_with_a_forged_result
     arun(main())
 
 
-def test_an_unresponsive_holder_is_replaced_but_a_live_one_keeps_its_id(connect_stranger):
+def test_a_live_holder_keeps_its_id_though_it_answers_no_request(connect_stranger):
+    """AHP gives a host no request every client must answer: a holder that answers none (as a client
+    written from the spec may) is still alive, and a thief who read its id from an origin gets -32010."""
+
     async def main():
         async with open_lab(limits={"identity_grace_s": 0.3}) as lab:
-            ghost = await connect_stranger(lab, "ghost", answer_pings=False)  # a dropped socket
-            await ghost.initialize("editor")
-            newcomer = await connect_stranger(lab, "newcomer")
-            taken = await newcomer.initialize("editor")
-            assert taken["result"]["protocolVersion"] == "0.8.0"
-            await ghost.wait(lambda: ghost.closed)
-            assert lab.host.connection_of("editor") is not None
-            # now the newcomer is alive and answers pings: a third claim is refused
+            victim = await connect_stranger(lab, "victim", answer_pings=False)
+            await victim.initialize("editor")
             thief = await connect_stranger(lab, "thief")
             refused = await thief.initialize("editor")
             assert refused["error"]["code"] == ErrorCode.ALREADY_EXISTS
-            assert not newcomer.closed
+            assert not victim.closed
+            assert (await victim.call("ping"))["result"] is None  # still served, as editor
+
+    arun(main())
+
+
+def test_a_holder_whose_socket_died_unnoticed_is_replaced():
+    """A socket that stopped answering (here: its reader stopped, as a dead peer's does) does not
+    answer the WebSocket ping either: the newcomer takes the id over, and a third claim, on a
+    holder that answers, is refused."""
+
+    async def main():
+        from ahp_lab.transport import connect_websocket
+
+        from .conftest import Stranger
+
+        async with open_lab(limits={"identity_grace_s": 0.3}) as lab:
+            ghost = Stranger(await connect_websocket(await lab.aserve()))
+            await ghost.initialize("editor")
+            held = lab.host.connection_of("editor")
+            ghost.transport.ws.transport.pause_reading()  # no frame is read, no ping answered
+            newcomer = Stranger(await connect_websocket(await lab.aserve()))
+            taken = await newcomer.initialize("editor")
+            assert taken["result"]["protocolVersion"] == "0.8.0"
+            assert held.closed and lab.host.connection_of("editor") not in (None, held)
+            thief = Stranger(await connect_websocket(await lab.aserve()))
+            refused = await thief.initialize("editor")
+            assert refused["error"]["code"] == ErrorCode.ALREADY_EXISTS
             assert (await newcomer.call("ping"))["result"] is None
+            ghost.transport.ws.transport.resume_reading()
+            ghost.close()
 
     arun(main())
 
