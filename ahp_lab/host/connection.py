@@ -301,6 +301,11 @@ class Connection:
                 ErrorCode.INVALID_PARAMS,
                 f"field 'clientId' must be 1 to {MAX_CLIENT_ID_CHARS} characters long, got {len(client_id):,}",
             )
+        if not client_id.isprintable():  # it names the client in logs, origins and the workbench
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                f"field 'clientId' must be printable text (no control characters), got {client_id!r}",
+            )
         if self.host.try_claim_client_id(self, client_id):
             self.client_id = client_id
             self.phase = "ready"

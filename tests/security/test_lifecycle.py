@@ -115,6 +115,16 @@ def test_initialize_params_are_validated_with_the_protocol_model(connect_strange
                     "must be an array",
                 ),
                 ({"channel": ROOT, "protocolVersions": ["0.8.0"], "clientId": ""}, "clientId", "1 to 256"),
+                (
+                    {"channel": ROOT, "protocolVersions": ["0.8.0"], "clientId": "a\u0000b"},
+                    "clientId",
+                    "printable",
+                ),
+                (
+                    {"channel": ROOT, "protocolVersions": ["0.8.0"], "clientId": "ide\n[host]"},
+                    "clientId",
+                    "printable",
+                ),
             ]
             for params, field, rule in cases:
                 answer = await s.call("initialize", params)
