@@ -28,7 +28,8 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from ..protocol import PROTOCOL_VERSION, ProtocolError, validate_params
+from ..protocol import PROTOCOL_VERSION, SUPPORTED_VERSIONS, ProtocolError, validate_params
+from ..protocol.actions import ACTION_SINCE
 from ..protocol.jsonrpc import ErrorCode
 from ..protocol.jsonvalue import to_json
 from ..protocol.limits import MAX_SAFE_INTEGER, check_json, valid_client_seq
@@ -48,6 +49,19 @@ IMPLEMENTATION = {
     "title": "ahp_lab in-kernel host, AHP 0.8.0 pre-release snapshot of 2026-08-04 (upstream eb31098)",
 }
 REPLAY_LIMIT = 50_000
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
+#: Action type -> the version that introduced it, for the types newer than the oldest version this
+#: host speaks: a client that negotiated an older one is not sent them (overview §3.6).
+NEWER_ACTIONS: dict[str, tuple[int, ...]] = {
+    kind: _version(since)
+    for kind, since in ACTION_SINCE.items()
+    if _version(since) > min(map(_version, SUPPORTED_VERSIONS))
+}
 #: A client id travels in every envelope the client dispatches; it stays short.
 MAX_CLIENT_ID_CHARS = 256
 #: The message of the error (-32600 InvalidRequest) for requests before ``initialize``; the spec
@@ -85,6 +99,7 @@ class Connection:
         #: ``"new"`` → (``"claiming"``) → ``"ready"``
         self.phase = "new"
         self.protocol_version: str | None = None
+        self.version: tuple[int, ...] = _version(PROTOCOL_VERSION)  # the negotiated one, once known
         self.capabilities: dict = {}
         self.subscriptions: set[str] = set()
         # what this client's requests may make the host send (answers, broadcasts they cause):
@@ -122,6 +137,12 @@ class Connection:
         if reason:
             log.info("closing connection of %s: %s", self.client_id or "an uninitialized client", reason)
         self.peer.close()
+
+    def receives(self, transition: Any, since: tuple[int, ...]) -> bool:
+        """Whether this client is sent ``transition``, of an action type introduced in ``since``:
+        not when it negotiated an older version, unless it is the echo of its own dispatch, which
+        its pending list waits for. (``reconnect`` negotiates nothing: a replay is this version's.)"""
+        return self.version >= since or transition.origin.get("clientId") == self.client_id
 
     async def probe(self, timeout: float) -> bool:
         """Whether the client's transport still answers within ``timeout`` (a WebSocket ping, which
@@ -336,7 +357,7 @@ class Connection:
         capabilities = params.get("capabilities")
 
         def finish() -> dict:
-            self.protocol_version = version
+            self.protocol_version, self.version = version, _version(version)
             self.capabilities = capabilities if isinstance(capabilities, dict) else {}
             snapshots = []
             for channel in params.get("initialSubscriptions") or ():

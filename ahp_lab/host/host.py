@@ -28,7 +28,7 @@ from ..transport import RpcError, pipe
 from ..waiting import StateWaiters
 from . import mirror
 from .agent_sessions import AgentSessions
-from .connection import ROOT, Connection
+from .connection import NEWER_ACTIONS, ROOT, Connection
 from .redaction import Redactor
 from .roots import WorkingDirectories
 from .sessions import SessionRuntime, SessionsAndChats
@@ -377,9 +377,11 @@ class Host(SessionsAndChats):
         text = dumps(
             {"jsonrpc": "2.0", "method": "action", "params": transition.envelope()}, separators=(",", ":")
         )
+        since = NEWER_ACTIONS.get(transition.type)  # most types: None, every subscriber is sent it
         self.broadcast_chars += len(text) * len(subscribers)
         for conn in tuple(subscribers):
-            conn.send_text(text)
+            if since is None or conn.receives(transition, since):
+                conn.send_text(text)
 
     def _after(self, transition: Transition) -> None:
         """Host follow-ups of an accepted transition (mirroring, waiters, extensions)."""

@@ -213,3 +213,31 @@ def test_every_success_response_carries_result_even_null(connect_stranger):
             assert [a["result"] for a in answers[-3:]] == [None, None, None]
 
     arun(main())
+
+
+def test_a_client_of_an_older_version_is_not_sent_action_types_introduced_after_it(connect_stranger):
+    """overview §3.6: a host SHOULD NOT send an action type introduced after the negotiated version
+    (``session/workingDirectorySet`` is 0.7.0); a 0.8.0 client is sent it."""
+
+    async def main():
+        async with open_lab() as lab:
+            old = await connect_stranger(lab, "old")
+            assert (await old.initialize("old", protocolVersions=["0.5.1"]))["result"][
+                "protocolVersion"
+            ] == "0.5.1"
+            new = await connect_stranger(lab, "new")
+            await new.initialize("new")
+            for peer in (old, new):
+                await peer.call("subscribe", {"channel": lab.session})
+            lab.host.dispatch(
+                lab.session, {"type": "session/workingDirectorySet", "directory": "file:///tmp/w"}
+            )
+            lab.host.dispatch(lab.session, {"type": "session/titleChanged", "title": "after"})
+            for peer in (old, new):
+                await peer.wait(
+                    lambda p=peer: any(e["action"]["type"] == "session/titleChanged" for e in p.envelopes())
+                )
+            assert "session/workingDirectorySet" in [e["action"]["type"] for e in new.envelopes()]
+            assert [e["action"]["type"] for e in old.envelopes()] == ["session/titleChanged"]
+
+    arun(main())
