@@ -320,6 +320,8 @@ class Bridge(WorkspaceServices):
         except BaseException:
             if not task.done():
                 task.cancel()
+            elif not task.cancelled():
+                task.exception()  # the failure is the outcome: the answer's error is not reported too
             raise
         finally:
             failed.cancel()
