@@ -187,7 +187,8 @@ class SessionContext(Protocol):
     def update_config(self, values: dict) -> int | None:
         """Agent-initiated config change (the agent switched its own mode): ``session/configChanged``.
 
-        Returns the action's server seq (``None`` when nothing changed).
+        Returns the action's server seq (``None`` when nothing changed). A value the session's
+        config schema does not allow is a ``ValueError`` that says which, and changes nothing.
         """
 
     def update_title(self, title: str) -> int | None:

@@ -32,6 +32,7 @@ from ..protocol.jsonvalue import to_json
 from ..store import agent_origin
 from ..transport import RpcError
 from .resources import ResourceService, file_uri, uri_path
+from .validation import config_value_problem
 
 if TYPE_CHECKING:
     from .host import Host
@@ -195,6 +196,10 @@ class HostSessionContext:
         props = (config.get("schema") or {}).get("properties") or {}
         current = config.get("values") or {}
         changes = {k: v for k, v in values.items() if k in props and current.get(k) != v}
+        for key, value in changes.items():  # the schema the agent offered, checked as a client's change is
+            reason = config_value_problem(props[key], value)
+            if reason is not None:
+                raise ValueError(f"{key} {value!r}, which is not among the values it offered ({reason})")
         if not changes:
             return None
         return self.host.dispatch(

@@ -269,7 +269,7 @@ def _check_session(
                 return (
                     f"session/configChanged: property {key!r} cannot be changed after the session was created"
                 )
-            reason = _config_value_problem(props[key], action["config"][key])
+            reason = config_value_problem(props[key], action["config"][key])
             if reason is not None:
                 return f"session/configChanged: {key!r} {reason}"
     if kind in ("session/workingDirectorySet", "session/workingDirectoryRemoved"):
@@ -322,7 +322,7 @@ _CONFIG_TYPES = {
 }
 
 
-def _config_value_problem(schema: dict, value: Any) -> str | None:
+def config_value_problem(schema: dict, value: Any) -> str | None:
     """Why ``value`` does not fit a config property's schema (its enum and type), else ``None``."""
     if value is None:
         return None  # null removes the value (a merge payload), it is never "wrong"

@@ -103,7 +103,6 @@ class Bridge(WorkspaceServices):
         self.session_id: str | None = None
         self.capabilities: dict = {}
         self.routes: dict[str, tuple] = {}
-        self.properties: dict[str, dict] = {}  # the config schema's properties, as the agent offered them
         self.turn: TurnMap | None = None
         self.turn_ctx: TurnContext | None = None
         self.prompt_task: asyncio.Task | None = None
@@ -200,7 +199,6 @@ class Bridge(WorkspaceServices):
         )
         self.session_id = session.session_id
         config, self.routes = mapping.config_from_acp(_json(session.modes), _json(session.config_options))
-        self.properties = ((config or {}).get("schema") or {}).get("properties") or {}
         return config
 
     async def stop(self, generation: int | None = None) -> None:
@@ -497,17 +495,13 @@ class Bridge(WorkspaceServices):
             _CAUSE.reset(token)
 
     def _agent_config(self, values: dict) -> int | None:
-        """Apply the config values the agent reports (``session/configChanged``, agent origin) when
-        each is one it offered; a value it never offered is a violation. Returns the seq."""
-        for key, value in values.items():
-            prop = self.properties.get(key)
-            if prop is None:
-                continue  # not offered: the host ignores it
-            allowed = prop.get("enum")
-            if (value not in allowed) if allowed is not None else (type(value) is not bool):
-                self.fail(f"the agent reported {key} {value!r}, which is not among the values it offered")
-                return None
-        return self.ctx.update_config(values)
+        """Apply the config values the agent reports (``session/configChanged``, agent origin);
+        a value the schema it offered does not allow is a violation. Returns the seq."""
+        try:
+            return self.ctx.update_config(values)
+        except ValueError as exc:
+            self.fail(f"the agent reported {exc}")
+            return None
 
     # -- the SDK's Client interface: notifications ------------------------------------------------
 
