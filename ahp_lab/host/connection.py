@@ -16,8 +16,9 @@ Lifecycle (upstream ``lifecycle.md``, ``transport.md``)::
 Identity: a ``clientId`` belongs to the live connection that initialized with it. A claim on an
 id held by another live connection pings that connection's socket (a WebSocket ping, which the
 client's library answers by itself); if it answers within ``Limits.identity_grace_s`` the claim
-is refused (-32010 AlreadyExists), otherwise the old one is closed and the newcomer takes over. Everything a client may do only to its own things (complete
-its tool calls, remove itself, publish its plugins) is checked against this binding.
+is refused (-32010 AlreadyExists), otherwise the old one is closed and the newcomer takes over.
+Everything a client may do only to its own things (complete its tool calls, remove itself,
+publish its plugins) is checked against this binding.
 """
 
 from __future__ import annotations
@@ -99,7 +100,6 @@ class Connection:
         #: ``"new"`` → (``"claiming"``) → ``"ready"``
         self.phase = "new"
         self.protocol_version: str | None = None
-        self.version: tuple[int, ...] = _version(PROTOCOL_VERSION)  # the negotiated one, once known
         self.capabilities: dict = {}
         self.subscriptions: set[str] = set()
         # what this client's requests may make the host send (answers, broadcasts they cause):
@@ -142,7 +142,8 @@ class Connection:
         """Whether this client is sent ``transition``, of an action type introduced in ``since``:
         not when it negotiated an older version, unless it is the echo of its own dispatch, which
         its pending list waits for. (``reconnect`` negotiates nothing: a replay is this version's.)"""
-        return self.version >= since or transition.origin.get("clientId") == self.client_id
+        negotiated = _version(self.protocol_version or PROTOCOL_VERSION)
+        return negotiated >= since or transition.origin.get("clientId") == self.client_id
 
     async def probe(self, timeout: float) -> bool:
         """Whether the client's transport still answers within ``timeout`` (a WebSocket ping, which
@@ -357,7 +358,7 @@ class Connection:
         capabilities = params.get("capabilities")
 
         def finish() -> dict:
-            self.protocol_version, self.version = version, _version(version)
+            self.protocol_version = version
             self.capabilities = capabilities if isinstance(capabilities, dict) else {}
             snapshots = []
             for channel in params.get("initialSubscriptions") or ():
