@@ -101,6 +101,13 @@ class ToolContext:
         return self.cancelled.is_set()
 
 
+#: What cell-written code (a tool, an extension's hook, catalog or lifecycle, a factory) raises
+#: that is reported and contained rather than propagated: every exception but cancellation.
+#: ``SystemExit`` and ``KeyboardInterrupt`` too: let through, asyncio re-raises them out of the
+#: event loop, which ends the kernel.
+FAILURES = (Exception, SystemExit, KeyboardInterrupt)
+
+
 async def _contained(work: Any, title: str) -> Any:
     """Await a tool's work; a ``BaseException`` that would end the process fails the call instead.
 

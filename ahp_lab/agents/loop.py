@@ -36,6 +36,7 @@ from ..extensions.config import Workspace
 from ..extensions.contract import Extension
 from ..extensions.custom_tools import USER_TOOLS
 from ..extensions.session import ExtensionSession, maybe_await
+from ..tools import FAILURES
 from .base import TurnContext, TurnFailed
 from .loop_host import LoopHost, SubagentSpec
 from .model_calls import ModelCallLog
@@ -68,6 +69,18 @@ class ToolResultInfo:
 
 
 _END = object()
+
+#: What the model is told of a call that its turn ended before it finished.
+UNFINISHED = "The call did not finish: the turn ended (cancelled or failed) first, so it has no result."
+#: Finish reasons of a complete answer (``None``: the model does not say, as a scripted one).
+FINISHED = frozenset({"stop", "tool_calls", "function_call", "end_turn"})
+#: A finish reason that cuts the answer short: the turn's ``errorType`` and why, as the ACP
+#: bridge maps ``max_tokens`` and ``refusal``.
+UNFINISHED_ANSWERS = {
+    "length": ("maxTokens", "it reached the model's token limit (finish reason 'length')"),
+    "content_filter": ("refusal", "the model's content filter stopped it (finish reason 'content_filter')"),
+    "incomplete": ("modelError", "its stream ended before the model said it had finished (no finish reason)"),
+}
 
 
 class LoopAgent:
@@ -236,9 +249,18 @@ class LoopAgent:
                 )
             if not response.tool_calls:
                 return
-            for call in response.tool_calls:
-                text = await self._tool_call(ctx, es, spec, call)
-                turn_log.append({"role": "tool", "tool_call_id": call.id, "content": text})
+            answered = 0
+            try:
+                for call in response.tool_calls:
+                    text = await self._tool_call(ctx, es, spec, call)
+                    turn_log.append({"role": "tool", "tool_call_id": call.id, "content": text})
+                    answered += 1
+            finally:
+                # A turn that ends here (cancelled, failed) leaves every call the model asked for
+                # answered: a request whose assistant tool calls lack their results is refused by
+                # the model's API, which would break every later turn of the chat.
+                for call in response.tool_calls[answered:]:
+                    turn_log.append({"role": "tool", "tool_call_id": call.id, "content": UNFINISHED})
         await ctx.notify(f"Stopped after {self.max_steps} model calls in one turn.")
 
     async def _expand(self, es: ExtensionSession, prompt: str) -> str:
@@ -251,7 +273,7 @@ class LoopAgent:
             return prompt
         try:
             return str(await maybe_await(command.expand(rest.strip())))
-        except Exception as exc:
+        except FAILURES as exc:
             raise TurnFailed(f"/{head} failed: {type(exc).__name__}: {exc}", "commandFailed") from None
 
     def resident_tools(self, es: ExtensionSession, ctx: TurnContext, spec: SubagentSpec | None) -> list[dict]:
@@ -300,15 +322,28 @@ class LoopAgent:
         notices = [i for i, m in enumerate(request.messages) if cat.NOTICE_META in m]
         record = self.model_calls.begin(ctx.session, ctx.chat, ctx.turn_id, request, notices)
         record.reports = [str(r) for r in reports]
+        redactor = self.bridge.host.redactor
+        redactor.add(*self.model.secrets() if hasattr(self.model, "secrets") else ())
         try:
             response = await self._stream(ctx, request)
         except asyncio.CancelledError:
             self.model_calls.end(record, error="cancelled")
             raise
-        except Exception as exc:
-            self.model_calls.end(record, error=f"{type(exc).__name__}: {exc}")
-            raise TurnFailed(f"The model call failed: {type(exc).__name__}: {exc}", "modelError") from None
+        except TurnFailed as exc:
+            self.model_calls.end(record, error=redactor.text(str(exc)))
+            raise
+        except FAILURES as exc:
+            error = redactor.text(f"{type(exc).__name__}: {exc}")  # an API error may quote the key
+            self.model_calls.end(record, error=error)
+            raise TurnFailed(f"The model call failed: {error}", "modelError") from None
         self.model_calls.end(record, response)
+        if response.finish_reason is not None and response.finish_reason not in FINISHED:
+            kind, why = UNFINISHED_ANSWERS.get(
+                response.finish_reason, ("modelError", f"the model stopped ({response.finish_reason!r})")
+            )
+            if response.text:  # what was said stays in the history, as it stays in the chat
+                turn_log.append({"role": "assistant", "content": response.text})
+            raise TurnFailed(f"The model's answer is incomplete: {why}.", kind)
         return response
 
     async def _stream(self, ctx: TurnContext, request: ModelRequest) -> ModelResponse:

@@ -28,7 +28,7 @@ from ..extensions.custom_tools import (
 from ..extensions.runtime import AgentRun
 from ..extensions.session import ExtensionSession
 from ..protocol.jsonvalue import to_json
-from ..tools import ResolvedTool, ToolError
+from ..tools import FAILURES, ResolvedTool, ToolError
 
 if TYPE_CHECKING:
     from .loop import LoopAgent
@@ -106,7 +106,7 @@ class LoopHost:
             es.set_extra_tools([as_host_tool(t, self.abort) for t in discovery.tools])
             await es.activate()
             await self._session_event(session, {"reason": "start"})
-        except Exception as exc:  # never leave a turn waiting forever
+        except FAILURES as exc:  # never leave a turn waiting forever
             log.exception("activating the extensions of %s failed", session)
             es.problems.append(f"activating the extensions failed: {type(exc).__name__}: {exc}.")
             es.ready.set()
@@ -157,7 +157,7 @@ class LoopHost:
                     value = t.on_session(dict(event))
                     if asyncio.iscoroutine(value):
                         await value
-                except Exception as exc:  # logged as a warning, never fatal (seed 004)
+                except FAILURES as exc:  # logged as a warning, never fatal (seed 004)
                     log.warning(
                         "on_session(%s) of %s failed: %s: %s",
                         event.get("reason"),

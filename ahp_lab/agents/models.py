@@ -22,7 +22,7 @@ import json
 import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 __all__ = [
@@ -64,6 +64,9 @@ class ModelResponse:
     reasoning: str = ""
     usage: dict | None = None  # {"inputTokens", "outputTokens"}
     model: str | None = None
+    #: Why the model stopped, as the API says (``"stop"``, ``"tool_calls"``, ``"length"``, ...);
+    #: ``"incomplete"`` when its stream ended without saying; ``None`` for a model that never says.
+    finish_reason: str | None = None
 
     def message(self) -> dict:
         """The assistant message that goes into the history (OpenAI shape)."""
@@ -158,7 +161,7 @@ def respond(text: str = "", *calls: ModelToolCall, reasoning: str = "") -> Model
 
 def _as_response(value: Any) -> ModelResponse:
     if isinstance(value, ModelResponse):
-        return ModelResponse(value.text, list(value.tool_calls), value.reasoning, value.usage, value.model)
+        return replace(value, tool_calls=list(value.tool_calls))
     if isinstance(value, str):
         return ModelResponse(text=value)
     if isinstance(value, ModelToolCall):
@@ -279,17 +282,22 @@ class OpenAIModel:
         if request.tools:
             kwargs["tools"] = request.tools
         stream = await self._client.chat.completions.create(**kwargs)
+        if not hasattr(stream, "__aiter__"):  # params asked for stream=False: one whole completion
+            stream = _chunks_of(stream)
         text: list[str] = []
         reasoning: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
         usage = None
         model = None
+        finish = "incomplete"
         async for chunk in stream:
             model = getattr(chunk, "model", None) or model
             if getattr(chunk, "usage", None) is not None:
                 u = chunk.usage
                 usage = {"inputTokens": u.prompt_tokens or 0, "outputTokens": u.completion_tokens or 0}
             for choice in chunk.choices or ():
+                if getattr(choice, "finish_reason", None):
+                    finish = choice.finish_reason
                 delta = choice.delta
                 if delta is None:
                     continue
@@ -311,9 +319,33 @@ class OpenAIModel:
             ModelToolCall(c["id"] or f"call_{i}", c["name"], c["arguments"] or "{}")
             for i, c in sorted(calls.items())
         ]
-        yield ModelEvent(
-            "done", response=ModelResponse("".join(text), tool_calls, "".join(reasoning), usage, model)
-        )
+        response = ModelResponse("".join(text), tool_calls, "".join(reasoning), usage, model, finish)
+        yield ModelEvent("done", response=response)
+
+    def secrets(self) -> tuple[str, ...]:
+        """The API key, for the host to mask wherever an error message quotes it."""
+        key = self._client.api_key
+        return (key,) if key and key != "not-set" else ()
 
     def __repr__(self) -> str:
         return f"<OpenAIModel {self.name} at {self.base_url or 'the default endpoint'}>"
+
+
+async def _chunks_of(completion: Any) -> AsyncIterator[Any]:
+    """A non-streamed ``ChatCompletion`` as the one chunk a stream would end with."""
+    from types import SimpleNamespace
+
+    choices = []
+    for c in completion.choices or ():
+        message = c.message
+        calls = [
+            SimpleNamespace(index=i, id=call.id, function=call.function)
+            for i, call in enumerate(message.tool_calls or ())
+        ]
+        delta = SimpleNamespace(
+            content=message.content,
+            tool_calls=calls,
+            reasoning_content=getattr(message, "reasoning_content", None),
+        )
+        choices.append(SimpleNamespace(finish_reason=c.finish_reason, delta=delta))
+    yield SimpleNamespace(model=completion.model, usage=completion.usage, choices=choices)

@@ -1,6 +1,7 @@
 """Extensions for :class:`~ahp_lab.agents.loop.LoopAgent`: the contract of seed 003, its four
 shipped extensions, and the custom tools of seed 004. See ``docs/extensions.md``."""
 
+from ..tools import ToolError
 from .config import Workspace
 from .contract import (
     Block,
@@ -32,6 +33,7 @@ __all__ = [
     "Catalog",
     "CatalogEntry",
     "ToolResult",
+    "ToolError",
     "ExtensionRuntime",
     "ToolCall",
     "AgentRun",

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ..tools import first_error
+from ..tools import FAILURES, first_error
 from .contract import Configuration
 
 __all__ = ["Workspace", "ConfigError", "USER_CONFIG", "PROJECT_CONFIG", "read_layer", "resolve_configuration"]
@@ -133,7 +133,7 @@ def resolve_configuration(
         except ConfigError as exc:
             problems.append(str(exc))
             value = default
-        except Exception as exc:  # the extension's resolve failed: its default, and say why
+        except FAILURES as exc:  # the extension's resolve failed: its default, and say why
             problems.append(
                 f"resolving the configuration of {extension_id} failed: {type(exc).__name__}: {exc}."
             )

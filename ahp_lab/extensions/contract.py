@@ -110,6 +110,13 @@ class Hooks:
     after_tool_call: Callable[[Any, Any, Any], Any] | None = None
     timeout: float | None = None
 
+    def __post_init__(self) -> None:
+        t = self.timeout
+        if t is not None and (
+            isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < float("inf")
+        ):
+            raise ValueError(f"a hook timeout must be a positive number of seconds, not {t!r}")
+
 
 @dataclass(frozen=True)
 class ToolResult:
@@ -139,6 +146,14 @@ class ExtensionTool:
     parameters: type[BaseModel] | None = None
     title: str | None = None
     confirm: bool | None = None
+
+    def __post_init__(self) -> None:
+        p = self.parameters
+        if p is not None and not (isinstance(p, type) and issubclass(p, BaseModel)):
+            raise TypeError(
+                f"the parameters of the tool {self.name!r} must be a pydantic model class (or None), "
+                f"not {type(p).__name__} {p!r:.60}"
+            )
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ..tools import Tool, ToolError
+from ..tools import FAILURES, Tool, ToolError
 from .config import Workspace
 
 __all__ = [
@@ -223,7 +223,7 @@ def _safe(render: Callable | None) -> Callable | None:
     def guarded(value: Any) -> Any:
         try:
             return render(value)
-        except Exception as exc:  # the renderer's bug: the default text instead
+        except FAILURES as exc:  # the renderer's bug: the default text instead
             log.warning("a custom tool renderer failed: %s: %s", type(exc).__name__, exc)
             return value
 
@@ -313,7 +313,7 @@ async def load_custom_tools(
     for item in items:
         try:
             tools = [item] if isinstance(item, CustomTool) else await _produce(item, api)
-        except Exception as exc:
+        except FAILURES as exc:
             source.error = f"its factory failed: {_one_line(exc)}"
             continue
         for t in tools:
@@ -325,7 +325,7 @@ async def load_custom_tools(
                 continue
             try:
                 as_host_tool(t, lambda _c, _t: None)  # the name and parameters must make a valid tool
-            except Exception as exc:
+            except FAILURES as exc:
                 source.error = f"the tool {t.name!r} is not valid: {_one_line(exc)}"
                 continue
             taken.add(t.name)

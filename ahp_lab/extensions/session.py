@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..protocol.customizations import effective_enabled
-from ..tools import Tool, ToolError, content_blocks, first_error, success_result
+from ..tools import FAILURES, Tool, ToolError, content_blocks, first_error, success_result
 from . import catalog as cat
 from .config import Workspace, layers_for, resolve_configuration
 from .contract import Block, CatalogEntry, Extension, ExtensionTool, ToolResult
@@ -30,6 +30,26 @@ from .runtime import Command, ExtensionRuntime, HostServices, ToolCall
 __all__ = ["ExtensionSession", "SEARCH_TOOLS", "EXECUTE_TOOL", "HookReport", "maybe_await"]
 
 log = logging.getLogger("ahp_lab.extensions")
+
+
+async def _within(work: Any, timeout: float) -> Any:
+    """Await ``work`` for at most ``timeout`` seconds, else ``TimeoutError``.
+
+    Unlike ``asyncio.wait_for``, the deadline holds when the work ignores its cancellation: it is
+    cancelled and left to end by itself (what it returns or raises then is dropped).
+    """
+    task = asyncio.ensure_future(work)
+    try:
+        done, _ = await asyncio.wait((task,), timeout=timeout)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if not done:
+        task.cancel()
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        raise TimeoutError
+    return task.result()
+
 
 SEARCH_TOOLS = "SearchTools"
 EXECUTE_TOOL = "ExecuteTool"
@@ -169,7 +189,7 @@ class ExtensionSession:
             if lifecycle is not None and lifecycle.activate is not None:
                 try:
                     self.instances[ext.id] = await maybe_await(lifecycle.activate(self.runtime(ext.id)))
-                except Exception as exc:  # reported; the other extensions go on
+                except FAILURES as exc:  # reported; the other extensions go on
                     self.problems.append(f"{ext.id} failed to activate: {type(exc).__name__}: {exc}.")
                     failed.append(ext.id)
                     continue
@@ -179,7 +199,7 @@ class ExtensionSession:
                 if c.subscribe is not None:
                     try:
                         off = c.subscribe(self.runtime(ext.id), lambda key=key: self._dirty.add(key))
-                    except Exception as exc:
+                    except FAILURES as exc:
                         self.problems.append(
                             f"{ext.id}.{c.id} could not subscribe: {type(exc).__name__}: {exc}."
                         )
@@ -205,7 +225,7 @@ class ExtensionSession:
                 continue
             try:
                 await maybe_await(lifecycle.deactivate(self.instances.pop(ext.id)))
-            except Exception:
+            except FAILURES:
                 self._logger(ext.id).exception("deactivate failed")
 
     def all_commands(self) -> dict[str, Command]:
@@ -214,7 +234,7 @@ class ExtensionSession:
         for provider in self.command_providers:
             try:
                 out.update({c.name: c for c in provider()})
-            except Exception:
+            except FAILURES:
                 log.exception("a command provider failed")
         return out
 
@@ -269,15 +289,15 @@ class ExtensionSession:
         try:
             value = fn(*args)
             if inspect.isawaitable(value):
-                value = await asyncio.wait_for(value, timeout)
+                value = await _within(value, timeout)
             elif time.monotonic() - started > timeout:
                 return None, HookReport(ext.id, name, f"ran past its {timeout:g} s deadline")
             return value, None
         except TimeoutError:
             return None, HookReport(ext.id, name, f"did not finish within its {timeout:g} s deadline")
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, GeneratorExit):
             raise
-        except Exception as exc:
+        except FAILURES as exc:
             return None, HookReport(ext.id, name, f"raised {type(exc).__name__}: {exc}")
 
     async def before_model_call(
@@ -324,6 +344,12 @@ class ExtensionSession:
                 reports.append(report)
             elif isinstance(value, Block):
                 return f"{ext.id}: {value.reason}", reports
+            elif value is not None:
+                reports.append(
+                    HookReport(
+                        ext.id, "before_tool_call", f"returned a {type(value).__name__}, not a Block or None"
+                    )
+                )
         return None, reports
 
     async def after_tool_call(self, chat: str, turn_id: str, call: Any, result: Any) -> list[HookReport]:
@@ -421,7 +447,7 @@ class ExtensionSession:
                 self._dirty.discard(key)
                 try:
                     found = await maybe_await(c.discover(self.runtime(ext.id)))
-                except Exception as exc:  # a broken catalog offers nothing this time
+                except FAILURES as exc:  # a broken catalog offers nothing this time
                     self._logger(ext.id).warning("catalog %s failed: %s: %s", c.id, type(exc).__name__, exc)
                     found = []
                 self._entries[key] = {e.name: e for e in found or () if isinstance(e, CatalogEntry)}

@@ -434,8 +434,8 @@ class Host(SessionsAndChats):
             self.start_turn(channel, action["turnId"], action.get("message") or {})
         elif kind in ("chat/turnCancelled", "chat/truncated"):
             runner = self.turns.get(channel)
-            if runner is not None and runner.task is not None:
-                runner.task.cancel()
+            if runner is not None:
+                runner.cancel()
         elif kind == "chat/pendingMessageSet" and action.get("kind") == "queued":
             self._consume_queue(channel)
         elif kind == "session/activeClientRemoved":
@@ -465,8 +465,8 @@ class Host(SessionsAndChats):
         session = self.chat_session[chat]
         runner = TurnRunner(self, session, chat, turn_id, message, self.agent_for(session))
         previous = self.turns.get(chat)
-        if previous is not None and previous.task is not None:
-            previous.task.cancel()
+        if previous is not None:
+            previous.cancel()
         self.turns[chat] = runner
         runner.start()
         return runner

@@ -289,8 +289,8 @@ class SessionsAndChats:
             conn, (self.chat_creators.get(chat), self.sessions[session].creator), f"chat {chat}"
         )
         runner = self.turns.pop(chat, None)
-        if runner is not None and runner.task is not None:
-            runner.task.cancel()
+        if runner is not None:
+            runner.cancel()
         for action in mirror.input_needed_actions(chat, {}, self.store.state(session)):
             self.dispatch(session, action)
         self.store.remove_channel(chat)
@@ -314,8 +314,8 @@ class SessionsAndChats:
                 hook(uri)
         for chat in list(runtime.chats):
             runner = self.turns.pop(chat, None)
-            if runner is not None and runner.task is not None:
-                runner.task.cancel()
+            if runner is not None:
+                runner.cancel()
             self.store.remove_channel(chat)
             self.chat_session.pop(chat, None)
             self.chat_creators.pop(chat, None)

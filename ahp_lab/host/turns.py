@@ -63,7 +63,7 @@ class TurnRunner:
         self.started_ms = host.store.clock_ms()
         self.task: asyncio.Task | None = None
         self.chunk_size = host.chunk_size
-        self.tool_tasks: set[asyncio.Task] = set()
+        self.tool_tasks: dict[asyncio.Task, ToolContext] = {}  # the server tools running, by task
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -96,8 +96,16 @@ class TurnRunner:
             self._cancel_tools()
             self.host._turn_finished(self)
 
+    def cancel(self) -> None:
+        """Cancel the turn: its tools see ``ctx.cancelled`` set before the cancellation reaches them."""
+        for ctx in self.tool_tasks.values():
+            ctx.cancelled.set()
+        if self.task is not None:
+            self.task.cancel()
+
     def _cancel_tools(self) -> None:
-        for task in list(self.tool_tasks):
+        for task, ctx in list(self.tool_tasks.items()):
+            ctx.cancelled.set()
             task.cancel()
 
     def _end(self, kind: str, **extra: Any) -> None:
@@ -337,11 +345,11 @@ class TurnRunner:
 
         ctx = ToolContext(call_id, tool.name, self.session, self.chat, self.turn_id, send_content, loop)
         task = asyncio.ensure_future(run_tool_call(tool, tc.get("toolInput"), ctx))
-        self.tool_tasks.add(task)
+        self.tool_tasks[task] = ctx
         try:
             result = await task
         finally:
-            self.tool_tasks.discard(task)
+            self.tool_tasks.pop(task, None)
         if self._tool_call(call_id) is None:
             return
         result = bounded_result(result, tool.title, self.host.limits.max_tool_result_bytes)

@@ -13,8 +13,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
-def text_reply(*pieces: str, usage: tuple[int, int] | None = (11, 7)) -> dict:
-    return {"pieces": list(pieces), "tool_calls": [], "usage": usage}
+def text_reply(*pieces: str, usage: tuple[int, int] | None = (11, 7), finish: str | None = "stop") -> dict:
+    """Streamed text; ``finish`` is the finish reason sent (``None``: the stream ends without one)."""
+    return {"pieces": list(pieces), "tool_calls": [], "usage": usage, "finish": finish}
 
 
 def tool_reply(
@@ -27,8 +28,29 @@ def tool_reply(
     }
 
 
+def unanswered_tool_calls(messages: list[dict]) -> list[str]:
+    """The ids of assistant tool calls that no ``tool`` message answers before the next turn: the
+    real API refuses such a history (HTTP 400)."""
+    missing: list[str] = []
+    for i, m in enumerate(messages):
+        if m.get("role") != "assistant" or not m.get("tool_calls"):
+            continue
+        answered = set()
+        for later in messages[i + 1 :]:
+            if later.get("role") != "tool":
+                break
+            answered.add(later.get("tool_call_id"))
+        missing += [c["id"] for c in m["tool_calls"] if c["id"] not in answered]
+    return missing
+
+
 class FakeOpenAI:
-    """``with FakeOpenAI([reply, ...]) as server: server.base_url``."""
+    """``with FakeOpenAI([reply, ...]) as server: server.base_url``.
+
+    As the real API: a history with unanswered tool calls is refused with 400, an error status
+    quotes the key it was given (``Incorrect API key provided: ...``), and a request with
+    ``stream: false`` gets one whole ``chat.completion``.
+    """
 
     def __init__(self, replies: list[dict], *, status: int = 200) -> None:
         self.replies = list(replies)
@@ -46,17 +68,25 @@ class FakeOpenAI:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 outer.requests.append(body)
                 outer.headers.append({k.lower(): v for k, v in self.headers.items()})
-                if outer.status != 200:
-                    self.send_response(outer.status)
+                key = (self.headers.get("authorization") or "").removeprefix("Bearer ")
+                missing = unanswered_tool_calls(body.get("messages") or [])
+                if outer.status != 200 or missing:
+                    status, message = outer.status, f"the fake refuses (Incorrect API key provided: {key})"
+                    if missing:
+                        status = 400
+                        message = (
+                            "An assistant message with 'tool_calls' must be followed by tool messages "
+                            f"responding to each 'tool_call_id'. Missing: {', '.join(missing)}"
+                        )
+                    self.send_response(status)
                     self.send_header("content-type", "application/json")
                     self.end_headers()
-                    self.wfile.write(
-                        json.dumps(
-                            {"error": {"message": "the fake refuses", "type": "server_error"}}
-                        ).encode()
-                    )
+                    self.wfile.write(json.dumps({"error": {"message": message, "type": "error"}}).encode())
                     return
                 reply = outer.replies.pop(0) if outer.replies else text_reply("(no more replies)")
+                if body.get("stream") is False:
+                    self._whole(body.get("model", "fake"), reply)
+                    return
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
                 self.end_headers()
@@ -65,6 +95,28 @@ class FakeOpenAI:
                     self.wfile.flush()
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
+
+            def _whole(self, model: str, reply: dict) -> None:
+                message: dict[str, Any] = {"role": "assistant", "content": "".join(reply["pieces"])}
+                if reply["tool_calls"]:
+                    message["tool_calls"] = [
+                        {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+                        for cid, name, args, _split in reply["tool_calls"]
+                    ]
+                p, c = reply.get("usage") or (0, 0)
+                finish = "tool_calls" if reply["tool_calls"] else reply.get("finish", "stop")
+                completion = {
+                    "id": "chatcmpl-fake",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": model,
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                    "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c},
+                }
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.end_headers()
+                self.wfile.write(json.dumps(completion).encode())
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -107,7 +159,9 @@ class FakeOpenAI:
             )
             for part in parts[1:]:
                 yield chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]})
-        yield chunk({}, "tool_calls" if reply["tool_calls"] else "stop")
+        finish = "tool_calls" if reply["tool_calls"] else reply.get("finish", "stop")
+        if finish is not None:
+            yield chunk({}, finish)
         if reply.get("usage"):
             p, c = reply["usage"]
             yield chunk(None, usage={"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c})
