@@ -61,8 +61,25 @@ def run_sync(coro: Coroutine) -> Any:
         return _private_loop.run_until_complete(coro)
     import nest_asyncio2
 
+    if getattr(loop, "_nest_patched", False):
+        return loop.run_until_complete(coro)
     nest_asyncio2.apply(loop)
-    return loop.run_until_complete(coro)
+    # The first time, this runs inside asyncio's own _run_once, which pops a number of ready
+    # handles counted before this cell ran: the nested run may take some of them (Run All queues
+    # many), and that frame would then pop an empty deque and end the kernel. Placeholders stand
+    # in for the handles taken. Later iterations run nest_asyncio2's _run_once, which checks.
+    ready = loop._ready  # type: ignore[attr-defined]
+    before = len(ready)
+    try:
+        return loop.run_until_complete(coro)
+    finally:
+        taken = before - len(ready)
+        if taken > 0:
+            ready.extendleft(asyncio.Handle(_nothing, (), loop) for _ in range(taken))
+
+
+def _nothing() -> None:
+    """A placeholder handle's callback (see :func:`run_sync`)."""
 
 
 def _markdown(value: Any) -> str:
