@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pydantic
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from .protocol.jsonvalue import to_json
@@ -244,6 +245,31 @@ class ResolvedTool:
     contributor: dict | None = None
 
 
+class _HintError(Exception):
+    """A signature a tool cannot take JSON input through (the message says why)."""
+
+
+def _hint_problem(fn: Callable, exc: Exception) -> str:
+    """One sentence on why ``fn``'s parameters cannot be JSON input: the parameter and its hint."""
+    if isinstance(exc, _HintError):
+        return str(exc)
+    if isinstance(exc, NameError):
+        return f"a type hint names {getattr(exc, 'name', None) or exc}, which is not defined where the function is"
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # noqa: BLE001
+        hints = {}
+    for name, hint in hints.items():
+        if name in ("return", "ctx"):
+            continue
+        try:
+            pydantic.TypeAdapter(hint).json_schema()
+        except Exception:  # noqa: BLE001 - this is the one
+            shown = hint.__name__ if isinstance(hint, type) else repr(hint)
+            return f"parameter {name!r} is annotated {shown}, which has no JSON Schema (use JSON types, or a pydantic model)"
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+
+
 class Tool:
     """A Python function published as an AHP tool."""
 
@@ -272,8 +298,14 @@ class Tool:
         self.title = title or _title_from_name(self.name)
         self.description = description if description is not None else _first_paragraph(fn.__doc__)
         self.is_async = inspect.iscoroutinefunction(fn)
-        self.takes_ctx, self._params = self._signature(fn)
-        self.input_model = input_model or self._model_from_signature()
+        try:
+            self.takes_ctx, self._params = self._signature(fn)
+            self.input_model = input_model or self._model_from_signature()
+            self.input_model.model_json_schema()  # a hint JSON Schema cannot describe fails here
+        except Exception as exc:  # noqa: BLE001 - named and explained, whatever pydantic raises
+            raise TypeError(
+                f"the tool {self.name!r} cannot take its input from JSON: {_hint_problem(fn, exc)}"
+            ) from None
         self.output_schema = output_schema
         self.annotations = dict(annotations or {})
         self.approval = approval
@@ -291,9 +323,13 @@ class Tool:
         takes_ctx = "ctx" in sig.parameters
         params = []
         for p in sig.parameters.values():
-            if p.name == "ctx" or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                continue
-            params.append(p.name)
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                star = "*" if p.kind == p.VAR_POSITIONAL else "**"
+                raise _HintError(
+                    f"{star}{p.name} cannot be filled from a JSON object of arguments; name each parameter"
+                )
+            if p.name != "ctx":
+                params.append(p.name)
         # a single parameter annotated with a pydantic model takes the whole input as that model
         hints = typing.get_type_hints(fn) if params else {}
         if (

@@ -11,6 +11,7 @@ starts a queued message.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Coroutine
 from typing import Any
 
 from ..protocol.clock import iso_ms
@@ -18,7 +19,42 @@ from ..store import Transition
 from .checks import message_text
 from .turns import ActionRejected, HumanInputNeeded, PendingTurn, Sent, Turn, TurnPolicy, run_sync
 
-__all__ = ["Sending"]
+__all__ = ["Sending", "Unsent"]
+
+
+class Unsent(Coroutine):
+    """What ``lab.send(...)`` returns: the coroutine that sends the message when awaited.
+
+    It is a coroutine (``await`` it, or give it to ``asyncio.create_task``); shown in a cell
+    without ``await``, it says that nothing was sent, instead of ``<coroutine object ...>``.
+    """
+
+    __slots__ = ("_coro", "_text")
+
+    def __init__(self, coro: Coroutine, text: Any) -> None:
+        self._coro = coro
+        self._text = text
+
+    def send(self, value: Any) -> Any:
+        return self._coro.send(value)
+
+    def throw(self, *args: Any) -> Any:
+        return self._coro.throw(*args)
+
+    def close(self) -> None:
+        self._coro.close()
+
+    def __await__(self):
+        return self._coro.__await__()
+
+    def __repr__(self) -> str:
+        shown = repr(self._text)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        return (
+            f"<lab.send({shown}) has not sent anything: write `await lab.send(...)` in a notebook cell, "
+            "or `lab.run(...)` in a script>"
+        )
+
 
 _AWAIT_INSTEAD = (
     "a blocked cell cannot receive widget clicks, so use `await lab.send(...)` in the notebook, "
@@ -204,7 +240,7 @@ class Sending:
                 return f"{approval.title} needs this notebook's approval"
         return None
 
-    async def send(
+    def send(
         self,
         text: str,
         *,
@@ -215,7 +251,8 @@ class Sending:
         queue: bool = True,
         steer: bool = False,
     ) -> Turn:
-        """Send a user message as a turn and wait until the turn ends; returns the :class:`Turn`.
+        """Send a user message as a turn and wait until the turn ends: ``await lab.send(...)``
+        returns the :class:`Turn` (nothing is sent until it is awaited).
 
         ``script`` runs an explicit scenario (see :mod:`ahp_lab.agents.scripted`). ``approve``
         answers tool confirmations as they appear: ``True``/``False``, an option id, or a callable
@@ -230,6 +267,10 @@ class Sending:
         to the running turn as a steering message (kind ``steering``) and returns that turn when it
         ends.
         """
+        message_text(text, "send")  # a wrong argument fails here, not once awaited
+        return Unsent(self._send(text, script, approve, answers, chat, queue, steer), text)
+
+    async def _send(self, text, script, approve, answers, chat, queue, steer) -> Turn:
         sent = self._submit("send", text, script, approve, answers, chat, queue, steer)
         return await self._wait_sent(sent)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import warnings
+from collections.abc import Callable
 
 import pytest
 
@@ -125,3 +126,57 @@ def test_a_replay_is_read_only_and_says_so(lab, tmp_path):
     assert source.read_only and not source.closed
     with pytest.raises(PermissionError, match="a replayed log is read-only"):
         source.prompt("hello")
+
+
+class _Opaque:
+    """A class pydantic has no JSON Schema for."""
+
+
+def _callable_hint(f: Callable[[int], int]) -> str:
+    return "x"
+
+
+def _class_hint(x: _Opaque) -> str:
+    return "x"
+
+
+def _undefined_hint(x: NoSuchType) -> str:  # noqa: F821 - the mistake under test
+    return "x"
+
+
+def _star_args(*args) -> str:
+    return "x"
+
+
+@pytest.mark.parametrize(
+    "fn, why",
+    [
+        (
+            _callable_hint,
+            r"parameter 'f' is annotated collections.abc.Callable\[\[int\], int\], which has no JSON Schema",
+        ),
+        (_class_hint, r"parameter 'x' is annotated _Opaque, which has no JSON Schema"),
+        (_undefined_hint, r"a type hint names NoSuchType, which is not defined where the function is"),
+        (_star_args, r"\*args cannot be filled from a JSON object of arguments"),
+    ],
+)
+def test_a_tool_whose_hints_are_not_json_is_refused_by_name_and_later_tools_still_register(lab, fn, why):
+    name = fn.__name__
+    with pytest.raises(TypeError, match=rf"the tool '{name}' cannot take its input from JSON: {why}"):
+        lab.tool(fn)
+
+    @lab.tool
+    def still_fine(n: int) -> str:
+        """Registers after the refusal."""
+        return str(n)
+
+    published = [t["name"] for c in lab.session_state["activeClients"] for t in c.get("tools") or ()]
+    assert "still_fine" in published and name not in published
+
+
+def test_send_without_await_says_that_nothing_was_sent(lab):
+    before = len(lab.transitions)
+    unsent = lab.send("hello")
+    assert "has not sent anything: write `await lab.send(...)`" in repr(unsent)
+    assert len(lab.transitions) == before
+    unsent.close()  # the coroutine it holds, never awaited: no warning at collection
