@@ -297,7 +297,10 @@ class Lab(Sending, Answering, LabBase):
         return await self._adispatch(action, self._route(action, channel))
 
     async def _adispatch(self, action: dict, channel: str) -> Transition:
-        seq = self.client.dispatch(channel, action)
+        return await self._verdict(channel, self.client.dispatch(channel, action))
+
+    async def _verdict(self, channel: str, seq: int) -> Transition:
+        """The transition the host recorded for this client's dispatch ``seq``."""
 
         def echoed(_state: Any) -> Any:
             for t in reversed(self.store.transitions[-50:]):
@@ -313,7 +316,9 @@ class Lab(Sending, Answering, LabBase):
 
     def dispatch(self, action: dict, channel: str | None = None) -> Transition:
         """Synchronous :meth:`adispatch` (the host answers at once; no person is involved)."""
-        return run_sync(self._adispatch(action, self._route(action, channel)))
+        channel = self._route(action, channel)
+        seq = self.client.dispatch(channel, action)  # malformed input fails here, in the caller's frame
+        return run_sync(self._verdict(channel, seq))
 
     # -- clients --------------------------------------------------------------------------------
 

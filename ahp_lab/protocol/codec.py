@@ -165,7 +165,7 @@ def parse(type_name: str, data: Any) -> Any:
     try:
         return ta.validate_python(to_json(data), by_alias=True, by_name=False)
     except ValidationError as exc:
-        raise to_protocol_error(exc, type_name) from exc
+        raise to_protocol_error(exc, type_name) from None
 
 
 def dump(value: Any) -> Any:
@@ -223,7 +223,7 @@ def validate_action(data: Any, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any
     try:
         model = ta.validate_python(data, by_alias=True, by_name=False)
     except ValidationError as exc:
-        raise to_protocol_error(exc, action_type) from exc
+        raise to_protocol_error(exc, action_type) from None  # the message names the field and rule
     return model.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
@@ -247,7 +247,7 @@ def validate_params(method: str, data: Any, limits: Limits = DEFAULT_LIMITS) -> 
     try:
         return ta.validate_python(data, by_alias=True, by_name=False)
     except ValidationError as exc:
-        raise to_protocol_error(exc, method) from exc
+        raise to_protocol_error(exc, method) from None
 
 
 def validate_state(kind: str, data: Any) -> BaseModel:
@@ -259,4 +259,4 @@ def validate_state(kind: str, data: Any) -> BaseModel:
     try:
         return ta.validate_python(to_json(data), by_alias=True, by_name=False)
     except ValidationError as exc:
-        raise to_protocol_error(exc, f"{kind} state") from exc
+        raise to_protocol_error(exc, f"{kind} state") from None
