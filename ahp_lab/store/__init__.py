@@ -617,7 +617,12 @@ class Store:
 
     @classmethod
     def load(cls, source: str | Path | IO[str], **kwargs: Any) -> Store:
-        """Rebuild a store by replaying an exported log; its states equal the exported ones."""
+        """Rebuild a store by replaying an exported log; its states equal the exported ones.
+
+        Actions are replayed as they were recorded, unknown types and odd values included (the
+        reducers met them live, and treat them the same way again); a record without the fields
+        a log is made of is a ``ValueError`` naming its line.
+        """
         if isinstance(source, (str, Path)):
             with open(source, encoding="utf-8") as fh:
                 return cls.load(fh, **kwargs)
@@ -636,8 +641,20 @@ class Store:
                     )
                 store = cls(first_seq=int(record.get("firstSeq", 1)), **kwargs)
                 continue
+            if not isinstance(record, dict):
+                raise ValueError(f"line {lineno}: a record is a JSON object, not {type(record).__name__}")
             if "envelope" in record:
                 env = record["envelope"]
+                if not (
+                    isinstance(env, dict)
+                    and isinstance(env.get("channel"), str)
+                    and isinstance(env.get("action"), dict)
+                    and type(record.get("nowMs")) is int
+                ):
+                    raise ValueError(
+                        f"line {lineno}: an envelope record needs envelope.channel (a string), "
+                        "envelope.action (an object) and nowMs (an integer)"
+                    )
                 expected = store.last_seq + 1
                 if env.get("serverSeq") != expected:
                     raise ValueError(
@@ -655,7 +672,11 @@ class Store:
             elif "removed" in record:
                 store.remove_channel(record["removed"])
             elif "channel" in record:
-                store.add_channel(record["channel"], record["kind"], record["state"])
+                if not isinstance(record["channel"], str) or record.get("kind") not in REDUCERS:
+                    raise ValueError(
+                        f"line {lineno}: a channel record needs channel (a URI) and kind (one of {', '.join(REDUCERS)})"
+                    )
+                store.add_channel(record["channel"], record["kind"], record.get("state"))
             else:
                 raise ValueError(f"line {lineno}: unknown record {sorted(record)}")
         if store is None:

@@ -112,6 +112,18 @@ def test_a_broken_log_file_is_refused_with_the_line_number():
         Store.load(io.StringIO(header + '{"envelope":{"channel":"x","action":{},"serverSeq":1},"nowMs":0}\n'))
     with pytest.raises(ValueError, match="line 2: not JSON"):
         Store.load(io.StringIO(header + "{oops\n"))
+    channel = '{"channel":"ahp-session:/s","kind":"session","state":{}}\n'
+    for broken in (
+        '{"envelope":{"action":{},"serverSeq":1},"nowMs":0}',  # no channel
+        '{"envelope":{"channel":"ahp-session:/s","serverSeq":1},"nowMs":0}',  # no action
+        '{"envelope":{"channel":"ahp-session:/s","action":{},"serverSeq":1}}',  # no clock value
+        '{"envelope":"nope"}',
+        "[1, 2]",
+    ):
+        with pytest.raises(ValueError, match="line 3: (an envelope record needs|a record is a JSON object)"):
+            Store.load(io.StringIO(header + channel + broken + "\n"))
+    with pytest.raises(ValueError, match="line 2: a channel record needs channel"):
+        Store.load(io.StringIO(header + '{"channel":"ahp-x:/y","kind":"nonsense","state":{}}\n'))
 
 
 def test_a_failing_listener_does_not_break_the_store():
