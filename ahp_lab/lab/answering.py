@@ -136,6 +136,25 @@ class Answering:
             raise LookupError("no input request is open" + (f" with id {request_id!r}" if request_id else ""))
         request = open_requests[-1]
         questions = {q.get("id"): q for q in request.get("questions") or ()}
+        asked = ", ".join(repr(q) for q in questions) or "none"
+        unknown = [qid for qid in answers or {} if qid not in questions]
+        if unknown:
+            raise ValueError(
+                f"answers names {', '.join(repr(q) for q in unknown)}: input request {request.get('id')!r} "
+                f"has no such question (its questions: {asked})"
+            )
+        if response == "accept":
+            earlier = request.get("answers") or {}
+            missing = [
+                qid
+                for qid, q in questions.items()
+                if q.get("required") and (answers or {}).get(qid) is None and qid not in earlier
+            ]
+            if missing:
+                raise ValueError(
+                    f"input request {request.get('id')!r} requires an answer to "
+                    f"{', '.join(repr(q) for q in missing)}; answers has none"
+                )
         built = {
             qid: value
             if isinstance(value, dict) and "state" in value

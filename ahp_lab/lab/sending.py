@@ -203,6 +203,9 @@ class Sending:
             for t in (state or {}).get("turns") or ():
                 if t.get("id") == turn_id:
                     return ("done", t)
+            policy = self._policies.get(turn_id)
+            if policy is not None and policy.error is not None:
+                return ("unanswerable", policy.error)
             if stop_when_blocked and turn_id not in self._policies and self._blocked(chat, turn_id):
                 return ("blocked", None)
             return None
@@ -214,6 +217,8 @@ class Sending:
                 self._policies.pop(turn_id, None)
         if kind == "rejected":
             raise ActionRejected(value)
+        if kind == "unanswerable":
+            raise ValueError(value)
         if kind == "blocked":
             raise HumanInputNeeded(
                 f"turn {turn_id} is waiting for a person ({self._blocked(chat, turn_id)}); {_AWAIT_INSTEAD}"

@@ -343,6 +343,7 @@ class TurnPolicy:
         self.lab, self.chat, self.turn_id = lab, chat, turn_id
         self.approve, self.answers = approve, answers
         self.handled: set[str] = set()
+        self.error: str | None = None  # why answers= could not answer a request (the sender raises it)
 
     @property
     def active(self) -> bool:
@@ -372,10 +373,16 @@ class TurnPolicy:
                 request = part["request"]
                 if request.get("id") not in self.handled:
                     self.handled.add(request.get("id"))
-                    given = self.answers(request) if callable(self.answers) else self.answers
-                    self.lab.client.dispatch(
-                        self.chat, self.lab._completion(self.chat, request.get("id"), given, "accept")
-                    )
+                    try:
+                        given = self.answers(request) if callable(self.answers) else self.answers
+                        completion = self.lab._completion(self.chat, request.get("id"), given, "accept")
+                    except (ValueError, LookupError, TypeError) as exc:
+                        self.error = (
+                            f"answers= cannot answer input request {request.get('id')!r}: {exc}. "
+                            "The request is still open: answer it with lab.answer(...) or in the workbench"
+                        )
+                        continue
+                    self.lab.client.dispatch(self.chat, completion)
         if self.approve is not None:
             for approval in list(client.approvals.values()):
                 if (

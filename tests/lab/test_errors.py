@@ -180,3 +180,25 @@ def test_send_without_await_says_that_nothing_was_sent(lab):
     assert "has not sent anything: write `await lab.send(...)`" in repr(unsent)
     assert len(lab.transitions) == before
     unsent.close()  # the coroutine it holds, never awaited: no warning at collection
+
+
+def test_answers_naming_no_question_say_so_instead_of_waiting_forever():
+    from ahp_lab.agents.scripted import ask, say, text_question
+
+    form = [ask(text_question("name", "Project name?", required=True)), say("ok")]
+
+    async def main():
+        lab = await Lab.open()
+        with pytest.raises(
+            ValueError,
+            match=r"answers names 'nmae': input request .* has no such question \(its questions: 'name'\)",
+        ):
+            await asyncio.wait_for(lab.send("x", script=form, answers={"nmae": "acme"}), 30)
+        with pytest.raises(ValueError, match=r"requires an answer to 'name'; answers has none"):
+            lab.answer(answers={})
+        assert lab.answer(answers={"name": "acme"}).accepted  # still open, and answerable
+        await lab.wait_for(lab.chat, lambda s: not s.get("activeTurn") or None, timeout=30)
+        assert lab.turns()[-1].text == "ok"
+        await lab.aclose()
+
+    arun(main())
