@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from ..store import Transition
+from ..tools import ToolError
 from .turns import ToolCall, answer_for
 
 __all__ = ["Answering"]
@@ -60,10 +61,27 @@ class Answering:
         if approved:
             action["confirmed"] = "user-action"
             if edit is not None:
+                self._check_edit(tc, edit)
                 action["editedToolInput"] = edit if isinstance(edit, str) else json.dumps(edit)
         else:
             action["reason"] = "denied"
         return action
+
+    def _check_edit(self, tc: dict, edit: Any) -> None:
+        """An edited input for a tool this lab knows (its own client tools, its host's server
+        tools) must fit the tool's schema: the call would otherwise fail when it runs."""
+        name = tc.get("toolName")
+        client = self.client
+        tool = client.tools.get(client.tool_names.get(name, name)) if hasattr(client, "tools") else None
+        host = getattr(self, "host", None)
+        if tool is None and host is not None:
+            tool = host.server_tools.get(name)
+        if tool is None:
+            return  # another client's or an MCP server's tool: its owner checks the input
+        try:
+            tool.parse_input(edit)
+        except ToolError as exc:
+            raise ValueError(f"the edited input does not fit the tool's schema ({exc}); nothing was sent") from None
 
     def _decide(self, chat: str, turn_id: str, tc: dict, verdict: Any) -> None:
         """Answer a confirmation without waiting (used by ``approve=`` policies inside the loop)."""

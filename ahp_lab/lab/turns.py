@@ -364,7 +364,13 @@ class TurnPolicy:
                     and key not in self.handled
                 ):
                     self.handled.add(key)
-                    self.lab._decide(self.chat, self.turn_id, tc, self.approve)
+                    try:
+                        self.lab._decide(self.chat, self.turn_id, tc, self.approve)
+                    except (ValueError, TypeError) as exc:
+                        self.error = (
+                            f"approve= cannot answer {tc.get('displayName') or tc.get('toolName')}: {exc}. "
+                            "It still waits: answer it with lab.approve(...) or in the workbench"
+                        )
             elif (
                 part.get("kind") == "inputRequest"
                 and part.get("response") is None

@@ -202,3 +202,34 @@ def test_answers_naming_no_question_say_so_instead_of_waiting_forever():
         await lab.aclose()
 
     arun(main())
+
+
+def test_an_edit_that_does_not_fit_the_tools_schema_is_refused_before_it_is_sent():
+    async def main():
+        lab = await Lab.open()
+
+        @lab.tool(annotations={"destructiveHint": True})
+        def zap(name: str) -> str:
+            """Zap something (asks for confirmation)."""
+            return f"zapped {name}"
+
+        def waiting(state):
+            parts = (state.get("activeTurn") or {}).get("responseParts") or ()
+            return (
+                any((p.get("toolCall") or {}).get("status") == "pending-confirmation" for p in parts) or None
+            )
+
+        pending = lab.start("call zap name=a")
+        await lab.wait_for(lab.chat, waiting, timeout=30)
+        before = len(lab.transitions)
+        with pytest.raises(
+            ValueError, match=r"the edited input does not fit the tool's schema \(Zap: argument 'name'"
+        ):
+            lab.approve(edit={"name": 5})
+        assert len(lab.transitions) == before  # nothing sent: the call still waits
+        lab.approve(edit={"name": "b"})
+        turn = await pending
+        assert turn.tool_calls[0].result_text == "zapped b"
+        await lab.aclose()
+
+    arun(main())
