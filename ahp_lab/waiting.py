@@ -62,6 +62,10 @@ class StateWaiters:
         bucket.append(entry)
         try:
             return await (future if timeout is None else asyncio.wait_for(future, timeout))
+        except TimeoutError:
+            raise TimeoutError(
+                f"no state of {channel} satisfied the condition within {timeout:g} s"
+            ) from None
         finally:
             if entry in bucket:
                 bucket.remove(entry)

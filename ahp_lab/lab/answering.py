@@ -81,7 +81,9 @@ class Answering:
         try:
             tool.parse_input(edit)
         except ToolError as exc:
-            raise ValueError(f"the edited input does not fit the tool's schema ({exc}); nothing was sent") from None
+            raise ValueError(
+                f"the edited input does not fit the tool's schema ({exc}); nothing was sent"
+            ) from None
 
     def _decide(self, chat: str, turn_id: str, tc: dict, verdict: Any) -> None:
         """Answer a confirmation without waiting (used by ``approve=`` policies inside the loop)."""

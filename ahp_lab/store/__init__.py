@@ -583,6 +583,10 @@ class Store:
         if isinstance(target, (str, Path)):
             with open(target, "w", encoding="utf-8") as fh:
                 return self.export(fh)
+        if not callable(getattr(target, "write", None)):
+            raise TypeError(
+                f"export writes to a path or a text file, not {type(target).__name__} {target!r:.40}"
+            )
         lines = 0
 
         def write(obj: dict) -> None:

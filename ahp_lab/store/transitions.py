@@ -315,6 +315,10 @@ class TransitionList(list):
         range must cover one channel, or name it with ``channel``. Writes the JSON to ``path``
         when given; returns the fixture either way.
         """
+        if path is not None and not isinstance(path, (str, Path)):
+            raise TypeError(
+                f"to_fixture writes to a path (a str or Path), not {type(path).__name__} {path!r:.40}"
+            )
         chosen = [t for t in self if channel is None or t.channel == channel]
         channels = sorted({t.channel for t in chosen})
         if not chosen:

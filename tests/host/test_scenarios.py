@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 
 import pytest
 
@@ -160,14 +161,31 @@ def test_edited_input_that_breaks_the_schema_fails_the_call_without_running_the_
             got.append(target)
             return "ok"
 
-        turn = await lab.send(
-            "deploy",
-            script=[call("deploy", target="staging", confirm=True)],
-            approve=lambda call: {"edit": {"target": "prod", "replicas": "many"}},
+        # the lab refuses such an edit before sending it (it knows the tool's schema) ...
+        with pytest.raises(ValueError, match="the edited input does not fit the tool's schema"):
+            await lab.send(
+                "deploy",
+                script=[call("deploy", target="staging", confirm=True)],
+                approve=lambda call: {"edit": {"target": "prod", "replicas": "many"}},
+            )
+        [waiting] = [c for c in lab.turns()[-1].tool_calls if c.status == "pending-confirmation"]
+        # ... and the host, given one by a client that does not check, fails the call unrun
+        lab.client.dispatch(
+            lab.chat,
+            {
+                "type": "chat/toolCallConfirmed",
+                "turnId": waiting.turn_id,
+                "toolCallId": waiting.id,
+                "approved": True,
+                "confirmed": "user-action",
+                "editedToolInput": json.dumps({"target": "prod", "replicas": "many"}),
+            },
         )
-        [tc] = turn.tool_calls
+        await lab.wait_for(lab.chat, lambda s: not s.get("activeTurn") or None, timeout=30)
+        [tc] = lab.turns()[-1].tool_calls
         assert got == [] and tc.status == "completed" and tc.success is False
         assert "replicas" in tc.state["error"]["message"]
+        await lab.aclose()
 
     arun(main())
 

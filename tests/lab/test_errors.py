@@ -233,3 +233,20 @@ def test_an_edit_that_does_not_fit_the_tools_schema_is_refused_before_it_is_sent
         await lab.aclose()
 
     arun(main())
+
+
+def test_arguments_of_the_wrong_kind_are_named_in_the_error(lab):
+    with pytest.raises(
+        TypeError, match=r"agent must be an agent object, such as ScriptedAgent\(\).*str 'gpt-4'"
+    ):
+        Lab(agent="gpt-4")
+    with pytest.raises(TypeError, match=r"export writes to a path or a text file, not int 42"):
+        lab.export(42)
+    with pytest.raises(TypeError, match=r"to_fixture writes to a path \(a str or Path\), not int 42"):
+        lab.transitions[-2:].to_fixture(42, channel=lab.session)
+
+    async def never():
+        await lab.client.wait_for(lab.chat, lambda s: None, timeout=0.05)
+
+    with pytest.raises(TimeoutError, match=r"no state of ahp-chat:.* satisfied the condition within 0.05 s"):
+        arun(never())
