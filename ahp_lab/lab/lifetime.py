@@ -11,14 +11,17 @@ A lab starts subprocesses (MCP servers, an ACP agent's process) and file watcher
   and makes new ones, the labs its earlier runs made are closed;
 * **the kernel shutting down**: the finalizer also runs at interpreter exit, for labs still open.
 
-Cells are told apart by the id JupyterLab sends with each execution (IPython's ``cell_id``);
-where there is none (a script, nbval) only the other two apply.
+A cell is known by the id JupyterLab sends with each execution (IPython's ``cell_id``) and by its
+code, for frontends that send no id (``jupyter console``, ``jupyter_client``, older ``nbclient``):
+running the same code again puts a new lab where the old one was. A script has no cells: only the
+other two apply there.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -27,7 +30,7 @@ __all__ = ["LabLifetime", "close_extensions", "weakly"]
 
 _closing: set[asyncio.Future] = set()  # finalizers' close tasks, kept until they are done
 _by_cell: dict[str, list[weakref.ref]] = {}  # cell id -> the labs its runs made
-_made_this_run: list[weakref.ref] = []
+_made_this_run: list[tuple[list[str], weakref.ref]] = []  # (cell keys, lab) made by the cell now running
 _hooked = False
 
 
@@ -117,28 +120,33 @@ class LabLifetime:
         await close_extensions(self.host)
 
 
-def _current_cell() -> str | None:
-    """The id of the notebook cell being run (JupyterLab sends it), or ``None``."""
+def _current_cell() -> list[str]:
+    """The keys of the cell being run: the id JupyterLab sends, and its code; none outside one."""
     try:
         from IPython import get_ipython
     except ImportError:
-        return None
+        return []
     shell = get_ipython()
     kernel = getattr(shell, "kernel", None)
     get_parent: Callable[..., Any] | None = getattr(kernel, "get_parent", None)
     if get_parent is None:
-        return None
+        return []
+    keys = []
     with contextlib.suppress(Exception):
         parent = get_parent("shell") or {}
         cell = (parent.get("metadata") or {}).get("cellId")
-        return cell if isinstance(cell, str) and cell else None
-    return None
+        if isinstance(cell, str) and cell:
+            keys.append(cell)
+        code = (parent.get("content") or {}).get("code")
+        if isinstance(code, str) and code.strip():
+            keys.append("code:" + hashlib.sha256(code.encode("utf-8", "replace")).hexdigest())
+    return keys
 
 
 def _track_cell(lab: Any) -> None:
     global _hooked
-    cell = _current_cell()
-    if cell is None:
+    keys = _current_cell()
+    if not keys:
         return
     from IPython import get_ipython
 
@@ -146,20 +154,20 @@ def _track_cell(lab: Any) -> None:
         get_ipython().events.register("post_run_cell", _after_cell)
         _hooked = True
     ref = weakref.ref(lab)
-    _made_this_run.append(ref)
-    _by_cell.setdefault(cell, []).append(ref)
+    _made_this_run.append((keys, ref))
+    for key in keys:
+        _by_cell.setdefault(key, []).append(ref)
 
 
-def _after_cell(result: Any) -> None:
+def _after_cell(_result: Any) -> None:
     """After a cell that made labs: close the labs earlier runs of the same cell made."""
-    made = {id(r) for r in _made_this_run}
+    made = {id(r) for _keys, r in _made_this_run}
+    cells = {key for keys, _r in _made_this_run for key in keys}
     _made_this_run.clear()
-    cell = getattr(getattr(result, "info", None), "cell_id", None)
-    if not made or cell not in _by_cell:
-        return
-    earlier = [r for r in _by_cell[cell] if id(r) not in made]
-    _by_cell[cell] = [r for r in _by_cell[cell] if id(r) in made]
-    for ref in earlier:
-        lab = ref()
-        if lab is not None and not lab.closed:
-            lab.close()
+    for cell in cells:
+        earlier = [r for r in _by_cell[cell] if id(r) not in made]
+        _by_cell[cell] = [r for r in _by_cell[cell] if id(r) in made]
+        for ref in earlier:
+            lab = ref()
+            if lab is not None and not lab.closed:
+                lab.close()
