@@ -210,7 +210,9 @@ def test_a_tool_sees_its_cancellation_before_its_cleanup_runs(tmp_path):
 def test_bad_hook_values_and_bad_declarations_are_refused_with_a_reason(tmp_path):
     with pytest.raises(ValueError, match="positive number of seconds"):
         Hooks(timeout=-1)
-    with pytest.raises(TypeError, match="the parameters of the tool 'Bad' must be a pydantic model"):
+    with pytest.raises(ValueError, match="tool name .bad name/x. must be 1-128 letters"):
+        ExtensionTool("bad name/x", "bad", lambda rt, call: "x")
+    with pytest.raises(TypeError, match="the parameters of the tool .Bad. must be a pydantic model"):
         ExtensionTool("Bad", "bad", lambda rt, call: "x", {"type": "object"})
     assert ToolError("why").args == ("why",)  # importable where docs/extensions.md says
 
