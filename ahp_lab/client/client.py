@@ -31,6 +31,7 @@ from ..protocol import (
     validate_action,
 )
 from ..protocol.actions import channel_kind_of_action
+from ..protocol.jsonrpc import ErrorCode
 from ..tools import Tool
 from ..transport import JsonRpcPeer, RpcError
 from ..waiting import StateWaiters, check_wait_arguments
@@ -47,6 +48,37 @@ ROOT = "ahp-root://"
 #: (``now_ms``: the clock value the reducer got); for a snapshot ``envelope`` is ``{"snapshot":
 #: <the Snapshot>}`` and ``before`` the state it replaced (``None`` for a new channel).
 ConfirmedListener = Callable[[str, dict, Any, Any, int], None]
+
+
+def _negotiated(result: Any) -> str:
+    """The protocol version an ``initialize`` result names: one this client offered."""
+    if not isinstance(result, dict):
+        raise RpcError(
+            ErrorCode.INTERNAL_ERROR, f"the host's answer to initialize is not an object: {result!r:.60}"
+        )
+    version = result.get("protocolVersion", PROTOCOL_VERSION)
+    if version not in SUPPORTED_VERSIONS:
+        raise RpcError(
+            ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
+            f"the host chose protocol version {version!r}, which this client did not offer "
+            f"(it offered {', '.join(SUPPORTED_VERSIONS)})",
+        )
+    return version
+
+
+def _version_refusal(exc: RpcError) -> RpcError:
+    """A host's unsupported-version error, saying which versions each side speaks."""
+    if exc.code != ErrorCode.UNSUPPORTED_PROTOCOL_VERSION:
+        return exc
+    data = exc.data if isinstance(exc.data, dict) else {}
+    theirs = data.get("supportedVersions") or data.get("supported") or "(it did not say)"
+    theirs = ", ".join(map(str, theirs)) if isinstance(theirs, list) else str(theirs)
+    return RpcError(
+        exc.code,
+        f"the host speaks none of this client's protocol versions (it speaks {theirs}; "
+        f"this client offered {', '.join(SUPPORTED_VERSIONS)})",
+        exc.data,
+    )
 
 
 def _by_resource(result: Any) -> dict[str, dict]:
@@ -89,8 +121,12 @@ class AhpClient(Contributions):
         trusted_host: bool = True,
         clock_ms: Callable[[], int] | None = None,
         reconnect: Callable[[], Awaitable[Any]] | None = None,
+        request_timeout: float = 30.0,
     ) -> None:
         self.client_id = client_id or f"client-{uuid.uuid4().hex[:8]}"
+        #: Seconds a command waits for the host's answer (a host that never answers is a stranger's
+        #: failure too); ``client.request(..., timeout=...)`` sets it for one call.
+        self.request_timeout = request_timeout
         self.display_name = display_name
         self.trusted_host = trusted_host
         self.channels: dict[str, Replica] = {}
@@ -146,12 +182,17 @@ class AhpClient(Contributions):
         for channel in subscriptions:
             self._early.setdefault(channel, [])
         try:
-            result = await self.peer.request("initialize", self._initialize_params(subscriptions))
+            try:
+                result = await self.peer.request(
+                    "initialize", self._initialize_params(subscriptions), timeout=self.request_timeout
+                )
+            except RpcError as exc:
+                raise _version_refusal(exc) from None
+            self.protocol_version = _negotiated(result)
         except BaseException:
             for channel in subscriptions:
                 self._early.pop(channel, None)
             raise
-        self.protocol_version = result.get("protocolVersion", PROTOCOL_VERSION)
         self.last_seen_seq = max(self.last_seen_seq, int(result.get("serverSeq") or 0))
         snapshots = _by_resource(result)
         for channel in subscriptions:
@@ -162,7 +203,8 @@ class AhpClient(Contributions):
 
     async def request(self, method: str, params: dict | None = None, *, timeout: float | None = None) -> Any:
         """Send a command; ``params.channel`` defaults to the root channel."""
-        return await self.peer.request(method, {"channel": ROOT, **(params or {})}, timeout=timeout)
+        wait = self.request_timeout if timeout is None else timeout
+        return await self.peer.request(method, {"channel": ROOT, **(params or {})}, timeout=wait)
 
     def close(self) -> None:
         """Close the connection for good (no reconnect)."""
@@ -209,6 +251,16 @@ class AhpClient(Contributions):
 
     def _closed(self) -> None:
         self.connected = False
+        transport = self.peer.transport
+        if self.reconnector is not None and not self._closing and getattr(transport, "too_big", False):
+            # A resume would replay the same message and close again, for ever: say so, once.
+            self.reconnector.give_up(
+                ConnectionError(
+                    f"{transport.close_reason}: the host sent more than this client accepts in one "
+                    "message, and a resume would replay it; connect again with a larger max_frame_bytes"
+                )
+            )
+            return
         if self.reconnector is not None and not self._closing:
             # Dispatches the dead transport never sent are safe to send again after the resume.
             never_sent = []
@@ -325,7 +377,10 @@ class AhpClient(Contributions):
 
     def _listed_in(self, session: str) -> bool:
         state = self.confirmed(session) or {}
-        return any(c.get("clientId") == self.client_id for c in state.get("activeClients") or ())
+        clients = state.get("activeClients") if isinstance(state, dict) else None
+        if not isinstance(clients, list):  # a Vector reads as a list too
+            return False
+        return any(isinstance(c, dict) and c.get("clientId") == self.client_id for c in clients)
 
     def _drop_channel(self, channel: str) -> None:
         self.channels.pop(channel, None)
@@ -364,12 +419,17 @@ class AhpClient(Contributions):
             params["view"] = {"turns": turns}
         self._early.setdefault(channel, [])
         try:
-            result = await self.peer.request("subscribe", params)
+            result = await self.peer.request("subscribe", params, timeout=self.request_timeout)
         finally:
             early = self._early.pop(channel, [])
-        snapshot = (result or {}).get("snapshot")
-        if snapshot is not None:
-            self._apply_snapshot(snapshot, early)
+        snapshot = result.get("snapshot") if isinstance(result, dict) else None
+        if not isinstance(snapshot, dict) or snapshot.get("resource") != channel:
+            got = snapshot.get("resource") if isinstance(snapshot, dict) else type(snapshot).__name__
+            raise RpcError(
+                ErrorCode.INTERNAL_ERROR,
+                f"the host answered subscribe {channel} with a snapshot of {got!r}, not of that channel",
+            )
+        self._apply_snapshot(snapshot, early)
         return self.state(channel)
 
     def unsubscribe(self, channel: str) -> None:
@@ -444,7 +504,12 @@ class AhpClient(Contributions):
 
     def _apply_envelope(self, env: dict) -> None:
         seq = env.get("serverSeq")
-        if isinstance(seq, int) and seq > self.last_seen_seq:
+        if type(seq) is not int or seq < 0:  # overview §4: every envelope carries its number
+            log.warning(
+                "%s: ignored an action envelope without a serverSeq number: %.200s", self.client_id, env
+            )
+            return
+        if seq > self.last_seen_seq:
             self.last_seen_seq = seq
         channel = env.get("channel")
         replica = self.channels.get(channel)
@@ -527,7 +592,9 @@ class AhpClient(Contributions):
         """``createSession`` (this client active in it) and subscribe; returns the session URI."""
         uri = uri or f"ahp-session:/{uuid.uuid4()}"
         await self.peer.request(
-            "createSession", {"channel": uri, "activeClient": self.active_client_entry(), **params}
+            "createSession",
+            {"channel": uri, "activeClient": self.active_client_entry(), **params},
+            timeout=self.request_timeout,
         )
         self.sessions.add(uri)
         await self.subscribe(uri)

@@ -123,11 +123,14 @@ class Reconnector:
             try:
                 transport = await self.factory()
             except HandshakeRefused as exc:
-                self._give_up(exc)
-                return
+                if exc.status in (401, 403) or (self.attempts is not None and attempt >= self.attempts):
+                    self.give_up(exc)  # a refused token or origin: trying again cannot help
+                    return
+                log.warning("resuming %s: %s; retrying", client.url or client.client_id, exc)
+                continue
             except (TimeoutError, OSError) as exc:
                 if self.attempts is not None and attempt >= self.attempts:
-                    self._give_up(exc)
+                    self.give_up(exc)
                     return
                 continue
             try:
@@ -135,10 +138,14 @@ class Reconnector:
             except RpcError as exc:  # the host answers, but will not take this client back
                 with contextlib.suppress(Exception):
                     transport.close()
-                self._give_up(exc)
+                self.give_up(exc)
                 return
             except (TimeoutError, ConnectionError) as exc:
-                log.info("resume failed (%s); retrying", type(exc).__name__)
+                log.warning(
+                    "resuming %s failed: %s; retrying",
+                    client.url or client.client_id,
+                    exc or type(exc).__name__,
+                )
                 with contextlib.suppress(Exception):
                     transport.close()
                 continue
@@ -146,7 +153,8 @@ class Reconnector:
             client._notify("ahp-root://", {"type": "$reconnected", "mode": mode, "attempts": attempt})
             return
 
-    def _give_up(self, exc: BaseException) -> None:
+    def give_up(self, exc: BaseException) -> None:
+        """Stop for good: the client is closed, with ``exc`` as the reason (:attr:`error`)."""
         self.error = exc
         log.warning("giving up reconnecting: %s", exc)
         self.client._closing = True
@@ -164,6 +172,7 @@ async def connect(
     reconnect: bool = True,
     trusted_host: bool = False,
     tap: Any = None,
+    request_timeout: float = 30.0,
     **transport_options: Any,
 ) -> AhpClient:
     """Connect to an AHP host over WebSocket and ``initialize``; returns the :class:`AhpClient`.
@@ -174,6 +183,7 @@ async def connect(
     resumed automatically. ``trusted_host=False`` (the default for a remote host) makes client
     tools ask this client's person before running unless they are read-only. ``tap`` (a
     :class:`~ahp_lab.transport.tap.FrameLog`) records every frame of every socket the client opens.
+    ``request_timeout``: seconds each command waits for the host's answer.
     """
     from .client import AhpClient
 
@@ -188,6 +198,7 @@ async def connect(
         display_name=display_name,
         trusted_host=trusted_host,
         reconnect=open_transport if reconnect else None,
+        request_timeout=request_timeout,
     )
     client.url = redact_url(url)
     try:

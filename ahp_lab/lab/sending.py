@@ -145,6 +145,19 @@ class Sending:
                 sent.turn_id = action["turnId"]
                 self._prepare(sent.chat, sent.turn_id, *sent.options)
 
+    def _lost(self, sent: Sent) -> str | None:
+        """Why ``sent`` will never be sequenced: it was in flight when the connection dropped."""
+        for entry in self.client.unconfirmed:
+            action = entry.get("action") or {}
+            if (action.get("type") == "chat/turnStarted" and action.get("turnId") == sent.turn_id) or (
+                action.get("type") == "chat/pendingMessageSet" and action.get("id") == sent.message_id
+            ):
+                return (
+                    "the message was lost when the connection to the host dropped: the host never "
+                    "sequenced it (lab.client.resend_unconfirmed() sends it again)"
+                )
+        return None
+
     def _rejection(self, sent: Sent) -> str | None:
         for rejection in self.client.rejections:
             action = rejection["action"]
@@ -166,6 +179,9 @@ class Sending:
             rejected = self._rejection(sent)
             if rejected is not None:
                 return ("rejected", rejected)
+            lost = self._lost(sent)
+            if lost is not None:
+                return ("lost", lost)
             if sent.turn_id is not None:
                 return ("started", None)
             if sent.removed:
@@ -184,10 +200,12 @@ class Sending:
             return None
 
         kind, value = await self.client.wait_for(sent.chat, started)
-        if kind in ("rejected", "removed"):  # it will never start (blocked: it still may)
+        if kind in ("rejected", "removed", "lost"):  # it will never start (blocked: it still may)
             self._queued.pop(sent.message_id, None)
         if kind == "rejected":
             raise ActionRejected(value)
+        if kind == "lost":
+            raise ConnectionError(value)
         if kind == "removed":
             raise LookupError(f"the queued message {sent.message_id} was removed before its turn started")
         if kind == "blocked":
@@ -195,6 +213,8 @@ class Sending:
 
     async def _wait_turn(self, sent: Sent, stop_when_blocked: bool = False) -> Turn:
         chat, turn_id = sent.chat, sent.turn_id
+        if sent.kind == "turn":
+            await self._wait_echo(sent)
 
         def done(state: Any) -> Any:
             rejected = self._rejection(sent)
@@ -224,6 +244,38 @@ class Sending:
                 f"turn {turn_id} is waiting for a person ({self._blocked(chat, turn_id)}); {_AWAIT_INSTEAD}"
             )
         return Turn(value, chat, self)
+
+    async def _wait_echo(self, sent: Sent) -> None:
+        """Wait (bounded) until the host has sequenced the turn's start: a host that never echoes
+        it, or a connection that lost it, is an error that says so, not a wait without end."""
+        chat, turn_id = sent.chat, sent.turn_id
+
+        def echoed(_state: Any) -> Any:
+            rejected = self._rejection(sent)
+            if rejected is not None:
+                return ("rejected", rejected)
+            lost = self._lost(sent)
+            if lost is not None:
+                return ("lost", lost)
+            confirmed = self.client.confirmed(chat) or {}
+            if (confirmed.get("activeTurn") or {}).get("id") == turn_id or any(
+                t.get("id") == turn_id for t in confirmed.get("turns") or ()
+            ):
+                return ("confirmed", None)
+            return None
+
+        limit = self.client.request_timeout
+        try:
+            kind, value = await self.client.wait_for(chat, echoed, timeout=limit)
+        except TimeoutError:
+            raise TimeoutError(
+                f"the host has not sequenced the start of turn {turn_id} (chat/turnStarted) within "
+                f"{limit:g} s; it may have dropped it"
+            ) from None
+        if kind == "rejected":
+            raise ActionRejected(value)
+        if kind == "lost":
+            raise ConnectionError(value)
 
     def _blocked(self, chat: str, turn_id: str) -> str | None:
         state = self.client.confirmed(chat) or {}

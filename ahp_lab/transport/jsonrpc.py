@@ -199,7 +199,10 @@ class JsonRpcPeer:
             self._send(message)
             if timeout is None:
                 return await future
-            return await asyncio.wait_for(future, timeout)
+            try:
+                return await asyncio.wait_for(future, timeout)
+            except TimeoutError:
+                raise TimeoutError(f"{self.name}: no answer to {method} within {timeout:g} s") from None
         finally:
             self._pending.pop(request_id, None)
 

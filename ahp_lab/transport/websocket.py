@@ -118,6 +118,8 @@ class WebSocketTransport:
         self.max_send_buffer_bytes = max_send_buffer_bytes
         self.closed = False
         self.close_reason: str | None = None
+        self.too_big = False  # closed because the peer sent a message over this side's frame limit
+        self.max_frame_bytes: int | None = None  # that limit, where the opener set one
         self.unsent: list[str] = []  # messages still queued when the socket died: never sent
         self.remote = _peer_name(ws)
         self.frames_in = self.frames_out = 0
@@ -239,7 +241,17 @@ class WebSocketTransport:
         finally:
             if not self.closed:
                 code, why = self.ws.close_code, self.ws.close_reason
-                self._finish(f"closed by the peer (code {code}{': ' + why if why else ''})")
+                limit = self.max_frame_bytes
+                sent = getattr(getattr(self.ws, "protocol", None), "close_sent", None)  # the frame it refused
+                if getattr(sent, "code", None) == 1009:
+                    self.too_big = True
+                    self._finish(
+                        "the peer sent a message larger than this side's frame limit"
+                        + (f" of {limit:,} bytes" if isinstance(limit, int) else "")
+                        + " (code 1009)"
+                    )
+                else:
+                    self._finish(f"closed by the peer (code {code}{': ' + why if why else ''})")
             if self._closer is None:
                 self._writer.cancel()
             else:
@@ -533,6 +545,7 @@ class WebSocketServer:
 
     async def _handle(self, ws: Any) -> None:
         transport = WebSocketTransport(ws, name="host", max_send_buffer_bytes=self.max_send_buffer_bytes)
+        transport.max_frame_bytes = self.max_frame_bytes
         self.transports.add(transport)
         self.accepted += 1
         try:
@@ -587,5 +600,6 @@ async def connect_websocket(
     except InvalidHandshake as exc:  # not a WebSocket server there (or TLS mismatch)
         raise ConnectionError(f"no AHP WebSocket endpoint at {redact_url(url)}: {exc}") from None
     transport = WebSocketTransport(ws, name="client", max_send_buffer_bytes=max_send_buffer_bytes)
+    transport.max_frame_bytes = max_frame_bytes
     transport.start()
     return transport

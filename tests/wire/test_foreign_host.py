@@ -1,0 +1,222 @@
+"""ahp_lab's client against a host that is not ahp_lab's: a scripted WebSocket server on 127.0.0.1,
+written here from the spec, that misbehaves the way a stranger's host can. The client must end
+every wait, say what went wrong in one sentence, and never take another channel's state."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+from websockets.asyncio.server import serve
+
+from ahp_lab.client.connect import connect
+from ahp_lab.transport import RpcError
+
+from .conftest import run
+
+SESSION = "ahp-session:/s1"
+Script = Callable[[Any, dict], Awaitable[None]]
+
+
+def _answer(ws: Any, message: dict, result: Any) -> Awaitable[None]:
+    return ws.send(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}))
+
+
+def _snapshot(resource: str, state: dict, seq: int = 1) -> dict:
+    return {"resource": resource, "state": state, "fromSeq": seq}
+
+
+ROOT_STATE = {"agents": [], "activeSessions": 0}
+SESSION_STATE = {"provider": "x", "title": "mine", "status": 1, "lifecycle": "ready", "chats": []}
+
+
+async def _initialize(ws: Any, message: dict, version: str = "0.8.0") -> None:
+    subs = message["params"].get("initialSubscriptions") or []
+    snaps = [_snapshot("ahp-root://", ROOT_STATE)] if "ahp-root://" in subs else []
+    await _answer(ws, message, {"protocolVersion": version, "serverSeq": 1, "snapshots": snaps})
+
+
+@asynccontextmanager
+async def foreign_host(on_message: Script, on_open: Callable[[Any], Awaitable[None]] | None = None):
+    """A host that hands each JSON-RPC message to ``on_message(ws, message)``."""
+
+    async def handler(ws: Any) -> None:
+        if on_open is not None:
+            await on_open(ws)
+        async for text in ws:
+            await on_message(ws, json.loads(text))
+
+    async with serve(handler, "127.0.0.1", 0, max_size=None) as server:
+        port = server.sockets[0].getsockname()[1]
+        yield f"ws://127.0.0.1:{port}/"
+
+
+def test_a_host_that_never_answers_initialize_is_a_timeout_that_names_the_command():
+    async def silent(_ws, _message):
+        pass
+
+    async def main():
+        async with foreign_host(silent) as url:
+            with pytest.raises(TimeoutError, match=r"no answer to initialize within 0.3 s"):
+                await asyncio.wait_for(connect(url, reconnect=False, request_timeout=0.3), 10)
+
+    run(main())
+
+
+def test_a_subscribe_answered_with_another_channels_snapshot_changes_nothing():
+    async def hijack(ws, message):
+        if message.get("method") == "initialize":
+            await _answer(
+                ws,
+                message,
+                {
+                    "protocolVersion": "0.8.0",
+                    "serverSeq": 1,
+                    "snapshots": [_snapshot("ahp-root://", ROOT_STATE), _snapshot(SESSION, SESSION_STATE)],
+                },
+            )
+        elif message.get("method") == "subscribe":  # asked for a chat, answers with the session
+            await _answer(
+                ws, message, {"snapshot": _snapshot(SESSION, {**SESSION_STATE, "title": "HIJACKED"})}
+            )
+
+    async def main():
+        async with foreign_host(hijack) as url:
+            client = await connect(url, reconnect=False, subscriptions=["ahp-root://", SESSION])
+            with pytest.raises(
+                RpcError, match=r"answered subscribe ahp-chat:/c1 with a snapshot of 'ahp-session:/s1'"
+            ):
+                await client.subscribe("ahp-chat:/c1")
+            assert client.state(SESSION)["title"] == "mine"
+            client.close()
+
+    run(main())
+
+
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [
+        (
+            {"error": {"code": -32005, "message": "unsupported", "data": {"supportedVersions": ["0.9.0"]}}},
+            r"speaks none of this client's protocol versions \(it speaks 0.9.0; this client offered 0.8.0",
+        ),
+        (
+            {"result": {"protocolVersion": "9.9.9", "serverSeq": 0, "snapshots": []}},
+            r"chose protocol version '9.9.9'",
+        ),
+        ({"result": None}, r"answer to initialize is not an object"),
+    ],
+)
+def test_a_version_the_client_did_not_offer_is_refused_saying_both_sides(answer, why):
+    async def host(ws, message):
+        await ws.send(json.dumps({"jsonrpc": "2.0", "id": message["id"], **answer}))
+
+    async def main():
+        async with foreign_host(host) as url:
+            with pytest.raises(RpcError, match=why):
+                await connect(url, reconnect=False, request_timeout=5)
+
+    run(main())
+
+
+def test_one_message_over_the_frame_limit_ends_the_connection_once_with_a_reason():
+    opened = []
+
+    async def on_open(ws):
+        opened.append(ws)
+
+    async def host(ws, message):
+        if message.get("method") in ("initialize", "reconnect"):
+            await _initialize(ws, message)
+            await ws.send(json.dumps({"jsonrpc": "2.0", "method": "action", "params": {"pad": "x" * 70_000}}))
+
+    async def main():
+        async with foreign_host(host, on_open) as url:
+            client = await connect(url, max_frame_bytes=64_000)
+            for _ in range(200):
+                if client.closed:
+                    break
+                await asyncio.sleep(0.05)
+            assert client.closed and not client.connected
+            error = str(client.reconnector.error)
+            assert "larger than this side's frame limit of 64,000 bytes" in error
+            assert "connect again with a larger max_frame_bytes" in error
+            assert len(opened) == 1  # no resume loop replaying the same message
+
+    run(main())
+
+
+def test_a_host_briefly_unavailable_is_retried_not_given_up():
+    state = {"refuse": 0, "opened": 0}
+
+    async def host(ws, message):
+        if message.get("method") == "initialize":
+            await _initialize(ws, message)
+        elif message.get("method") == "reconnect":
+            await _answer(ws, message, {"type": "replay", "actions": []})
+
+    async def process_request(_connection, _request):
+        if state["refuse"] > 0:
+            state["refuse"] -= 1
+            from websockets.datastructures import Headers
+            from websockets.http11 import Response
+
+            return Response(503, "Service Unavailable", Headers(), b"")
+        return None
+
+    async def main():
+        async def handler(ws):
+            state["opened"] += 1
+            async for text in ws:
+                await host(ws, json.loads(text))
+
+        async with serve(handler, "127.0.0.1", 0, process_request=process_request) as server:
+            url = f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+            client = await connect(url)
+            state["refuse"] = 2  # the next two upgrades get HTTP 503
+            client.peer.transport.abort()
+            await asyncio.wait_for(client.wait_for("ahp-root://", lambda _s: client.connected or None), 20)
+            assert not client.closed and client.reconnector.error is None
+            assert state["opened"] == 2 and state["refuse"] == 0
+            client.close()
+
+    run(main())
+
+
+def test_an_envelope_without_a_server_seq_is_not_applied():
+    async def host(ws, message):
+        if message.get("method") == "initialize":
+            await _answer(
+                ws,
+                message,
+                {
+                    "protocolVersion": "0.8.0",
+                    "serverSeq": 1,
+                    "snapshots": [_snapshot("ahp-root://", ROOT_STATE), _snapshot(SESSION, SESSION_STATE)],
+                },
+            )
+        elif message.get("method") == "ping":  # the envelopes come once the client listens
+            for seq in (None, "7", 2):
+                params = {
+                    "channel": SESSION,
+                    "action": {"type": "session/titleChanged", "title": f"seq {seq}"},
+                }
+                if seq is not None:
+                    params["serverSeq"] = seq
+                await ws.send(json.dumps({"jsonrpc": "2.0", "method": "action", "params": params}))
+            await _answer(ws, message, {})
+
+    async def main():
+        async with foreign_host(host) as url:
+            client = await connect(url, reconnect=False, subscriptions=["ahp-root://", SESSION])
+            titles = []
+            client.on_change(lambda channel, _action: titles.append(client.state(channel).get("title")))
+            await client.settle(10)
+            assert titles == ["seq 2"] and client.last_seen_seq == 2
+            client.close()
+
+    run(main())
