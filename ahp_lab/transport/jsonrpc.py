@@ -426,9 +426,12 @@ class JsonRpcPeer:
         self.closed = True
         for task in tuple(self._waiting):  # requests waiting for the budget are not served now
             task.cancel()
+        why = getattr(self.transport, "close_reason", None)
         for future in self._pending.values():
             if not future.done():
-                future.set_exception(ConnectionError(f"{self.name}: the connection closed"))
+                future.set_exception(
+                    ConnectionError(f"{self.name}: the connection closed" + (f" ({why})" if why else ""))
+                )
         self._pending.clear()
         if self.on_close is not None:
             try:
