@@ -158,6 +158,14 @@ class Sending:
                 )
         return None
 
+    def _never(self, sent: Sent) -> tuple[str, str] | None:
+        """``("rejected" | "lost", why)`` when ``sent`` will never be sequenced as it was sent."""
+        rejected = self._rejection(sent)
+        if rejected is not None:
+            return ("rejected", rejected)
+        lost = self._lost(sent)
+        return None if lost is None else ("lost", lost)
+
     def _rejection(self, sent: Sent) -> str | None:
         for rejection in self.client.rejections:
             action = rejection["action"]
@@ -176,12 +184,9 @@ class Sending:
         """Wait until the host starts a queued message as a turn."""
 
         def started(state: Any) -> Any:
-            rejected = self._rejection(sent)
-            if rejected is not None:
-                return ("rejected", rejected)
-            lost = self._lost(sent)
-            if lost is not None:
-                return ("lost", lost)
+            never = self._never(sent)
+            if never is not None:
+                return never
             if sent.turn_id is not None:
                 return ("started", None)
             if sent.removed:
@@ -251,12 +256,9 @@ class Sending:
         chat, turn_id = sent.chat, sent.turn_id
 
         def echoed(_state: Any) -> Any:
-            rejected = self._rejection(sent)
-            if rejected is not None:
-                return ("rejected", rejected)
-            lost = self._lost(sent)
-            if lost is not None:
-                return ("lost", lost)
+            never = self._never(sent)
+            if never is not None:
+                return never
             confirmed = self.client.confirmed(chat) or {}
             if (confirmed.get("activeTurn") or {}).get("id") == turn_id or any(
                 t.get("id") == turn_id for t in confirmed.get("turns") or ()

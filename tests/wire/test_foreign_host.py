@@ -40,6 +40,12 @@ async def _initialize(ws: Any, message: dict, version: str = "0.8.0") -> None:
     await _answer(ws, message, {"protocolVersion": version, "serverSeq": 1, "snapshots": snaps})
 
 
+def _with_session(ws: Any, message: dict) -> Awaitable[None]:
+    """Answer ``initialize`` with the root's and the session's snapshots."""
+    snapshots = [_snapshot("ahp-root://", ROOT_STATE), _snapshot(SESSION, SESSION_STATE)]
+    return _answer(ws, message, {"protocolVersion": "0.8.0", "serverSeq": 1, "snapshots": snapshots})
+
+
 @asynccontextmanager
 async def foreign_host(on_message: Script, on_open: Callable[[Any], Awaitable[None]] | None = None):
     """A host that hands each JSON-RPC message to ``on_message(ws, message)``."""
@@ -70,15 +76,7 @@ def test_a_host_that_never_answers_initialize_is_a_timeout_that_names_the_comman
 def test_a_subscribe_answered_with_another_channels_snapshot_changes_nothing():
     async def hijack(ws, message):
         if message.get("method") == "initialize":
-            await _answer(
-                ws,
-                message,
-                {
-                    "protocolVersion": "0.8.0",
-                    "serverSeq": 1,
-                    "snapshots": [_snapshot("ahp-root://", ROOT_STATE), _snapshot(SESSION, SESSION_STATE)],
-                },
-            )
+            await _with_session(ws, message)
         elif message.get("method") == "subscribe":  # asked for a chat, answers with the session
             await _answer(
                 ws, message, {"snapshot": _snapshot(SESSION, {**SESSION_STATE, "title": "HIJACKED"})}
@@ -190,15 +188,7 @@ def test_a_host_briefly_unavailable_is_retried_not_given_up():
 def test_an_envelope_without_a_server_seq_is_not_applied():
     async def host(ws, message):
         if message.get("method") == "initialize":
-            await _answer(
-                ws,
-                message,
-                {
-                    "protocolVersion": "0.8.0",
-                    "serverSeq": 1,
-                    "snapshots": [_snapshot("ahp-root://", ROOT_STATE), _snapshot(SESSION, SESSION_STATE)],
-                },
-            )
+            await _with_session(ws, message)
         elif message.get("method") == "ping":  # the envelopes come once the client listens
             for seq in (None, "7", 2):
                 params = {
