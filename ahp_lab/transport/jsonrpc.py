@@ -287,6 +287,14 @@ class JsonRpcPeer:
         if has_id and ("result" in message or "error" in message):
             self._handle_response(message)
             return
+        future = self._pending.get(request_id) if has_id and valid_request_id(request_id) else None
+        if future is not None and not future.done():  # an answer to our request, but an empty one
+            future.set_exception(
+                RpcError(
+                    ErrorCode.INVALID_REQUEST,
+                    f"{self.name}: the answer to request {request_id} has neither result nor error",
+                )
+            )
         self.send_error(
             request_id if has_id else None,
             RpcError(ErrorCode.INVALID_REQUEST, "neither a request, a notification nor a response"),

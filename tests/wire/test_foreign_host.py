@@ -210,3 +210,20 @@ def test_an_envelope_without_a_server_seq_is_not_applied():
             client.close()
 
     run(main())
+
+
+def test_an_answer_with_neither_result_nor_error_fails_the_request_at_once():
+    async def host(ws, message):
+        if message.get("method") == "initialize":
+            await _initialize(ws, message)
+        elif message.get("method") == "ping":
+            await ws.send(json.dumps({"jsonrpc": "2.0", "id": message["id"]}))
+
+    async def main():
+        async with foreign_host(host) as url:
+            client = await connect(url, reconnect=False)
+            with pytest.raises(RpcError, match=r"the answer to request \d+ has neither result nor error"):
+                await asyncio.wait_for(client.settle(), 5)  # not the 30 s request timeout
+            client.close()
+
+    run(main())
