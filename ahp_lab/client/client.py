@@ -121,11 +121,13 @@ class AhpClient(Contributions):
         trusted_host: bool = True,
         clock_ms: Callable[[], int] | None = None,
         reconnect: Callable[[], Awaitable[Any]] | None = None,
-        request_timeout: float = 30.0,
+        request_timeout: float | None = 30.0,
     ) -> None:
         self.client_id = client_id or f"client-{uuid.uuid4().hex[:8]}"
         #: Seconds a command waits for the host's answer (a host that never answers is a stranger's
-        #: failure too); ``client.request(..., timeout=...)`` sets it for one call.
+        #: failure too); ``client.request(..., timeout=...)`` sets it for one call. ``createSession``
+        #: may start an agent first: it waits ten times as long. ``None``: no limit (the notebook's
+        #: own in-kernel host, whose own limits bound what it does).
         self.request_timeout = request_timeout
         self.display_name = display_name
         self.trusted_host = trusted_host
@@ -594,7 +596,7 @@ class AhpClient(Contributions):
         await self.peer.request(
             "createSession",
             {"channel": uri, "activeClient": self.active_client_entry(), **params},
-            timeout=self.request_timeout,
+            timeout=None if self.request_timeout is None else 10 * self.request_timeout,
         )
         self.sessions.add(uri)
         await self.subscribe(uri)

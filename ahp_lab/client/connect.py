@@ -183,7 +183,8 @@ async def connect(
     resumed automatically. ``trusted_host=False`` (the default for a remote host) makes client
     tools ask this client's person before running unless they are read-only. ``tap`` (a
     :class:`~ahp_lab.transport.tap.FrameLog`) records every frame of every socket the client opens.
-    ``request_timeout``: seconds each command waits for the host's answer.
+    ``request_timeout``: seconds each command waits for the host's answer (``createSession``,
+    which may start an agent first, ten times as long).
     """
     from .client import AhpClient
 

@@ -107,6 +107,7 @@ class Lab(Sending, Answering, LabBase):
             client_id=client_id,
             display_name=display_name,
             clock_ms=clock_ms,
+            request_timeout=None,  # its own host, in this process: the host's limits bound its answers
         )
         self.session: str | None = None
         self.chat: str | None = None

@@ -272,7 +272,7 @@ class Sending:
         except TimeoutError:
             raise TimeoutError(
                 f"the host has not sequenced the start of turn {turn_id} (chat/turnStarted) within "
-                f"{limit:g} s; it may have dropped it"
+                f"{limit} s; it may have dropped it"
             ) from None
         if kind == "rejected":
             raise ActionRejected(value)
