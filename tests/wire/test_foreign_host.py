@@ -185,23 +185,29 @@ def test_a_host_briefly_unavailable_is_retried_not_given_up():
     run(main())
 
 
-def test_an_envelope_without_a_server_seq_is_not_applied():
-    async def host(ws, message):
+def _on_ping(initialize: Script, ping: Script) -> Script:
+    """A host that answers ``initialize`` with ``initialize`` and a ``ping`` with ``ping``."""
+
+    async def host(ws: Any, message: dict) -> None:
         if message.get("method") == "initialize":
-            await _with_session(ws, message)
-        elif message.get("method") == "ping":  # the envelopes come once the client listens
-            for seq in (None, "7", 2):
-                params = {
-                    "channel": SESSION,
-                    "action": {"type": "session/titleChanged", "title": f"seq {seq}"},
-                }
-                if seq is not None:
-                    params["serverSeq"] = seq
-                await ws.send(json.dumps({"jsonrpc": "2.0", "method": "action", "params": params}))
-            await _answer(ws, message, {})
+            await initialize(ws, message)
+        elif message.get("method") == "ping":
+            await ping(ws, message)
+
+    return host
+
+
+def test_an_envelope_without_a_server_seq_is_not_applied():
+    async def ping(ws, message):  # the envelopes come once the client listens
+        for seq in (None, "7", 2):
+            params = {"channel": SESSION, "action": {"type": "session/titleChanged", "title": f"seq {seq}"}}
+            if seq is not None:
+                params["serverSeq"] = seq
+            await ws.send(json.dumps({"jsonrpc": "2.0", "method": "action", "params": params}))
+        await _answer(ws, message, {})
 
     async def main():
-        async with foreign_host(host) as url:
+        async with foreign_host(_on_ping(_with_session, ping)) as url:
             client = await connect(url, reconnect=False, subscriptions=["ahp-root://", SESSION])
             titles = []
             client.on_change(lambda channel, _action: titles.append(client.state(channel).get("title")))
@@ -213,14 +219,11 @@ def test_an_envelope_without_a_server_seq_is_not_applied():
 
 
 def test_an_answer_with_neither_result_nor_error_fails_the_request_at_once():
-    async def host(ws, message):
-        if message.get("method") == "initialize":
-            await _initialize(ws, message)
-        elif message.get("method") == "ping":
-            await ws.send(json.dumps({"jsonrpc": "2.0", "id": message["id"]}))
+    async def empty_answer(ws, message):
+        await ws.send(json.dumps({"jsonrpc": "2.0", "id": message["id"]}))
 
     async def main():
-        async with foreign_host(host) as url:
+        async with foreign_host(_on_ping(_initialize, empty_answer)) as url:
             client = await connect(url, reconnect=False)
             with pytest.raises(RpcError, match=r"the answer to request \d+ has neither result nor error"):
                 await asyncio.wait_for(client.settle(), 5)  # not the 30 s request timeout
