@@ -230,3 +230,45 @@ def test_an_answer_with_neither_result_nor_error_fails_the_request_at_once():
             client.close()
 
     run(main())
+
+
+CHAT = "ahp-chat:/c1"
+
+
+def test_a_send_whose_turn_start_the_host_never_sequences_ends_with_a_timeout_that_says_so():
+    from ahp_lab.lab import RemoteLab
+
+    seq = {"n": 1}
+    states = {
+        "ahp-root://": ROOT_STATE,
+        SESSION: {**SESSION_STATE, "chats": [{"resource": CHAT, "title": "c"}], "defaultChat": CHAT},
+        CHAT: {"resource": CHAT, "title": "c", "status": 1, "turns": []},
+    }
+
+    async def host(ws, message):
+        method, params = message.get("method"), message.get("params") or {}
+        if method == "initialize":
+            await _initialize(ws, message)
+        elif method == "subscribe":
+            await _answer(ws, message, {"snapshot": _snapshot(params["channel"], states[params["channel"]])})
+        elif (
+            method == "dispatchAction" and params["action"]["type"] != "chat/turnStarted"
+        ):  # that one: dropped
+            seq["n"] += 1
+            envelope = {
+                "channel": params["channel"],
+                "action": params["action"],
+                "serverSeq": seq["n"],
+                "origin": {"clientId": "remote", "clientSeq": params["clientSeq"]},
+            }
+            await ws.send(json.dumps({"jsonrpc": "2.0", "method": "action", "params": envelope}))
+
+    async def main():
+        async with foreign_host(host) as url:
+            lab = await RemoteLab.open(url, session=SESSION, client_id="remote", reconnect=False)
+            lab.client.request_timeout = 0.5
+            with pytest.raises(TimeoutError, match=r"has not sequenced the start of turn .* within 0.5 s"):
+                await asyncio.wait_for(lab.send("hello"), 10)  # not a wait without end
+            lab.client.close()
+
+    run(main())
