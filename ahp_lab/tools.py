@@ -245,6 +245,13 @@ class ResolvedTool:
     contributor: dict | None = None
 
 
+def checked_tool_name(name: Any) -> str:
+    """``name`` when it can name a tool (1-128 letters, digits, ``_``, ``-`` or ``.``), else ``ValueError``."""
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]{1,128}", name):
+        raise ValueError(f"tool name {name!r} must be 1-128 letters, digits, '_', '-' or '.'")
+    return name
+
+
 class _HintError(Exception):
     """A signature a tool cannot take JSON input through (the message says why)."""
 
@@ -292,9 +299,7 @@ class Tool:
         if approval not in ("auto", "always", "never"):
             raise ValueError("approval must be 'auto', 'always' or 'never'")
         self.fn = fn
-        self.name = name or fn.__name__
-        if not re.fullmatch(r"[A-Za-z0-9_.\-]{1,128}", self.name):
-            raise ValueError(f"tool name {self.name!r} must be 1-128 letters, digits, '_', '-' or '.'")
+        self.name = checked_tool_name(name or fn.__name__)
         self.title = title or _title_from_name(self.name)
         self.description = description if description is not None else _first_paragraph(fn.__doc__)
         self.is_async = inspect.iscoroutinefunction(fn)

@@ -71,7 +71,7 @@ def _version_refusal(exc: RpcError) -> RpcError:
     if exc.code != ErrorCode.UNSUPPORTED_PROTOCOL_VERSION:
         return exc
     data = exc.data if isinstance(exc.data, dict) else {}
-    theirs = data.get("supportedVersions") or data.get("supported") or "(it did not say)"
+    theirs = data.get("supportedVersions") or "(it did not say)"
     theirs = ", ".join(map(str, theirs)) if isinstance(theirs, list) else str(theirs)
     return RpcError(
         exc.code,

@@ -19,12 +19,13 @@ part what it needs through an :class:`~ahp_lab.extensions.runtime.ExtensionRunti
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
+
+from ..tools import checked_tool_name
 
 __all__ = [
     "Extension",
@@ -149,8 +150,7 @@ class ExtensionTool:
     confirm: bool | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]{1,128}", self.name):
-            raise ValueError(f"tool name {self.name!r} must be 1-128 letters, digits, '_', '-' or '.'")
+        checked_tool_name(self.name)
         p = self.parameters
         if p is not None and not (isinstance(p, type) and issubclass(p, BaseModel)):
             raise TypeError(

@@ -165,10 +165,9 @@ class Host(SessionsAndChats):
 
     def add_agent(self, agent: Agent) -> None:
         if not (callable(getattr(agent, "info", None)) and callable(getattr(agent, "run_turn", None))):
-            shown = repr(agent) if len(repr(agent)) <= 60 else repr(agent)[:57] + "..."
             raise TypeError(
                 f"agent must be an agent object, such as ScriptedAgent(), LoopAgent(model) or "
-                f"AcpAgent([...]): {type(agent).__name__} {shown} has no info() and run_turn()"
+                f"AcpAgent([...]): {type(agent).__name__} {agent!r:.60} has no info() and run_turn()"
             )
         attach = getattr(agent, "attach", None)
         if attach is not None:

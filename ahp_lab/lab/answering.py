@@ -72,7 +72,7 @@ class Answering:
         tools) must fit the tool's schema: the call would otherwise fail when it runs."""
         name = tc.get("toolName")
         client = self.client
-        tool = client.tools.get(client.tool_names.get(name, name)) if hasattr(client, "tools") else None
+        tool = client.tools.get(client.tool_names.get(name, name))
         host = getattr(self, "host", None)
         if tool is None and host is not None:
             tool = host.server_tools.get(name)

@@ -200,6 +200,4 @@ def to_protocol_error(error: ValidationError, subject: str | None = None) -> Pro
     if not errors:  # pragma: no cover - pydantic always reports at least one
         return ProtocolError.build(subject, None, "is invalid")
     field, rule, code = describe_error(_pick(errors))
-    exc = ProtocolError.build(subject, field, rule, code)
-    exc.__cause__ = error
-    return exc
+    return ProtocolError.build(subject, field, rule, code)

@@ -112,6 +112,7 @@ class WebSocketTransport:
         *,
         name: str = "websocket",
         max_send_buffer_bytes: int = DEFAULT_MAX_SEND_BUFFER_BYTES,
+        max_frame_bytes: int | None = None,
     ) -> None:
         self.ws = ws
         self.name = name
@@ -119,7 +120,7 @@ class WebSocketTransport:
         self.closed = False
         self.close_reason: str | None = None
         self.too_big = False  # closed because the peer sent a message over this side's frame limit
-        self.max_frame_bytes: int | None = None  # that limit, where the opener set one
+        self.max_frame_bytes = max_frame_bytes  # that limit (the socket's max_size), for messages
         self.unsent: list[str] = []  # messages still queued when the socket died: never sent
         self.remote = _peer_name(ws)
         self.frames_in = self.frames_out = 0
@@ -544,8 +545,12 @@ class WebSocketServer:
         return None
 
     async def _handle(self, ws: Any) -> None:
-        transport = WebSocketTransport(ws, name="host", max_send_buffer_bytes=self.max_send_buffer_bytes)
-        transport.max_frame_bytes = self.max_frame_bytes
+        transport = WebSocketTransport(
+            ws,
+            name="host",
+            max_send_buffer_bytes=self.max_send_buffer_bytes,
+            max_frame_bytes=self.max_frame_bytes,
+        )
         self.transports.add(transport)
         self.accepted += 1
         try:
@@ -599,7 +604,8 @@ async def connect_websocket(
         raise HandshakeRefused(response.status_code, response.reason_phrase) from None
     except InvalidHandshake as exc:  # not a WebSocket server there (or TLS mismatch)
         raise ConnectionError(f"no AHP WebSocket endpoint at {redact_url(url)}: {exc}") from None
-    transport = WebSocketTransport(ws, name="client", max_send_buffer_bytes=max_send_buffer_bytes)
-    transport.max_frame_bytes = max_frame_bytes
+    transport = WebSocketTransport(
+        ws, name="client", max_send_buffer_bytes=max_send_buffer_bytes, max_frame_bytes=max_frame_bytes
+    )
     transport.start()
     return transport
