@@ -17,6 +17,9 @@ export, the client mirrors nor the views with a secret in them. It removes:
 * tokens in well-known shapes (``sk-…``, ``ghp_…``, ``github_pat_…``, ``AKIA…``, ``xoxb-…``,
   ``AIza…``, JWTs).
 
+It also makes the text valid Unicode (a lone surrogate, which no UTF-8 export or wire can carry,
+becomes U+FFFD), since clients' text is refused for it at the wire but agents' is not.
+
 Tool inputs (``toolInput``, ``editedToolInput``, streamed tool-call arguments) are what a tool
 will run with, so only the literal secrets are masked there.
 """
@@ -50,9 +53,24 @@ _KNOWN_TOKEN = re.compile(
     r"\b(?:sk-[A-Za-z0-9_\-]{16,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|AKIA[0-9A-Z]{16}|"
     r"xox[abprs]-[A-Za-z0-9\-]{10,}|AIza[0-9A-Za-z_\-]{30,}|eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]+)"
 )
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _TRIVIAL = frozenset({"true", "false", "null", "none", "yes", "no", "on", "off"})
 # Keys whose strings a tool will run with: only literal secrets are masked there.
 _TOOL_INPUT_KEYS = frozenset({"toolInput", "editedToolInput", "partialInput"})
+
+
+#: Names that look like a password's (``pwd``) but are the shell's working directories, as ``env``
+#: prints them (upper case).
+_WORKING_DIRECTORY_NAMES = frozenset({"PWD", "OLDPWD"})
+
+
+def _masked_assignment(match: re.Match) -> str:
+    head = match.group(1)
+    name = head.rstrip("\"' \t:=")
+    start = match.start()
+    if start > 0 and match.string[start - 1] == "\\" and name[:1] in ("n", "r", "t"):
+        name = name[1:]  # after a JSON-escaped line break ("...\\nPWD=/home/me")
+    return match.group(0) if name in _WORKING_DIRECTORY_NAMES else head + MASK
 
 
 class Redactor:
@@ -86,7 +104,10 @@ class Redactor:
         return len(self._secrets)
 
     def text(self, text: str, *, generic: bool = True) -> str:
-        """``text`` with every known secret and (if ``generic``) every credential-looking part masked."""
+        """``text`` with every known secret and (if ``generic``) every credential-looking part masked,
+        as valid Unicode: a surrogate pair is joined, a lone surrogate becomes U+FFFD."""
+        if not text.isascii() and _SURROGATE.search(text) is not None:
+            text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
         if self._literal is not None and any(secret in text for secret in self._secrets):
             text = self._literal.sub(MASK, text)
         if generic:
@@ -99,7 +120,7 @@ class Redactor:
             ) and _CREDENTIAL.search(text):
                 text = _CREDENTIAL.sub(rf"\1\2{MASK}", text)
             if ("=" in text or ":" in text) and _SECRET_NAME_HINT.search(text):
-                text = _SECRET_ASSIGNMENT.sub(rf"\1{MASK}", text)
+                text = _SECRET_ASSIGNMENT.sub(_masked_assignment, text)
             if len(text) >= 20:
                 text = _KNOWN_TOKEN.sub(MASK, text)
         return text

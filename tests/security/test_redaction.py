@@ -131,7 +131,20 @@ def test_ordinary_text_keeps_its_numbers_and_words():
         "the token expired, ask for a new one",
         "monkey: banana split",
         "status: running (3 of 5)",
+        "PWD=/tmp/audit-x OLDPWD=/home/user",  # the shell's working directories, as env prints them
+        json.dumps("HOME=/root\nPWD=/tmp/work\n"),  # the same, quoted in a JSON text
     ):
         assert redactor.text(text) == text
+    assert redactor.text("DB_PWD=hunter22 pwd: hunter22") == "DB_PWD=*** pwd: ***"
     assert redactor.text('{"client_secret": "abc-123-xyz"}') == '{"client_secret": "***"}'
     assert redactor.text("key AKIAABCDEFGHIJKLMNOP leaked") == "key *** leaked"
+
+
+def test_text_from_an_agent_enters_state_as_valid_unicode():
+    """A lone surrogate (an agent cutting text by UTF-16 units) cannot be written as UTF-8 by an
+    export or the wire: it becomes U+FFFD, and a pair that arrived as two halves is joined."""
+    redactor = Redactor()
+    assert redactor.redact({"text": "smile \ud83d", "more": ["\ud83d\ude00", "\ude00!"]}) == {
+        "text": "smile \ufffd",
+        "more": ["\U0001f600", "\ufffd!"],
+    }
