@@ -22,6 +22,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import signal
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,9 @@ CONTENT_SCHEME = "ahp-content:/"
 MAX_COMMANDS = 200
 _SEQ_SEARCH = 2000  # how far back latest_seq looks
 # The environment a terminal starts from: enough to find programs, never the kernel's secrets.
+#: After a terminal's command exits, how long its output is still read when something it started
+#: keeps the output open.
+_DRAIN_S = 0.5
 _TERMINAL_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR", "USER", "LOGNAME", "SHELL")
 
 
@@ -103,10 +107,11 @@ class HostTerminal:
         return self.exit_code, self.signal
 
     def kill(self) -> None:
-        """Kill the command (the terminal stays readable)."""
-        if self.process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.process.kill()
+        """Kill the command and whatever it started (its process group); the terminal stays readable."""
+        # The command leads its own session (start_new_session), so its group id is its pid; a group
+        # id is not reused while any process of the group lives.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
 
     def release(self) -> None:
         """Kill the command if it still runs and stop tracking it; the channel's history stays."""
@@ -114,24 +119,20 @@ class HostTerminal:
         self.released = True
 
     async def _read(self) -> None:
+        """Mirror the output until the command exits; then its output is read to the end, unless
+        something it left running keeps the output open (a background child): reading then stops
+        after :data:`_DRAIN_S`, since the command itself has exited."""
         host = self.ctx.host
-        decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        stream = self.process.stdout
+        reader = asyncio.ensure_future(self._read_output())
         try:
-            while stream is not None:
-                chunk = await stream.read(65536)
-                if not chunk:
-                    break
-                self._append(decoder.decode(chunk))
-            self._append(decoder.decode(b"", final=True))
-            await self.process.wait()
+            await self._exit()
+            await asyncio.wait({reader}, timeout=_DRAIN_S)
         finally:
+            reader.cancel()
             code = self.process.returncode
             if code is not None and code < 0:
-                import signal as signals
-
                 with contextlib.suppress(ValueError):
-                    self.signal = signals.Signals(-code).name
+                    self.signal = signal.Signals(-code).name
                 self.exit_code = None
             else:
                 self.exit_code = code
@@ -143,13 +144,42 @@ class HostTerminal:
                 self.ctx.publish_terminals()
             self._notify()
 
+    async def _exit(self) -> None:
+        """Wait for the command's process to end. (``Process.wait`` also waits for its output to
+        close, which a background child of the command can hold open for good.)"""
+        loop = asyncio.get_running_loop()
+        try:
+            fd = os.pidfd_open(self.process.pid)
+        except OSError:  # reaped already, or no pidfd: the exit asyncio's watcher reports
+            fd = None
+        if fd is not None:
+            ended = loop.create_future()
+            loop.add_reader(fd, lambda: ended.done() or ended.set_result(None))
+            try:
+                await ended
+            finally:
+                loop.remove_reader(fd)
+                os.close(fd)
+        while self.process.returncode is None:  # asyncio's child watcher reaps it an instant later
+            await asyncio.sleep(0.005)
+
+    async def _read_output(self) -> None:
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        stream = self.process.stdout
+        while stream is not None:
+            chunk = await stream.read(65536)
+            if not chunk:
+                break
+            self._append(decoder.decode(chunk))
+        self._append(decoder.decode(b"", final=True))
+
     def _append(self, text: str) -> None:
         if not text:
             return
         self._buffer += text
-        if len(self._buffer.encode("utf-8")) > self.limit:
-            raw = self._buffer.encode("utf-8")[-self.limit :]
-            self._buffer = raw.decode("utf-8", "ignore")
+        raw = self._buffer.encode("utf-8")
+        if len(raw) > self.limit:  # keep the last bytes, cut on a character boundary
+            self._buffer = raw[len(raw) - self.limit :].decode("utf-8", "ignore")
             self._truncated = True
         host = self.ctx.host
         if host.store.has_channel(self.uri) and self._in_state < self._state_cap:
@@ -264,14 +294,19 @@ class HostSessionContext:
         data = text["data"]
         if line is None and limit is None:
             return data
-        lines = data.splitlines(keepends=True)
+        lines = data.split("\n")  # lines end at "\n" only, as an editor counts them (not at \f, U+2028…)
+        lines = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
         start = max(0, (line or 1) - 1)
         end = len(lines) if limit is None else start + max(0, limit)
         return "".join(lines[start:end])
 
     def write_text_file(self, path: str, content: str) -> None:
+        """Write a file inside the working directories, creating its missing folders there too."""
         uri = self._uri(path)
         try:
+            parent = os.path.dirname(os.path.abspath(path))
+            if not os.path.isdir(parent):
+                self._files._resourceMkdir(None, {"uri": file_uri(parent)})  # checked as the file is
             self._files._resourceWrite(None, {"uri": uri, "data": content, "encoding": "utf-8"})
         except RpcError as exc:
             if exc.code == ErrorCode.PERMISSION_DENIED:
@@ -322,9 +357,10 @@ class HostSessionContext:
                 "isPty": False,
             },
         )
-        limit = output_byte_limit if isinstance(output_byte_limit, int) and output_byte_limit > 0 else None
         most = self.host.limits.max_terminal_output_bytes
-        terminal = HostTerminal(self, uri, title, process, min(limit or most, most), on_output)
+        if isinstance(output_byte_limit, int) and output_byte_limit >= 0:  # 0 keeps nothing
+            most = min(output_byte_limit, most)
+        terminal = HostTerminal(self, uri, title, process, most, on_output)
         self.terminals[uri] = terminal
         self.publish_terminals()
         return terminal
@@ -343,8 +379,16 @@ class HostSessionContext:
         self.sessions.publish_terminals()
 
     def close(self) -> None:
+        """Stop the session's terminals (their commands and whatever those started)."""
         for terminal in self.terminals.values():
             terminal.release()
+
+    async def aclose(self) -> None:
+        """:meth:`close`, then wait until every terminal's command has been reaped."""
+        self.close()
+        pumps = [t._pump for t in self.terminals.values() if not t._pump.done()]
+        if pumps:
+            await asyncio.wait(pumps, timeout=5.0)
 
 
 def _working_dirs_reason(message: str, dirs: list[str]) -> str:
@@ -411,6 +455,12 @@ class AgentSessions:
 
     def context(self, session: str) -> HostSessionContext | None:
         return self.contexts.get(session)
+
+    async def aclose(self) -> None:
+        """Stop every session's terminals (the host is closing), and wait for them."""
+        for ctx in list(self.contexts.values()):
+            await ctx.aclose()
+        self.publish_terminals()
 
     def on_session_disposed(self, uri: str) -> None:
         ctx = self.contexts.pop(uri, None)

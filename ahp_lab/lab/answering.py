@@ -50,7 +50,7 @@ class Answering:
             option = verdict["option"]
         approved = verdict not in (False, "deny") and not (isinstance(verdict, dict) and verdict.get("deny"))
         if option is None and tc.get("options"):  # the first one-time option of the verdict's kind
-            option = _default_option(tc["options"], "approve" if approved else "deny")
+            option = _default_option(tc, "approve" if approved else "deny")
         if option is not None:
             kind = self._option_kind(tc, option)
             if kind is None:
@@ -209,9 +209,20 @@ class Answering:
         return self.dispatch(self._completion(chat, request_id, answers, response), chat)
 
 
-def _default_option(options: list, kind: str) -> str | None:
-    """The first option of ``kind`` in the one-time group (group 0 or no group), else the first of ``kind``."""
-    of_kind = [o for o in options if isinstance(o, dict) and o.get("kind") == kind]
+def _default_option(tc: dict, kind: str) -> str | None:
+    """The first option of ``kind`` in the one-time group (group 0 or no group), else the first of
+    ``kind``; ``None`` when the call offers none. An approval is never given through an option of
+    another group when the call does have a one-time group (ACP's "allow always" is in group 1
+    beside a one-time "reject"): that is ``ValueError``, since a plain approval grants once."""
+    options = [o for o in tc.get("options") or () if isinstance(o, dict)]
+    of_kind = [o for o in options if o.get("kind") == kind]
     once = [o for o in of_kind if not o.get("group")]
-    chosen = (once or of_kind or [None])[0]
-    return chosen.get("id") if chosen else None
+    if once:
+        return once[0].get("id")
+    if of_kind and kind == "approve" and any(not o.get("group") for o in options):
+        offered = ", ".join(f"{o.get('id')!r} ({o.get('label')})" for o in of_kind)
+        raise ValueError(
+            f"{tc.get('displayName') or tc.get('toolName')} offers no one-time approve option, only "
+            f"{offered}; choose one with lab.approve(option=...)"
+        )
+    return of_kind[0].get("id") if of_kind else None

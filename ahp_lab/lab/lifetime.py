@@ -68,6 +68,9 @@ def _release(host: Any, state: dict) -> None:
     if state["closed"]:
         return
     state["closed"] = True
+    sessions = getattr(host, "agent_sessions", None)  # none for a lab attached to another host
+    for ctx in list(sessions.contexts.values()) if sessions is not None else ():
+        ctx.close()  # agents' terminals lead their own process groups: killed now, loop or not
     loop = state["loop"]
     if loop is None or loop.is_closed():
         return  # nothing to drive them: stdio servers see their stdin close when this process exits

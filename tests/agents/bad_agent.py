@@ -22,6 +22,20 @@ deaf_once        streams a chunk and never ends the prompt, not even after sessi
                  respawn (MARKER exists) answers prompts normally
 options          well behaved, with two config options (verbosity, fast): a set_config_option
                  answer carries both current values, and a prompt is answered with them
+bad_stop         answers the prompt with a stopReason ACP does not have
+bad_update       sends a session/update whose variant ACP does not have
+early_update     announces a command (available_commands_update) before answering session/new
+surrogates       streams a smiley split between two chunks as its two UTF-16 halves
+ask              asks permission (kinds per MARKER: "always" = allow_always + reject_once, and only
+                 reject_once from the third prompt on; "reject" = reject_once only; default
+                 allow_once + reject_once), waits for the answer, reports it as text, ends the turn
+terminal_group   runs `sh -c 'sleep 1000 & echo $! > MARKER; echo started; wait'`; once it printed
+                 "started", kills the terminal, waits for its exit, reports it and ends the turn
+terminal_background  runs `sh -c 'sleep 1000 & echo $! > MARKER; echo bye'`, waits for its exit
+                 (the background sleep still holds its output), reports it, releases it, ends the turn
+terminal_left    runs `sh -c 'echo $$ > MARKER; exec sleep 1000'` and ends the turn, never releasing it
+files            reads line 3 (limit 1) of MARKER/lines.txt, writes MARKER/new/deeper/out.txt and
+                 runs a terminal with outputByteLimit 0; reports all three, then ends the turn
 """
 
 import json
@@ -80,6 +94,119 @@ def end_turn(mid) -> dict:
     return {"jsonrpc": "2.0", "id": mid, "result": {"stopReason": "end_turn"}}
 
 
+pending: dict = {}  # request id -> what it was for
+asked: list = []  # the prompts that asked permission
+_next_id = [1000]
+
+
+def ask(what, method: str, params: dict) -> None:
+    """Send a request to the client; its answer goes to answered(what, message)."""
+    _next_id[0] += 1
+    pending[_next_id[0]] = what
+    send({"jsonrpc": "2.0", "id": _next_id[0], "method": method, "params": {"sessionId": "s1", **params}})
+
+
+PERMISSION_OPTIONS = {
+    "always": [("aa", "Always allow", "allow_always"), ("ro", "Reject", "reject_once")],
+    "reject": [("ro", "Reject", "reject_once")],
+}
+
+
+def request(mode: str, mid) -> None:
+    """The first request of a mode that asks the client for something during the prompt."""
+    if mode == "ask":
+        asked.append(mid)  # with "always", the third request and later offer only "reject"
+        choice = "reject" if MARKER == "always" and len(asked) > 2 else MARKER or ""
+        kinds = PERMISSION_OPTIONS.get(
+            choice, [("ao", "Allow", "allow_once"), ("ro", "Reject", "reject_once")]
+        )
+        ask(
+            "permission",
+            "session/request_permission",
+            {
+                "toolCall": {"toolCallId": f"call-{mid}", "title": "Edit notes", "kind": "edit"},
+                "options": [{"optionId": i, "name": n, "kind": k} for i, n, k in kinds],
+            },
+        )
+    elif mode == "terminal_group":
+        ask(
+            "create",
+            "terminal/create",
+            {"command": "sh", "args": ["-c", f"sleep 1000 & echo $! > {MARKER}; echo started; wait"]},
+        )
+    elif mode == "terminal_background":
+        command = f"sleep 1000 & echo $! > {MARKER}; echo bye"
+        ask("background", "terminal/create", {"command": "sh", "args": ["-c", command]})
+    elif mode == "terminal_left":
+        ask(
+            "create",
+            "terminal/create",
+            {"command": "sh", "args": ["-c", f"echo $$ > {MARKER}; exec sleep 1000"]},
+        )
+    elif mode == "files":
+        ask("read", "fs/read_text_file", {"path": os.path.join(MARKER, "lines.txt"), "line": 3, "limit": 1})
+
+
+def answered(what, msg: dict) -> None:
+    result = msg.get("result")
+    if "error" in msg:
+        update("s1", chunk(f"[{what} failed: {msg['error'].get('message')}]"))
+    if what == "permission":
+        update("s1", chunk(f"outcome={json.dumps(result['outcome'], sort_keys=True)}"))
+    elif what == "background":
+        ask(
+            ("background_exit", result["terminalId"]),
+            "terminal/wait_for_exit",
+            {"terminalId": result["terminalId"]},
+        )
+        return
+    elif isinstance(what, tuple) and what[0] == "background_exit":
+        update("s1", chunk(f"exited={json.dumps(result, sort_keys=True)}"))
+        ask("release", "terminal/release", {"terminalId": what[1]})
+        return
+    elif what == "create" and MODE == "terminal_group":
+        ask(("started?", result["terminalId"]), "terminal/output", {"terminalId": result["terminalId"]})
+        return
+    elif isinstance(what, tuple) and what[0] == "started?":  # asks again until the command has started
+        terminal = what[1]
+        if "started" not in result["output"]:
+            ask(what, "terminal/output", {"terminalId": terminal})
+            return
+        ask("kill", "terminal/kill", {"terminalId": terminal})
+        ask("exit", "terminal/wait_for_exit", {"terminalId": terminal})
+        return
+    elif what == "exit":
+        update("s1", chunk(f"exited={json.dumps(result, sort_keys=True)}"))
+    elif what == "read":
+        if result is not None:
+            update("s1", chunk(f"line3={result['content']!r} "))
+        path = os.path.join(MARKER, "new", "deeper", "out.txt")
+        ask("write", "fs/write_text_file", {"path": path, "content": "written"})
+        return
+    elif what == "write":
+        update("s1", chunk(f"write={'error' not in msg} "))
+        if "error" in msg:
+            send(end_turn(prompt_id))
+            return
+        ask("quiet", "terminal/create", {"command": "sh", "args": ["-c", "echo hello"], "outputByteLimit": 0})
+        return
+    elif what == "quiet":
+        ask(
+            ("quiet_exit", result["terminalId"]),
+            "terminal/wait_for_exit",
+            {"terminalId": result["terminalId"]},
+        )
+        return
+    elif isinstance(what, tuple) and what[0] == "quiet_exit":  # it exited: read what it kept
+        ask("quiet_output", "terminal/output", {"terminalId": what[1]})
+        return
+    elif what == "quiet_output":
+        update("s1", chunk(f"output={result['output']!r} truncated={result['truncated']}"))
+    elif what == "kill":
+        return
+    send(end_turn(prompt_id))
+
+
 sys.stderr.write(f"bad agent starting in {MODE} mode; api_key={os.environ.get('BAD_AGENT_KEY', '')}\n")
 sys.stderr.flush()
 
@@ -93,6 +220,9 @@ for line in sys.stdin:
                 {"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": version, "agentCapabilities": {}}}
             )
     elif method == "session/new":
+        if MODE == "early_update":
+            commands = [{"name": "early", "description": "announced before session/new was answered"}]
+            update("s1", {"sessionUpdate": "available_commands_update", "availableCommands": commands})
         modes = {
             "currentModeId": "ask",
             "availableModes": [{"id": "ask", "name": "Ask"}, {"id": "code", "name": "Code"}],
@@ -152,6 +282,19 @@ for line in sys.stdin:
         elif MODE == "late_permission":
             prompt_id = mid
             continue
+        elif MODE == "bad_stop":
+            send({"jsonrpc": "2.0", "id": mid, "result": {"stopReason": "bogus"}})
+        elif MODE == "bad_update":
+            update("s1", {"sessionUpdate": "no_such_update", "whatever": 1})
+        elif MODE == "surrogates":
+            update("s1", chunk("smile \ud83d"))
+            update("s1", chunk("\ude00 done"))
+            send(end_turn(mid))
+        elif MODE == "early_update":
+            send(end_turn(mid))
+        elif MODE in ("ask", "terminal_group", "terminal_background", "terminal_left", "files"):
+            prompt_id = mid
+            request(MODE, mid)
         elif MODE == "big_chunks":
             for i in range(200):
                 update("s1", chunk(f"[{i:03}]" + "y" * 16_000))
@@ -169,6 +312,8 @@ for line in sys.stdin:
                 },
             }
         )
+    elif mid in pending:  # the client's answer to one of this agent's requests
+        answered(pending.pop(mid), msg)
     elif "result" in msg and mid == 900:
         sys.stderr.write(f"permission outcome: {json.dumps(msg['result'])}\n")
         sys.stderr.flush()

@@ -27,6 +27,8 @@ CASES = {
     "unknown_call_answered": "updated tool call 'ghost', which it never announced",
     "unknown_session_answered": "used session id 'someone-else', which it never created",
     "bad_mode": "reported mode 'no-such-mode', which is not among the values it offered",
+    "bad_stop": "answered session/prompt with a message that is not valid ACP: stopReason",
+    "bad_update": "sent a session/update notification that is not valid ACP",
 }
 
 

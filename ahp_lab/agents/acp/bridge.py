@@ -34,6 +34,7 @@ from acp.schema import (
     Implementation,
     RequestPermissionResponse,
 )
+from pydantic import ValidationError
 
 from ..base import SessionContext, TurnContext
 from . import mapping
@@ -58,6 +59,8 @@ _CAUSE: contextvars.ContextVar[tuple[int, ...]] = contextvars.ContextVar("acp_ca
 _TURN: contextvars.ContextVar[TurnMap | None] = contextvars.ContextVar("acp_turn", default=None)
 
 MAX_PERMISSION_OPTIONS = 16
+#: ``session/update`` kept while ``session/new`` is not answered yet (applied after it).
+MAX_EARLY_UPDATES = 64
 
 
 class AgentFailure(Exception):
@@ -65,18 +68,26 @@ class AgentFailure(Exception):
 
 
 class _GarbageFilter(logging.Filter):
-    """The SDK logs and skips a stdout line that is not JSON; the bridge reading it fails instead."""
+    """The SDK logs and skips a stdout line that is not JSON, and a notification whose parameters
+    are not valid ACP; the bridge reading it fails instead."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.msg != "Error parsing JSON-RPC message":
-            return True
         bridge = _BRIDGE.get()
         if bridge is None:
             return True
-        bridge.fail(
-            "the agent wrote a line to stdout that is not JSON-RPC (ACP allows only JSON-RPC messages there)"
-        )
-        return False
+        if record.msg == "Error parsing JSON-RPC message":
+            bridge.fail(
+                "the agent wrote a line to stdout that is not JSON-RPC (ACP allows only JSON-RPC messages there)"
+            )
+            return False
+        error = record.exc_info[1] if record.exc_info else None
+        if record.msg.startswith("Unhandled error while handling notification") and isinstance(
+            error, ValidationError
+        ):
+            method = record.args[0] if isinstance(record.args, tuple) and record.args else "a"
+            bridge.fail(f"the agent sent a {method} notification that is not valid ACP: {_problem(error)}")
+            return False
+        return True
 
 
 _FILTER = _GarbageFilter()
@@ -119,6 +130,8 @@ class Bridge(WorkspaceServices):
         self._stderr_total = 0
         self._stack: contextlib.AsyncExitStack | None = None
         self._tasks: set[asyncio.Task] = set()
+        self._asking: set[asyncio.Future] = set()  # permission requests waiting for a person
+        self._early: list[tuple[str, Any]] = []  # session/update sent before session/new's answer
         self._stopping = False
         self._life = asyncio.Lock()  # one start or stop at a time
         self.generation = 0  # which process this is (each start makes a new one)
@@ -141,6 +154,7 @@ class Bridge(WorkspaceServices):
         agent = self.agent
         self.generation += 1
         self.failure, self._stopping, self.session_id = None, False, None
+        self._early, self._new_session_request = [], None
         self._failed = asyncio.Event()
         self._answered.clear()
         self._stderr.clear()
@@ -199,7 +213,14 @@ class Bridge(WorkspaceServices):
         )
         self.session_id = session.session_id
         config, self.routes = mapping.config_from_acp(_json(session.modes), _json(session.config_options))
+        if self._early:  # sent before the answer (an agent's first commands, say): mapped once the
+            self._spawn(self._map_early())  # session's channel exists, right after this returns
         return config
+
+    async def _map_early(self) -> None:
+        early, self._early = self._early, []
+        for session_id, update in early:
+            await self.session_update(session_id, update)
 
     async def stop(self, generation: int | None = None) -> None:
         """Stop the agent process (stdin closed, then terminate, then kill).
@@ -218,6 +239,10 @@ class Bridge(WorkspaceServices):
         if self.process is not None and self.process.returncode is None and self.failure is not None:
             with contextlib.suppress(ProcessLookupError):
                 self.process.kill()  # a failed agent gets no grace period
+        for terminal in self.terminals.values():
+            terminal.release()  # its commands stop with it (a fresh process knows none of them)
+        for waiting in list(self._asking):
+            waiting.cancel()  # a permission request still waiting for a person is answered cancelled
         if self.prompt_task is not None:
             self.prompt_task.cancel()
         if stack is not None:
@@ -325,6 +350,14 @@ class Bridge(WorkspaceServices):
             failed.cancel()
         try:
             return task.result()
+        except asyncio.CancelledError:
+            if asyncio.current_task().cancelling():
+                raise  # the caller itself is being cancelled
+            # the request was ended under the caller: the process was stopped or restarted
+            raise AgentFailure(self.failure or f"the agent was stopped while {what} was open") from None
+        except ValidationError as exc:
+            self.fail(f"the agent answered {what} with a message that is not valid ACP: {_problem(exc)}")
+            raise AgentFailure(self.failure) from None
         except RequestError as exc:
             detail = f" ({exc.data})" if exc.data else ""
             raise RequestError(
@@ -507,6 +540,14 @@ class Bridge(WorkspaceServices):
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         """Map one ``session/update`` (synchronously, so the SDK's order is the order of actions)."""
+        if self.session_id is None and self._new_session_request is not None and not self._stopping:
+            if len(self._early) >= MAX_EARLY_UPDATES:
+                self.fail(
+                    f"the agent sent more than {MAX_EARLY_UPDATES} session/update before answering session/new"
+                )
+            else:
+                self._early.append((session_id, update))  # mapped once session/new is answered
+            return
         if not self._check_session(session_id):
             return
         data = _json(update)
@@ -561,8 +602,8 @@ class Bridge(WorkspaceServices):
             return cancelled
         key = (call.kind, call.title)
         remembered = self.always.get(key)
-        if remembered == "allow":
-            chosen = _first(opts, "allow_always", "allow_once")
+        chosen = _first(opts, "allow_always", "allow_once") if remembered == "allow" else None
+        if chosen is not None:  # an earlier "always allow" answers, if the agent offers to allow
             self.emit(mapping._ready(turn, call, confirmed="setting"))
             call.status = "running"
             return _selected(chosen)
@@ -583,11 +624,17 @@ class Bridge(WorkspaceServices):
             call.status = "cancelled"
             return _selected(chosen) if chosen else cancelled
         self._waiting_person += 1
+        waiting = asyncio.ensure_future(ctx.wait_tool_call(call.id, {"pending-confirmation"}))
+        self._asking.add(waiting)
         try:
-            state = await ctx.wait_tool_call(call.id, {"pending-confirmation"})
+            state = await waiting
         except asyncio.CancelledError:
-            return cancelled  # the turn ended while the person was deciding
+            if asyncio.current_task().cancelling():
+                raise
+            return cancelled  # the turn ended, or the agent was stopped, while the person was deciding
         finally:
+            waiting.cancel()
+            self._asking.discard(waiting)
             self._waiting_person -= 1
             self._last_in = time.monotonic()
         status = state.get("status")
@@ -596,7 +643,7 @@ class Bridge(WorkspaceServices):
         _CAUSE.set(self._seq(ctx.chat, "chat/toolCallConfirmed", toolCallId=call.id))
         if status == "running":
             call.status = "running"
-            chosen = picked if picked in by_id else _first(opts, "allow_once", "allow_always")
+            chosen = picked if picked in by_id else _first(opts, "allow_once")  # never an "always" unasked
             if call.content or call.locations:
                 self.emit(
                     {
@@ -608,7 +655,7 @@ class Bridge(WorkspaceServices):
                 )
         elif status == "cancelled" and state.get("reason") == "denied":
             call.status = "cancelled"
-            chosen = picked if picked in by_id else _first(opts, "reject_once", "reject_always")
+            chosen = picked if picked in by_id else _first(opts, "reject_once")
         else:
             call.status = str(status)
             return cancelled
@@ -652,7 +699,14 @@ def _first(options: list[dict], *kinds: str) -> str | None:
     return None
 
 
-def _selected(option_id: str | None) -> Any:
+def _problem(exc: ValidationError) -> str:
+    """The first thing pydantic found wrong, as ``field: message``."""
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first.get("loc", ()))
+    return f"{where}: {first.get('msg')}" if where else str(first.get("msg"))
+
+
+def _selected(option_id: str) -> Any:
     return RequestPermissionResponse(outcome=AllowedOutcome(option_id=option_id, outcome="selected"))
 
 

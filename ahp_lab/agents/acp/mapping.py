@@ -118,6 +118,7 @@ class TurnMap:
     plan_call: str | None = None
     usage: dict = field(default_factory=dict)
     parts: int = 0
+    held: str = ""  # the first half of a surrogate pair that ended the last text chunk
 
     def new_id(self, prefix: str) -> str:
         self.parts += 1
@@ -290,6 +291,16 @@ def _stream(turn: TurnMap, part_kind: str, action_type: str, update: dict, resol
         return [{"type": "chat/responsePart", "turnId": turn.turn_id, "part": text}]
     out = []
     if turn.text_part is None or turn.text_part[0] != part_kind:
+        if turn.held and turn.text_part is not None:  # half a character that never got its other half
+            out.append(
+                {
+                    "type": _STREAM_ACTIONS[turn.text_part[0]],
+                    "turnId": turn.turn_id,
+                    "partId": turn.text_part[1],
+                    "content": turn.held,
+                }
+            )
+        turn.held = ""
         part_id = turn.new_id("md" if part_kind == "markdown" else "rs")
         turn.text_part = (part_kind, part_id)
         out.append(
@@ -299,8 +310,19 @@ def _stream(turn: TurnMap, part_kind: str, action_type: str, update: dict, resol
                 "part": {"kind": part_kind, "id": part_id, "content": ""},
             }
         )
-    out.append({"type": action_type, "turnId": turn.turn_id, "partId": turn.text_part[1], "content": text})
+    # A chunk may end inside a character: an agent that cuts text by UTF-16 units can split a
+    # surrogate pair between chunks. The first half waits for the next chunk of the run.
+    text, turn.held = turn.held + text, ""
+    if text and "\ud800" <= text[-1] <= "\udbff":
+        text, turn.held = text[:-1], text[-1]
+    if text:
+        out.append(
+            {"type": action_type, "turnId": turn.turn_id, "partId": turn.text_part[1], "content": text}
+        )
     return out
+
+
+_STREAM_ACTIONS = {"markdown": "chat/delta", "reasoning": "chat/reasoning"}
 
 
 def on_message_chunk(turn: TurnMap, update: dict, resolver: Resolver) -> list[dict]:

@@ -1,0 +1,95 @@
+"""What an ACP agent may legitimately do at the edges of the protocol: announce commands before
+``session/new`` is answered, split a character between chunks, offer only an "always" permission,
+read lines of a file with other line separators in it, write into a folder that does not exist
+yet, and ask for a terminal that keeps no output. Real agent subprocesses (``bad_agent.py``)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from .conftest import acp_lab, arun, bad_agent, pending_call
+
+
+def test_commands_announced_before_the_session_is_answered_are_offered(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("early_update")) as lab:
+            assert lab.session_state["lifecycle"] == "ready"
+            items = await lab.client.request(
+                "completions", {"channel": lab.chat, "kind": "userMessage", "text": "/ea", "offset": 3}
+            )
+            assert [i["insertText"] for i in items["items"]] == ["/early "]
+            assert (await lab.send("go")).status == "complete"
+
+    arun(go())
+
+
+def test_a_character_split_between_two_chunks_arrives_whole_and_exports(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("surrogates")) as lab:
+            turn = await lab.send("go")
+            assert turn.status == "complete"
+            assert turn.text == "working... smile \U0001f600 done"
+            out = tmp_path / "log.jsonl"
+            lab.export(out)  # strict UTF-8: a lone surrogate used to make this raise
+            assert "\U0001f600" in out.read_text(encoding="utf-8")
+
+    arun(go())
+
+
+def test_a_plain_approval_never_grants_always(tmp_path: Path) -> None:
+    """Offered only "always allow" (and a reject), a plain ``lab.approve()`` says so instead of
+    granting it for the rest of the session; the explicit choice is remembered, and a later
+    request that offers no way to allow is put to the person again."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("ask", "always")) as lab:
+            pending = lab.start("go")
+            await pending_call(lab)
+            with pytest.raises(ValueError, match=r"no one-time approve option, only 'aa' \(Always allow\)"):
+                lab.approve()
+            lab.approve(option="aa")
+            assert 'outcome={"optionId": "aa"' in (await pending).text
+            again = await asyncio.wait_for(lab.send("again"), 20)  # remembered: nobody is asked
+            assert 'outcome={"optionId": "aa"' in again.text
+            # the third request offers only "Reject": the remembered allow cannot answer it
+            third = lab.start("third")
+            call = await pending_call(lab)
+            assert [o["id"] for o in call["options"]] == ["ro"]
+            lab.deny()
+            assert 'outcome={"optionId": "ro"' in (await third).text
+
+    arun(go())
+
+
+def test_files_and_a_terminal_that_keeps_no_output(tmp_path: Path) -> None:
+    (tmp_path / "lines.txt").write_text("one\ntwo\fstill two\u2028and still\nthree\nfour\n", encoding="utf-8")
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("files", str(tmp_path))) as lab:
+            turn = await lab.send("go")
+            assert turn.status == "complete", turn.error
+            assert "line3='three\\n'" in turn.text  # lines end at \n only
+            assert "write=True" in turn.text
+            assert (tmp_path / "new" / "deeper" / "out.txt").read_text() == "written"
+            assert "output='' truncated=True" in turn.text  # outputByteLimit 0 keeps nothing
+
+    arun(go())
+
+
+def test_a_write_outside_the_working_directories_creates_no_folder(tmp_path: Path) -> None:
+    work, outside = tmp_path / "work", tmp_path / "outside"
+    work.mkdir()
+    (work / "lines.txt").write_text("a\nb\nc\n")
+
+    async def go() -> None:
+        # the agent's folder argument points the write at work/../outside/new/deeper/out.txt
+        async with acp_lab(work, bad_agent("files", str(work / ".." / "outside"))) as lab:
+            turn = await lab.send("go")
+            assert turn.status == "complete", turn.error
+            assert "write=False" in turn.text and "outside the session's working directories" in turn.text
+            assert not outside.exists()
+
+    arun(go())
