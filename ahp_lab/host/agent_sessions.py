@@ -283,22 +283,50 @@ class HostSessionContext:
             raise FileAccessDenied(_working_dirs_reason(exc.message, self.working_directories)) from None
 
     def read_text_file(self, path: str, line: int | None = None, limit: int | None = None) -> str:
-        try:
-            text = self._files._resourceRead(None, {"uri": self._uri(path), "encoding": "utf-8"})
-        except RpcError as exc:
-            if exc.code == ErrorCode.PERMISSION_DENIED:
-                raise FileAccessDenied(_working_dirs_reason(exc.message, self.working_directories)) from None
-            raise OSError(exc.message) from None
-        if text.get("encoding") != "utf-8":
-            raise OSError(f"{path} is not a UTF-8 text file")
-        data = text["data"]
+        """A file inside the working directories, whole or ``limit`` lines from ``line`` (1-based).
+
+        Lines end at ``\\n`` only, as an editor counts them (not at a form feed or U+2028). What is
+        returned is at most the host's read limit; lines are read from the file as they come, so a
+        few lines of a file larger than that limit can be read too.
+        """
         if line is None and limit is None:
-            return data
-        lines = data.split("\n")  # lines end at "\n" only, as an editor counts them (not at \f, U+2028…)
-        lines = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
-        start = max(0, (line or 1) - 1)
-        end = len(lines) if limit is None else start + max(0, limit)
-        return "".join(lines[start:end])
+            try:
+                text = self._files._resourceRead(None, {"uri": self._uri(path), "encoding": "utf-8"})
+            except RpcError as exc:
+                if exc.code == ErrorCode.PERMISSION_DENIED:
+                    raise FileAccessDenied(
+                        _working_dirs_reason(exc.message, self.working_directories)
+                    ) from None
+                raise OSError(exc.message) from None
+            if text.get("encoding") != "utf-8":
+                raise OSError(f"{path} is not a UTF-8 text file")
+            return text["data"]
+        real = self.check_path(path)
+        if not os.path.isfile(real):
+            raise OSError(f"{path} is not a regular file")
+        first = max(0, (line or 1) - 1)
+        end = None if limit is None else first + max(0, limit)
+        most = self.host.limits.max_read_bytes
+        kept: list[bytes] = []
+        size = number = 0
+        with open(real, "rb") as f:
+            while end is None or number < end:
+                piece = f.readline(most + 1)  # a bounded piece: a line longer than that comes in several
+                if not piece:
+                    break
+                if number >= first:
+                    size += len(piece)
+                    if size > most:
+                        raise OSError(
+                            f"the lines asked for of {path} are over the read limit of {most:,} bytes"
+                        )
+                    kept.append(piece)
+                if piece.endswith(b"\n"):
+                    number += 1
+        try:
+            return b"".join(kept).decode("utf-8")
+        except UnicodeDecodeError:
+            raise OSError(f"{path} is not a UTF-8 text file") from None
 
     def write_text_file(self, path: str, content: str) -> None:
         """Write a file inside the working directories, creating its missing folders there too."""

@@ -65,13 +65,15 @@ def test_a_plain_approval_never_grants_always(tmp_path: Path) -> None:
 
 
 def test_files_and_a_terminal_that_keeps_no_output(tmp_path: Path) -> None:
-    (tmp_path / "lines.txt").write_text("one\ntwo\fstill two\u2028and still\nthree\nfour\n", encoding="utf-8")
+    filler = ("x" * 99 + "\n") * 90_000  # 9 MB: over the host's read limit for a whole file
+    text = "one\ntwo\fstill two\u2028and still\nthree\nfour\n" + filler
+    (tmp_path / "lines.txt").write_text(text, encoding="utf-8")
 
     async def go() -> None:
         async with acp_lab(tmp_path, bad_agent("files", str(tmp_path))) as lab:
             turn = await lab.send("go")
             assert turn.status == "complete", turn.error
-            assert "line3='three\\n'" in turn.text  # lines end at \n only
+            assert "line3='three\\n'" in turn.text  # lines end at \n only, and a few lines of a big file
             assert "write=True" in turn.text
             assert (tmp_path / "new" / "deeper" / "out.txt").read_text() == "written"
             assert "output='' truncated=True" in turn.text  # outputByteLimit 0 keeps nothing
