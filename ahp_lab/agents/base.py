@@ -8,7 +8,7 @@ confirmation, a client's result, an answer).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -28,9 +28,10 @@ __all__ = [
 class TurnFailed(Exception):
     """Raise from an agent to end the turn with ``chat/error`` (``error_type`` becomes ``errorType``)."""
 
-    def __init__(self, message: str, error_type: str = "agentError") -> None:
+    def __init__(self, message: str, error_type: str = "agentError", applied: Sequence[str] = ()) -> None:
         super().__init__(message)
         self.error_type = error_type
+        self.applied = tuple(applied)  # for a refused config change: the properties taken before
 
 
 class FileAccessDenied(Exception):
@@ -184,11 +185,13 @@ class SessionContext(Protocol):
     def config_values(self) -> dict:
         """The session's current config values (``{}`` without a config)."""
 
-    def update_config(self, values: dict) -> int | None:
+    def update_config(self, values: dict, offered: dict | None = None) -> int | None:
         """Agent-initiated config change (the agent switched its own mode): ``session/configChanged``.
 
         Returns the action's server seq (``None`` when nothing changed). A value the session's
-        config schema does not allow is a ``ValueError`` that says which, and changes nothing.
+        config schema does not allow is a ``ValueError`` that says which, and changes nothing,
+        unless ``offered`` lists it for its property: values the agent offers now, beyond the
+        schema the session was created with (which no AHP action changes).
         """
 
     def update_title(self, title: str) -> int | None:
@@ -245,7 +248,8 @@ class SessionAgent(Agent, Protocol):
     * ``await close_session(session: str)`` when the session is disposed.
     * ``await config_changed(session: str, changes: dict) -> None`` after a client's accepted
       ``session/configChanged`` (``changes`` = the properties it changed). Raising
-      :class:`TurnFailed` makes the host put the previous values back.
+      :class:`TurnFailed` makes the host put the previous values back, but for the properties
+      named in its ``applied`` (those the backend took before it refused the rest).
     * ``await restart(session: str)`` for ``lab.restart_agent()``: start the backend afresh and
       restore the session's config values onto it.
     * ``await resolve_session_config(params: dict) -> dict | None`` for ``resolveSessionConfig``

@@ -220,13 +220,15 @@ class HostSessionContext:
         config = (self.host.store.state(self.session) or {}).get("config") or {}
         return to_json(config.get("values") or {})
 
-    def update_config(self, values: dict) -> int | None:
+    def update_config(self, values: dict, offered: dict | None = None) -> int | None:
         state = self.host.store.state(self.session) or {}
         config = state.get("config") or {}
         props = (config.get("schema") or {}).get("properties") or {}
         current = config.get("values") or {}
         changes = {k: v for k, v in values.items() if k in props and current.get(k) != v}
         for key, value in changes.items():  # the schema the agent offered, checked as a client's change is
+            if offered is not None and value in offered.get(key, ()):
+                continue
             reason = config_value_problem(props[key], value)
             if reason is not None:
                 raise ValueError(f"{key} {value!r}, which is not among the values it offered ({reason})")
@@ -521,8 +523,9 @@ class AgentSessions:
         except Exception as exc:
             reason = str(exc) if isinstance(exc, TurnFailed) else f"{type(exc).__name__}: {exc}"
             log.warning("the agent refused the config change %s of %s: %s", changes, session, reason)
-            if self.host.store.has_channel(session):
-                undo = {k: before.get(k) for k in changes}
+            applied = exc.applied if isinstance(exc, TurnFailed) else ()
+            undo = {k: before.get(k) for k in changes if k not in applied}  # what it took stays
+            if undo and self.host.store.has_channel(session):
                 self.host.dispatch(session, {"type": "session/configChanged", "config": undo})
 
     async def resolve_session_config(self, params: dict) -> dict:

@@ -21,7 +21,11 @@ bad_mode         reports a mode it never offered (current_mode_update), then end
 deaf_once        streams a chunk and never ends the prompt, not even after session/cancel; a
                  respawn (MARKER exists) answers prompts normally
 options          well behaved, with two config options (verbosity, fast): a set_config_option
-                 answer carries both current values, and a prompt is answered with them
+                 answer carries both current values, and a prompt is answered with them; the
+                 prompt "offer" first switches to a verbosity it offers from then on (config_option_update);
+                 it refuses fast while its verbosity is detailed
+mode_option      offers a mode-category option (style) beside legacy modes; a prompt reports a
+                 legacy current_mode_update (ignored: the option is the mode), then ends the turn
 bad_stop         answers the prompt with a stopReason ACP does not have
 bad_update       sends a session/update whose variant ACP does not have
 early_update     announces a command (available_commands_update) before answering session/new
@@ -70,8 +74,11 @@ if MODE in ("crash_then_silent", "deaf_once") and MARKER and not respawned:
 options = {"verbosity": "normal", "fast": False}
 
 
+offered_levels = ["normal", "terse", "detailed"]
+
+
 def config_options() -> list:
-    levels = [{"value": v, "name": v.title()} for v in ("normal", "terse", "detailed")]
+    levels = [{"value": v, "name": v.title()} for v in offered_levels]
     return [
         {
             "type": "select",
@@ -230,9 +237,34 @@ for line in sys.stdin:
         result = {"sessionId": "s1", "modes": modes}
         if MODE == "options":
             result["configOptions"] = config_options()
+        if MODE == "mode_option":  # a mode-category option: it is the mode, the legacy modes are not
+            choices = [{"value": "careful", "name": "Careful"}, {"value": "quick", "name": "Quick"}]
+            result["configOptions"] = [
+                {
+                    "type": "select",
+                    "id": "style",
+                    "name": "Style",
+                    "category": "mode",
+                    "currentValue": "careful",
+                    "options": choices,
+                }
+            ]
         send({"jsonrpc": "2.0", "id": mid, "result": result})
         new_id = mid
     elif method == "session/set_config_option":
+        if (
+            msg["params"]["configId"] == "fast"
+            and msg["params"]["value"]
+            and options["verbosity"] == "detailed"
+        ):
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": mid,
+                    "error": {"code": -32602, "message": "detailed answers are never fast"},
+                }
+            )
+            continue
         options[msg["params"]["configId"]] = msg["params"]["value"]
         send({"jsonrpc": "2.0", "id": mid, "result": {"configOptions": config_options()}})
     elif method == "session/set_mode":
@@ -248,7 +280,14 @@ for line in sys.stdin:
         if MODE == "hang" or (MODE == "deaf_once" and not respawned):
             continue
         if MODE in ("options", "deaf_once"):
+            if msg["params"]["prompt"][0].get("text") == "offer":  # a level it did not offer before
+                offered_levels.append("verbose")
+                options["verbosity"] = "verbose"
+                update("s1", {"sessionUpdate": "config_option_update", "configOptions": config_options()})
             update("s1", chunk(json.dumps(options, sort_keys=True)))
+            send(end_turn(mid))
+        elif MODE == "mode_option":
+            update("s1", {"sessionUpdate": "current_mode_update", "currentModeId": "code"})
             send(end_turn(mid))
         elif MODE == "unknown_call_answered":
             ghost = {"sessionUpdate": "tool_call_update", "toolCallId": "ghost", "status": "completed"}

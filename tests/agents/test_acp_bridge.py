@@ -318,7 +318,12 @@ def test_usage_refusal_and_slash_commands(tmp_path: Path) -> None:
     async def go() -> None:
         async with acp_lab(tmp_path) as lab:
             turn = await lab.send("usage")
-            assert turn.state["usage"] == {"inputTokens": 1, "outputTokens": 42}
+            # AHP's fields, and in _meta.acp what UsageInfo has no field for
+            assert turn.state["usage"] == {
+                "inputTokens": 1,
+                "outputTokens": 42,
+                "_meta": {"acp": {"totalTokens": 43}},
+            }
             turn = await lab.send("refuse")
             assert turn.status == "error" and turn.error["errorType"] == "refusal"
             items = await lab.client.request(

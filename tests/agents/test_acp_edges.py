@@ -6,6 +6,7 @@ yet, and ask for a terminal that keeps no output. Real agent subprocesses (``bad
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -93,5 +94,51 @@ def test_a_write_outside_the_working_directories_creates_no_folder(tmp_path: Pat
             assert turn.status == "complete", turn.error
             assert "write=False" in turn.text and "outside the session's working directories" in turn.text
             assert not outside.exists()
+
+    arun(go())
+
+
+def test_a_change_the_agent_takes_in_part_stays_in_part(tmp_path: Path) -> None:
+    """The agent takes the first property and refuses the second (never fast when detailed): only
+    the refused one is put back, so the session's state says what the agent runs with."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("options")) as lab:
+            await lab.adispatch(
+                {"type": "session/configChanged", "config": {"verbosity": "detailed", "fast": True}}
+            )
+            # the agent refuses fast: the host puts it back (until then it reads True)
+            await lab.wait_for(lab.session, lambda s: s["config"]["values"]["fast"] is False or None)
+            values = lab.session_state["config"]["values"]
+            assert (values["verbosity"], values["fast"]) == ("detailed", False)
+            turn = await lab.send("go")
+            assert json.loads(turn.text.removeprefix("working... ")) == {
+                "fast": False,
+                "verbosity": "detailed",
+            }
+
+    arun(go())
+
+
+def test_a_value_the_agent_offers_later_is_taken(tmp_path: Path) -> None:
+    """A ``config_option_update`` carries the options' full choices: a value offered there is the
+    agent's value, not a violation (the session's schema keeps its first choices)."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("options")) as lab:
+            turn = await lab.send("offer")
+            assert turn.status == "complete", turn.error
+            assert lab.session_state["config"]["values"]["verbosity"] == "verbose"
+
+    arun(go())
+
+
+def test_legacy_mode_updates_are_ignored_beside_a_mode_option(tmp_path: Path) -> None:
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("mode_option")) as lab:
+            assert lab.session_state["config"]["values"]["mode"] == "careful"
+            turn = await lab.send("go")
+            assert turn.status == "complete", turn.error
+            assert lab.session_state["config"]["values"]["mode"] == "careful"
 
     arun(go())

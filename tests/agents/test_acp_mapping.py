@@ -164,3 +164,82 @@ def test_any_update_sequence_maps_to_actions_the_reducer_applies(events) -> None
         assert calls[call_id]["status"] == expected, (call_id, acp_status)
         if expected == "completed":
             assert calls[call_id]["success"] is (acp_status == "completed")
+
+
+def test_prompt_blocks_use_audio_text_and_selections_where_the_agent_takes_them() -> None:
+    wav = base64.b64encode(b"RIFF").decode()
+    notes = base64.b64encode(b"line one\nline two").decode()
+    selection = {"range": {"start": {"line": 2, "character": 0}, "end": {"line": 4, "character": 1}}}
+    message = {
+        "text": "hear this",
+        "attachments": [
+            {"type": "embeddedResource", "label": "sound.wav", "data": wav, "contentType": "audio/wav"},
+            {"type": "embeddedResource", "label": "notes.txt", "data": notes, "contentType": "text/plain", "selection": selection},
+            {"type": "resource", "label": "main.py", "uri": "file:///w/main.py", "selection": selection},
+        ],
+    }  # fmt: skip
+    blocks = mapping.prompt_blocks(message, {"audio": True})
+    assert blocks[1] == {"type": "audio", "data": wav, "mimeType": "audio/wav"}
+    # text goes to any agent (ACP's baseline), embedded context or not
+    assert blocks[2] == {
+        "type": "text",
+        "text": "[attachment notes.txt (text/plain, lines 3-5)]\nline one\nline two",
+    }
+    assert blocks[3]["description"] == "the person selected lines 3-5"
+
+
+def test_usage_keeps_the_window_and_the_counts_ahp_has_no_field_for() -> None:
+    turn = TurnMap("t1")
+    window = mapping.on_usage(
+        turn, {"used": 900, "size": 200_000, "cost": {"amount": 0.1, "currency": "USD"}}, _resolver()
+    )
+    assert window[0]["usage"] == {
+        "_meta": {"acp": {"used": 900, "size": 200_000, "cost": {"amount": 0.1, "currency": "USD"}}}
+    }
+    final = mapping.usage_action(
+        turn,
+        tokens={
+            "inputTokens": 10,
+            "outputTokens": 15,
+            "cachedReadTokens": 3,
+            "thoughtTokens": 4,
+            "totalTokens": 32,
+        },
+    )
+    assert final["usage"] == {
+        "inputTokens": 10,
+        "outputTokens": 15,
+        "cacheReadTokens": 3,
+        "_meta": {"acp": {"used": 900, "size": 200_000, "cost": {"amount": 0.1, "currency": "USD"}, "thoughtTokens": 4, "totalTokens": 32}},
+    }  # fmt: skip
+
+
+def test_tool_call_updates_keep_input_error_text_and_plain_links() -> None:
+    turn, resolver = TurnMap("t1"), _resolver()
+    start = mapping.on_tool_call(
+        turn, {"toolCallId": "c1", "title": "Run", "kind": "execute", "status": "in_progress"}, resolver
+    )
+    assert "toolInput" not in start[1]  # the agent sent no input: none is shown
+    update = mapping.on_tool_call_update(turn, {"toolCallId": "c1", "rawInput": {"v": 3}}, resolver)
+    assert [(a["type"], a.get("toolInput")) for a in update] == [("chat/toolCallReady", '{"v": 3}')]
+    diff = {"type": "diff", "path": "/w/a.txt", "oldText": "a\n", "newText": "b\n"}
+    said = {"type": "content", "content": {"type": "text", "text": "Permission denied"}}
+    failed = mapping.on_tool_call_update(
+        turn, {"toolCallId": "c1", "status": "failed", "content": [diff, said]}, resolver
+    )
+    assert failed[-1]["result"]["error"]["message"] == "Permission denied"  # the agent's words, not the diff
+    link = {"type": "resource_link", "name": "odd] (title", "uri": "https://e.x/a b"}
+    text = mapping.on_message_chunk(turn, {"content": link}, resolver)[-1]["content"]
+    assert text == "[odd\\] (title](<https://e.x/a b>)"
+
+
+def test_empty_chunks_and_plan_entries_on_several_lines() -> None:
+    turn, resolver = TurnMap("t1"), _resolver()
+    assert mapping.on_message_chunk(turn, {"content": {"type": "text", "text": "hi"}}, resolver)
+    assert mapping.on_thought_chunk(turn, {"content": {"type": "text", "text": ""}}, resolver) == []
+    more = mapping.on_message_chunk(turn, {"content": {"type": "text", "text": " there"}}, resolver)
+    assert [a["type"] for a in more] == ["chat/delta"]  # the empty thought did not end the run
+    assert (
+        mapping.plan_markdown([{"content": "read\nthe code", "status": "pending"}])
+        == "- [ ] read the code (pending)"
+    )

@@ -115,7 +115,7 @@ class AcpAgent:
             try:
                 await bridge.set_configs(changes)
             except (AgentFailure, RequestError) as exc:
-                raise TurnFailed(str(exc)) from None
+                raise TurnFailed(str(exc), applied=getattr(exc, "applied", ())) from None
 
     async def restart(self, session: str) -> None:
         """Stop the session's agent and start a fresh one, restoring mode and config values."""

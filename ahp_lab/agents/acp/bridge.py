@@ -136,7 +136,7 @@ class Bridge(WorkspaceServices):
         self._life = asyncio.Lock()  # one start or stop at a time
         self.generation = 0  # which process this is (each start makes a new one)
         self.config_lock = asyncio.Lock()  # config changes reach the agent before a later prompt
-        self.resolver = Resolver(self._put_content, self.terminals.get, _file_uri)
+        self.resolver = Resolver(self._put_content, self.terminals.get, self._path_uri)
 
     # -- process ------------------------------------------------------------------------------
 
@@ -490,7 +490,11 @@ class Bridge(WorkspaceServices):
         """Send config properties to the agent, one request each, in order."""
         keys = list(changes)
         for n, key in enumerate(keys):
-            await self.set_config(key, changes[key], pending=keys[n + 1 :])
+            try:
+                await self.set_config(key, changes[key], pending=keys[n + 1 :])
+            except (AgentFailure, RequestError) as exc:
+                exc.applied = keys[:n]  # the agent took these before it refused
+                raise
 
     async def set_config(self, key: str, value: Any, pending: Sequence[str] = ()) -> None:
         """Send one config property to the agent (``session/set_mode`` or ``set_config_option``).
@@ -517,21 +521,21 @@ class Bridge(WorkspaceServices):
                     self.agent.initialize_timeout,
                     "session/set_config_option",
                 )
-                values = mapping.values_from_options(
-                    _json(response.config_options) if response else [], self.routes
-                )
+                options = _json(response.config_options) if response else []
+                values = mapping.values_from_options(options, self.routes)
                 for sent in (key, *pending):
                     values.pop(sent, None)
                 if values:
-                    self._agent_config(values)
+                    self._agent_config(values, mapping.offered_values(options, self.routes))
         finally:
             _CAUSE.reset(token)
 
-    def _agent_config(self, values: dict) -> int | None:
+    def _agent_config(self, values: dict, offered: dict | None = None) -> int | None:
         """Apply the config values the agent reports (``session/configChanged``, agent origin);
-        a value the schema it offered does not allow is a violation. Returns the seq."""
+        a value that neither the schema it offered nor ``offered`` (what the same report offers)
+        allows is a violation. Returns the seq."""
         try:
-            return self.ctx.update_config(values)
+            return self.ctx.update_config(values, offered) if offered else self.ctx.update_config(values)
         except ValueError as exc:
             self.fail(f"the agent reported {exc}")
             return None
@@ -553,10 +557,15 @@ class Bridge(WorkspaceServices):
         data = _json(update)
         kind = data.get("sessionUpdate")
         if kind == "current_mode_update":
-            self._link(self._agent_config({mapping.MODE_PROPERTY: data.get("currentModeId")}))
+            if self.routes.get(mapping.MODE_PROPERTY) == ("mode",):  # else a mode option is the mode
+                self._link(self._agent_config({mapping.MODE_PROPERTY: data.get("currentModeId")}))
         elif kind == "config_option_update":
+            options = data.get("configOptions")
             self._link(
-                self._agent_config(mapping.values_from_options(data.get("configOptions"), self.routes))
+                self._agent_config(
+                    mapping.values_from_options(options, self.routes),
+                    mapping.offered_values(options, self.routes),
+                )
             )
         elif kind == "available_commands_update":
             self.ctx.set_commands(
@@ -679,6 +688,11 @@ class Bridge(WorkspaceServices):
         """The SDK hands over the connection (kept by ``start`` instead)."""
 
     # -- content -------------------------------------------------------------------------------
+
+    def _path_uri(self, path: str) -> str:
+        """A ``file://`` URI for a path the agent names (ACP's are absolute; a relative one is read
+        from the session's first working directory, as the agent's own cwd)."""
+        return _file_uri(os.path.join((self.ctx.working_directories or [os.getcwd()])[0], path))
 
     def _put_content(self, data: str, content_type: str, binary: bool = False) -> dict:
         if binary:

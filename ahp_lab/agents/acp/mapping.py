@@ -119,6 +119,7 @@ class TurnMap:
     usage: dict = field(default_factory=dict)
     parts: int = 0
     held: str = ""  # the first half of a surrogate pair that ended the last text chunk
+    usage_meta: dict = field(default_factory=dict)  # what chat/usage keeps in _meta.acp
 
     def new_id(self, prefix: str) -> str:
         self.parts += 1
@@ -217,6 +218,22 @@ def values_from_options(options: list[dict] | None, routes: dict[str, tuple]) ->
     }
 
 
+def offered_values(options: list[dict] | None, routes: dict[str, tuple]) -> dict[str, list]:
+    """The values each option of a ``configOptions`` list offers now (a select's choices, a
+    boolean's two), by config property."""
+    by_id = {r[1]: key for key, r in routes.items() if r[0] == "option"}
+    out: dict[str, list] = {}
+    for o in options or ():
+        if isinstance(o, dict) and o.get("id") in by_id:
+            choices = (
+                [True, False]
+                if o.get("type") == "boolean"
+                else [c[0] for c in _select_choices(o.get("options"))]
+            )
+            out[by_id[o["id"]]] = choices
+    return out
+
+
 # -- prompts -----------------------------------------------------------------------------------------
 
 
@@ -227,26 +244,29 @@ def prompt_blocks(message: dict, prompt_caps: dict) -> list[dict]:
         if not isinstance(att, dict):
             continue
         kind, label = att.get("type"), str(att.get("label") or "attachment")
+        selection = _selection(att.get("selection"))
         if kind == "resource" and isinstance(att.get("uri"), str):
             block: dict[str, Any] = {"type": "resource_link", "uri": att["uri"], "name": label}
             if att.get("contentType"):
                 block["mimeType"] = att["contentType"]
+            if selection:
+                block["description"] = f"the person selected {selection}"
             blocks.append(block)
         elif kind == "embeddedResource" and isinstance(att.get("data"), str):
             mime = str(att.get("contentType") or "application/octet-stream")
-            if mime.startswith("image/") and prompt_caps.get("image"):
-                blocks.append({"type": "image", "data": att["data"], "mimeType": mime})
+            media = mime.split("/")[0]
+            text = None
+            if media == "text":
+                text = base64.b64decode(att["data"]).decode("utf-8", "replace")
+            if media in ("image", "audio") and prompt_caps.get(media):
+                blocks.append({"type": media, "data": att["data"], "mimeType": mime})
             elif prompt_caps.get("embeddedContext"):
-                uri = f"attachment:{label}"
-                if mime.startswith("text/"):
-                    text = base64.b64decode(att["data"]).decode("utf-8", "replace")
-                    blocks.append(
-                        {"type": "resource", "resource": {"uri": uri, "text": text, "mimeType": mime}}
-                    )
-                else:
-                    blocks.append(
-                        {"type": "resource", "resource": {"uri": uri, "blob": att["data"], "mimeType": mime}}
-                    )
+                resource = {"uri": f"attachment:{label}", "mimeType": mime}
+                resource.update({"text": text} if text is not None else {"blob": att["data"]})
+                blocks.append({"type": "resource", "resource": resource})
+            elif text is not None:  # text every agent takes (ACP's baseline), as a block of its own
+                where = f", {selection}" if selection else ""
+                blocks.append({"type": "text", "text": f"[attachment {label} ({mime}{where})]\n{text}"})
             else:
                 blocks.append(
                     {"type": "text", "text": f"[attachment {label} ({mime}) not supported by the agent]"}
@@ -257,6 +277,17 @@ def prompt_blocks(message: dict, prompt_caps: dict) -> list[dict]:
     return blocks
 
 
+def _selection(selection: Any) -> str | None:
+    """``lines 3-5`` for an attachment's ``TextSelection`` (zero-based lines), else ``None``."""
+    try:
+        first, last = selection["range"]["start"]["line"], selection["range"]["end"]["line"]
+    except (TypeError, KeyError):
+        return None
+    if not isinstance(first, int) or not isinstance(last, int):
+        return None
+    return f"line {first + 1}" if first == last else f"lines {first + 1}-{last + 1}"
+
+
 # -- streamed text ---------------------------------------------------------------------------------
 
 
@@ -265,8 +296,11 @@ def _chunk_text(content: dict, resolver: Resolver) -> str | dict:
     kind = content.get("type")
     if kind == "text":
         return str(content.get("text", ""))
-    if kind == "resource_link":
-        return f"[{content.get('title') or content.get('name') or content.get('uri')}]({content.get('uri')})"
+    if kind == "resource_link":  # a markdown link whose text and target survive brackets and spaces
+        label = str(content.get("title") or content.get("name") or content.get("uri"))
+        label = label.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+        target = str(content.get("uri")).replace("<", "%3C").replace(">", "%3E")
+        return f"[{label}](<{target}>)"
     if kind in ("image", "audio") and isinstance(content.get("data"), str):
         ref = resolver.put_content(
             content["data"], str(content.get("mimeType") or "application/octet-stream"), True
@@ -289,6 +323,8 @@ def _stream(turn: TurnMap, part_kind: str, action_type: str, update: dict, resol
     if isinstance(text, dict):  # binary content: its own part, and the text run ends
         turn.text_part = None
         return [{"type": "chat/responsePart", "turnId": turn.turn_id, "part": text}]
+    if not text:
+        return []  # an empty chunk starts no part and ends no run
     out = []
     if turn.text_part is None or turn.text_part[0] != part_kind:
         if turn.held and turn.text_part is not None:  # half a character that never got its other half
@@ -470,13 +506,10 @@ def _base(turn: TurnMap, call: ToolCall) -> dict:
 
 
 def _ready(turn: TurnMap, call: ToolCall, **extra: Any) -> dict:
-    return {
-        "type": "chat/toolCallReady",
-        **_base(turn, call),
-        "invocationMessage": call.title,
-        "toolInput": _input_json(call),
-        **extra,
-    }
+    action = {"type": "chat/toolCallReady", **_base(turn, call), "invocationMessage": call.title, **extra}
+    if call.raw_input is not None:  # an agent that sends no rawInput gave no input to show
+        action["toolInput"] = _input_json(call)
+    return action
 
 
 def _complete(turn: TurnMap, call: ToolCall, resolver: Resolver) -> dict:
@@ -487,13 +520,22 @@ def _complete(turn: TurnMap, call: ToolCall, resolver: Resolver) -> dict:
         result["content"] = content
     if isinstance(call.raw_output, dict):
         result["structuredContent"] = call.raw_output
-    if not ok:
-        texts = [c["text"] for c in content if c.get("type") == "text"]
+    if not ok:  # the agent's own words: its text content, not a diff or terminal rendered as text
+        texts = [
+            c["content"]["text"]
+            for c in call.content
+            if isinstance(c, dict)
+            and c.get("type") == "content"
+            and isinstance(c.get("content"), dict)
+            and isinstance(c["content"].get("text"), str)
+        ]
         result["error"] = {"message": (texts[0][:500] if texts else "") or f"{call.title} failed"}
     return {"type": "chat/toolCallComplete", **_base(turn, call), "result": result}
 
 
-def advance(turn: TurnMap, call: ToolCall, resolver: Resolver, content_changed: bool) -> list[dict]:
+def advance(
+    turn: TurnMap, call: ToolCall, resolver: Resolver, content_changed: bool, input_changed: bool = False
+) -> list[dict]:
     """The actions that bring the AHP call to where the ACP status says it is."""
     target = _STATUS.get(call.acp_status, call.status)
     out: list[dict] = []
@@ -502,13 +544,17 @@ def advance(turn: TurnMap, call: ToolCall, resolver: Resolver, content_changed: 
     if target in ("running", "completed") and call.status == "streaming":
         out.append(_ready(turn, call, confirmed="not-needed"))
         call.status = "running"
-        content_changed = True
+        content_changed = bool(call.content or call.locations)  # what it gathered while streaming
+        input_changed = False
     if target == "completed" and call.status in ("running", "pending-confirmation"):
         out.append(_complete(turn, call, resolver))
         call.status = "completed"
-    elif call.status == "running" and content_changed:
-        content = tool_content(call, resolver)
-        out.append({"type": "chat/toolCallContentChanged", **_base(turn, call), "content": content})
+    elif call.status == "running":
+        if input_changed:  # T3 keeps a running call running, with the new input
+            out.append(_ready(turn, call, confirmed="not-needed"))
+        if content_changed:
+            content = tool_content(call, resolver)
+            out.append({"type": "chat/toolCallContentChanged", **_base(turn, call), "content": content})
     return out
 
 
@@ -546,11 +592,12 @@ def on_tool_call_update(turn: TurnMap, update: dict, resolver: Resolver) -> list
         raise ProtocolViolation(
             f"the agent updated tool call {update.get('toolCallId')!r}, which it never announced"
         )
+    before = call.raw_input
     _merge(call, update)
     if isinstance(update.get("status"), str):
         call.acp_status = update["status"]
     changed = any(update.get(k) is not None for k in ("content", "locations"))
-    return advance(turn, call, resolver, content_changed=changed)
+    return advance(turn, call, resolver, content_changed=changed, input_changed=call.raw_input != before)
 
 
 def permission_call(turn: TurnMap, update: dict) -> tuple[ToolCall, list[dict]]:
@@ -619,7 +666,8 @@ def plan_markdown(entries: list[dict]) -> str:
         status = str(e.get("status") or "pending")
         priority = str(e.get("priority") or "medium")
         note = f" ({status.replace('_', ' ')}{', ' + priority + ' priority' if priority != 'medium' else ''})"
-        lines.append(f"- {_CHECK.get(status, '[ ]')} {e.get('content', '')}{note}")
+        text = " ".join(str(e.get("content", "")).split())  # one line per entry, whatever it holds
+        lines.append(f"- {_CHECK.get(status, '[ ]')} {text}{note}")
     return "\n".join(lines) or "(the plan is empty)"
 
 
@@ -661,23 +709,38 @@ def finish_plan(turn: TurnMap, resolver: Resolver) -> list[dict]:
 
 
 def usage_action(turn: TurnMap, tokens: dict | None = None, window: dict | None = None) -> dict:
-    """``chat/usage`` from ``PromptResponse.usage`` (tokens) or ``usage_update`` (context window)."""
+    """``chat/usage`` from ``PromptResponse.usage`` (tokens) or ``usage_update`` (context window).
+
+    Either keeps what the other reported: the counts AHP's ``UsageInfo`` has (input, output, cache
+    read), and in ``_meta.acp`` the context window (``used``, ``size``, ``cost``) and the counts it
+    has no field for (``thoughtTokens``, ``cachedWriteTokens``, ``totalTokens``).
+    """
     if tokens:
         turn.usage = {
-            k2: tokens[k1]
-            for k1, k2 in (
-                ("inputTokens", "inputTokens"),
-                ("outputTokens", "outputTokens"),
-                ("cachedReadTokens", "cacheReadTokens"),
-            )
-            if isinstance(tokens.get(k1), int)
+            ahp: tokens[acp_key]
+            for acp_key, ahp in _USAGE_FIELDS.items()
+            if isinstance(tokens.get(acp_key), int)
         }
-    usage = dict(turn.usage)
+        turn.usage_meta.update(
+            {
+                k: tokens[k]
+                for k in ("thoughtTokens", "cachedWriteTokens", "totalTokens")
+                if tokens.get(k) is not None
+            }
+        )
     if window:
-        usage["_meta"] = {
-            "acp": {k: window[k] for k in ("used", "size", "cost") if window.get(k) is not None}
-        }
+        turn.usage_meta.update({k: window[k] for k in ("used", "size", "cost") if window.get(k) is not None})
+    usage = dict(turn.usage)
+    if turn.usage_meta:
+        usage["_meta"] = {"acp": dict(turn.usage_meta)}
     return {"type": "chat/usage", "turnId": turn.turn_id, "usage": usage}
+
+
+_USAGE_FIELDS = {
+    "inputTokens": "inputTokens",
+    "outputTokens": "outputTokens",
+    "cachedReadTokens": "cacheReadTokens",
+}
 
 
 def on_usage(turn: TurnMap, update: dict, resolver: Resolver) -> list[dict]:
