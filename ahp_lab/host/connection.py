@@ -89,6 +89,31 @@ def invalid_params(exc: ProtocolError) -> RpcError:
     return RpcError(ErrorCode.INVALID_PARAMS, str(exc), {"field": exc.field, "rule": exc.rule})
 
 
+#: The cursor of a windowed snapshot that keeps no turn: every turn is older.
+_ALL_TURNS = "all"
+
+
+def _code_points(text: str, units: int) -> int | None:
+    """The code-point index of UTF-16 position ``units`` in ``text`` (``None``: outside it, or
+    between the two halves of a character)."""
+    if units < 0:
+        return None
+    index = count = 0
+    while count < units and index < len(text):
+        count += 2 if ord(text[index]) > 0xFFFF else 1
+        index += 1
+    return index if count == units else None
+
+
+def _in_units(text: str, item: dict) -> dict:
+    """A completion item with its range in UTF-16 code units."""
+    out = dict(item)
+    for key in ("rangeStart", "rangeEnd"):
+        if isinstance(out.get(key), int):
+            out[key] += sum(1 for c in text[: out[key]] if ord(c) > 0xFFFF)
+    return out
+
+
 class Connection:
     """Serves one client: its lifecycle and identity, its subscriptions, dispatches and commands."""
 
@@ -419,7 +444,7 @@ class Connection:
             all_turns = state.get("turns") or []
             if len(all_turns) > turns:
                 kept = all_turns[len(all_turns) - turns :] if turns else []
-                cursor = f"before:{kept[0]['id']}" if kept else f"before:{None}"
+                cursor = f"before:{kept[0]['id']}" if kept else _ALL_TURNS
                 snapshot["state"] = {**state, "turns": kept, "turnsNextCursor": cursor}
         return {"snapshot": snapshot}
 
@@ -454,6 +479,14 @@ class Connection:
         return result
 
     def _cmd_fetchTurns(self, params: dict) -> dict:
+        """Load every turn before the cursor (all of them without one) into the chat, as one
+        ``chat/turnsLoaded`` without a cursor.
+
+        The host keeps every turn of a chat, so its state, which every subscriber shares, never
+        has older turns to page in: a cursor in that action would land in every subscriber's
+        state and in later full snapshots, naming turns they already hold. Only a windowed
+        snapshot (``view.turns``) carries a cursor, and one fetch completes its window.
+        """
         chat = params["channel"]
         state = self.host.store.state(chat)
         if state is None or self.host.store.kind_of(chat) != "chat":
@@ -461,26 +494,27 @@ class Connection:
         cursor = params.get("cursor")
         turns = state.get("turns") or []
         end = len(turns)
-        if cursor is not None:
+        if cursor is not None and cursor != _ALL_TURNS:
             ids = [t.get("id") for t in turns]
             if not (cursor.startswith("before:") and cursor[7:] in ids):
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"unknown cursor {cursor!r:.80}")
             end = ids.index(cursor[7:])
-        page = 50
-        start = max(0, end - page)
-        action: dict[str, Any] = {"type": "chat/turnsLoaded", "turns": turns[start:end]}
-        if start > 0:
-            action["turnsNextCursor"] = f"before:{turns[start]['id']}"
-        self.host.dispatch(chat, action)  # delivered before the response, as the spec requires
+        # delivered before the response, as the spec requires
+        self.host.dispatch(chat, {"type": "chat/turnsLoaded", "turns": turns[:end]})
         return {}
 
     def _cmd_completions(self, params: dict) -> dict:
+        """``completions``: positions on the wire are UTF-16 code units (overview §3.5), as a
+        JavaScript client counts them; they are code points here, and converted both ways."""
         chat = params["channel"]
         text = params["text"]
-        offset = params["offset"]
-        if not 0 <= offset <= len(text):
+        if params.get("kind") != "userMessage":
+            raise RpcError(ErrorCode.INVALID_PARAMS, "completions: field 'kind' must be 'userMessage'")
+        offset = _code_points(text, params["offset"])
+        if offset is None:
             raise RpcError(
-                ErrorCode.INVALID_PARAMS, "completions: field 'offset' must be a position inside 'text'"
+                ErrorCode.INVALID_PARAMS,
+                "completions: field 'offset' must be a position inside 'text' (in UTF-16 code units)",
             )
         session = self.host.chat_session.get(chat)
         if session is None:
@@ -495,7 +529,7 @@ class Connection:
             if more is not None:
                 items.extend(more(session, chat, word, start, offset))
         if not word.startswith("@"):
-            return {"items": items}
+            return {"items": [_in_units(text, item) for item in items]}
         for info in self.host.available_tools(session):
             if info.name.startswith(word[1:]):
                 items.append(
@@ -510,7 +544,7 @@ class Connection:
                         },
                     }
                 )
-        return {"items": items}
+        return {"items": [_in_units(text, item) for item in items]}
 
     def _cmd_authenticate(self, params: dict) -> dict:
         resource = params["resource"]

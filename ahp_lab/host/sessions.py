@@ -50,6 +50,8 @@ class SessionRuntime:
     creator: str | None = None
     by_stranger: bool = False  # created by a connection other than the notebook's
     summary_inputs: tuple = ()  # what ``summary`` was computed from (see ``_summary_inputs``)
+    fork: dict | None = None  # a forked session's first chat: {"turns": [...], "origin": {...}}
+    progress: tuple | None = None  # (connection, progressToken) of a createSession that asked for it
 
 
 class SessionsAndChats:
@@ -94,8 +96,13 @@ class SessionsAndChats:
             "activeClients": [],
             "chats": [],
         }
+        fork = self._fork_of(params.get("fork"))
         dirs = params.get("workingDirectories")
-        if dirs:
+        if fork is not None:  # a fork works where its source does (session-channel §4)
+            source_dirs = (self.store.state(params["fork"]["session"]) or {}).get("workingDirectories")
+            if source_dirs:
+                state["workingDirectories"] = list(source_dirs)
+        elif dirs:
             self._check_directories("createSession", dirs, conn)
             caps = {}
             for info in self.store.state(ROOT).get("agents", []):
@@ -105,6 +112,9 @@ class SessionsAndChats:
                 list(dirs) if "multipleWorkingDirectories" in caps else list(dirs[:1])
             )
         by_stranger = conn is not None and not conn.trusted
+        token = params.get("progressToken")
+        progress = (conn, token) if conn is not None and isinstance(token, str) else None
+        self._progress(progress, uri, 0, "creating the session")
 
         def add(
             config: dict | None = None, error: str | None = None, directories: list | None = None
@@ -114,7 +124,17 @@ class SessionsAndChats:
             if directories and not state.get("workingDirectories"):
                 state["workingDirectories"] = [file_uri(d) for d in directories]
             now = iso_ms(self.store.clock_ms())
-            runtime = SessionRuntime(uri, provider, now, [], {}, creator=client_id, by_stranger=by_stranger)
+            runtime = SessionRuntime(
+                uri,
+                provider,
+                now,
+                [],
+                {},
+                creator=client_id,
+                by_stranger=by_stranger,
+                fork=fork,
+                progress=progress,
+            )
             self.sessions[uri] = runtime
             self.store.add_channel(uri, "session", state)
             if active_client is not None:
@@ -143,7 +163,7 @@ class SessionsAndChats:
                 if hook is not None:
                     hook(uri)
             chat = f"ahp-chat:/{uuid.uuid4()}"
-            self.create_chat(uri, chat, {"title": "Chat"})
+            self.create_chat(uri, chat, {"title": "Chat"}, fork=self.sessions[uri].fork)
             self.dispatch(uri, {"type": "session/defaultChatChanged", "defaultChat": chat})
             self.dispatch(uri, {"type": "session/ready"})
         except Exception as exc:
@@ -163,6 +183,50 @@ class SessionsAndChats:
         runtime.summary = self._summary(uri)
         runtime.summary_inputs = ()
         self._notify_root("root/sessionAdded", {"summary": runtime.summary})
+        lifecycle = (self.store.state(uri) or {}).get("lifecycle")
+        self._progress(
+            runtime.progress, uri, 1, "the session is ready" if lifecycle == "ready" else "it failed"
+        )
+        runtime.progress = None
+
+    def _progress(self, progress: tuple | None, uri: str, done: int, message: str) -> None:
+        """``root/progress`` of a session's creation, to the client that asked (``progressToken``):
+        0 of 1 when it starts, 1 of 1 when it is ready or failed (root-channel §4)."""
+        if progress is None:
+            return
+        conn, token = progress
+        params = {
+            "channel": ROOT,
+            "progressToken": token,
+            "progress": done,
+            "total": 1,
+            "message": f"{uri}: {message}",
+        }
+        conn.send_text(
+            dumps({"jsonrpc": "2.0", "method": "root/progress", "params": params}, separators=(",", ":"))
+        )
+
+    def _fork_of(self, fork: dict | None) -> dict | None:
+        """A forked session's first chat: the source session's default chat through ``turnId``'s
+        response (session-channel §4), checked before anything is created."""
+        if fork is None:
+            return None
+        source = fork.get("session")
+        if source not in self.sessions:
+            raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"createSession: no session {source!r:.200} to fork")
+        chat = (self.store.state(source) or {}).get("defaultChat")
+        turns = (self.store.state(chat) or {}).get("turns") or [] if chat else []
+        turn_id = fork.get("turnId")
+        index = next((i for i, t in enumerate(turns) if isinstance(t, dict) and t.get("id") == turn_id), None)
+        if index is None:
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                f"createSession: turn {turn_id!r:.100} is not a completed turn of {source}'s default chat",
+            )
+        return {
+            "turns": list(turns[: index + 1]),
+            "origin": {"kind": "fork", "chat": chat, "turnId": turn_id},
+        }
 
     def _check_directories(self, command: str, dirs: list, conn: Connection | None) -> None:
         trusted = conn is None or conn.trusted
@@ -206,11 +270,13 @@ class SessionsAndChats:
         conn: Connection | None = None,
         *,
         origin: dict | None = None,
+        fork: dict | None = None,
     ) -> None:
         """Create a chat in a session (the ``createChat`` command; ``conn`` is the creator).
 
         ``origin`` is for trusted host-side code only (never taken from a client's params): a
         subagent's chat is created with ``{"kind": "tool", "chat": ..., "toolCallId": ...}``.
+        ``fork`` (host-side too) is a forked session's first chat: its ``turns`` and ``origin``.
         """
         if session not in self.sessions:
             raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"no session {session}")
@@ -231,7 +297,9 @@ class SessionsAndChats:
             "turns": [],
         }
         source = params.get("source")
-        if origin is not None:
+        if fork is not None:
+            state["turns"], state["origin"] = list(fork["turns"]), dict(fork["origin"])
+        elif origin is not None:
             state["origin"] = dict(origin)
         elif source is not None:
             state = self._chat_from_source(session, chat, state, source, caps)
@@ -272,6 +340,11 @@ class SessionsAndChats:
         if index is None and not (kind == "sideChat" and active):
             raise RpcError(
                 ErrorCode.INVALID_PARAMS, f"turn {source.get('turnId')!r} is not a completed turn of {src}"
+            )
+        selection = source.get("selection")
+        if selection is not None and not (isinstance(selection, dict) and selection.get("text")):
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS, "createChat: field 'source.selection.text' must not be empty"
             )
         origin = {k: v for k, v in source.items() if k in ("kind", "chat", "turnId", "selection")}
         state["origin"] = origin

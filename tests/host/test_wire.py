@@ -226,3 +226,104 @@ def test_envelopes_racing_a_snapshot_are_not_lost(monkeypatch):
         )
 
     asyncio.run(main())
+
+
+def test_a_windowed_subscriber_pages_its_history_in_without_changing_anyone_elses():
+    """``view.turns`` gives one client a window with a cursor; ``fetchTurns`` with it loads every
+    older turn, and the chat's shared state (what full snapshots and other subscribers hold) never
+    gets a cursor naming turns it already has."""
+
+    async def main():
+        host = Host()
+        full, windowed = RawClient(host), RawClient(host)
+        for client, name in ((full, "full"), (windowed, "windowed")):
+            await client.call(
+                "initialize", {"channel": "ahp-root://", "protocolVersions": ["0.8.0"], "clientId": name}
+            )
+        session = "ahp-session:/paging"
+        await full.call("createSession", {"channel": session})
+        await settle()
+        chat = host.store.state(session)["defaultChat"]
+        user = {"text": "hi", "origin": {"kind": "user"}}
+        for i in range(60):
+            host.dispatch(
+                chat, {"type": "chat/turnStarted", "turnId": f"t{i}", "startedAt": "x", "message": user}
+            )
+            host.dispatch(chat, {"type": "chat/turnComplete", "turnId": f"t{i}"})
+        whole = (await full.call("subscribe", {"channel": chat}))["result"]["snapshot"]["state"]
+        assert len(whole["turns"]) == 60 and "turnsNextCursor" not in whole
+        window = (await windowed.call("subscribe", {"channel": chat, "view": {"turns": 2}}))["result"][
+            "snapshot"
+        ]
+        assert [t["id"] for t in window["state"]["turns"]] == ["t58", "t59"]
+        cursor = window["state"]["turnsNextCursor"]
+        assert (await windowed.call("fetchTurns", {"channel": chat, "cursor": cursor}))["result"] == {}
+        [loaded] = [a["action"] for a in windowed.actions() if a["action"]["type"] == "chat/turnsLoaded"]
+        assert [t["id"] for t in loaded["turns"]] == [
+            f"t{i}" for i in range(58)
+        ] and "turnsNextCursor" not in loaded
+        assert "turnsNextCursor" not in host.store.state(chat)  # the shared state names no older turns
+        again = (await full.call("subscribe", {"channel": chat}))["result"]["snapshot"]["state"]
+        assert len(again["turns"]) == 60 and "turnsNextCursor" not in again
+        # a window of no turns has a cursor fetchTurns takes too (it was 'before:None', refused)
+        empty = (await windowed.call("subscribe", {"channel": chat, "view": {"turns": 0}}))["result"][
+            "snapshot"
+        ]
+        assert empty["state"]["turns"] == []
+        answer = await windowed.call(
+            "fetchTurns", {"channel": chat, "cursor": empty["state"]["turnsNextCursor"]}
+        )
+        assert answer["result"] == {}
+        last = [a["action"] for a in windowed.actions() if a["action"]["type"] == "chat/turnsLoaded"][-1]
+        assert len(last["turns"]) == 60
+
+    asyncio.run(main())
+
+
+def test_completions_count_utf16_units_progress_is_reported_and_side_chats_need_a_selection():
+    async def main():
+        host = Host()
+        raw = RawClient(host)
+        await raw.call(
+            "initialize", {"channel": "ahp-root://", "protocolVersions": ["0.8.0"], "clientId": "raw"}
+        )
+        session = "ahp-session:/units"
+        tool = {"name": "echo_text", "description": "Echo", "inputSchema": {"type": "object"}}
+        active = {"clientId": "raw", "tools": [tool]}
+        created = await raw.call(
+            "createSession", {"channel": session, "activeClient": active, "progressToken": "p1"}
+        )
+        assert created["result"] is None
+        await settle()
+        progress = [m["params"] for m in raw.received if m.get("method") == "root/progress"]
+        assert [(p["progressToken"], p["progress"], p["total"]) for p in progress] == [
+            ("p1", 0, 1),
+            ("p1", 1, 1),
+        ]
+        chat = host.store.state(session)["defaultChat"]
+
+        # "😀 @ec": the smiley is two UTF-16 units, so the text is 6 long and "@ec" spans 3..6
+        ask = {"channel": chat, "kind": "userMessage", "text": "\U0001f600 @ec", "offset": 6}
+        [item] = (await raw.call("completions", ask))["result"]["items"]
+        assert (item["insertText"], item["rangeStart"], item["rangeEnd"]) == ("echo_text", 3, 6)
+        inside = await raw.call("completions", {**ask, "offset": 1})  # between the smiley's halves
+        assert inside["error"]["code"] == ErrorCode.INVALID_PARAMS
+        other = await raw.call("completions", {**ask, "kind": "somethingElse"})
+        assert other["error"]["code"] == ErrorCode.INVALID_PARAMS
+
+        host.dispatch(
+            chat, {"type": "chat/turnStarted", "turnId": "t1", "startedAt": "x", "message": {"text": "hi"}}
+        )
+        host.dispatch(chat, {"type": "chat/turnComplete", "turnId": "t1"})
+        side = {"kind": "sideChat", "chat": chat, "turnId": "t1", "selection": {"text": ""}}
+        refused = await raw.call("createChat", {"channel": session, "chat": "ahp-chat:/side", "source": side})
+        assert (
+            refused["error"]["code"] == ErrorCode.INVALID_PARAMS
+            and "selection.text" in refused["error"]["message"]
+        )
+        side["selection"]["text"] = "this part"
+        assert (await raw.call("createChat", {"channel": session, "chat": "ahp-chat:/side", "source": side}))[
+            "result"
+        ] is None
+
+    asyncio.run(main())

@@ -475,7 +475,7 @@ def test_a_flood_of_large_drafts_from_a_stranger_stays_within_the_hosts_log_budg
 
 
 def test_a_flood_of_fetch_turns_waits_its_turn_and_other_clients_are_served(connect_stranger):
-    """Each fetchTurns makes the host broadcast 50 turns to every subscriber of the chat. A
+    """Each fetchTurns makes the host broadcast the chat's turns to every subscriber of it. A
     stranger pipelining them is charged for what they make the host send: past its budget its
     requests wait, in order, while another client's subscribe is answered at once."""
     user = {"text": "hi", "origin": {"kind": "user"}}
