@@ -113,6 +113,11 @@ def ask(what, method: str, params: dict) -> None:
     send({"jsonrpc": "2.0", "id": _next_id[0], "method": method, "params": {"sessionId": "s1", **params}})
 
 
+TERMINAL_COMMANDS = {  # what each terminal mode runs (MARKER: where the command writes a pid)
+    "terminal_group": "sleep 1000 & echo $! > {}; echo started; wait",
+    "terminal_background": "sleep 1000 & echo $! > {}; echo bye",
+    "terminal_left": "echo $$ > {}; exec sleep 1000",
+}
 PERMISSION_OPTIONS = {
     "always": [("aa", "Always allow", "allow_always"), ("ro", "Reject", "reject_once")],
     "reject": [("ro", "Reject", "reject_once")],
@@ -135,20 +140,10 @@ def request(mode: str, mid) -> None:
                 "options": [{"optionId": i, "name": n, "kind": k} for i, n, k in kinds],
             },
         )
-    elif mode == "terminal_group":
+    elif mode in TERMINAL_COMMANDS:
+        what = "background" if mode == "terminal_background" else "create"
         ask(
-            "create",
-            "terminal/create",
-            {"command": "sh", "args": ["-c", f"sleep 1000 & echo $! > {MARKER}; echo started; wait"]},
-        )
-    elif mode == "terminal_background":
-        command = f"sleep 1000 & echo $! > {MARKER}; echo bye"
-        ask("background", "terminal/create", {"command": "sh", "args": ["-c", command]})
-    elif mode == "terminal_left":
-        ask(
-            "create",
-            "terminal/create",
-            {"command": "sh", "args": ["-c", f"echo $$ > {MARKER}; exec sleep 1000"]},
+            what, "terminal/create", {"command": "sh", "args": ["-c", TERMINAL_COMMANDS[mode].format(MARKER)]}
         )
     elif mode == "files":
         ask("read", "fs/read_text_file", {"path": os.path.join(MARKER, "lines.txt"), "line": 3, "limit": 1})

@@ -9,6 +9,8 @@ import os
 import select
 from pathlib import Path
 
+import pytest
+
 from .conftest import acp_lab, arun, bad_agent, pending_call
 
 
@@ -51,31 +53,27 @@ def test_a_restart_and_closing_the_lab_stop_the_terminals_the_agent_left_running
     arun(go())
 
 
-def test_killing_a_terminal_kills_what_its_command_started(tmp_path: Path) -> None:
-    """``terminal/kill`` signals the command's whole process group, so ``wait_for_exit`` returns
-    even while a background child of the command still holds its output open."""
+@pytest.mark.parametrize(
+    ("mode", "exit_status"),
+    [
+        # terminal/kill signals the command's whole process group: wait_for_exit returns, and the
+        # background sleep that held the output open goes with it
+        ("terminal_group", '{"signal": "SIGKILL"}'),
+        # the command exits while its background child holds the output open: wait_for_exit does
+        # not wait for that child, and releasing the terminal stops it
+        ("terminal_background", '{"exitCode": 0}'),
+    ],
+)
+def test_a_terminal_has_exited_when_its_command_has_and_takes_what_it_started(
+    mode: str, exit_status: str, tmp_path: Path
+) -> None:
     marker = tmp_path / "pid"
 
     async def go() -> None:
-        async with acp_lab(tmp_path, bad_agent("terminal_group", str(marker))) as lab:
+        async with acp_lab(tmp_path, bad_agent(mode, str(marker))) as lab:
             turn = await asyncio.wait_for(lab.send("go"), 20)
             assert turn.status == "complete", turn.error
-            assert 'exited={"signal": "SIGKILL"}' in turn.text
-            assert _exits(_pid(marker))  # the background sleep went with it
-
-    arun(go())
-
-
-def test_a_command_has_exited_when_its_process_has(tmp_path: Path) -> None:
-    """A background child holding the output open does not keep ``wait_for_exit`` waiting; releasing
-    the terminal then stops that child too."""
-    marker = tmp_path / "pid"
-
-    async def go() -> None:
-        async with acp_lab(tmp_path, bad_agent("terminal_background", str(marker))) as lab:
-            turn = await asyncio.wait_for(lab.send("go"), 20)
-            assert turn.status == "complete", turn.error
-            assert 'exited={"exitCode": 0}' in turn.text
+            assert f"exited={exit_status}" in turn.text
             assert _exits(_pid(marker))
 
     arun(go())
