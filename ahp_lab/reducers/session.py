@@ -233,6 +233,11 @@ def _active_client_removed(state, action, now_ms):
 _SCANNED_CHILDREN = vector.PLAIN_MAX
 #: A container's children stay a plain list up to this many; a longer one becomes a Vector.
 _LISTED_CHILDREN = 64
+#: A customization tree stays a plain list, scanned, up to this many entries (top level and
+#: children together); a larger one becomes a Vector with indexes. Scanning a few plugins costs
+#: less than the indexes (measured: fuzzed session actions 9% faster at 64 than at 16), while a
+#: tree of 10 plugins × 20 children (210) is 40% faster indexed.
+_LISTED_TREE = 64
 
 
 def _child_ids(entry: Any) -> Any:
@@ -318,7 +323,7 @@ def _forget(entry: Any) -> None:
 def _tree(state: dict) -> list | Vector | None:
     """The customization tree, or ``None`` when it is not an array.
 
-    A tree with more entries (top level and children together) than ``PLAIN_MAX`` becomes a
+    A tree with more entries (top level and children together) than ``_LISTED_TREE`` becomes a
     :class:`Vector`, indexed by id and by child id; a smaller one stays a plain list, scanned.
     """
     tree = state.get("customizations")
@@ -326,7 +331,7 @@ def _tree(state: dict) -> list | Vector | None:
         return tree
     if type(tree) is not list:
         return None
-    small = vector.PLAIN_MAX
+    small = _LISTED_TREE
     size = len(tree)
     if size <= small:
         for entry in tree:  # children counted whatever the entry's type: a bound, cheaply

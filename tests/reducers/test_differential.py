@@ -78,6 +78,7 @@ SCAN_BOUNDS = [
     (chat_reducer, "PLAIN_MAX"),
     (session_reducer, "_SCANNED_CHILDREN"),
     (session_reducer, "_LISTED_CHILDREN"),
+    (session_reducer, "_LISTED_TREE"),
 ]
 
 
