@@ -4,6 +4,7 @@ running (``PendingTurn``), the answers a turn was sent with, and the errors a pe
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
@@ -344,6 +345,7 @@ class TurnPolicy:
         self.approve, self.answers = approve, answers
         self.handled: set[str] = set()
         self.error: str | None = None  # why answers= could not answer a request (the sender raises it)
+        self._waiting: set[asyncio.Task] = set()  # async approvers and answerers still deciding
 
     @property
     def active(self) -> bool:
@@ -364,13 +366,10 @@ class TurnPolicy:
                     and key not in self.handled
                 ):
                     self.handled.add(key)
-                    try:
-                        self.lab._decide(self.chat, self.turn_id, tc, self.approve)
-                    except (ValueError, TypeError) as exc:
-                        self.error = (
-                            f"approve= cannot answer {tc.get('displayName') or tc.get('toolName')}: {exc}. "
-                            "It still waits: answer it with lab.approve(...) or in the workbench"
-                        )
+                    self._when_ready(
+                        lambda tc=tc: self._verdict(ToolCall(tc, self.turn_id, self.chat, self.lab)),
+                        lambda v, tc=tc: self._confirm(tc, v),
+                    )
             elif (
                 part.get("kind") == "inputRequest"
                 and part.get("response") is None
@@ -379,16 +378,12 @@ class TurnPolicy:
                 request = part["request"]
                 if request.get("id") not in self.handled:
                     self.handled.add(request.get("id"))
-                    try:
-                        given = self.answers(request) if callable(self.answers) else self.answers
-                        completion = self.lab._completion(self.chat, request.get("id"), given, "accept")
-                    except (ValueError, LookupError, TypeError) as exc:
-                        self.error = (
-                            f"answers= cannot answer input request {request.get('id')!r}: {exc}. "
-                            "The request is still open: answer it with lab.answer(...) or in the workbench"
-                        )
-                        continue
-                    self.lab.client.dispatch(self.chat, completion)
+                    self._when_ready(
+                        lambda request=request: (
+                            self.answers(request) if callable(self.answers) else self.answers
+                        ),
+                        lambda v, request=request: self._answer(request, v),
+                    )
         if self.approve is not None:
             for approval in list(client.approvals.values()):
                 if (
@@ -397,24 +392,70 @@ class TurnPolicy:
                     and approval.tool_call_id not in self.handled
                 ):
                     self.handled.add(approval.tool_call_id)
-                    verdict = (
-                        self.approve(
-                            ToolCall(
-                                {
-                                    "toolCallId": approval.tool_call_id,
-                                    "toolName": approval.tool_name,
-                                    "status": "local-approval",
-                                    "toolInput": approval.tool_input,
-                                },
-                                self.turn_id,
-                                self.chat,
-                                self.lab,
-                            )
-                        )
-                        if callable(self.approve)
-                        else self.approve
+                    call = ToolCall(
+                        {
+                            "toolCallId": approval.tool_call_id,
+                            "toolName": approval.tool_name,
+                            "status": "local-approval",
+                            "toolInput": approval.tool_input,
+                        },
+                        self.turn_id,
+                        self.chat,
+                        self.lab,
                     )
-                    approval.approve() if verdict not in (False, "deny") else approval.deny()
+                    self._when_ready(
+                        lambda call=call: self._verdict(call),
+                        lambda v, approval=approval: (
+                            approval.approve() if v not in (False, "deny") else approval.deny()
+                        ),
+                    )
+
+    def _verdict(self, call: ToolCall) -> Any:
+        return self.approve(call) if callable(self.approve) else self.approve
+
+    def _when_ready(self, produce: Any, use: Any) -> None:
+        """``use(produce())`` now, or once an ``async`` approver or answerer has produced its value
+        (a coroutine is never taken for a yes). What raises is reported to the sender."""
+        try:
+            value = produce()
+        except Exception as exc:  # noqa: BLE001 - the sender reports it, the request stays open
+            self.error = f"the approve=/answers= function raised {type(exc).__name__}: {exc}"
+            return
+        if not inspect.isawaitable(value):
+            use(value)
+            return
+
+        async def later() -> None:
+            try:
+                result = await value
+            except Exception as exc:  # noqa: BLE001 - the sender reports it, the request stays open
+                self.error = f"the approve=/answers= function raised {type(exc).__name__}: {exc}"
+                return
+            use(result)
+
+        task = asyncio.ensure_future(later())
+        self._waiting.add(task)
+        task.add_done_callback(self._waiting.discard)
+
+    def _confirm(self, tc: dict, verdict: Any) -> None:
+        try:
+            self.lab._decide(self.chat, self.turn_id, tc, verdict)
+        except (ValueError, TypeError) as exc:
+            self.error = (
+                f"approve= cannot answer {tc.get('displayName') or tc.get('toolName')}: {exc}. "
+                "It still waits: answer it with lab.approve(...) or in the workbench"
+            )
+
+    def _answer(self, request: dict, given: Any) -> None:
+        try:
+            completion = self.lab._completion(self.chat, request.get("id"), given, "accept")
+        except (ValueError, LookupError, TypeError) as exc:
+            self.error = (
+                f"answers= cannot answer input request {request.get('id')!r}: {exc}. "
+                "The request is still open: answer it with lab.answer(...) or in the workbench"
+            )
+            return
+        self.lab.client.dispatch(self.chat, completion)
 
 
 def answer_for(question: dict | None, value: Any) -> dict:

@@ -151,6 +151,37 @@ def test_confirmation_with_edited_input_runs_the_edited_arguments():
     arun(main())
 
 
+def test_an_async_approver_is_awaited_and_its_no_is_a_no():
+    """``approve=`` may be an ``async def``: its answer is awaited. A coroutine object is truthy, and
+    it used to approve every call, whatever the approver would have said."""
+
+    async def main():
+        lab = await Lab.open()
+        ran = []
+
+        @lab.tool
+        def drop_table(name: str) -> str:
+            ran.append(name)
+            return "dropped"
+
+        async def never(call) -> bool:
+            await asyncio.sleep(0)  # an approver that looks something up first
+            return call.name != "drop_table"
+
+        turn = await lab.send(
+            "clean up", script=[call("drop_table", name="users", confirm=True)], approve=never
+        )
+        assert ran == [] and turn.tool_calls[0].status == "cancelled"
+
+        async def yes(call) -> bool:
+            return True
+
+        turn = await lab.send("again", script=[call("drop_table", name="tmp", confirm=True)], approve=yes)
+        assert ran == ["tmp"] and turn.tool_calls[0].status == "completed"
+
+    arun(main())
+
+
 def test_edited_input_that_breaks_the_schema_fails_the_call_without_running_the_function():
     async def main():
         lab = await Lab.open()
