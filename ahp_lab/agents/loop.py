@@ -302,7 +302,7 @@ class LoopAgent:
         system: str,
         turn_log: list[dict],
     ) -> ModelResponse:
-        await es.refresh()
+        failed_catalogs = await es.refresh()
         history = self.history(ctx.chat, ctx.turn_id)
         since = next((i for i in range(len(history) - 1, -1, -1) if history[i].get("_compaction")), 0)
         current = es.inventory()
@@ -313,6 +313,7 @@ class LoopAgent:
             history.append(message)
             await ctx.notify(notice)
         contexts, reports = await es.before_model_call(ctx.chat, ctx.turn_id)
+        reports = [*failed_catalogs, *reports]
         for report in reports:
             await ctx.notify(f"Extension hook {report}.")
         tail = [{"role": "user", "content": text, "_synthetic": ext_id} for ext_id, text in contexts]

@@ -17,7 +17,7 @@ from .contract import (
 )
 from .custom_tools import CustomTool, CustomToolAPI, CustomToolContext, ExecResult
 from .mcp import mcp_extension
-from .runtime import AgentRun, ExtensionRuntime, ToolCall
+from .runtime import AgentRun, Command, ExtensionRuntime, ToolCall
 from .skills import skills_extension
 from .subagent import subagent_extension
 from .todo import todo_extension
@@ -35,6 +35,7 @@ __all__ = [
     "ToolResult",
     "ToolError",
     "ExtensionRuntime",
+    "Command",
     "ToolCall",
     "AgentRun",
     "Workspace",

@@ -147,7 +147,15 @@ class ExtensionRuntime:
 
     def register_command(self, name: str, description: str, expand: Callable[[str], Any]) -> None:
         """Offer ``/name`` in the chat: completions list it, and a message starting with it is
-        replaced by ``expand(args)`` before the model sees it."""
+        replaced by ``expand(args)`` before the model sees it. A name another extension registered
+        first stays theirs (reported in the session's problems)."""
+        owner = self._owner.commands.get(name)
+        if owner is not None and owner.extension_id != self.extension_id:
+            self._owner.problems.append(
+                f"{self.extension_id} registers the command /{name}, which {owner.extension_id} registered "
+                f"first: {self.extension_id}'s is left out."
+            )
+            return
         self._owner.commands[name] = Command(name, description, expand, self.extension_id)
 
     def register_commands(self, provider: Callable[[], list[Command]]) -> None:

@@ -60,6 +60,12 @@ async def maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
+#: Seconds an extension's ``activate`` may take; past it the extension is left out of the session.
+ACTIVATE_TIMEOUT = 20.0
+#: Seconds a catalog's ``discover`` may take; past it the catalog keeps what it last found.
+CATALOG_TIMEOUT = 10.0
+
+
 class HookReport:
     """A hook that failed or ran past its deadline: skipped for this call, reported in one line."""
 
@@ -188,7 +194,15 @@ class ExtensionSession:
             lifecycle = ext.lifecycle
             if lifecycle is not None and lifecycle.activate is not None:
                 try:
-                    self.instances[ext.id] = await maybe_await(lifecycle.activate(self.runtime(ext.id)))
+                    self.instances[ext.id] = await _within(
+                        maybe_await(lifecycle.activate(self.runtime(ext.id))), ACTIVATE_TIMEOUT
+                    )
+                except TimeoutError:
+                    self.problems.append(
+                        f"{ext.id} did not activate within {ACTIVATE_TIMEOUT:g} s; it is left out of the session."
+                    )
+                    failed.append(ext.id)
+                    continue
                 except FAILURES as exc:  # reported; the other extensions go on
                     self.problems.append(f"{ext.id} failed to activate: {type(exc).__name__}: {exc}.")
                     failed.append(ext.id)
@@ -229,11 +243,13 @@ class ExtensionSession:
                 self._logger(ext.id).exception("deactivate failed")
 
     def all_commands(self) -> dict[str, Command]:
-        """Every slash command now: the registered ones and those the providers list."""
+        """Every slash command now: the registered ones and those the providers list (a name
+        already taken keeps its first owner)."""
         out = dict(self.commands)
         for provider in self.command_providers:
             try:
-                out.update({c.name: c for c in provider()})
+                for c in provider():
+                    out.setdefault(c.name, c)
             except FAILURES:
                 log.exception("a command provider failed")
         return out
@@ -316,8 +332,8 @@ class ExtensionSession:
             if report is not None:
                 reports.append(report)
                 continue
-            if isinstance(value, dict):
-                value = value.get("context")
+            if isinstance(value, dict) and "context" in value:
+                value = value["context"]
             if value is None or value == "":
                 continue
             if not isinstance(value, str):
@@ -374,11 +390,19 @@ class ExtensionSession:
 
     def _build_tools(self) -> None:
         tools: dict[str, Tool] = {}
+        owners: dict[str, str] = {}
         for ext in self.extensions:
             for t in ext.tools:
-                if t.name in tools:
-                    raise ValueError(f"two extensions define the tool {t.name!r}")
+                if t.name in tools:  # the first keeps it; the session is created without the other
+                    problem = (
+                        f"{ext.id} defines the tool {t.name!r}, which {owners[t.name]} defines too: "
+                        f"{ext.id}'s is left out."
+                    )
+                    if problem not in self.problems:
+                        self.problems.append(problem)
+                    continue
                 tools[t.name] = self._wrap(ext, t)
+                owners[t.name] = ext.id
         if any(c.inventory != "skill" for e in self.extensions for c in e.catalogs):
             tools[SEARCH_TOOLS] = _model_tool(
                 SEARCH_TOOLS,
@@ -437,8 +461,14 @@ class ExtensionSession:
             if extension_id in (None, ext.id):
                 self._dirty.update(f"{ext.id}.{c.id}" for c in ext.catalogs)
 
-    async def refresh(self) -> None:
-        """Discover the catalogs that changed (and those without a subscription, every time)."""
+    async def refresh(self) -> list[HookReport]:
+        """Discover the catalogs that changed (and those without a subscription, every time).
+
+        A ``discover`` that fails or runs past :data:`CATALOG_TIMEOUT` is reported and asked again
+        before the next call; meanwhile its catalog keeps the entries it last found, so the model
+        is not told that they were removed.
+        """
+        reports = []
         for ext in self.extensions:
             for c in ext.catalogs:
                 key = f"{ext.id}.{c.id}"
@@ -446,11 +476,21 @@ class ExtensionSession:
                     continue
                 self._dirty.discard(key)
                 try:
-                    found = await maybe_await(c.discover(self.runtime(ext.id)))
-                except FAILURES as exc:  # a broken catalog offers nothing this time
-                    self._logger(ext.id).warning("catalog %s failed: %s: %s", c.id, type(exc).__name__, exc)
-                    found = []
+                    found = await _within(maybe_await(c.discover(self.runtime(ext.id))), CATALOG_TIMEOUT)
+                except TimeoutError:
+                    reports.append(
+                        HookReport(ext.id, f"{c.id}.discover", f"did not finish within {CATALOG_TIMEOUT:g} s")
+                    )
+                    self._dirty.add(key)
+                    continue
+                except FAILURES as exc:
+                    reports.append(
+                        HookReport(ext.id, f"{c.id}.discover", f"failed: {type(exc).__name__}: {exc}")
+                    )
+                    self._dirty.add(key)
+                    continue
                 self._entries[key] = {e.name: e for e in found or () if isinstance(e, CatalogEntry)}
+        return reports
 
     def catalog_entries(self, *, include_skills: bool = False) -> list[tuple[str, str, CatalogEntry]]:
         """``(ref, section, entry)`` for every known catalog entry, in declaration order."""
