@@ -56,6 +56,10 @@ def _file_uri(path: Any) -> str:
     return "file://" + quote(str(Path(path).absolute()), safe="/:@!$&'()*+,;=-._~")
 
 
+#: The session ``_meta`` key under which ahp_lab keeps what it records there.
+STATE_META = "ahpLab"
+
+
 class LoopHost:
     """Host extension of one LoopAgent (see the module docstring)."""
 
@@ -300,6 +304,17 @@ class LoopHost:
         if manager is None:
             raise ToolError("this host runs no MCP servers (no customization manager)")
         return manager.add_mcp_server(session, name, config)
+
+    def record_state(self, session: str, turn_id: str, extension_id: str, value: Any) -> None:
+        """The state goes into the session's ``_meta`` under ``ahpLab.extensionState`` (turn id ->
+        extension id -> value), so the log, the export and every client hold it (seed 003: it
+        persists with the session)."""
+        meta = to_json((self.host.store.state(session) or {}).get("_meta") or {})
+        ours = meta.get(STATE_META) if isinstance(meta.get(STATE_META), dict) else {}
+        by_turn = ours.get("extensionState") if isinstance(ours.get("extensionState"), dict) else {}
+        by_turn = {**by_turn, turn_id: {**(by_turn.get(turn_id) or {}), extension_id: value}}
+        meta[STATE_META] = {**ours, "extensionState": by_turn}
+        self.host.dispatch(session, {"type": "session/metaChanged", "_meta": meta})
 
     def branch(self, chat: str) -> list[str]:
         state = self.host.store.state(chat) or {}

@@ -38,6 +38,9 @@ class HostServices(Protocol):
     def branch(self, chat: str) -> list[str]:
         """The turn ids of the conversation that ``chat`` continues, oldest first."""
 
+    def record_state(self, session: str, turn_id: str, extension_id: str, value: Any) -> None:
+        """Persist an extension's new session state (JSON), as of ``turn_id``, with the session."""
+
     async def run_agent(self, session: str, chat: str, call_id: str, request: dict) -> AgentRun:
         """Start a subagent in a tool-spawned chat (see :meth:`ToolCall.run_agent`)."""
 

@@ -285,6 +285,7 @@ class ExtensionSession:
             at, why = first_error(exc, "state")
             raise ToolError(f"the new session state of {extension_id} was refused: {at} {why}") from None
         self._states.setdefault(turn_id, {})[extension_id] = validated
+        self.services.record_state(self.session, turn_id, extension_id, validated.model_dump(mode="json"))
         return validated
 
     def state_history(self, extension_id: str, chat: str) -> list[tuple[str, Any]]:

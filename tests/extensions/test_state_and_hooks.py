@@ -232,3 +232,26 @@ def test_before_tool_call_can_block_and_after_tool_call_sees_the_result(tmp_path
         await lab.aclose()
 
     arun(main())
+
+
+def test_session_state_persists_with_the_session_in_its_log_and_export(tmp_path):
+    """Seed 003: an extension's session state persists with the session. Each change is recorded
+    in the session's _meta (turn id -> extension id -> value), so an export holds it and a replay
+    shows it."""
+    from ahp_lab import Lab
+
+    async def main():
+        lab, agent = await loop_lab(
+            tmp_path,
+            ScriptedModel([respond("", use("UpdateTodos", todos=todos(("Read", "in_progress")))), "ok"]),
+            [todo_extension()],
+        )
+        turn = await lab.send("plan it")
+        recorded = lab.session_state["_meta"]["ahpLab"]["extensionState"][turn.id]
+        assert [i["content"] for i in recorded["todo"]["items"]] == ["task Read"]
+        out = tmp_path / "log.jsonl"
+        lab.export(out)
+        replayed = Lab.replay(out).state(lab.session)
+        assert replayed["_meta"] == lab.session_state["_meta"]
+
+    arun(main())
