@@ -161,8 +161,15 @@ class ModelCallLog:
         call.total_bytes = len(current)
         previous = self._last.get(chat)
         if previous is not None:
-            sent = len(previous.request.messages) - previous.request.synthetic
-            call.new_notices = [i for i in notices if i >= sent]
+            # new: past the messages this request shares with the previous one (after a
+            # truncation that is fewer than the previous request held)
+            sent = previous.request.messages[: len(previous.request.messages) - previous.request.synthetic]
+            shared = 0
+            for before, now in zip(sent, request.messages, strict=False):
+                if before is not now and before != now:
+                    break
+                shared += 1
+            call.new_notices = [i for i in notices if i >= shared]
             call.previous = previous.index
             call.prefix_bytes = _common_prefix(previous._base, current)
             call.stable = call.prefix_bytes == len(previous._base)

@@ -177,3 +177,20 @@ def test_render_notice_groups_mcp_tools_by_server_and_skills_with_descriptions()
         in text
     )
     assert cat.render_notice(cat.snapshot(current), current) is None
+
+
+def test_an_inventory_sent_again_after_a_truncation_is_marked_new(tmp_path):
+    """The Model calls view marks the notices a request adds to the previous one; after a
+    truncation the inventory is sent again at an index the previous request also had."""
+    catalog = Extension("t", catalogs=[Catalog("c", lambda rt: [CatalogEntry("alpha", "a")])])
+
+    async def main():
+        lab, agent = await loop_lab(tmp_path, ScriptedModel(["1", "2"]), [catalog])
+        await lab.send("one")
+        assert agent.model_calls[0].new_notices == [1]
+        await lab.adispatch({"type": "chat/truncated"})
+        await lab.send("two")
+        call = agent.model_calls[-1]
+        assert call.notices == [1] and call.new_notices == [1]
+
+    arun(main())
