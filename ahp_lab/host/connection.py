@@ -415,7 +415,14 @@ class Connection:
                     self.host.remove_client(session, self.client_id, "reconnected without the session")
         for channel in live:
             self._add_subscription(channel)
-        if last > store.last_seq or store.last_seq - last > REPLAY_LIMIT or last < store.first_seq - 1:
+        if (
+            last > store.last_seq
+            or store.last_seq - last > REPLAY_LIMIT
+            or last < store.first_seq - 1
+            # a replay that large would cost more than the channels' states: each reconnect would
+            # make the host build it again, and it could not pass the send buffer
+            or store.log_bytes_since(last + 1) > self.limits.max_message_bytes
+        ):
             snapshots = [
                 {"resource": c, "state": to_json(store.state(c)), "fromSeq": store.last_seq} for c in live
             ]

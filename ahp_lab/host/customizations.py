@@ -549,7 +549,14 @@ class CustomizationManager:
                     raise SourceError(_rpc_reason(exc)) from None
                 errors[rel] = _rpc_reason(exc)
                 continue
-            for item in (listing or {}).get("entries") or ():
+            entries = listing.get("entries") if isinstance(listing, dict) else None
+            if not isinstance(entries, list):
+                reason = "answered resourceList with something that is not a listing of entries"
+                if not rel:
+                    raise SourceError(f"the client {reason}")
+                errors[rel] = reason
+                continue
+            for item in entries:
                 name = item.get("name") if isinstance(item, dict) else None
                 if not isinstance(name, str) or not name or "/" in name or name in (".", ".."):
                     continue
@@ -569,8 +576,11 @@ class CustomizationManager:
                     continue
                 try:
                     got = await call("resourceRead", f"{root}/{sub}")
-                    data = got.get("data", "") if isinstance(got, dict) else ""
-                    if isinstance(got, dict) and got.get("encoding") == "base64":
+                    data = got.get("data", "") if isinstance(got, dict) else None
+                    if not isinstance(data, str):
+                        errors[sub] = "the client answered resourceRead without text data"
+                        continue
+                    if got.get("encoding") == "base64":
                         files[sub] = base64.b64decode(data)
                     else:
                         files[sub] = str(data).encode("utf-8")

@@ -26,6 +26,11 @@ def _real(path: str | os.PathLike) -> str:
     return os.path.realpath(os.path.abspath(os.path.expanduser(os.fspath(path))))
 
 
+#: The kernel's pseudo file systems: never a working directory (``/proc/<pid>/cwd`` resolves to
+#: wherever that process is at the moment it is read).
+_PSEUDO = ("/proc", "/sys", "/dev")
+
+
 def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
@@ -48,6 +53,12 @@ class WorkingDirectories:
         if ".." in path.parts:
             return f"{uri} contains '..', which could step outside the allowed folders"
         real = _real(path)
+        for system in _PSEUDO:
+            if _inside(os.path.abspath(path), system) or _inside(real, system):
+                return (
+                    f"{uri} is in {system}, whose entries are the system's, and whose links (such as a "
+                    "process's cwd) move after the check"
+                )
         home = _real("~")
         if real == os.sep:
             return f"{uri} is the root of the file system, which is never a working directory"
@@ -59,6 +70,8 @@ class WorkingDirectories:
                 f"{uri} is outside the folders this host allows for working directories ({shown}); "
                 "the person at the kernel can widen them with Lab(roots=[...])"
             )
+        if not os.path.isdir(real):
+            return f"{uri} is not a folder"
         return None
 
     def checker(self, trusted: bool) -> Callable[[Any], str | None]:

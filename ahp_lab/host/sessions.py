@@ -285,6 +285,9 @@ class SessionsAndChats:
             raise RpcError(ErrorCode.ALREADY_EXISTS, f"chat {chat} already exists")
         if not chat.startswith("ahp-chat:/"):
             raise RpcError(ErrorCode.INVALID_PARAMS, f"a chat URI must start with 'ahp-chat:/', got {chat!r}")
+        title = params.get("title")  # an ahp_lab extension, like createSession's
+        if title is not None and not isinstance(title, str):
+            raise RpcError(ErrorCode.INVALID_PARAMS, "createChat: field 'title' must be a string")
         runtime = self.sessions[session]
         caps = self.agent_capabilities(session)
         if runtime.chats and "multipleChats" not in caps and origin is None:

@@ -120,6 +120,16 @@ def check_client_action(
         reason = _check_tool_result_size(action, kind, limits)
         return reason or _check_chat(action, kind, state, client_id, session, caps)
     if channel_kind == "session":
+        published = (
+            (action.get("activeClient") or {}).get("customizations")
+            if kind == "session/activeClientSet"
+            else None
+        )
+        if isinstance(published, list) and len(published) > limits.max_client_plugins and not trusted:
+            return (
+                f"session/activeClientSet: a client may publish at most {limits.max_client_plugins} plugins "
+                f"(Limits.max_client_plugins), this one lists {len(published)}"
+            )
         return _check_session(action, kind, state, client_id, caps, trusted, working_directories)
     if kind == "terminal/claimed":
         claim = (state or {}).get("claim") or {}

@@ -82,6 +82,9 @@ class Limits:
     #: Sessions and chats that clients other than the notebook have created and not disposed
     #: (each session starts the configured MCP servers, so this also bounds processes).
     max_client_channels: int = 64
+    #: Plugins one client may publish in its ``activeClient.customizations``: the host reads each
+    #: (up to ``max_message_bytes``) and keeps what it resolved.
+    max_client_plugins: int = 16
     #: Requests of one connection the host is still working on (further ones are refused).
     max_pending_requests: int = 64
     #: Characters one connection's requests may make the host send per second: the answers

@@ -371,6 +371,10 @@ class Store:
         """About how many bytes the kept log's actions, origins and reasons hold."""
         return self._bytes
 
+    def log_bytes_since(self, seq: int) -> int:
+        """About how many bytes the transitions from ``seq`` on hold (all channels)."""
+        return sum(self._sizes[max(0, seq - self.first_seq) :])
+
     # -- applying -----------------------------------------------------------------------------
 
     def apply(
