@@ -116,3 +116,36 @@ def test_a_reconnect_whose_replay_would_be_huge_gets_snapshots(connect_stranger)
             assert small["result"]["type"] == "replay"  # a short gap is still replayed
 
     arun(main())
+
+
+def test_a_malformed_answer_to_the_plugin_fetch_puts_the_plugin_in_error(connect_stranger):
+    """A listing that is not one left the plugin 'loading' forever, its error swallowed in a task."""
+    from .test_customization_limits import loaded
+
+    async def main():
+        async with open_lab() as lab:
+            s = await connect_stranger(lab, "odd")
+            answer = s._answer
+
+            def odd(request: dict) -> None:
+                if request.get("method") == "resourceList":
+                    s.send({"jsonrpc": "2.0", "id": request["id"], "result": ["not", "a", "listing"]})
+                else:
+                    answer(request)
+
+            s._answer = odd
+            await s.initialize("odd")
+            await s.call("subscribe", {"channel": lab.session})
+            plugin = {"type": "plugin", "id": "p", "uri": "virtual://odd/p", "name": "p", "enabled": True}
+            s.dispatch(
+                lab.session,
+                1,
+                {
+                    "type": "session/activeClientSet",
+                    "activeClient": {"clientId": "odd", "tools": [], "customizations": [plugin]},
+                },
+            )
+            entry = await loaded(lab, timeout=10)
+            assert entry["load"]["kind"] == "error" and "not a listing" in entry["load"]["message"]
+
+    arun(main())
