@@ -538,10 +538,14 @@ class ExtensionSession:
         await self.refresh()
         key, _, name = args.toolRef.partition("/")
         entry = (self._entries.get(key) or {}).get(name)
-        if entry is None or entry.execute is None:
+        if entry is None:
             raise ToolError(
                 f"the toolRef {args.toolRef!r} names no tool any more (it may have been removed); "
                 "search again with SearchTools"
+            )
+        if entry.execute is None:
+            raise ToolError(
+                f"{entry.name} is listed for information only: its catalog gives no way to run it"
             )
         ext_id = key.rsplit(".", 1)[0]
         arguments: Any = args.arguments

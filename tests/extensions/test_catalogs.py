@@ -194,3 +194,16 @@ def test_an_inventory_sent_again_after_a_truncation_is_marked_new(tmp_path):
         assert call.notices == [1] and call.new_notices == [1]
 
     arun(main())
+
+
+def test_an_entry_listed_for_information_says_so_when_run(tmp_path):
+    """An entry without ``execute`` is not 'removed': the model is told it cannot be run."""
+    info = Extension("t", catalogs=[Catalog("c", lambda rt: [CatalogEntry("noexec", "metadata only")])])
+
+    async def main():
+        model = ScriptedModel([respond("", use("ExecuteTool", toolRef="t.c/noexec", arguments={})), "fine"])
+        lab, agent = await loop_lab(tmp_path, model, [info])
+        [tc] = (await lab.send("run it")).tool_calls
+        assert not tc.success and "listed for information only" in tc.result_text
+
+    arun(main())
