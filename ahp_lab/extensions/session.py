@@ -423,6 +423,16 @@ class ExtensionSession:
             if t.name in tools:
                 raise ValueError(f"the tool {t.name!r} clashes with an extension's tool")
             tools[t.name] = t
+        skill_lists = [
+            f"{e.id}.{c.id}" for e in self.extensions for c in e.catalogs if c.inventory == "skill"
+        ]
+        if skill_lists and "Skill" not in tools:  # the notice tells the model to load skills with it
+            problem = (
+                f"{', '.join(skill_lists)} lists skills, but no extension of the session offers the Skill "
+                "tool that loads them (skills_extension() does)"
+            )
+            if problem not in self.problems:
+                self.problems.append(problem)
         self.tools = tools
         # built once: a pydantic JSON schema costs far more than a model call's other preparation
         self._definitions = {name: t.definition() for name, t in tools.items()}

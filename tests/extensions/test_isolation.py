@@ -101,3 +101,21 @@ def test_two_extensions_claiming_one_tool_or_command_keep_the_first(tmp_path):
         assert es.all_commands()["go"].description == "from a"
 
     arun(main())
+
+
+def test_a_skill_list_without_the_skill_tool_is_named_as_a_problem(tmp_path):
+    """The inventory notice tells the model to load skills with the Skill tool: a catalog listing
+    skills in a session without that tool would send the model to a tool that does not exist."""
+    lister = Extension(
+        "mine",
+        catalogs=[Catalog("skills", lambda rt: [CatalogEntry("deploy", "How we deploy")], inventory="skill")],
+    )
+
+    async def main():
+        lab, agent = await loop_lab(tmp_path, ScriptedModel(["ok"]), [lister])
+        assert any(
+            "no extension of the session offers the Skill tool" in p
+            for p in agent.extension_session(lab.session).problems
+        )
+
+    arun(main())
