@@ -243,3 +243,16 @@ def test_empty_chunks_and_plan_entries_on_several_lines() -> None:
         mapping.plan_markdown([{"content": "read\nthe code", "status": "pending"}])
         == "- [ ] read the code (pending)"
     )
+
+
+def test_content_that_arrives_while_a_person_decides_refreshes_the_confirmation() -> None:
+    turn, resolver = TurnMap("t1"), _resolver()
+    call, start = mapping.permission_call(turn, {"toolCallId": "c1", "title": "Edit", "kind": "edit"})
+    options = [{"optionId": "ok", "name": "Allow", "kind": "allow_once"}]
+    mapping.confirmation(turn, call, options, resolver)
+    call.status, call.options = "pending-confirmation", options
+    said = {"type": "content", "content": {"type": "text", "text": "It rewrites config.yaml"}}
+    [refresh] = mapping.on_tool_call_update(turn, {"toolCallId": "c1", "content": [said]}, resolver)
+    assert refresh["type"] == "chat/toolCallReady" and "confirmed" not in refresh  # T4: still pending
+    assert "It rewrites config.yaml" in refresh["confirmationTitle"]["markdown"]
+    assert [o["id"] for o in refresh["options"]] == ["ok"]

@@ -617,7 +617,7 @@ class Bridge(WorkspaceServices):
             call.status = "running"
             return _selected(chosen)
         self.emit(mapping.confirmation(turn, call, opts, self.resolver))
-        call.status = "pending-confirmation"
+        call.status, call.options = "pending-confirmation", opts
         if remembered == "reject":
             chosen = _first(opts, "reject_always", "reject_once")
             self.emit(
@@ -642,6 +642,7 @@ class Bridge(WorkspaceServices):
                 raise
             return cancelled  # the turn ended, or the agent was stopped, while the person was deciding
         finally:
+            call.options = None
             waiting.cancel()
             self._asking.discard(waiting)
             self._waiting_person -= 1

@@ -103,6 +103,7 @@ class ToolCall:
     locations: list = field(default_factory=list)
     raw_input: Any = None
     raw_output: Any = None
+    options: list | None = None  # the permission options while a person is asked
 
 
 ToolCalls = dict[str, ToolCall]
@@ -549,6 +550,9 @@ def advance(
     if target == "completed" and call.status in ("running", "pending-confirmation"):
         out.append(_complete(turn, call, resolver))
         call.status = "completed"
+    elif call.status == "pending-confirmation" and call.options and (content_changed or input_changed):
+        # what the person is deciding on changed: T4 refreshes the confirmation in place
+        out.append(confirmation(turn, call, call.options, resolver))
     elif call.status == "running":
         if input_changed:  # T3 keeps a running call running, with the new input
             out.append(_ready(turn, call, confirmed="not-needed"))
