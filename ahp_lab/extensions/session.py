@@ -197,14 +197,12 @@ class ExtensionSession:
                     self.instances[ext.id] = await _within(
                         maybe_await(lifecycle.activate(self.runtime(ext.id))), ACTIVATE_TIMEOUT
                     )
-                except TimeoutError:
+                except FAILURES as exc:  # reported; the other extensions go on
                     self.problems.append(
                         f"{ext.id} did not activate within {ACTIVATE_TIMEOUT:g} s; it is left out of the session."
+                        if isinstance(exc, TimeoutError)
+                        else f"{ext.id} failed to activate: {type(exc).__name__}: {exc}."
                     )
-                    failed.append(ext.id)
-                    continue
-                except FAILURES as exc:  # reported; the other extensions go on
-                    self.problems.append(f"{ext.id} failed to activate: {type(exc).__name__}: {exc}.")
                     failed.append(ext.id)
                     continue
             for c in ext.catalogs:
@@ -389,18 +387,21 @@ class ExtensionSession:
         self._extra = list(tools)
         self._build_tools()
 
+    def _problem(self, problem: str) -> None:
+        """Note a problem once (the tools are built again when an extension is left out)."""
+        if problem not in self.problems:
+            self.problems.append(problem)
+
     def _build_tools(self) -> None:
         tools: dict[str, Tool] = {}
         owners: dict[str, str] = {}
         for ext in self.extensions:
             for t in ext.tools:
                 if t.name in tools:  # the first keeps it; the session is created without the other
-                    problem = (
+                    self._problem(
                         f"{ext.id} defines the tool {t.name!r}, which {owners[t.name]} defines too: "
                         f"{ext.id}'s is left out."
                     )
-                    if problem not in self.problems:
-                        self.problems.append(problem)
                     continue
                 tools[t.name] = self._wrap(ext, t)
                 owners[t.name] = ext.id
@@ -427,12 +428,10 @@ class ExtensionSession:
             f"{e.id}.{c.id}" for e in self.extensions for c in e.catalogs if c.inventory == "skill"
         ]
         if skill_lists and "Skill" not in tools:  # the notice tells the model to load skills with it
-            problem = (
+            self._problem(
                 f"{', '.join(skill_lists)} lists skills, but no extension of the session offers the Skill "
                 "tool that loads them (skills_extension() does)"
             )
-            if problem not in self.problems:
-                self.problems.append(problem)
         self.tools = tools
         # built once: a pydantic JSON schema costs far more than a model call's other preparation
         self._definitions = {name: t.definition() for name, t in tools.items()}
@@ -488,16 +487,13 @@ class ExtensionSession:
                 self._dirty.discard(key)
                 try:
                     found = await _within(maybe_await(c.discover(self.runtime(ext.id))), CATALOG_TIMEOUT)
-                except TimeoutError:
-                    reports.append(
-                        HookReport(ext.id, f"{c.id}.discover", f"did not finish within {CATALOG_TIMEOUT:g} s")
+                except FAILURES as exc:  # its last entries stay; asked again before the next call
+                    why = (
+                        f"did not finish within {CATALOG_TIMEOUT:g} s"
+                        if isinstance(exc, TimeoutError)
+                        else f"failed: {type(exc).__name__}: {exc}"
                     )
-                    self._dirty.add(key)
-                    continue
-                except FAILURES as exc:
-                    reports.append(
-                        HookReport(ext.id, f"{c.id}.discover", f"failed: {type(exc).__name__}: {exc}")
-                    )
+                    reports.append(HookReport(ext.id, f"{c.id}.discover", why))
                     self._dirty.add(key)
                     continue
                 self._entries[key] = {e.name: e for e in found or () if isinstance(e, CatalogEntry)}

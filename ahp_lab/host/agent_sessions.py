@@ -45,10 +45,10 @@ __all__ = ["AgentSessions", "HostSessionContext", "HostTerminal", "CONTENT_SCHEM
 CONTENT_SCHEME = "ahp-content:/"
 MAX_COMMANDS = 200
 _SEQ_SEARCH = 2000  # how far back latest_seq looks
-# The environment a terminal starts from: enough to find programs, never the kernel's secrets.
 #: After a terminal's command exits, how long its output is still read when something it started
 #: keeps the output open.
 _DRAIN_S = 0.5
+# The environment a terminal starts from: enough to find programs, never the kernel's secrets.
 _TERMINAL_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR", "USER", "LOGNAME", "SHELL")
 
 

@@ -583,7 +583,7 @@ class CustomizationManager:
                     if got.get("encoding") == "base64":
                         files[sub] = base64.b64decode(data)
                     else:
-                        files[sub] = str(data).encode("utf-8")
+                        files[sub] = data.encode("utf-8")
                     total += len(files[sub])
                 except (RpcError, TimeoutError, ConnectionError, ValueError) as exc:
                     errors[sub] = _rpc_reason(exc)

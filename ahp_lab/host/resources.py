@@ -115,10 +115,11 @@ class ResourceService:
         real = _real(path)
         writable = list(self._write_roots(connection))
         roots = writable if write else list(self._read_roots(connection)) + writable
+        never = (os.sep, _real(Path.home()))
         for root in roots:
             root_abs = os.path.abspath(os.fspath(root))
             root_real = _real(Path(root_abs))
-            if root_real in (os.sep, _real(Path.home())):
+            if root_real in never:
                 continue  # resolved when it is used: a root that now leads to / or home grants nothing
             if _inside(os.path.abspath(path), root_abs) or _inside(real, root_real):
                 if not _inside(real, root_real):

@@ -54,6 +54,11 @@ class SessionRuntime:
     progress: tuple | None = None  # (connection, progressToken) of a createSession that asked for it
 
 
+def _turn_index(turns: Any, turn_id: Any) -> int | None:
+    """The position of the completed turn ``turn_id`` among a chat's ``turns``, else ``None``."""
+    return next((i for i, t in enumerate(turns) if isinstance(t, dict) and t.get("id") == turn_id), None)
+
+
 class SessionsAndChats:
     """Session and chat lifecycle of the host (mixed into :class:`~ahp_lab.host.Host`)."""
 
@@ -99,9 +104,8 @@ class SessionsAndChats:
         fork = self._fork_of(params.get("fork"))
         dirs = params.get("workingDirectories")
         if fork is not None:  # a fork works where its source does (session-channel §4)
-            source_dirs = (self.store.state(params["fork"]["session"]) or {}).get("workingDirectories")
-            if source_dirs:
-                state["workingDirectories"] = list(source_dirs)
+            if fork["workingDirectories"]:
+                state["workingDirectories"] = list(fork["workingDirectories"])
         elif dirs:
             self._check_directories("createSession", dirs, conn)
             caps = {}
@@ -214,10 +218,11 @@ class SessionsAndChats:
         source = fork.get("session")
         if source not in self.sessions:
             raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"createSession: no session {source!r:.200} to fork")
-        chat = (self.store.state(source) or {}).get("defaultChat")
+        source_state = self.store.state(source) or {}
+        chat = source_state.get("defaultChat")
         turns = (self.store.state(chat) or {}).get("turns") or [] if chat else []
         turn_id = fork.get("turnId")
-        index = next((i for i, t in enumerate(turns) if isinstance(t, dict) and t.get("id") == turn_id), None)
+        index = _turn_index(turns, turn_id)
         if index is None:
             raise RpcError(
                 ErrorCode.INVALID_PARAMS,
@@ -226,6 +231,7 @@ class SessionsAndChats:
         return {
             "turns": list(turns[: index + 1]),
             "origin": {"kind": "fork", "chat": chat, "turnId": turn_id},
+            "workingDirectories": source_state.get("workingDirectories"),
         }
 
     def _check_directories(self, command: str, dirs: list, conn: Connection | None) -> None:
@@ -338,7 +344,7 @@ class SessionsAndChats:
             raise RpcError(ErrorCode.INVALID_PARAMS, f"source chat {src} is not a chat of this session")
         src_state = self.store.state(src)
         turns = src_state.get("turns") or []
-        index = next((i for i, t in enumerate(turns) if t.get("id") == source.get("turnId")), None)
+        index = _turn_index(turns, source.get("turnId"))
         active = (src_state.get("activeTurn") or {}).get("id") == source.get("turnId")
         if index is None and not (kind == "sideChat" and active):
             raise RpcError(

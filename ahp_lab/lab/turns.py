@@ -416,10 +416,14 @@ class TurnPolicy:
     def _when_ready(self, produce: Any, use: Any) -> None:
         """``use(produce())`` now, or once an ``async`` approver or answerer has produced its value
         (a coroutine is never taken for a yes). What raises is reported to the sender."""
+
+        def raised(exc: Exception) -> None:  # the sender reports it; the request stays open
+            self.error = f"the approve=/answers= function raised {type(exc).__name__}: {exc}"
+
         try:
             value = produce()
-        except Exception as exc:  # noqa: BLE001 - the sender reports it, the request stays open
-            self.error = f"the approve=/answers= function raised {type(exc).__name__}: {exc}"
+        except Exception as exc:  # noqa: BLE001
+            raised(exc)
             return
         if not inspect.isawaitable(value):
             use(value)
@@ -428,8 +432,8 @@ class TurnPolicy:
         async def later() -> None:
             try:
                 result = await value
-            except Exception as exc:  # noqa: BLE001 - the sender reports it, the request stays open
-                self.error = f"the approve=/answers= function raised {type(exc).__name__}: {exc}"
+            except Exception as exc:  # noqa: BLE001
+                raised(exc)
                 return
             use(result)
 

@@ -36,6 +36,7 @@ from acp.schema import (
 )
 from pydantic import ValidationError
 
+from ...tools import first_error
 from ..base import SessionContext, TurnContext
 from . import mapping
 from .frames import AcpFrame
@@ -85,7 +86,9 @@ class _GarbageFilter(logging.Filter):
             error, ValidationError
         ):
             method = record.args[0] if isinstance(record.args, tuple) and record.args else "a"
-            bridge.fail(f"the agent sent a {method} notification that is not valid ACP: {_problem(error)}")
+            bridge.fail(
+                f"the agent sent a {method} notification that is not valid ACP: {': '.join(first_error(error, 'message'))}"
+            )
             return False
         return True
 
@@ -356,7 +359,9 @@ class Bridge(WorkspaceServices):
             # the request was ended under the caller: the process was stopped or restarted
             raise AgentFailure(self.failure or f"the agent was stopped while {what} was open") from None
         except ValidationError as exc:
-            self.fail(f"the agent answered {what} with a message that is not valid ACP: {_problem(exc)}")
+            self.fail(
+                f"the agent answered {what} with a message that is not valid ACP: {': '.join(first_error(exc, 'message'))}"
+            )
             raise AgentFailure(self.failure) from None
         except RequestError as exc:
             detail = f" ({exc.data})" if exc.data else ""
@@ -535,7 +540,7 @@ class Bridge(WorkspaceServices):
         a value that neither the schema it offered nor ``offered`` (what the same report offers)
         allows is a violation. Returns the seq."""
         try:
-            return self.ctx.update_config(values, offered) if offered else self.ctx.update_config(values)
+            return self.ctx.update_config(values, offered)
         except ValueError as exc:
             self.fail(f"the agent reported {exc}")
             return None
@@ -712,13 +717,6 @@ def _first(options: list[dict], *kinds: str) -> str | None:
             if o.get("kind") == kind:
                 return o["optionId"]
     return None
-
-
-def _problem(exc: ValidationError) -> str:
-    """The first thing pydantic found wrong, as ``field: message``."""
-    first = exc.errors()[0]
-    where = ".".join(str(part) for part in first.get("loc", ()))
-    return f"{where}: {first.get('msg')}" if where else str(first.get("msg"))
 
 
 def _selected(option_id: str) -> Any:

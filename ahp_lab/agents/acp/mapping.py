@@ -319,7 +319,11 @@ def _chunk_text(content: dict, resolver: Resolver) -> str | dict:
     return f"[{kind} content]"
 
 
-def _stream(turn: TurnMap, part_kind: str, action_type: str, update: dict, resolver: Resolver) -> list[dict]:
+#: The action that appends to a text part of each kind.
+_STREAM_ACTIONS = {"markdown": "chat/delta", "reasoning": "chat/reasoning"}
+
+
+def _stream(turn: TurnMap, part_kind: str, update: dict, resolver: Resolver) -> list[dict]:
     text = _chunk_text(update.get("content") or {}, resolver)
     if isinstance(text, dict):  # binary content: its own part, and the text run ends
         turn.text_part = None
@@ -354,22 +358,24 @@ def _stream(turn: TurnMap, part_kind: str, action_type: str, update: dict, resol
         text, turn.held = text[:-1], text[-1]
     if text:
         out.append(
-            {"type": action_type, "turnId": turn.turn_id, "partId": turn.text_part[1], "content": text}
+            {
+                "type": _STREAM_ACTIONS[part_kind],
+                "turnId": turn.turn_id,
+                "partId": turn.text_part[1],
+                "content": text,
+            }
         )
     return out
 
 
-_STREAM_ACTIONS = {"markdown": "chat/delta", "reasoning": "chat/reasoning"}
-
-
 def on_message_chunk(turn: TurnMap, update: dict, resolver: Resolver) -> list[dict]:
     """``agent_message_chunk`` → a markdown part (when a new run of text starts) + ``chat/delta``."""
-    return _stream(turn, "markdown", "chat/delta", update, resolver)
+    return _stream(turn, "markdown", update, resolver)
 
 
 def on_thought_chunk(turn: TurnMap, update: dict, resolver: Resolver) -> list[dict]:
     """``agent_thought_chunk`` → a reasoning part (when a new run starts) + ``chat/reasoning``."""
-    return _stream(turn, "reasoning", "chat/reasoning", update, resolver)
+    return _stream(turn, "reasoning", update, resolver)
 
 
 # -- tool calls ------------------------------------------------------------------------------------
