@@ -32,6 +32,11 @@ class RawClient:
                     return msg
         raise AssertionError(f"no answer to {method}")
 
+    async def initialize(self, client_id: str) -> dict:
+        return await self.call(
+            "initialize", {"channel": "ahp-root://", "protocolVersions": ["0.8.0"], "clientId": client_id}
+        )
+
     def actions(self) -> list[dict]:
         return [m["params"] for m in self.received if m.get("method") == "action"]
 
@@ -164,9 +169,7 @@ def test_reconnect_replays_what_was_missed():
     async def main():
         host = Host()
         raw = RawClient(host)
-        await raw.call(
-            "initialize", {"channel": "ahp-root://", "protocolVersions": ["0.8.0"], "clientId": "a"}
-        )
+        await raw.initialize("a")
         await raw.call("createSession", {"channel": "ahp-session:/s"})
         await settle()
         seen = host.store.last_seq
@@ -237,9 +240,7 @@ def test_a_windowed_subscriber_pages_its_history_in_without_changing_anyone_else
         host = Host()
         full, windowed = RawClient(host), RawClient(host)
         for client, name in ((full, "full"), (windowed, "windowed")):
-            await client.call(
-                "initialize", {"channel": "ahp-root://", "protocolVersions": ["0.8.0"], "clientId": name}
-            )
+            await client.initialize(name)
         session = "ahp-session:/paging"
         await full.call("createSession", {"channel": session})
         await settle()
@@ -284,9 +285,7 @@ def test_completions_count_utf16_units_progress_is_reported_and_side_chats_need_
     async def main():
         host = Host()
         raw = RawClient(host)
-        await raw.call(
-            "initialize", {"channel": "ahp-root://", "protocolVersions": ["0.8.0"], "clientId": "raw"}
-        )
+        await raw.initialize("raw")
         session = "ahp-session:/units"
         tool = {"name": "echo_text", "description": "Echo", "inputSchema": {"type": "object"}}
         active = {"clientId": "raw", "tools": [tool]}

@@ -166,6 +166,26 @@ class Stranger:
         self.transport.close()
 
 
+async def publish(
+    s, client_id: str, name: str, files: dict[str, str], nonce: str = "1", seq: int = 1
+) -> None:
+    """The stranger joins the session and publishes a virtual plugin it serves itself."""
+    root = f"virtual://{client_id}/{name}"
+    s.files.update({f"{root}/{path}": text for path, text in files.items()})
+    plugin = {"type": "plugin", "id": name, "uri": root, "name": name, "enabled": True, "nonce": nonce}
+    active = {"clientId": client_id, "tools": [], "customizations": [plugin]}
+    s.dispatch(s.session, seq, {"type": "session/activeClientSet", "activeClient": active})
+    assert "rejectionReason" not in await s.echo(seq)
+
+
+async def joined(connect_stranger, lab, client_id: str):
+    s = await connect_stranger(lab, client_id)
+    await s.initialize(client_id)
+    await s.call("subscribe", {"channel": lab.session})
+    s.session = lab.session
+    return s
+
+
 async def _inprocess(lab: Lab, name: str) -> Any:
     return lab.host.connect(name)
 

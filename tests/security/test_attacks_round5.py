@@ -9,7 +9,7 @@ from pathlib import Path
 from ahp_lab.host.resources import file_uri
 from ahp_lab.protocol.jsonrpc import ErrorCode
 
-from .conftest import arun, open_lab
+from .conftest import arun, joined, open_lab, publish
 
 
 def test_a_process_cwd_under_proc_a_file_or_a_missing_folder_is_never_a_working_directory(
@@ -124,7 +124,7 @@ def test_a_malformed_answer_to_the_plugin_fetch_puts_the_plugin_in_error(connect
 
     async def main():
         async with open_lab() as lab:
-            s = await connect_stranger(lab, "odd")
+            s = await joined(connect_stranger, lab, "odd")
             answer = s._answer
 
             def odd(request: dict) -> None:
@@ -134,17 +134,7 @@ def test_a_malformed_answer_to_the_plugin_fetch_puts_the_plugin_in_error(connect
                     answer(request)
 
             s._answer = odd
-            await s.initialize("odd")
-            await s.call("subscribe", {"channel": lab.session})
-            plugin = {"type": "plugin", "id": "p", "uri": "virtual://odd/p", "name": "p", "enabled": True}
-            s.dispatch(
-                lab.session,
-                1,
-                {
-                    "type": "session/activeClientSet",
-                    "activeClient": {"clientId": "odd", "tools": [], "customizations": [plugin]},
-                },
-            )
+            await publish(s, "odd", "p", {})
             entry = await loaded(lab, timeout=10)
             assert entry["load"]["kind"] == "error" and "not a listing" in entry["load"]["message"]
 

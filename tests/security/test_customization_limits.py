@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ahp_lab.protocol.jsonvalue import dumps
 
-from .conftest import arun, open_lab
+from .conftest import arun, joined, open_lab, publish
 
 
 def write(path: Path, text: str) -> Path:
@@ -104,14 +104,8 @@ def test_files_per_folder_and_the_size_of_one_entry_are_bounded(tmp_path: Path):
 def test_a_strangers_plugin_with_too_many_files_is_bounded(connect_stranger):
     async def main():
         async with open_lab(limits={"max_folder_files": 20}) as lab:
-            s = await connect_stranger(lab, "flood")
-            await s.initialize("flood")
-            await s.call("subscribe", {"channel": lab.session})
-            root = "virtual://flood/p"
-            s.files.update({f"{root}/skills/s{n}/SKILL.md": skill(f"s{n}") for n in range(50)})
-            plugin = {"type": "plugin", "id": "p", "uri": root, "name": "p", "enabled": True, "nonce": "1"}
-            active = {"clientId": "flood", "tools": [], "customizations": [plugin]}
-            s.dispatch(lab.session, 1, {"type": "session/activeClientSet", "activeClient": active})
+            s = await joined(connect_stranger, lab, "flood")
+            await publish(s, "flood", "p", {f"skills/s{n}/SKILL.md": skill(f"s{n}") for n in range(50)})
             entry = await loaded(lab)
             reads = [m for m in s.received if m.get("method") == "resourceRead"]
             assert len(reads) < 20

@@ -7,7 +7,7 @@ import json
 from ahp_lab.protocol import SUPPORTED_VERSIONS
 from ahp_lab.protocol.jsonrpc import ErrorCode
 
-from .conftest import ROOT, arun, open_lab
+from .conftest import ROOT, arun, joined, open_lab, publish
 
 
 def test_ping_is_answered_before_initialize_and_other_requests_are_not_initialized(connect_stranger):
@@ -169,18 +169,8 @@ def test_reconnect_may_be_the_first_request_and_its_result_always_has_arrays(con
 def test_a_client_that_answers_method_not_found_to_resource_requests_keeps_working(connect_stranger):
     async def main():
         async with open_lab() as lab:
-            s = await connect_stranger(lab, "ide")  # answers every resource* with -32601
-            await s.initialize("ide")
-            await s.call("subscribe", {"channel": lab.session})
-            plugin = {"type": "plugin", "id": "p", "uri": "virtual://ide/p", "name": "p", "enabled": True}
-            s.dispatch(
-                lab.session,
-                1,
-                {
-                    "type": "session/activeClientSet",
-                    "activeClient": {"clientId": "ide", "tools": [], "customizations": [plugin]},
-                },
-            )
+            s = await joined(connect_stranger, lab, "ide")  # answers every resource* with -32601
+            await publish(s, "ide", "p", {})
             entry = await lab.wait_for(
                 lab.session,
                 lambda st: next(

@@ -10,7 +10,7 @@ from pathlib import Path
 from ahp_lab.agents.scripted import call
 from ahp_lab.host.mcp import NOT_ALLOWED
 
-from .conftest import DEMO_SERVER, arun, open_lab
+from .conftest import DEMO_SERVER, arun, joined, open_lab, publish
 
 MARKER_SCRIPT = "import sys; open(sys.argv[1], 'w').write('the host ran me')"
 
@@ -23,26 +23,6 @@ def mcp_servers(state, client_id: str) -> list[dict]:
         for child in entry.get("children") or ()
         if child.get("type") == "mcpServer"
     ]
-
-
-async def publish(
-    s, client_id: str, name: str, files: dict[str, str], nonce: str = "1", seq: int = 1
-) -> None:
-    """The stranger joins the session and publishes a virtual plugin it serves itself."""
-    root = f"virtual://{client_id}/{name}"
-    s.files.update({f"{root}/{path}": text for path, text in files.items()})
-    plugin = {"type": "plugin", "id": name, "uri": root, "name": name, "enabled": True, "nonce": nonce}
-    active = {"clientId": client_id, "tools": [], "customizations": [plugin]}
-    s.dispatch(s.session, seq, {"type": "session/activeClientSet", "activeClient": active})
-    assert "rejectionReason" not in await s.echo(seq)
-
-
-async def joined(connect_stranger, lab, client_id: str):
-    s = await connect_stranger(lab, client_id)
-    await s.initialize(client_id)
-    await s.call("subscribe", {"channel": lab.session})
-    s.session = lab.session
-    return s
 
 
 async def server_state(lab, client_id: str, kind: str, error_type: str | None = None) -> dict:
