@@ -37,7 +37,8 @@ terminal_group   runs `sh -c 'sleep 1000 & echo $! > MARKER; echo started; wait'
                  "started", kills the terminal, waits for its exit, reports it and ends the turn
 terminal_background  runs `sh -c 'sleep 1000 & echo $! > MARKER; echo bye'`, waits for its exit
                  (the background sleep still holds its output), reports it, releases it, ends the turn
-terminal_left    runs `sh -c 'echo $$ > MARKER; exec sleep 1000'` and ends the turn, never releasing it
+terminal_left    runs `sh -c 'echo $$ > MARKER; echo started; exec sleep 1000'` and, once it has
+                 started, ends the turn, never releasing it
 files            reads line 3 (limit 1) of MARKER/lines.txt, writes MARKER/new/deeper/out.txt and
                  runs a terminal with outputByteLimit 0; reports all three, then ends the turn
 """
@@ -116,7 +117,7 @@ def ask(what, method: str, params: dict) -> None:
 TERMINAL_COMMANDS = {  # what each terminal mode runs (MARKER: where the command writes a pid)
     "terminal_group": "sleep 1000 & echo $! > {}; echo started; wait",
     "terminal_background": "sleep 1000 & echo $! > {}; echo bye",
-    "terminal_left": "echo $$ > {}; exec sleep 1000",
+    "terminal_left": "echo $$ > {}; echo started; exec sleep 1000",
 }
 PERMISSION_OPTIONS = {
     "always": [("aa", "Always allow", "allow_always"), ("ro", "Reject", "reject_once")],
@@ -166,13 +167,16 @@ def answered(what, msg: dict) -> None:
         update("s1", chunk(f"exited={json.dumps(result, sort_keys=True)}"))
         ask("release", "terminal/release", {"terminalId": what[1]})
         return
-    elif what == "create" and MODE == "terminal_group":
+    elif what == "create" and MODE in ("terminal_group", "terminal_left"):
         ask(("started?", result["terminalId"]), "terminal/output", {"terminalId": result["terminalId"]})
         return
     elif isinstance(what, tuple) and what[0] == "started?":  # asks again until the command has started
         terminal = what[1]
         if "started" not in result["output"]:
             ask(what, "terminal/output", {"terminalId": terminal})
+            return
+        if MODE == "terminal_left":  # the pid is written: the turn ends with the terminal running
+            send(end_turn(prompt_id))
             return
         ask("kill", "terminal/kill", {"terminalId": terminal})
         ask("exit", "terminal/wait_for_exit", {"terminalId": terminal})
