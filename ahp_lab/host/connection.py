@@ -63,6 +63,8 @@ NEWER_ACTIONS: dict[str, tuple[int, ...]] = {
     for kind, since in ACTION_SINCE.items()
     if _version(since) > min(map(_version, SUPPORTED_VERSIONS))
 }
+#: The notifications a client sends the host (overview §2): sent with an id, they are refused.
+_CLIENT_NOTIFICATIONS = ("dispatchAction", "unsubscribe")
 #: A client id travels in every envelope the client dispatches; it stays short.
 MAX_CLIENT_ID_CHARS = 256
 #: The message of the error (-32600 InvalidRequest) for requests before ``initialize``; the spec
@@ -127,6 +129,9 @@ class Connection:
         self.protocol_version: str | None = None
         self.capabilities: dict = {}
         self.subscriptions: set[str] = set()
+        #: chat -> the id of the newest turn this client's windowed snapshot (``view.turns``) left
+        #: out: it holds none of the turns up to that one until they are paged in
+        self.windows: dict[str, Any] = {}
         # what this client's requests may make the host send (answers, broadcasts they cause):
         # the notebook's own connection is not bounded
         budget = None if trusted else RequestBudget(self.limits.max_request_bytes_per_s)
@@ -208,6 +213,7 @@ class Connection:
 
     def _unsubscribe(self, channel: str) -> None:
         self.subscriptions.discard(channel)
+        self.windows.pop(channel, None)
         bucket = self.host.subscribers.get(channel)
         if bucket is not None:
             bucket.discard(self)
@@ -249,7 +255,7 @@ class Connection:
     # -- notifications --------------------------------------------------------------------------
 
     def _notification(self, method: str, params: dict) -> None:
-        if method not in ("dispatchAction", "unsubscribe"):
+        if method not in _CLIENT_NOTIFICATIONS:
             return  # unknown notifications are ignored (JSON-RPC)
         if not self.initialized:
             self._refuse(RpcError(ErrorCode.INVALID_REQUEST, f"{method}: {NOT_INITIALIZED}"))
@@ -301,6 +307,10 @@ class Connection:
         elif self.phase != "ready":
             raise RpcError(ErrorCode.INVALID_REQUEST, f"{_shown(method)}: {NOT_INITIALIZED}")
         if not known:
+            if method in _CLIENT_NOTIFICATIONS:
+                raise RpcError(
+                    ErrorCode.INVALID_REQUEST, f"{method} is a notification: send it without an id"
+                )
             raise RpcError(
                 ErrorCode.METHOD_NOT_FOUND, f"method {_shown(method)} is not supported by this host"
             )
@@ -444,6 +454,7 @@ class Connection:
 
             return later()
         snapshot = self._subscribe(channel)
+        self.windows.pop(channel, None)
         view = params.get("view") or {}
         turns = view.get("turns")
         if isinstance(turns, int) and turns >= 0 and self.host.store.kind_of(channel) == "chat":
@@ -453,6 +464,7 @@ class Connection:
                 kept = all_turns[len(all_turns) - turns :] if turns else []
                 cursor = f"before:{kept[0]['id']}" if kept else _ALL_TURNS
                 snapshot["state"] = {**state, "turns": kept, "turnsNextCursor": cursor}
+                self.windows[channel] = all_turns[len(all_turns) - turns - 1].get("id")
         return {"snapshot": snapshot}
 
     def _cmd_createSession(self, params: dict) -> Any:
@@ -507,7 +519,7 @@ class Connection:
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"unknown cursor {cursor!r:.80}")
             end = ids.index(cursor[7:])
         # delivered before the response, as the spec requires
-        self.host.dispatch(chat, {"type": "chat/turnsLoaded", "turns": turns[:end]})
+        self.host.page_in(chat, end)
         return {}
 
     def _cmd_completions(self, params: dict) -> dict:

@@ -31,7 +31,7 @@ from .agent_sessions import AgentSessions
 from .connection import NEWER_ACTIONS, ROOT, Connection
 from .redaction import Redactor
 from .roots import WorkingDirectories
-from .sessions import SessionRuntime, SessionsAndChats
+from .sessions import SessionRuntime, SessionsAndChats, _turn_index
 from .turns import TurnRunner
 from .validation import check_client_action, normalize_client_action
 
@@ -89,17 +89,25 @@ def _logged_form(raw: Any, limits: Limits) -> dict:
 
 
 _SEMVER = re.compile(r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)")
-_LINES = {tuple(v.split(".")[:2]) for v in SUPPORTED_VERSIONS}
+#: ``0.MINOR`` line -> the lowest patch this host speaks on it: an older patch (0.5.0) lacks
+#: actions the line's supported versions send (0.5.1's), a later one only adds to them.
+_LINES: dict[tuple[str, str], int] = {}
+for _v in SUPPORTED_VERSIONS:
+    _major, _minor, _patch = _v.split(".")
+    _LINES[(_major, _minor)] = min(int(_patch), _LINES.get((_major, _minor), int(_patch)))
 
 
 def _honoured(version: Any) -> bool:
-    """A version this host can speak: a supported one, or a SemVer on a supported ``0.MINOR`` line."""
+    """A version this host can speak: a supported one, or a later patch on a supported ``0.MINOR`` line."""
     if not isinstance(version, str) or len(version) > 32:
         return False
     if version in SUPPORTED_VERSIONS:
         return True
     match = _SEMVER.fullmatch(version)
-    return match is not None and match.group(1) == "0" and (match.group(1), match.group(2)) in _LINES
+    if match is None or match.group(1) != "0":
+        return False
+    lowest = _LINES.get((match.group(1), match.group(2)))
+    return lowest is not None and int(match.group(3)) >= lowest
 
 
 class Host(SessionsAndChats):
@@ -307,9 +315,40 @@ class Host(SessionsAndChats):
         lists for the next action, must not change the state or the log behind their back (state
         is never mutated: the reducers' indexes rely on it).
         """
-        transition = self.store.apply(channel, self.redactor.action(action), origin)
+        action = self.redactor.action(action)
+        if action.get("type") == "chat/truncated" and self.store.kind_of(channel) == "chat":
+            self._page_in_before_truncation(channel, action)
+        transition = self.store.apply(channel, action, origin)
         self._after(transition)
         return transition
+
+    def page_in(self, chat: str, end: int) -> None:
+        """Load the chat's first ``end`` turns into every subscriber's state (``chat/turnsLoaded``,
+        which drops the turns a client already holds); the windows they complete are forgotten."""
+        turns = (self.store.state(chat) or {}).get("turns") or []
+        self.dispatch(chat, {"type": "chat/turnsLoaded", "turns": turns[:end]})
+        for conn in self.subscribers.get(chat) or ():
+            if chat in conn.windows and (_turn_index(turns, conn.windows[chat]) or 0) < end:
+                del conn.windows[chat]
+
+    def _page_in_before_truncation(self, chat: str, action: dict) -> None:
+        """A truncation to a turn that some client's windowed snapshot left out would be a no-op in
+        that client's state while it drops turns from everyone else's: page the history in first
+        (chat-channel §9, ``fetchTurns``)."""
+        if "turnId" not in action:
+            return  # truncating everything needs no history
+        turns = (self.store.state(chat) or {}).get("turns") or []
+        named = _turn_index(turns, action["turnId"])
+        if named is None:
+            return  # no such turn: a no-op in every state
+        lacking = [
+            _turn_index(turns, conn.windows[chat])
+            for conn in self.subscribers.get(chat) or ()
+            if chat in conn.windows
+        ]
+        end = max((i + 1 for i in lacking if i is not None and i >= named), default=0)
+        if end:
+            self.page_in(chat, end)
 
     def dispatch_from_client(
         self, conn: Connection, client_seq: int, channel: str, raw: Any
@@ -348,6 +387,8 @@ class Host(SessionsAndChats):
             if action is not None:
                 self._after_rejection(channel, action, client_id, reason)
             return transition
+        if action["type"] == "chat/truncated" and kind == "chat":
+            self._page_in_before_truncation(channel, action)
         transition = self.store.apply(channel, action, origin)
         self._after(transition)
         self._client_side_effects(transition, client_id)
@@ -567,9 +608,9 @@ class Host(SessionsAndChats):
     def negotiate(self, offered: list) -> str:
         """The most preferred entry of ``offered`` this host can honour (or -32005).
 
-        A version is honoured when it is one of :data:`SUPPORTED_VERSIONS` or a SemVer of the
-        same ``0.MINOR`` line (caret-compatible: additive changes only); the offered string is
-        returned exactly as given.
+        A version is honoured when it is one of :data:`SUPPORTED_VERSIONS` or a later patch of the
+        same ``0.MINOR`` line (additive changes only; an earlier patch may lack actions this host
+        sends); the offered string is returned exactly as given.
         """
         for version in offered:
             if _honoured(version):

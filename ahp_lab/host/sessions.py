@@ -72,13 +72,13 @@ class SessionsAndChats:
         the channel appears once it answered, with its config), else ``None``.
         """
         client_id = conn.client_id if conn is not None else None
-        if uri in self.sessions or self.store.has_channel(uri) or uri in self.agent_sessions.opening:
-            raise RpcError(ErrorCode.SESSION_ALREADY_EXISTS, f"session {uri} already exists")
-        self._check_client_channels(conn)
         if not uri.startswith("ahp-session:/") or uri.endswith("/annotations"):
             raise RpcError(
                 ErrorCode.INVALID_PARAMS, f"a session URI must start with 'ahp-session:/', got {uri!r:.200}"
             )
+        if uri in self.sessions or self.store.has_channel(uri) or uri in self.agent_sessions.opening:
+            raise RpcError(ErrorCode.SESSION_ALREADY_EXISTS, f"session {uri} already exists")
+        self._check_client_channels(conn)
         provider = params.get("provider") or next(iter(self.agents))
         if provider not in self.agents:
             raise RpcError(
@@ -294,6 +294,12 @@ class SessionsAndChats:
         title = params.get("title")  # an ahp_lab extension, like createSession's
         if title is not None and not isinstance(title, str):
             raise RpcError(ErrorCode.INVALID_PARAMS, "createChat: field 'title' must be a string")
+        initial = params.get("initialMessage")
+        if initial is not None and conn is not None and (initial.get("origin") or {}).get("kind") != "user":
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                "createChat: clients may only send user messages (initialMessage.origin.kind must be 'user')",
+            )
         runtime = self.sessions[session]
         caps = self.agent_capabilities(session)
         if runtime.chats and "multipleChats" not in caps and origin is None:
@@ -330,7 +336,6 @@ class SessionsAndChats:
             self.stranger_chats.add(chat)
         runtime.chats.append(chat)
         self.dispatch(session, {"type": "session/chatAdded", "summary": mirror.chat_summary(state)})
-        initial = params.get("initialMessage")
         if initial is not None:
             self.begin_turn(chat, initial)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..protocol import CLIENT_DISPATCHABLE, ProtocolError, validate_action
 from ..protocol.actions import channel_kind_of_action
-from ..protocol.chat import ANSWER_KINDS
+from ..protocol.chat import ANSWER_KINDS, ANSWER_STATES, INPUT_RESPONSES
 from ..protocol.jsonvalue import dumps
 from ..protocol.limits import DEFAULT_LIMITS, Limits
 
@@ -49,6 +49,8 @@ def find_open_request(chat: dict, request_id: Any) -> dict | None:
 def check_answer(question: dict | None, answer: dict) -> str | None:
     """Why an answer does not fit its question (``None`` when it does)."""
     state = answer.get("state")
+    if state not in ANSWER_STATES:
+        return f"an answer's state is one of {', '.join(map(repr, ANSWER_STATES))}, not {state!r}"
     if state == "skipped":
         return None
     value = answer.get("value")
@@ -161,6 +163,16 @@ def _check_chat(
         message = action.get("message") if kind != "chat/draftChanged" else action.get("draft")
         if message is not None and (message.get("origin") or {}).get("kind") != "user":
             return f"{kind}: clients may only send user messages (origin.kind must be 'user')"
+    if kind in ("chat/pendingMessageSet", "chat/pendingMessageRemoved") and action.get("kind") not in (
+        "steering",
+        "queued",
+    ):
+        return f"{kind}: kind is 'steering' or 'queued', not {action.get('kind')!r}"
+    if kind == "chat/inputCompleted" and action.get("response") not in INPUT_RESPONSES:
+        return (
+            f"chat/inputCompleted: response is one of {', '.join(map(repr, INPUT_RESPONSES))}, "
+            f"not {action.get('response')!r}"
+        )
     if kind == "chat/turnStarted" and _active_turn(chat) is not None:
         return (
             "a turn is already in progress: cancel it first or queue the message with chat/pendingMessageSet"

@@ -31,9 +31,14 @@ ANSWER_KINDS: dict[str, str] = {
     "single-select": "selected",
     "multi-select": "selected-many",
 }
+#: An answer's ``state`` and an input request's ``response`` (chat-channel §3).
+ANSWER_STATES: tuple[str, ...] = ("draft", "submitted", "skipped")
+INPUT_RESPONSES: tuple[str, ...] = ("accept", "decline", "cancel")
 
 __all__ = [
     "ANSWER_KINDS",
+    "ANSWER_STATES",
+    "INPUT_RESPONSES",
     # messages
     "MessageOrigin",
     "AgentSelection",

@@ -309,9 +309,15 @@ def nesting_exceeds(text: str, cap: int) -> bool:
 
 
 def valid_request_id(value: Any) -> bool:
-    """A JSON-RPC id AHP accepts: an integer within ±(2^53 - 1), or a string of at most 256 characters."""
+    """A JSON-RPC id AHP accepts: an integer within ±(2^53 - 1), or a string of at most 256 characters.
+
+    A whole number written with a fraction (``7.0``) is the same JSON number as ``7``: accepted, and
+    echoed as it came.
+    """
     if type(value) is int:
         return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+    if type(value) is float:
+        return value.is_integer() and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
     if type(value) is str:
         return len(value) <= _MAX_ID_CHARS and _string_problem(value, _MAX_ID_CHARS) is None
     return False

@@ -48,3 +48,17 @@ def test_server_info_names_the_pre_release_snapshot():
     assert result["protocolVersion"] == "0.8.0"
     title = result["serverInfo"]["title"]
     assert "pre-release" in title and "2026-08-04" in title and "eb31098" in title
+
+
+@pytest.mark.parametrize("version", ["0.5.0", "0.4.9", "0.8.0-rc.1"])
+def test_an_older_patch_than_any_we_speak_is_refused(version):
+    # 0.5.0 lacks actions 0.5.1 introduced (session/inputNeededSet, chat/turnsLoaded), which the
+    # host would send it: it is refused, not honoured as a caret-compatible 0.5.x
+    error = asyncio.run(_initialize([version]))["error"]
+    assert error["code"] == ErrorCode.UNSUPPORTED_PROTOCOL_VERSION
+    assert error["data"]["supportedVersions"] == list(SUPPORTED_VERSIONS)
+
+
+@pytest.mark.parametrize(("offered", "chosen"), [(["0.5.3"], "0.5.3"), (["0.8.1", "0.8.0"], "0.8.1")])
+def test_a_later_patch_of_a_line_we_speak_is_honoured_as_offered(offered, chosen):
+    assert asyncio.run(_initialize(offered))["result"]["protocolVersion"] == chosen
