@@ -8,6 +8,8 @@ comparable:
 * the same with the log kept within a small ``max_log_bytes``, dropping its start as it goes;
 * an agent streaming deltas through the host: host → store → JSON-RPC envelope → client reduce;
 * client dispatches: client validate → JSON-RPC → host validate → store → echo → client reconcile;
+* tool calls through the host (start, ready, complete: the session's inputNeeded follows each) in a
+  turn of 100 and of 3,000 calls, and the growth of their cost (1.0 = flat);
 * memory per recorded streamed-delta transition (tracemalloc, the store's growth over N deltas).
 """
 
@@ -153,6 +155,28 @@ async def bench_client_dispatch(n: int) -> float:
     return n / elapsed
 
 
+def bench_tool_calls_through_host(calls: int) -> float:
+    """Tool calls per second, each started, run and completed in one turn of ``calls`` calls."""
+    from ahp_lab.host import Host
+
+    host = Host()
+    session = "ahp-session:/bench"
+    host.create_session(session, {})
+    chat = host.store.state(session)["defaultChat"]
+    host.dispatch(chat, {"type": "chat/turnStarted", "turnId": "t", "startedAt": "x", "message": USER})
+    gc.collect()
+    start = time.perf_counter()
+    for i in range(calls):
+        base = {"turnId": "t", "toolCallId": f"c{i}"}
+        host.dispatch(chat, {"type": "chat/toolCallStart", **base, "toolName": "x", "displayName": "X"})
+        host.dispatch(
+            chat, {"type": "chat/toolCallReady", **base, "invocationMessage": "go", "confirmed": "not-needed"}
+        )
+        result = {"success": True, "pastTenseMessage": "did"}
+        host.dispatch(chat, {"type": "chat/toolCallComplete", **base, "result": result})
+    return calls / (time.perf_counter() - start)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=100_000, help="transitions per case")
@@ -165,6 +189,8 @@ def main() -> None:
     host_rate = asyncio.run(bench_streaming_through_host(n))
     host_mem = asyncio.run(bench_streaming_through_host(n, measure_memory=True))
     dispatch_rate = asyncio.run(bench_client_dispatch(n // 5))
+    short_turn = max(bench_tool_calls_through_host(100) for _ in range(5))
+    long_turn = bench_tool_calls_through_host(3000)
     print(f"{'case':<60} {'transitions/s':>14} {'µs each':>9}")
     for label, rate in [
         ("chat/delta, reducer alone", reducer),
@@ -183,6 +209,10 @@ def main() -> None:
     )
     print(f"memory per recorded delta transition, store alone: {store_mem:,.0f} bytes  (target < 1 KB)")
     print(f"memory per transition, whole streaming session (host + client): {host_mem:,.0f} bytes")
+    print(
+        f"tool calls through the host: {short_turn:,.0f}/s in a turn of 100, {long_turn:,.0f}/s in a turn "
+        f"of 3,000; growth {long_turn / short_turn:.2f} (1.0 = flat)"
+    )
 
 
 if __name__ == "__main__":

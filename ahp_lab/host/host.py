@@ -460,7 +460,14 @@ class Host(SessionsAndChats):
                         session_uri, {"type": "session/chatUpdated", "chat": chat_uri, "changes": changes}
                     )
             if action_type in _BLOCKING_ACTIONS:
-                for action in mirror.input_needed_actions(chat_uri, chat, self.store.state(session_uri)):
+                # a tool-call action changes that call alone: only its entry is brought in line
+                call = (
+                    transition.action.get("toolCallId") if action_type.startswith("chat/toolCall") else None
+                )
+                session_state = self.store.state(session_uri)
+                for action in mirror.input_needed_actions(
+                    chat_uri, chat, session_state, call if type(call) is str else None
+                ):
                     self.dispatch(session_uri, action)
 
     # -- waiting on state -----------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..protocol.jsonvalue import to_json
+from ..reducers.chat import tool_call_parts
 
 SUMMARY_KEYS = (
     "resource",
@@ -53,7 +54,6 @@ def input_needed_for_chat(chat_uri: str, chat: dict) -> dict[str, dict]:
     active = chat.get("activeTurn") if isinstance(chat, dict) else None
     if not isinstance(active, dict):
         return {}
-    turn_id = active.get("id")
     out: dict[str, dict] = {}
     for part in active.get("responseParts") or ():
         if not isinstance(part, dict):
@@ -64,18 +64,29 @@ def input_needed_for_chat(chat_uri: str, chat: dict) -> dict[str, dict]:
             eid = entry_id(chat_uri, f"input:{request.get('id')}")
             out[eid] = {"kind": "chatInput", "id": eid, "chat": chat_uri, "request": to_json(request)}
         elif kind == "toolCall" and isinstance(part.get("toolCall"), dict):
-            tc = part["toolCall"]
-            status = tc.get("status")
-            eid = entry_id(chat_uri, str(tc.get("toolCallId")))
-            base = {"id": eid, "chat": chat_uri, "turnId": turn_id, "toolCall": to_json(tc)}
-            contributor = tc.get("contributor") or {}
-            if status in ("pending-confirmation", "pending-result-confirmation"):
-                out[eid] = {"kind": "toolConfirmation", **base}
-            elif status == "auth-required":
-                out[eid] = {"kind": "toolAuthentication", **base}
-            elif status == "running" and contributor.get("kind") == "client":
-                out[eid] = {"kind": "toolClientExecution", **base, "clientId": contributor.get("clientId")}
+            entry = _tool_call_entry(chat_uri, active.get("id"), part["toolCall"])
+            if entry is not None:
+                out[entry["id"]] = entry
     return out
+
+
+def _tool_call_entry(chat_uri: str, turn_id: Any, tc: dict) -> dict | None:
+    """The entry a tool call in this state calls for (``None``: it needs nobody)."""
+    status = tc.get("status")
+    contributor = tc.get("contributor") or {}
+    if status in ("pending-confirmation", "pending-result-confirmation"):
+        kind = "toolConfirmation"
+    elif status == "auth-required":
+        kind = "toolAuthentication"
+    elif status == "running" and contributor.get("kind") == "client":
+        kind = "toolClientExecution"
+    else:
+        return None  # most calls: no copy of the call is made
+    eid = entry_id(chat_uri, str(tc.get("toolCallId")))
+    entry = {"kind": kind, "id": eid, "chat": chat_uri, "turnId": turn_id, "toolCall": to_json(tc)}
+    if kind == "toolClientExecution":
+        entry["clientId"] = contributor.get("clientId")
+    return entry
 
 
 def _comparable(entry: dict) -> dict:
@@ -86,13 +97,29 @@ def _comparable(entry: dict) -> dict:
     return {**entry, "toolCall": tc}
 
 
-def input_needed_actions(chat_uri: str, chat: dict, session: dict) -> list[dict]:
-    """``session/inputNeededSet|Removed`` actions that bring the session in line with the chat."""
-    wanted = input_needed_for_chat(chat_uri, chat)
+def input_needed_actions(
+    chat_uri: str, chat: dict, session: dict, tool_call_id: str | None = None
+) -> list[dict]:
+    """``session/inputNeededSet|Removed`` actions that bring the session in line with the chat.
+
+    With ``tool_call_id`` (an action changed that call only), only that call's entry is brought in
+    line: the rest of a long turn is not read again.
+    """
+    if tool_call_id is None:
+        wanted = input_needed_for_chat(chat_uri, chat)
+        only = None
+    else:
+        only = entry_id(chat_uri, tool_call_id)
+        wanted = {}
+        active = chat.get("activeTurn") if isinstance(chat, dict) else None
+        for part in tool_call_parts(active, tool_call_id) if isinstance(active, dict) else ():
+            entry = _tool_call_entry(chat_uri, active.get("id"), part["toolCall"])
+            if entry is not None:  # the last call with the id that needs someone, as a full scan
+                wanted[only] = entry
     current = {
         e.get("id"): e
         for e in (session.get("inputNeeded") or ())
-        if isinstance(e, dict) and e.get("chat") == chat_uri
+        if isinstance(e, dict) and e.get("chat") == chat_uri and (only is None or e.get("id") == only)
     }
     actions: list[dict] = []
     for eid in current:

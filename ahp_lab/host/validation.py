@@ -14,6 +14,7 @@ from ..protocol.actions import channel_kind_of_action
 from ..protocol.chat import ANSWER_KINDS, ANSWER_STATES, INPUT_RESPONSES
 from ..protocol.jsonvalue import dumps
 from ..protocol.limits import DEFAULT_LIMITS, Limits
+from ..reducers.chat import tool_call_parts
 
 
 def _active_turn(chat: dict) -> dict | None:
@@ -22,15 +23,12 @@ def _active_turn(chat: dict) -> dict | None:
 
 
 def find_tool_call(chat: dict, turn_id: Any, call_id: Any) -> dict | None:
+    """The first tool call ``call_id`` of the active turn ``turn_id`` (``None`` when there is none)."""
     active = _active_turn(chat)
     if active is None or active.get("id") != turn_id:
         return None
-    for part in active.get("responseParts") or ():
-        if isinstance(part, dict) and part.get("kind") == "toolCall":
-            tc = part.get("toolCall") or {}
-            if tc.get("toolCallId") == call_id:
-                return tc
-    return None
+    parts = tool_call_parts(active, call_id)
+    return parts[0]["toolCall"] if parts else None
 
 
 def find_open_request(chat: dict, request_id: Any) -> dict | None:

@@ -176,6 +176,22 @@ def _part_key(part: Any) -> Any:
     return None if isinstance(part, list) else STOP
 
 
+def tool_call_parts(active: dict, call_id: Any) -> list[dict]:
+    """The tool-call parts of turn ``active`` whose call has id ``call_id``, in order: found through
+    the parts' index, so a host following one call of a long turn does not read every part."""
+    parts = _parts(active)
+    if parts is None or call_id is None:
+        return []
+    found = []
+    for i in candidates(parts, _part_key, key(call_id)):
+        part = parts[i]
+        if type(part) is dict and part.get("kind") == "toolCall":
+            tc = part.get("toolCall")
+            if type(tc) is dict and same(tc.get("toolCallId"), call_id):
+                found.append(part)
+    return found
+
+
 def _request_key(part: Any) -> Any:
     """The key an open input request is found by (its ``request.id``); ``STOP`` where that search
     throws: a null part, or an open request part without a request."""
