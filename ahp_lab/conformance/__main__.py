@@ -13,6 +13,9 @@ loops only (no file reading, parsing or output) and ``max_rss_mb`` is the proces
 memory. Exit status: 0 on success, 2 for usage errors, 3 when a reducer raised, with
 ``{"error", "index", "type"}`` (the message, the action's 0-based index and its type) as the last
 stderr line.
+
+JSON is read as JavaScript's ``JSON.parse`` reads it: an integer beyond 2^53 becomes the nearest
+double, as the reference holds it.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import re
 import resource
 import sys
 import time
@@ -46,6 +50,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0 if report.failed == 0 and report.results else 1
 
 
+_LONG_NUMBER = re.compile(r"\d{16}")  # the shortest run of digits that can exceed 2^53
+_SAFE = 2**53
+
+
+def _js_int(text: str) -> int:
+    value = int(text)
+    return value if -_SAFE <= value <= _SAFE else int(float(text))
+
+
+def _loads(text: str) -> object:
+    """``json.loads``, with integers beyond 2^53 rounded to a double as ``JSON.parse`` does."""
+    return json.loads(text, parse_int=_js_int) if _LONG_NUMBER.search(text) else json.loads(text)
+
+
 def _read_actions(path: Path) -> list:
     actions = []
     with path.open(encoding="utf-8") as fh:
@@ -54,7 +72,7 @@ def _read_actions(path: Path) -> list:
             if not line:
                 continue
             try:
-                actions.append(json.loads(line))
+                actions.append(_loads(line))
             except ValueError as exc:
                 raise SystemExit(f"error: {path}:{lineno}: not JSON ({exc})") from None
     return actions
@@ -68,7 +86,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         )
         return 2
     try:
-        initial = json.loads(Path(args.initial).read_text(encoding="utf-8"))
+        initial = _loads(Path(args.initial).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         print(f"error: cannot read initial state {args.initial}: {exc}", file=sys.stderr)
         return 2

@@ -16,4 +16,6 @@ COMPLETED = "completed"
 CANCELLED = "cancelled"
 
 #: The statuses in which a tool call waits for the user (the chat is then input-needed).
-BLOCKING_TOOL_CALL_STATES = frozenset({PENDING_CONFIRMATION, PENDING_RESULT_CONFIRMATION, AUTH_REQUIRED})
+#: A tuple, not a set: a status read from state may be any JSON value, and an object or array is
+#: not hashable (a set test would raise where the reference's ``===`` is simply false).
+BLOCKING_TOOL_CALL_STATES = (PENDING_CONFIRMATION, PENDING_RESULT_CONFIRMATION, AUTH_REQUIRED)

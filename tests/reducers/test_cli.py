@@ -50,6 +50,15 @@ def test_replay_prints_the_final_state_and_a_timing_line(tmp_path):
     assert timing["seconds"] > 0 and timing["max_rss_mb"] > 1
 
 
+def test_numbers_are_read_as_javascript_reads_them(tmp_path):
+    # JSON.parse holds 9007199254740993 as the double 9007199254740992: so does the replay
+    out = _replay(tmp_path, CHAT, ['{"type": "chat/activityChanged", "activity": 9007199254740993}'])
+    assert out.returncode == 0, out.stderr
+    assert '"activity": 9007199254740992' in out.stdout
+    small = _replay(tmp_path, CHAT, ['{"type": "chat/activityChanged", "activity": "id 12345678901234567"}'])
+    assert json.loads(small.stdout)["activity"] == "id 12345678901234567"  # digits in a string stay
+
+
 def test_a_reducer_that_raises_exits_3_naming_the_action(tmp_path):
     # content nested 600 arrays deep: turning it into a string (as JavaScript's + would) recurses past
     # Python's limit, and the reducer raises instead of returning a state

@@ -26,6 +26,34 @@ def test_modified_at_renders_like_javascript_to_iso_string():
     assert s["modifiedAt"] == "1970-01-01T00:00:00.000Z"
 
 
+def test_modified_at_outside_four_digit_years_has_a_sign_and_six_digits_as_javascript_writes_it():
+    # toISOString: "+010000-01-01T00:00:00.000Z", and the ends of JavaScript's range of dates
+    complete = {"type": "chat/turnComplete", "turnId": "t1", "duration": 1}
+    for now_ms, text in [
+        (253402300800000, "+010000-01-01T00:00:00.000Z"),
+        (8640000000000000, "+275760-09-13T00:00:00.000Z"),
+        (-62198755200000, "-000001-01-01T00:00:00.000Z"),
+        (-1, "1969-12-31T23:59:59.999Z"),
+    ]:
+        assert chat(started(), complete, now_ms)["modifiedAt"] == text
+    # beyond them toISOString throws (RangeError), and the reference's state stays as it was
+    assert chat(started(), complete, 8640000000000001) == started()
+
+
+@pytest.mark.parametrize("status", [{}, ["x"]])
+def test_a_tool_call_whose_status_is_an_object_or_array_is_simply_not_blocking(status):
+    # the reference compares status with ===: false for an object; the other call still runs
+    odd = {
+        "kind": "toolCall",
+        "toolCall": {"status": status, "toolCallId": "x", "toolName": "t", "displayName": "T"},
+    }
+    s = started()
+    s = {**s, "activeTurn": {**s["activeTurn"], "responseParts": [odd]}}
+    s = apply(s, START, {**READY, "confirmed": "not-needed"})
+    assert s["activeTurn"]["responseParts"][-1]["toolCall"]["status"] == "running"
+    assert s["status"] & 0x1F == 8
+
+
 def test_complete_from_running_drops_live_content_without_result_content():
     s = apply(
         started(),
