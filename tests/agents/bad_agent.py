@@ -39,6 +39,8 @@ terminal_background  runs `sh -c 'sleep 1000 & echo $! > MARKER; echo bye'`, wai
                  (the background sleep still holds its output), reports it, releases it, ends the turn
 terminal_left    runs `sh -c 'echo $$ > MARKER; echo started; exec sleep 1000'` and, once it has
                  started, ends the turn, never releasing it
+terminal_slow    runs `sh -c 'sleep 2; echo finished'`, waits for its exit (sending nothing
+                 meanwhile), reports it and ends the turn
 files            reads line 3 (limit 1) of MARKER/lines.txt, writes MARKER/new/deeper/out.txt and
                  runs a terminal with outputByteLimit 0; reports all three, then ends the turn
 """
@@ -118,6 +120,7 @@ TERMINAL_COMMANDS = {  # what each terminal mode runs (MARKER: where the command
     "terminal_group": "sleep 1000 & echo $! > {}; echo started; wait",
     "terminal_background": "sleep 1000 & echo $! > {}; echo bye",
     "terminal_left": "echo $$ > {}; echo started; exec sleep 1000",
+    "terminal_slow": "sleep 2; echo finished",
 }
 PERMISSION_OPTIONS = {
     "always": [("aa", "Always allow", "allow_always"), ("ro", "Reject", "reject_once")],
@@ -166,6 +169,9 @@ def answered(what, msg: dict) -> None:
     elif isinstance(what, tuple) and what[0] == "background_exit":
         update("s1", chunk(f"exited={json.dumps(result, sort_keys=True)}"))
         ask("release", "terminal/release", {"terminalId": what[1]})
+        return
+    elif what == "create" and MODE == "terminal_slow":  # silent while the command runs
+        ask("exit", "terminal/wait_for_exit", {"terminalId": result["terminalId"]})
         return
     elif what == "create" and MODE in ("terminal_group", "terminal_left"):
         ask(("started?", result["terminalId"]), "terminal/output", {"terminalId": result["terminalId"]})
@@ -330,7 +336,14 @@ for line in sys.stdin:
             send(end_turn(mid))
         elif MODE == "early_update":
             send(end_turn(mid))
-        elif MODE in ("ask", "terminal_group", "terminal_background", "terminal_left", "files"):
+        elif MODE in (
+            "ask",
+            "terminal_group",
+            "terminal_background",
+            "terminal_left",
+            "terminal_slow",
+            "files",
+        ):
             prompt_id = mid
             request(MODE, mid)
         elif MODE == "big_chunks":

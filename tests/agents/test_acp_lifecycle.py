@@ -106,3 +106,16 @@ def test_closing_the_lab_while_a_permission_request_waits_for_a_person(tmp_path:
             assert turn.status in ("error", "cancelled")
 
     arun(go())
+
+
+def test_an_agent_waiting_for_its_command_to_exit_is_not_taken_for_a_hung_one(tmp_path: Path) -> None:
+    """The agent sends nothing for 2 s while ``terminal/wait_for_exit`` waits on its command (a test
+    suite, in real life): with a 1 s idle timeout it was killed for silence while it waited on us."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("terminal_slow"), idle_timeout=1.0) as lab:
+            turn = await lab.send("go")
+            assert turn.status == "complete", turn.error
+            assert '"exitCode": 0' in turn.text
+
+    arun(go())

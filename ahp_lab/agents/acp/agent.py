@@ -31,7 +31,8 @@ class AcpAgent:
     ACP client capabilities; both are confined to the session's working directories.
 
     Limits: ``initialize_timeout`` for ``initialize``, ``session/new`` and config changes;
-    ``idle_timeout`` of silence during a turn (time spent waiting for a person does not count);
+    ``idle_timeout`` of silence during a turn (time the agent waits on the host, for a person or
+    for a command to exit, does not count);
     ``cancel_grace`` for the agent to end a cancelled prompt; ``stderr_limit`` bytes of stderr
     in the life of a process. Breaking one is a failure: the turn ends with ``chat/error``.
     """

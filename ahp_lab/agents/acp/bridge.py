@@ -127,7 +127,9 @@ class Bridge(WorkspaceServices):
         self._answered: set = set()
         self._new_session_request: Any = None
         self._last_in = time.monotonic()
-        self._waiting_person = 0
+        # requests of the agent the host is still answering (a person deciding on a permission, a
+        # command it waits to exit): the agent is waiting on us then, and its silence does not count
+        self._waiting_on_host = 0
         self._cancel_deadline = 0.0  # when a cancelled prompt must have ended (monotonic)
         self._stderr = bytearray()
         self._stderr_total = 0
@@ -335,7 +337,7 @@ class Bridge(WorkspaceServices):
                     break
                 if idle:
                     if (
-                        self._waiting_person == 0
+                        self._waiting_on_host == 0
                         and time.monotonic() - self._last_in >= self.agent.idle_timeout
                     ):
                         self.fail(f"the agent sent nothing for {self.agent.idle_timeout:g} s during a turn")
@@ -637,7 +639,7 @@ class Bridge(WorkspaceServices):
             )
             call.status = "cancelled"
             return _selected(chosen) if chosen else cancelled
-        self._waiting_person += 1
+        self._waiting_on_host += 1
         waiting = asyncio.ensure_future(ctx.wait_tool_call(call.id, {"pending-confirmation"}))
         self._asking.add(waiting)
         try:
@@ -650,7 +652,7 @@ class Bridge(WorkspaceServices):
             call.options = None
             waiting.cancel()
             self._asking.discard(waiting)
-            self._waiting_person -= 1
+            self._waiting_on_host -= 1
             self._last_in = time.monotonic()
         status = state.get("status")
         picked = (state.get("selectedOption") or {}).get("id")

@@ -7,6 +7,7 @@ terminals, and shows each request in the turn's timeline.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from acp import RequestError
@@ -175,8 +176,15 @@ class WorkspaceServices:
         return TerminalOutputResponse(output=text, truncated=truncated, exit_status=status)
 
     async def wait_for_terminal_exit(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
-        """``terminal/wait_for_exit``."""
-        code, signal = await self._terminal(session_id, terminal_id).wait_for_exit()
+        """``terminal/wait_for_exit``: however long the command runs (a test suite), the agent waits
+        on the host meanwhile, so its silence is not taken for a hang."""
+        terminal = self._terminal(session_id, terminal_id)
+        self._waiting_on_host += 1
+        try:
+            code, signal = await terminal.wait_for_exit()
+        finally:
+            self._waiting_on_host -= 1
+            self._last_in = time.monotonic()
         return WaitForTerminalExitResponse(exit_code=code, signal=signal)
 
     async def kill_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
