@@ -438,6 +438,7 @@ class AgentSessions:
         self.opening: dict[str, asyncio.Future] = {}
         self._content: dict[str, tuple[str | bytes, str]] = {}
         self._content_bytes = 0
+        self._evicted: set[str] = set()  # content given up for newer (resourceRead says so)
         self._last_config: dict[str, dict] = {}  # provider -> the schema its last opened session had
         self._tasks: set[asyncio.Task] = set()
 
@@ -586,14 +587,25 @@ class AgentSessions:
         raw = data if isinstance(data, bytes) else data.encode("utf-8", "replace")
         uri = f"{CONTENT_SCHEME}{hashlib.sha256(raw).hexdigest()[:32]}"
         size = len(raw)
-        if uri not in self._content:
-            most = self.host.limits.max_agent_content_bytes
-            if self._content_bytes + size > most:
-                raise FileAccessDenied(
-                    f"the host keeps no more agent content for resourceRead ({most:,} bytes)"
-                )
-            self._content[uri] = (data, content_type)
-            self._content_bytes += size
+        kept = self._content.pop(uri, None)
+        if kept is not None:
+            self._content[uri] = kept  # the most recent again
+            return {"uri": uri, "sizeHint": size, "contentType": content_type}
+        most = self.host.limits.max_agent_content_bytes
+        if size > most:
+            raise FileAccessDenied(
+                f"{size:,} bytes of agent content are over what the host keeps for resourceRead ({most:,} bytes)"
+            )
+        while self._content_bytes + size > most:  # the oldest go: a long session keeps its recent diffs
+            old_uri = next(iter(self._content))
+            old_data, _ = self._content.pop(old_uri)
+            self._content_bytes -= len(
+                old_data if isinstance(old_data, bytes) else old_data.encode("utf-8", "replace")
+            )
+            self._evicted.add(old_uri)
+        self._evicted.discard(uri)
+        self._content[uri] = (data, content_type)
+        self._content_bytes += size
         return {"uri": uri, "sizeHint": size, "contentType": content_type}
 
     methods = frozenset({"resourceRead"})
@@ -608,6 +620,12 @@ class AgentSessions:
             raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"method {method} is not supported by this host")
         found = self._content.get(uri)
         if found is None:
+            if uri in self._evicted:
+                raise RpcError(
+                    ErrorCode.NOT_FOUND,
+                    f"{uri} is no longer kept: the host keeps the most recent "
+                    f"{self.host.limits.max_agent_content_bytes:,} bytes of agent content",
+                )
             raise RpcError(ErrorCode.NOT_FOUND, f"{uri} is not content this host keeps")
         data, content_type = found
         if isinstance(data, bytes) or params.get("encoding") == "base64":

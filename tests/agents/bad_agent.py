@@ -41,6 +41,8 @@ terminal_left    runs `sh -c 'echo $$ > MARKER; echo started; exec sleep 1000'` 
                  started, ends the turn, never releasing it
 terminal_slow    runs `sh -c 'sleep 2; echo finished'`, waits for its exit (sending nothing
                  meanwhile), reports it and ends the turn
+diffs            shows three new files (MARKER/f0.txt ..., 40,000 characters each) as diffs of
+                 three completed tool calls, then ends the turn
 files            reads line 3 (limit 1) of MARKER/lines.txt, writes MARKER/new/deeper/out.txt and
                  runs a terminal with outputByteLimit 0; reports all three, then ends the turn
 """
@@ -335,6 +337,17 @@ for line in sys.stdin:
             update("s1", chunk("\ude00 done"))
             send(end_turn(mid))
         elif MODE == "early_update":
+            send(end_turn(mid))
+        elif MODE == "diffs":
+            for k in range(3):
+                diff = {
+                    "type": "diff",
+                    "path": os.path.join(MARKER, f"f{k}.txt"),
+                    "oldText": None,
+                    "newText": f"{k}" * 40000,
+                }
+                call = {"sessionUpdate": "tool_call", "toolCallId": f"d{k}", "title": f"Write f{k}.txt"}
+                update("s1", {**call, "kind": "edit", "status": "completed", "content": [diff]})
             send(end_turn(mid))
         elif MODE in (
             "ask",

@@ -24,12 +24,14 @@ def arun(coro):
 
 @contextlib.asynccontextmanager
 async def acp_lab(workdir: Path, command: list[str] | None = None, **options) -> AsyncIterator[Lab]:
-    """A Lab whose agent is an ACP subprocess working in ``workdir``; stopped on exit."""
+    """A Lab whose agent is an ACP subprocess working in ``workdir``; stopped on exit. ``limits``
+    goes to the lab, every other option to :class:`AcpAgent`."""
     options.setdefault("idle_timeout", 20.0)
     options.setdefault("initialize_timeout", 20.0)
     options.setdefault("env", SECRET_ENV)
+    lab_options = {"limits": options.pop("limits")} if "limits" in options else {}
     agent = AcpAgent(command or [sys.executable, str(EXAMPLE_AGENT)], cwd=workdir, **options)
-    lab = await Lab.open(agent=agent, working_directories=[workdir])
+    lab = await Lab.open(agent=agent, working_directories=[workdir], **lab_options)
     try:
         yield lab
     finally:

@@ -338,3 +338,29 @@ def test_usage_refusal_and_slash_commands(tmp_path: Path) -> None:
 async def _frame(lab, label: str, timeout: float = 20):
     """The first frame with that label (the frame log wakes the waiter when one arrives)."""
     return await lab.agent.frames.wait_for(lambda f: f.label == label, timeout=timeout)
+
+
+def test_diffs_past_the_content_budget_keep_their_calls_and_the_newest_sides(tmp_path: Path) -> None:
+    """The host keeps the most recent ``max_agent_content_bytes`` of diff sides: a long session's
+    later diffs kept failing (the whole tool call vanished from the chat) once the budget was
+    spent; now the oldest sides go, and reading one says so."""
+
+    async def go() -> None:
+        async with acp_lab(
+            tmp_path, bad_agent("diffs", str(tmp_path)), limits={"max_agent_content_bytes": 100_000}
+        ) as lab:
+            turn = await lab.send("go")
+            assert turn.status == "complete"
+            calls = [
+                p["toolCall"] for p in lab.chat_state["turns"][-1]["responseParts"] if p["kind"] == "toolCall"
+            ]
+            assert [c["toolCallId"] for c in calls] == ["d0", "d1", "d2"]
+            assert all(c["status"] == "completed" for c in calls)
+            edits = [next(i for i in c["content"] if i["type"] == "fileEdit") for c in calls]
+            client = lab.client
+            newest = await client.request("resourceRead", {"uri": edits[2]["after"]["content"]["uri"]})
+            assert newest["data"] == "2" * 40000
+            with pytest.raises(Exception, match="no longer kept"):
+                await client.request("resourceRead", {"uri": edits[0]["after"]["content"]["uri"]})
+
+    arun(go())

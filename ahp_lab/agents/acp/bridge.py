@@ -594,6 +594,10 @@ class Bridge(WorkspaceServices):
             except ProtocolViolation as exc:
                 self.fail(str(exc))
                 return
+            except Exception as exc:  # the SDK would only log it: the update would vanish unseen
+                log.exception("ACP agent %s: mapping %s failed", self.agent.name, kind)
+                self.fail(f"the host could not show the agent's {kind} ({type(exc).__name__}: {exc})")
+                return
             for action in actions:
                 self.emit(action)
 

@@ -36,11 +36,14 @@ PromptResponse.usage          ``chat/usage``
 from __future__ import annotations
 
 import base64
+import contextlib
 import difflib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from ..base import FileAccessDenied
 
 __all__ = [
     "SESSION_UPDATES",
@@ -302,20 +305,23 @@ def _chunk_text(content: dict, resolver: Resolver) -> str | dict:
         label = label.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
         target = str(content.get("uri")).replace("<", "%3C").replace(">", "%3E")
         return f"[{label}](<{target}>)"
-    if kind in ("image", "audio") and isinstance(content.get("data"), str):
-        ref = resolver.put_content(
-            content["data"], str(content.get("mimeType") or "application/octet-stream"), True
-        )
-        return {"kind": "contentRef", **ref}
-    if kind == "resource":
-        res = content.get("resource") or {}
-        if isinstance(res.get("text"), str):
-            return res["text"]
-        if isinstance(res.get("blob"), str):
-            return {
-                "kind": "contentRef",
-                **resolver.put_content(res["blob"], str(res.get("mimeType") or ""), True),
-            }
+    try:
+        if kind in ("image", "audio") and isinstance(content.get("data"), str):
+            ref = resolver.put_content(
+                content["data"], str(content.get("mimeType") or "application/octet-stream"), True
+            )
+            return {"kind": "contentRef", **ref}
+        if kind == "resource":
+            res = content.get("resource") or {}
+            if isinstance(res.get("text"), str):
+                return res["text"]
+            if isinstance(res.get("blob"), str):
+                return {
+                    "kind": "contentRef",
+                    **resolver.put_content(res["blob"], str(res.get("mimeType") or ""), True),
+                }
+    except FileAccessDenied as exc:  # too large to keep: said in place of the content
+        return f"[{kind} content not kept: {exc}]"
     return f"[{kind} content]"
 
 
@@ -455,7 +461,10 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
                     ),
                 }
             )
-            out.append({"type": "fileEdit", **file_edit(item, resolver)})
+            try:
+                out.append({"type": "fileEdit", **file_edit(item, resolver)})
+            except FileAccessDenied as exc:  # the diff above stays; its sides are not kept
+                out.append({"type": "text", "text": f"[the file's sides are not kept: {exc}]"})
         elif kind == "terminal":
             terminal = resolver.terminal(str(item.get("terminalId")))
             if terminal is None:
@@ -660,7 +669,9 @@ def confirmation(turn: TurnMap, call: ToolCall, options: list[dict], resolver: R
         "editable": False,
     }
     if diffs:
-        extra["edits"] = {"items": [file_edit(d, resolver) for d in diffs]}
+        # the diffs are in the confirmation's text: when their sides cannot be kept, that is all
+        with contextlib.suppress(FileAccessDenied):
+            extra["edits"] = {"items": [file_edit(d, resolver) for d in diffs]}
     return _ready(turn, call, **extra)
 
 
