@@ -41,6 +41,8 @@ terminal_left    runs `sh -c 'echo $$ > MARKER; echo started; exec sleep 1000'` 
                  started, ends the turn, never releasing it
 terminal_slow    runs `sh -c 'sleep 2; echo finished'`, waits for its exit (sending nothing
                  meanwhile), reports it and ends the turn
+late_update      first prompt: starts tool call bg-9 and ends the turn with it running; second
+                 prompt: completes bg-9 (too late), says "done" and ends the turn
 diffs            shows three new files (MARKER/f0.txt ..., 40,000 characters each) as diffs of
                  three completed tool calls, then ends the turn
 files            reads line 3 (limit 1) of MARKER/lines.txt, writes MARKER/new/deeper/out.txt and
@@ -337,6 +339,17 @@ for line in sys.stdin:
             update("s1", chunk("\ude00 done"))
             send(end_turn(mid))
         elif MODE == "early_update":
+            send(end_turn(mid))
+        elif MODE == "late_update":
+            asked.append(mid)  # counts the prompts
+            call = {"sessionUpdate": "tool_call", "toolCallId": "bg-9", "title": "Watch the build"}
+            if len(asked) == 1:
+                update("s1", {**call, "status": "in_progress"})
+            else:
+                update(
+                    "s1", {"sessionUpdate": "tool_call_update", "toolCallId": "bg-9", "status": "completed"}
+                )
+                update("s1", chunk("done"))
             send(end_turn(mid))
         elif MODE == "diffs":
             for k in range(3):

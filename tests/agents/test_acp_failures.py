@@ -209,3 +209,21 @@ def test_a_change_of_two_options_leaves_host_and_agent_agreeing(tmp_path: Path) 
             assert json.loads(turn.text.removeprefix("working... ")) == {"fast": True, "verbosity": "terse"}
 
     arun(go())
+
+
+def test_a_late_update_of_a_call_from_an_ended_turn_is_ignored_not_a_violation(tmp_path: Path) -> None:
+    """ACP tool-call ids are unique in a session: an update of a call the agent announced in a turn
+    that has ended comes too late to show, but the call was announced. It killed the agent, saying
+    it never was; an id never announced still is a violation (the unknown_call mode)."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("late_update")) as lab:
+            first = await lab.send("first")
+            assert first.status == "complete"
+            [call] = [p["toolCall"] for p in first.parts if p["kind"] == "toolCall"]
+            assert call["status"] == "cancelled"  # the turn's end closed it
+            second = await lab.send("second")
+            assert second.status == "complete" and "done" in second.text
+            assert not [p for p in second.parts if p["kind"] == "toolCall"]
+
+    arun(go())

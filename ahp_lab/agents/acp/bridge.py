@@ -62,6 +62,8 @@ _TURN: contextvars.ContextVar[TurnMap | None] = contextvars.ContextVar("acp_turn
 MAX_PERMISSION_OPTIONS = 16
 #: ``session/update`` kept while ``session/new`` is not answered yet (applied after it).
 MAX_EARLY_UPDATES = 64
+#: How many tool-call ids of ended turns are remembered, so that a late update of one is ignored.
+MAX_ENDED_CALLS = 10_000
 
 
 class AgentFailure(Exception):
@@ -140,6 +142,9 @@ class Bridge(WorkspaceServices):
         self._stopping = False
         self._life = asyncio.Lock()  # one start or stop at a time
         self.generation = 0  # which process this is (each start makes a new one)
+        # ids of this process's tool calls in turns that ended (the most recent MAX_ENDED_CALLS):
+        # an update for one of them comes too late to show, and is no violation
+        self._ended_calls: dict[str, None] = {}
         self.config_lock = asyncio.Lock()  # config changes reach the agent before a later prompt
         self.resolver = Resolver(self._put_content, self.terminals.get, self._path_uri)
 
@@ -162,6 +167,7 @@ class Bridge(WorkspaceServices):
         self._early, self._new_session_request = [], None
         self._failed = asyncio.Event()
         self._answered.clear()
+        self._ended_calls.clear()  # a new process numbers its calls afresh
         self._stderr.clear()
         self._stderr_total = 0
         self._stack = contextlib.AsyncExitStack()
@@ -449,7 +455,7 @@ class Bridge(WorkspaceServices):
         """Run one ``session/prompt`` for the AHP turn ``ctx``; returns the ``PromptResponse``."""
         async with self.config_lock:
             pass  # a config change a client made before this turn reaches the agent first
-        self.turn, self.turn_ctx = TurnMap(ctx.turn_id), ctx
+        self.turn, self.turn_ctx = TurnMap(ctx.turn_id, ended_calls=self._ended_calls), ctx
         self._last_in = time.monotonic()
         blocks = mapping.prompt_blocks(ctx.message, self.capabilities.get("promptCapabilities") or {})
         token = _CAUSE.set(self._seq(ctx.chat, "chat/turnStarted", turnId=ctx.turn_id))
@@ -471,6 +477,10 @@ class Bridge(WorkspaceServices):
                 self.emit(action)
 
     def end_turn(self) -> None:
+        if self.turn is not None:
+            self._ended_calls.update(dict.fromkeys(self.turn.calls))
+            while len(self._ended_calls) > MAX_ENDED_CALLS:
+                del self._ended_calls[next(iter(self._ended_calls))]
         self.turn, self.turn_ctx = None, None
 
     def cancel(self, chat: str, turn_id: str) -> None:

@@ -39,7 +39,7 @@ import base64
 import contextlib
 import difflib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,6 +124,7 @@ class TurnMap:
     parts: int = 0
     held: str = ""  # the first half of a surrogate pair that ended the last text chunk
     usage_meta: dict = field(default_factory=dict)  # what chat/usage keeps in _meta.acp
+    ended_calls: Container[str] = ()  # ids of the agent's calls in turns that ended
 
     def new_id(self, prefix: str) -> str:
         self.parts += 1
@@ -608,6 +609,8 @@ def on_tool_call_update(turn: TurnMap, update: dict, resolver: Resolver) -> list
     """``tool_call_update`` → ready / content changed / complete, as the merged fields say."""
     call = turn.calls.get(str(update.get("toolCallId")))
     if call is None:
+        if str(update.get("toolCallId")) in turn.ended_calls:
+            return []  # a call of a turn that ended (and closed it): too late to show
         raise ProtocolViolation(
             f"the agent updated tool call {update.get('toolCallId')!r}, which it never announced"
         )
