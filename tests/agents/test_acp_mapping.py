@@ -256,3 +256,29 @@ def test_content_that_arrives_while_a_person_decides_refreshes_the_confirmation(
     assert refresh["type"] == "chat/toolCallReady" and "confirmed" not in refresh  # T4: still pending
     assert "It rewrites config.yaml" in refresh["confirmationTitle"]["markdown"]
     assert [o["id"] for o in refresh["options"]] == ["ok"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.text(alphabet=st.sampled_from("ab\U0001f600é\n")), min_size=1, max_size=5), st.integers(2, 9)
+)
+def test_a_chunk_longer_than_a_delta_is_split_without_losing_or_cutting_a_character(chunks, most):
+    """An agent's megabytes in one chunk go as several deltas, each within every limit (one 40 MB
+    delta was over max_message_bytes and max_string_chars), never between a character's halves."""
+    saved, mapping.MAX_DELTA_CHARS = mapping.MAX_DELTA_CHARS, most
+    try:
+        turn = TurnMap("t")
+        units = [c.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass") for c in chunks]
+        deltas = []
+        for text in units:
+            update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+            deltas += [
+                a["content"]
+                for a in mapping.on_message_chunk(turn, update, None)
+                if a["type"] == "chat/delta"
+            ]
+        assert "".join(deltas) == "".join(units)
+        assert all(0 < len(d) <= most for d in deltas)
+        assert not any("\ud800" <= d[-1] <= "\udbff" for d in deltas)
+    finally:
+        mapping.MAX_DELTA_CHARS = saved

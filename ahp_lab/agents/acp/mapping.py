@@ -330,6 +330,11 @@ def _chunk_text(content: dict, resolver: Resolver) -> str | dict:
 _STREAM_ACTIONS = {"markdown": "chat/delta", "reasoning": "chat/reasoning"}
 
 
+#: The most characters one ``chat/delta`` carries: an agent's chunk longer than this (megabytes of
+#: text in one message) is split, so that no action is over a client's message or string limits.
+MAX_DELTA_CHARS = 1 << 18
+
+
 def _stream(turn: TurnMap, part_kind: str, update: dict, resolver: Resolver) -> list[dict]:
     text = _chunk_text(update.get("content") or {}, resolver)
     if isinstance(text, dict):  # binary content: its own part, and the text run ends
@@ -363,15 +368,20 @@ def _stream(turn: TurnMap, part_kind: str, update: dict, resolver: Resolver) -> 
     text, turn.held = turn.held + text, ""
     if text and "\ud800" <= text[-1] <= "\udbff":
         text, turn.held = text[:-1], text[-1]
-    if text:
+    start = 0
+    while start < len(text):  # a huge chunk goes as several deltas, each within every limit
+        end = start + MAX_DELTA_CHARS
+        if end < len(text) and "\ud800" <= text[end - 1] <= "\udbff":
+            end -= 1  # never between the halves of a character
         out.append(
             {
                 "type": _STREAM_ACTIONS[part_kind],
                 "turnId": turn.turn_id,
                 "partId": turn.text_part[1],
-                "content": text,
+                "content": text[start:end],
             }
         )
+        start = end
     return out
 
 
