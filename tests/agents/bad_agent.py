@@ -261,6 +261,15 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": mid, "result": result})
         new_id = mid
     elif method == "session/set_config_option":
+        if msg["params"]["configId"] == "verbosity" and msg["params"]["value"] not in offered_levels:
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": mid,
+                    "error": {"code": -32602, "message": f"no verbosity {msg['params']['value']}"},
+                }
+            )
+            continue
         if (
             msg["params"]["configId"] == "fast"
             and msg["params"]["value"]

@@ -142,3 +142,26 @@ def test_legacy_mode_updates_are_ignored_beside_a_mode_option(tmp_path: Path) ->
             assert lab.session_state["config"]["values"]["mode"] == "careful"
 
     arun(go())
+
+
+def test_a_restart_restores_every_value_the_fresh_process_takes_and_shows_what_it_refused(
+    tmp_path: Path,
+) -> None:
+    """The old process offered "verbose" later; the fresh one does not, and refuses it. Restoring
+    stopped at that refusal (fast was never sent) and the session kept showing "verbose": now each
+    value is restored on its own and the session says what the agent runs with."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("options")) as lab:
+            await lab.adispatch({"type": "session/configChanged", "config": {"fast": True}})
+            await lab.wait_for(lab.session, lambda s: s["config"]["values"]["fast"] is True or None)
+            assert (await lab.send("offer")).status == "complete"
+            assert lab.session_state["config"]["values"]["verbosity"] == "verbose"
+            await lab.restart_agent()
+            values = lab.session_state["config"]["values"]
+            assert (values["verbosity"], values["fast"]) == ("normal", True)
+            turn = await lab.send("go")
+            assert turn.status == "complete", turn.error
+            assert json.loads(turn.text.removeprefix("working... ")) == {"fast": True, "verbosity": "normal"}
+
+    arun(go())

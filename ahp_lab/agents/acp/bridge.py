@@ -267,13 +267,34 @@ class Bridge(WorkspaceServices):
         """Stop, start afresh and restore the session's config values (those that differ) onto it."""
         async with self._life:
             await self._stop()
-            fresh = (await self._start() or {}).get("values") or {}
+            config = await self._start() or {}
+        fresh = config.get("values") or {}
+        offered = {
+            key: prop.get("enum") or ()
+            for key, prop in ((config.get("schema") or {}).get("properties") or {}).items()
+        }
         restore = {
             key: value
             for key, value in self.ctx.config_values().items()
             if key in self.routes and value is not None and fresh.get(key) != value
         }
-        await self.set_configs(restore)
+        refused = {}
+        keys = list(restore)
+        for n, key in enumerate(keys):  # each on its own: one the fresh process refuses (a choice
+            try:  # only the old process offered) does not keep the others from it
+                await self.set_config(key, restore[key], pending=keys[n + 1 :])
+            except RequestError as exc:
+                log.warning(
+                    "ACP agent %s: the fresh process refused %s=%r: %s",
+                    self.agent.name,
+                    key,
+                    restore[key],
+                    exc,
+                )
+                if fresh.get(key) is not None:
+                    refused[key] = fresh[key]
+        if refused:  # the session shows what the agent now runs with, not what it refused
+            self._link(self._agent_config(refused, offered))
 
     async def _drain_stderr(self, process: Any) -> None:
         """Keep the last bytes of stderr; more than the agent's budget in total is a failure."""
