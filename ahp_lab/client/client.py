@@ -534,7 +534,8 @@ class AhpClient(Contributions):
             action if rejected is None else {"type": "$rejected", "action": action, "reason": rejected},
         )
         if replica.kind == "chat" and rejected is None and action.get("type") in TOOL_ACTIONS:
-            self._scan_tool_calls(channel)
+            call = action.get("toolCallId") if action["type"].startswith("chat/toolCall") else None
+            self._scan_tool_calls(channel, call if type(call) is str else None)
 
     # -- dispatching ----------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..protocol import ProtocolError
+from ..reducers.chat import tool_call_parts
 from ..tools import Tool, ToolContext, failure_result, run_tool_call
 from ..transport import RpcError
 
@@ -214,11 +215,20 @@ class Contributions:
                     return session
         return None
 
-    def _scan_tool_calls(self, chat: str) -> None:
+    def _scan_tool_calls(self, chat: str, tool_call_id: str | None = None) -> None:
+        """Run this client's calls that are running and decline those it has no tool for; cancel an
+        execution whose call left ``running``. With ``tool_call_id`` (an action changed that call
+        only), only that call is looked at: a long turn is not read again for each action."""
         state = self.confirmed(chat) or {}
         active = state.get("activeTurn") or {}
         live: set[str] = set()
-        for part in active.get("responseParts") or ():
+        if tool_call_id is None:
+            parts = active.get("responseParts") or ()
+            stale = [key for key in self.executions if key.startswith(f"{chat}#")]
+        else:
+            parts = tool_call_parts(active, tool_call_id) if isinstance(active, dict) else []
+            stale = [key for key in (f"{chat}#{tool_call_id}",) if key in self.executions]
+        for part in parts:
             if part.get("kind") != "toolCall":
                 continue
             tc = part.get("toolCall") or {}
@@ -235,8 +245,9 @@ class Contributions:
                     task.add_done_callback(lambda _t, k=key: self.executions.pop(k, None))
             elif status == "pending-confirmation" and tc.get("toolName") not in self.tool_names:
                 self._decline(chat, active.get("id"), tc)
-        for key, task in list(self.executions.items()):
-            if key.startswith(f"{chat}#") and key not in live:
+        for key in stale:
+            task = self.executions.get(key)
+            if task is not None and key not in live:
                 task.cancel()  # the call left `running` without us (turn ended, host failed it)
 
     def _decline(self, chat: str, turn_id: str, tc: dict) -> None:

@@ -610,3 +610,58 @@ def test_tool_names_clashing_with_server_tools_are_prefixed():
         assert turn.tool_calls[0].result_text == "client"
 
     arun(main())
+
+
+def test_a_call_the_host_ends_stops_the_client_function_in_a_long_turn():
+    """The client looks only at the call an action changed (a turn of 3,000 calls was re-read for
+    each action): a call the host fails while the function runs, after twenty others in the same
+    turn, still stops that function."""
+
+    async def main():
+        lab = await Lab.open()
+        started, cancelled = asyncio.Event(), asyncio.Event()
+
+        @lab.tool
+        def quick() -> str:
+            return "ok"
+
+        @lab.tool
+        async def long_job(*, ctx) -> str:
+            started.set()
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+            return "done"
+
+        script = [*(call("quick") for _ in range(20)), call("long_job"), ask(text_question("next", "Next?"))]
+        task = lab.start("go", script=script)
+        await asyncio.wait_for(started.wait(), 10)
+        active = lab.chat_state["activeTurn"]
+        [running] = [
+            p["toolCall"]
+            for p in active["responseParts"]
+            if p["kind"] == "toolCall" and p["toolCall"]["status"] == "running"
+        ]
+        failed = {
+            "success": False,
+            "pastTenseMessage": "stopped",
+            "error": {"message": "the host stopped it"},
+        }
+        lab.host.dispatch(
+            lab.chat,
+            {
+                "type": "chat/toolCallComplete",
+                "turnId": active["id"],
+                "toolCallId": running["toolCallId"],
+                "result": failed,
+            },
+        )
+        await asyncio.wait_for(cancelled.wait(), 5)
+        assert lab.chat_state.get("activeTurn")  # stopped by the call's end, not the turn's
+        await lab.cancel()
+        turn = await asyncio.wait_for(task, 10)
+        assert len(turn.tool_calls) == 21
+
+    arun(main())
