@@ -149,7 +149,7 @@ def test_readme_opens_with_the_screenshot_and_keeps_two_quick_start_commands():
     quick = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
     commands = re.findall(r"```bash\n(.*?)```", quick, re.DOTALL)
     assert [c.strip() for c in commands] == [
-        "pip install -e . && jupyter lab --allow-root notebooks/00-tour.ipynb",
+        "pip install -e . && jupyter lab --allow-root --ServerApp.root_dir=. notebooks/00-tour.ipynb",
         "bash scripts/test.sh",
     ]
 

@@ -80,6 +80,11 @@ class LabBase:
 
 
 EXPORT_FOLDER = "ahp-fixtures"  # where the inspector's export button writes, next to the notebook
+#: Written beside exported pytest files: inside a project whose pytest options need plugins (this
+#: repository's need nbval), ``pytest ahp-fixtures/test_x.py`` runs with these instead.
+_EXPORT_PYTEST_INI = (
+    "# written by ahp_lab's export: these tests need nothing but pytest and ahp_lab\n[pytest]\n"
+)
 
 
 def _unused(path: Path) -> Path:
@@ -178,6 +183,9 @@ class LabSource:
         path = _unused(out / (f"test_{stem}.py" if pytest else f"{stem}.json"))
         if pytest:
             picked.to_pytest(path, description=description, channel=channel)
+            ini = out / "pytest.ini"
+            if not ini.exists():  # `pytest FILE` reads this, not the options of a project above it
+                ini.write_text(_EXPORT_PYTEST_INI, encoding="utf-8")
         else:
             picked.to_fixture(path, description=description, channel=channel)
         return {

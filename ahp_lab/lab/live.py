@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -538,7 +539,22 @@ class Lab(Sending, Answering, LabBase):
         Binds 127.0.0.1 unless ``host=`` names another interface (then pass ``ssl=``). Options:
         ``token``, ``allowed_origins``, ``ssl``, ``max_frame_bytes``, ``max_send_buffer_bytes``.
         The token is in the URL returned here, shown once: keep it out of shared outputs.
+
+        In a notebook the kernel's event loop serves clients between cells. A plain script has no
+        loop running between its calls, so the server would answer no one while the script waits:
+        there, use ``await lab.aserve()`` inside ``asyncio.run`` and keep that coroutine running,
+        or ``ahp-lab serve``. This method warns when it is called outside a running loop.
         """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            warnings.warn(
+                "lab.serve() outside a running event loop (a plain script): the server answers only "
+                "while this script is inside a call of the lab; use `await lab.aserve()` in asyncio, "
+                "or `ahp-lab serve`",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         return run_sync(self.aserve(port, **options))
 
     async def aserve(self, port: int = 0, **options: Any) -> str:

@@ -89,6 +89,11 @@ def test_the_selected_range_exports_as_a_fixture_and_a_pytest_file(tmp_path, mon
         holder["file"] = await main()
 
     _run(go)
+    # inside a project whose pytest options need a plugin (this repository's need nbval), the
+    # command the export suggests still runs: the folder carries its own pytest.ini
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\naddopts = "--an-option-of-a-plugin-not-installed"\n'
+    )
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(holder["file"])],
         cwd=tmp_path,

@@ -272,3 +272,15 @@ def test_a_host_flooding_large_drafts_cannot_grow_an_attached_labs_log_without_b
     finally:
         proc.terminate()
         proc.communicate(timeout=30)
+
+
+def test_serve_in_a_plain_script_warns_that_nothing_serves_between_calls():
+    """Outside a running loop the server answers only while the script is inside a lab call: a
+    user's script slept after serve() and every client timed out, with no word from the lab."""
+    lab = Lab()
+    try:
+        with pytest.warns(RuntimeWarning, match="outside a running event loop.*ahp-lab serve"):
+            url = lab.serve()
+        assert url.startswith("ws://127.0.0.1:")
+    finally:
+        lab.close()
