@@ -498,13 +498,14 @@ class Connection:
         return result
 
     def _cmd_fetchTurns(self, params: dict) -> dict:
-        """Load every turn before the cursor (all of them without one) into the chat, as one
-        ``chat/turnsLoaded`` without a cursor.
+        """Load every turn before the cursor (all of them without one) into this client's state,
+        as ``chat/turnsLoaded`` without a cursor, sent to this connection only (in pages within
+        ``max_message_bytes``).
 
-        The host keeps every turn of a chat, so its state, which every subscriber shares, never
-        has older turns to page in: a cursor in that action would land in every subscriber's
-        state and in later full snapshots, naming turns they already hold. Only a windowed
-        snapshot (``view.turns``) carries a cursor, and one fetch completes its window.
+        The host keeps every turn of a chat, so its state and a full subscriber's never have older
+        turns to page in: a cursor in that action would land in their states and in later full
+        snapshots, naming turns they already hold. Only a windowed snapshot (``view.turns``)
+        carries a cursor, and one fetch completes its window.
         """
         chat = params["channel"]
         state = self.host.store.state(chat)
@@ -519,7 +520,7 @@ class Connection:
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"unknown cursor {cursor!r:.80}")
             end = ids.index(cursor[7:])
         # delivered before the response, as the spec requires
-        self.host.page_in(chat, end)
+        self.host.page_in(chat, end, {self})
         return {}
 
     def _cmd_completions(self, params: dict) -> dict:

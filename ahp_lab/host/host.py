@@ -161,6 +161,7 @@ class Host(SessionsAndChats):
         #: client id → the live connection that holds it (identity is bound to the connection)
         self.clients: dict[str, Connection] = {}
         self.subscribers: dict[str, set] = {}
+        self._recipients: set | None = None  # while paging history in: the connections sent it
         # objects with optional on_session_created / on_transition / run_tool hooks; the first one
         # serves the optional per-session agent hooks (open, config, restart, files, terminals)
         self.agent_sessions = AgentSessions(self)
@@ -322,33 +323,55 @@ class Host(SessionsAndChats):
         self._after(transition)
         return transition
 
-    def page_in(self, chat: str, end: int) -> None:
-        """Load the chat's first ``end`` turns into every subscriber's state (``chat/turnsLoaded``,
-        which drops the turns a client already holds); the windows they complete are forgotten."""
+    def page_in(self, chat: str, end: int, recipients: set) -> None:
+        """Load the chat's first ``end`` turns into the states of ``recipients`` (connections whose
+        window lacks them) with ``chat/turnsLoaded``, which drops the turns a client already holds.
+
+        Only they are sent it: the host's state and every full subscriber's hold those turns, and
+        a stranger's small request must not make the host send the history to everyone. Pages stay
+        within ``max_message_bytes``, newest first (each is put before the turns already held). The
+        windows they complete are forgotten.
+        """
         turns = (self.store.state(chat) or {}).get("turns") or []
-        self.dispatch(chat, {"type": "chat/turnsLoaded", "turns": turns[:end]})
-        for conn in self.subscribers.get(chat) or ():
+        budget = max(1, self.limits.max_message_bytes // 2)
+        pages: list[list] = []
+        page: list = []
+        size = 0
+        for turn in turns[:end]:
+            cost = len(dumps(turn))
+            if page and size + cost > budget:
+                pages.append(page)
+                page, size = [], 0
+            page.append(turn)
+            size += cost
+        pages.append(page)
+        self._recipients = recipients
+        try:
+            for chunk in reversed(pages):
+                self.dispatch(chat, {"type": "chat/turnsLoaded", "turns": chunk})
+        finally:
+            self._recipients = None
+        for conn in recipients:
             if chat in conn.windows and (_turn_index(turns, conn.windows[chat]) or 0) < end:
                 del conn.windows[chat]
 
     def _page_in_before_truncation(self, chat: str, action: dict) -> None:
         """A truncation to a turn that some client's windowed snapshot left out would be a no-op in
-        that client's state while it drops turns from everyone else's: page the history in first
-        (chat-channel §9, ``fetchTurns``)."""
+        that client's state while it drops turns from everyone else's: those clients are sent the
+        turns the truncation keeps first (chat-channel §9, ``fetchTurns``)."""
         if "turnId" not in action:
             return  # truncating everything needs no history
         turns = (self.store.state(chat) or {}).get("turns") or []
         named = _turn_index(turns, action["turnId"])
         if named is None:
             return  # no such turn: a no-op in every state
-        lacking = [
-            _turn_index(turns, conn.windows[chat])
-            for conn in self.subscribers.get(chat) or ()
-            if chat in conn.windows
-        ]
-        end = max((i + 1 for i in lacking if i is not None and i >= named), default=0)
-        if end:
-            self.page_in(chat, end)
+        lacking = set()
+        for conn in self.subscribers.get(chat) or ():
+            newest_missing = _turn_index(turns, conn.windows[chat]) if chat in conn.windows else None
+            if newest_missing is not None and newest_missing >= named:
+                lacking.add(conn)
+        if lacking:
+            self.page_in(chat, named + 1, lacking)
 
     def dispatch_from_client(
         self, conn: Connection, client_seq: int, channel: str, raw: Any
@@ -418,6 +441,8 @@ class Host(SessionsAndChats):
 
     def _broadcast(self, transition: Transition) -> None:
         subscribers = self.subscribers.get(transition.channel)
+        if self._recipients is not None and subscribers:  # a page of history for some clients only
+            subscribers = subscribers & self._recipients
         if not subscribers:
             return
         text = dumps(

@@ -382,6 +382,9 @@ def test_a_truncation_to_a_turn_outside_a_clients_window_pages_the_history_in_fi
             ]
         )
         assert "turnsNextCursor" not in state  # its cursor named a turn that is gone
+        # only the client that lacked the turns was sent them: a stranger's small truncation made
+        # the host send the whole history to every subscriber, and overflowed their send buffers
+        assert not [e for e in owner.actions() if e["action"]["type"] == "chat/turnsLoaded"]
         # the window is complete now: a second truncation pages nothing in
         loads = len([e for e in windowed.actions() if e["action"]["type"] == "chat/turnsLoaded"])
         host.dispatch(chat, {"type": "chat/truncated", "turnId": "t0"})
@@ -467,5 +470,39 @@ def test_commands_name_the_real_mistake():
         client.send({"jsonrpc": "2.0", "id": 7.0, "method": "ping", "params": {"channel": "ahp-root://"}})
         await settle()
         assert {"jsonrpc": "2.0", "id": 7.0, "result": None} in client.received
+
+    asyncio.run(main())
+
+
+def test_history_is_paged_in_within_the_message_limit_to_the_client_that_asked():
+    """fetchTurns over a history larger than max_message_bytes: pages within the limit, newest
+    first, to the requesting client only; its state ends with every turn in order."""
+    from ahp_lab.protocol.limits import Limits
+    from ahp_lab.reducers import reduce
+
+    async def main():
+        host = Host(limits=Limits(max_message_bytes=40_000))
+        reader, other = RawClient(host), RawClient(host)
+        for client, name in ((reader, "reader"), (other, "other")):
+            await client.initialize(name)
+        chat = await _chat_with_turns(host, reader, "ahp-session:/paged", 0)
+        for i in range(12):
+            user = {"text": f"{i} " + "x" * 5_000, "origin": {"kind": "user"}}
+            host.dispatch(
+                chat, {"type": "chat/turnStarted", "turnId": f"t{i}", "startedAt": "x", "message": user}
+            )
+            host.dispatch(chat, {"type": "chat/turnComplete", "turnId": f"t{i}"})
+        await other.call("subscribe", {"channel": chat})
+        snap = (await reader.call("subscribe", {"channel": chat, "view": {"turns": 1}}))["result"]["snapshot"]
+        cursor = snap["state"]["turnsNextCursor"]
+        assert (await reader.call("fetchTurns", {"channel": chat, "cursor": cursor}))["result"] == {}
+        pages = [e for e in reader.actions() if e["action"]["type"] == "chat/turnsLoaded"]
+        assert len(pages) > 1
+        assert all(len(json.dumps(e)) < 40_000 for e in pages)
+        state = snap["state"]
+        for envelope in pages:
+            state = reduce("chat", state, envelope["action"], 0)
+        assert [t["id"] for t in state["turns"]] == [f"t{i}" for i in range(12)]
+        assert not [e for e in other.actions() if e["action"]["type"] == "chat/turnsLoaded"]
 
     asyncio.run(main())
