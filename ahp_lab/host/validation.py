@@ -50,7 +50,7 @@ def check_answer(question: dict | None, answer: dict) -> str | None:
     if state not in ANSWER_STATES:
         return f"an answer's state is one of {', '.join(map(repr, ANSWER_STATES))}, not {state!r}"
     if state == "skipped":
-        return None
+        return "a skipped answer has no value" if "value" in answer else None
     value = answer.get("value")
     if not isinstance(value, dict):
         return f"a {state} answer needs a value"
@@ -220,6 +220,14 @@ def _check_chat(
         if request is None:
             return f"{kind}: no open input request {action.get('requestId')!r} in the active turn"
         questions = _questions(request)
+        named = (
+            [action.get("questionId")]
+            if kind == "chat/inputAnswerChanged"
+            else list(action.get("answers") or ())
+        )
+        unknown = [q for q in named if q not in questions]
+        if unknown:
+            return f"{kind}: input request {action.get('requestId')!r} has no question {unknown[0]!r}"
         if kind == "chat/inputAnswerChanged" and action.get("answer") is not None:
             reason = check_answer(questions.get(action.get("questionId")), action["answer"])
             if reason:

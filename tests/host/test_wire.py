@@ -426,6 +426,20 @@ def test_values_outside_an_actions_allowed_lists_are_refused_and_change_nothing(
             {"type": "chat/inputCompleted", "turnId": "t", "requestId": "r", "response": "maybe"},
             {"type": "chat/pendingMessageSet", "kind": "bogus", "id": "q1", "message": user},
             {"type": "chat/pendingMessageRemoved", "kind": "bogus", "id": "q1"},
+            {
+                "type": "chat/inputAnswerChanged",
+                "turnId": "t",
+                "requestId": "r",
+                "questionId": "nope",
+                "answer": {"state": "draft", "value": {"kind": "text", "value": "x"}},
+            },
+            {
+                "type": "chat/inputAnswerChanged",
+                "turnId": "t",
+                "requestId": "r",
+                "questionId": "name",
+                "answer": {"state": "skipped", "value": {"kind": "bogus"}},
+            },
         ]
         for seq, action in enumerate(bad):
             client.send(
@@ -439,8 +453,9 @@ def test_values_outside_an_actions_allowed_lists_are_refused_and_change_nothing(
         reasons = [
             e.get("rejectionReason") for e in client.actions() if e.get("origin", {}).get("clientId") == "odd"
         ]
-        assert len(reasons) == 4 and all(reasons), reasons
+        assert len(reasons) == 6 and all(reasons), reasons
         assert "'weird'" in reasons[0] and "'maybe'" in reasons[1] and "'bogus'" in reasons[2]
+        assert "no question 'nope'" in reasons[4] and "skipped answer has no value" in reasons[5]
         assert host.store.state(chat) is before
 
     asyncio.run(main())
