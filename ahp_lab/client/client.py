@@ -32,6 +32,7 @@ from ..protocol import (
 )
 from ..protocol.actions import channel_kind_of_action
 from ..protocol.jsonrpc import ErrorCode
+from ..reducers.chat import touched_tool_call
 from ..tools import Tool
 from ..transport import JsonRpcPeer, RpcError
 from ..waiting import StateWaiters, check_wait_arguments
@@ -534,8 +535,7 @@ class AhpClient(Contributions):
             action if rejected is None else {"type": "$rejected", "action": action, "reason": rejected},
         )
         if replica.kind == "chat" and rejected is None and action.get("type") in TOOL_ACTIONS:
-            call = action.get("toolCallId") if action["type"].startswith("chat/toolCall") else None
-            self._scan_tool_calls(channel, call if type(call) is str else None)
+            self._scan_tool_calls(channel, touched_tool_call(action))
 
     # -- dispatching ----------------------------------------------------------------------------
 

@@ -436,7 +436,7 @@ class AgentSessions:
         self.host = host
         self.contexts: dict[str, HostSessionContext] = {}
         self.opening: dict[str, asyncio.Future] = {}
-        self._content: dict[str, tuple[str | bytes, str]] = {}
+        self._content: dict[str, tuple[str | bytes, str, int]] = {}  # uri -> (data, type, bytes)
         self._content_bytes = 0
         self._evicted: set[str] = set()  # content given up for newer (resourceRead says so)
         self._last_config: dict[str, dict] = {}  # provider -> the schema its last opened session had
@@ -598,13 +598,10 @@ class AgentSessions:
             )
         while self._content_bytes + size > most:  # the oldest go: a long session keeps its recent diffs
             old_uri = next(iter(self._content))
-            old_data, _ = self._content.pop(old_uri)
-            self._content_bytes -= len(
-                old_data if isinstance(old_data, bytes) else old_data.encode("utf-8", "replace")
-            )
+            self._content_bytes -= self._content.pop(old_uri)[2]
             self._evicted.add(old_uri)
         self._evicted.discard(uri)
-        self._content[uri] = (data, content_type)
+        self._content[uri] = (data, content_type, size)
         self._content_bytes += size
         return {"uri": uri, "sizeHint": size, "contentType": content_type}
 
@@ -627,7 +624,7 @@ class AgentSessions:
                     f"{self.host.limits.max_agent_content_bytes:,} bytes of agent content",
                 )
             raise RpcError(ErrorCode.NOT_FOUND, f"{uri} is not content this host keeps")
-        data, content_type = found
+        data, content_type, _ = found
         if isinstance(data, bytes) or params.get("encoding") == "base64":
             raw = data if isinstance(data, bytes) else data.encode("utf-8")
             return {

@@ -22,6 +22,7 @@ from ..protocol.clock import iso_ms
 from ..protocol.jsonrpc import ErrorCode
 from ..protocol.jsonvalue import dumps, to_json
 from ..protocol.limits import Limits, clipped, truncated
+from ..reducers.chat import touched_tool_call
 from ..store import HOST, Store, Transition, wall_clock_ms
 from ..tools import CONFIRM_META, ResolvedTool, Tool, failure_result
 from ..transport import RpcError, pipe
@@ -31,7 +32,7 @@ from .agent_sessions import AgentSessions
 from .connection import NEWER_ACTIONS, ROOT, Connection
 from .redaction import Redactor
 from .roots import WorkingDirectories
-from .sessions import SessionRuntime, SessionsAndChats, _turn_index
+from .sessions import SessionRuntime, SessionsAndChats, turn_index
 from .turns import TurnRunner
 from .validation import check_client_action, normalize_client_action
 
@@ -316,7 +317,13 @@ class Host(SessionsAndChats):
         lists for the next action, must not change the state or the log behind their back (state
         is never mutated: the reducers' indexes rely on it).
         """
-        action = self.redactor.action(action)
+        return self._apply(channel, self.redactor.action(action), origin)
+
+    def _apply(self, channel: str, action: dict, origin: dict) -> Transition:
+        """Reduce an accepted action into the store and do the follow-ups (both dispatch paths).
+
+        A truncation first pages in the history it keeps for clients whose window lacks it.
+        """
         if action.get("type") == "chat/truncated" and self.store.kind_of(channel) == "chat":
             self._page_in_before_truncation(channel, action)
         transition = self.store.apply(channel, action, origin)
@@ -352,7 +359,7 @@ class Host(SessionsAndChats):
         finally:
             self._recipients = None
         for conn in recipients:
-            if chat in conn.windows and (_turn_index(turns, conn.windows[chat]) or 0) < end:
+            if chat in conn.windows and (turn_index(turns, conn.windows[chat]) or 0) < end:
                 del conn.windows[chat]
 
     def _page_in_before_truncation(self, chat: str, action: dict) -> None:
@@ -362,12 +369,12 @@ class Host(SessionsAndChats):
         if "turnId" not in action:
             return  # truncating everything needs no history
         turns = (self.store.state(chat) or {}).get("turns") or []
-        named = _turn_index(turns, action["turnId"])
+        named = turn_index(turns, action["turnId"])
         if named is None:
             return  # no such turn: a no-op in every state
         lacking = set()
         for conn in self.subscribers.get(chat) or ():
-            newest_missing = _turn_index(turns, conn.windows[chat]) if chat in conn.windows else None
+            newest_missing = turn_index(turns, conn.windows[chat]) if chat in conn.windows else None
             if newest_missing is not None and newest_missing >= named:
                 lacking.add(conn)
         if lacking:
@@ -410,10 +417,7 @@ class Host(SessionsAndChats):
             if action is not None:
                 self._after_rejection(channel, action, client_id, reason)
             return transition
-        if action["type"] == "chat/truncated" and kind == "chat":
-            self._page_in_before_truncation(channel, action)
-        transition = self.store.apply(channel, action, origin)
-        self._after(transition)
+        transition = self._apply(channel, action, origin)
         self._client_side_effects(transition, client_id)
         return transition
 
@@ -486,12 +490,9 @@ class Host(SessionsAndChats):
                     )
             if action_type in _BLOCKING_ACTIONS:
                 # a tool-call action changes that call alone: only its entry is brought in line
-                call = (
-                    transition.action.get("toolCallId") if action_type.startswith("chat/toolCall") else None
-                )
                 session_state = self.store.state(session_uri)
                 for action in mirror.input_needed_actions(
-                    chat_uri, chat, session_state, call if type(call) is str else None
+                    chat_uri, chat, session_state, touched_tool_call(transition.action)
                 ):
                     self.dispatch(session_uri, action)
 

@@ -26,6 +26,7 @@ from . import mirror
 from .agent_sessions import working_directory_paths
 from .connection import ROOT, Connection
 from .resources import file_uri
+from .validation import not_from_user
 
 log = logging.getLogger("ahp_lab.host")
 
@@ -54,7 +55,7 @@ class SessionRuntime:
     progress: tuple | None = None  # (connection, progressToken) of a createSession that asked for it
 
 
-def _turn_index(turns: Any, turn_id: Any) -> int | None:
+def turn_index(turns: Any, turn_id: Any) -> int | None:
     """The position of the completed turn ``turn_id`` among a chat's ``turns``, else ``None``."""
     return next((i for i, t in enumerate(turns) if isinstance(t, dict) and t.get("id") == turn_id), None)
 
@@ -222,7 +223,7 @@ class SessionsAndChats:
         chat = source_state.get("defaultChat")
         turns = (self.store.state(chat) or {}).get("turns") or [] if chat else []
         turn_id = fork.get("turnId")
-        index = _turn_index(turns, turn_id)
+        index = turn_index(turns, turn_id)
         if index is None:
             raise RpcError(
                 ErrorCode.INVALID_PARAMS,
@@ -295,11 +296,9 @@ class SessionsAndChats:
         if title is not None and not isinstance(title, str):
             raise RpcError(ErrorCode.INVALID_PARAMS, "createChat: field 'title' must be a string")
         initial = params.get("initialMessage")
-        if initial is not None and conn is not None and (initial.get("origin") or {}).get("kind") != "user":
-            raise RpcError(
-                ErrorCode.INVALID_PARAMS,
-                "createChat: clients may only send user messages (initialMessage.origin.kind must be 'user')",
-            )
+        forged = not_from_user("createChat", initial, "initialMessage.") if conn is not None else None
+        if forged is not None:
+            raise RpcError(ErrorCode.INVALID_PARAMS, forged)
         runtime = self.sessions[session]
         caps = self.agent_capabilities(session)
         if runtime.chats and "multipleChats" not in caps and origin is None:
@@ -349,7 +348,7 @@ class SessionsAndChats:
             raise RpcError(ErrorCode.INVALID_PARAMS, f"source chat {src} is not a chat of this session")
         src_state = self.store.state(src)
         turns = src_state.get("turns") or []
-        index = _turn_index(turns, source.get("turnId"))
+        index = turn_index(turns, source.get("turnId"))
         active = (src_state.get("activeTurn") or {}).get("id") == source.get("turnId")
         if index is None and not (kind == "sideChat" and active):
             raise RpcError(

@@ -87,6 +87,14 @@ def check_answer(question: dict | None, answer: dict) -> str | None:
     return None
 
 
+def not_from_user(where: str, message: dict | None, field: str = "") -> str | None:
+    """Why a client's ``message`` is refused (``None``: absent, or the user's): clients may only
+    send user messages. ``field`` names where the message sits (``"initialMessage."``)."""
+    if message is None or (message.get("origin") or {}).get("kind") == "user":
+        return None
+    return f"{where}: clients may only send user messages ({field}origin.kind must be 'user')"
+
+
 def _questions(request: dict) -> dict[str, dict]:
     return {q.get("id"): q for q in request.get("questions") or () if isinstance(q, dict)}
 
@@ -159,8 +167,9 @@ def _check_chat(
 ) -> str | None:
     if kind in ("chat/turnStarted", "chat/pendingMessageSet", "chat/draftChanged"):
         message = action.get("message") if kind != "chat/draftChanged" else action.get("draft")
-        if message is not None and (message.get("origin") or {}).get("kind") != "user":
-            return f"{kind}: clients may only send user messages (origin.kind must be 'user')"
+        reason = not_from_user(kind, message)
+        if reason is not None:
+            return reason
     if kind in ("chat/pendingMessageSet", "chat/pendingMessageRemoved") and action.get("kind") not in (
         "steering",
         "queued",

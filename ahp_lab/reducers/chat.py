@@ -176,6 +176,15 @@ def _part_key(part: Any) -> Any:
     return None if isinstance(part, list) else STOP
 
 
+def touched_tool_call(action: dict) -> str | None:
+    """The id of the one tool call a ``chat/toolCall*`` action changes (``None`` for other actions,
+    and for an id that is not a string): what follows that call need not read the whole turn."""
+    if not str(action.get("type")).startswith("chat/toolCall"):
+        return None
+    call = action.get("toolCallId")
+    return call if type(call) is str else None
+
+
 def tool_call_parts(active: dict, call_id: Any) -> list[dict]:
     """The tool-call parts of turn ``active`` whose call has id ``call_id``, in order: found through
     the parts' index, so a host following one call of a long turn does not read every part."""
