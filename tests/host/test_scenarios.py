@@ -337,20 +337,28 @@ def test_removing_a_client_mid_call_fails_its_running_calls():
     arun(main())
 
 
+def _long_job(lab: Lab) -> tuple[asyncio.Event, asyncio.Event]:
+    """Register client tool ``long_job``, which runs until it is cancelled; returns the events set
+    when it starts and when it is cancelled."""
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    @lab.tool
+    async def long_job(*, ctx) -> str:
+        started.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "done"
+
+    return started, cancelled
+
+
 def test_cancelling_the_turn_cancels_the_running_client_function():
     async def main():
         lab = await Lab.open()
-        started, cancelled = asyncio.Event(), asyncio.Event()
-
-        @lab.tool
-        async def long_job(*, ctx) -> str:
-            started.set()
-            try:
-                await asyncio.sleep(3600)
-            except asyncio.CancelledError:
-                cancelled.set()
-                raise
-            return "done"
+        started, cancelled = _long_job(lab)
 
         task = lab.start("go", script=[call("long_job")])
         await asyncio.wait_for(started.wait(), 5)
@@ -619,21 +627,11 @@ def test_a_call_the_host_ends_stops_the_client_function_in_a_long_turn():
 
     async def main():
         lab = await Lab.open()
-        started, cancelled = asyncio.Event(), asyncio.Event()
+        started, cancelled = _long_job(lab)
 
         @lab.tool
         def quick() -> str:
             return "ok"
-
-        @lab.tool
-        async def long_job(*, ctx) -> str:
-            started.set()
-            try:
-                await asyncio.sleep(3600)
-            except asyncio.CancelledError:
-                cancelled.set()
-                raise
-            return "done"
 
         script = [*(call("quick") for _ in range(20)), call("long_job"), ask(text_question("next", "Next?"))]
         task = lab.start("go", script=script)

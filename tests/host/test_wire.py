@@ -37,6 +37,16 @@ class RawClient:
             "initialize", {"channel": "ahp-root://", "protocolVersions": ["0.8.0"], "clientId": client_id}
         )
 
+    def dispatch(self, channel: str, client_seq: int, action: dict) -> None:
+        """``dispatchAction``, a notification: its echo comes back as an ``action``."""
+        self.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "dispatchAction",
+                "params": {"channel": channel, "clientSeq": client_seq, "action": action},
+            }
+        )
+
     def actions(self) -> list[dict]:
         return [m["params"] for m in self.received if m.get("method") == "action"]
 
@@ -87,42 +97,10 @@ def test_handshake_session_and_rejections_on_the_wire():
         # garbage in: clear errors, no crash, no state change
         before = host.store.states()
         raw.send("{not json")
-        raw.send(
-            {
-                "jsonrpc": "2.0",
-                "method": "dispatchAction",
-                "params": {
-                    "channel": uri,
-                    "clientSeq": 1,
-                    "action": {"type": "session/titleChanged", "title": 5},
-                },
-            }
-        )
-        raw.send(
-            {
-                "jsonrpc": "2.0",
-                "method": "dispatchAction",
-                "params": {"channel": uri, "clientSeq": 2, "action": {"type": "session/ready"}},
-            }
-        )
-        raw.send(
-            {
-                "jsonrpc": "2.0",
-                "method": "dispatchAction",
-                "params": {
-                    "channel": "ahp-session:/unknown",
-                    "clientSeq": 3,
-                    "action": {"type": "session/ready"},
-                },
-            }
-        )
-        raw.send(
-            {
-                "jsonrpc": "2.0",
-                "method": "dispatchAction",
-                "params": {"channel": uri, "clientSeq": 4, "action": {"type": "chat/draftChanged"}},
-            }
-        )
+        raw.dispatch(uri, 1, {"type": "session/titleChanged", "title": 5})
+        raw.dispatch(uri, 2, {"type": "session/ready"})
+        raw.dispatch("ahp-session:/unknown", 3, {"type": "session/ready"})
+        raw.dispatch(uri, 4, {"type": "chat/draftChanged"})
         await settle()
         assert any(m.get("error", {}).get("code") == ErrorCode.PARSE_ERROR for m in raw.received)
         assert host.store.states() == before
@@ -144,17 +122,7 @@ def test_handshake_session_and_rejections_on_the_wire():
         ]
 
         # an accepted dispatch is echoed with origin and a higher seq than the snapshot's
-        raw.send(
-            {
-                "jsonrpc": "2.0",
-                "method": "dispatchAction",
-                "params": {
-                    "channel": uri,
-                    "clientSeq": 5,
-                    "action": {"type": "session/titleChanged", "title": "Hi"},
-                },
-            }
-        )
+        raw.dispatch(uri, 5, {"type": "session/titleChanged", "title": "Hi"})
         await settle()
         echo = next(e for e in raw.actions() if e.get("origin", {}).get("clientSeq") == 5)
         assert "rejectionReason" not in echo and echo["serverSeq"] > sub["result"]["snapshot"]["fromSeq"]
@@ -358,17 +326,7 @@ def test_a_truncation_to_a_turn_outside_a_clients_window_pages_the_history_in_fi
             "snapshot"
         ]
         assert [t["id"] for t in snap["state"]["turns"]] == ["t3", "t4"]
-        owner.send(
-            {
-                "jsonrpc": "2.0",
-                "method": "dispatchAction",
-                "params": {
-                    "channel": chat,
-                    "clientSeq": 1,
-                    "action": {"type": "chat/truncated", "turnId": "t1"},
-                },
-            }
-        )
+        owner.dispatch(chat, 1, {"type": "chat/truncated", "turnId": "t1"})
         await settle()
         state = snap["state"]
         for envelope in windowed.actions():
@@ -442,13 +400,7 @@ def test_values_outside_an_actions_allowed_lists_are_refused_and_change_nothing(
             },
         ]
         for seq, action in enumerate(bad):
-            client.send(
-                {
-                    "jsonrpc": "2.0",
-                    "method": "dispatchAction",
-                    "params": {"channel": chat, "clientSeq": seq, "action": action},
-                }
-            )
+            client.dispatch(chat, seq, action)
         await settle()
         reasons = [
             e.get("rejectionReason") for e in client.actions() if e.get("origin", {}).get("clientId") == "odd"
