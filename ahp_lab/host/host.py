@@ -29,6 +29,7 @@ from ..transport import RpcError, pipe
 from ..waiting import StateWaiters
 from . import mirror
 from .agent_sessions import AgentSessions
+from .client_content import ClientContent
 from .connection import NEWER_ACTIONS, ROOT, Connection
 from .redaction import Redactor
 from .roots import WorkingDirectories
@@ -162,6 +163,8 @@ class Host(SessionsAndChats):
         #: client id → the live connection that holds it (identity is bound to the connection)
         self.clients: dict[str, Connection] = {}
         self.subscribers: dict[str, set] = {}
+        #: what untrusted clients have added to chats, bounded by ``limits.max_client_content_bytes``
+        self.client_content = ClientContent(self.limits.max_client_content_bytes)
         self._recipients: set | None = None  # while paging history in: the connections sent it
         # objects with optional on_session_created / on_transition / run_tool hooks; the first one
         # serves the optional per-session agent hooks (open, config, restart, files, terminals)
@@ -326,7 +329,12 @@ class Host(SessionsAndChats):
         """
         if action.get("type") == "chat/truncated" and self.store.kind_of(channel) == "chat":
             self._page_in_before_truncation(channel, action)
+        freed = 0
+        if channel in self.client_content.held:
+            freed = self.client_content.given_back(channel, self.store.state(channel), action, origin)
         transition = self.store.apply(channel, action, origin)
+        if freed and transition.accepted:
+            self.client_content.give_back(channel, freed)
         self._after(transition)
         return transition
 
@@ -411,6 +419,10 @@ class Host(SessionsAndChats):
                 limits=self.limits,
                 working_directories=self.roots.checker(conn.trusted),
             )
+        added = 0
+        if reason is None and kind == "chat" and not conn.trusted:
+            added = self.client_content.cost(action)
+            reason = self.client_content.problem(added)
         if reason is not None:
             reason = clipped(reason, self.limits.max_logged_action_chars)
             transition = self.store.reject(channel, _logged_form(raw, self.limits), origin, reason)
@@ -418,6 +430,8 @@ class Host(SessionsAndChats):
                 self._after_rejection(channel, action, client_id, reason)
             return transition
         transition = self._apply(channel, action, origin)
+        if added and transition.accepted:
+            self.client_content.add(channel, added)
         self._client_side_effects(transition, client_id)
         return transition
 

@@ -374,18 +374,23 @@ class SessionsAndChats:
         self._may_dispose(
             conn, (self.chat_creators.get(chat), self.sessions[session].creator), f"chat {chat}"
         )
+        for action in mirror.input_needed_actions(chat, {}, self.store.state(session)):
+            self.dispatch(session, action)
+        self._forget_chat(chat)
+        self.sessions[session].chats.remove(chat)
+        self.dispatch(session, {"type": "session/chatRemoved", "chat": chat})
+
+    def _forget_chat(self, chat: str) -> None:
+        """Stop the chat's turn and drop the chat with everything the host kept about it."""
         runner = self.turns.pop(chat, None)
         if runner is not None:
             runner.cancel()
-        for action in mirror.input_needed_actions(chat, {}, self.store.state(session)):
-            self.dispatch(session, action)
         self.store.remove_channel(chat)
         self.chat_session.pop(chat, None)
         self.chat_creators.pop(chat, None)
         self.stranger_chats.discard(chat)
-        self.sessions[session].chats.remove(chat)
         self.subscribers.pop(chat, None)
-        self.dispatch(session, {"type": "session/chatRemoved", "chat": chat})
+        self.client_content.forget(chat)
 
     def dispose_session(self, uri: str, conn: Connection | None = None) -> None:
         """``disposeSession``: allowed for the session's creator and the notebook (``conn=None``:
@@ -399,14 +404,7 @@ class SessionsAndChats:
             if hook is not None:
                 hook(uri)
         for chat in list(runtime.chats):
-            runner = self.turns.pop(chat, None)
-            if runner is not None:
-                runner.cancel()
-            self.store.remove_channel(chat)
-            self.chat_session.pop(chat, None)
-            self.chat_creators.pop(chat, None)
-            self.stranger_chats.discard(chat)
-            self.subscribers.pop(chat, None)
+            self._forget_chat(chat)
         self.store.remove_channel(uri)
         self.subscribers.pop(uri, None)
         del self.sessions[uri]

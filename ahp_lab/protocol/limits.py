@@ -110,6 +110,10 @@ class Limits:
     max_write_bytes: int = 8 * 1024 * 1024
     #: Content agents hand the host for ``resourceRead`` (diff sides, images), in total.
     max_agent_content_bytes: int = 64 * 1024 * 1024
+    #: What connections other than the notebook's add to chats (messages, queued messages, their
+    #: tools' deltas and results, answers), as JSON text, in total over the host's chats: past it,
+    #: such additions are refused with a reason until a truncation or a disposed chat frees room.
+    max_client_content_bytes: int = 256 * 1024 * 1024
     #: Terminals an agent may have running in one session (ACP ``terminal/create``).
     max_agent_terminals: int = 16
     #: Output kept per agent terminal (its tail), and put into the terminal channel's state.
