@@ -58,6 +58,12 @@ log = logging.getLogger("ahp_lab.transport.websocket")
 DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
 #: How far (in characters of queued messages) a client may fall behind before it is disconnected.
 DEFAULT_MAX_SEND_BUFFER_BYTES = 16 * 1024 * 1024
+#: Seconds between the host's WebSocket pings, and seconds a peer has to answer one. A peer that
+#: stops reading cannot answer (the ping waits behind what it has not read), so one large message it
+#: never takes (a snapshot) is let go after about their sum, while the send buffer's bound catches a
+#: backlog of many messages.
+DEFAULT_PING_INTERVAL_S = 20.0
+DEFAULT_PING_TIMEOUT_S = 20.0
 #: Origins accepted by default: pages served from this machine, any port, http or https.
 DEFAULT_ALLOWED_ORIGINS = ("http://localhost", "http://127.0.0.1", "http://[::1]")
 
@@ -244,7 +250,12 @@ class WebSocketTransport:
                 code, why = self.ws.close_code, self.ws.close_reason
                 limit = self.max_frame_bytes
                 sent = getattr(getattr(self.ws, "protocol", None), "close_sent", None)  # the frame it refused
-                if getattr(sent, "code", None) == 1009:
+                if getattr(sent, "code", None) == 1011 and "ping" in getattr(sent, "reason", ""):
+                    self._finish(
+                        "the peer did not answer a ping in time: it stopped reading (what it had "
+                        "not taken is dropped; it can reconnect and replay)"
+                    )
+                elif getattr(sent, "code", None) == 1009:
                     self.too_big = True
                     self._finish(
                         "the peer sent a message larger than this side's frame limit"
@@ -436,6 +447,8 @@ class WebSocketServer:
         ssl: ssl_module.SSLContext | None = None,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         max_send_buffer_bytes: int = DEFAULT_MAX_SEND_BUFFER_BYTES,
+        ping_interval: float = DEFAULT_PING_INTERVAL_S,
+        ping_timeout: float = DEFAULT_PING_TIMEOUT_S,
     ) -> None:
         if token is not None and (not isinstance(token, str) or len(token) < 16):
             raise ValueError("a token must be a string of at least 16 characters")
@@ -447,6 +460,8 @@ class WebSocketServer:
         self.ssl = ssl
         self.max_frame_bytes = max_frame_bytes
         self.max_send_buffer_bytes = max_send_buffer_bytes
+        self.ping_interval = ping_interval
+        self.ping_timeout = ping_timeout
         self.transports: set[WebSocketTransport] = set()
         self.refused: dict[int, int] = {}  # HTTP status -> count of refused upgrades
         self.accepted = 0  # upgrades that reached ``on_connection``
@@ -497,6 +512,8 @@ class WebSocketServer:
             ssl=self.ssl,
             max_size=self.max_frame_bytes,
             max_queue=_SERVER_QUEUE,
+            ping_interval=self.ping_interval,
+            ping_timeout=self.ping_timeout,
             compression=None,
             logger=_lib_log,
             server_header=None,

@@ -9,6 +9,7 @@ one is cut off with a reason and the host no longer sends to it, while the other
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from websockets.asyncio.client import connect as ws_connect
@@ -81,3 +82,49 @@ def test_a_stalled_reader_is_cut_off_and_the_others_do_not_wait():
                 await client.aclose()
 
     run(main(), timeout=300)
+
+
+def test_a_reader_that_never_takes_one_large_snapshot_is_let_go_by_the_keepalive():
+    """One snapshot larger than the socket's buffers, never read, is a single message: the send
+    buffer's bound (a backlog of several) never trips, and the host held it for as long as the
+    client stayed. The host's pings wait behind it, so the keepalive lets the client go with a
+    reason, and the snapshot with it."""
+
+    async def main():
+        async with served(ping_interval=0.5, ping_timeout=2.0) as (host, server):
+            owner = await ahp_lab.connect(server.url_with_token, client_id="owner")
+            session = await owner.create_session(title="long")
+            chat = host.store.state(session)["defaultChat"]
+            user = {"text": "x" * 500_000, "origin": {"kind": "user"}}
+            for i in range(16):  # an 8 MB chat: more than loopback's socket buffers hold
+                host.dispatch(
+                    chat, {"type": "chat/turnStarted", "turnId": f"t{i}", "startedAt": "x", "message": user}
+                )
+                host.dispatch(chat, {"type": "chat/turnComplete", "turnId": f"t{i}"})
+            stalled = await ws_connect(server.url_with_token, max_queue=1, max_size=None, ping_interval=None)
+            hello = {"protocolVersions": ["0.8.0"], "clientId": "stalled"}
+            for rid, (method, params) in enumerate(
+                [("initialize", hello), ("subscribe", {"channel": chat})], 1
+            ):
+                await stalled.send(
+                    json.dumps(
+                        {"jsonrpc": "2.0", "id": rid, "method": method, "params": {"channel": ROOT, **params}}
+                    )
+                )
+            port = str(stalled.local_address[1])
+            victim = next(t for t in server.transports if t.remote.endswith(port))
+            await victim.ws.wait_closed()  # the host's end of the socket
+            for _ in range(100):  # its reader task notices on its next turn of the loop
+                if victim.closed:
+                    break
+                await asyncio.sleep(0)
+            assert victim.peak_buffered < server.max_send_buffer_bytes  # never a backlog
+            assert "did not answer a ping" in victim.close_reason and "reconnect" in victim.close_reason
+            assert all(c.client_id != "stalled" for c in host.connections)
+            # the owner, who reads (and so answers every ping), is still served
+            await owner.settle()
+            assert any(c.client_id == "owner" for c in host.connections)
+            stalled.transport.abort()
+            await owner.aclose()
+
+    run(main(), timeout=120)
