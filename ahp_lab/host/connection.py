@@ -183,9 +183,9 @@ class Connection:
 
     # -- plumbing -------------------------------------------------------------------------------
 
-    def send_text(self, text: str) -> None:
+    def send_text(self, text: str, *, history: bool = False) -> None:
         try:
-            self.peer.send_text(text)
+            self.peer.send_text(text, history=history)
         except ConnectionError:
             self._closed()
 

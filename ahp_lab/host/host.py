@@ -468,9 +468,10 @@ class Host(SessionsAndChats):
         )
         since = NEWER_ACTIONS.get(transition.type)  # most types: None, every subscriber is sent it
         self.broadcast_chars += len(text) * len(subscribers)
+        history = self._recipients is not None
         for conn in tuple(subscribers):
             if since is None or conn.receives(transition, since):
-                conn.send_text(text)
+                conn.send_text(text, history=history)
 
     def _after(self, transition: Transition) -> None:
         """Host follow-ups of an accepted transition (mirroring, waiters, extensions)."""

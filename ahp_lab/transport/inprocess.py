@@ -37,7 +37,7 @@ class InProcessTransport:
         for text in backlog:
             receiver(text)
 
-    def send(self, text: str) -> None:
+    def send(self, text: str, *, history: bool = False) -> None:
         if self.closed or self.peer is None or self.peer.closed:
             raise ConnectionError(f"{self.name}: transport closed")
         self.bytes_sent += len(text)

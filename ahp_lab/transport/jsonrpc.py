@@ -97,7 +97,7 @@ class RpcError(Exception):
 class Transport(Protocol):
     """Carries JSON texts in order between two peers."""
 
-    def send(self, text: str) -> None: ...
+    def send(self, text: str, *, history: bool = False) -> None: ...
     def set_receiver(self, receiver: Callable[[str], None], on_close: Callable[[], None]) -> None: ...
     def close(self) -> None: ...
     async def alive(self, timeout: float) -> bool: ...
@@ -173,12 +173,18 @@ class JsonRpcPeer:
         self.transport.send(text)
         return len(text)
 
-    def send_text(self, text: str) -> None:
-        """Send an already-encoded message (used to broadcast one encoding to many peers)."""
+    def send_text(self, text: str, *, history: bool = False) -> None:
+        """Send an already-encoded message (used to broadcast one encoding to many peers).
+
+        ``history``: a page of history the peer's window lacks (``chat/turnsLoaded``), which the
+        transport may take a while to deliver and does not count as a backlog."""
         if self.closed:
             return
         self.sent += 1
-        self.transport.send(text)
+        if history:
+            self.transport.send(text, history=True)
+        else:
+            self.transport.send(text)
 
     def notify(self, method: str, params: dict | None = None) -> None:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}

@@ -205,9 +205,9 @@ class TappedTransport:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    def send(self, text: str) -> None:
+    def send(self, text: str, **options: Any) -> None:
         """Send through the wrapped transport, then record the frame."""
-        self.inner.send(text)
+        self.inner.send(text, **options)
         self.log.record("out", text, self.connection)
 
     def set_receiver(self, receiver: Callable[[str], None], on_close: Callable[[], None]) -> None:

@@ -110,6 +110,9 @@ class WebSocketTransport:
     ``max_send_buffer_bytes`` characters wait in more than one message the peer is too slow: the
     transport closes (code 1008, ``close_reason`` says why) and reports the close to its owner
     immediately. (One message larger than that is a frame, bounded by the receiver's frame limit.)
+    Pages of history the peer's window lacks (``send(text, history=True)``) do not count: a
+    history larger than the buffer takes the socket a while, and is no sign of a stalled peer (one
+    that stops reading is let go by the keepalive, its pings waiting behind what it did not read).
     """
 
     def __init__(
@@ -134,6 +137,8 @@ class WebSocketTransport:
         self.peak_buffered = 0
         self._queue: deque[str] = deque()
         self._buffered = 0
+        # history pages still queued, as (start, end) offsets in the stream of queued characters
+        self._history: deque[tuple[int, int]] = deque()
         self._receiver: Callable[[str], None] | None = None
         self._on_close: Callable[[], None] | None = None
         self._backlog: list[str] = []
@@ -159,19 +164,33 @@ class WebSocketTransport:
         for text in backlog:
             receiver(text)
 
-    def send(self, text: str) -> None:
-        """Queue one message (one text frame); raises ``ConnectionError`` once closed."""
+    def send(self, text: str, *, history: bool = False) -> None:
+        """Queue one message (one text frame); raises ``ConnectionError`` once closed.
+
+        ``history``: a page of history the peer asked for or lacks, not counted as a backlog."""
         if self.closed:
             raise ConnectionError(f"{self.name}: the WebSocket is closed")
+        if history:
+            start = self.bytes_out + self._buffered
+            self._history.append((start, start + len(text)))
         self._queue.append(text)
         self._idle.clear()
         self._buffered += len(text)
         if self._buffered > self.peak_buffered:
             self.peak_buffered = self._buffered
-        if self._buffered > self.max_send_buffer_bytes and len(self._queue) > 1:
+        if self._buffered > self.max_send_buffer_bytes and len(self._queue) > 1 and self._backlog_over():
             self._overflow()  # a backlog, not one large message: the peer has stopped reading
             return
         self._wakeup.set()
+
+    def _backlog_over(self) -> bool:
+        """Whether what is queued, history pages aside, is over the send buffer's bound."""
+        history = self._history
+        sent = self.bytes_out
+        while history and history[0][1] <= sent:
+            history.popleft()
+        pages = sum(end - max(start, sent) for start, end in history)
+        return self._buffered - pages > self.max_send_buffer_bytes
 
     def close(self, code: int = CLOSE_NORMAL, reason: str = "") -> None:
         """Close the socket (the queued messages are sent first when the peer keeps reading)."""

@@ -128,3 +128,44 @@ def test_a_reader_that_never_takes_one_large_snapshot_is_let_go_by_the_keepalive
             await owner.aclose()
 
     run(main(), timeout=120)
+
+
+def test_a_reading_client_is_sent_a_history_larger_than_its_send_buffer():
+    """``fetchTurns`` pages in every older turn at once, in pages within max_message_bytes. Those
+    pages queued together used to count as a backlog: a windowed client that fetched a history
+    larger than its send buffer was cut off as 'not reading' while it was reading. History pages
+    are not a backlog; the client receives them all, in order, and stays."""
+    from ahp_lab.host import Host
+    from ahp_lab.reducers import reduce
+
+    from .conftest import RawPeer
+
+    async def main():
+        host = Host(limits={"max_message_bytes": 200_000})
+        async with served(host, max_send_buffer_bytes=BUFFER) as (host, server):
+            owner = await ahp_lab.connect(server.url_with_token, client_id="owner")
+            session = await owner.create_session(title="long")
+            chat = host.store.state(session)["defaultChat"]
+            user = {"text": "h" * 40_000, "origin": {"kind": "user"}}
+            for i in range(60):  # 2.4 MB of history: about five send buffers
+                host.dispatch(
+                    chat, {"type": "chat/turnStarted", "turnId": f"t{i}", "startedAt": "x", "message": user}
+                )
+                host.dispatch(chat, {"type": "chat/turnComplete", "turnId": f"t{i}"})
+            reader = await RawPeer.open(server.url_with_token, max_size=None)
+            await reader.initialize("reader")
+            answer = await reader.call("subscribe", {"channel": chat, "view": {"turns": 1}})
+            state = answer["result"]["snapshot"]["state"]
+            assert [t["id"] for t in state["turns"]] == ["t59"]
+            answer = await reader.call("fetchTurns", {"channel": chat, "cursor": state["turnsNextCursor"]})
+            assert answer.get("result") == {}, answer
+            pages = [e for e in reader.actions(chat) if e["action"]["type"] == "chat/turnsLoaded"]
+            assert len(pages) > 10  # many pages, each within the message limit
+            for envelope in reader.actions(chat):
+                state = reduce("chat", state, envelope["action"], 0)
+            assert [t["id"] for t in state["turns"]] == [f"t{i}" for i in range(60)]
+            assert not reader.closed and any(c.client_id == "reader" for c in host.connections)
+            await reader.close()
+            await owner.aclose()
+
+    run(main(), timeout=120)
