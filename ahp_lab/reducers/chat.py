@@ -23,7 +23,7 @@ from ..protocol.names import (
     COMPLETED,
     STREAMING,
 )
-from ..protocol.text import Text, append_text
+from ..protocol.text import TAIL_MAX, Text, append_text
 from ..protocol.vector import (
     NO_KEY,
     PLAIN_MAX,
@@ -58,6 +58,8 @@ ACTIVITY_MASK = 0x1F
 _FINISHED = (COMPLETED, CANCELLED)
 
 # -- status ------------------------------------------------------------------------------------
+
+_new = object.__new__
 
 
 def blocks_user(part: Any) -> bool:
@@ -266,12 +268,33 @@ def _append_to_part(kind: str):
                 turn_id = active["id"]
                 part_id = part["id"]
                 current = part["content"]
+                more = action["content"]
                 hit = (
                     type(parts) is list
                     and part["kind"] == kind
                     and part_id == action["partId"]
                     and turn_id == action["turnId"]
                 )
+                if hit and type(current) is Text and type(more) is str and type(part_id) is str:
+                    # Text.append, written out for an append that fits the tail (most deltas of a
+                    # long part): the call was 6-7% of the action (timed on delta@content=1000000)
+                    tail = current._tail + more
+                    if len(tail) <= TAIL_MAX and more and type(turn_id) is str:
+                        text = _new(Text)
+                        text._head = current._head
+                        text._tail = tail
+                        new_part = part.copy()
+                        new_part["content"] = text
+                        if len(parts) == 1:  # the turn's one part (a plain answer)
+                            new_parts = [new_part]
+                        else:
+                            new_parts = parts.copy()
+                            new_parts[0] = new_part
+                        turn = active.copy()
+                        turn["responseParts"] = new_parts
+                        out = state.copy()
+                        out["activeTurn"] = turn
+                        return out
             except (KeyError, TypeError, IndexError):
                 pass
         more = action.get("content") if hit else None
