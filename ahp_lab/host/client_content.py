@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..protocol.jsonvalue import dumps
-from .sessions import turn_index
+from .validation import turn_index
 
 #: Client chat actions that add content to a chat's state (rather than replace one value).
 ADDS = frozenset(

@@ -34,7 +34,7 @@ from ..protocol.actions import ACTION_SINCE
 from ..protocol.jsonrpc import ErrorCode
 from ..protocol.jsonvalue import to_json
 from ..protocol.limits import MAX_SAFE_INTEGER, check_json, valid_client_seq
-from ..protocol.messages import COMMANDS, HOST_TO_CLIENT_COMMANDS
+from ..protocol.messages import COMMANDS, HOST_TO_CLIENT_COMMANDS, ROOT_CHANNEL
 from ..transport import JsonRpcPeer, RpcError
 from ..transport.jsonrpc import RequestBudget
 
@@ -42,7 +42,7 @@ log = logging.getLogger("ahp_lab.host")
 
 __all__ = ["Connection", "IMPLEMENTATION", "ROOT", "NOT_INITIALIZED"]
 
-ROOT = "ahp-root://"
+ROOT = ROOT_CHANNEL
 #: ``serverInfo`` in the ``initialize`` result: the snapshot of the protocol implemented, honestly.
 IMPLEMENTATION = {
     "name": "ahp_lab",
@@ -171,7 +171,7 @@ class Connection:
     def receives(self, transition: Any, since: tuple[int, ...]) -> bool:
         """Whether this client is sent ``transition``, of an action type introduced in ``since``:
         not when it negotiated an older version, unless it is the echo of its own dispatch, which
-        its pending list waits for. (``reconnect`` negotiates nothing: a replay is this version's.)"""
+        its pending list waits for. (``reconnect`` keeps the version of the client's ``initialize``.)"""
         negotiated = _version(self.protocol_version or PROTOCOL_VERSION)
         return negotiated >= since or transition.origin.get("clientId") == self.client_id
 
@@ -233,14 +233,17 @@ class Connection:
         client_id = self.client_id
         if client_id is None:
             return
-        sessions = [s for s in self.subscriptions if s in self.host.sessions]
+        # every session it is an active client of, subscribed or not (activeClientSet and
+        # createSession's activeClient need no subscription)
+        sessions = [s for s in self.host.sessions if self.host.is_active_client(s, client_id)]
         grace = self.host.client_grace_s
 
         def expire() -> None:
-            if self.host.connection_of(client_id) is not None:
-                return  # the client came back (reconnect or a new initialize)
+            back = self.host.connection_of(client_id)
             for session in sessions:
-                if session in self.host.sessions:
+                # a client that came back keeps the sessions it subscribed to again (a reconnect
+                # drops the others itself); one that did not come back leaves them all
+                if session in self.host.sessions and (back is None or session not in back.subscriptions):
                     self.host.remove_client(session, client_id, "disconnected")
 
         try:
@@ -394,6 +397,9 @@ class Connection:
 
         def finish() -> dict:
             self.protocol_version = version
+            self.host.versions[params["clientId"]] = version  # for its reconnects, which negotiate nothing
+            if len(self.host.versions) > 4096:  # strangers may use any number of ids: keep the newest
+                del self.host.versions[next(iter(self.host.versions))]
             self.capabilities = capabilities if isinstance(capabilities, dict) else {}
             snapshots = []
             for channel in params.get("initialSubscriptions") or ():
@@ -412,19 +418,23 @@ class Connection:
         return self._claim(params["clientId"], lambda: self._replay(params))
 
     def _replay(self, params: dict) -> dict:
-        self.protocol_version = self.protocol_version or PROTOCOL_VERSION
+        # the version this client negotiated when it initialized (reconnect negotiates nothing)
+        self.protocol_version = self.protocol_version or self.host.versions.get(
+            self.client_id, PROTOCOL_VERSION
+        )
         last = params["lastSeenServerSeq"]
         wanted = list(dict.fromkeys(params.get("subscriptions") or ()))
         store = self.host.store
         live = [c for c in wanted if store.has_channel(c)][: self.limits.max_subscriptions]
         missing = [c for c in wanted if c not in live]  # disposed, unknown, or over the limit
         for session in list(self.host.sessions):
-            if session not in wanted:
-                state = store.state(session) or {}
-                if any(c.get("clientId") == self.client_id for c in state.get("activeClients") or ()):
-                    self.host.remove_client(session, self.client_id, "reconnected without the session")
+            if session not in wanted and self.host.is_active_client(session, self.client_id):
+                self.host.remove_client(session, self.client_id, "reconnected without the session")
         for channel in live:
             self._add_subscription(channel)
+            turns = (store.state(channel) or {}).get("turns") if store.kind_of(channel) == "chat" else None
+            if turns:  # its state may be a window (view.turns): a truncation pages history in first
+                self.windows[channel] = turns[-1].get("id")
         if (
             last > store.last_seq
             or store.last_seq - last > REPLAY_LIMIT
@@ -439,7 +449,14 @@ class Connection:
             return {"type": "snapshot", "snapshots": snapshots, "missing": missing}
         chosen = set(live)
         start = max(last + 1, store.first_seq)
-        actions = [t.envelope() for t in store.transitions[start:] if t.channel in chosen]
+        paged = self.host.paged_seqs  # history sent to the clients that lacked it, not to this one
+        actions = [
+            t.envelope()
+            for t in store.transitions[start:]
+            if t.channel in chosen
+            and t.seq not in paged
+            and ((since := NEWER_ACTIONS.get(t.type)) is None or self.receives(t, since))
+        ]
         return {"type": "replay", "actions": actions, "missing": missing}
 
     # -- channel commands -----------------------------------------------------------------------

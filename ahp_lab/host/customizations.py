@@ -40,6 +40,7 @@ from urllib.parse import quote
 from ..protocol.customizations import CHILD_TYPES, effective_enabled
 from ..protocol.jsonvalue import dumps, to_json
 from ..protocol.limits import Limits
+from ..protocol.messages import ROOT_CHANNEL
 from .plugin_documents import FrontmatterError, split_frontmatter
 from .plugin_resolver import (
     MANIFEST_LOCATIONS,
@@ -537,7 +538,9 @@ class CustomizationManager:
         max_files = self.limits.max_folder_files
 
         async def call(method: str, uri: str) -> Any:
-            return await conn.peer.request(method, {"uri": uri}, timeout=_CLIENT_TIMEOUT)
+            return await conn.peer.request(
+                method, {"channel": ROOT_CHANNEL, "uri": uri}, timeout=_CLIENT_TIMEOUT
+            )
 
         while pending:
             rel, depth = pending.pop(0)

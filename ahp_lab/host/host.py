@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -33,9 +32,9 @@ from .client_content import ClientContent
 from .connection import NEWER_ACTIONS, ROOT, Connection
 from .redaction import Redactor
 from .roots import WorkingDirectories
-from .sessions import SessionRuntime, SessionsAndChats, turn_index
+from .sessions import SessionRuntime, SessionsAndChats
 from .turns import TurnRunner
-from .validation import check_client_action, normalize_client_action
+from .validation import check_client_action, fixed_chat_attachments, normalize_client_action, turn_index
 
 log = logging.getLogger("ahp_lab.host")
 
@@ -88,28 +87,6 @@ def _logged_form(raw: Any, limits: Limits) -> dict:
     if isinstance(short, dict) and isinstance(short.get("type"), str) and len(short["type"]) <= 100:
         return short
     return {"type": "(invalid action)", "value": short}
-
-
-_SEMVER = re.compile(r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)")
-#: ``0.MINOR`` line -> the lowest patch this host speaks on it: an older patch (0.5.0) lacks
-#: actions the line's supported versions send (0.5.1's), a later one only adds to them.
-_LINES: dict[tuple[str, str], int] = {}
-for _v in SUPPORTED_VERSIONS:
-    _major, _minor, _patch = _v.split(".")
-    _LINES[(_major, _minor)] = min(int(_patch), _LINES.get((_major, _minor), int(_patch)))
-
-
-def _honoured(version: Any) -> bool:
-    """A version this host can speak: a supported one, or a later patch on a supported ``0.MINOR`` line."""
-    if not isinstance(version, str) or len(version) > 32:
-        return False
-    if version in SUPPORTED_VERSIONS:
-        return True
-    match = _SEMVER.fullmatch(version)
-    if match is None or match.group(1) != "0":
-        return False
-    lowest = _LINES.get((match.group(1), match.group(2)))
-    return lowest is not None and int(match.group(3)) >= lowest
 
 
 class Host(SessionsAndChats):
@@ -165,6 +142,10 @@ class Host(SessionsAndChats):
         self.subscribers: dict[str, set] = {}
         #: what untrusted clients have added to chats, bounded by ``limits.max_client_content_bytes``
         self.client_content = ClientContent(self.limits.max_client_content_bytes)
+        #: client id -> the protocol version it negotiated (a reconnect keeps it)
+        self.versions: dict[str, str] = {}
+        #: seqs of the history pages sent to some connections only: a reconnect's replay skips them
+        self.paged_seqs: set[int] = set()
         self._recipients: set | None = None  # while paging history in: the connections sent it
         # objects with optional on_session_created / on_transition / run_tool hooks; the first one
         # serves the optional per-session agent hooks (open, config, restart, files, terminals)
@@ -363,9 +344,13 @@ class Host(SessionsAndChats):
         self._recipients = recipients
         try:
             for chunk in reversed(pages):
-                self.dispatch(chat, {"type": "chat/turnsLoaded", "turns": chunk})
+                transition = self.dispatch(chat, {"type": "chat/turnsLoaded", "turns": chunk})
+                self.paged_seqs.add(transition.seq)
         finally:
             self._recipients = None
+        first = self.store.first_seq
+        if len(self.paged_seqs) > 1024 and min(self.paged_seqs) < first:  # the log dropped them
+            self.paged_seqs = {seq for seq in self.paged_seqs if seq >= first}
         for conn in recipients:
             if chat in conn.windows and (turn_index(turns, conn.windows[chat]) or 0) < end:
                 del conn.windows[chat]
@@ -419,6 +404,10 @@ class Host(SessionsAndChats):
                 limits=self.limits,
                 working_directories=self.roots.checker(conn.trusted),
             )
+        if reason is None and action["type"] in ("chat/turnStarted", "chat/pendingMessageSet"):
+            message, reason = fixed_chat_attachments(action["type"], action.get("message"), self.chat_state)
+            if reason is None and message is not action.get("message"):
+                action = {**action, "message": message}
         added = 0
         if reason is None and kind == "chat" and not conn.trusted:
             added = self.client_content.cost(action)
@@ -654,14 +643,12 @@ class Host(SessionsAndChats):
             del self.clients[conn.client_id]
 
     def negotiate(self, offered: list) -> str:
-        """The most preferred entry of ``offered`` this host can honour (or -32005).
-
-        A version is honoured when it is one of :data:`SUPPORTED_VERSIONS` or a later patch of the
-        same ``0.MINOR`` line (additive changes only; an earlier patch may lack actions this host
-        sends); the offered string is returned exactly as given.
+        """The most preferred entry of ``offered`` that is one of :data:`SUPPORTED_VERSIONS` (or
+        -32005). Only versions this host implements: a later patch (0.8.1) may have changed what
+        the snapshot does, and an earlier one (0.5.0) lacks actions the host sends.
         """
         for version in offered:
-            if _honoured(version):
+            if isinstance(version, str) and version in SUPPORTED_VERSIONS:
                 return version
         shown = ", ".join(repr(v)[:40] for v in offered[:10]) or "no version"
         raise RpcError(

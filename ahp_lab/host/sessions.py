@@ -26,7 +26,7 @@ from . import mirror
 from .agent_sessions import working_directory_paths
 from .connection import ROOT, Connection
 from .resources import file_uri
-from .validation import not_from_user
+from .validation import fixed_chat_attachments, not_from_user, turn_index
 
 log = logging.getLogger("ahp_lab.host")
 
@@ -53,11 +53,6 @@ class SessionRuntime:
     summary_inputs: tuple = ()  # what ``summary`` was computed from (see ``_summary_inputs``)
     fork: dict | None = None  # a forked session's first chat: {"turns": [...], "origin": {...}}
     progress: tuple | None = None  # (connection, progressToken) of a createSession that asked for it
-
-
-def turn_index(turns: Any, turn_id: Any) -> int | None:
-    """The position of the completed turn ``turn_id`` among a chat's ``turns``, else ``None``."""
-    return next((i for i, t in enumerate(turns) if isinstance(t, dict) and t.get("id") == turn_id), None)
 
 
 class SessionsAndChats:
@@ -296,9 +291,11 @@ class SessionsAndChats:
         if title is not None and not isinstance(title, str):
             raise RpcError(ErrorCode.INVALID_PARAMS, "createChat: field 'title' must be a string")
         initial = params.get("initialMessage")
-        forged = not_from_user("createChat", initial, "initialMessage.") if conn is not None else None
-        if forged is not None:
-            raise RpcError(ErrorCode.INVALID_PARAMS, forged)
+        refused = not_from_user("createChat", initial, "initialMessage.") if conn is not None else None
+        if refused is None:
+            initial, refused = fixed_chat_attachments("createChat: initialMessage", initial, self.chat_state)
+        if refused is not None:
+            raise RpcError(ErrorCode.INVALID_PARAMS, refused)
         runtime = self.sessions[session]
         caps = self.agent_capabilities(session)
         if runtime.chats and "multipleChats" not in caps and origin is None:
@@ -367,6 +364,10 @@ class SessionsAndChats:
                 state["workingDirectories"] = src_state["workingDirectories"]
         return state
 
+    def chat_state(self, uri: str) -> dict | None:
+        """The state of chat ``uri``, or ``None`` when the host has no such chat."""
+        return self.store.state(uri) if self.store.kind_of(uri) == "chat" else None
+
     def dispose_chat(self, chat: str, conn: Connection | None = None) -> None:
         session = self.chat_session.get(chat)
         if session is None:
@@ -417,12 +418,16 @@ class SessionsAndChats:
 
     # -- active clients -------------------------------------------------------------------------
 
+    def is_active_client(self, session: str, client_id: str) -> bool:
+        """Whether ``client_id`` is in the session's ``activeClients``."""
+        state = self.store.state(session) or {}
+        return any(c.get("clientId") == client_id for c in state.get("activeClients") or ())
+
     def remove_client(self, session: str, client_id: str, why: str = "left the session") -> None:
         """Remove an active client the way the spec says (§5.2): entry, plugins, in-flight calls."""
-        state = self.store.state(session)
-        if state is None:
+        if self.store.state(session) is None:
             return
-        if any(c.get("clientId") == client_id for c in state.get("activeClients") or ()):
+        if self.is_active_client(session, client_id):
             self.dispatch(session, {"type": "session/activeClientRemoved", "clientId": client_id})
         self._client_left(session, client_id, why)
 

@@ -87,6 +87,48 @@ def check_answer(question: dict | None, answer: dict) -> str | None:
     return None
 
 
+def turn_index(turns: Any, turn_id: Any) -> int | None:
+    """The position of the completed turn ``turn_id`` among a chat's ``turns``, else ``None``."""
+    return next((i for i, t in enumerate(turns) if isinstance(t, dict) and t.get("id") == turn_id), None)
+
+
+def fixed_chat_attachments(
+    where: str, message: Any, chat_state: Callable[[str], dict | None]
+) -> tuple[Any, str | None]:
+    """A client's message with its chat attachments checked and their ends fixed (chat-channel
+    §1), or the reason it is refused: the chat must exist (``chat_state`` returns its state, or
+    ``None`` for no chat); an ``endTurn`` must name a completed turn the chat still has; without
+    one, the end is fixed at the chat's newest completed turn now (none: an empty transcript)."""
+    attachments = message.get("attachments") if isinstance(message, dict) else None
+    if not isinstance(attachments, list):
+        return message, None
+    fixed, changed = [], False
+    for n, attachment in enumerate(attachments):
+        if isinstance(attachment, dict) and attachment.get("type") == "chat":
+            uri = attachment.get("resource")
+            state = chat_state(uri) if isinstance(uri, str) else None
+            if state is None:
+                return message, f"{where}: attachment {n} names no chat the host has ({uri!r:.100})"
+            turns = state.get("turns") or []
+            end = attachment.get("endTurn")
+            if end is None:
+                if turns:
+                    attachment, changed = {**attachment, "endTurn": turns[-1].get("id")}, True
+            elif turn_index(turns, end) is None:
+                active = state.get("activeTurn")
+                still = isinstance(active, dict) and active.get("id") == end
+                return message, (
+                    f"{where}: attachment {n} ends at turn {end!r:.100} of {uri}, which "
+                    + (
+                        "is still in progress"
+                        if still
+                        else "the chat does not have (unknown, or no longer kept)"
+                    )
+                )
+        fixed.append(attachment)
+    return ({**message, "attachments": fixed} if changed else message), None
+
+
 def not_from_user(where: str, message: dict | None, field: str = "") -> str | None:
     """Why a client's ``message`` is refused (``None``: absent, or the user's): clients may only
     send user messages. ``field`` names where the message sits (``"initialMessage."``)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .conftest import arun, open_lab
+from .conftest import arun, joined, open_lab, publish
 
 TEXT = 300_000  # characters in each of the stranger's messages
 
@@ -76,5 +76,21 @@ def test_a_strangers_turns_cannot_grow_the_hosts_state_past_its_bound(connect_st
             answer = await mallory.call("disposeChat", {"channel": side})
             assert "error" not in answer
             assert lab.host.client_content.total == before
+
+    arun(main())
+
+
+def test_the_hosts_requests_to_a_client_name_the_root_channel(connect_stranger):
+    """Every request's params carry ``channel`` (overview §2), the host's to a client too: reading
+    a client's plugin sent ``resourceList``/``resourceRead`` with the URI alone."""
+
+    async def main():
+        async with open_lab() as lab:
+            skill = "---\ndescription: Hi\n---\nSay hi.\n"
+            s = await joined(connect_stranger, lab, "pub")
+            await publish(s, "pub", "kit", {"skills/hi/SKILL.md": skill})
+            requests = lambda: [m for m in s.received if m.get("method") in ("resourceList", "resourceRead")]  # noqa: E731
+            await s.wait(lambda: any(m["method"] == "resourceRead" for m in requests()))
+            assert requests() and all(m["params"]["channel"] == "ahp-root://" for m in requests())
 
     arun(main())

@@ -64,7 +64,7 @@ def test_version_negotiation_honours_the_most_preferred_version_it_can_speak(con
         async with open_lab() as lab:
             cases = [
                 (["9.9.9", "0.7.0", "0.8.0"], "0.7.0"),  # client preference order wins
-                (["0.8.3"], "0.8.3"),  # a patch of a supported line is caret-compatible
+                (["0.8.3", "0.8.0"], "0.8.0"),  # a patch it does not implement is passed over
                 ("0.6.0", "0.6.0"),  # one version, not even in a list
                 (["1.0.0", "0.5.1"], "0.5.1"),
             ]
@@ -74,7 +74,7 @@ def test_version_negotiation_honours_the_most_preferred_version_it_can_speak(con
                     "initialize", {"channel": ROOT, "clientId": f"v{n}", "protocolVersions": offered}
                 )
                 assert answer["result"]["protocolVersion"] == chosen, offered
-            for offered in (["9.9.9"], ["0.9.0", "0.4.0"], ["0.8"], [], ["08.0.0"]):
+            for offered in (["9.9.9"], ["0.9.0", "0.4.0"], ["0.8"], [], ["08.0.0"], ["0.8.3"]):
                 s = await connect_stranger(lab, "bad")
                 answer = await s.call(
                     "initialize", {"channel": ROOT, "clientId": "bad", "protocolVersions": offered}
