@@ -1,15 +1,21 @@
-"""What clients other than the notebook have put into chats, bounded in total.
+"""What clients other than the notebook have put into the host's state, bounded in total.
 
-A chat's turns are the one part of the host's state a client can grow without end: every
-``chat/turnStarted`` adds a message of up to ``max_message_bytes``, and the bound on the log does
-not shrink state (a stranger took the host to 1.3 GB in 60 turns). So the host counts the JSON
-size of what untrusted connections *add* to chats (messages started or queued, deltas and results
-of their tools, answers to input requests), gives it back when that content leaves the state (a
-truncation drops turns, a client replaces or removes a pending message, the chat is disposed),
-and refuses an addition past ``limits.max_client_content_bytes`` with a reason.
+The log's bound does not shrink state, and what a client dispatches stays there: a turn's message,
+its answers, its tools' results and ``_meta``, pending messages, its ``activeClient`` entry with
+its tools (a stranger took the host to 1.3 GB in 60 turns, then to 1.5 GB through input drafts).
+So the host counts the JSON size of every accepted action of an untrusted connection, in the
+*slot* of state it fills:
 
-Replacing actions (a draft, a title, a model) are not counted: each is one value per chat, bounded
-by ``max_message_bytes``. What the agent or the notebook writes is not counted either.
+* a value the action replaces (a draft, a title, a pending message, one answer, one tool call's
+  content or result, a client's ``activeClient`` entry) counts once, at its latest size;
+* what an action appends (a tool call's streamed input) adds up;
+* a slot inside a turn belongs to that turn, so a truncation gives back exactly what was counted
+  for the turns (and the active turn) it drops, and a fork is charged again for the turns it copies;
+* a removal gives its slot back (a client's removed pending message, a removed active client or
+  working directory), and so does a disposed chat or session.
+
+Past ``limits.max_client_content_bytes`` in total, an action that would add is refused with a
+reason. What the agent or the notebook writes is not counted.
 """
 
 from __future__ import annotations
@@ -19,104 +25,143 @@ from typing import Any
 from ..protocol.jsonvalue import dumps
 from .validation import turn_index
 
-#: Client chat actions that add content to a chat's state (rather than replace one value).
-ADDS = frozenset(
+#: Actions that only take something out of state (their slots are given back, not counted).
+_REMOVALS = frozenset(
     {
-        "chat/turnStarted",
-        "chat/pendingMessageSet",
-        "chat/toolCallDelta",
-        "chat/toolCallComplete",
-        "chat/inputCompleted",
+        "chat/truncated",
+        "chat/pendingMessageRemoved",
+        "chat/workingDirectoryRemoved",
+        "session/activeClientRemoved",
+        "session/workingDirectoryRemoved",
+        "session/customizationRemoved",
     }
 )
+_TOOL_CALL = "chat/toolCall"
 
 
-def _id(entry: Any) -> Any:
-    return entry.get("id") if isinstance(entry, dict) else None
+def slot(action: dict) -> tuple[tuple, bool]:
+    """The slot of state an accepted client action fills, and whether it appends to it (else it
+    replaces what the slot held)."""
+    kind = action.get("type")
+    turn = action.get("turnId")
+    if kind == "chat/turnStarted":
+        return ("turn", turn, "message"), False
+    if kind == "chat/toolCallDelta":
+        return ("turn", turn, "tool", action.get("toolCallId"), "input"), True
+    if kind.startswith(_TOOL_CALL):
+        return ("turn", turn, "tool", action.get("toolCallId"), kind), False
+    if kind == "chat/inputAnswerChanged":
+        return ("turn", turn, "input", action.get("requestId"), action.get("questionId")), False
+    if kind == "chat/inputCompleted":
+        return ("turn", turn, "input", action.get("requestId")), False
+    if kind == "chat/pendingMessageSet":
+        pending = "steering" if action.get("kind") == "steering" else action.get("id")
+        return ("pending", pending), False
+    if kind == "session/activeClientSet":
+        return ("client", (action.get("activeClient") or {}).get("clientId")), False
+    if kind in ("chat/workingDirectorySet", "session/workingDirectorySet"):
+        return ("directory", action.get("uri")), False
+    if turn is not None:
+        return ("turn", turn, kind), False
+    return ("field", kind), False
 
 
 class ClientContent:
-    """Bytes of JSON untrusted clients have added to each chat and that are still held."""
+    """Bytes of JSON untrusted clients have put into each channel's state, by slot."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        #: chat URI -> bytes counted for it
-        self.held: dict[str, int] = {}
+        #: channel URI -> slot -> bytes counted for it
+        self.held: dict[str, dict[tuple, int]] = {}
+        self.total = 0
 
-    @property
-    def total(self) -> int:
-        return sum(self.held.values())
+    def cost(self, channel: str, action: dict) -> int:
+        """How much an accepted client action would add to the total (0 for a removal)."""
+        if action.get("type") in _REMOVALS:
+            return 0
+        key, appends = slot(action)
+        size = len(dumps(action))
+        if appends:
+            return size
+        return max(0, size - self.held.get(channel, {}).get(key, 0))
 
-    def cost(self, action: dict) -> int:
-        """What an accepted client action would add (0 for actions that add no content)."""
-        kind = action.get("type")
-        if kind == "chat/pendingMessageSet":  # what a replacement or removal gives back
-            return len(dumps(action.get("message")))
-        return len(dumps(action)) if kind in ADDS else 0
-
-    def problem(self, size: int) -> str | None:
-        """Why an addition of ``size`` bytes is refused, or ``None``."""
-        total = self.total
-        if not size or total + size <= self.limit:
+    def problem(self, added: int) -> str | None:
+        """Why an action that adds ``added`` bytes is refused, or ``None``."""
+        if added <= 0 or self.total + added <= self.limit:
             return None
         return (
-            f"clients have put {total:,} bytes into this host's chats and this action's {size:,} "
-            f"would go over the limit of {self.limit:,} bytes (max_client_content_bytes): "
-            "truncate or dispose of a chat to make room"
+            f"clients have put {self.total:,} bytes into this host's state and this action would add "
+            f"{added:,}, over the limit of {self.limit:,} bytes (max_client_content_bytes): "
+            "remove something first (truncate a chat, dispose of a chat or session)"
         )
 
-    def add(self, chat: str, size: int) -> None:
-        self.held[chat] = self.held.get(chat, 0) + size
+    def count(self, channel: str, action: dict) -> None:
+        """Count an accepted client action in its slot."""
+        if action.get("type") in _REMOVALS:
+            return
+        key, appends = slot(action)
+        size = len(dumps(action))
+        slots = self.held.setdefault(channel, {})
+        before = slots.get(key, 0)
+        slots[key] = before + size if appends else size
+        self.total += slots[key] - before
 
-    def given_back(self, chat: str, state: Any, action: dict, origin: dict) -> int:
-        """Bytes counted for ``chat`` that ``action`` would take out of its state (measured before
-        it is applied; 0 when nothing counted is there). A truncation gives back what it drops; a
-        client's replacement or removal of a pending message gives back that message (the host's
-        own removal, when it starts a queued message as a turn, moves it into the turn instead)."""
-        held = self.held.get(chat)
-        if not held or not isinstance(state, dict):
-            return 0
+    def before_apply(self, channel: str, state: Any, action: dict, origin: dict) -> list[tuple]:
+        """The slots ``action`` (of any origin) will empty, read from the state before it: those of
+        the turns a truncation drops and of the active turn, a client's removed pending message,
+        a removed active client or working directory."""
+        slots = self.held.get(channel)
+        if not slots or not isinstance(state, dict):
+            return []
         kind = action.get("type")
         if kind == "chat/truncated":
             turns = state.get("turns") or []
-            if "turnId" in action:
-                index = turn_index(turns, action["turnId"])
-                if index is None:
-                    return 0
-                dropped = turns[index + 1 :]
-            else:
-                dropped = turns
-            size = 0
-            for turn in dropped:
-                size += len(dumps(turn))
-                if size >= held:
-                    return held
-            return size
-        if (
-            kind in ("chat/pendingMessageSet", "chat/pendingMessageRemoved")
-            and origin.get("kind") == "client"
-        ):
-            if action.get("kind") == "steering":
-                entry = state.get("steeringMessage")
-                if kind == "chat/pendingMessageRemoved" and _id(entry) != action.get("id"):
-                    entry = None
-            else:
-                queued = state.get("queuedMessages")
-                entry = (
-                    next((m for m in queued if _id(m) == action.get("id")), None)
-                    if isinstance(queued, list)
-                    else None
-                )
-            return min(held, len(dumps(entry.get("message")))) if entry else 0
-        return 0
+            index = turn_index(turns, action["turnId"]) if "turnId" in action else -1
+            if index is None:
+                return []  # no such turn: a no-op
+            dropped = {t.get("id") for t in turns[index + 1 :] if isinstance(t, dict)}
+            active = state.get("activeTurn")
+            if isinstance(active, dict):
+                dropped.add(active.get("id"))
+            return [k for k in slots if k[0] == "turn" and k[1] in dropped]
+        if kind == "chat/pendingMessageRemoved":
+            if origin.get("kind") != "client":
+                return []  # the host starts the queued message as a turn: it moves (see moved)
+            pending = "steering" if action.get("kind") == "steering" else action.get("id")
+            return [("pending", pending)]
+        if kind == "session/activeClientRemoved":
+            return [("client", action.get("clientId"))]
+        if kind in ("chat/workingDirectoryRemoved", "session/workingDirectoryRemoved"):
+            return [("directory", action.get("uri"))]
+        return []
 
-    def give_back(self, chat: str, size: int) -> None:
-        left = self.held.get(chat, 0) - size
-        if left > 0:
-            self.held[chat] = left
-        else:
-            self.held.pop(chat, None)
+    def give_back(self, channel: str, keys: list[tuple]) -> None:
+        slots = self.held.get(channel)
+        if not slots:
+            return
+        for key in keys:
+            self.total -= slots.pop(key, 0)
+        if not slots:
+            del self.held[channel]
 
-    def forget(self, chat: str) -> None:
-        """The chat is disposed: what it held is gone."""
-        self.held.pop(chat, None)
+    def moved(self, chat: str, queued_id: Any, turn_id: Any) -> None:
+        """A queued message the host started as a turn: its count belongs to that turn now."""
+        slots = self.held.get(chat)
+        if slots and ("pending", queued_id) in slots:
+            slots[("turn", turn_id, "message")] = slots.pop(("pending", queued_id))
+
+    def copied(self, source: str, chat: str, turns: Any) -> None:
+        """A fork copied ``turns`` of ``source`` into ``chat``: charged again (the copy keeps them
+        when the source lets go of them)."""
+        slots = self.held.get(source)
+        if not slots:
+            return
+        ids = {t.get("id") for t in turns if isinstance(t, dict)}
+        copy = {k: v for k, v in slots.items() if k[0] == "turn" and k[1] in ids}
+        if copy:
+            self.held.setdefault(chat, {}).update(copy)
+            self.total += sum(copy.values())
+
+    def forget(self, channel: str) -> None:
+        """The channel is disposed: what it held is gone."""
+        self.total -= sum(self.held.pop(channel, {}).values())

@@ -402,7 +402,7 @@ class Connection:
                 del self.host.versions[next(iter(self.host.versions))]
             self.capabilities = capabilities if isinstance(capabilities, dict) else {}
             snapshots = []
-            for channel in params.get("initialSubscriptions") or ():
+            for channel in dict.fromkeys(wanted):  # one snapshot per channel, however often listed
                 if self.host.store.has_channel(channel):  # stale URIs are skipped, not fatal
                     snapshots.append(self._subscribe(channel))
             return {

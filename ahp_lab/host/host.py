@@ -140,7 +140,7 @@ class Host(SessionsAndChats):
         #: client id → the live connection that holds it (identity is bound to the connection)
         self.clients: dict[str, Connection] = {}
         self.subscribers: dict[str, set] = {}
-        #: what untrusted clients have added to chats, bounded by ``limits.max_client_content_bytes``
+        #: what untrusted clients have put into state, bounded by ``limits.max_client_content_bytes``
         self.client_content = ClientContent(self.limits.max_client_content_bytes)
         #: client id -> the protocol version it negotiated (a reconnect keeps it)
         self.versions: dict[str, str] = {}
@@ -310,12 +310,15 @@ class Host(SessionsAndChats):
         """
         if action.get("type") == "chat/truncated" and self.store.kind_of(channel) == "chat":
             self._page_in_before_truncation(channel, action)
-        freed = 0
-        if channel in self.client_content.held:
-            freed = self.client_content.given_back(channel, self.store.state(channel), action, origin)
+        counted = self.client_content
+        emptied = None
+        if channel in counted.held:
+            emptied = counted.before_apply(channel, self.store.state(channel), action, origin)
         transition = self.store.apply(channel, action, origin)
-        if freed and transition.accepted:
-            self.client_content.give_back(channel, freed)
+        if emptied is not None and transition.accepted:
+            counted.give_back(channel, emptied)
+            if action.get("type") == "chat/turnStarted" and "queuedMessageId" in action:
+                counted.moved(channel, action["queuedMessageId"], action.get("turnId"))
         self._after(transition)
         return transition
 
@@ -408,10 +411,8 @@ class Host(SessionsAndChats):
             message, reason = fixed_chat_attachments(action["type"], action.get("message"), self.chat_state)
             if reason is None and message is not action.get("message"):
                 action = {**action, "message": message}
-        added = 0
-        if reason is None and kind == "chat" and not conn.trusted:
-            added = self.client_content.cost(action)
-            reason = self.client_content.problem(added)
+        if reason is None and not conn.trusted:
+            reason = self.client_content.problem(self.client_content.cost(channel, action))
         if reason is not None:
             reason = clipped(reason, self.limits.max_logged_action_chars)
             transition = self.store.reject(channel, _logged_form(raw, self.limits), origin, reason)
@@ -419,8 +420,8 @@ class Host(SessionsAndChats):
                 self._after_rejection(channel, action, client_id, reason)
             return transition
         transition = self._apply(channel, action, origin)
-        if added and transition.accepted:
-            self.client_content.add(channel, added)
+        if transition.accepted and not conn.trusted:
+            self.client_content.count(channel, action)
         self._client_side_effects(transition, client_id)
         return transition
 

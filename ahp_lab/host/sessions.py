@@ -294,6 +294,10 @@ class SessionsAndChats:
         refused = not_from_user("createChat", initial, "initialMessage.") if conn is not None else None
         if refused is None:
             initial, refused = fixed_chat_attachments("createChat: initialMessage", initial, self.chat_state)
+        first = {"type": "chat/turnStarted", "message": initial}  # what a stranger's message costs
+        counted = initial is not None and conn is not None and not conn.trusted
+        if refused is None and counted:
+            refused = self.client_content.problem(self.client_content.cost(chat, first))
         if refused is not None:
             raise RpcError(ErrorCode.INVALID_PARAMS, refused)
         runtime = self.sessions[session]
@@ -331,9 +335,14 @@ class SessionsAndChats:
         if conn is not None and not conn.trusted:
             self.stranger_chats.add(chat)
         runtime.chats.append(chat)
+        origin_of = state.get("origin") or {}
+        if origin_of.get("kind") == "fork":  # the copy keeps what the source may let go of
+            self.client_content.copied(origin_of.get("chat"), chat, state["turns"])
         self.dispatch(session, {"type": "session/chatAdded", "summary": mirror.chat_summary(state)})
         if initial is not None:
-            self.begin_turn(chat, initial)
+            turn_id = self.begin_turn(chat, initial)
+            if counted:
+                self.client_content.count(chat, {**first, "turnId": turn_id})
 
     def _chat_from_source(self, session: str, chat: str, state: dict, source: dict, caps: dict) -> dict:
         kind = source.get("kind")

@@ -537,7 +537,8 @@ class Lab(Sending, Answering, LabBase):
         """Serve this lab's host to other AHP clients over WebSocket; returns the URL with its token.
 
         Binds 127.0.0.1 unless ``host=`` names another interface (then pass ``ssl=``). Options:
-        ``token``, ``allowed_origins``, ``ssl``, ``max_frame_bytes``, ``max_send_buffer_bytes``.
+        ``token``, ``allowed_origins``, ``ssl``, ``max_frame_bytes``, ``max_send_buffer_bytes``,
+        ``max_connections``, ``ping_interval``, ``ping_timeout``.
         The token is in the URL returned here, shown once: keep it out of shared outputs.
 
         In a notebook the kernel's event loop serves clients between cells. A plain script has no

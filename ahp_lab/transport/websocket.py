@@ -64,6 +64,11 @@ DEFAULT_MAX_SEND_BUFFER_BYTES = 16 * 1024 * 1024
 #: backlog of many messages.
 DEFAULT_PING_INTERVAL_S = 20.0
 DEFAULT_PING_TIMEOUT_S = 20.0
+#: A write the peer takes less than this of in ``stall_timeout`` seconds (twice over) means it
+#: stopped reading: the keepalive cannot tell, as its ping waits behind that write.
+MIN_PROGRESS_BYTES = 64 * 1024
+#: Sockets served at once; past it an upgrade is refused (HTTP 503).
+DEFAULT_MAX_CONNECTIONS = 256
 #: Origins accepted by default: pages served from this machine, any port, http or https.
 DEFAULT_ALLOWED_ORIGINS = ("http://localhost", "http://127.0.0.1", "http://[::1]")
 
@@ -122,10 +127,12 @@ class WebSocketTransport:
         name: str = "websocket",
         max_send_buffer_bytes: int = DEFAULT_MAX_SEND_BUFFER_BYTES,
         max_frame_bytes: int | None = None,
+        stall_timeout: float = (DEFAULT_PING_INTERVAL_S + DEFAULT_PING_TIMEOUT_S) / 2,
     ) -> None:
         self.ws = ws
         self.name = name
         self.max_send_buffer_bytes = max_send_buffer_bytes
+        self.stall_timeout = stall_timeout
         self.closed = False
         self.close_reason: str | None = None
         self.too_big = False  # closed because the peer sent a message over this side's frame limit
@@ -297,19 +304,56 @@ class WebSocketTransport:
             while True:
                 while queue:
                     if batch is not None and len(queue) > 1:
-                        await batch(self._take_batch())
+                        await self._watched(batch(self._take_batch()))
                         continue
                     text = queue.popleft()
                     self._buffered -= len(text)
                     self.frames_out += 1
                     self.bytes_out += len(text)
-                    await ws.send(text)
+                    await self._watched(ws.send(text))
                 self._idle.set()
                 self._wakeup.clear()
                 await self._wakeup.wait()
         except ConnectionClosed:
             if not self.closed:
                 self._finish("the connection was lost")
+
+    async def _watched(self, write: Any) -> None:
+        """Await one socket write. A peer that takes less than :data:`MIN_PROGRESS_BYTES` of it
+        in ``stall_timeout`` seconds, twice over, stopped reading: it is let go. (A single large
+        message is no backlog for the send buffer, and the keepalive's ping waits behind it.)"""
+        task = asyncio.ensure_future(write)
+        try:
+            left = None
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=self.stall_timeout)
+                if done:
+                    return task.result()
+                now = self._unwritten()
+                if left is not None and left - now < MIN_PROGRESS_BYTES:
+                    self._stalled()
+                    return None
+                left = now
+        finally:
+            if not task.done():
+                task.cancel()
+
+    def _unwritten(self) -> int:
+        """Bytes handed to the socket and not yet taken by the peer's system."""
+        try:
+            return self.ws.transport.get_write_buffer_size()
+        except Exception:  # no transport any more: nothing waits
+            return 0
+
+    def _stalled(self) -> None:
+        reason = (
+            f"the client took under {MIN_PROGRESS_BYTES // 1024} KiB of a message in "
+            f"{2 * self.stall_timeout:g} s: it stopped reading; reconnect to replay"
+        )
+        log.warning("%s: disconnected the peer %s: %s", self.name, self.remote, reason)
+        self._finish(reason)
+        with contextlib.suppress(Exception):  # it cannot take a closing handshake either
+            self.ws.transport.abort()
 
     def _take_batch(self, limit: int = 256 * 1024) -> list[str]:
         queue = self._queue
@@ -468,6 +512,7 @@ class WebSocketServer:
         max_send_buffer_bytes: int = DEFAULT_MAX_SEND_BUFFER_BYTES,
         ping_interval: float = DEFAULT_PING_INTERVAL_S,
         ping_timeout: float = DEFAULT_PING_TIMEOUT_S,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
         if token is not None and (not isinstance(token, str) or len(token) < 16):
             raise ValueError("a token must be a string of at least 16 characters")
@@ -481,6 +526,7 @@ class WebSocketServer:
         self.max_send_buffer_bytes = max_send_buffer_bytes
         self.ping_interval = ping_interval
         self.ping_timeout = ping_timeout
+        self.max_connections = max_connections
         self.transports: set[WebSocketTransport] = set()
         self.refused: dict[int, int] = {}  # HTTP status -> count of refused upgrades
         self.accepted = 0  # upgrades that reached ``on_connection``
@@ -578,6 +624,10 @@ class WebSocketServer:
             return self._refuse(connection, 401, "a token is required: ?tkn=<token> or Authorization: Bearer")
         if not hmac.compare_digest(offered.encode("utf-8"), self._token.encode("utf-8")):
             return self._refuse(connection, 403, "wrong token")
+        if len(self.transports) >= self.max_connections:
+            return self._refuse(
+                connection, 503, f"this host serves at most {self.max_connections} connections at once"
+            )
         return None
 
     async def _handle(self, ws: Any) -> None:
@@ -586,6 +636,7 @@ class WebSocketServer:
             name="host",
             max_send_buffer_bytes=self.max_send_buffer_bytes,
             max_frame_bytes=self.max_frame_bytes,
+            stall_timeout=(self.ping_interval + self.ping_timeout) / 2,
         )
         self.transports.add(transport)
         self.accepted += 1

@@ -36,7 +36,7 @@ def test_a_strangers_turns_cannot_grow_the_hosts_state_past_its_bound(connect_st
 
             mallory.dispatch(lab.chat, 4, _turn("m4"))
             refused = (await mallory.echo(4))["rejectionReason"]
-            assert "max_client_content_bytes" in refused and "truncate or dispose" in refused
+            assert "max_client_content_bytes" in refused and "truncate a chat" in refused
             turns = lab.host.store.state(lab.chat)["turns"]
             assert [t["id"] for t in turns] == ["m1", "m2", "m3"]  # nothing half-applied
             # the notebook's own turns are not counted (this one stays active: messages queue behind it)
@@ -56,10 +56,11 @@ def test_a_strangers_turns_cannot_grow_the_hosts_state_past_its_bound(connect_st
             assert lab.host.client_content.total == held  # ten set-and-remove rounds left nothing counted
             lab.host.dispatch(lab.chat, {"type": "chat/turnComplete", "turnId": "nb"})
 
-            # truncating after the first turn gives back the two turns it drops (and the notebook's)
+            # truncating after the first turn gives back what was counted for the two it drops,
+            # and no more: the notebook's turn it drops too was never counted
             mallory.dispatch(lab.chat, 30, {"type": "chat/truncated", "turnId": "m1"})
             assert "rejectionReason" not in await mallory.echo(30)
-            assert lab.host.client_content.total <= held - 2 * TEXT
+            assert TEXT < lab.host.client_content.total == held // 3
             mallory.dispatch(lab.chat, 31, _turn("m5"))
             assert "rejectionReason" not in await mallory.echo(31)
             await _idle(mallory, lab, lab.chat)
@@ -92,5 +93,118 @@ def test_the_hosts_requests_to_a_client_name_the_root_channel(connect_stranger):
             requests = lambda: [m for m in s.received if m.get("method") in ("resourceList", "resourceRead")]  # noqa: E731
             await s.wait(lambda: any(m["method"] == "resourceRead" for m in requests()))
             assert requests() and all(m["params"]["channel"] == "ahp-root://" for m in requests())
+
+    arun(main())
+
+
+def test_answers_tool_content_forks_first_messages_and_client_entries_are_counted_too(connect_stranger):
+    """Counting action types that 'add' missed what replaces a value in place: drafted answers
+    (1.5 GB in 30 turns), a tool call's _meta kept past its completion (500 MB in 5 s), a fork's
+    copy of turns the source then dropped, createChat's first message, an activeClient entry.
+    Each accepted action is counted in the slot of state it fills; a truncation gives back what
+    was counted for the turns it drops, the active one included, and nothing else."""
+    big = "z" * 200_000
+
+    async def main():
+        async with open_lab(limits={"max_client_content_bytes": 2_000_000}) as lab:
+            counted = lab.host.client_content
+            m = await connect_stranger(lab, "m")
+            await m.initialize("m")
+            for channel in (lab.session, lab.chat):
+                await m.call("subscribe", {"channel": channel})
+            # an input request's drafted answers, with members the wire lets through
+            m.dispatch(
+                lab.chat, 1, {**_turn("a1"), "message": {"text": "please ask", "origin": {"kind": "user"}}}
+            )
+            assert "rejectionReason" not in await m.echo(1)
+
+            def open_request():
+                parts = (lab.host.store.state(lab.chat).get("activeTurn") or {}).get("responseParts") or ()
+                return next((p["request"] for p in parts if p.get("kind") == "inputRequest"), None)
+
+            request = await m.wait(open_request)
+            before = counted.total
+            answer = {"state": "draft", "value": {"kind": "text", "value": "n"}, "extra": big}
+            for seq in range(2, 6):  # the same answer drafted again: one slot, counted once
+                m.dispatch(
+                    lab.chat,
+                    seq,
+                    {
+                        "type": "chat/inputAnswerChanged",
+                        "turnId": "a1",
+                        "requestId": request["id"],
+                        "questionId": "name",
+                        "answer": answer,
+                    },
+                )
+                assert "rejectionReason" not in await m.echo(seq)
+            assert big.__len__() < counted.total - before < 2 * len(big)
+            # truncating everything drops the active turn: what was counted for it comes back
+            m.dispatch(lab.chat, 6, {"type": "chat/truncated"})
+            assert "rejectionReason" not in await m.echo(6)
+            assert counted.total == 0
+
+            # a first message, and a fork that keeps it after its source let go of it
+            answer = await m.call(
+                "createChat",
+                {
+                    "channel": lab.session,
+                    "chat": "ahp-chat:/m1",
+                    "initialMessage": {"text": big, "origin": {"kind": "user"}},
+                },
+            )
+            assert "error" not in answer
+            first = counted.total
+            assert first > len(big)
+            await m.call("subscribe", {"channel": "ahp-chat:/m1"})
+            await _idle(m, lab, "ahp-chat:/m1")
+            [turn] = lab.host.store.state("ahp-chat:/m1")["turns"]
+            fork = {"kind": "fork", "chat": "ahp-chat:/m1", "turnId": turn["id"]}
+            assert "error" not in await m.call(
+                "createChat", {"channel": lab.session, "chat": "ahp-chat:/m2", "source": fork}
+            )
+            assert counted.total == 2 * first
+            m.dispatch("ahp-chat:/m1", 7, {"type": "chat/truncated"})
+            assert "rejectionReason" not in await m.echo(7)
+            assert counted.total == first  # the fork still holds it, and is still charged
+
+            # an active client entry counts once, at its latest size, and goes with the client
+            tools = [
+                {"name": f"t{i}", "description": big, "inputSchema": {"type": "object"}} for i in range(10)
+            ]
+            entry = {"clientId": "m", "tools": tools}
+            m.dispatch(lab.session, 8, {"type": "session/activeClientSet", "activeClient": entry})
+            refused = (await m.echo(8)).get("rejectionReason", "")
+            assert "max_client_content_bytes" in refused  # 2 MB: more than the bound leaves
+            m.dispatch(
+                lab.session,
+                9,
+                {"type": "session/activeClientSet", "activeClient": {**entry, "tools": tools[:1]}},
+            )
+            assert "rejectionReason" not in await m.echo(9)
+            with_entry = counted.total
+            m.dispatch(lab.session, 10, {"type": "session/activeClientRemoved", "clientId": "m"})
+            assert "rejectionReason" not in await m.echo(10)
+            assert counted.total == first < with_entry
+
+    arun(main())
+
+
+def test_initialize_answers_one_snapshot_per_channel_however_often_it_is_listed(connect_stranger):
+    """initialSubscriptions listing one 2 MB chat 256 times made the host build a 512 MB answer."""
+
+    async def main():
+        async with open_lab() as lab:
+            s = await connect_stranger(lab, "dup")
+            answer = await s.call(
+                "initialize",
+                {
+                    "channel": "ahp-root://",
+                    "protocolVersions": ["0.8.0"],
+                    "clientId": "dup",
+                    "initialSubscriptions": [lab.chat] * 200 + [lab.session] * 50,
+                },
+            )
+            assert [snap["resource"] for snap in answer["result"]["snapshots"]] == [lab.chat, lab.session]
 
     arun(main())

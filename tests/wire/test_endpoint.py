@@ -46,6 +46,27 @@ def test_token_missing_wrong_and_accepted_both_ways():
     run(main())
 
 
+def test_one_token_holder_cannot_open_more_than_max_connections():
+    """A token holder opened 3,000 sockets, each able to hold a send buffer: past max_connections
+    the upgrade is refused (503) before the host sees it, and a closed socket makes room again."""
+
+    async def main():
+        async with served(max_connections=3) as (host, server):
+            held = [await RawPeer.open(server.url_with_token) for _ in range(3)]
+            assert await _status_of(server.url_with_token) == 503
+            assert server.refused == {503: 1} and server.accepted == 3
+            await held.pop().close()
+            for _ in range(100):  # the server forgets the socket once its handler has ended
+                if len(server.transports) < 3:
+                    break
+                await held[0].call("ping")
+            assert await _status_of(server.url_with_token) == 101
+            for peer in held:
+                await peer.close()
+
+    run(main())
+
+
 def test_origin_checked_only_when_present():
     async def main():
         async with served(allowed_origins=["http://localhost", "https://editor.example"]) as (_, server):
