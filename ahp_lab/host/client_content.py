@@ -39,9 +39,15 @@ _REMOVALS = frozenset(
 _TOOL_CALL = "chat/toolCall"
 
 
+def _name(value: Any) -> Any:
+    """An id as a slot's key part (an off-type id, a list say, as its JSON)."""
+    return value if value is None or isinstance(value, (str, int, float)) else dumps(value)
+
+
 def slot(action: dict) -> tuple[tuple, bool]:
     """The slot of state an accepted client action fills, and whether it appends to it (else it
     replaces what the slot held)."""
+    action = {k: _name(v) if k.endswith(("Id", "id", "uri")) else v for k, v in action.items()}
     kind = action.get("type")
     turn = action.get("turnId")
     if kind == "chat/turnStarted":
@@ -119,20 +125,20 @@ class ClientContent:
             index = turn_index(turns, action["turnId"]) if "turnId" in action else -1
             if index is None:
                 return []  # no such turn: a no-op
-            dropped = {t.get("id") for t in turns[index + 1 :] if isinstance(t, dict)}
+            dropped = {_name(t.get("id")) for t in turns[index + 1 :] if isinstance(t, dict)}
             active = state.get("activeTurn")
             if isinstance(active, dict):
-                dropped.add(active.get("id"))
+                dropped.add(_name(active.get("id")))
             return [k for k in slots if k[0] == "turn" and k[1] in dropped]
         if kind == "chat/pendingMessageRemoved":
             if origin.get("kind") != "client":
                 return []  # the host starts the queued message as a turn: it moves (see moved)
-            pending = "steering" if action.get("kind") == "steering" else action.get("id")
+            pending = "steering" if action.get("kind") == "steering" else _name(action.get("id"))
             return [("pending", pending)]
         if kind == "session/activeClientRemoved":
-            return [("client", action.get("clientId"))]
+            return [("client", _name(action.get("clientId")))]
         if kind in ("chat/workingDirectoryRemoved", "session/workingDirectoryRemoved"):
-            return [("directory", action.get("uri"))]
+            return [("directory", _name(action.get("uri")))]
         return []
 
     def give_back(self, channel: str, keys: list[tuple]) -> None:
@@ -147,8 +153,9 @@ class ClientContent:
     def moved(self, chat: str, queued_id: Any, turn_id: Any) -> None:
         """A queued message the host started as a turn: its count belongs to that turn now."""
         slots = self.held.get(chat)
-        if slots and ("pending", queued_id) in slots:
-            slots[("turn", turn_id, "message")] = slots.pop(("pending", queued_id))
+        queued = ("pending", _name(queued_id))
+        if slots and queued in slots:
+            slots[("turn", _name(turn_id), "message")] = slots.pop(queued)
 
     def copied(self, source: str, chat: str, turns: Any) -> None:
         """A fork copied ``turns`` of ``source`` into ``chat``: charged again (the copy keeps them
@@ -156,7 +163,7 @@ class ClientContent:
         slots = self.held.get(source)
         if not slots:
             return
-        ids = {t.get("id") for t in turns if isinstance(t, dict)}
+        ids = {_name(t.get("id")) for t in turns if isinstance(t, dict)}
         copy = {k: v for k, v in slots.items() if k[0] == "turn" and k[1] in ids}
         if copy:
             self.held.setdefault(chat, {}).update(copy)
