@@ -131,10 +131,16 @@ class ClientContent:
                 dropped.add(_name(active.get("id")))
             return [k for k in slots if k[0] == "turn" and k[1] in dropped]
         if kind == "chat/pendingMessageRemoved":
+            if action.get("kind") == "steering":
+                return [("pending", "steering")]  # to the agent, or away: out of state either way
             if origin.get("kind") != "client":
                 return []  # the host starts the queued message as a turn: it moves (see moved)
-            pending = "steering" if action.get("kind") == "steering" else _name(action.get("id"))
-            return [("pending", pending)]
+            return [("pending", _name(action.get("id")))]
+        if kind == "chat/turnStarted" and "queuedMessageId" in action:
+            # a steering message with the queued message's id goes with it (chat-channel §10)
+            steering = state.get("steeringMessage")
+            if isinstance(steering, dict) and steering.get("id") == action["queuedMessageId"]:
+                return [("pending", "steering")]
         if kind == "session/activeClientRemoved":
             return [("client", _name(action.get("clientId")))]
         if kind in ("chat/workingDirectoryRemoved", "session/workingDirectoryRemoved"):
