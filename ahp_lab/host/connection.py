@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -114,6 +115,20 @@ def _in_units(text: str, item: dict) -> dict:
         if isinstance(out.get(key), int):
             out[key] += sum(1 for c in text[: out[key]] if ord(c) > 0xFFFF)
     return out
+
+
+def _session_cursor(cursor: str) -> tuple[str, str] | None:
+    """The ``(modifiedAt, resource)`` a ``listSessions`` cursor names, or ``None`` for one this
+    host did not make."""
+    if not cursor.startswith("after:") or len(cursor) > 4096:
+        return None
+    try:
+        modified, resource = json.loads(cursor[6:])
+    except (ValueError, TypeError):
+        return None
+    if not isinstance(modified, str) or not isinstance(resource, str):
+        return None
+    return modified, resource
 
 
 class Connection:
@@ -500,18 +515,32 @@ class Connection:
         return None
 
     def _cmd_listSessions(self, params: dict) -> dict:
+        """Newest first; a cursor names the last session a page gave (its ``modifiedAt`` and URI), so
+        that sessions changing between pages neither repeat nor push others out of the next one."""
         items = self.host.list_sessions()
         limit = params.get("limit")
         cursor = params.get("cursor")
         start = 0
         if cursor is not None:
-            if not (cursor.startswith("offset:") and cursor[7:].isdigit() and len(cursor) < 20):
+            last = _session_cursor(cursor)
+            if last is None:
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"unknown cursor {cursor!r:.80}")
-            start = int(cursor[7:])
+            modified, resource = last  # the first session after it, newest first then by URI
+            start = next(
+                (
+                    i
+                    for i, s in enumerate(items)
+                    if s["modifiedAt"] < modified
+                    or (s["modifiedAt"] == modified and s["resource"] > resource)
+                ),
+                len(items),
+            )
         end = len(items) if not isinstance(limit, int) or limit <= 0 else start + limit
         result: dict[str, Any] = {"items": items[start:end]}
         if end < len(items):
-            result["nextCursor"] = f"offset:{end}"
+            result["nextCursor"] = "after:" + json.dumps(
+                [items[end - 1]["modifiedAt"], items[end - 1]["resource"]]
+            )
         return result
 
     def _cmd_fetchTurns(self, params: dict) -> dict:

@@ -530,7 +530,8 @@ class SessionsAndChats:
 
     def list_sessions(self) -> list[dict]:
         items = [self._summary(uri) for uri in self.sessions]
-        items.sort(key=lambda s: s["modifiedAt"], reverse=True)
+        items.sort(key=lambda s: s["resource"])
+        items.sort(key=lambda s: s["modifiedAt"], reverse=True)  # newest first, then by URI
         return items
 
     def _notify_root(self, method: str, params: dict) -> None:

@@ -473,3 +473,43 @@ def test_history_is_paged_in_within_the_message_limit_to_the_client_that_asked()
         assert not [e for e in other.actions() if e["action"]["type"] == "chat/turnsLoaded"]
 
     asyncio.run(main())
+
+
+def test_list_sessions_pages_neither_repeat_nor_skip_while_sessions_change():
+    """Offsets into a list ordered by modifiedAt shifted when a session changed between pages: one
+    session came twice and another never (found by an independent client). The cursor names the
+    last session given, so the next page starts after it."""
+
+    async def main():
+        clock = iter(range(1_000_000, 2_000_000, 1_000))
+        host = Host(clock_ms=lambda: next(clock))
+        client = RawClient(host)
+        await client.initialize("pager")
+        uris = [f"ahp-session:/p{i}" for i in range(5)]
+        for uri in uris:
+            await client.call("createSession", {"channel": uri})
+        await settle()
+        first = (await client.call("listSessions", {"channel": "ahp-root://", "limit": 2}))["result"]
+        oldest = uris[0]  # created first: last in the list
+        chat = host.store.state(oldest)["defaultChat"]  # a turn moves it to the front
+        user = {"text": "hi", "origin": {"kind": "user"}}
+        host.dispatch(chat, {"type": "chat/turnStarted", "turnId": "t", "startedAt": "x", "message": user})
+        host.dispatch(chat, {"type": "chat/turnComplete", "turnId": "t"})
+        await settle()
+        assert (await client.call("listSessions", {"channel": "ahp-root://"}))["result"]["items"][0][
+            "resource"
+        ] == oldest
+        seen = [s["resource"] for s in first["items"]]
+        cursor = first.get("nextCursor")
+        while cursor:
+            page = (
+                await client.call("listSessions", {"channel": "ahp-root://", "limit": 2, "cursor": cursor})
+            )["result"]
+            seen += [s["resource"] for s in page["items"]]
+            cursor = page.get("nextCursor")
+        assert len(seen) == len(set(seen))  # none twice
+        assert set(uris) - {oldest} <= set(seen)  # none pushed out but the one that moved ahead
+        bad = await client.call("listSessions", {"channel": "ahp-root://", "cursor": "offset:2"})
+        assert bad["error"]["code"] == ErrorCode.INVALID_PARAMS
+
+    asyncio.run(main())
