@@ -459,9 +459,18 @@ class ScriptedAgent:
         if modes:  # the optional session hooks exist only when there is a config to offer
             self.open_session = self._open_session
             self.close_session = self._close_session
+            self.resolve_session_config = self._resolve_session_config
 
     async def _open_session(self, ctx: SessionContext) -> dict:
         self._sessions[ctx.session] = ctx
+        return self._config()
+
+    async def _resolve_session_config(self, params: dict) -> dict:
+        return self._config()
+
+    @staticmethod
+    def _config() -> dict:
+        """The session config it offers: its modes, ``ask`` by default."""
         mode = {
             "type": "string",
             "title": "Mode",

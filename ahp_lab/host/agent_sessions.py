@@ -518,6 +518,16 @@ class AgentSessions:
         if changes:
             self._spawn(self._config_changed(agent, transition.channel, changes, to_json(before)))
 
+    def chosen_config(self, session: str, changes: dict) -> None:
+        """``createSession``'s config values (checked against the schema): into the session's
+        state, and to its agent, as a client's ``session/configChanged`` goes."""
+        before = to_json(((self.host.store.state(session) or {}).get("config") or {}).get("values") or {})
+        self.host.dispatch(session, {"type": "session/configChanged", "config": changes})
+        ctx = self.contexts.get(session)
+        agent = self.host.agents.get(ctx.provider) if ctx is not None else None
+        if _has(agent, "config_changed"):
+            self._spawn(self._config_changed(agent, session, to_json(changes), before))
+
     async def _config_changed(self, agent: Any, session: str, changes: dict, before: dict) -> None:
         try:
             await agent.config_changed(session, to_json(changes))
@@ -543,7 +553,11 @@ class AgentSessions:
         )
         values = dict(resolved.get("values") or {})
         wanted = params.get("config") if isinstance(params.get("config"), dict) else {}
-        values.update({k: v for k, v in wanted.items() if k in resolved["schema"]["properties"]})
+        props = resolved["schema"]["properties"]
+        # a value the schema does not take is left at the default (createSession would refuse it)
+        values.update(
+            {k: v for k, v in wanted.items() if k in props and config_value_problem(props[k], v) is None}
+        )
         return {"schema": resolved["schema"], "values": values}
 
     async def restart(self, session: str) -> None:

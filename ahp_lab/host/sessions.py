@@ -26,7 +26,7 @@ from . import mirror
 from .agent_sessions import working_directory_paths
 from .connection import ROOT, Connection
 from .resources import file_uri
-from .validation import fixed_chat_attachments, not_from_user, turn_index
+from .validation import fixed_chat_attachments, not_from_user, requested_config_problem, turn_index
 
 log = logging.getLogger("ahp_lab.host")
 
@@ -53,6 +53,7 @@ class SessionRuntime:
     summary_inputs: tuple = ()  # what ``summary`` was computed from (see ``_summary_inputs``)
     fork: dict | None = None  # a forked session's first chat: {"turns": [...], "origin": {...}}
     progress: tuple | None = None  # (connection, progressToken) of a createSession that asked for it
+    config: dict | None = None  # createSession's config values, set before the session is ready
 
 
 class SessionsAndChats:
@@ -121,6 +122,9 @@ class SessionsAndChats:
         ) -> None:
             if config is not None:
                 state["config"] = config
+            wanted = params.get("config")
+            if error is None and isinstance(wanted, dict) and wanted:
+                error = requested_config_problem((config or {}).get("schema"), wanted)
             if directories and not state.get("workingDirectories"):
                 state["workingDirectories"] = [file_uri(d) for d in directories]
             now = iso_ms(self.store.clock_ms())
@@ -134,6 +138,7 @@ class SessionsAndChats:
                 by_stranger=by_stranger,
                 fork=fork,
                 progress=progress,
+                config=params.get("config") or None,
             )
             self.sessions[uri] = runtime
             self.store.add_channel(uri, "session", state)
@@ -162,8 +167,13 @@ class SessionsAndChats:
                 hook = getattr(ext, "on_session_created", None)
                 if hook is not None:
                     hook(uri)
+            runtime = self.sessions[uri]
+            current = ((self.store.state(uri) or {}).get("config") or {}).get("values") or {}
+            changes = {k: v for k, v in (runtime.config or {}).items() if current.get(k) != v}
+            if changes:  # the values the client chose (resolveSessionConfig), which the agent is told
+                self.agent_sessions.chosen_config(uri, changes)
             chat = f"ahp-chat:/{uuid.uuid4()}"
-            self.create_chat(uri, chat, {"title": "Chat"}, fork=self.sessions[uri].fork)
+            self.create_chat(uri, chat, {"title": "Chat"}, fork=runtime.fork)
             self.dispatch(uri, {"type": "session/defaultChatChanged", "defaultChat": chat})
             self.dispatch(uri, {"type": "session/ready"})
         except Exception as exc:

@@ -401,6 +401,19 @@ _CONFIG_TYPES = {
 }
 
 
+def requested_config_problem(schema: Any, wanted: dict) -> str | None:
+    """Why ``createSession``'s ``config`` values do not fit the schema the agent announced."""
+    props = (schema or {}).get("properties") or {} if isinstance(schema, dict) else {}
+    for key, value in wanted.items():
+        if key not in props:
+            known = ", ".join(props) or "none"
+            return f"createSession: config has no property {key!r:.100} (this agent's: {known})"
+        reason = config_value_problem(props[key], value)
+        if reason is not None:
+            return f"createSession: config value {key!r} {reason}"
+    return None
+
+
 def config_value_problem(schema: dict, value: Any) -> str | None:
     """Why ``value`` does not fit a config property's schema (its enum and type), else ``None``."""
     if value is None:

@@ -59,3 +59,37 @@ def test_ask_confirms_code_runs_plan_describes_and_exit_plan_switches() -> None:
         assert_replays(lab)
 
     arun(go())
+
+
+def test_a_client_resolves_the_config_first_and_creates_the_session_with_its_choice() -> None:
+    """resolveSessionConfig before any session gave an empty schema, echoed values the schema does
+    not take, and createSession ignored its config: a session asked for in code mode came up in
+    ask mode (found by an independent client). Now the chosen values reach the session and its
+    agent, and a value the schema does not take fails the creation with the reason."""
+
+    async def go() -> None:
+        lab = await Lab.open(agent=ScriptedAgent(modes=True))
+        agent = lab.host.agents["scripted"]
+        resolved = await lab.client.request("resolveSessionConfig", {"provider": "scripted"})
+        assert resolved["schema"]["properties"]["mode"]["enum"] == ["ask", "code", "plan"]
+        assert resolved["values"] == {"mode": "ask"}
+        chosen = await lab.client.request("resolveSessionConfig", {"config": {"mode": "code"}})
+        assert chosen["values"] == {"mode": "code"}
+        bogus = await lab.client.request("resolveSessionConfig", {"config": {"mode": "bogus"}})
+        assert bogus["values"] == {"mode": "ask"}  # left at the default: createSession would refuse it
+
+        await lab.client.create_session("ahp-session:/coded", config=chosen["values"])
+        state = await lab.wait_for(
+            "ahp-session:/coded", lambda s: s if s["lifecycle"] != "creating" else None
+        )
+        assert state["lifecycle"] == "ready" and state["config"]["values"] == {"mode": "code"}
+        assert agent.mode("ahp-session:/coded") == "code"
+        await lab.client.create_session("ahp-session:/bad", config={"mode": "zzz"})
+        failed = await lab.wait_for("ahp-session:/bad", lambda s: s if s["lifecycle"] != "creating" else None)
+        assert failed["lifecycle"] == "creationFailed" and "mode" in failed["creationError"]["message"]
+        await lab.client.create_session("ahp-session:/odd", config={"speed": 3})
+        odd = await lab.wait_for("ahp-session:/odd", lambda s: s if s["lifecycle"] != "creating" else None)
+        assert "no property 'speed'" in odd["creationError"]["message"]
+        await lab.aclose()
+
+    arun(go())
