@@ -425,6 +425,8 @@ class Connection:
                 "serverSeq": self.host.store.last_seq,
                 "serverInfo": IMPLEMENTATION,
                 "snapshots": snapshots,
+                # completions: "@" names a tool, "/" an agent's command (see _cmd_completions)
+                "completionTriggerCharacters": ["@", "/"],
             }
 
         return self._claim(params["clientId"], finish)

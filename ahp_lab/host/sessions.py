@@ -349,6 +349,10 @@ class SessionsAndChats:
         if origin_of.get("kind") == "fork":  # the copy keeps what the source may let go of
             self.client_content.copied(origin_of.get("chat"), chat, state["turns"])
         self.dispatch(session, {"type": "session/chatAdded", "summary": mirror.chat_summary(state)})
+        session_state = self.store.state(session) or {}
+        if session_state.get("lifecycle") == "ready" and not session_state.get("defaultChat"):
+            # a ready session without one (its last chat was disposed): this one is the default
+            self.dispatch(session, {"type": "session/defaultChatChanged", "defaultChat": chat})
         if initial is not None:
             turn_id = self.begin_turn(chat, initial)
             if counted:
@@ -396,9 +400,14 @@ class SessionsAndChats:
         )
         for action in mirror.input_needed_actions(chat, {}, self.store.state(session)):
             self.dispatch(session, action)
+        was_default = (self.store.state(session) or {}).get("defaultChat") == chat
         self._forget_chat(chat)
-        self.sessions[session].chats.remove(chat)
+        runtime = self.sessions[session]
+        runtime.chats.remove(chat)
         self.dispatch(session, {"type": "session/chatRemoved", "chat": chat})
+        if was_default and runtime.chats:
+            # the oldest chat left becomes the default (none left: the next one created will)
+            self.dispatch(session, {"type": "session/defaultChatChanged", "defaultChat": runtime.chats[0]})
 
     def _forget_chat(self, chat: str) -> None:
         """Stop the chat's turn and drop the chat with everything the host kept about it."""

@@ -513,3 +513,27 @@ def test_list_sessions_pages_neither_repeat_nor_skip_while_sessions_change():
         assert bad["error"]["code"] == ErrorCode.INVALID_PARAMS
 
     asyncio.run(main())
+
+
+def test_a_session_keeps_a_default_chat_when_its_default_chat_is_disposed():
+    """Disposing the default chat left the session without one for good, and chats created later
+    never became it (found by an independent client)."""
+
+    async def main():
+        host = Host()
+        client = RawClient(host)
+        answer = await client.initialize("c")
+        assert answer["result"]["completionTriggerCharacters"] == ["@", "/"]
+        session = "ahp-session:/d"
+        await client.call("createSession", {"channel": session})
+        await settle()
+        first = host.store.state(session)["defaultChat"]
+        await client.call("createChat", {"channel": session, "chat": "ahp-chat:/second"})
+        await client.call("disposeChat", {"channel": first})
+        assert host.store.state(session)["defaultChat"] == "ahp-chat:/second"
+        await client.call("disposeChat", {"channel": "ahp-chat:/second"})
+        assert "defaultChat" not in host.store.state(session)
+        await client.call("createChat", {"channel": session, "chat": "ahp-chat:/third"})
+        assert host.store.state(session)["defaultChat"] == "ahp-chat:/third"
+
+    asyncio.run(main())
