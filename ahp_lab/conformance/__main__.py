@@ -59,9 +59,31 @@ def _js_int(text: str) -> int:
     return value if -_SAFE <= value <= _SAFE else int(float(text))
 
 
+def _not_json(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
 def _loads(text: str) -> object:
-    """``json.loads``, with integers beyond 2^53 rounded to a double as ``JSON.parse`` does."""
-    return json.loads(text, parse_int=_js_int) if _LONG_NUMBER.search(text) else json.loads(text)
+    """``json.loads`` as ``JSON.parse`` reads: integers beyond 2^53 rounded to a double, and
+    ``NaN``/``Infinity`` refused (Python's reader takes them)."""
+    if _LONG_NUMBER.search(text):
+        return json.loads(text, parse_int=_js_int, parse_constant=_not_json)
+    return json.loads(text, parse_constant=_not_json)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _as_javascript_writes(text: str) -> str:
+    """JSON text as ``JSON.stringify`` writes it, for strings JavaScript built by ``+``: two
+    halves of a character appended apart are one character there (UTF-16), and a lone half is
+    written escaped (``\\ud83d``). Python keeps the halves apart, which UTF-8 cannot encode."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", joined)
 
 
 def _read_actions(path: Path) -> list:
@@ -121,7 +143,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
             )
             return 3
         per_run.append(time.perf_counter() - start)
-    sys.stdout.write(dumps(strip_nulls(state)) + "\n")
+    sys.stdout.write(_as_javascript_writes(dumps(strip_nulls(state))) + "\n")
     sys.stdout.flush()
     total_actions = len(actions) * args.repeat
     seconds = sum(per_run)
@@ -155,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     replay.add_argument("--repeat", type=int, default=1, help="replay R times from the same initial state")
     replay.set_defaults(func=_cmd_replay)
     args = parser.parse_args(argv)
+    # deep JSON (the reference's reader and reducers take some 1,200 levels) within Python's stack
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 5_000))
     return args.func(args)
 
 

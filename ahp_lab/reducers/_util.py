@@ -183,6 +183,13 @@ def make_reducer(channel: str, handlers: dict[str, Handler]):
                         if log is not None:
                             log(f"Malformed {kind} action ignored by the {channel} reducer: {exc}")
                         return state
+            elif type(kind) is str and get_handler(kind) is not None:
+                # A state that is not an object reads as its spread, as the reference's
+                # ``{...state, ...}`` makes it (an array's or a string's entries by index, else
+                # nothing); where that makes no change, the state is returned as it was.
+                view = spread(state)
+                out = reduce(view, action, now_ms, log)
+                return state if out is view else out
         else:
             kind = None
         if log is not None:

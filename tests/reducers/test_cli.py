@@ -60,9 +60,9 @@ def test_numbers_are_read_as_javascript_reads_them(tmp_path):
 
 
 def test_a_reducer_that_raises_exits_3_naming_the_action(tmp_path):
-    # content nested 600 arrays deep: turning it into a string (as JavaScript's + would) recurses past
-    # Python's limit, and the reducer raises instead of returning a state
-    nested = "[" * 600 + "]" * 600
+    # content nested 3,000 arrays deep (the reference takes some 1,200): turning it into a string, as
+    # JavaScript's + would, recurses past the stack, and the reducer raises instead of returning a state
+    nested = "[" * 3000 + "]" * 3000
     bad = '{"type": "chat/delta", "turnId": "t1", "partId": "p", "content": ' + nested + "}"
     out = _replay(tmp_path, CHAT, [START, PART, bad])
     assert out.returncode == 3, out.stderr[-500:]
@@ -73,3 +73,34 @@ def test_a_reducer_that_raises_exits_3_naming_the_action(tmp_path):
 def test_usage_errors_exit_2(tmp_path):
     out = _replay(tmp_path, CHAT, [START], "--repeat", "0")
     assert out.returncode == 2 and "--repeat" in out.stderr
+
+
+def test_what_only_a_javascript_reader_and_writer_would_do_is_done_as_there(tmp_path):
+    """Found by a differential audit at scale: the two halves of a character appended apart are
+    one character in JavaScript's strings (Python's output failed to encode them); a lone half is
+    written escaped; NaN is not JSON; deep input the reference takes (600 levels) does not blow
+    Python's stack; a state that is not an object reads as its spread."""
+    halves = [
+        {"type": "chat/delta", "turnId": "t1", "partId": "p", "content": c} for c in ("\ud83d", "\ude00")
+    ]
+    out = _replay(tmp_path, CHAT, [START, PART, *halves])
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["activeTurn"]["responseParts"][0]["content"] == "😀"
+    lone = _replay(tmp_path, CHAT, [START, PART, halves[0]])
+    assert lone.returncode == 0 and '"\\ud83d"' in lone.stdout
+
+    (tmp_path / "nan.json").write_text('{"status": NaN}')
+    refused = _replay(tmp_path, CHAT, [])  # writes initial.json; then read nan.json instead
+    refused = subprocess.run(
+        [sys.executable, "-m", "ahp_lab.conformance", "replay", "--reducer", "chat", "--initial",
+         str(tmp_path / "nan.json"), "--actions", str(tmp_path / "actions.jsonl")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert refused.returncode == 2 and "NaN is not JSON" in refused.stderr
+
+    deep = {"type": "chat/draftChanged", "draft": {"text": "d", "_meta": json.loads("[" * 600 + "]" * 600)}}
+    out = _replay(tmp_path, CHAT, [deep])
+    assert out.returncode == 0, out.stderr[-300:]
+
+    spread = _replay(tmp_path, ["a", "b"], [{"type": "chat/activityChanged", "activity": "x"}])
+    assert json.loads(spread.stdout) == {"0": "a", "1": "b", "activity": "x"}
