@@ -67,6 +67,10 @@ DEFAULT_PING_TIMEOUT_S = 20.0
 #: A write the peer takes less than this of in ``stall_timeout`` seconds (twice over) means it
 #: stopped reading: the keepalive cannot tell, as its ping waits behind that write.
 MIN_PROGRESS_BYTES = 64 * 1024
+#: History pages queued for a peer (``send(..., history=True)``) are not a backlog up to this many
+#: send buffers: a 48 MiB history goes to a reading client, a peer asking again and again without
+#: reading is disconnected like any other that stopped reading.
+HISTORY_BUFFERS = 3
 #: Sockets served at once; past it an upgrade is refused (HTTP 503).
 DEFAULT_MAX_CONNECTIONS = 256
 #: Origins accepted by default: pages served from this machine, any port, http or https.
@@ -191,12 +195,15 @@ class WebSocketTransport:
         self._wakeup.set()
 
     def _backlog_over(self) -> bool:
-        """Whether what is queued, history pages aside, is over the send buffer's bound."""
+        """Whether what is queued is over the send buffer's bound, history pages aside up to
+        :data:`HISTORY_BUFFERS` times that bound (a peer that asks for history and does not read
+        it must not make the host hold any amount)."""
         history = self._history
         sent = self.bytes_out
         while history and history[0][1] <= sent:
             history.popleft()
         pages = sum(end - max(start, sent) for start, end in history)
+        pages = min(pages, HISTORY_BUFFERS * self.max_send_buffer_bytes)
         return self._buffered - pages > self.max_send_buffer_bytes
 
     def close(self, code: int = CLOSE_NORMAL, reason: str = "") -> None:

@@ -139,7 +139,8 @@ def test_a_reading_client_is_sent_a_history_larger_than_its_send_buffer():
     """``fetchTurns`` pages in every older turn at once, in pages within max_message_bytes. Those
     pages queued together used to count as a backlog: a windowed client that fetched a history
     larger than its send buffer was cut off as 'not reading' while it was reading. History pages
-    are not a backlog; the client receives them all, in order, and stays."""
+    are not a backlog (up to three send buffers of them); the client receives them all, in order,
+    and stays. One that asks again and again without reading is cut off all the same."""
     from ahp_lab.host import Host
     from ahp_lab.reducers import reduce
 
@@ -151,8 +152,8 @@ def test_a_reading_client_is_sent_a_history_larger_than_its_send_buffer():
             owner = await ahp_lab.connect(server.url_with_token, client_id="owner")
             session = await owner.create_session(title="long")
             chat = host.store.state(session)["defaultChat"]
-            user = {"text": "h" * 40_000, "origin": {"kind": "user"}}
-            for i in range(60):  # 2.4 MB of history: about five send buffers
+            user = {"text": "h" * 28_000, "origin": {"kind": "user"}}
+            for i in range(60):  # 1.7 MB of history: more than three send buffers
                 host.dispatch(
                     chat, {"type": "chat/turnStarted", "turnId": f"t{i}", "startedAt": "x", "message": user}
                 )
@@ -171,6 +172,22 @@ def test_a_reading_client_is_sent_a_history_larger_than_its_send_buffer():
             assert [t["id"] for t in state["turns"]] == [f"t{i}" for i in range(60)]
             assert not reader.closed and any(c.client_id == "reader" for c in host.connections)
             await reader.close()
+
+            hoarder = await RawPeer.open(server.url_with_token, max_size=None)
+            await hoarder.initialize("hoarder")
+            answer = await hoarder.call("subscribe", {"channel": chat, "view": {"turns": 1}})
+            cursor = answer["result"]["snapshot"]["state"]["turnsNextCursor"]
+            hoarder.ws.transport.pause_reading()  # asks, and never reads what it asked for
+            victim = next(t for t in server.transports if t.remote.endswith(str(hoarder.ws.local_address[1])))
+            for n in range(1, 4):
+                request = {"channel": chat, "cursor": cursor}
+                hoarder.send({"jsonrpc": "2.0", "id": 100 + n, "method": "fetchTurns", "params": request})
+                await owner.settle()
+            for _ in range(200):  # round trips of the reading client until the host has handled them
+                if victim.closed:
+                    break
+                await owner.settle()
+            assert victim.closed and "send buffer" in victim.close_reason
             await owner.aclose()
 
     run(main(), timeout=120)
