@@ -81,15 +81,21 @@ class ClientContent:
         self.held: dict[str, dict[tuple, int]] = {}
         self.total = 0
 
-    def cost(self, channel: str, action: dict) -> int:
-        """How much an accepted client action would add to the total (0 for a removal)."""
+    @staticmethod
+    def measure(action: dict) -> tuple[tuple, bool, int] | None:
+        """What a client action puts into state: its slot, whether it appends to it, and its size
+        (``None`` for a removal). Measured once, for :meth:`added` and then :meth:`count`."""
         if action.get("type") in _REMOVALS:
-            return 0
+            return None
         key, appends = slot(action)
-        size = len(dumps(action))
-        if appends:
-            return size
-        return max(0, size - self.held.get(channel, {}).get(key, 0))
+        return key, appends, len(dumps(action))
+
+    def added(self, channel: str, measured: tuple[tuple, bool, int] | None) -> int:
+        """How much a measured action would add to the total."""
+        if measured is None:
+            return 0
+        key, appends, size = measured
+        return size if appends else max(0, size - self.held.get(channel, {}).get(key, 0))
 
     def problem(self, added: int) -> str | None:
         """Why an action that adds ``added`` bytes is refused, or ``None``."""
@@ -101,12 +107,11 @@ class ClientContent:
             "remove something first (truncate a chat, dispose of a chat or session)"
         )
 
-    def count(self, channel: str, action: dict) -> None:
-        """Count an accepted client action in its slot."""
-        if action.get("type") in _REMOVALS:
+    def count(self, channel: str, measured: tuple[tuple, bool, int] | None) -> None:
+        """Count an accepted, measured client action in its slot."""
+        if measured is None:
             return
-        key, appends = slot(action)
-        size = len(dumps(action))
+        key, appends, size = measured
         slots = self.held.setdefault(channel, {})
         before = slots.get(key, 0)
         slots[key] = before + size if appends else size

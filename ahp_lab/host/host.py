@@ -411,8 +411,10 @@ class Host(SessionsAndChats):
             message, reason = fixed_chat_attachments(action["type"], action.get("message"), self.chat_state)
             if reason is None and message is not action.get("message"):
                 action = {**action, "message": message}
+        measured = None
         if reason is None and not conn.trusted:
-            reason = self.client_content.problem(self.client_content.cost(channel, action))
+            measured = self.client_content.measure(action)
+            reason = self.client_content.problem(self.client_content.added(channel, measured))
         if reason is not None:
             reason = clipped(reason, self.limits.max_logged_action_chars)
             transition = self.store.reject(channel, _logged_form(raw, self.limits), origin, reason)
@@ -420,8 +422,8 @@ class Host(SessionsAndChats):
                 self._after_rejection(channel, action, client_id, reason)
             return transition
         transition = self._apply(channel, action, origin)
-        if transition.accepted and not conn.trusted:
-            self.client_content.count(channel, action)
+        if transition.accepted:
+            self.client_content.count(channel, measured)
         self._client_side_effects(transition, client_id)
         return transition
 

@@ -307,7 +307,8 @@ class SessionsAndChats:
         first = {"type": "chat/turnStarted", "message": initial}  # what a stranger's message costs
         counted = initial is not None and conn is not None and not conn.trusted
         if refused is None and counted:
-            refused = self.client_content.problem(self.client_content.cost(chat, first))
+            added = self.client_content.added(chat, self.client_content.measure(first))
+            refused = self.client_content.problem(added)
         if refused is not None:
             raise RpcError(ErrorCode.INVALID_PARAMS, refused)
         runtime = self.sessions[session]
@@ -355,8 +356,8 @@ class SessionsAndChats:
             self.dispatch(session, {"type": "session/defaultChatChanged", "defaultChat": chat})
         if initial is not None:
             turn_id = self.begin_turn(chat, initial)
-            if counted:
-                self.client_content.count(chat, {**first, "turnId": turn_id})
+            if counted:  # in the slot of the turn it started
+                self.client_content.count(chat, self.client_content.measure({**first, "turnId": turn_id}))
 
     def _chat_from_source(self, session: str, chat: str, state: dict, source: dict, caps: dict) -> dict:
         kind = source.get("kind")
