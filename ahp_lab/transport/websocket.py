@@ -64,7 +64,7 @@ DEFAULT_MAX_SEND_BUFFER_BYTES = 16 * 1024 * 1024
 #: backlog of many messages.
 DEFAULT_PING_INTERVAL_S = 20.0
 DEFAULT_PING_TIMEOUT_S = 20.0
-#: A write the peer takes less than this of in ``stall_timeout`` seconds (twice over) means it
+#: A pending write the peer takes less than this of in ``stall_timeout`` seconds means it
 #: stopped reading: the keepalive cannot tell, as its ping waits behind that write.
 MIN_PROGRESS_BYTES = 64 * 1024
 #: History pages queued for a peer (``send(..., history=True)``) are not a backlog up to this many
@@ -157,6 +157,8 @@ class WebSocketTransport:
         self._idle = asyncio.Event()  # set while nothing is queued
         self._idle.set()
         self._writer: asyncio.Task | None = None
+        self._writing = False  # a write is waiting for the socket (the watchdog looks at it)
+        self._writes = 0  # writes done
         self._reader: asyncio.Task | None = None
         self._closer: asyncio.Task | None = None
         self._paused_until = 0.0  # loop time before which no further frame is read
@@ -307,43 +309,46 @@ class WebSocketTransport:
         ws = self.ws
         queue = self._queue
         batch = _batch_writer(ws)
+        watchdog = asyncio.ensure_future(self._watch_writes())
         try:
             while True:
                 while queue:
+                    self._writing = True
                     if batch is not None and len(queue) > 1:
-                        await self._watched(batch(self._take_batch()))
-                        continue
-                    text = queue.popleft()
-                    self._buffered -= len(text)
-                    self.frames_out += 1
-                    self.bytes_out += len(text)
-                    await self._watched(ws.send(text))
+                        await batch(self._take_batch())
+                    else:
+                        text = queue.popleft()
+                        self._buffered -= len(text)
+                        self.frames_out += 1
+                        self.bytes_out += len(text)
+                        await ws.send(text)
+                    self._writing = False
+                    self._writes += 1
                 self._idle.set()
                 self._wakeup.clear()
                 await self._wakeup.wait()
         except ConnectionClosed:
             if not self.closed:
                 self._finish("the connection was lost")
-
-    async def _watched(self, write: Any) -> None:
-        """Await one socket write. A peer that takes less than :data:`MIN_PROGRESS_BYTES` of it
-        in ``stall_timeout`` seconds, twice over, stopped reading: it is let go. (A single large
-        message is no backlog for the send buffer, and the keepalive's ping waits behind it.)"""
-        task = asyncio.ensure_future(write)
-        try:
-            left = None
-            while True:
-                done, _ = await asyncio.wait({task}, timeout=self.stall_timeout)
-                if done:
-                    return task.result()
-                now = self._unwritten()
-                if left is not None and left - now < MIN_PROGRESS_BYTES:
-                    self._stalled()
-                    return None
-                left = now
         finally:
-            if not task.done():
-                task.cancel()
+            watchdog.cancel()
+
+    async def _watch_writes(self) -> None:
+        """Let go of a peer that took less than :data:`MIN_PROGRESS_BYTES` of one pending write in
+        ``stall_timeout`` seconds: it stopped reading. (A single large message is no backlog for
+        the send buffer, and the keepalive's ping waits behind it.) One look per period for the
+        connection, nothing per write."""
+        seen = None  # (writes done, bytes the socket still held) when a write was seen pending
+        while True:
+            await asyncio.sleep(self.stall_timeout)
+            if not self._writing:
+                seen = None
+                continue
+            now = (self._writes, self._unwritten())
+            if seen is not None and seen[0] == now[0] and seen[1] - now[1] < MIN_PROGRESS_BYTES:
+                self._stalled()
+                return
+            seen = now
 
     def _unwritten(self) -> int:
         """Bytes handed to the socket and not yet taken by the peer's system."""
@@ -355,7 +360,7 @@ class WebSocketTransport:
     def _stalled(self) -> None:
         reason = (
             f"the client took under {MIN_PROGRESS_BYTES // 1024} KiB of a message in "
-            f"{2 * self.stall_timeout:g} s: it stopped reading; reconnect to replay"
+            f"{self.stall_timeout:g} s: it stopped reading; reconnect to replay"
         )
         log.warning("%s: disconnected the peer %s: %s", self.name, self.remote, reason)
         self._finish(reason)

@@ -173,13 +173,16 @@ def test_a_reading_client_is_sent_a_history_larger_than_its_send_buffer():
             assert not reader.closed and any(c.client_id == "reader" for c in host.connections)
             await reader.close()
 
-            hoarder = await RawPeer.open(server.url_with_token, max_size=None)
+            sock = socket.socket()  # a small receive buffer: the kernel holds little of what it is sent
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.connect(("127.0.0.1", server.port))
+            hoarder = await RawPeer.open(server.url_with_token, sock=sock, max_size=None)
             await hoarder.initialize("hoarder")
             answer = await hoarder.call("subscribe", {"channel": chat, "view": {"turns": 1}})
             cursor = answer["result"]["snapshot"]["state"]["turnsNextCursor"]
             hoarder.ws.transport.pause_reading()  # asks, and never reads what it asked for
             victim = next(t for t in server.transports if t.remote.endswith(str(hoarder.ws.local_address[1])))
-            for n in range(1, 4):
+            for n in range(1, 7):  # 10 MB asked for: more than the host's socket buffer (4 MB) holds too
                 request = {"channel": chat, "cursor": cursor}
                 hoarder.send({"jsonrpc": "2.0", "id": 100 + n, "method": "fetchTurns", "params": request})
                 await owner.settle()
