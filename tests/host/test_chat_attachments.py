@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import asyncio
 
-from ahp_lab.host import Host
 from ahp_lab.protocol.jsonrpc import ErrorCode
 
-from .test_wire import RawClient, _chat_with_turns, settle
+from .test_wire import _client_with_chat, settle
 
 
 def _message(**attachment) -> dict:
@@ -25,10 +24,7 @@ def _message(**attachment) -> dict:
 
 def test_chat_attachments_are_checked_and_their_end_is_fixed():
     async def main():
-        host = Host()
-        client = RawClient(host)
-        await client.initialize("c")
-        source = await _chat_with_turns(host, client, "ahp-session:/att", 3)
+        host, client, source = await _client_with_chat("c", "ahp-session:/att", 3)
         host.dispatch(source, {"type": "chat/truncated", "turnId": "t1"})  # t2 is no longer kept
         user = {"text": "go", "origin": {"kind": "user"}}
         host.dispatch(

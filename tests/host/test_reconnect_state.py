@@ -14,7 +14,7 @@ import asyncio
 from ahp_lab.host import Host
 from ahp_lab.reducers import reduce
 
-from .test_wire import RawClient, _chat_with_turns, settle
+from .test_wire import RawClient, _client_with_chat, settle
 
 
 async def _reconnect(host: Host, client_id: str, last: int, channels: list[str]) -> tuple[RawClient, dict]:
@@ -37,10 +37,7 @@ def _ids(state: dict) -> list:
 
 def test_a_windowed_client_keeps_its_window_across_a_reconnect():
     async def main():
-        host = Host()
-        owner = RawClient(host)
-        await owner.initialize("owner")
-        chat = await _chat_with_turns(host, owner, "ahp-session:/r", 7)
+        host, owner, chat = await _client_with_chat("owner", "ahp-session:/r", 7)
         await owner.call("subscribe", {"channel": chat})
         away = RawClient(host)
         await away.initialize("away")

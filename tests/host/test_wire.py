@@ -309,6 +309,14 @@ async def _chat_with_turns(host: Host, client: RawClient, session: str, turns: i
     return chat
 
 
+async def _client_with_chat(client_id: str, session: str, turns: int) -> tuple[Host, RawClient, str]:
+    """A host, one initialized client, and the default chat of a new session with ``turns`` turns."""
+    host = Host()
+    client = RawClient(host)
+    await client.initialize(client_id)
+    return host, client, await _chat_with_turns(host, client, session, turns)
+
+
 def test_a_truncation_to_a_turn_outside_a_clients_window_pages_the_history_in_first():
     """A client holding the last two turns would not find the turn a truncation names (a no-op in
     its state) while everyone else's state drops turns: the host pages the history in first, and
@@ -356,10 +364,7 @@ def test_values_outside_an_actions_allowed_lists_are_refused_and_change_nothing(
     lists: a client that sends another value gets a reason, and the transcript stays decodable."""
 
     async def main():
-        host = Host()
-        client = RawClient(host)
-        await client.initialize("odd")
-        chat = await _chat_with_turns(host, client, "ahp-session:/odd", 0)
+        host, client, chat = await _client_with_chat("odd", "ahp-session:/odd", 0)
         await client.call("subscribe", {"channel": chat})
         user = {"text": "hi", "origin": {"kind": "user"}}
         host.dispatch(chat, {"type": "chat/turnStarted", "turnId": "t", "startedAt": "x", "message": user})
