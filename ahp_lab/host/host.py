@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +20,7 @@ from ..protocol.clock import iso_ms
 from ..protocol.jsonrpc import ErrorCode
 from ..protocol.jsonvalue import dumps, to_json
 from ..protocol.limits import Limits, clipped, truncated
+from ..protocol.names import new_turn_id
 from ..reducers.chat import touched_tool_call
 from ..store import HOST, Store, Transition, wall_clock_ms
 from ..tools import CONFIRM_META, ResolvedTool, Tool, failure_result
@@ -535,7 +535,7 @@ class Host(SessionsAndChats):
 
     def begin_turn(self, chat: str, message: dict, **extra: Any) -> str:
         """Start a turn the host opens itself (a chat's initial message, a consumed queued message)."""
-        turn_id = f"turn-{uuid.uuid4().hex[:8]}"
+        turn_id = new_turn_id()
         action = {
             "type": "chat/turnStarted",
             "turnId": turn_id,

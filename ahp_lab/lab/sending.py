@@ -15,6 +15,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from ..protocol.clock import iso_ms
+from ..protocol.names import new_turn_id
 from ..store import Transition
 from .checks import message_text
 from .turns import ActionRejected, HumanInputNeeded, PendingTurn, Sent, Turn, TurnPolicy, run_sync
@@ -104,7 +105,7 @@ class Sending:
                 {"type": "chat/pendingMessageSet", "kind": "queued", "id": message_id, "message": message},
             )
             return sent
-        turn_id = f"turn-{uuid.uuid4().hex[:8]}"
+        turn_id = new_turn_id()
         self._prepare(chat, turn_id, script, approve, answers)
         self.client.dispatch(
             chat,

@@ -19,3 +19,10 @@ CANCELLED = "cancelled"
 #: A tuple, not a set: a status read from state may be any JSON value, and an object or array is
 #: not hashable (a set test would raise where the reference's ``===`` is simply false).
 BLOCKING_TOOL_CALL_STATES = (PENDING_CONFIRMATION, PENDING_RESULT_CONFIRMATION, AUTH_REQUIRED)
+
+
+def new_turn_id() -> str:
+    """A fresh turn id (``turn-`` and 8 hex digits), for a turn the host or a notebook opens."""
+    import uuid  # here: the reducers import this module, and need no ids
+
+    return f"turn-{uuid.uuid4().hex[:8]}"
