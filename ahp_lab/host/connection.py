@@ -33,7 +33,6 @@ from typing import Any
 from ..protocol import PROTOCOL_VERSION, SUPPORTED_VERSIONS, ProtocolError, validate_params
 from ..protocol.actions import ACTION_SINCE
 from ..protocol.jsonrpc import ErrorCode
-from ..protocol.jsonvalue import to_json
 from ..protocol.limits import MAX_SAFE_INTEGER, check_json, valid_client_seq
 from ..protocol.messages import COMMANDS, HOST_TO_CLIENT_COMMANDS, ROOT_CHANNEL
 from ..transport import JsonRpcPeer, RpcError
@@ -214,7 +213,11 @@ class Connection:
             )
             raise RpcError(code, f"no channel {channel}")
         self._add_subscription(channel)
-        return {"resource": channel, "state": to_json(state), "fromSeq": self.host.store.last_seq}
+        return {
+            "resource": channel,
+            "state": self.host.snapshot_state(channel),
+            "fromSeq": self.host.store.last_seq,
+        }
 
     def _add_subscription(self, channel: str) -> None:
         if channel not in self.subscriptions and len(self.subscriptions) >= self.limits.max_subscriptions:
@@ -461,7 +464,7 @@ class Connection:
             or store.log_bytes_since(last + 1) > self.limits.max_message_bytes
         ):
             snapshots = [
-                {"resource": c, "state": to_json(store.state(c)), "fromSeq": store.last_seq} for c in live
+                {"resource": c, "state": self.host.snapshot_state(c), "fromSeq": store.last_seq} for c in live
             ]
             return {"type": "snapshot", "snapshots": snapshots, "missing": missing}
         chosen = set(live)

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..protocol.clock import iso_ms
 from ..protocol.jsonrpc import ErrorCode
-from ..protocol.jsonvalue import dumps
+from ..protocol.jsonvalue import dumps, to_json
 from ..tools import failure_result
 from ..transport import RpcError
 from . import mirror
@@ -499,10 +499,28 @@ class SessionsAndChats:
 
     # -- catalogue ------------------------------------------------------------------------------
 
+    def _chat_states(self, runtime: SessionRuntime) -> dict[str, dict]:
+        return {c: self.store.state(c) for c in runtime.chats if self.store.has_channel(c)}
+
+    def snapshot_state(self, channel: str) -> Any:
+        """A channel's state as a snapshot carries it (plain JSON).
+
+        A session's status activity bits are those of its catalogue entry, from its chats
+        (session-channel §6): no session action can set them (reducer-rules §6.1), so the state a
+        session's actions reduce to keeps whatever the last input request left (``24`` becomes
+        ``8``, never ``1``), and the host makes them meaningful in snapshots. Its flags are its own.
+        """
+        state = to_json(self.store.state(channel))
+        runtime = self.sessions.get(channel)
+        if runtime is None or type(state) is not dict:
+            return state
+        status, _ = mirror.aggregate_status(state, self._chat_states(runtime))
+        return state if state.get("status") == status else {**state, "status": status}
+
     def _summary(self, uri: str) -> dict:
         runtime = self.sessions[uri]
         state = self.store.state(uri) or {}
-        chats = {c: self.store.state(c) for c in runtime.chats if self.store.has_channel(c)}
+        chats = self._chat_states(runtime)
         status, activity = mirror.aggregate_status(state, chats)
         modified = max([c.get("modifiedAt") or "" for c in chats.values()] + [runtime.created_at])
         summary: dict[str, Any] = {

@@ -542,3 +542,39 @@ def test_a_session_keeps_a_default_chat_when_its_default_chat_is_disposed():
         assert host.store.state(session)["defaultChat"] == "ahp-chat:/third"
 
     asyncio.run(main())
+
+
+def test_a_session_snapshot_shows_its_chats_activity_as_the_catalogue_does():
+    """No session action can set a session's activity bits: answering the last input request
+    turns 24 into 8, never 1. Snapshots showed that 8 for good on an idle session, and 1 while its
+    chat ran, where the catalogue said otherwise (found by an independent client). A snapshot now
+    carries the catalogue's status (session-channel §6), flags included."""
+
+    async def main():
+        host, client, chat = await _client_with_chat("c", "ahp-session:/busy", 0)
+        session = "ahp-session:/busy"
+        host.dispatch(session, {"type": "session/isReadChanged", "isRead": True})
+
+        async def snapshot_and_listed() -> tuple[int, int]:
+            other = RawClient(host)
+            await other.initialize(f"o{len(host.connections)}")
+            snap = (await other.call("subscribe", {"channel": session}))["result"]["snapshot"]
+            listed = (await other.call("listSessions", {"channel": "ahp-root://"}))["result"]["items"]
+            return snap["state"]["status"], next(s["status"] for s in listed if s["resource"] == session)
+
+        assert await snapshot_and_listed() == (1 | 32, 1 | 32)
+        user = {"text": "hi", "origin": {"kind": "user"}}
+        host.dispatch(chat, {"type": "chat/turnStarted", "turnId": "t", "startedAt": "x", "message": user})
+        assert host.store.state(session)["status"] == 1 | 32  # no session action said otherwise
+        assert await snapshot_and_listed() == (8 | 32, 8 | 32)
+        call = {"turnId": "t", "toolCallId": "c1"}
+        host.dispatch(chat, {"type": "chat/toolCallStart", **call, "toolName": "w", "displayName": "W"})
+        host.dispatch(chat, {"type": "chat/toolCallReady", **call, "invocationMessage": "write"})
+        assert await snapshot_and_listed() == (24 | 32, 24 | 32)
+        host.dispatch(chat, {"type": "chat/toolCallConfirmed", **call, "approved": True})
+        host.dispatch(chat, {"type": "chat/toolCallComplete", **call, "result": {"success": True}})
+        host.dispatch(chat, {"type": "chat/turnComplete", "turnId": "t"})
+        assert host.store.state(session)["status"] == 8 | 32  # 24 -> 8 by reducer-rules §6.1
+        assert await snapshot_and_listed() == (1 | 32, 1 | 32)
+
+    asyncio.run(main())

@@ -134,3 +134,10 @@ def without_modified_at(value: Any) -> Any:
     if isinstance(value, list):
         return [without_modified_at(v) for v in value]
     return value
+
+
+def session_without_activity(state: dict) -> dict:
+    """A session's state but for its status activity bits: a snapshot carries the catalogue's
+    (session-channel §6), which no session action updates, so a client that took its snapshot
+    mid-turn keeps that turn's bits while the host's reduced state keeps its own."""
+    return {**state, "status": int(state.get("status") or 0) & ~0x1F}

@@ -20,7 +20,7 @@ from ahp_lab.host import connection as host_connection
 from ahp_lab.lab.remote import RemoteLab
 from ahp_lab.transport import WebSocketServer
 
-from .conftest import ROOT, run, without_modified_at
+from .conftest import ROOT, run, session_without_activity, without_modified_at
 
 LONG_TEXT = " ".join(f"word{i}" for i in range(600))
 
@@ -65,8 +65,9 @@ async def _caught_up(lab: Lab, remote: RemoteLab, turn_id: str) -> None:
         remote.chat, lambda s: any(t.get("id") == turn_id for t in s.get("turns") or ()), timeout=60
     )
     await remote.client.settle()
-    for channel in (lab.session, lab.chat):
-        assert without_modified_at(remote.state(channel)) == without_modified_at(lab.state(channel))
+    assert without_modified_at(remote.state(lab.chat)) == without_modified_at(lab.state(lab.chat))
+    remote_session, host_session = (session_without_activity(s.state(lab.session)) for s in (remote, lab))
+    assert without_modified_at(remote_session) == without_modified_at(host_session)
 
 
 def test_kill_mid_stream_replays_with_no_gap_and_no_duplicate():
