@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -100,19 +101,39 @@ def _code_points(text: str, units: int) -> int | None:
     between the two halves of a character)."""
     if units < 0:
         return None
-    index = count = 0
-    while count < units and index < len(text):
-        count += 2 if ord(text[index]) > 0xFFFF else 1
-        index += 1
-    return index if count == units else None
+    encoded = text.encode("utf-16-le", "surrogatepass")
+    if 2 * units > len(encoded):
+        return None
+    head = encoded[: 2 * units].decode("utf-16-le", "surrogatepass")
+    if head and head[-1] != text[len(head) - 1]:
+        return None  # the first half of a character that takes two units
+    return len(head)
 
 
-def _in_units(text: str, item: dict) -> dict:
-    """A completion item with its range in UTF-16 code units."""
-    out = dict(item)
-    for key in ("rangeStart", "rangeEnd"):
-        if isinstance(out.get(key), int):
-            out[key] += sum(1 for c in text[: out[key]] if ord(c) > 0xFFFF)
+def _units(text: str, index: int) -> int:
+    """The UTF-16 position of code-point ``index`` in ``text``."""
+    return len(text[:index].encode("utf-16-le", "surrogatepass")) // 2
+
+
+_NON_SPACE = re.compile(r"\S*")
+
+#: The most items one ``completions`` answer lists (a person picks from the first few).
+MAX_COMPLETION_ITEMS = 200
+
+
+def _in_units(text: str, items: list[dict]) -> list[dict]:
+    """Completion items with their ranges in UTF-16 code units (each position converted once)."""
+    converted: dict[int, int] = {}
+    out = []
+    for item in items[:MAX_COMPLETION_ITEMS]:
+        item = dict(item)
+        for key in ("rangeStart", "rangeEnd"):
+            position = item.get(key)
+            if type(position) is int:
+                if position not in converted:
+                    converted[position] = _units(text, position)
+                item[key] = converted[position]
+        out.append(item)
     return out
 
 
@@ -590,9 +611,9 @@ class Connection:
         session = self.host.chat_session.get(chat)
         if session is None:
             raise RpcError(ErrorCode.NOT_FOUND, f"no chat {chat}")
-        start = offset
-        while start > 0 and not text[start - 1].isspace():
-            start -= 1
+        # the word before the offset, read backwards in one pass (a scan of the whole text from
+        # each position would cost a stranger's megabyte of text as much squared)
+        start = offset - (_NON_SPACE.match(text[offset - 1 :: -1]).end() if offset else 0)
         word = text[start:offset]
         items = []
         for ext in self.host.extensions:  # e.g. a LoopAgent's slash commands (/skill:name)
@@ -600,8 +621,10 @@ class Connection:
             if more is not None:
                 items.extend(more(session, chat, word, start, offset))
         if not word.startswith("@"):
-            return {"items": [_in_units(text, item) for item in items]}
+            return {"items": _in_units(text, items)}
         for info in self.host.available_tools(session):
+            if len(items) >= MAX_COMPLETION_ITEMS:
+                break
             if info.name.startswith(word[1:]):
                 items.append(
                     {
@@ -615,7 +638,7 @@ class Connection:
                         },
                     }
                 )
-        return {"items": [_in_units(text, item) for item in items]}
+        return {"items": _in_units(text, items)}
 
     def _cmd_authenticate(self, params: dict) -> dict:
         resource = params["resource"]
