@@ -37,6 +37,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from websockets.asyncio.client import connect as ws_connect
+from websockets.asyncio.server import ServerConnection
 from websockets.asyncio.server import serve as ws_serve
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 from websockets.protocol import State
@@ -73,6 +74,11 @@ MIN_PROGRESS_BYTES = 64 * 1024
 HISTORY_BUFFERS = 3
 #: Sockets served at once; past it an upgrade is refused (HTTP 503).
 DEFAULT_MAX_CONNECTIONS = 256
+#: Sockets in their opening handshake at once (before the token is checked, or sending nothing at
+#: all); past it the oldest is let go, so that strangers without the token cannot take all of the
+#: process's file descriptors (each is let go after ``OPEN_TIMEOUT_S`` anyway).
+MAX_OPENING = 64
+OPEN_TIMEOUT_S = 10.0
 #: Origins accepted by default: pages served from this machine, any port, http or https.
 DEFAULT_ALLOWED_ORIGINS = ("http://localhost", "http://127.0.0.1", "http://[::1]")
 
@@ -84,6 +90,34 @@ _SERVER_QUEUE = (4, 1)
 CLOSE_NORMAL = 1000
 CLOSE_POLICY = 1008  # the client fell too far behind (send buffer exceeded)
 CLOSE_GOING_AWAY = 1001  # the server stops serving
+
+
+def _bounded_connections() -> type[ServerConnection]:
+    """The library's server connection, for one server that keeps at most ``MAX_OPENING`` sockets
+    in their opening handshake: a new one lets the oldest go. A client with the token finishes its
+    handshake in milliseconds, so a flood of sockets that never send one does not lock it out."""
+    opening: dict[ServerConnection, None] = {}  # in arrival order
+
+    class BoundedConnection(ServerConnection):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            super().connection_made(transport)
+            opening[self] = None
+            if len(opening) > MAX_OPENING:
+                oldest = next(iter(opening))
+                del opening[oldest]
+                oldest.transport.abort()
+
+        async def handshake(self, *args: Any, **kwargs: Any) -> None:
+            try:
+                await super().handshake(*args, **kwargs)
+            finally:
+                opening.pop(self, None)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            opening.pop(self, None)
+            super().connection_lost(exc)
+
+    return BoundedConnection
 
 
 class _NoFrames(logging.Filter):
@@ -594,6 +628,8 @@ class WebSocketServer:
             compression=None,
             logger=_lib_log,
             server_header=None,
+            open_timeout=OPEN_TIMEOUT_S,
+            create_connection=_bounded_connections(),
         )
         sock = next(iter(self._server.sockets))
         self.port = sock.getsockname()[1]
@@ -620,6 +656,9 @@ class WebSocketServer:
         return response
 
     def _check_request(self, connection: Any, request: Any) -> Any:
+        for name in ("Origin", "Authorization"):
+            if len(request.headers.get_all(name)) > 1:
+                return self._refuse(connection, 400, f"the {name} header must appear at most once")
         origin = request.headers.get("Origin")
         if origin is not None and not any(_origin_matches(origin, a) for a in self.allowed_origins):
             return self._refuse(connection, 403, "this Origin is not allowed")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from ahp_lab.host.connection import MAX_COMPLETION_ITEMS
 
-from .conftest import arun, joined, open_lab
+from .conftest import Stranger, arun, joined, open_lab
 
 
 def test_one_completions_request_costs_the_text_once_not_once_per_item(connect_stranger):
@@ -34,3 +36,63 @@ def test_one_completions_request_costs_the_text_once_not_once_per_item(connect_s
             assert {(i["rangeStart"], i["rangeEnd"]) for i in items} == {(units - 3, units)}
 
     arun(main())
+
+
+def test_sockets_that_never_finish_their_handshake_cannot_lock_out_a_token_holder():
+    """Without the token, 1,050 sockets that sent nothing took all of the host's file descriptors
+    (accept failed with EMFILE) and locked out every user. At most MAX_OPENING sockets wait in
+    their handshake; a new one lets the oldest go, so a real client still gets in."""
+    from urllib.parse import urlsplit
+
+    from ahp_lab.transport import connect_websocket
+    from ahp_lab.transport.websocket import MAX_OPENING
+
+    async def main():
+        async with open_lab() as lab:
+            url = await lab.aserve()
+            port = urlsplit(url).port
+            idle = [await asyncio.open_connection("127.0.0.1", port) for _ in range(MAX_OPENING + 20)]
+
+            async def let_go(reader: asyncio.StreamReader) -> bool:
+                try:
+                    return await asyncio.wait_for(reader.read(1), 5) == b""  # the handshake timeout is 10 s
+                except ConnectionResetError:
+                    return True
+
+            # the first twenty were let go as the later ones arrived
+            assert all([await let_go(reader) for reader, _ in idle[:20]])
+            transport = await connect_websocket(url)
+            peer = Stranger(transport)
+            assert "result" in await peer.initialize("alice")
+            peer.close()
+            for _, writer in idle:
+                writer.close()
+
+    arun(main())
+
+
+def test_a_header_that_decides_admission_given_twice_is_refused_not_a_server_error(caplog):
+    """Two Origin or two Authorization headers made the token check raise: HTTP 500 and an ERROR
+    with a traceback for every such request, a log anyone could flood without the token."""
+    from urllib.parse import urlsplit
+
+    async def main():
+        async with open_lab() as lab:
+            port = urlsplit(await lab.aserve()).port
+            statuses = []
+            for twice in ("Origin: http://localhost", "Authorization: Bearer a"):
+                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.write(
+                    (
+                        "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+                        f"{twice}\r\n{twice}\r\n\r\n"
+                    ).encode()
+                )
+                statuses.append((await reader.readline()).decode().strip())
+                writer.close()
+            assert statuses == ["HTTP/1.1 400 Bad Request"] * 2
+
+    with caplog.at_level("WARNING"):
+        arun(main())
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
