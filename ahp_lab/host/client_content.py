@@ -66,7 +66,7 @@ def slot(action: dict) -> tuple[tuple, bool]:
     if kind == "session/activeClientSet":
         return ("client", (action.get("activeClient") or {}).get("clientId")), False
     if kind in ("chat/workingDirectorySet", "session/workingDirectorySet"):
-        return ("directory", action.get("uri")), False
+        return ("directory", _name(action.get("directory"))), False
     if turn is not None:
         return ("turn", turn, kind), False
     return ("field", kind), False
@@ -149,7 +149,7 @@ class ClientContent:
         if kind == "session/activeClientRemoved":
             return [("client", _name(action.get("clientId")))]
         if kind in ("chat/workingDirectoryRemoved", "session/workingDirectoryRemoved"):
-            return [("directory", _name(action.get("uri")))]
+            return [("directory", _name(action.get("directory")))]
         return []
 
     def give_back(self, channel: str, keys: list[tuple]) -> None:

@@ -15,9 +15,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..transport import RpcError
-from .resources import uri_path
+from .resources import in_hidden_home_folder, uri_path
 
 __all__ = ["WorkingDirectories"]
 
@@ -50,6 +51,10 @@ class WorkingDirectories:
             path = uri_path(uri)
         except RpcError as exc:
             return exc.message
+        parts = urlsplit(uri)
+        if parts.query or parts.fragment or uri.endswith(("?", "#")):
+            # a folder has one URI: a query would make the same folder a new entry each time
+            return f"{uri:.200} carries a query or a fragment; a working directory is a plain file:// URI"
         if ".." in path.parts:
             return f"{uri} contains '..', which could step outside the allowed folders"
         real = _real(path)
@@ -64,6 +69,11 @@ class WorkingDirectories:
             return f"{uri} is the root of the file system, which is never a working directory"
         if real == home:
             return f"{uri} is the user's home directory, which is never a working directory"
+        if in_hidden_home_folder(real):
+            return (
+                f"{uri} is in a hidden folder of the user's home (such as ~/.ssh), which holds keys and "
+                "settings and is never a working directory"
+            )
         if not any(_inside(real, root) for root in self.roots):
             shown = ", ".join(self.roots) or "none"
             return (

@@ -109,10 +109,10 @@ class SessionsAndChats:
             for info in self.store.state(ROOT).get("agents", []):
                 if info.get("provider") == provider:
                     caps = info.get("capabilities") or {}
-            state["workingDirectories"] = (
-                list(dirs) if "multipleWorkingDirectories" in caps else list(dirs[:1])
-            )
+            dirs = list(dict.fromkeys(dirs))  # the same folder twice is one working directory
+            state["workingDirectories"] = dirs if "multipleWorkingDirectories" in caps else dirs[:1]
         by_stranger = conn is not None and not conn.trusted
+        created = self._creation_charge(conn, uri, state)
         token = params.get("progressToken")
         progress = (conn, token) if conn is not None and isinstance(token, str) else None
         self._progress(progress, uri, 0, "creating the session")
@@ -142,6 +142,7 @@ class SessionsAndChats:
             )
             self.sessions[uri] = runtime
             self.store.add_channel(uri, "session", state)
+            self.client_content.count(uri, created)
             if active_client is not None:
                 self.dispatch(uri, {"type": "session/activeClientSet", "activeClient": active_client})
             self._count_sessions()
@@ -251,6 +252,19 @@ class SessionsAndChats:
                     {"field": f"workingDirectories[{index}]", "rule": refused},
                 )
 
+    def _creation_charge(self, conn: Connection | None, channel: str, state: dict) -> tuple | None:
+        """What a stranger's ``createSession``/``createChat`` parameters put into the new channel's
+        state (its title and working directories), measured for the channel's ``created`` slot and
+        refused past ``max_client_content_bytes``; ``None`` for the notebook's own."""
+        if conn is None or conn.trusted:
+            return None
+        given = {k: state[k] for k in ("title", "workingDirectories") if k in state}
+        measured = (("created",), False, len(dumps(given)))
+        refused = self.client_content.problem(self.client_content.added(channel, measured))
+        if refused is not None:
+            raise RpcError(ErrorCode.INVALID_PARAMS, refused)
+        return measured
+
     def _check_client_channels(self, conn: Connection | None) -> None:
         """Strangers together may keep at most ``limits.max_client_channels`` sessions and chats."""
         if conn is None or conn.trusted:
@@ -339,8 +353,10 @@ class SessionsAndChats:
                 raise RpcError(
                     ErrorCode.INVALID_PARAMS, f"{outside[0]} is not one of the session's working directories"
                 )
-            state["workingDirectories"] = list(dirs)
+            state["workingDirectories"] = list(dict.fromkeys(dirs))  # a folder twice is one
+        created = self._creation_charge(conn, chat, state)
         self.store.add_channel(chat, "chat", state)
+        self.client_content.count(chat, created)
         self.chat_session[chat] = session
         self.chat_creators[chat] = conn.client_id if conn is not None else None
         if conn is not None and not conn.trusted:
@@ -437,6 +453,7 @@ class SessionsAndChats:
             self._forget_chat(chat)
         self.store.remove_channel(uri)
         self.subscribers.pop(uri, None)
+        self.client_content.forget(uri)
         del self.sessions[uri]
         self._count_sessions()
         self._notify_root("root/sessionRemoved", {"session": uri})

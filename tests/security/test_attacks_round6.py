@@ -67,9 +67,9 @@ def test_a_strangers_turns_cannot_grow_the_hosts_state_past_its_bound(connect_st
 
             # a chat the stranger fills and disposes of gives back all of it
             side = "ahp-chat:/mallory-side"
+            before = lab.host.client_content.total
             assert "error" not in await mallory.call("createChat", {"channel": lab.session, "chat": side})
             await mallory.call("subscribe", {"channel": side})
-            before = lab.host.client_content.total
             mallory.dispatch(side, 40, _turn("s1"))
             assert "rejectionReason" not in await mallory.echo(40)
             await _idle(mallory, lab, side)
@@ -166,7 +166,9 @@ def test_answers_tool_content_forks_first_messages_and_client_entries_are_counte
             assert counted.total == 2 * first
             m.dispatch("ahp-chat:/m1", 7, {"type": "chat/truncated"})
             assert "rejectionReason" not in await m.echo(7)
-            assert counted.total == first  # the fork still holds it, and is still charged
+            # the fork still holds it, and is still charged; the chat it came from keeps its title
+            titled = counted.held["ahp-chat:/m1"][("created",)]
+            assert counted.total == first + titled
 
             # an active client entry counts once, at its latest size, and goes with the client
             tools = [
@@ -185,7 +187,7 @@ def test_answers_tool_content_forks_first_messages_and_client_entries_are_counte
             with_entry = counted.total
             m.dispatch(lab.session, 10, {"type": "session/activeClientRemoved", "clientId": "m"})
             assert "rejectionReason" not in await m.echo(10)
-            assert counted.total == first < with_entry
+            assert counted.total == first + titled < with_entry
 
     arun(main())
 

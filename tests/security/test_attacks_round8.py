@@ -96,3 +96,115 @@ def test_a_header_that_decides_admission_given_twice_is_refused_not_a_server_err
     with caplog.at_level("WARNING"):
         arun(main())
     assert not [r for r in caplog.records if r.levelname == "ERROR"]
+
+
+def _multi_directory_agent():
+    from ahp_lab.agents.scripted import ScriptedAgent
+
+    class MultiDirAgent(ScriptedAgent):
+        def info(self):
+            info = dict(super().info())
+            info["capabilities"] = {**(info.get("capabilities") or {}), "multipleWorkingDirectories": {}}
+            return info
+
+    return MultiDirAgent()
+
+
+def test_working_directories_are_plain_uris_and_each_is_counted_in_its_own_slot(connect_stranger, tmp_path):
+    """A query made the same folder a new entry each time (file:///work?<900 KB>), and every
+    directory was counted in one slot keyed on a field the action does not have: 40 of them grew
+    the state to 36 MB while 900 KB were counted, and removing any one gave back the lot."""
+    from ahp_lab.host.resources import file_uri
+
+    folders = [tmp_path / ("d" * 200 + str(n)) for n in range(5)]
+    for folder in folders:
+        folder.mkdir()
+
+    async def main():
+        async with open_lab(roots=[tmp_path], agent=_multi_directory_agent()) as lab:
+            mallory = await joined(connect_stranger, lab, "mallory")
+            counted = lab.host.client_content
+            for seq, query in enumerate(("?" + "q" * 1000, "#frag", "?"), 1):
+                set_it = {"type": "session/workingDirectorySet", "directory": file_uri(folders[0]) + query}
+                mallory.dispatch(lab.session, seq, set_it)
+                assert "query or a fragment" in (await mallory.echo(seq))["rejectionReason"]
+            assert counted.total == 0
+            for seq, folder in enumerate(folders, 10):
+                set_it = {"type": "session/workingDirectorySet", "directory": file_uri(folder)}
+                mallory.dispatch(lab.session, seq, set_it)
+                assert "rejectionReason" not in await mallory.echo(seq)
+            assert counted.total > 5 * 200
+            each = counted.total // 5
+            removed = {"type": "session/workingDirectoryRemoved", "directory": file_uri(folders[0])}
+            mallory.dispatch(lab.session, 20, removed)
+            assert "rejectionReason" not in await mallory.echo(20)
+            assert counted.total == 4 * each  # its own slot, not everyone's
+
+    arun(main())
+
+
+def test_what_create_chat_and_create_session_put_in_state_is_counted(connect_stranger, tmp_path):
+    """createChat listed one working directory 524,000 times in a 16 MB message: 12 chats took the
+    host from 45 MB to 725 MB with nothing counted, and titles of a megabyte were not counted
+    either. A folder listed twice is one, and what the parameters put in state is counted in the
+    new channel (given back when it is disposed), refused past max_client_content_bytes."""
+    from ahp_lab.host.resources import file_uri
+
+    work = tmp_path / "work"
+    work.mkdir()
+
+    async def main():
+        limits = {"max_client_content_bytes": 300_000}
+        async with open_lab(roots=[tmp_path], agent=_multi_directory_agent(), limits=limits) as lab:
+            mallory = await joined(connect_stranger, lab, "mallory")
+            counted = lab.host.client_content
+            lab.host.dispatch(
+                lab.session, {"type": "session/workingDirectorySet", "directory": file_uri(work)}
+            )
+            many = [file_uri(work)] * 50_000
+            params = {"channel": lab.session, "chat": "ahp-chat:/m1", "workingDirectories": many}
+            assert "error" not in await mallory.call("createChat", params)
+            assert lab.host.store.state("ahp-chat:/m1")["workingDirectories"] == [file_uri(work)]
+            session = "ahp-session:/m"
+            answer = await mallory.call("createSession", {"channel": session, "title": "t" * 200_000})
+            assert "error" not in answer
+            await mallory.wait(lambda: lab.host.store.state(session) is not None)
+            assert 200_000 < counted.total < 300_000
+            answer = await mallory.call(
+                "createSession", {"channel": "ahp-session:/m2", "title": "t" * 200_000}
+            )
+            assert "max_client_content_bytes" in answer["error"]["message"]
+            assert lab.host.store.state("ahp-session:/m2") is None
+            assert "error" not in await mallory.call("disposeSession", {"channel": session})
+            assert counted.total < 1_000  # the session's title went with it
+
+    arun(main())
+
+
+def test_a_host_started_in_the_home_directory_never_hands_out_its_hidden_folders(
+    connect_stranger, tmp_path, monkeypatch
+):
+    """The default root is the kernel's working directory, often ~: a stranger named ~/.ssh as a
+    working directory and read the private key from it."""
+    from ahp_lab.host.resources import file_uri
+
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY")
+    (home / "project").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+
+    async def main():
+        async with open_lab(roots=[home]) as lab:
+            mallory = await connect_stranger(lab, "mallory")
+            await mallory.initialize("mallory")
+            for folder, allowed in ((home / ".ssh", False), (home / "project", True)):
+                uri = "ahp-session:/" + folder.name.strip(".")
+                answer = await mallory.call(
+                    "createSession", {"channel": uri, "workingDirectories": [file_uri(folder)]}
+                )
+                assert ("error" not in answer) is allowed, answer
+                if not allowed:
+                    assert "hidden folder of the user's home" in answer["error"]["message"]
+
+    arun(main())
