@@ -147,6 +147,7 @@ class Host(SessionsAndChats):
         #: seqs of the history pages sent to some connections only: a reconnect's replay skips them
         self.paged_seqs: set[int] = set()
         self._recipients: set | None = None  # while paging history in: the connections sent it
+        self._echo_to: Connection | None = None  # a client acting on a channel it did not subscribe to
         # objects with optional on_session_created / on_transition / run_tool hooks; the first one
         # serves the optional per-session agent hooks (open, config, restart, files, terminals)
         self.agent_sessions = AgentSessions(self)
@@ -388,6 +389,18 @@ class Host(SessionsAndChats):
         kind = self.store.kind_of(channel)
         if kind is None:
             return None  # unknown channel: dropped silently (overview §6.1)
+        # A client may act on a channel it has not subscribed to (an answer on a chat from the
+        # session's inputNeeded, session-channel §1): it is sent its own echo all the same.
+        subscribed = conn in (self.subscribers.get(channel) or ())
+        self._echo_to = None if subscribed else conn
+        try:
+            return self._dispatch_from_client(conn, client_seq, channel, kind, raw)
+        finally:
+            self._echo_to = None
+
+    def _dispatch_from_client(
+        self, conn: Connection, client_seq: int, channel: str, kind: str, raw: Any
+    ) -> Transition | None:
         client_id = conn.client_id
         origin = {"kind": "client", "clientId": client_id, "clientSeq": client_seq}
         action, reason = normalize_client_action(raw, self.limits)
@@ -453,6 +466,10 @@ class Host(SessionsAndChats):
         subscribers = self.subscribers.get(transition.channel)
         if self._recipients is not None and subscribers:  # a page of history for some clients only
             subscribers = subscribers & self._recipients
+        sender = self._echo_to
+        if sender is not None and transition.origin.get("clientId") == sender.client_id:
+            self._echo_to = None  # the echo of its action, in sequence with everything else
+            subscribers = {*(subscribers or ()), sender}
         if not subscribers:
             return
         text = dumps(

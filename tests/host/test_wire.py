@@ -578,3 +578,31 @@ def test_a_session_snapshot_shows_its_chats_activity_as_the_catalogue_does():
         assert await snapshot_and_listed() == (1 | 32, 1 | 32)
 
     asyncio.run(main())
+
+
+def test_a_client_acting_on_a_chat_it_did_not_subscribe_to_gets_its_own_echo():
+    """A phone subscribed to the session answers on the chat (session-channel §1 allows it): it
+    was sent no echo, neither the acceptance nor the rejection, so it could never tell whether its
+    answer counted, nor clear its pending entry (found by an independent client). Only its own
+    action's echo is sent to it: the chat's other actions stay its subscribers'."""
+
+    async def main():
+        host, owner, chat = await _client_with_chat("owner", "ahp-session:/phone", 0)
+        await owner.call("subscribe", {"channel": chat})
+        phone = RawClient(host)
+        await phone.initialize("phone")
+        await phone.call("subscribe", {"channel": "ahp-session:/phone"})
+        draft = {"type": "chat/draftChanged", "draft": {"text": "hi", "origin": {"kind": "user"}}}
+        phone.dispatch(chat, 1, draft)
+        phone.dispatch(chat, 2, {"type": "chat/turnCancelled", "turnId": "none"})
+        await settle()
+        host.dispatch(chat, {"type": "chat/draftChanged"})
+        await settle()
+        echoes = [e for e in phone.actions() if e["channel"] == chat]
+        assert [(e["origin"]["clientSeq"], "rejectionReason" in e) for e in echoes] == [(1, False), (2, True)]
+        seqs = [e["serverSeq"] for e in phone.actions()]
+        assert seqs == sorted(seqs)  # in sequence with the session's actions it is sent
+        seen_by_owner = [e for e in owner.actions() if e["channel"] == chat]
+        assert len(seen_by_owner) == 3  # the two echoes and the host's own action
+
+    asyncio.run(main())
