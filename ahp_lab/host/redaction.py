@@ -125,6 +125,20 @@ class Redactor:
                 text = _KNOWN_TOKEN.sub(MASK, text)
         return text
 
+    def secret_prefix(self, text: str) -> int:
+        """How many characters at the end of ``text`` could be the start of a known secret (the
+        longest such tail), which a stream must hold back until it sees how the text goes on."""
+        longest = 0
+        size = len(text)
+        for secret in self._secrets:
+            p = text.find(secret[0], max(0, size - len(secret) + 1))
+            while p != -1 and size - p > longest:
+                if secret.startswith(text[p:]):
+                    longest = size - p
+                    break
+                p = text.find(secret[0], p + 1)
+        return longest
+
     def redact(self, value: Any, *, generic: bool = True) -> Any:
         """A copy of ``value`` (a JSON value, e.g. an action) with secrets masked in every string.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -148,3 +149,49 @@ def test_text_from_an_agent_enters_state_as_valid_unicode():
         "text": "smile \ufffd",
         "more": ["\U0001f600", "\ufffd!"],
     }
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(
+    secret=st.text(alphabet="abcdefghijkXYZ0123456789-_", min_size=8, max_size=30),
+    before=st.text(alphabet="abc XYZ-", max_size=20),
+    after=st.text(alphabet="abc XYZ-", max_size=20),
+    cuts=st.lists(st.integers(0, 80), max_size=6),
+    reasoning=st.booleans(),
+)
+def test_a_known_secret_streamed_in_chunks_never_reaches_state_and_no_other_text_is_lost(
+    secret, before, after, cuts, reasoning
+):
+    """Each delta was redacted alone: an agent streaming its key as 'hunter2-correct-' then
+    'horse-battery' (a model writes token by token) put the whole key in state and the export.
+    A stream holds back the end that could begin a known secret until it sees the next delta, or
+    the chat's next action; the text that is not a secret all arrives, in order."""
+    from ahp_lab.host import Host
+    from ahp_lab.store import agent_origin
+    from tests.host.test_wire import RawClient, _chat_with_turns
+
+    text = before + secret + after
+    bounds = sorted({c % (len(text) + 1) for c in cuts} | {0, len(text)})
+    chunks = [text[a:b] for a, b in itertools.pairwise(bounds)]
+    kind, action = ("reasoning", "chat/reasoning") if reasoning else ("markdown", "chat/delta")
+
+    async def main():
+        host = Host()
+        host.redactor.add(secret)
+        client = RawClient(host)
+        await client.initialize("c")
+        chat = await _chat_with_turns(host, client, "ahp-session:/s", 0)
+        agent = agent_origin("a")
+        user = {"text": "hi", "origin": {"kind": "user"}}
+        host.dispatch(chat, {"type": "chat/turnStarted", "turnId": "t", "startedAt": "x", "message": user})
+        part = {"kind": kind, "id": "p", "content": ""}
+        host.dispatch(chat, {"type": "chat/responsePart", "turnId": "t", "part": part}, agent)
+        for chunk in chunks:
+            host.dispatch(chat, {"type": action, "turnId": "t", "partId": "p", "content": chunk}, agent)
+        host.dispatch(chat, {"type": "chat/turnComplete", "turnId": "t"}, agent)
+        [turn] = host.store.state(chat)["turns"]
+        assert str(turn["responseParts"][0]["content"]) == host.redactor.text(text)
+        logged = json.dumps([t.action for t in host.store.transitions])
+        assert secret not in logged
+
+    arun(main())
