@@ -27,7 +27,9 @@ will run with, so only the literal secrets are masked there.
 from __future__ import annotations
 
 import json
+import logging
 import re
+import weakref
 from typing import Any
 from urllib.parse import quote
 
@@ -73,12 +75,46 @@ def _masked_assignment(match: re.Match) -> str:
     return match.group(0) if name in _WORKING_DIRECTORY_NAMES else head + MASK
 
 
+#: Every host's redactor, for the log records of ahp_lab's own loggers (:func:`_redacting_records`).
+_LIVE: weakref.WeakSet = weakref.WeakSet()
+_records_redacted = False
+
+
+def _redacting_records() -> None:
+    """Make every log record of an ``ahp_lab`` logger carry its message (and traceback) redacted by
+    every live host's redactor: a log line may quote what an agent or a server said (a refusal, a
+    reason), and a secret never reaches the logs. Installed once, chained to the previous factory."""
+    previous = logging.getLogRecordFactory()
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        if record.name.startswith("ahp_lab") and _LIVE:
+            redactors = list(_LIVE)
+            message = record.getMessage()
+            for redactor in redactors:
+                message = redactor.text(message)
+            record.msg, record.args = message, None
+            if record.exc_info and record.exc_info[0] is not None:
+                trace = logging.Formatter().formatException(record.exc_info)
+                for redactor in redactors:
+                    trace = redactor.text(trace)
+                record.exc_info, record.exc_text = None, trace
+        return record
+
+    logging.setLogRecordFactory(factory)
+
+
 class Redactor:
     """Known secrets plus the generic rules; :meth:`redact` applies both to a JSON value."""
 
     def __init__(self) -> None:
         self._secrets: set[str] = set()
         self._literal: re.Pattern | None = None
+        global _records_redacted
+        if not _records_redacted:
+            _records_redacted = True
+            _redacting_records()
+        _LIVE.add(self)
 
     def add(self, *values: Any) -> None:
         """Remember secret values (strings shorter than 4 characters and booleans are ignored)."""

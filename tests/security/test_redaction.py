@@ -195,3 +195,25 @@ def test_a_known_secret_streamed_in_chunks_never_reaches_state_and_no_other_text
         assert secret not in logged
 
     arun(main())
+
+
+def test_a_log_line_quoting_what_an_agent_said_carries_no_secret(caplog):
+    """The host logs an agent's refusal or reason as it said it ("license check failed for key
+    hunter2-…"): every log record of ahp_lab's loggers, traceback included, is redacted with what
+    each live host knows and the generic rules (found by an ACP audit)."""
+    import logging
+
+    from ahp_lab.host import Host
+
+    host = Host()
+    host.redactor.add("hunter2-correct-horse-battery")
+    log = logging.getLogger("ahp_lab.host.agent_sessions")
+    with caplog.at_level(logging.INFO, logger="ahp_lab"):
+        log.warning("the agent refused: license check failed for key %s", "hunter2-correct-horse-battery")
+        try:
+            raise RuntimeError("token=hunter2-correct-horse-battery")
+        except RuntimeError:
+            log.exception("it failed")
+    text = caplog.text
+    assert "license check failed for key ***" in text and "RuntimeError" in text
+    assert "hunter2" not in text
