@@ -258,16 +258,22 @@ class WebSocketTransport:
             self.ws.transport.abort()
 
     async def alive(self, timeout: float) -> bool:
-        """Whether the peer answers a WebSocket ping within ``timeout``. Its WebSocket library
-        answers a ping by itself, whatever the application does: only a socket that died without
-        notice (or a peer that stopped reading it) stays silent."""
+        """Whether the peer answers a WebSocket ping within ``timeout``, or took at least
+        ``MIN_PROGRESS_BYTES`` of what it was sent meanwhile. Its WebSocket library answers a ping
+        by itself, whatever the application does: only a socket that died without notice (or a peer
+        that stopped reading it) stays silent."""
         if self.closed:
             return False
+        taken = self.bytes_out - self._unwritten()
         try:
             async with asyncio.timeout(timeout):
                 await (await self.ws.ping())
-        except (TimeoutError, ConnectionClosed):
+        except ConnectionClosed:
             return False
+        except TimeoutError:
+            # The ping may wait behind megabytes queued for the peer (a stranger's large broadcast):
+            # a peer that went on taking them is on a slow link, not a dead socket.
+            return self.bytes_out - self._unwritten() - taken >= MIN_PROGRESS_BYTES
         return True
 
     def pause_reading(self, seconds: float) -> None:

@@ -208,3 +208,73 @@ def test_a_host_started_in_the_home_directory_never_hands_out_its_hidden_folders
                     assert "hidden folder of the user's home" in answer["error"]["message"]
 
     arun(main())
+
+
+async def _slow_link(port: int, rate: float) -> asyncio.Server:
+    """A TCP relay to ``port`` that carries the host's bytes to the client at ``rate`` bytes/s."""
+
+    async def relay(reader, writer, paced: bool) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+                if paced:
+                    await asyncio.sleep(len(data) / rate)  # the link's pace, not a synchronization
+        except ConnectionError:
+            pass
+        finally:
+            writer.close()
+
+    async def handle(client_reader, client_writer) -> None:
+        host_reader, host_writer = await asyncio.open_connection("127.0.0.1", port)
+        await asyncio.gather(
+            relay(client_reader, host_writer, False), relay(host_reader, client_writer, True)
+        )
+
+    return await asyncio.start_server(handle, "127.0.0.1", 0)
+
+
+def test_a_live_client_on_a_slow_link_keeps_its_id_when_a_stranger_floods_it_and_claims_it():
+    """A stranger put a 15 MB draft on a chat the victim reads, then claimed the victim's id: the
+    ping that tells a live holder from a dead socket waited behind those megabytes, so the host
+    closed the live victim and gave its id away (its reconnects then refused for good). A holder
+    that goes on taking what it is sent is alive."""
+    from urllib.parse import urlsplit
+
+    from ahp_lab.transport import connect_websocket
+
+    async def main():
+        async with open_lab(limits={"identity_grace_s": 0.5}) as lab:
+            url = await lab.aserve()
+            port = urlsplit(url).port
+            link = await _slow_link(port, 4_000_000)
+            via = url.replace(f":{port}/", f":{link.sockets[0].getsockname()[1]}/")
+            victim = Stranger(await connect_websocket(via))
+            await victim.initialize("victim")
+            await victim.call("subscribe", {"channel": lab.chat})
+            mallory = Stranger(await connect_websocket(url))
+            await mallory.initialize("mallory")
+            await mallory.call("subscribe", {"channel": lab.chat})
+            big = "d" * 990_000
+            draft = {
+                "text": big,
+                "origin": {"kind": "user"},
+                "attachments": [{"type": "simple", "label": big}] * 12,
+            }
+            mallory.dispatch(lab.chat, 1, {"type": "chat/draftChanged", "draft": draft})
+            assert "rejectionReason" not in await mallory.echo(1, timeout=30)
+            thief = Stranger(await connect_websocket(url))
+            answer = await thief.call("initialize", {"protocolVersions": ["0.8.0"], "clientId": "victim"})
+            assert answer["error"]["code"] == -32010, answer
+            await victim.wait(
+                lambda: any(
+                    m.get("params", {}).get("origin", {}).get("clientSeq") == 1 for m in victim.received
+                ),
+                timeout=30,
+            )
+            assert not victim.closed
+            for peer in (victim, mallory, thief):
+                peer.close()
+            link.close()
+
+    arun(main())
