@@ -467,9 +467,11 @@ class Connection:
         wanted = list(dict.fromkeys(params.get("subscriptions") or ()))
         store = self.host.store
         live = [c for c in wanted if store.has_channel(c)][: self.limits.max_subscriptions]
-        missing = [c for c in wanted if c not in live]  # disposed, unknown, or over the limit
+        chosen = set(live)
+        missing = [c for c in wanted if c not in chosen]  # disposed, unknown, or over the limit
+        listed = set(wanted)
         for session in list(self.host.sessions):
-            if session not in wanted and self.host.is_active_client(session, self.client_id):
+            if session not in listed and self.host.is_active_client(session, self.client_id):
                 self.host.remove_client(session, self.client_id, "reconnected without the session")
         for channel in live:
             self._add_subscription(channel)
@@ -488,7 +490,6 @@ class Connection:
                 {"resource": c, "state": self.host.snapshot_state(c), "fromSeq": store.last_seq} for c in live
             ]
             return {"type": "snapshot", "snapshots": snapshots, "missing": missing}
-        chosen = set(live)
         start = max(last + 1, store.first_seq)
         paged = self.host.paged_seqs  # history sent to the clients that lacked it, not to this one
         actions = [
