@@ -185,6 +185,10 @@ class SessionContext(Protocol):
     def config_values(self) -> dict:
         """The session's current config values (``{}`` without a config)."""
 
+    async def opened(self) -> None:
+        """Wait until the session's channel exists (at once when it does): during ``open_session``
+        it does not, so the agent's updates to the session wait for this."""
+
     def update_config(self, values: dict, offered: dict | None = None) -> int | None:
         """Agent-initiated config change (the agent switched its own mode): ``session/configChanged``.
 

@@ -220,6 +220,9 @@ class HostSessionContext:
         config = (self.host.store.state(self.session) or {}).get("config") or {}
         return to_json(config.get("values") or {})
 
+    async def opened(self) -> None:
+        await self.sessions.wait_opened(self.session)
+
     def update_config(self, values: dict, offered: dict | None = None) -> int | None:
         state = self.host.store.state(self.session) or {}
         config = state.get("config") or {}

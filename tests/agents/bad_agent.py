@@ -29,6 +29,8 @@ mode_option      offers a mode-category option (style) beside legacy modes; a pr
 bad_stop         answers the prompt with a stopReason ACP does not have
 bad_update       sends a session/update whose variant ACP does not have
 early_update     announces a command (available_commands_update) before answering session/new
+early_batch      names the session, switches to code mode and announces a command, then answers
+                 session/new, all in one write (the host reads them together)
 surrogates       streams a smiley split between two chunks as its two UTF-16 halves
 ask              asks permission (kinds per MARKER: "always" = allow_always + reject_once, and only
                  reject_once from the third prompt on; "reject" = reject_once only; default
@@ -244,6 +246,18 @@ for line in sys.stdin:
             "availableModes": [{"id": "ask", "name": "Ask"}, {"id": "code", "name": "Code"}],
         }
         result = {"sessionId": "s1", "modes": modes}
+        if MODE == "early_batch":
+            commands = [{"name": "early", "description": "announced with session/new's answer"}]
+            lines(
+                notification("s1", {"sessionUpdate": "session_info_update", "title": "Named early"}),
+                notification("s1", {"sessionUpdate": "current_mode_update", "currentModeId": "code"}),
+                notification(
+                    "s1", {"sessionUpdate": "available_commands_update", "availableCommands": commands}
+                ),
+                {"jsonrpc": "2.0", "id": mid, "result": result},
+            )
+            new_id = mid
+            continue
         if MODE == "options":
             result["configOptions"] = config_options()
         if MODE == "mode_option":  # a mode-category option: it is the mode, the legacy modes are not
@@ -347,7 +361,7 @@ for line in sys.stdin:
             update("s1", chunk("smile \ud83d"))
             update("s1", chunk("\ude00 done"))
             send(end_turn(mid))
-        elif MODE == "early_update":
+        elif MODE in ("early_update", "early_batch"):
             send(end_turn(mid))
         elif MODE == "late_update":
             asked.append(mid)  # counts the prompts

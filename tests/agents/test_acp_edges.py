@@ -27,6 +27,23 @@ def test_commands_announced_before_the_session_is_answered_are_offered(tmp_path:
     arun(go())
 
 
+def test_updates_read_together_with_the_answer_to_session_new_are_all_applied(tmp_path: Path) -> None:
+    """The agent's title, mode and commands come in one read with session/new's answer: the
+    session's channel does not exist yet when they are handled, and each still shows, in order."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("early_batch")) as lab:
+            assert (await lab.send("go")).status == "complete"  # the session has been set up by now
+            assert lab.session_state["title"] == "Named early"
+            assert lab.session_state["config"]["values"]["mode"] == "code"
+            items = await lab.client.request(
+                "completions", {"channel": lab.chat, "kind": "userMessage", "text": "/ea", "offset": 3}
+            )
+            assert [i["insertText"] for i in items["items"]] == ["/early "]
+
+    arun(go())
+
+
 def test_a_character_split_between_two_chunks_arrives_whole_and_exports(tmp_path: Path) -> None:
     async def go() -> None:
         async with acp_lab(tmp_path, bad_agent("surrogates")) as lab:

@@ -138,7 +138,9 @@ class Bridge(WorkspaceServices):
         self._stack: contextlib.AsyncExitStack | None = None
         self._tasks: set[asyncio.Task] = set()
         self._asking: set[asyncio.Future] = set()  # permission requests waiting for a person
-        self._early: list[tuple[str, Any]] = []  # session/update sent before session/new's answer
+        # session/update the agent sent before its session's channel existed (before session/new's
+        # answer, or in the moment between it and the channel), with their frames; None once mapped
+        self._early: list[tuple[str, Any, AcpFrame | None]] | None = []
         self._stopping = False
         self._life = asyncio.Lock()  # one start or stop at a time
         self.generation = 0  # which process this is (each start makes a new one)
@@ -224,14 +226,24 @@ class Bridge(WorkspaceServices):
         )
         self.session_id = session.session_id
         config, self.routes = mapping.config_from_acp(_json(session.modes), _json(session.config_options))
-        if self._early:  # sent before the answer (an agent's first commands, say): mapped once the
-            self._spawn(self._map_early())  # session's channel exists, right after this returns
+        # updates sent before the answer (an agent's first commands, say) and until the session's
+        # channel exists (the host creates it from the config this returns) wait for it
+        self._spawn(self._map_early())
         return config
 
     async def _map_early(self) -> None:
-        early, self._early = self._early, []
-        for session_id, update in early:
-            await self.session_update(session_id, update)
+        await self.ctx.opened()
+        self._flush_early()
+
+    def _flush_early(self) -> None:
+        """Map the updates kept while the session's channel did not exist, in the order they came."""
+        early, self._early = self._early, None
+        for session_id, update, frame in early or ():
+            token = _FRAME.set(frame)
+            try:
+                self._map_update(session_id, update)
+            finally:
+                _FRAME.reset(token)
 
     async def stop(self, generation: int | None = None) -> None:
         """Stop the agent process (stdin closed, then terminate, then kill).
@@ -268,6 +280,8 @@ class Bridge(WorkspaceServices):
         async with self._life:
             await self._stop()
             config = await self._start() or {}
+        wanted = self.ctx.config_values()  # the session's values, before the fresh process's own
+        self._flush_early()  # the session's channel exists: what the process sent early is mapped now
         fresh = config.get("values") or {}
         offered = {
             key: prop.get("enum") or ()
@@ -275,14 +289,16 @@ class Bridge(WorkspaceServices):
         }
         restore = {
             key: value
-            for key, value in self.ctx.config_values().items()
+            for key, value in wanted.items()
             if key in self.routes and value is not None and fresh.get(key) != value
         }
-        refused = {}
+        shown = {}  # what the session must show: the values the agent runs with
         keys = list(restore)
         for n, key in enumerate(keys):  # each on its own: one the fresh process refuses (a choice
             try:  # only the old process offered) does not keep the others from it
                 await self.set_config(key, restore[key], pending=keys[n + 1 :])
+                if self.ctx.config_values().get(key) != restore[key]:  # an early update showed another
+                    shown[key] = restore[key]  # value: the session shows the one the agent took
             except RequestError as exc:
                 log.warning(
                     "ACP agent %s: the fresh process refused %s=%r: %s",
@@ -292,9 +308,9 @@ class Bridge(WorkspaceServices):
                     exc,
                 )
                 if fresh.get(key) is not None:
-                    refused[key] = fresh[key]
-        if refused:  # the session shows what the agent now runs with, not what it refused
-            self._link(self._agent_config(refused, offered))
+                    shown[key] = fresh[key]
+        if shown:  # the session shows what the agent now runs with, not what it refused
+            self._link(self._agent_config(shown, offered))
 
     async def _drain_stderr(self, process: Any) -> None:
         """Keep the last bytes of stderr; more than the agent's budget in total is a failure."""
@@ -582,14 +598,18 @@ class Bridge(WorkspaceServices):
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         """Map one ``session/update`` (synchronously, so the SDK's order is the order of actions)."""
-        if self.session_id is None and self._new_session_request is not None and not self._stopping:
+        if self._early is not None and self._new_session_request is not None and not self._stopping:
             if len(self._early) >= MAX_EARLY_UPDATES:
                 self.fail(
-                    f"the agent sent more than {MAX_EARLY_UPDATES} session/update before answering session/new"
+                    f"the agent sent more than {MAX_EARLY_UPDATES} session/update before its session "
+                    "was set up (session/new)"
                 )
-            else:
-                self._early.append((session_id, update))  # mapped once session/new is answered
+            else:  # mapped once the session's channel exists
+                self._early.append((session_id, update, _FRAME.get()))
             return
+        self._map_update(session_id, update)
+
+    def _map_update(self, session_id: str, update: Any) -> None:
         if not self._check_session(session_id):
             return
         data = _json(update)
