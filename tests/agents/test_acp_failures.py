@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -67,6 +69,31 @@ def test_a_misbehaving_agent_ends_the_turn_with_the_reason(mode: str, tmp_path: 
             second = await lab.send("again")
             assert second.status == "error" and CASES[mode] in second.error["message"]
             assert any(f.label == "initialize" for f in lab.acp_frames[frames_before:])  # a fresh process
+
+    arun(go())
+
+
+def test_an_agent_that_dies_between_turns_is_reported_by_the_next_turn(tmp_path: Path) -> None:
+    """Killed after a turn (out of memory, say): the next turn says so, with the reason and the
+    stderr tail, rather than silently running on a fresh process that lost the conversation."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("env")) as lab:
+            assert (await lab.send("hello")).status == "complete"
+            process = lab.agent.bridges[lab.session].process
+            os.kill(process.pid, signal.SIGKILL)
+            await process.wait()
+            turn = await lab.send("are you there?")
+            assert turn.status == "error" and turn.error["errorType"] == "agentFailed"
+            message = turn.error["message"]
+            assert "exited unexpectedly (exit code -9), between turns" in message
+            assert "this message was not sent to it" in message
+            assert "does not have the conversation so far" in message
+            assert "bad agent starting in env mode; api_key=***" in message  # the stderr tail, redacted
+            assert "hunter2-secret-value" not in message
+            turn = await lab.send("again")  # the turn after runs on a fresh process
+            assert turn.status == "complete"
+            assert [f.label for f in lab.acp_frames].count("initialize") == 2
 
     arun(go())
 

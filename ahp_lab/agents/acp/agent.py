@@ -116,6 +116,8 @@ class AcpAgent:
             try:
                 await bridge.set_configs(changes)
             except (AgentFailure, RequestError) as exc:
+                if isinstance(exc, AgentFailure):
+                    bridge.failure_reported = True  # the change is undone, with the reason
                 raise TurnFailed(str(exc), applied=getattr(exc, "applied", ())) from None
 
     async def restart(self, session: str) -> None:
@@ -124,6 +126,7 @@ class AcpAgent:
         try:
             await bridge.restart()
         except (AgentFailure, RequestError) as exc:
+            bridge.failure_reported = True  # the caller is told
             message = bridge.failure_message(str(exc))
             await bridge.stop()
             raise RuntimeError(message) from None
@@ -153,6 +156,13 @@ class AcpAgent:
         bridge = self._bridge(ctx.session)
         try:
             await bridge.settle()  # a prompt cancelled before this turn ends first, or the agent failed
+            missed = bridge.unreported_failure()
+            if missed is not None:  # it failed between turns: this turn says so, instead of the
+                await bridge.stderr_read()  # conversation silently going with the old process
+                raise AgentFailure(
+                    f"{missed}, between turns; this message was not sent to it, and the next one starts "
+                    "a fresh agent process, which does not have the conversation so far"
+                )
             if not bridge.running:
                 await bridge.restart()  # a crashed or stopped agent is respawned by the next turn
             response = await bridge.prompt(ctx)
@@ -160,6 +170,7 @@ class AcpAgent:
             bridge.cancel(ctx.chat, ctx.turn_id)
             raise
         except AgentFailure as exc:
+            bridge.failure_reported = True
             bridge.end_turn()
             message = bridge.failure_message(str(exc))
             self.track(asyncio.ensure_future(bridge.stop(bridge.generation)))  # the turn ends at once

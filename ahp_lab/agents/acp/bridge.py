@@ -10,7 +10,8 @@ Every failure of the agent (it exits, hangs, writes something that is not JSON-R
 floods stderr, breaks ACP, never answers ``initialize``) is one :class:`AgentFailure` with a
 one-sentence reason; the bridge is then *broken*: the turn ends with ``chat/error`` carrying the
 reason and the agent's stderr tail (redacted where it enters state), the process is stopped, and the next turn (or
-``lab.restart_agent()``) starts a fresh one and restores the session's mode and config values.
+``lab.restart_agent()``) starts a fresh one and restores the session's mode and config values. A
+failure between turns (the process exits) is the next turn's error, and the turn after starts afresh.
 """
 
 from __future__ import annotations
@@ -125,6 +126,9 @@ class Bridge(WorkspaceServices):
         self.always: dict[tuple[str, str], str] = {}
         self.terminals: dict[str, Any] = {}
         self.failure: str | None = None
+        # whether the person was told of the failure (a turn's or a config change's error, say): one
+        # that happens between turns is reported by the next turn instead
+        self.failure_reported = False
         self._failed = asyncio.Event()
         self._answered: set = set()
         self._new_session_request: Any = None
@@ -136,6 +140,7 @@ class Bridge(WorkspaceServices):
         self._stderr = bytearray()
         self._stderr_total = 0
         self._stack: contextlib.AsyncExitStack | None = None
+        self._stderr_task: asyncio.Task | None = None
         self._tasks: set[asyncio.Task] = set()
         self._asking: set[asyncio.Future] = set()  # permission requests waiting for a person
         # session/update the agent sent before its session's channel existed (before session/new's
@@ -165,7 +170,7 @@ class Bridge(WorkspaceServices):
     async def _start(self) -> dict | None:
         agent = self.agent
         self.generation += 1
-        self.failure, self._stopping, self.session_id = None, False, None
+        self.failure, self.failure_reported, self._stopping, self.session_id = None, False, False, None
         self._early, self._new_session_request = [], None
         self._failed = asyncio.Event()
         self._answered.clear()
@@ -191,7 +196,7 @@ class Bridge(WorkspaceServices):
             raise AgentFailure(f"the agent could not be started: {exc}") from None
         finally:
             _BRIDGE.reset(token)
-        self._spawn(self._drain_stderr(self.process))
+        self._stderr_task = self._spawn(self._drain_stderr(self.process))
         self._spawn(self._watch_exit(self.process))
         fs = agent.fs
         init = await self.until(
@@ -334,6 +339,23 @@ class Bridge(WorkspaceServices):
         if not self._stopping:
             self.fail(f"the agent process exited unexpectedly (exit code {code})")
 
+    def unreported_failure(self) -> str | None:
+        """The failure nobody was told of yet (the agent failed between turns: its process exited,
+        say), once; ``None`` when there is none."""
+        process = self.process
+        if process is not None and process.returncode is not None and not self._stopping:
+            self.fail(f"the agent process exited unexpectedly (exit code {process.returncode})")
+        if self.failure is None or self.failure_reported:
+            return None
+        self.failure_reported = True
+        return self.failure
+
+    async def stderr_read(self) -> None:
+        """Wait (1 s at most) until an exited agent's stderr is read to its end: its last words."""
+        task, process = self._stderr_task, self.process
+        if task is not None and not task.done() and process is not None and process.returncode is not None:
+            await asyncio.wait({task}, timeout=1.0)
+
     def stderr_tail(self) -> str:
         """The last lines the agent wrote to stderr (at most ``stderr_tail_bytes``).
 
@@ -346,7 +368,7 @@ class Bridge(WorkspaceServices):
     def fail(self, reason: str) -> None:
         """Mark the agent as failed (the first reason wins) and wake whatever waits on it."""
         if self.failure is None:
-            self.failure = reason
+            self.failure, self.failure_reported = reason, False
             log.warning("ACP agent %s: %s", self.agent.name, reason)
             self._failed.set()
 
@@ -481,6 +503,7 @@ class Bridge(WorkspaceServices):
             await asyncio.wait({previous}, timeout=max(0.0, self._cancel_deadline - time.monotonic()))
             if not previous.done():
                 self.fail(f"the agent did not end a cancelled prompt within {self.agent.cancel_grace:g} s")
+                self.failure_reported = True  # the turn was cancelled: the next one runs on a fresh process
 
     async def _stop_unless_settled(self, generation: int) -> None:
         """After a cancel: stop the process if it has not ended the prompt within the grace."""
