@@ -29,6 +29,7 @@ mode_option      offers a mode-category option (style) beside legacy modes; a pr
 bad_stop         answers the prompt with a stopReason ACP does not have
 bad_update       sends a session/update whose variant ACP does not have
 early_update     announces a command (available_commands_update) before answering session/new
+mode_hang        never answers session/set_mode (prompts are answered at once)
 early_batch      names the session, switches to code mode and announces a command, then answers
                  session/new, all in one write (the host reads them together)
 surrogates       streams a smiley split between two chunks as its two UTF-16 halves
@@ -300,6 +301,8 @@ for line in sys.stdin:
         options[msg["params"]["configId"]] = msg["params"]["value"]
         send({"jsonrpc": "2.0", "id": mid, "result": {"configOptions": config_options()}})
     elif method == "session/set_mode":
+        if MODE == "mode_hang":
+            continue
         send(
             {
                 "jsonrpc": "2.0",
@@ -361,7 +364,7 @@ for line in sys.stdin:
             update("s1", chunk("smile \ud83d"))
             update("s1", chunk("\ude00 done"))
             send(end_turn(mid))
-        elif MODE in ("early_update", "early_batch"):
+        elif MODE in ("early_update", "early_batch", "mode_hang"):
             send(end_turn(mid))
         elif MODE == "late_update":
             asked.append(mid)  # counts the prompts

@@ -98,6 +98,22 @@ def test_an_agent_that_dies_between_turns_is_reported_by_the_next_turn(tmp_path:
     arun(go())
 
 
+def test_a_message_sent_behind_a_mode_change_that_failed_the_agent_runs_on_a_fresh_process(
+    tmp_path: Path,
+) -> None:
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("mode_hang"), initialize_timeout=1.0) as lab:
+            await lab.adispatch({"type": "session/configChanged", "config": {"mode": "code"}})
+            turn = await lab.send("hi")  # waits for the mode change, which the agent never answers
+            assert turn.status == "complete" and turn.text == "working... "
+            assert lab.session_state["config"]["values"]["mode"] == "ask"  # put back
+            labels = [f.label for f in lab.acp_frames]
+            assert labels.count("initialize") == 2
+            assert labels.index("session/prompt") > labels.index("initialize", 1)  # sent to the new one
+
+    arun(go())
+
+
 def test_an_agent_that_never_answers_initialize(tmp_path: Path) -> None:
     async def go() -> None:
         agent = AcpAgent(bad_agent("silent"), cwd=tmp_path, initialize_timeout=1.0, env=SECRET_ENV)

@@ -156,6 +156,8 @@ class AcpAgent:
         bridge = self._bridge(ctx.session)
         try:
             await bridge.settle()  # a prompt cancelled before this turn ends first, or the agent failed
+            async with bridge.config_lock:  # a config change made before this turn reaches the agent
+                pass  # first; when it failed the agent, this turn starts a fresh process
             missed = bridge.unreported_failure()
             if missed is not None:  # it failed between turns: this turn says so, instead of the
                 await bridge.stderr_read()  # conversation silently going with the old process

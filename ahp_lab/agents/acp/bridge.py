@@ -515,6 +515,8 @@ class Bridge(WorkspaceServices):
         """Run one ``session/prompt`` for the AHP turn ``ctx``; returns the ``PromptResponse``."""
         async with self.config_lock:
             pass  # a config change a client made before this turn reaches the agent first
+        if self.failure is not None:  # it failed the agent (a restart was sending it meanwhile)
+            raise AgentFailure(self.failure)
         self.turn, self.turn_ctx = TurnMap(ctx.turn_id, ended_calls=self._ended_calls), ctx
         self._last_in = time.monotonic()
         blocks = mapping.prompt_blocks(ctx.message, self.capabilities.get("promptCapabilities") or {})
