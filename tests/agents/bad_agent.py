@@ -5,6 +5,7 @@
 
 hang             never answers the prompt and sends nothing
 garbage          writes a line that is not JSON to stdout
+stdout_line      writes MARKER as a line to stdout (JSON that is not JSON-RPC, say), then stays silent
 flood            writes 4 MB to stderr
 unknown_session  sends a session/update for a session it never created
 unknown_call     sends a tool_call_update for a tool call it never announced
@@ -334,6 +335,9 @@ for line in sys.stdin:
             send(end_turn(mid))
         elif MODE == "garbage":
             sys.stdout.write("this is not JSON at all\n")
+            sys.stdout.flush()
+        elif MODE == "stdout_line":
+            sys.stdout.write(MARKER + "\n")
             sys.stdout.flush()
         elif MODE == "flood":
             block = "x" * 65536 + "\n"

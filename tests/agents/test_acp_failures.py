@@ -114,6 +114,40 @@ def test_a_message_sent_behind_a_mode_change_that_failed_the_agent_runs_on_a_fre
     arun(go())
 
 
+LONG_LOG = json.dumps({"level": "debug", "msg": "x" * 200})
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        (
+            '{"level":"info","msg":"starting"}',
+            'a JSON object that is no request, notification or response: {"level":"info","msg":"starting"}',
+        ),
+        ("[1,2,3]", "a JSON array: [1,2,3]"),
+        ("42", "a JSON number: 42"),
+        ("hello there", "text that is not JSON: hello there"),
+        (LONG_LOG, 'a JSON object that is no request, notification or response: {"level":"debug","msg":"xxx'),
+    ],
+    ids=["log-object", "array", "number", "text", "long-line"],
+)
+def test_json_on_stdout_that_is_not_json_rpc_fails_the_turn_saying_what_it_was(
+    line: str, said: str, tmp_path: Path, caplog
+) -> None:
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("stdout_line", line)) as lab:
+            turn = await lab.send("go")
+            assert turn.status == "error" and turn.error["errorType"] == "agentFailed"
+            message = turn.error["message"]
+            assert message.startswith(f"the agent wrote a line to stdout that is not JSON-RPC but {said}")
+            assert "(ACP allows only JSON-RPC messages there)" in message
+            assert "exited" not in message  # it did not: it is stopped for what it wrote
+            assert len(message.split(". Its stderr")[0]) < 300  # a long line is cut short
+            assert "Receive loop failed" not in caplog.text  # no traceback besides the reason
+
+    arun(go())
+
+
 def test_an_agent_that_never_answers_initialize(tmp_path: Path) -> None:
     async def go() -> None:
         agent = AcpAgent(bad_agent("silent"), cwd=tmp_path, initialize_timeout=1.0, env=SECRET_ENV)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import json
 import logging
 import os
 import time
@@ -71,20 +72,53 @@ class AgentFailure(Exception):
     """The agent failed in a way that ends the turn and the process (the message says how)."""
 
 
+#: How much of a stdout line that is not JSON-RPC the failure's reason shows.
+MAX_GARBAGE_SHOWN = 80
+_JSON_KINDS = {list: "a JSON array", str: "a JSON string", bool: "a JSON boolean", type(None): "JSON null"}
+
+
+def not_jsonrpc(line: str, what: str) -> str:
+    """The reason for a stdout line that is not JSON-RPC: what it is, and its start."""
+    shown = line if len(line) <= MAX_GARBAGE_SHOWN else line[: MAX_GARBAGE_SHOWN - 1] + "…"
+    shown = shown.encode("utf-8", "replace").decode("utf-8")  # no lone surrogate
+    return (
+        f"the agent wrote a line to stdout that is not JSON-RPC but {what}: {shown} "
+        "(ACP allows only JSON-RPC messages there)"
+    )
+
+
+def _jsonrpc_problem(message: Any) -> str | None:
+    """What a parsed stdout line is when it is no JSON-RPC message (``None`` when it is one)."""
+    if isinstance(message, dict):
+        if isinstance(message.get("method"), str) or (
+            "id" in message and ("result" in message or "error" in message)
+        ):
+            return None
+        return "a JSON object that is no request, notification or response"
+    if isinstance(message, int | float) and not isinstance(message, bool):
+        return "a JSON number"
+    return _JSON_KINDS.get(type(message), "a JSON value")
+
+
 class _GarbageFilter(logging.Filter):
     """The SDK logs and skips a stdout line that is not JSON, and a notification whose parameters
-    are not valid ACP; the bridge reading it fails instead."""
+    are not valid ACP; the bridge reading it fails instead. (JSON that is not JSON-RPC fails it in
+    the observer; the SDK's receive loop then breaks on a line that is not an object, which the
+    failure already says.)"""
 
     def filter(self, record: logging.LogRecord) -> bool:
         bridge = _BRIDGE.get()
         if bridge is None:
             return True
-        if record.msg == "Error parsing JSON-RPC message":
-            bridge.fail(
-                "the agent wrote a line to stdout that is not JSON-RPC (ACP allows only JSON-RPC messages there)"
-            )
-            return False
         error = record.exc_info[1] if record.exc_info else None
+        if record.msg == "Error parsing JSON-RPC message":
+            line = getattr(error, "doc", None) or getattr(error, "object", None) or ""
+            if isinstance(line, bytes):
+                line = line.decode("utf-8", "replace")
+            bridge.fail(not_jsonrpc(str(line), "text that is not JSON"))
+            return False
+        if record.msg in ("Receive loop failed", "Stream observer failed") and bridge.failure is not None:
+            return False
         if record.msg.startswith("Unhandled error while handling notification") and isinstance(
             error, ValidationError
         ):
@@ -456,7 +490,11 @@ class Bridge(WorkspaceServices):
         incoming = event.direction.value == "incoming"
         if incoming:
             self._last_in = time.monotonic()
-            if "method" not in message and "id" in message:
+            problem = _jsonrpc_problem(message)
+            if problem is not None:
+                text = json.dumps(message, ensure_ascii=False, separators=(",", ":"), default=str)
+                self.fail(not_jsonrpc(text, problem))
+            elif "method" not in message and "id" in message:
                 if message["id"] in self._answered:
                     self.fail(f"the agent sent a second response to request #{message['id']}")
                 self._answered.add(message["id"])
