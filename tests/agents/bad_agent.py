@@ -34,6 +34,8 @@ mode_hang        never answers session/set_mode (prompts are answered at once)
 early_batch      names the session, switches to code mode and announces a command, then answers
                  session/new, all in one write (the host reads them together)
 surrogates       streams a smiley split between two chunks as its two UTF-16 halves
+lone_halves      streams two runs of text, each ending in the first half of a character whose
+                 other half never comes: the first before a tool call, the second before the turn ends
 ask              asks permission (kinds per MARKER: "always" = allow_always + reject_once, and only
                  reject_once from the third prompt on; "reject" = reject_once only; default
                  allow_once + reject_once), waits for the answer, reports it as text, ends the turn
@@ -364,6 +366,12 @@ for line in sys.stdin:
             send({"jsonrpc": "2.0", "id": mid, "result": {"stopReason": "bogus"}})
         elif MODE == "bad_update":
             update("s1", {"sessionUpdate": "no_such_update", "whatever": 1})
+        elif MODE == "lone_halves":
+            update("s1", chunk("before the call \ud83d"))
+            call = {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Look", "status": "completed"}
+            update("s1", call)
+            update("s1", chunk("after it \ud83d"))
+            send(end_turn(mid))
         elif MODE == "surrogates":
             update("s1", chunk("smile \ud83d"))
             update("s1", chunk("\ude00 done"))

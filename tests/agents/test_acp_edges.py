@@ -57,6 +57,21 @@ def test_a_character_split_between_two_chunks_arrives_whole_and_exports(tmp_path
     arun(go())
 
 
+def test_half_a_character_that_ends_a_run_of_text_shows_as_a_replacement_character(tmp_path: Path) -> None:
+    """A run of text that ends (a tool call, the turn's end) on the first half of a surrogate pair
+    shows U+FFFD there instead of losing the character without a trace."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("lone_halves")) as lab:
+            turn = await lab.send("go")
+            assert turn.status == "complete"
+            assert turn.text == "working... before the call \ufffd\n\nafter it \ufffd"
+            out = tmp_path / "log.jsonl"
+            lab.export(out)  # strict UTF-8: no lone half went into the log
+
+    arun(go())
+
+
 def test_a_plain_approval_never_grants_always(tmp_path: Path) -> None:
     """Offered only "always allow" (and a reject), a plain ``lab.approve()`` says so instead of
     granting it for the rest of the session; the explicit choice is remembered, and a later

@@ -571,9 +571,9 @@ class Bridge(WorkspaceServices):
         return await self.until(asyncio.shield(self.prompt_task), None, "session/prompt", idle=True)
 
     def finish_turn(self) -> None:
-        """Complete what only lives for the turn (the plan call) before the turn's end."""
+        """Complete what only lives for the turn (its run of text, the plan call) before its end."""
         if self.turn is not None:
-            for action in mapping.finish_plan(self.turn, self.resolver):
+            for action in [*mapping.end_run(self.turn), *mapping.finish_plan(self.turn, self.resolver)]:
                 self.emit(action)
 
     def end_turn(self) -> None:

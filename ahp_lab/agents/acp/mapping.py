@@ -335,25 +335,32 @@ _STREAM_ACTIONS = {"markdown": "chat/delta", "reasoning": "chat/reasoning"}
 MAX_DELTA_CHARS = 1 << 18
 
 
+def end_run(turn: TurnMap) -> list[dict]:
+    """End the run of text (a tool call, other content or the turn's end follows): the first half
+    of a character that never got its other half becomes U+FFFD at the end of the run's part."""
+    out = []
+    if turn.held and turn.text_part is not None:
+        out.append(
+            {
+                "type": _STREAM_ACTIONS[turn.text_part[0]],
+                "turnId": turn.turn_id,
+                "partId": turn.text_part[1],
+                "content": "\ufffd",
+            }
+        )
+    turn.held, turn.text_part = "", None
+    return out
+
+
 def _stream(turn: TurnMap, part_kind: str, update: dict, resolver: Resolver) -> list[dict]:
     text = _chunk_text(update.get("content") or {}, resolver)
     if isinstance(text, dict):  # binary content: its own part, and the text run ends
-        turn.text_part = None
-        return [{"type": "chat/responsePart", "turnId": turn.turn_id, "part": text}]
+        return [*end_run(turn), {"type": "chat/responsePart", "turnId": turn.turn_id, "part": text}]
     if not text:
         return []  # an empty chunk starts no part and ends no run
     out = []
     if turn.text_part is None or turn.text_part[0] != part_kind:
-        if turn.held and turn.text_part is not None:  # half a character that never got its other half
-            out.append(
-                {
-                    "type": _STREAM_ACTIONS[turn.text_part[0]],
-                    "turnId": turn.turn_id,
-                    "partId": turn.text_part[1],
-                    "content": turn.held,
-                }
-            )
-        turn.held = ""
+        out += end_run(turn)
         part_id = turn.new_id("md" if part_kind == "markdown" else "rs")
         turn.text_part = (part_kind, part_id)
         out.append(
@@ -588,12 +595,13 @@ def advance(
     return out
 
 
-def _start(turn: TurnMap, update: dict) -> tuple[ToolCall, dict]:
+def _start(turn: TurnMap, update: dict) -> tuple[ToolCall, list[dict]]:
+    """A new tool call: the run of text ends, and ``toolCallStart``."""
     kind = str(update.get("kind") or "other")
     title = str(update.get("title") or kind)
     call = ToolCall(str(update["toolCallId"]), title, kind)
     turn.calls[call.id] = call
-    turn.text_part = None
+    ended = end_run(turn)
     start = {
         "type": "chat/toolCallStart",
         **_base(turn, call),
@@ -601,7 +609,7 @@ def _start(turn: TurnMap, update: dict) -> tuple[ToolCall, dict]:
         "displayName": title,
         "_meta": {"acp": {"kind": kind}},
     }
-    return call, start
+    return call, [*ended, start]
 
 
 def on_tool_call(turn: TurnMap, update: dict, resolver: Resolver) -> list[dict]:
@@ -612,7 +620,7 @@ def on_tool_call(turn: TurnMap, update: dict, resolver: Resolver) -> list[dict]:
     call, start = _start(turn, update)
     _merge(call, update)
     call.acp_status = str(update.get("status") or "pending")
-    return [start, *advance(turn, call, resolver, content_changed=False)]
+    return [*start, *advance(turn, call, resolver, content_changed=False)]
 
 
 def on_tool_call_update(turn: TurnMap, update: dict, resolver: Resolver) -> list[dict]:
@@ -638,7 +646,7 @@ def permission_call(turn: TurnMap, update: dict) -> tuple[ToolCall, list[dict]]:
     out: list[dict] = []
     if call is None:
         call, start = _start(turn, update)
-        out.append(start)
+        out += start
     _merge(call, update)
     return call, out
 
@@ -717,7 +725,7 @@ def on_plan(turn: TurnMap, update: dict, resolver: Resolver) -> list[dict]:
         call, start = _start(turn, {"toolCallId": turn.new_id("plan"), "kind": "plan", "title": "Plan"})
         call.acp_status, call.status = "in_progress", "running"
         turn.plan_call = call.id
-        out += [start, _ready(turn, call, confirmed="not-needed")]
+        out += [*start, _ready(turn, call, confirmed="not-needed")]
     call = turn.calls[turn.plan_call]
     call.content = [{"type": "content", "content": {"type": "text", "text": text}}]
     out.append(
