@@ -51,6 +51,7 @@ late_update      first prompt: starts tool call bg-9 and ends the turn with it r
                  prompt: completes bg-9 (too late), says "done" and ends the turn
 diffs            shows three new files (MARKER/f0.txt ..., 40,000 characters each) as diffs of
                  three completed tool calls, then ends the turn
+read_all         reads the file MARKER whole, says how many characters it got, then ends the turn
 files            reads line 3 (limit 1) of MARKER/lines.txt, writes MARKER/new/deeper/out.txt and
                  runs a terminal with outputByteLimit 0; reports all three, then ends the turn
 """
@@ -159,6 +160,8 @@ def request(mode: str, mid) -> None:
         ask(
             what, "terminal/create", {"command": "sh", "args": ["-c", TERMINAL_COMMANDS[mode].format(MARKER)]}
         )
+    elif mode == "read_all":
+        ask("read_all", "fs/read_text_file", {"path": MARKER})
     elif mode == "files":
         ask("read", "fs/read_text_file", {"path": os.path.join(MARKER, "lines.txt"), "line": 3, "limit": 1})
 
@@ -199,6 +202,8 @@ def answered(what, msg: dict) -> None:
         return
     elif what == "exit":
         update("s1", chunk(f"exited={json.dumps(result, sort_keys=True)}"))
+    elif what == "read_all" and result is not None:
+        update("s1", chunk(f"read {len(result['content'])} characters"))
     elif what == "read":
         if result is not None:
             update("s1", chunk(f"line3={result['content']!r} "))
@@ -407,6 +412,7 @@ for line in sys.stdin:
             "terminal_left",
             "terminal_slow",
             "files",
+            "read_all",
         ):
             prompt_id = mid
             request(MODE, mid)

@@ -114,6 +114,21 @@ def test_files_and_a_terminal_that_keeps_no_output(tmp_path: Path) -> None:
     arun(go())
 
 
+def test_a_read_is_summed_up_in_lines_as_the_agent_counts_them(tmp_path: Path) -> None:
+    """The timeline's "N lines" for a file read counts lines ending at \\n, as ``line`` and
+    ``limit`` do: a form feed, U+2028 or a lone \\r inside a line does not make more of them."""
+    path = tmp_path / "odd.txt"
+    path.write_bytes("one\fstill one\u2028still one\r\ntwo\rstill two\nthree".encode())
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("read_all", str(path))) as lab:
+            turn = await lab.send("go")
+            assert turn.status == "complete" and "read 44 characters" in turn.text
+            assert [c.state["content"][0]["text"] for c in turn.tool_calls] == [f"read {path}: 3 lines"]
+
+    arun(go())
+
+
 def test_a_write_outside_the_working_directories_creates_no_folder(tmp_path: Path) -> None:
     work, outside = tmp_path / "work", tmp_path / "outside"
     work.mkdir()

@@ -83,7 +83,7 @@ class WorkspaceServices:
             "read",
             path,
             lambda: self.ctx.read_text_file(path, line, limit),
-            lambda text: f"{len(text.splitlines())} lines",
+            lambda text: _lines(text),
         )
         return ReadTextFileResponse(content=content)
 
@@ -196,3 +196,10 @@ class WorkspaceServices:
         """``terminal/release``: stop the command if needed and forget the id (the channel stays)."""
         self._terminal(session_id, terminal_id).release()
         return ReleaseTerminalResponse()
+
+
+def _lines(text: str) -> str:
+    """How many lines a read returned, counted as ``line`` / ``limit`` count them: each ends at
+    ``\\n`` (a form feed, U+2028 or a lone ``\\r`` ends none), and a last one may have no end."""
+    count = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+    return f"{count} line" if count == 1 else f"{count} lines"
