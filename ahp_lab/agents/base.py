@@ -185,6 +185,13 @@ class SessionContext(Protocol):
     def config_values(self) -> dict:
         """The session's current config values (``{}`` without a config)."""
 
+    def add_secrets(self, *values: str) -> None:
+        """Values the agent was given (its ``env``): they never show in state, the log or exports."""
+
+    def redact(self, text: str) -> str:
+        """``text`` as the host would publish it: secrets masked (a text cut later must not cut
+        through one first)."""
+
     async def opened(self) -> None:
         """Wait until the session's channel exists (at once when it does): during ``open_session``
         it does not, so the agent's updates to the session wait for this."""

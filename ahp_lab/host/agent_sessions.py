@@ -268,6 +268,9 @@ class HostSessionContext:
     def add_secrets(self, *values: str) -> None:
         self.host.redactor.add(*values)
 
+    def redact(self, text: str) -> str:
+        return self.host.redactor.text(text)
+
     def set_commands(self, commands: list[dict]) -> None:
         self.commands = [c for c in commands if isinstance(c, dict) and c.get("name")][:MAX_COMMANDS]
 

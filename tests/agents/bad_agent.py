@@ -12,6 +12,8 @@ unknown_call     sends a tool_call_update for a tool call it never announced
 second_response  answers session/new a second time
 late_permission  streams a chunk, waits for session/cancel, then asks permission
 crash_then_silent  crashes on the prompt; a respawn (MARKER exists) never answers initialize
+key_tail         on the prompt writes its key, then 2,030 bytes, to stderr and exits (the tail's cut
+                 falls inside the key)
 silent           never answers initialize
 env              answers with the names of its environment variables
 future           answers initialize with a protocol version this host does not speak
@@ -361,6 +363,10 @@ for line in sys.stdin:
             sys.stderr.write("crashing now\n")
             sys.stderr.flush()
             os._exit(5)
+        elif MODE == "key_tail":
+            sys.stderr.write(os.environ.get("BAD_AGENT_KEY", "") + "B" * 2030)
+            sys.stderr.flush()
+            os._exit(1)
         elif MODE == "env":
             update("s1", chunk(json.dumps(sorted(os.environ))))
             send({"jsonrpc": "2.0", "id": mid, "result": {"stopReason": "end_turn"}})

@@ -304,3 +304,19 @@ def test_a_late_update_of_a_call_from_an_ended_turn_is_ignored_not_a_violation(t
             assert not [p for p in second.parts if p["kind"] == "toolCall"]
 
     arun(go())
+
+
+def test_a_stderr_tail_cut_through_the_agents_key_shows_none_of_it(tmp_path: Path) -> None:
+    """The error keeps the last 2,048 bytes of stderr: cut before redaction, the cut fell inside
+    the key and its end ('ecret-value'), too short to be recognised, showed (found by an ACP audit).
+    The tail is cut from the redacted text."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("key_tail")) as lab:
+            turn = await lab.send("go")
+            message = turn.error["message"]
+            assert turn.status == "error" and "BBBB" in message
+            key = SECRET_ENV["BAD_AGENT_KEY"]
+            assert not any(key[i:] in message for i in range(len(key) - 4))
+
+    arun(go())

@@ -143,6 +143,10 @@ def _json(model: Any) -> Any:
     return model
 
 
+#: Bytes of stderr kept beyond ``stderr_tail_bytes``, so that the tail is cut after redaction.
+_STDERR_MARGIN = 4096
+
+
 class Bridge(WorkspaceServices):
     """The SDK ``Client`` for one AHP session, holding its agent process and ACP session."""
 
@@ -361,7 +365,8 @@ class Bridge(WorkspaceServices):
                 return
             self._stderr_total += len(chunk)
             self._stderr += chunk
-            del self._stderr[: max(0, len(self._stderr) - self.agent.stderr_tail_bytes)]
+            # a margin beyond the tail: the tail is cut from redacted text, never through a secret
+            del self._stderr[: max(0, len(self._stderr) - self.agent.stderr_tail_bytes - _STDERR_MARGIN)]
             if self._stderr_total > limit:
                 self.fail(f"the agent flooded stderr (more than {limit:,} bytes)")
                 with contextlib.suppress(ProcessLookupError):
@@ -393,11 +398,17 @@ class Bridge(WorkspaceServices):
     def stderr_tail(self) -> str:
         """The last lines the agent wrote to stderr (at most ``stderr_tail_bytes``).
 
-        Like all text the host did not write, it is redacted by the host when it enters state
-        (``Host.dispatch``); the values of ``AcpAgent(env=...)`` are registered as secrets there.
+        It is redacted before it is cut (the values of ``AcpAgent(env=...)`` are the host's
+        secrets): a cut through a key would leave its end, too short to be recognised, in the
+        error. It starts at a line when one begins within the tail.
         """
-        text = bytes(self._stderr).decode("utf-8", "replace").strip()
-        return text
+        text = self.ctx.redact(bytes(self._stderr).decode("utf-8", "replace")).strip()
+        size = self.agent.stderr_tail_bytes
+        if len(text.encode("utf-8")) <= size:
+            return text
+        tail = text.encode("utf-8")[-size:].decode("utf-8", "ignore")
+        line = tail.find("\n")
+        return tail[line + 1 :] if 0 <= line < len(tail) - 1 else tail
 
     def fail(self, reason: str) -> None:
         """Mark the agent as failed (the first reason wins) and wake whatever waits on it."""
