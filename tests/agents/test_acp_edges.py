@@ -44,30 +44,27 @@ def test_updates_read_together_with_the_answer_to_session_new_are_all_applied(tm
     arun(go())
 
 
-def test_a_character_split_between_two_chunks_arrives_whole_and_exports(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("mode", "text"),
+    [
+        # a smiley split between two chunks as its two UTF-16 halves arrives whole
+        ("surrogates", "working... smile \U0001f600 done"),
+        # a run of text that ends (a tool call, the turn's end) on a first half shows U+FFFD there
+        # instead of losing the character without a trace
+        ("lone_halves", "working... before the call \ufffd\n\nafter it \ufffd"),
+    ],
+)
+def test_characters_cut_by_utf16_units_arrive_whole_or_as_replacement_characters(
+    tmp_path: Path, mode: str, text: str
+) -> None:
     async def go() -> None:
-        async with acp_lab(tmp_path, bad_agent("surrogates")) as lab:
+        async with acp_lab(tmp_path, bad_agent(mode)) as lab:
             turn = await lab.send("go")
             assert turn.status == "complete"
-            assert turn.text == "working... smile \U0001f600 done"
+            assert turn.text == text
             out = tmp_path / "log.jsonl"
             lab.export(out)  # strict UTF-8: a lone surrogate used to make this raise
-            assert "\U0001f600" in out.read_text(encoding="utf-8")
-
-    arun(go())
-
-
-def test_half_a_character_that_ends_a_run_of_text_shows_as_a_replacement_character(tmp_path: Path) -> None:
-    """A run of text that ends (a tool call, the turn's end) on the first half of a surrogate pair
-    shows U+FFFD there instead of losing the character without a trace."""
-
-    async def go() -> None:
-        async with acp_lab(tmp_path, bad_agent("lone_halves")) as lab:
-            turn = await lab.send("go")
-            assert turn.status == "complete"
-            assert turn.text == "working... before the call \ufffd\n\nafter it \ufffd"
-            out = tmp_path / "log.jsonl"
-            lab.export(out)  # strict UTF-8: no lone half went into the log
+            assert ("\U0001f600" if mode == "surrogates" else "\ufffd") in out.read_text(encoding="utf-8")
 
     arun(go())
 
