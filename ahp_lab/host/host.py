@@ -30,7 +30,7 @@ from . import mirror
 from .agent_sessions import AgentSessions
 from .client_content import ClientContent
 from .connection import NEWER_ACTIONS, ROOT, Connection
-from .redaction import Redactor
+from .redaction import Redactor, StreamedText
 from .roots import WorkingDirectories
 from .sessions import SessionRuntime, SessionsAndChats
 from .turns import TurnRunner
@@ -63,7 +63,7 @@ _BLOCKING_ACTIONS = frozenset(
     }
 )
 # Chat actions that never touch a summary field (title, status, activity, modifiedAt, ...).
-#: Actions that stream text into a part, a chunk at a time (``Host._held_back``).
+#: Actions that stream text into a part, a chunk at a time (redacted across chunks: StreamedText).
 _STREAMED = frozenset({"chat/delta", "chat/reasoning"})
 _NO_SUMMARY_CHANGE = frozenset(
     {
@@ -130,6 +130,7 @@ class Host(SessionsAndChats):
         #: masks secrets (MCP env/header values, delivered tokens, URL credentials) in what the
         #: host publishes
         self.redactor = Redactor()
+        self.streamed = StreamedText(self.redactor)  # streamed text redacted across its chunks
         self.server_tools: dict[str, Tool] = {}
         self.sessions: dict[str, SessionRuntime] = {}
         self.chat_session: dict[str, str] = {}
@@ -150,9 +151,6 @@ class Host(SessionsAndChats):
         self.paged_seqs: set[int] = set()
         self._recipients: set | None = None  # while paging history in: the connections sent it
         self._echo_to: Connection | None = None  # a client acting on a channel it did not subscribe to
-        #: (chat, turn, part, action type) -> (the end of a streamed text held back, its origin)
-        self._streams: dict[tuple, tuple[str, dict]] = {}
-        self._stream_of: dict[str, tuple] = {}  # chat -> the (turn, part) whose text is held
         # objects with optional on_session_created / on_transition / run_tool hooks; the first one
         # serves the optional per-session agent hooks (open, config, restart, files, terminals)
         self.agent_sessions = AgentSessions(self)
@@ -307,51 +305,18 @@ class Host(SessionsAndChats):
         lists for the next action, must not change the state or the log behind their back (state
         is never mutated: the reducers' indexes rely on it).
         """
-        if action.get("type") in _STREAMED and (self._streams or self.redactor.secrets):
-            return self._apply(channel, self._held_back(channel, action, origin), origin)
+        if action.get("type") in _STREAMED and (self.streamed.held or self.redactor.secrets):
+            return self._apply(channel, self.streamed.delta(channel, action, origin), origin)
         return self._apply(channel, self.redactor.action(action), origin)
-
-    def _held_back(self, channel: str, action: dict, origin: dict) -> dict:
-        """A streamed text's delta, redacted, with the end that could begin a known secret held
-        back: an agent streaming its key in two chunks would otherwise put both halves in state,
-        each too short to be recognised. What is held is redacted again with the stream's next
-        delta, or goes out as it is before the chat's next other action (a new part, a tool call,
-        the turn's end)."""
-        redacted = self.redactor.action(action)
-        content = action.get("content")
-        if type(content) is not str:
-            return redacted
-        stream = (channel, action.get("turnId"), action.get("partId"), action["type"])
-        if stream[1:3] != self._stream_of.get(channel, stream[1:3]):
-            self._flush_streams(channel)  # another part's text goes on: the first did not
-        held = self._streams.pop(stream, None)
-        text = self.redactor.text(held[0] + content) if held is not None else redacted["content"]
-        keep = self.redactor.secret_prefix(text)
-        if keep:
-            self._streams[stream] = (text[-keep:], origin)
-            self._stream_of[channel] = stream[1:3]
-            text = text[:-keep]
-        else:
-            self._stream_of.pop(channel, None)
-        return {**redacted, "content": text}
-
-    def _flush_streams(self, channel: str) -> None:
-        """Send what streams of ``channel`` held back: the text did not go on into a secret."""
-        self._stream_of.pop(channel, None)
-        for stream in [s for s in self._streams if s[0] == channel]:
-            text, origin = self._streams.pop(stream)
-            _, turn_id, part_id, kind = stream
-            self._apply(
-                channel, {"type": kind, "turnId": turn_id, "partId": part_id, "content": text}, origin
-            )
 
     def _apply(self, channel: str, action: dict, origin: dict) -> Transition:
         """Reduce an accepted action into the store and do the follow-ups (both dispatch paths).
 
         A truncation first pages in the history it keeps for clients whose window lacks it.
         """
-        if self._streams and channel in self._stream_of and action.get("type") not in _STREAMED:
-            self._flush_streams(channel)  # what a stream held back goes before anything else
+        if self.streamed.chats and channel in self.streamed.chats:
+            for held, by in self.streamed.ending(channel, action):  # what the turn's parts held goes first
+                self._apply(channel, held, by)
         if action.get("type") == "chat/truncated" and self.store.kind_of(channel) == "chat":
             self._page_in_before_truncation(channel, action)
         counted = self.client_content

@@ -163,7 +163,8 @@ class Redactor:
 
     def secret_prefix(self, text: str) -> int:
         """How many characters at the end of ``text`` could be the start of a known secret (the
-        longest such tail), which a stream must hold back until it sees how the text goes on."""
+        longest such tail, shorter than the secret), which a stream holds back until it sees how
+        the text goes on."""
         longest = 0
         size = len(text)
         for secret in self._secrets:
@@ -195,3 +196,76 @@ class Redactor:
     def action(self, action: dict) -> dict:
         """Redact an action; a ``chat/toolCallDelta`` streams tool input, so it keeps its generic parts."""
         return self.redact(action, generic=action.get("type") != "chat/toolCallDelta")
+
+
+#: Held text this long or longer that a turn ends on is masked: it begins a known secret, and a
+#: shorter end ("hunt") is more likely the text's own than the start of a key.
+HELD_MASKED = 6
+#: The actions after which a turn's parts take no more text: what they held goes in first.
+_TURN_ENDS = frozenset({"chat/turnComplete", "chat/turnCancelled", "chat/error", "chat/truncated"})
+
+
+class StreamedText:
+    """Redaction of text streamed a chunk at a time (``chat/delta``, ``chat/reasoning``) across
+    its chunks: a model streams token by token, so a key in two chunks would enter state as two
+    halves, each too short to be recognised.
+
+    The end of a part's text that could begin a known secret is held back and read again with the
+    part's next chunk; the rest is redacted and goes out. Each part holds its own, so nothing
+    else on the chat (another part, a client's action, a page of history) moves it. When the turn
+    ends (:meth:`ending`) what its parts held goes in, masked when it is ``HELD_MASKED``
+    characters or more (the key never came whole, but its start did)."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        #: (chat, turn id, part id, action type) -> (raw text held, the origin of its delta)
+        self.held: dict[tuple, tuple[str, dict]] = {}
+        self.chats: dict[str, int] = {}  # chat -> how many parts hold text
+
+    def delta(self, channel: str, action: dict, origin: dict) -> dict:
+        """``action`` (a streamed delta from ``origin``) redacted, with the end it holds back taken
+        out."""
+        content = action.get("content")
+        redacted = self.redactor.action(action)
+        if type(content) is not str:
+            return redacted
+        stream = (channel, action.get("turnId"), action.get("partId"), action["type"])
+        held = self._take(stream)
+        # the known secrets first (whole ones masked), then the end that could begin one is held,
+        # and the generic rules see the rest
+        text = self.redactor.text(held[0] + content if held is not None else content, generic=False)
+        keep = self.redactor.secret_prefix(text)
+        if keep:
+            self.held[stream] = (text[-keep:], origin)
+            self.chats[channel] = self.chats.get(channel, 0) + 1
+            text = text[:-keep]
+        elif held is None:
+            return redacted  # nothing held before or now: the one redaction
+        return {**redacted, "content": self.redactor.text(text)}
+
+    def ending(self, channel: str, action: dict) -> list[tuple[dict, dict]]:
+        """The deltas (with their origins) to apply before ``action`` on ``channel``: what the
+        parts of the turn it ends held (none for any other action)."""
+        if channel not in self.chats or action.get("type") not in _TURN_ENDS:
+            return []
+        return self.drop(channel)
+
+    def drop(self, channel: str) -> list[tuple[dict, dict]]:
+        """Every part of ``channel`` gives up what it held, as deltas to apply with their origins."""
+        out = []
+        for stream in [s for s in self.held if s[0] == channel]:
+            raw, origin = self._take(stream)
+            _, turn_id, part_id, kind = stream
+            text = MASK if len(raw) >= HELD_MASKED else self.redactor.text(raw)
+            out.append(({"type": kind, "turnId": turn_id, "partId": part_id, "content": text}, origin))
+        return out
+
+    def _take(self, stream: tuple) -> tuple[str, dict] | None:
+        held = self.held.pop(stream, None)
+        if held is not None:
+            left = self.chats[stream[0]] - 1
+            if left:
+                self.chats[stream[0]] = left
+            else:
+                del self.chats[stream[0]]
+        return held

@@ -431,7 +431,7 @@ class SessionsAndChats:
         runner = self.turns.pop(chat, None)
         if runner is not None:
             runner.cancel()
-        self._flush_streams(chat)
+        self.streamed.drop(chat)  # what its parts held goes with it
         self.store.remove_channel(chat)
         self.chat_session.pop(chat, None)
         self.chat_creators.pop(chat, None)
