@@ -89,16 +89,20 @@ def _redacting_records() -> None:
     def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
         record = previous(*args, **kwargs)
         if record.name.startswith("ahp_lab") and _LIVE:
+            try:
+                message = record.getMessage()
+            except Exception:  # arguments that do not format: logging reports it when it emits
+                return record
             redactors = list(_LIVE)
-            message = record.getMessage()
             for redactor in redactors:
                 message = redactor.text(message)
             record.msg, record.args = message, None
             if record.exc_info and record.exc_info[0] is not None:
+                # formatters print exc_text when it is set (the exception stays on the record)
                 trace = logging.Formatter().formatException(record.exc_info)
                 for redactor in redactors:
                     trace = redactor.text(trace)
-                record.exc_info, record.exc_text = None, trace
+                record.exc_text = trace
         return record
 
     logging.setLogRecordFactory(factory)

@@ -246,6 +246,10 @@ def test_a_log_line_quoting_what_an_agent_said_carries_no_secret(caplog):
     text = caplog.text
     assert "license check failed for key ***" in text and "RuntimeError" in text
     assert "hunter2" not in text
+    assert all(r.exc_info is not None for r in caplog.records if r.message == "it failed")
+    # arguments that do not format are logging's to report when it emits, not a raise at the call
+    record = logging.getLogRecordFactory()("ahp_lab.x", logging.WARNING, "f", 1, "bad %d", ("x",), None)
+    assert record.args == ("x",)
 
 
 def test_held_text_reaches_every_subscriber_when_another_client_pages_history_in():
