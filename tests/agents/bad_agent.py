@@ -14,6 +14,8 @@ late_permission  streams a chunk, waits for session/cancel, then asks permission
 crash_then_silent  crashes on the prompt; a respawn (MARKER exists) never answers initialize
 key_tail         on the prompt writes its key, then 2,030 bytes, to stderr and exits (the tail's cut
                  falls inside the key)
+key_retries      on the prompt writes "retry N: connecting with key <its key>" 200 times to stderr
+                 and exits (the stderr buffer's cut falls inside a key)
 silent           never answers initialize
 env              answers with the names of its environment variables
 future           answers initialize with a protocol version this host does not speak
@@ -365,6 +367,11 @@ for line in sys.stdin:
             os._exit(5)
         elif MODE == "key_tail":
             sys.stderr.write(os.environ.get("BAD_AGENT_KEY", "") + "B" * 2030)
+            sys.stderr.flush()
+            os._exit(1)
+        elif MODE == "key_retries":
+            for n in range(200):
+                sys.stderr.write(f"retry {n}: connecting with key {os.environ.get('BAD_AGENT_KEY', '')}\n")
             sys.stderr.flush()
             os._exit(1)
         elif MODE == "env":

@@ -320,3 +320,41 @@ def test_a_stderr_tail_cut_through_the_agents_key_shows_none_of_it(tmp_path: Pat
             assert not any(key[i:] in message for i in range(len(key) - 4))
 
     arun(go())
+
+
+LONG_KEY = "sk-proj-" + "Q7xZ" * 20 + "-tail-of-the-key"
+
+
+def _no_part_of(key: str, text: str) -> bool:
+    return not any(key[i:] in text or key[: len(key) - i] in text for i in range(len(key) - 4))
+
+
+def test_a_stderr_buffer_cut_through_a_key_shows_none_of_it(tmp_path: Path) -> None:
+    """The bridge keeps the last bytes of stderr, cut anywhere: when redaction shrank what it
+    kept below the tail (an agent printing its 104-character key on every retry), the buffer's
+    first line, starting inside a key, went into the error whole (audit). A cut buffer loses its
+    first line."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("key_retries"), env={"BAD_AGENT_KEY": LONG_KEY}) as lab:
+            turn = await lab.send("go")
+            message = turn.error["message"]
+            assert turn.status == "error" and "connecting with key ***" in message
+            assert _no_part_of(LONG_KEY, message)
+
+    arun(go())
+
+
+def test_a_stdout_line_that_is_not_json_rpc_is_shown_without_part_of_a_key(tmp_path: Path) -> None:
+    """The reason quotes the line's first 80 characters: cut before redaction, it ended inside the
+    agent's key ('using key hunter2-correct-hor…'). The line is redacted, then cut."""
+
+    async def go() -> None:
+        line = "x" * 50 + " using key " + LONG_KEY
+        async with acp_lab(tmp_path, bad_agent("stdout_line", line), env={"BAD_AGENT_KEY": LONG_KEY}) as lab:
+            turn = await lab.send("go")
+            message = turn.error["message"]
+            assert turn.status == "error" and "using key ***" in message
+            assert _no_part_of(LONG_KEY, message)
+
+    arun(go())

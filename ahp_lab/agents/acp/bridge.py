@@ -23,7 +23,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import acp
@@ -77,8 +77,10 @@ MAX_GARBAGE_SHOWN = 80
 _JSON_KINDS = {list: "a JSON array", str: "a JSON string", bool: "a JSON boolean", type(None): "JSON null"}
 
 
-def not_jsonrpc(line: str, what: str) -> str:
-    """The reason for a stdout line that is not JSON-RPC: what it is, and its start."""
+def not_jsonrpc(line: str, what: str, redact: Callable[[str], str]) -> str:
+    """The reason for a stdout line that is not JSON-RPC: what it is, and its start (redacted
+    before it is cut, so that a cut never leaves part of a key)."""
+    line = redact(line)
     shown = line if len(line) <= MAX_GARBAGE_SHOWN else line[: MAX_GARBAGE_SHOWN - 1] + "…"
     shown = shown.encode("utf-8", "replace").decode("utf-8")  # no lone surrogate
     return (
@@ -115,7 +117,7 @@ class _GarbageFilter(logging.Filter):
             line = getattr(error, "doc", None) or getattr(error, "object", None) or ""
             if isinstance(line, bytes):
                 line = line.decode("utf-8", "replace")
-            bridge.fail(not_jsonrpc(str(line), "text that is not JSON"))
+            bridge.fail(not_jsonrpc(str(line), "text that is not JSON", bridge.ctx.redact))
             return False
         if record.msg in ("Receive loop failed", "Stream observer failed") and bridge.failure is not None:
             return False
@@ -402,7 +404,11 @@ class Bridge(WorkspaceServices):
         secrets): a cut through a key would leave its end, too short to be recognised, in the
         error. It starts at a line when one begins within the tail.
         """
-        text = self.ctx.redact(bytes(self._stderr).decode("utf-8", "replace")).strip()
+        text = self.ctx.redact(bytes(self._stderr).decode("utf-8", "replace"))
+        if self._stderr_total > len(self._stderr):  # its start was cut, maybe inside a key
+            line = text.find("\n")
+            text = text[line + 1 :] if line >= 0 else text[_STDERR_MARGIN:]
+        text = text.strip()
         size = self.agent.stderr_tail_bytes
         if len(text.encode("utf-8")) <= size:
             return text
@@ -504,7 +510,7 @@ class Bridge(WorkspaceServices):
             problem = _jsonrpc_problem(message)
             if problem is not None:
                 text = json.dumps(message, ensure_ascii=False, separators=(",", ":"), default=str)
-                self.fail(not_jsonrpc(text, problem))
+                self.fail(not_jsonrpc(text, problem, self.ctx.redact))
             elif "method" not in message and "id" in message:
                 if message["id"] in self._answered:
                     self.fail(f"the agent sent a second response to request #{message['id']}")
