@@ -76,8 +76,13 @@ HISTORY_BUFFERS = 3
 DEFAULT_MAX_CONNECTIONS = 256
 #: Sockets in their opening handshake at once (before the token is checked, or sending nothing at
 #: all); past it the oldest is let go, so that strangers without the token cannot take all of the
-#: process's file descriptors (each is let go after ``OPEN_TIMEOUT_S`` anyway).
-MAX_OPENING = 64
+#: process's file descriptors (each is let go after ``OPEN_TIMEOUT_S`` anyway). A client with the
+#: token needs its socket kept for the milliseconds its handshake takes: a flood must open this
+#: many sockets meanwhile to push it out (at 64, one process on two cores did).
+MAX_OPENING = 512  # and a quarter of the process's open files at most
+#: The soft limit on open files the server raises the process to (within the hard limit), so that
+#: ``MAX_OPENING`` and ``max_connections`` fit beside whatever else the kernel has open.
+OPEN_FILES = 65536
 OPEN_TIMEOUT_S = 10.0
 #: Origins accepted by default: pages served from this machine, any port, http or https.
 DEFAULT_ALLOWED_ORIGINS = ("http://localhost", "http://127.0.0.1", "http://[::1]")
@@ -92,29 +97,54 @@ CLOSE_POLICY = 1008  # the client fell too far behind (send buffer exceeded)
 CLOSE_GOING_AWAY = 1001  # the server stops serving
 
 
-def _bounded_connections() -> type[ServerConnection]:
-    """The library's server connection, for one server that keeps at most ``MAX_OPENING`` sockets
-    in their opening handshake: a new one lets the oldest go. A client with the token finishes its
-    handshake in milliseconds, so a flood of sockets that never send one does not lock it out."""
+def _open_files() -> int:
+    """Raise the soft limit on open files towards ``OPEN_FILES`` (never lower it); returns the
+    limit the process runs with."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        wanted = OPEN_FILES if hard == resource.RLIM_INFINITY else min(OPEN_FILES, hard)
+        if soft != resource.RLIM_INFINITY and soft < wanted:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+            soft = wanted
+        return OPEN_FILES if soft == resource.RLIM_INFINITY else soft
+    except (ImportError, ValueError, OSError):  # not on this system, or not allowed
+        return 1024
+
+
+def _bounded_connections(most: int) -> type[ServerConnection]:
+    """The library's server connection, for one server that keeps at most ``most`` sockets in
+    their opening handshake: a new one lets the oldest go, the oldest that has sent nothing yet
+    first. A client with the token sends its request at once and finishes its handshake in
+    milliseconds, so a flood of sockets that never send one does not lock it out."""
     opening: dict[ServerConnection, None] = {}  # in arrival order
+    silent: dict[ServerConnection, None] = {}  # those of them that have sent nothing
 
     class BoundedConnection(ServerConnection):
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             super().connection_made(transport)
-            opening[self] = None
-            if len(opening) > MAX_OPENING:
-                oldest = next(iter(opening))
-                del opening[oldest]
+            opening[self] = silent[self] = None
+            if len(opening) > most:
+                oldest = next(iter(silent or opening))
+                opening.pop(oldest, None)
+                silent.pop(oldest, None)
                 oldest.transport.abort()
+
+        def data_received(self, data: bytes) -> None:
+            silent.pop(self, None)
+            super().data_received(data)
 
         async def handshake(self, *args: Any, **kwargs: Any) -> None:
             try:
                 await super().handshake(*args, **kwargs)
             finally:
                 opening.pop(self, None)
+                silent.pop(self, None)
 
         def connection_lost(self, exc: Exception | None) -> None:
             opening.pop(self, None)
+            silent.pop(self, None)
             super().connection_lost(exc)
 
     return BoundedConnection
@@ -621,6 +651,8 @@ class WebSocketServer:
                 RuntimeWarning,
                 stacklevel=3,
             )
+        # a quarter of the descriptors at most: sockets accepted and not yet let go come on top
+        opening = max(16, min(MAX_OPENING, _open_files() // 4))
         self._server = await ws_serve(
             self._handle,
             self.host,
@@ -635,7 +667,7 @@ class WebSocketServer:
             logger=_lib_log,
             server_header=None,
             open_timeout=OPEN_TIMEOUT_S,
-            create_connection=_bounded_connections(),
+            create_connection=_bounded_connections(opening),
         )
         sock = next(iter(self._server.sockets))
         self.port = sock.getsockname()[1]
