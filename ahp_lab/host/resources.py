@@ -129,7 +129,7 @@ class ResourceService:
         for root in roots:
             root_abs = os.path.abspath(os.fspath(root))
             root_real = _real(Path(root_abs))
-            if root_real in never or in_hidden_home_folder(root_real):
+            if root_real in never:
                 continue  # resolved when it is used: a root that now leads to / or home grants nothing
             if _inside(os.path.abspath(path), root_abs) or _inside(real, root_real):
                 if not _inside(real, root_real):

@@ -526,14 +526,16 @@ class SessionsAndChats:
         A session's status activity bits are those of its catalogue entry, from its chats
         (session-channel §6): no session action can set them (reducer-rules §6.1), so the state a
         session's actions reduce to keeps whatever the last input request left (``24`` becomes
-        ``8``, never ``1``), and the host makes them meaningful in snapshots. Its flags are its own.
+        ``8``, never ``1``), and the host makes them meaningful in snapshots, with the activity of
+        the chat that supplied them when it has one. Its flags are its own.
         """
         state = to_json(self.store.state(channel))
         runtime = self.sessions.get(channel)
         if runtime is None or type(state) is not dict:
             return state
-        status, _ = mirror.aggregate_status(state, self._chat_states(runtime))
-        return state if state.get("status") == status else {**state, "status": status}
+        status, activity = mirror.aggregate_status(state, self._chat_states(runtime))
+        shown = {"status": status} if activity is None else {"status": status, "activity": activity}
+        return state if all(state.get(k) == v for k, v in shown.items()) else {**state, **shown}
 
     def _summary(self, uri: str) -> dict:
         runtime = self.sessions[uri]

@@ -567,6 +567,11 @@ def test_a_session_snapshot_shows_its_chats_activity_as_the_catalogue_does():
         host.dispatch(chat, {"type": "chat/turnStarted", "turnId": "t", "startedAt": "x", "message": user})
         assert host.store.state(session)["status"] == 1 | 32  # no session action said otherwise
         assert await snapshot_and_listed() == (8 | 32, 8 | 32)
+        host.dispatch(chat, {"type": "chat/activityChanged", "activity": "Running the tests"})
+        other = RawClient(host)
+        await other.initialize("activity")
+        snap = (await other.call("subscribe", {"channel": session}))["result"]["snapshot"]
+        assert snap["state"]["activity"] == "Running the tests"  # as the catalogue pairs it
         call = {"turnId": "t", "toolCallId": "c1"}
         host.dispatch(chat, {"type": "chat/toolCallStart", **call, "toolName": "w", "displayName": "W"})
         host.dispatch(chat, {"type": "chat/toolCallReady", **call, "invocationMessage": "write"})
