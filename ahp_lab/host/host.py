@@ -136,6 +136,7 @@ class Host(SessionsAndChats):
         self.chat_session: dict[str, str] = {}
         self.chat_creators: dict[str, str | None] = {}
         self.stranger_chats: set[str] = set()  # chats created by connections other than the notebook's
+        self.stranger_opening: set[str] = set()  # sessions strangers asked for, their agents still opening
         self.turns: dict[str, TurnRunner] = {}
         self.turn_clients: dict[tuple[str, str], str] = {}
         self._waiters = StateWaiters()

@@ -26,7 +26,13 @@ from . import mirror
 from .agent_sessions import working_directory_paths
 from .connection import ROOT, Connection
 from .resources import file_uri
-from .validation import fixed_chat_attachments, not_from_user, requested_config_problem, turn_index
+from .validation import (
+    check_client_action,
+    fixed_chat_attachments,
+    not_from_user,
+    requested_config_problem,
+    turn_index,
+)
 
 log = logging.getLogger("ahp_lab.host")
 
@@ -112,7 +118,13 @@ class SessionsAndChats:
             dirs = list(dict.fromkeys(dirs))  # the same folder twice is one working directory
             state["workingDirectories"] = dirs if "multipleWorkingDirectories" in caps else dirs[:1]
         by_stranger = conn is not None and not conn.trusted
-        created = self._creation_charge(conn, uri, state)
+        charge = self._creation_charge(conn, uri, state)
+        entry = self._checked_active_client(conn, uri, state, active_client) if by_stranger else None
+        # counted now, not once the agent has opened: requests sent together all passed the check
+        self.client_content.count(uri, charge)
+        self.client_content.count(uri, entry)
+        if by_stranger:
+            self.stranger_opening.add(uri)
         token = params.get("progressToken")
         progress = (conn, token) if conn is not None and isinstance(token, str) else None
         self._progress(progress, uri, 0, "creating the session")
@@ -140,9 +152,9 @@ class SessionsAndChats:
                 progress=progress,
                 config=params.get("config") or None,
             )
+            self.stranger_opening.discard(uri)
             self.sessions[uri] = runtime
             self.store.add_channel(uri, "session", state)
-            self.client_content.count(uri, created)
             if active_client is not None:
                 self.dispatch(uri, {"type": "session/activeClientSet", "activeClient": active_client})
             self._count_sessions()
@@ -265,11 +277,33 @@ class SessionsAndChats:
             raise RpcError(ErrorCode.INVALID_PARAMS, refused)
         return measured
 
+    def _checked_active_client(
+        self, conn: Connection, uri: str, state: dict, entry: dict | None
+    ) -> tuple | None:
+        """``createSession.activeClient`` from a stranger, checked and measured as the
+        ``session/activeClientSet`` it becomes (it entered by the host's own path, so 40 plugins and
+        1.6 MB of tools went in unchecked and uncounted); ``None`` without one."""
+        if entry is None:
+            return None
+        action = {"type": "session/activeClientSet", "activeClient": entry}
+        refused = check_client_action(
+            action, uri, "session", state, conn.client_id, session=state, limits=self.limits
+        )
+        measured = self.client_content.measure(action)
+        refused = refused or self.client_content.problem(self.client_content.added(uri, measured))
+        if refused is not None:
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"createSession: activeClient: {refused}")
+        return measured
+
     def _check_client_channels(self, conn: Connection | None) -> None:
         """Strangers together may keep at most ``limits.max_client_channels`` sessions and chats."""
         if conn is None or conn.trusted:
             return
-        held = sum(1 for r in self.sessions.values() if r.by_stranger) + len(self.stranger_chats)
+        held = (
+            sum(1 for r in self.sessions.values() if r.by_stranger)
+            + len(self.stranger_opening)
+            + len(self.stranger_chats)
+        )
         limit = self.limits.max_client_channels
         if held >= limit:
             raise RpcError(

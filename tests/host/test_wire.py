@@ -611,3 +611,58 @@ def test_a_client_acting_on_a_chat_it_did_not_subscribe_to_gets_its_own_echo():
         assert len(seen_by_owner) == 3  # the two echoes and the host's own action
 
     asyncio.run(main())
+
+
+def test_create_session_requests_sent_together_are_bounded_and_their_active_client_checked():
+    """The channel bound and the creation charge were checked before the agent opened and counted
+    after it: 20 createSession requests sent together opened 20 agents (an ACP agent: a process
+    each) where 4 are allowed. And createSession.activeClient went in by the host's own path:
+    40 plugins (16 allowed) and megabytes of tools, unchecked and uncounted (an audit)."""
+    from ahp_lab.agents.scripted import ScriptedAgent
+
+    opened = []
+
+    class SlowOpening(ScriptedAgent):
+        async def open_session(self, ctx):  # as AcpAgent: the agent starts, and answers later
+            opened.append(ctx)
+            await asyncio.sleep(0)
+
+    async def main():
+        host = Host(SlowOpening(), limits={"max_client_channels": 4, "max_client_content_bytes": 200_000})
+        mallory = RawClient(host)
+        await mallory.initialize("mallory")
+        for i in range(20):  # sent together, no answer awaited
+            params = {"channel": f"ahp-session:/m{i}", "title": "x"}
+            mallory.send({"jsonrpc": "2.0", "id": 100 + i, "method": "createSession", "params": params})
+        while len([m for m in mallory.received if m.get("id", 0) >= 100]) < 20:
+            await asyncio.sleep(0)
+        answers = [m for m in mallory.received if m.get("id", 0) >= 100]
+        assert sum("result" in a for a in answers) == 4 == len(opened)
+
+        host = Host(limits={"max_client_content_bytes": 200_000})
+        other = RawClient(host)
+        await other.initialize("other")
+        plugins = [
+            {
+                "type": "plugin",
+                "id": f"p{i}",
+                "uri": f"virtual://other/p{i}",
+                "name": f"p{i}",
+                "enabled": True,
+            }
+            for i in range(40)
+        ]
+        tools = [
+            {"name": f"t{i}", "description": "d" * 1000, "inputSchema": {"type": "object"}}
+            for i in range(500)
+        ]
+        for entry, refused in (
+            ({"tools": [], "customizations": plugins}, "at most 16 plugins"),
+            ({"tools": tools}, "max_client_content_bytes"),
+        ):
+            params = {"channel": "ahp-session:/o", "activeClient": {"clientId": "other", **entry}}
+            answer = await other.call("createSession", params)
+            assert refused in answer["error"]["message"], answer
+            assert host.store.state("ahp-session:/o") is None
+
+    asyncio.run(main())
