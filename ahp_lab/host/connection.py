@@ -492,10 +492,12 @@ class Connection:
             return {"type": "snapshot", "snapshots": snapshots, "missing": missing}
         start = max(last + 1, store.first_seq)
         paged = self.host.paged_seqs  # history sent to the clients that lacked it, not to this one
+        me = self.client_id
         actions = [
             t.envelope()
             for t in store.transitions[start:]
-            if t.channel in chosen
+            # and its own actions on channels it did not subscribe to: their echoes were its own
+            if (t.channel in chosen or t.origin.get("clientId") == me)
             and t.seq not in paged
             and ((since := NEWER_ACTIONS.get(t.type)) is None or self.receives(t, since))
         ]

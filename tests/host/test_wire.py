@@ -609,6 +609,16 @@ def test_a_client_acting_on_a_chat_it_did_not_subscribe_to_gets_its_own_echo():
         assert seqs == sorted(seqs)  # in sequence with the session's actions it is sent
         seen_by_owner = [e for e in owner.actions() if e["channel"] == chat]
         assert len(seen_by_owner) == 3  # the two echoes and the host's own action
+        # a reconnect that replays what it missed replays those echoes too (it may have lost them)
+        again = RawClient(host)
+        phone.transport.close()
+        await settle()
+        params = {"clientId": "phone", "lastSeenServerSeq": echoes[0]["serverSeq"] - 1}
+        replay = (await again.call("reconnect", {**params, "subscriptions": ["ahp-session:/phone"]}))[
+            "result"
+        ]
+        replayed = [e for e in replay["actions"] if e["channel"] == chat]
+        assert [e["origin"].get("clientSeq") for e in replayed] == [1, 2]
 
     asyncio.run(main())
 
