@@ -62,9 +62,9 @@ _BLOCKING_ACTIONS = frozenset(
         "chat/inputAnswerChanged",
     }
 )
-# Chat actions that never touch a summary field (title, status, activity, modifiedAt, ...).
 #: Actions that stream text into a part, a chunk at a time (redacted across chunks: StreamedText).
 _STREAMED = frozenset({"chat/delta", "chat/reasoning"})
+# Chat actions that never touch a summary field (title, status, activity, modifiedAt, ...).
 _NO_SUMMARY_CHANGE = frozenset(
     {
         "chat/delta",
@@ -315,7 +315,7 @@ class Host(SessionsAndChats):
 
         A truncation first pages in the history it keeps for clients whose window lacks it.
         """
-        if self.streamed.chats and channel in self.streamed.chats:
+        if channel in self.streamed.chats:
             for held, by in self.streamed.ending(channel, action):  # what the turn's parts held goes first
                 self._apply(channel, held, by)
         if action.get("type") == "chat/truncated" and self.store.kind_of(channel) == "chat":
