@@ -84,21 +84,19 @@ class ClientContent:
     @staticmethod
     def measure(action: dict) -> tuple[tuple, bool, int] | None:
         """What a client action puts into state: its slot, whether it appends to it, and its size
-        (``None`` for a removal). Measured once, for :meth:`added` and then :meth:`count`."""
+        (``None`` for a removal). Measured once, for :meth:`refusal` and then :meth:`count`."""
         if action.get("type") in _REMOVALS:
             return None
         key, appends = slot(action)
         return key, appends, len(dumps(action))
 
-    def added(self, channel: str, measured: tuple[tuple, bool, int] | None) -> int:
-        """How much a measured action would add to the total."""
+    def refusal(self, channel: str, measured: tuple[tuple, bool, int] | None) -> str | None:
+        """Why a measured action on ``channel`` is refused (it would take the total past the
+        limit), or ``None``."""
         if measured is None:
-            return 0
+            return None
         key, appends, size = measured
-        return size if appends else max(0, size - self.held.get(channel, {}).get(key, 0))
-
-    def problem(self, added: int) -> str | None:
-        """Why an action that adds ``added`` bytes is refused, or ``None``."""
+        added = size if appends else size - self.held.get(channel, {}).get(key, 0)
         if added <= 0 or self.total + added <= self.limit:
             return None
         return (

@@ -436,7 +436,7 @@ class Host(SessionsAndChats):
         measured = None
         if reason is None and not conn.trusted:
             measured = self.client_content.measure(action)
-            reason = self.client_content.problem(self.client_content.added(channel, measured))
+            reason = self.client_content.refusal(channel, measured)
         if reason is not None:
             reason = clipped(reason, self.limits.max_logged_action_chars)
             transition = self.store.reject(channel, _logged_form(raw, self.limits), origin, reason)
@@ -559,9 +559,10 @@ class Host(SessionsAndChats):
 
     # -- turns ----------------------------------------------------------------------------------
 
-    def begin_turn(self, chat: str, message: dict, **extra: Any) -> str:
-        """Start a turn the host opens itself (a chat's initial message, a consumed queued message)."""
-        turn_id = new_turn_id()
+    def begin_turn(self, chat: str, message: dict, *, turn_id: str | None = None, **extra: Any) -> str:
+        """Start a turn the host opens itself (a chat's initial message, a consumed queued message);
+        ``turn_id`` when the caller chose it already."""
+        turn_id = turn_id or new_turn_id()
         action = {
             "type": "chat/turnStarted",
             "turnId": turn_id,

@@ -20,6 +20,7 @@ from typing import Any
 from ..protocol.clock import iso_ms
 from ..protocol.jsonrpc import ErrorCode
 from ..protocol.jsonvalue import dumps, to_json
+from ..protocol.names import new_turn_id
 from ..tools import failure_result
 from ..transport import RpcError
 from . import mirror
@@ -272,7 +273,7 @@ class SessionsAndChats:
             return None
         given = {k: state[k] for k in ("title", "workingDirectories") if k in state}
         measured = (("created",), False, len(dumps(given)))
-        refused = self.client_content.problem(self.client_content.added(channel, measured))
+        refused = self.client_content.refusal(channel, measured)
         if refused is not None:
             raise RpcError(ErrorCode.INVALID_PARAMS, refused)
         return measured
@@ -290,7 +291,7 @@ class SessionsAndChats:
             action, uri, "session", state, conn.client_id, session=state, limits=self.limits
         )
         measured = self.client_content.measure(action)
-        refused = refused or self.client_content.problem(self.client_content.added(uri, measured))
+        refused = refused or self.client_content.refusal(uri, measured)
         if refused is not None:
             raise RpcError(ErrorCode.INVALID_PARAMS, f"createSession: activeClient: {refused}")
         return measured
@@ -352,11 +353,13 @@ class SessionsAndChats:
         refused = not_from_user("createChat", initial, "initialMessage.") if conn is not None else None
         if refused is None:
             initial, refused = fixed_chat_attachments("createChat: initialMessage", initial, self.chat_state)
-        first = {"type": "chat/turnStarted", "message": initial}  # what a stranger's message costs
-        counted = initial is not None and conn is not None and not conn.trusted
-        if refused is None and counted:
-            added = self.client_content.added(chat, self.client_content.measure(first))
-            refused = self.client_content.problem(added)
+        turn_id = new_turn_id()  # of the turn a first message starts, measured in its slot once
+        first = None
+        if refused is None and initial is not None and conn is not None and not conn.trusted:
+            first = self.client_content.measure(
+                {"type": "chat/turnStarted", "turnId": turn_id, "message": initial}
+            )
+            refused = self.client_content.refusal(chat, first)
         if refused is not None:
             raise RpcError(ErrorCode.INVALID_PARAMS, refused)
         runtime = self.sessions[session]
@@ -405,9 +408,8 @@ class SessionsAndChats:
             # a ready session without one (its last chat was disposed): this one is the default
             self.dispatch(session, {"type": "session/defaultChatChanged", "defaultChat": chat})
         if initial is not None:
-            turn_id = self.begin_turn(chat, initial)
-            if counted:  # in the slot of the turn it started
-                self.client_content.count(chat, self.client_content.measure({**first, "turnId": turn_id}))
+            self.begin_turn(chat, initial, turn_id=turn_id)
+            self.client_content.count(chat, first)
 
     def _chat_from_source(self, session: str, chat: str, state: dict, source: dict, caps: dict) -> dict:
         kind = source.get("kind")
