@@ -69,16 +69,6 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def in_hidden_home_folder(real: str) -> bool:
-    """Whether the resolved path ``real`` is in a hidden folder of the user's home (``~/.ssh``,
-    ``~/.aws``, ``~/.config``): keys and settings, never a folder to hand a client, even when the
-    home directory is among the roots (a host started in ``~``)."""
-    home = os.path.realpath(os.path.expanduser("~"))
-    if not _inside(real, home) or real == home:
-        return False
-    return os.path.relpath(real, home).split(os.sep, 1)[0].startswith(".")
-
-
 def _real(path: Path) -> str:
     """``realpath`` that also works when the tail does not exist yet (symlinks in the prefix count)."""
     return os.path.realpath(path)

@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..transport import RpcError
-from .resources import in_hidden_home_folder, uri_path
+from .resources import uri_path
 
 __all__ = ["WorkingDirectories"]
 
@@ -69,7 +69,8 @@ class WorkingDirectories:
             return f"{uri} is the root of the file system, which is never a working directory"
         if real == home:
             return f"{uri} is the user's home directory, which is never a working directory"
-        if in_hidden_home_folder(real):
+        if _inside(real, home) and os.path.relpath(real, home).split(os.sep, 1)[0].startswith("."):
+            # keys and settings (~/.ssh, ~/.aws, ~/.config), even when the home is among the roots
             return (
                 f"{uri} is in a hidden folder of the user's home (such as ~/.ssh), which holds keys and "
                 "settings and is never a working directory"
