@@ -121,14 +121,17 @@ def _bounded_connections(most: int) -> type[ServerConnection]:
     opening: dict[ServerConnection, None] = {}  # in arrival order
     silent: dict[ServerConnection, None] = {}  # those of them that have sent nothing
 
+    def opened(connection: ServerConnection) -> None:  # its handshake is over, or it is gone
+        opening.pop(connection, None)
+        silent.pop(connection, None)
+
     class BoundedConnection(ServerConnection):
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             super().connection_made(transport)
             opening[self] = silent[self] = None
             if len(opening) > most:
                 oldest = next(iter(silent or opening))
-                opening.pop(oldest, None)
-                silent.pop(oldest, None)
+                opened(oldest)
                 oldest.transport.abort()
 
         def data_received(self, data: bytes) -> None:
@@ -139,12 +142,10 @@ def _bounded_connections(most: int) -> type[ServerConnection]:
             try:
                 await super().handshake(*args, **kwargs)
             finally:
-                opening.pop(self, None)
-                silent.pop(self, None)
+                opened(self)
 
         def connection_lost(self, exc: Exception | None) -> None:
-            opening.pop(self, None)
-            silent.pop(self, None)
+            opened(self)
             super().connection_lost(exc)
 
     return BoundedConnection
