@@ -230,9 +230,8 @@ class StreamedText:
         """``action`` (a streamed delta from ``origin``) redacted, with the end it holds back taken
         out."""
         content = action.get("content")
-        redacted = self.redactor.action(action)
         if type(content) is not str:
-            return redacted
+            return self.redactor.action(action)
         stream = (channel, action.get("turnId"), action.get("partId"), action["type"])
         held = self._take(stream)
         # the known secrets first (whole ones masked), then the end that could begin one is held,
@@ -243,9 +242,7 @@ class StreamedText:
             self.held[stream] = (text[-keep:], origin)
             self.chats[channel] = self.chats.get(channel, 0) + 1
             text = text[:-keep]
-        elif held is None:
-            return redacted  # nothing held before or now: the one redaction
-        return {**redacted, "content": self.redactor.text(text)}
+        return {**self.redactor.action({**action, "content": ""}), "content": self.redactor.text(text)}
 
     def ending(self, channel: str, action: dict) -> list[tuple[dict, dict]]:
         """The deltas (with their origins) to apply before ``action`` on ``channel``: what the
