@@ -403,7 +403,7 @@ _CONFIG_TYPES = {
 
 def requested_config_problem(schema: Any, wanted: dict) -> str | None:
     """Why ``createSession``'s ``config`` values do not fit the schema the agent announced."""
-    props = (schema or {}).get("properties") or {} if isinstance(schema, dict) else {}
+    props = (schema.get("properties") or {}) if isinstance(schema, dict) else {}
     for key, value in wanted.items():
         if key not in props:
             known = ", ".join(props) or "none"
