@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..transport import RpcError
-from .resources import uri_path
+from .resources import _inside, uri_path
 
 __all__ = ["WorkingDirectories"]
 
@@ -30,10 +30,6 @@ def _real(path: str | os.PathLike) -> str:
 #: The kernel's pseudo file systems: never a working directory (``/proc/<pid>/cwd`` resolves to
 #: wherever that process is at the moment it is read).
 _PSEUDO = ("/proc", "/sys", "/dev")
-
-
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 class WorkingDirectories:
