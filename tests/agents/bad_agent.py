@@ -40,6 +40,7 @@ early_batch      names the session, switches to code mode and announces a comman
 surrogates       streams a smiley split between two chunks as its two UTF-16 halves
 lone_halves      streams two runs of text, each ending in the first half of a character whose
                  other half never comes: the first before a tool call, the second before the turn ends
+lone_half_dies   streams text ending in the first half of a character, then exits (status 1)
 ask              asks permission (kinds per MARKER: "always" = allow_always + reject_once, and only
                  reject_once from the third prompt on; "reject" = reject_once only; default
                  allow_once + reject_once), waits for the answer, reports it as text, ends the turn
@@ -390,6 +391,9 @@ for line in sys.stdin:
             update("s1", call)
             update("s1", chunk("after it \ud83d"))
             send(end_turn(mid))
+        elif MODE == "lone_half_dies":
+            update("s1", chunk("last words \ud83d"))
+            os._exit(1)
         elif MODE == "surrogates":
             update("s1", chunk("smile \ud83d"))
             update("s1", chunk("\ude00 done"))

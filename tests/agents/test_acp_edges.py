@@ -69,6 +69,19 @@ def test_characters_cut_by_utf16_units_arrive_whole_or_as_replacement_characters
     arun(go())
 
 
+def test_a_character_cut_by_an_agent_that_dies_is_kept_as_a_replacement_character(tmp_path: Path) -> None:
+    """The agent's last chunk ends on the first half of a character, then the agent exits: the
+    turn fails, and the half it held shows as U+FFFD instead of vanishing with the turn."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("lone_half_dies")) as lab:
+            turn = await lab.send("go")
+            assert turn.status == "error"
+            assert turn.text == "working... last words \ufffd"
+
+    arun(go())
+
+
 def test_a_plain_approval_never_grants_always(tmp_path: Path) -> None:
     """Offered only "always allow" (and a reject), a plain ``lab.approve()`` says so instead of
     granting it for the rest of the session; the explicit choice is remembered, and a later

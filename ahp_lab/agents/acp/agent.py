@@ -173,11 +173,13 @@ class AcpAgent:
             raise
         except AgentFailure as exc:
             bridge.failure_reported = True
+            bridge.end_text_run()  # a character the agent cut is kept, as U+FFFD
             bridge.end_turn()
             message = bridge.failure_message(str(exc))
             self.track(asyncio.ensure_future(bridge.stop(bridge.generation)))  # the turn ends at once
             raise TurnFailed(message, "agentFailed") from None
         except RequestError as exc:
+            bridge.end_text_run()
             bridge.end_turn()
             raise TurnFailed(str(exc), "agentError") from None
         bridge.finish_turn()

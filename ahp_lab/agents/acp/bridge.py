@@ -589,8 +589,15 @@ class Bridge(WorkspaceServices):
 
     def finish_turn(self) -> None:
         """Complete what only lives for the turn (its run of text, the plan call) before its end."""
+        self.end_text_run()
         if self.turn is not None:
-            for action in [*mapping.end_run(self.turn), *mapping.finish_plan(self.turn, self.resolver)]:
+            for action in mapping.finish_plan(self.turn, self.resolver):
+                self.emit(action)
+
+    def end_text_run(self) -> None:
+        """End the turn's run of text before a failure ends the turn (see :func:`mapping.end_run`)."""
+        if self.turn is not None:
+            for action in mapping.end_run(self.turn):
                 self.emit(action)
 
     def end_turn(self) -> None:
