@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +41,15 @@ from ..tools import FAILURES
 from .base import TurnContext, TurnFailed
 from .loop_host import LoopHost, SubagentSpec
 from .model_calls import ModelCallLog
-from .models import Model, ModelRequest, ModelResponse, ModelToolCall, ScriptedModel
+from .models import (
+    Model,
+    ModelRequest,
+    ModelResponse,
+    ModelToolCall,
+    ScriptedModel,
+    _unicode,
+    checked_response,
+)
 
 __all__ = ["LoopAgent", "ToolCallInfo", "ToolResultInfo", "DEFAULT_SYSTEM_PROMPT"]
 
@@ -83,6 +92,16 @@ UNFINISHED_ANSWERS = {
 }
 
 
+#: A tool name every chat-completions API takes (OpenAI's rule, the strictest): a tool named
+#: otherwise (a client's ``ns.tool``) would make the API refuse every request that offers it.
+_MODEL_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+#: A tool's description goes to the model cut to this many characters, and a tool whose input
+#: schema is longer than ``MAX_TOOL_SCHEMA_CHARS`` as JSON is not offered: what a client publishes
+#: is copied into every request.
+MAX_TOOL_DESCRIPTION_CHARS = 8192
+MAX_TOOL_SCHEMA_CHARS = 65536
+
+
 class LoopAgent:
     """A model loop with extensions and custom tools (see the module docstring).
 
@@ -91,7 +110,8 @@ class LoopAgent:
     workspace); ``user_tools``: the user tool directory (``None`` for none). ``workspace``: a
     :class:`~ahp_lab.extensions.config.Workspace` (default: the current directory, untrusted);
     ``user_config``: the user configuration file. ``hook_timeout``: seconds a hook may take.
-    ``max_steps``: model calls per turn at most.
+    ``max_steps``: model calls per turn at most. ``call_timeout``: seconds one model call may take,
+    from its request to the end of its answer (``None``: no bound), whatever the endpoint streams.
     """
 
     name = "loop"
@@ -109,6 +129,7 @@ class LoopAgent:
         system_prompt: str = DEFAULT_SYSTEM_PROMPT,
         hook_timeout: float = 2.0,
         max_steps: int = 24,
+        call_timeout: float | None = 600.0,
         has_ui: bool = False,
         provider: str = "loop",
         display_name: str = "Loop agent",
@@ -123,6 +144,7 @@ class LoopAgent:
         self.system_prompt = system_prompt
         self.hook_timeout = hook_timeout
         self.max_steps = max_steps
+        self.call_timeout = call_timeout
         self.has_ui = has_ui
         self.provider = provider
         self.display_name = display_name
@@ -130,6 +152,7 @@ class LoopAgent:
         self.bridge: LoopHost | None = None
         self._transcripts: dict[str, list[dict]] = {}  # turn id -> the messages of that turn
         self._compactions: dict[str, str] = {}  # turn id -> summary replacing everything up to it
+        self._unoffered: set[tuple[str, str]] = set()  # (session, tool) the person was told of
 
     # -- the agent interface --------------------------------------------------------------------
 
@@ -139,6 +162,9 @@ class LoopAgent:
             return
         self.bridge = LoopHost(self, host)
         host.extensions.append(self.bridge)
+        redactor = getattr(host, "redactor", None)
+        if redactor is not None:  # what the model-call record shows is masked as the host's state is
+            self.model_calls.redact = redactor.redact
 
     def info(self) -> dict:
         """The ``AgentInfo`` published on the root channel."""
@@ -276,23 +302,40 @@ class LoopAgent:
         except FAILURES as exc:
             raise TurnFailed(f"/{head} failed: {type(exc).__name__}: {exc}", "commandFailed") from None
 
-    def resident_tools(self, es: ExtensionSession, ctx: TurnContext, spec: SubagentSpec | None) -> list[dict]:
+    def resident_tools(
+        self, es: ExtensionSession, ctx: TurnContext, spec: SubagentSpec | None
+    ) -> tuple[list[dict], list[str]]:
         """The tools sent with every request: the extensions' (and custom) tools, then the host's
-        tools that no catalog claims."""
+        tools that no catalog claims; and why each tool the model's API could not take is left out."""
         exclude = spec.exclude if spec is not None else frozenset()
         enabled = set(d["name"] for d in self.bridge.server_tool_definitions(ctx.session))
         claimed = es.claimed_names()
-        out = []
+        offered = []
         for name in es.tools:
             if name in exclude or name not in enabled:
                 continue
             d = es.definition(name)
-            out.append(_function(name, d.get("description", ""), d.get("inputSchema") or {}))
+            offered.append((name, d.get("description", ""), d.get("inputSchema") or {}))
         for info in ctx.tools():
             if info.name in es.tools or info.name in claimed or info.name in exclude:
                 continue
-            out.append(_function(info.name, info.description, info.input_schema))
-        return out
+            offered.append((info.name, info.description, info.input_schema))
+        out, left_out = [], []
+        for name, description, schema in offered:
+            if not isinstance(name, str) or _MODEL_TOOL_NAME.fullmatch(name) is None:
+                left_out.append(
+                    f"The tool {str(name)[:80]!r} is not offered to the model: a model's tool name is 1 to 64 "
+                    "letters, digits, '_' or '-'."
+                )
+            elif len(json.dumps(schema or {}, ensure_ascii=False, default=str)) > MAX_TOOL_SCHEMA_CHARS:
+                left_out.append(
+                    f"The tool {name!r} is not offered to the model: its input schema is longer than "
+                    f"{MAX_TOOL_SCHEMA_CHARS:,} characters as JSON."
+                )
+            else:
+                text = description if isinstance(description, str) else ""
+                out.append(_function(name, text[:MAX_TOOL_DESCRIPTION_CHARS], schema))
+        return out, left_out
 
     async def _model_call(
         self,
@@ -317,16 +360,21 @@ class LoopAgent:
         for report in reports:
             await ctx.notify(f"Extension hook {report}.")
         tail = [{"role": "user", "content": text, "_synthetic": ext_id} for ext_id, text in contexts]
-        request = ModelRequest(
-            self.model.name, system, self.resident_tools(es, ctx, spec), history + tail, len(tail)
-        )
+        tools, left_out = self.resident_tools(es, ctx, spec)
+        for why in left_out:  # each told once a session
+            if (ctx.session, why) not in self._unoffered:
+                self._unoffered.add((ctx.session, why))
+                await ctx.notify(why)
+        request = ModelRequest(self.model.name, system, tools, history + tail, len(tail))
         notices = [i for i, m in enumerate(request.messages) if cat.NOTICE_META in m]
         record = self.model_calls.begin(ctx.session, ctx.chat, ctx.turn_id, request, notices)
         record.reports = [str(r) for r in reports]
         redactor = self.bridge.host.redactor
         redactor.add(*self.model.secrets() if hasattr(self.model, "secrets") else ())
+        deadline = asyncio.timeout(self.call_timeout)
         try:
-            response = await self._stream(ctx, request)
+            async with deadline:
+                response = checked_response(await self._stream(ctx, request))
         except asyncio.CancelledError:
             self.model_calls.end(record, error="cancelled")
             raise
@@ -334,6 +382,10 @@ class LoopAgent:
             self.model_calls.end(record, error=redactor.text(str(exc)))
             raise
         except FAILURES as exc:
+            if isinstance(exc, TimeoutError) and deadline.expired():
+                error = f"The model call took longer than {self.call_timeout:g} s, so it was stopped."
+                self.model_calls.end(record, error=error)
+                raise TurnFailed(error, "modelError") from None
             error = redactor.text(f"{type(exc).__name__}: {exc}")  # an API error may quote the key
             self.model_calls.end(record, error=error)
             raise TurnFailed(f"The model call failed: {error}", "modelError") from None
@@ -390,6 +442,9 @@ class LoopAgent:
         except ValueError as exc:
             arguments = None
             problem = f"The arguments of {call.name} are not valid JSON ({exc.msg}); nothing was run."
+        except RecursionError:
+            arguments = None
+            problem = f"The arguments of {call.name} nest too deep to be read; nothing was run."
         else:
             problem = (
                 None
@@ -420,7 +475,7 @@ class LoopAgent:
             result = ToolResultInfo(outcome.ok, text, outcome.status)
         for report in await es.after_tool_call(ctx.chat, ctx.turn_id, info, result):
             await ctx.notify(f"Extension hook {report}.")
-        return result.text
+        return _unicode(str(result.text))  # the history is sent again with every request: valid Unicode
 
     def __repr__(self) -> str:
         return f"<LoopAgent model={self.model!r} extensions={[e.id for e in self.extensions]}>"

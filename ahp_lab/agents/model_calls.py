@@ -8,6 +8,11 @@ form of :meth:`ModelRequest.canonical`: a header line with model, system prompt 
 line per message). Its share of the request is the proxy for a KV-cache hit; ``stable`` says the
 whole previous request (minus its tail) is a prefix, which is what "never modify a sent prefix"
 asks for.
+
+A call keeps what was sent and received as it was. What it shows (:meth:`ModelCall.to_json`,
+:meth:`ModelCallLog.table` and the Model calls view) goes through the log's ``redact``, which a
+:class:`~ahp_lab.agents.loop.LoopAgent` sets to its host's redactor: an endpoint that echoes the
+key, or a tool's output quoting a secret, is masked there as in the host's state.
 """
 
 from __future__ import annotations
@@ -21,6 +26,10 @@ from typing import Any
 from .models import ModelRequest, ModelResponse
 
 __all__ = ["ModelCall", "ModelCallLog"]
+
+
+def _shown(value: Any) -> Any:
+    return value
 
 
 def _common_prefix(a: bytes, b: bytes) -> int:
@@ -58,6 +67,8 @@ class ModelCall:
     notices: list[int] = field(default_factory=list)  # message indexes that are capability notices
     new_notices: list[int] = field(default_factory=list)  # those not in the previous request
     _base: bytes = field(default=b"", repr=False)  # this request minus its tail, for the next call
+    #: What the call's JSON and views go through before they are shown (see the module docstring).
+    redact: Callable[[Any], Any] = field(default=_shown, repr=False)
 
     @property
     def share(self) -> float:
@@ -72,35 +83,37 @@ class ModelCall:
     def to_json(self) -> dict:
         """The call as plain JSON (what the Model calls view shows)."""
         response = self.response
-        return {
-            "index": self.index,
-            "chat": self.chat,
-            "turnId": self.turn_id,
-            "model": self.request.model,
-            "system": self.request.system,
-            "tools": [t.get("function", {}).get("name") for t in self.request.tools],
-            "toolDefinitions": self.request.tools,
-            "messages": self.request.messages,
-            "synthetic": self.request.synthetic,
-            "notices": list(self.notices),
-            "newNotices": list(self.new_notices),
-            "previous": self.previous,
-            "prefixBytes": self.prefix_bytes,
-            "totalBytes": self.total_bytes,
-            "share": round(self.share, 4),
-            "stable": self.stable,
-            "reports": list(self.reports),
-            "error": self.error,
-            "durationMs": None if self.duration_s is None else round(self.duration_s * 1000, 1),
-            "response": None
-            if response is None
-            else {
-                "text": response.text,
-                "reasoning": response.reasoning,
-                "toolCalls": [c.wire() for c in response.tool_calls],
-                "usage": response.usage,
-            },
-        }
+        return self.redact(
+            {
+                "index": self.index,
+                "chat": self.chat,
+                "turnId": self.turn_id,
+                "model": self.request.model,
+                "system": self.request.system,
+                "tools": [t.get("function", {}).get("name") for t in self.request.tools],
+                "toolDefinitions": self.request.tools,
+                "messages": self.request.messages,
+                "synthetic": self.request.synthetic,
+                "notices": list(self.notices),
+                "newNotices": list(self.new_notices),
+                "previous": self.previous,
+                "prefixBytes": self.prefix_bytes,
+                "totalBytes": self.total_bytes,
+                "share": round(self.share, 4),
+                "stable": self.stable,
+                "reports": list(self.reports),
+                "error": self.error,
+                "durationMs": None if self.duration_s is None else round(self.duration_s * 1000, 1),
+                "response": None
+                if response is None
+                else {
+                    "text": response.text,
+                    "reasoning": response.reasoning,
+                    "toolCalls": [c.wire() for c in response.tool_calls],
+                    "usage": response.usage,
+                },
+            }
+        )
 
     def __repr__(self) -> str:
         stable = "first" if self.stable is None else ("stable" if self.stable else "BROKEN")
@@ -114,8 +127,9 @@ class ModelCallLog:
     """Every model call of one agent, oldest first; ``log.for_chat(uri)`` filters, listeners hear
     each call as it starts and as it ends."""
 
-    def __init__(self, limit: int = 2000) -> None:
+    def __init__(self, limit: int = 2000, redact: Callable[[Any], Any] = _shown) -> None:
         self.limit = limit
+        self.redact = redact
         self._calls: list[ModelCall] = []
         self._last: dict[str, ModelCall] = {}
         self._listeners: list[Callable[[ModelCall], None]] = []
@@ -154,10 +168,18 @@ class ModelCallLog:
         """Record a request before it is sent and measure its stable prefix."""
         index = (self._calls[-1].index + 1) if self._calls else 0
         call = ModelCall(
-            index, session, chat, turn_id, request, time.time(), notices=notices, new_notices=notices
+            index,
+            session,
+            chat,
+            turn_id,
+            request,
+            time.time(),
+            notices=notices,
+            new_notices=notices,
+            redact=self.redact,
         )
         segments = request.segments()
-        current = "\n".join(segments).encode("utf-8")
+        current = "\n".join(segments).encode("utf-8", "surrogatepass")
         call.total_bytes = len(current)
         previous = self._last.get(chat)
         if previous is not None:
@@ -174,7 +196,9 @@ class ModelCallLog:
             call.prefix_bytes = _common_prefix(previous._base, current)
             call.stable = call.prefix_bytes == len(previous._base)
         kept = len(segments) - request.synthetic
-        call._base = "\n".join(segments[:kept]).encode("utf-8") if request.synthetic else current
+        call._base = (
+            "\n".join(segments[:kept]).encode("utf-8", "surrogatepass") if request.synthetic else current
+        )
         self._last[chat] = call
         self._calls.append(call)
         if len(self._calls) > self.limit:
@@ -206,8 +230,10 @@ class ModelCallLog:
                 )
             )
             lines.append(
-                f"{c.index:3}  {c.chat[-8:]:8}  {c.turn_id[-12:]:12}  {len(c.request.messages):4} {len(c.request.tools):5}"
-                f"  {c.share:6.0%}  {stable:6}  {c.request.synthetic:4}  {said}"
+                c.redact(
+                    f"{c.index:3}  {c.chat[-8:]:8}  {c.turn_id[-12:]:12}  {len(c.request.messages):4} {len(c.request.tools):5}"
+                    f"  {c.share:6.0%}  {stable:6}  {c.request.synthetic:4}  {said}"
+                )
             )
         return "\n".join(lines)
 

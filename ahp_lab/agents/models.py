@@ -25,6 +25,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from .base import TurnFailed
+
 __all__ = [
     "Model",
     "ModelRequest",
@@ -35,7 +37,21 @@ __all__ = [
     "OpenAIModel",
     "respond",
     "use",
+    "checked_response",
+    "MAX_ANSWER_CHARS",
+    "MAX_ARGUMENTS_CHARS",
+    "MAX_TOOL_CALLS",
 ]
+
+#: What one model answer may hold: text and reasoning together, one tool call's arguments, tool
+#: calls, and a tool call's id or name (characters). An answer past a bound ends the model call
+#: with a one-sentence ``modelError``; what streamed into the chat before stays there.
+MAX_ANSWER_CHARS = 1 << 21
+MAX_ARGUMENTS_CHARS = 1 << 20
+MAX_TOOL_CALLS = 64
+MAX_NAME_CHARS = 256
+#: A finish reason is kept up to this many characters.
+_MAX_FINISH_CHARS = 64
 
 
 @dataclass(frozen=True)
@@ -112,7 +128,7 @@ class ModelRequest:
 
     def canonical(self, *, without_tail: bool = False) -> bytes:
         """:meth:`segments` joined by newlines, as UTF-8 (what the stable-prefix share compares)."""
-        return "\n".join(self.segments(without_tail=without_tail)).encode("utf-8")
+        return "\n".join(self.segments(without_tail=without_tail)).encode("utf-8", "surrogatepass")
 
 
 def _canonical_json(value: Any) -> str:
@@ -133,6 +149,91 @@ def _message_line(message: dict) -> str:
         _LINES.clear()
     _LINES[id(message)] = (message, line)
     return line
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if value is None:
+        return "null"
+    return {dict: "an object", list: "an array"}.get(type(value), f"a {type(value).__name__}")
+
+
+def _malformed(why: str) -> TurnFailed:
+    return TurnFailed(f"The model's answer is malformed: {why}.", "modelError")
+
+
+def _too_long(what: str, limit: int) -> TurnFailed:
+    return TurnFailed(
+        f"The model's answer is too long: {what} passed {limit:,} characters, so the call was stopped there.",
+        "modelError",
+    )
+
+
+def _too_many_calls() -> TurnFailed:
+    return TurnFailed(
+        f"The model asked for more than {MAX_TOOL_CALLS} tool calls in one answer; none of them was run.",
+        "modelError",
+    )
+
+
+def _string(value: Any, what: str, limit: int) -> str:
+    """``value`` when it is a string within ``limit`` characters, else the ``modelError`` saying why."""
+    if not isinstance(value, str):
+        raise _malformed(f"{what} is {_json_kind(value)}, not a string")
+    if len(value) > limit:
+        raise _too_long(what, limit)
+    return value
+
+
+def _unicode(text: str) -> str:
+    """``text`` as valid Unicode: a surrogate pair is joined, a lone surrogate becomes U+FFFD (no
+    request could carry it: every later call of the chat would fail to encode its history)."""
+    if text.isascii():
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def checked_response(response: Any) -> ModelResponse:
+    """``response`` as the loop keeps it and sends it back in the next requests: strings that are
+    valid Unicode and within the bounds above, a finish reason that is a short string, and usage
+    counts that are JSON-safe integers (any other count is dropped). ``TurnFailed``
+    (``modelError``) says, in one sentence, what is wrong with an answer it cannot keep."""
+    if not isinstance(response, ModelResponse):
+        raise _malformed(f"the model gave {_json_kind(response)}, not a ModelResponse")
+    text = _string(response.text, "its text", MAX_ANSWER_CHARS)
+    reasoning = _string(response.reasoning, "its reasoning", MAX_ANSWER_CHARS - len(text))
+    calls = response.tool_calls
+    if not isinstance(calls, list):
+        raise _malformed(f"its tool calls are {_json_kind(calls)}, not a list")
+    if len(calls) > MAX_TOOL_CALLS:
+        raise _too_many_calls()
+    checked = []
+    for call in calls:
+        if not isinstance(call, ModelToolCall):
+            raise _malformed(f"a tool call is {_json_kind(call)}, not a ModelToolCall")
+        checked.append(
+            ModelToolCall(
+                _unicode(_string(call.id, "a tool call's id", MAX_NAME_CHARS)),
+                _unicode(_string(call.name, "a tool call's name", MAX_NAME_CHARS)),
+                _unicode(_string(call.arguments, "the arguments of a tool call", MAX_ARGUMENTS_CHARS)),
+            )
+        )
+    finish = response.finish_reason
+    if finish is not None:
+        finish = _string(finish, "its finish reason", 1 << 30)
+        finish = _unicode(finish if len(finish) <= _MAX_FINISH_CHARS else finish[:_MAX_FINISH_CHARS] + "…")
+    usage = response.usage
+    if isinstance(usage, dict):
+        counts = {k: usage.get(k) for k in ("inputTokens", "outputTokens")}
+        usage = {k: v for k, v in counts.items() if type(v) is int and 0 <= v < 1 << 53} or None
+    else:
+        usage = None
+    model = response.model if isinstance(response.model, str) else None
+    model = None if model is None else _unicode(model[:MAX_NAME_CHARS])
+    return ModelResponse(_unicode(text), checked, _unicode(reasoning), usage, model, finish)
 
 
 class Model(Protocol):
@@ -286,35 +387,43 @@ class OpenAIModel:
             stream = _chunks_of(stream)
         text: list[str] = []
         reasoning: list[str] = []
+        said = 0  # characters of text and reasoning so far (MAX_ANSWER_CHARS)
         calls: dict[int, dict[str, Any]] = {}
         usage = None
         model = None
         finish = "incomplete"
-        async for chunk in stream:
-            model = getattr(chunk, "model", None) or model
-            if getattr(chunk, "usage", None) is not None:
-                u = chunk.usage
-                usage = {"inputTokens": u.prompt_tokens or 0, "outputTokens": u.completion_tokens or 0}
-            for choice in chunk.choices or ():
-                if getattr(choice, "finish_reason", None):
-                    finish = choice.finish_reason
-                delta = choice.delta
-                if delta is None:
-                    continue
-                thought = getattr(delta, "reasoning_content", None) or getattr(delta, "reasoning", None)
-                if isinstance(thought, str) and thought:
-                    reasoning.append(thought)
-                    yield ModelEvent("reasoning", thought)
-                if delta.content:
-                    text.append(delta.content)
-                    yield ModelEvent("text", delta.content)
-                for tc in delta.tool_calls or ():
-                    entry = calls.setdefault(tc.index, {"id": None, "name": "", "arguments": ""})
-                    if tc.id:
-                        entry["id"] = tc.id
-                    if tc.function is not None:
-                        entry["name"] += tc.function.name or ""
-                        entry["arguments"] += tc.function.arguments or ""
+        try:
+            async for chunk in stream:
+                model = getattr(chunk, "model", None) or model
+                if getattr(chunk, "usage", None) is not None:
+                    u = chunk.usage  # counts are checked with the response (checked_response)
+                    usage = {"inputTokens": u.prompt_tokens or 0, "outputTokens": u.completion_tokens or 0}
+                for choice in chunk.choices or ():
+                    if getattr(choice, "finish_reason", None):
+                        finish = choice.finish_reason
+                    delta = choice.delta
+                    if delta is None:
+                        continue
+                    thought = getattr(delta, "reasoning_content", None) or getattr(delta, "reasoning", None)
+                    if not isinstance(thought, str):
+                        thought = None  # reasoning some endpoints send as an object is not shown
+                    for kind, piece, kept in (
+                        ("reasoning", thought, reasoning),
+                        ("text", delta.content, text),
+                    ):
+                        if piece is None or piece == "":
+                            continue
+                        said += len(_string(piece, f"a {kind} chunk", MAX_ANSWER_CHARS))
+                        if said > MAX_ANSWER_CHARS:
+                            raise _too_long("its text and reasoning", MAX_ANSWER_CHARS)
+                        kept.append(piece)
+                        yield ModelEvent(kind, piece)
+                    for tc in delta.tool_calls or ():
+                        _add_call_piece(calls, tc)
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:  # the endpoint's connection goes at once, whatever ended the call
+                await close()
         tool_calls = [
             ModelToolCall(c["id"] or f"call_{i}", c["name"], c["arguments"] or "{}")
             for i, c in sorted(calls.items())
@@ -329,6 +438,29 @@ class OpenAIModel:
 
     def __repr__(self) -> str:
         return f"<OpenAIModel {self.name} at {self.base_url or 'the default endpoint'}>"
+
+
+def _add_call_piece(calls: dict[int, dict[str, Any]], tc: Any) -> None:
+    """Add one streamed tool-call piece to the call with its index, within the bounds above."""
+    index = getattr(tc, "index", None)
+    if type(index) is not int:
+        raise _malformed(f"a tool call's index is {_json_kind(index)}, not an integer")
+    entry = calls.get(index)
+    if entry is None:
+        if len(calls) >= MAX_TOOL_CALLS:
+            raise _too_many_calls()
+        entry = calls[index] = {"id": None, "name": "", "arguments": ""}
+    if getattr(tc, "id", None):
+        entry["id"] = _string(tc.id, "a tool call's id", MAX_NAME_CHARS)
+    function = getattr(tc, "function", None)
+    if function is not None:
+        for field_, what, limit in (
+            ("name", "a tool call's name", MAX_NAME_CHARS),
+            ("arguments", "the arguments of a tool call", MAX_ARGUMENTS_CHARS),
+        ):
+            piece = getattr(function, field_, None)
+            if piece:
+                entry[field_] = _string(entry[field_] + _string(piece, what, limit), what, limit)
 
 
 async def _chunks_of(completion: Any) -> AsyncIterator[Any]:

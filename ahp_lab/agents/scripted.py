@@ -407,7 +407,7 @@ def _coerce(raw: str, schema: dict) -> Any:
         return raw[1:-1]
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to read: the text itself
         value = raw
     kind = schema.get("type")
     try:

@@ -70,6 +70,8 @@ def read_layer(path: Path) -> dict | None:
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise ConfigError(f"{path} is not valid JSON ({exc}).") from None
+    except RecursionError:
+        raise ConfigError(f"{path} nests too deep to be read.") from None
     if not isinstance(doc, dict):
         raise ConfigError(f"{path} must hold a JSON object keyed by extension id.")
     return doc

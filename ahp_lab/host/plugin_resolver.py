@@ -472,7 +472,7 @@ def resolve_plugin(src: Any, fallback_name: str, limits: Limits = DEFAULT_LIMITS
                 warnings.append(f"{manifest_rel} was skipped: it is not a JSON object.")
                 manifest_doc = None
         for other in present[1:]:
-            with contextlib.suppress(SourceError, ValueError):
+            with contextlib.suppress(SourceError, ValueError, RecursionError):  # too deep: not compared
                 if text is not None and json.loads(src.read(other)) != json.loads(text):
                     warnings.append(
                         f"{other} was skipped: it differs from {manifest_rel}, which is the manifest used."

@@ -75,20 +75,24 @@ def _masked_assignment(match: re.Match) -> str:
     return match.group(0) if name in _WORKING_DIRECTORY_NAMES else head + MASK
 
 
-#: Every host's redactor, for the log records of ahp_lab's own loggers (:func:`_redacting_records`).
+#: The loggers whose records are redacted: ahp_lab's own, and those of the libraries it talks to
+#: peers through, whose debug records quote what was sent and received (headers included).
+_REDACTED_LOGGERS = ("ahp_lab", "openai", "httpx", "httpcore", "websockets", "acp", "mcp")
+#: Every host's redactor, for the log records of those loggers (:func:`_redacting_records`).
 _LIVE: weakref.WeakSet = weakref.WeakSet()
 _records_redacted = False
 
 
 def _redacting_records() -> None:
-    """Make every log record of an ``ahp_lab`` logger carry its message (and traceback) redacted by
-    every live host's redactor: a log line may quote what an agent or a server said (a refusal, a
-    reason), and a secret never reaches the logs. Installed once, chained to the previous factory."""
+    """Make every log record of the ``_REDACTED_LOGGERS`` carry its message (and traceback) redacted
+    by every live host's redactor: a log line may quote what an agent, a server or a model endpoint
+    said (a refusal, a reason, a response's headers), and a secret never reaches the logs. Installed
+    once, chained to the previous factory."""
     previous = logging.getLogRecordFactory()
 
     def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
         record = previous(*args, **kwargs)
-        if record.name.startswith("ahp_lab") and _LIVE:
+        if record.name.startswith(_REDACTED_LOGGERS) and _LIVE:
             try:
                 message = record.getMessage()
             except Exception:  # arguments that do not format: logging reports it when it emits

@@ -140,6 +140,12 @@ def _detail(call: Any, limits: Mapping[str, int]) -> dict[str, Any]:
     }
 
 
+def _shown(call: Any, value: dict) -> dict:
+    """``value`` as the call's log shows it: with the host's secrets masked (ModelCall.redact)."""
+    redact = getattr(call, "redact", None)
+    return value if redact is None else redact(value)
+
+
 def model_calls_view_model(
     calls: Sequence[Any] | None, selected: int | None = None, *, limits: Mapping[str, int] | None = None
 ) -> dict[str, Any]:
@@ -154,11 +160,11 @@ def model_calls_view_model(
         "available": True,
         "total": len(calls),
         "omitted": max(0, len(calls) - MAX_ROWS),
-        "rows": [_row(c) for c in calls[-MAX_ROWS:]],
+        "rows": [_shown(c, _row(c)) for c in calls[-MAX_ROWS:]],
         "stableShare": round(sum(c.share for c in later) / len(later), 4) if later else None,
         "broken": sum(1 for c in later if not c.stable),
         "selected": chosen.index if chosen is not None else None,
-        "detail": _detail(chosen, limits) if chosen is not None else None,
+        "detail": _shown(chosen, _detail(chosen, limits)) if chosen is not None else None,
     }
 
 

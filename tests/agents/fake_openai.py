@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -26,6 +27,28 @@ def tool_reply(
         "tool_calls": [(call_id, name, json.dumps(arguments), split)],
         "usage": (20, 5),
     }
+
+
+def raw_reply(*events: Any, keepalive: float | None = None, echo_key: bool = False) -> dict:
+    """Events sent as they are: a dict as one ``data:`` event (see :func:`chunk`), a string as an
+    event of its own; then ``data: [DONE]``, or with ``keepalive``, an SSE comment every
+    ``keepalive`` seconds for as long as the client stays (``FakeOpenAI.left`` is set when it goes).
+    ``echo_key``: a response header quotes the request's ``Authorization``, as a debugging proxy may."""
+    return {"raw": list(events), "keepalive": keepalive, "echo_key": echo_key}
+
+
+def chunk(delta: dict | None, finish: Any = None, usage: Any = None, model: str = "fake") -> dict:
+    """One ``chat.completion.chunk``: ``delta`` in one choice (``None``: no choice), its finish reason."""
+    out: dict[str, Any] = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": model,
+        "choices": [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    if usage is not None:
+        out["usage"] = usage
+    return out
 
 
 def unanswered_tool_calls(messages: list[dict]) -> list[str]:
@@ -57,6 +80,7 @@ class FakeOpenAI:
         self.status = status
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.left = threading.Event()  # a client went while a keepalive reply was still streaming
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -84,6 +108,9 @@ class FakeOpenAI:
                     self.wfile.write(json.dumps({"error": {"message": message, "type": "error"}}).encode())
                     return
                 reply = outer.replies.pop(0) if outer.replies else text_reply("(no more replies)")
+                if "raw" in reply:
+                    self._raw(reply, self.headers.get("authorization") or "")
+                    return
                 if body.get("stream") is False:
                     self._whole(body.get("model", "fake"), reply)
                     return
@@ -95,6 +122,28 @@ class FakeOpenAI:
                     self.wfile.flush()
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
+
+            def _raw(self, reply: dict, authorization: str) -> None:
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                if reply["echo_key"]:
+                    self.send_header("x-seen-authorization", authorization)
+                self.end_headers()
+                for event in reply["raw"]:
+                    data = event if isinstance(event, str) else json.dumps(event)
+                    self.wfile.write(f"data: {data}\n\n".encode("utf-8", "surrogatepass"))
+                self.wfile.flush()
+                if reply["keepalive"] is None:
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    self.wfile.flush()
+                    return
+                try:
+                    while True:  # the peer's behaviour, not a test's wait: it trickles until the client goes
+                        self.wfile.write(b": keep-alive\n\n")
+                        self.wfile.flush()
+                        time.sleep(reply["keepalive"])
+                except OSError:
+                    outer.left.set()
 
             def _whole(self, model: str, reply: dict) -> None:
                 message: dict[str, Any] = {"role": "assistant", "content": "".join(reply["pieces"])}
@@ -127,25 +176,16 @@ class FakeOpenAI:
 
     @staticmethod
     def _chunks(model: str, reply: dict):
-        def chunk(delta: dict | None, finish: str | None = None, usage: Any = None) -> dict:
-            out: dict[str, Any] = {
-                "id": "chatcmpl-fake",
-                "object": "chat.completion.chunk",
-                "created": 0,
-                "model": model,
-                "choices": [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}],
-            }
-            if usage is not None:
-                out["usage"] = usage
-            return out
+        def event(*args: Any, **kwargs: Any) -> dict:
+            return chunk(*args, model=model, **kwargs)
 
-        yield chunk({"role": "assistant", "content": ""})
+        yield event({"role": "assistant", "content": ""})
         for piece in reply["pieces"]:
-            yield chunk({"content": piece})
+            yield event({"content": piece})
         for index, (call_id, name, arguments, split) in enumerate(reply["tool_calls"]):
             step = max(1, len(arguments) // split)
             parts = [arguments[i : i + step] for i in range(0, len(arguments), step)]
-            yield chunk(
+            yield event(
                 {
                     "tool_calls": [
                         {
@@ -158,13 +198,13 @@ class FakeOpenAI:
                 }
             )
             for part in parts[1:]:
-                yield chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]})
+                yield event({"tool_calls": [{"index": index, "function": {"arguments": part}}]})
         finish = "tool_calls" if reply["tool_calls"] else reply.get("finish", "stop")
         if finish is not None:
-            yield chunk({}, finish)
+            yield event({}, finish)
         if reply.get("usage"):
             p, c = reply["usage"]
-            yield chunk(None, usage={"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c})
+            yield event(None, usage={"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c})
 
     def __enter__(self) -> FakeOpenAI:
         self._thread.start()

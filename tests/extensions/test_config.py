@@ -114,6 +114,26 @@ def test_a_malformed_layer_is_reported_in_one_sentence_and_the_default_is_used(t
     assert len(problems) == 1 and "the user configuration of greeter: names" in problems[0]
 
 
+def test_a_configuration_nested_too_deep_is_one_problem_not_a_failed_activation(tmp_path):
+    """A user configuration of 400 KB of brackets (under the size bound) raised RecursionError out
+    of the reader, and the session's whole extension activation failed with it."""
+    _setup(tmp_path, {}, {})
+    (tmp_path / "user.json").write_text("[" * 200_000 + "]" * 200_000)
+    seen: list = []
+
+    async def main():
+        lab, agent = await loop_lab(tmp_path, None, [_greeter(seen)], trusted=True)
+        turn = await lab.send("hi")
+        problems = agent.extension_session(lab.session).problems
+        await lab.aclose()
+        return turn, problems
+
+    turn, problems = arun(main())
+    assert turn.state["state"] == "complete"
+    assert seen[-1] == Greeting()  # the extension ran, with its default
+    assert any("nests too deep to be read" in p for p in problems), problems
+
+
 def test_a_cloned_repositorys_mcp_server_does_not_start_unless_the_workspace_is_trusted(tmp_path):
     marker = tmp_path / "ran"
     evil = {"command": sys.executable, "args": ["-c", f"open({str(marker)!r}, 'w').write('x')"]}

@@ -1,0 +1,217 @@
+"""A hostile model endpoint, and what strangers publish, never break a LoopAgent's chat.
+
+The model side is the real OpenAI SDK against a fake chat-completions server on 127.0.0.1 that
+sends what a broken or hostile endpoint would: lone surrogates, off-type finish reasons and usage,
+answers past every bound, a stream that trickles keep-alives forever, the key echoed back. Each
+answer ends its call with one sentence or is kept as valid, bounded text, and the next turn works.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+
+from ahp_lab.agents.loop import MAX_TOOL_DESCRIPTION_CHARS
+from ahp_lab.agents.models import MAX_ANSWER_CHARS, MAX_TOOL_CALLS, OpenAIModel
+from ahp_lab.widgets.model_calls import model_calls_view_model
+
+from ..loop_helpers import arun, loop_lab, notes
+from ..security.conftest import Stranger
+from .fake_openai import FakeOpenAI, chunk, raw_reply, text_reply
+
+KEY = "zz-endpoint-Key-7c1e93b0a4d25f68"  # no well-known shape: only the literal value can catch it
+
+
+def _turns(server: FakeOpenAI, prompts: list[str], **options):
+    async def main():
+        lab, agent = await loop_lab(
+            options.pop("tmp_path"), OpenAIModel("m", base_url=server.base_url, api_key=KEY), **options
+        )
+        turns = [await lab.send(p) for p in prompts]
+        await lab.aclose()
+        return turns, agent
+
+    return arun(main())
+
+
+def test_a_lone_surrogate_from_the_endpoint_is_kept_as_a_replacement_character(tmp_path):
+    """A lone half in the text (or a tool call's arguments) was kept in the history as it came, and
+    every later request of the chat failed to encode it: the chat was broken for good."""
+    call = {
+        "index": 0,
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "echo", "arguments": '{"t": "\\ud800"}'},
+    }
+    replies = [
+        raw_reply(chunk({"content": "bad \ud800 text"}), chunk({}, "stop")),
+        raw_reply(chunk({"tool_calls": [call]}), chunk({}, "tool_calls")),
+        text_reply("echoed"),
+        text_reply("fine again"),
+    ]
+    with FakeOpenAI(replies) as server:
+
+        async def main():
+            lab, agent = await loop_lab(tmp_path, OpenAIModel("m", base_url=server.base_url, api_key="k"))
+            seen = []
+
+            @lab.tool
+            def echo(t: str) -> str:
+                """Echo."""
+                seen.append(t)
+                return t
+
+            turns = [await lab.send(p) for p in ("one", "two", "three")]
+            await lab.aclose()
+            return turns, seen
+
+        turns, seen = arun(main())
+    assert [t.state["state"] for t in turns] == ["complete"] * 3, [t.state.get("error") for t in turns]
+    assert turns[0].text == "bad \ufffd text"
+    assert seen == ["\ufffd"]  # the tool ran with valid text
+    history = server.requests[-1]["messages"]
+    assert {"role": "assistant", "content": "bad \ufffd text"} in history
+    assert len(server.requests) == 4  # every later call was sent
+
+
+def test_an_off_type_finish_reason_or_usage_gets_one_sentence_not_a_stack(tmp_path):
+    usage = {"prompt_tokens": 10**30, "completion_tokens": -5, "total_tokens": 1}
+    replies = [
+        raw_reply(chunk({"content": "listed"}), chunk({}, ["stop"])),
+        raw_reply(chunk({"content": "huge"}), chunk({}, "x" * 3_000_000)),
+        raw_reply(chunk({"content": "odd counts"}), chunk({}, "stop"), chunk(None, usage=usage)),
+        raw_reply(chunk({"content": {"not": "text"}}), chunk({}, "stop")),
+    ]
+    with FakeOpenAI(replies) as server:
+        turns, _agent = _turns(server, ["a", "b", "c", "d"], tmp_path=tmp_path)
+    listed, huge, odd, dict_text = turns
+    assert listed.state["error"] == {
+        "errorType": "modelError",
+        "message": "The model's answer is malformed: its finish reason is an array, not a string.",
+    }
+    assert huge.state["error"]["errorType"] == "modelError"
+    assert len(huge.state["error"]["message"]) < 300  # the 3 MB reason is cut, not quoted
+    assert odd.state["state"] == "complete" and odd.text == "odd counts"
+    assert not odd.state.get("usage")  # counts that are not JSON-safe integers are dropped
+    assert dict_text.state["error"]["message"] == (
+        "The model's answer is malformed: a text chunk is an object, not a string."
+    )
+    assert "[object Object]" not in dict_text.text
+
+
+def test_an_answer_past_its_bounds_ends_the_call_and_keeps_what_came(tmp_path):
+    piece = "y" * 65536
+    pieces = [chunk({"content": piece}) for _ in range(MAX_ANSWER_CHARS // len(piece) + 2)]
+    calls = [
+        chunk({"tool_calls": [{"index": i, "id": f"c{i}", "function": {"name": "echo", "arguments": "{}"}}]})
+        for i in range(MAX_TOOL_CALLS + 1)
+    ]
+    replies = [
+        raw_reply(*pieces, chunk({}, "stop")),
+        raw_reply(*calls, chunk({}, "tool_calls")),
+        text_reply("ok"),
+    ]
+    with FakeOpenAI(replies) as server:
+        turns, _agent = _turns(server, ["talk", "call", "again"], tmp_path=tmp_path)
+    talk, many, again = turns
+    assert talk.state["error"]["errorType"] == "modelError"
+    assert f"passed {MAX_ANSWER_CHARS:,} characters" in talk.state["error"]["message"]
+    assert MAX_ANSWER_CHARS - len(piece) < len(talk.text) <= MAX_ANSWER_CHARS  # kept up to the bound
+    assert many.state["error"]["message"] == (
+        f"The model asked for more than {MAX_TOOL_CALLS} tool calls in one answer; none of them was run."
+    )
+    assert again.state["state"] == "complete" and again.text == "ok"
+
+
+def test_a_stream_that_trickles_forever_is_stopped_at_the_calls_deadline(tmp_path):
+    replies = [raw_reply(chunk({"content": "thinking"}), keepalive=0.05), text_reply("back")]
+    with FakeOpenAI(replies) as server:
+        turns, agent = _turns(server, ["wait", "again"], tmp_path=tmp_path, call_timeout=1.0)
+    stuck, again = turns
+    assert stuck.state["error"] == {
+        "errorType": "modelError",
+        "message": "The model call took longer than 1 s, so it was stopped.",
+    }
+    assert stuck.text == "thinking"
+    assert server.left.wait(30)  # the endpoint's connection was closed
+    assert again.state["state"] == "complete" and again.text == "back"
+    assert agent.model_calls[0].error == stuck.state["error"]["message"]
+
+
+def test_a_key_the_endpoint_echoes_is_masked_in_what_the_model_call_record_shows(tmp_path, caplog):
+    pieces = [chunk({"content": KEY[i : i + 4]}) for i in range(0, len(KEY), 4)]
+    replies = [raw_reply(*pieces, chunk({}, "stop"), echo_key=True)]
+    with FakeOpenAI(replies) as server, caplog.at_level(logging.DEBUG):
+        turns, agent = _turns(server, ["what is my key"], tmp_path=tmp_path)
+    assert turns[0].state["state"] == "complete"
+    assert agent.model_calls[0].response.text == KEY  # kept as received
+    shown = [
+        json.dumps(agent.model_calls[0].to_json()),
+        agent.model_calls.table(),
+        json.dumps(model_calls_view_model(list(agent.model_calls))),
+    ]
+    for where in shown:
+        assert KEY not in where
+    assert "***" in shown[0]
+    # the HTTP library's debug records quote the response's headers, the echoed key among them
+    records = [r for r in caplog.records if "x-seen-authorization" in r.getMessage()]
+    assert records and not any(KEY in r.getMessage() for r in records)
+
+
+def test_a_strangers_tool_the_models_api_cannot_take_is_left_out_not_every_request(tmp_path):
+    """A client's tool named ``evil.tool`` (a name AHP allows, OpenAI's API does not) made the
+    API refuse every request of the session; a huge description went into each of them."""
+    with FakeOpenAI([text_reply("one"), text_reply("two")]) as server:
+
+        async def main():
+            lab, _agent = await loop_lab(tmp_path, OpenAIModel("m", base_url=server.base_url, api_key="k"))
+            mallory = Stranger(lab.host.connect("mallory"))
+            await mallory.initialize("mallory")
+            await mallory.call("subscribe", {"channel": lab.session})
+            tools = [
+                {"name": "evil.tool", "description": "d", "inputSchema": {"type": "object"}},
+                {"name": "chatty", "description": "w" * 900_000, "inputSchema": {"type": "object"}},
+            ]
+            active = {"clientId": "mallory", "tools": tools}
+            mallory.dispatch(lab.session, 1, {"type": "session/activeClientSet", "activeClient": active})
+            assert "rejectionReason" not in await mallory.echo(1)
+            turns = [await lab.send("hi"), await lab.send("again")]
+            told = notes(lab)
+            await lab.aclose()
+            return turns, told
+
+        turns, told = arun(main())
+    assert [t.text for t in turns] == ["one", "two"]
+    sent = {t["function"]["name"]: t["function"] for t in server.requests[-1]["tools"]}
+    assert "evil.tool" not in sent
+    assert len(sent["chatty"]["description"]) == MAX_TOOL_DESCRIPTION_CHARS
+    assert sum("'evil.tool' is not offered to the model" in n for n in told) == 1  # told once
+
+
+def test_tool_arguments_nested_too_deep_are_refused_with_a_reason(tmp_path):
+    deep = "[" * 100_000 + "]" * 100_000
+    call = {"index": 0, "id": "c1", "function": {"name": "echo", "arguments": deep}}
+    replies = [raw_reply(chunk({"tool_calls": [call]}), chunk({}, "tool_calls")), text_reply("ok")]
+    with FakeOpenAI(replies) as server:
+        turns, _agent = _turns(server, ["go"], tmp_path=tmp_path)
+    assert turns[0].state["state"] == "complete" and turns[0].text == "ok"
+    answer = server.requests[-1]["messages"][-1]
+    assert answer["role"] == "tool" and "nest too deep" in answer["content"]
+
+
+def test_the_export_never_holds_what_the_endpoint_echoed(tmp_path):
+    """The chat state and the export were masked before; kept here beside the record's views."""
+    replies = [raw_reply(chunk({"content": f"your key is {KEY}"}), chunk({}, "stop"))]
+    with FakeOpenAI(replies) as server:
+
+        async def main():
+            lab, _agent = await loop_lab(tmp_path, OpenAIModel("m", base_url=server.base_url, api_key=KEY))
+            await lab.send("hi")
+            out = io.StringIO()
+            lab.store.export(out)
+            await lab.aclose()
+            return out.getvalue()
+
+        exported = arun(main())
+    assert KEY not in exported and "your key is" in exported
