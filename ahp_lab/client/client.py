@@ -20,6 +20,7 @@ import asyncio
 import json
 import logging
 import uuid
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -49,6 +50,80 @@ ROOT = "ahp-root://"
 #: (``now_ms``: the clock value the reducer got); for a snapshot ``envelope`` is ``{"snapshot":
 #: <the Snapshot>}`` and ``before`` the state it replaced (``None`` for a new channel).
 ConfirmedListener = Callable[[str, dict, Any, Any, int], None]
+
+#: What the client keeps of a channel's envelopes while its snapshot is on the way (applied on top
+#: of it), as JSON characters: a host that sends more fails that subscribe, initialize or resume.
+MAX_EARLY_CHARS = 16 << 20
+#: Rejections of this client's own actions kept in ``client.rejections`` (the newest).
+MAX_REJECTIONS = 1000
+#: A host's rejection reason is kept up to this many characters.
+MAX_REASON_CHARS = 2000
+
+
+class _Early:
+    """The envelopes of one channel that arrived before its snapshot was applied, bounded."""
+
+    __slots__ = ("envelopes", "chars", "overflowed")
+
+    def __init__(self) -> None:
+        self.envelopes: list[dict] = []
+        self.chars = 0
+        self.overflowed = False
+
+    def add(self, envelope: dict) -> None:
+        if self.overflowed:
+            return
+        self.chars += len(json.dumps(envelope, ensure_ascii=False, default=str))
+        if self.chars > MAX_EARLY_CHARS:
+            self.overflowed = True
+            self.envelopes = []
+        else:
+            self.envelopes.append(envelope)
+
+    def taken(self, channel: str) -> list[dict]:
+        """The envelopes to apply after the snapshot; ``ValueError`` when some had to be let go."""
+        if self.overflowed:
+            raise ValueError(
+                f"the host sent more than {MAX_EARLY_CHARS:,} characters of actions for {channel} before "
+                "its snapshot, more than the client keeps: the channel was not applied"
+            )
+        return self.envelopes
+
+
+def _taken(early: dict[str, _Early], channel: str) -> list[dict]:
+    entry = early.pop(channel, None)
+    return [] if entry is None else entry.taken(channel)
+
+
+def _bad_answer(method: str, why: str) -> RpcError:
+    """A host's answer this client cannot read: the error names the field, as a refusal would."""
+    return RpcError(ErrorCode.INTERNAL_ERROR, f"the host's answer to {method} is malformed: {why}")
+
+
+def _answer_seq(result: dict, method: str) -> int:
+    seq = result.get("serverSeq")
+    if seq is None:
+        return 0
+    if type(seq) is not int or not 0 <= seq < 1 << 53:
+        raise _bad_answer(method, f"serverSeq is {seq!r:.40}, not a sequence number")
+    return seq
+
+
+def _checked_snapshot(snapshot: Any, method: str) -> dict:
+    """A ``Snapshot`` the client can apply: ``resource`` a channel URI, a ``state``, ``fromSeq`` a number."""
+    if not isinstance(snapshot, dict):
+        raise _bad_answer(method, f"a snapshot is {type(snapshot).__name__}, not an object")
+    resource = snapshot.get("resource")
+    if not isinstance(resource, str) or not resource:
+        raise _bad_answer(method, f"a snapshot's resource is {resource!r:.60}, not a channel URI")
+    if "state" not in snapshot:
+        raise _bad_answer(method, f"the snapshot of {resource:.200} has no state")
+    seq = snapshot.get("fromSeq")
+    if seq is not None and (type(seq) is not int or not 0 <= seq < 1 << 53):
+        raise _bad_answer(
+            method, f"the snapshot of {resource:.200} has fromSeq {seq!r:.40}, not a sequence number"
+        )
+    return snapshot
 
 
 def _negotiated(result: Any) -> str:
@@ -82,10 +157,14 @@ def _version_refusal(exc: RpcError) -> RpcError:
     )
 
 
-def _by_resource(result: Any) -> dict[str, dict]:
-    """The ``snapshots`` of an ``initialize`` or ``reconnect`` result, by channel URI."""
+def _by_resource(result: Any, method: str) -> dict[str, dict]:
+    """The ``snapshots`` of an ``initialize`` or ``reconnect`` result, by channel URI, each checked."""
     found = result.get("snapshots") if isinstance(result, dict) else None
-    return {s.get("resource"): s for s in found or () if isinstance(s, dict)}
+    if found is None:
+        return {}
+    if not isinstance(found, list):
+        raise _bad_answer(method, f"snapshots is {type(found).__name__}, not a list")
+    return {s["resource"]: s for s in (_checked_snapshot(s, method) for s in found)}
 
 
 def channel_kind_of_uri(uri: str) -> str | None:
@@ -139,7 +218,7 @@ class AhpClient(Contributions):
         self.tools: dict[str, Tool] = {}
         self.tool_names: dict[str, str] = {}  # published name -> registered name
         self.sessions: set[str] = set()  # sessions this client is active in
-        self.rejections: list[dict] = []
+        self.rejections: deque[dict] = deque(maxlen=MAX_REJECTIONS)
         self.unconfirmed: list[dict] = []  # sent before a drop, never sequenced by the host
         self.approvals: dict[str, LocalApproval] = {}
         self.executions: dict[str, asyncio.Task] = {}
@@ -149,7 +228,7 @@ class AhpClient(Contributions):
         self._confirmed_listeners: list[ConfirmedListener] = []
         self._waiters = StateWaiters()
         # Envelopes that arrive for a channel whose subscribe response is not applied yet.
-        self._early: dict[str, list[dict]] = {}
+        self._early: dict[str, _Early] = {}
         self._outbox: list[tuple[str, int, dict]] = []  # dispatched while disconnected
         self.closed = False
         self.connected = True
@@ -183,7 +262,7 @@ class AhpClient(Contributions):
         """Send ``initialize`` (all supported versions, this client's id) and apply the snapshots."""
         subscriptions = subscriptions if subscriptions is not None else [ROOT]
         for channel in subscriptions:
-            self._early.setdefault(channel, [])
+            self._early.setdefault(channel, _Early())
         try:
             try:
                 result = await self.peer.request(
@@ -196,10 +275,15 @@ class AhpClient(Contributions):
             for channel in subscriptions:
                 self._early.pop(channel, None)
             raise
-        self.last_seen_seq = max(self.last_seen_seq, int(result.get("serverSeq") or 0))
-        snapshots = _by_resource(result)
+        try:
+            self.last_seen_seq = max(self.last_seen_seq, _answer_seq(result, "initialize"))
+            snapshots = _by_resource(result, "initialize")
+        except BaseException:
+            for channel in subscriptions:
+                self._early.pop(channel, None)
+            raise
         for channel in subscriptions:
-            early = self._early.pop(channel, [])
+            early = _taken(self._early, channel)
             if channel in snapshots:
                 self._apply_snapshot(snapshots[channel], early)
         return result
@@ -294,13 +378,13 @@ class AhpClient(Contributions):
         self.peer = self._peer_for(transport)
         channels = list(self.channels)
         for channel in channels:
-            self._early.setdefault(channel, [])
+            self._early.setdefault(channel, _Early())
         try:
             mode = await self._reconnect_or_initialize(channels, timeout)
         finally:
-            early = {c: self._early.pop(c, []) for c in channels}
+            early = {c: self._early.pop(c, None) for c in channels}
         for channel in channels:
-            for env in early.get(channel, ()):
+            for env in _taken(early, channel):
                 self._apply_envelope(env)
         self._settle_after_resume()
         self.connected = True
@@ -325,18 +409,22 @@ class AhpClient(Contributions):
             log.info("reconnect refused (%s): initializing again", exc)
             result = None
         if isinstance(result, dict) and result.get("type") == "replay":
-            for env in result.get("actions") or ():
-                if isinstance(env, dict):
-                    self._apply_envelope(env)
-            for uri in result.get("missing") or ():
+            actions, missing = result.get("actions") or [], result.get("missing") or []
+            if not isinstance(actions, list) or not all(isinstance(env, dict) for env in actions):
+                raise _bad_answer("reconnect", "a replay's actions are not a list of envelopes")
+            if not isinstance(missing, list) or not all(isinstance(uri, str) for uri in missing):
+                raise _bad_answer("reconnect", "a replay's missing channels are not a list of URIs")
+            for env in actions:
+                self._apply_envelope(env)
+            for uri in missing:
                 self._drop_channel(uri)
             return "replay"
         if isinstance(result, dict) and result.get("type") == "snapshot":
-            self._replace_channels(channels, _by_resource(result))
+            self._replace_channels(channels, _by_resource(result, "reconnect"))
             return "snapshot"
         try:
             result = await self.peer.request("initialize", self._initialize_params(channels), timeout=timeout)
-            snapshots = _by_resource(result)
+            snapshots = _by_resource(result, "initialize")
         except RpcError:  # one of the channels is gone: start from the root, then one by one
             result = await self.peer.request("initialize", self._initialize_params([]), timeout=timeout)
             snapshots = {}
@@ -345,11 +433,11 @@ class AhpClient(Contributions):
                     answer = await self.peer.request("subscribe", {"channel": channel}, timeout=timeout)
                 except RpcError:
                     continue
-                snapshot = (answer or {}).get("snapshot")
-                if isinstance(snapshot, dict):
-                    snapshots[channel] = snapshot
-        self.protocol_version = result.get("protocolVersion", self.protocol_version)
-        self.last_seen_seq = max(self.last_seen_seq, int(result.get("serverSeq") or 0))
+                snapshot = answer.get("snapshot") if isinstance(answer, dict) else None
+                if snapshot is not None:
+                    snapshots[channel] = _checked_snapshot(snapshot, "subscribe")
+        self.protocol_version = _negotiated(result)
+        self.last_seen_seq = max(self.last_seen_seq, _answer_seq(result, "initialize"))
         self._replace_channels(channels, snapshots)
         return "initialize"
 
@@ -420,19 +508,21 @@ class AhpClient(Contributions):
         params: dict[str, Any] = {"channel": channel}
         if turns is not None:
             params["view"] = {"turns": turns}
-        self._early.setdefault(channel, [])
+        self._early.setdefault(channel, _Early())
         try:
             result = await self.peer.request("subscribe", params, timeout=self.request_timeout)
         finally:
-            early = self._early.pop(channel, [])
-        snapshot = result.get("snapshot") if isinstance(result, dict) else None
-        if not isinstance(snapshot, dict) or snapshot.get("resource") != channel:
-            got = snapshot.get("resource") if isinstance(snapshot, dict) else type(snapshot).__name__
+            entry = self._early.pop(channel, None)
+        if not isinstance(result, dict) or result.get("snapshot") is None:
+            raise _bad_answer("subscribe", "it carries no snapshot")
+        snapshot = _checked_snapshot(result["snapshot"], "subscribe")
+        if snapshot["resource"] != channel:
             raise RpcError(
                 ErrorCode.INTERNAL_ERROR,
-                f"the host answered subscribe {channel} with a snapshot of {got!r}, not of that channel",
+                f"the host answered subscribe {channel} with a snapshot of {snapshot['resource']!r:.200}, "
+                "not of that channel",
             )
-        self._apply_snapshot(snapshot, early)
+        self._apply_snapshot(snapshot, [] if entry is None else entry.taken(channel))
         return self.state(channel)
 
     def unsubscribe(self, channel: str) -> None:
@@ -496,12 +586,14 @@ class AhpClient(Contributions):
         if method == "action":
             self._on_envelope(params)
         else:
-            self._notify(params.get("channel", ROOT), {"type": f"${method}", **params})
+            # the host's params never name the event: a "type" among them cannot pass for a local one
+            self._notify(params.get("channel", ROOT), {**params, "type": f"${method}"})
 
     def _on_envelope(self, env: dict) -> None:
         channel = env.get("channel")
-        if channel in self._early:  # a (re)subscribe is in flight: apply after its snapshot
-            self._early[channel].append(env)
+        early = self._early.get(channel)
+        if early is not None:  # a (re)subscribe is in flight: apply after its snapshot
+            early.add(env)
             return
         self._apply_envelope(env)
 
@@ -525,9 +617,15 @@ class AhpClient(Contributions):
             return
         action = env.get("action") or {}
         rejected = env.get("rejectionReason")
-        if outcome.kind == "own-rejected":
+        if outcome.kind == "own-rejected" and outcome.sent is not None:  # one this client sent
+            reason = rejected if isinstance(rejected, str) else json.dumps(rejected, default=str)
             self.rejections.append(
-                {"channel": channel, "action": action, "reason": rejected, "clientSeq": outcome.client_seq}
+                {
+                    "channel": channel,
+                    "action": outcome.sent,
+                    "reason": reason[:MAX_REASON_CHARS],
+                    "clientSeq": outcome.client_seq,
+                }
             )
         self._tell_confirmed(channel, env, before, replica.confirmed, now)
         self._notify(

@@ -71,7 +71,8 @@ def persisted_client_id(url: str, directory: Path | None = None) -> str:
 class Reconnector:
     """Resumes a client whose transport dropped: backoff ``base_s * 2**attempt`` capped at
     ``max_s``, with full jitter; gives up on a refused token (HTTP 401/403), on a host that refuses
-    both ``reconnect`` and ``initialize``, or after ``attempts``."""
+    both ``reconnect`` and ``initialize`` or answers them with what the client cannot apply, or
+    after ``attempts``. Whatever ends it is kept in :attr:`error`."""
 
     def __init__(
         self,
@@ -149,6 +150,11 @@ class Reconnector:
                 with contextlib.suppress(Exception):
                     transport.close()
                 continue
+            except Exception as exc:  # an answer the client cannot apply: trying again would loop
+                with contextlib.suppress(Exception):
+                    transport.close()
+                self.give_up(exc)
+                return
             self.history.append({"mode": mode, "attempts": attempt, "lastSeenServerSeq": since})
             client._notify("ahp-root://", {"type": "$reconnected", "mode": mode, "attempts": attempt})
             return

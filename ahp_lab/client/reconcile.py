@@ -38,6 +38,7 @@ class Outcome:
     kind: str  # "stale" | "own" | "own-rejected" | "foreign" | "foreign-rejected"
     client_seq: int | None = None
     dropped: tuple[int, ...] = ()  # older pending client seqs the host dropped without an echo
+    sent: dict | None = None  # the pending action an own echo answers (None: it answers none)
 
 
 @dataclass
@@ -115,7 +116,7 @@ class Replica:
             del self.pending[: at + 1]
         if rejected:
             self.rebase(now_ms)
-            return Outcome("own-rejected", client_seq, dropped)
+            return Outcome("own-rejected", client_seq, dropped, sent)
         self.confirmed = self.reducer(self.confirmed, action, now_ms)
         if at == 0 and sent == action:
             if not self.pending:

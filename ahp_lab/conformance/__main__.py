@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..protocol.jsonvalue import dumps, strip_nulls
+from ..protocol.jsonvalue import dumps, strip_nulls, utf8_json
 from ..reducers import REDUCERS
 from . import FIXTURE_NOW_MS, run_dir
 
@@ -69,21 +69,6 @@ def _loads(text: str) -> object:
     if _LONG_NUMBER.search(text):
         return json.loads(text, parse_int=_js_int, parse_constant=_not_json)
     return json.loads(text, parse_constant=_not_json)
-
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _as_javascript_writes(text: str) -> str:
-    """JSON text as ``JSON.stringify`` writes it, for strings JavaScript built by ``+``: two
-    halves of a character appended apart are one character there (UTF-16), and a lone half is
-    written escaped (``\\ud83d``). Python keeps the halves apart, which UTF-8 cannot encode."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
-        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", joined)
 
 
 def _read_actions(path: Path) -> list:
@@ -143,7 +128,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
             )
             return 3
         per_run.append(time.perf_counter() - start)
-    sys.stdout.write(_as_javascript_writes(dumps(strip_nulls(state))) + "\n")
+    sys.stdout.write(utf8_json(dumps(strip_nulls(state))) + "\n")
     sys.stdout.flush()
     total_actions = len(actions) * args.repeat
     seconds = sum(per_run)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..client.client import channel_kind_of_uri
-from ..protocol.jsonvalue import dumps, json_patch, to_json
+from ..protocol.jsonvalue import dumps, json_patch, to_json, utf8_json
 from ..protocol.limits import Limits
 from ..reducers import REDUCERS
 from ..store import Transition as _StoreTransition
@@ -321,17 +321,18 @@ class ClientLog:
         if isinstance(target, (str, Path)):
             with open(target, "w", encoding="utf-8") as fh:
                 return self.export(fh)
-        target.write(dumps({"format": CLIENT_LOG_FORMAT, "version": 1, "clientId": self.client_id}) + "\n")
+        head = {"format": CLIENT_LOG_FORMAT, "version": 1, "clientId": self.client_id}
+        target.write(utf8_json(dumps(head)) + "\n")  # a host's lone surrogate is written escaped
         lines = 1
         for channel, (seq, state) in self._bases.items():  # where the kept records start
             base = {
                 "snapshot": {"resource": channel, "state": state, "fromSeq": seq},
                 "kind": self._kinds[channel],
             }
-            target.write(dumps(base, separators=(",", ":")) + "\n")
+            target.write(utf8_json(dumps(base, separators=(",", ":"))) + "\n")
             lines += 1
         for _, _, record, _, _ in self._records:
-            target.write(dumps(record, separators=(",", ":")) + "\n")
+            target.write(utf8_json(dumps(record, separators=(",", ":"))) + "\n")
             lines += 1
         return lines
 

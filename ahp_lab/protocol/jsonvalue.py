@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from .text import Text
 from .vector import Vector
 
-__all__ = ["to_json", "strip_nulls", "dumps", "loads", "json_equal", "json_patch", "apply_patch"]
+__all__ = ["to_json", "strip_nulls", "dumps", "utf8_json", "loads", "json_equal", "json_patch", "apply_patch"]
 
 
 #: Recent conversions of containers: id -> (value, plain form). The same unchanged state converts
@@ -91,6 +92,21 @@ def dumps(value: Any, **kwargs: Any) -> str:
     """``json.dumps`` that understands :class:`Text`. Keeps non-ASCII characters as they are."""
     kwargs.setdefault("ensure_ascii", False)
     return json.dumps(value, default=_default, **kwargs)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def utf8_json(text: str) -> str:
+    """JSON text (from :func:`dumps`) as UTF-8 can carry it, and as ``JSON.stringify`` writes strings
+    JavaScript built by ``+``: two halves of a character that sit apart in Python are one character,
+    and a lone half is written escaped (``\\ud83d``), so that reading it back gives the same string."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", joined)
 
 
 def loads(data: str | bytes) -> Any:

@@ -32,8 +32,13 @@ log = logging.getLogger("ahp_lab.transport")
 __all__ = ["RpcError", "JsonRpcPeer", "RequestBudget", "Transport", "RequestHandler", "NotificationHandler"]
 
 #: Nesting beyond which a message is refused before it is parsed (well below Python's recursion
-#: limit, so ``json.loads`` never recurses too deep).
+#: limit, so ``json.loads`` never recurses too deep). A peer with ``limits`` (the host's) refuses
+#: what is deeper than those limits itself, with the field named.
 PARSER_DEPTH = 512
+#: The same bound for a peer without limits (a client): what it reads it applies, logs and shows
+#: through recursive walks (up to four frames a level), so it reads half as deep (at 512, a
+#: host's action nested 500 deep made displaying the client's log raise RecursionError).
+READ_DEPTH = 256
 # The id of a request whose text is too big or too deep to parse: read from the first members.
 _LEADING_ID = re.compile(
     r'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,16}|"[^"\\]{0,256}")\s*[,}]'
@@ -128,8 +133,9 @@ class JsonRpcPeer:
 
     ``limits`` (the host's :class:`~ahp_lab.protocol.limits.Limits`) bounds incoming messages:
     their size and the number of the other side's requests still being answered. Nesting beyond
-    ``PARSER_DEPTH`` is refused before parsing; the payload limits themselves (depth, strings)
-    are checked by the receiver (the host's connection), which can name the field.
+    ``PARSER_DEPTH`` (``READ_DEPTH`` without limits) is refused before parsing; the payload limits
+    themselves (depth, strings) are checked by the receiver (the host's connection), which can name
+    the field.
     """
 
     def __init__(
@@ -150,7 +156,7 @@ class JsonRpcPeer:
         self.limits = limits
         # The parser guard: deep enough that an over-deep payload still parses and is refused
         # with a precise reason by the receiver's limit check (an action: with a rejection echo).
-        self._depth_cap = max(PARSER_DEPTH, limits.max_depth + ENVELOPE_DEPTH) if limits else PARSER_DEPTH
+        self._depth_cap = max(PARSER_DEPTH, limits.max_depth + ENVELOPE_DEPTH) if limits else READ_DEPTH
         self._next_id = 1
         self._pending: dict[int | str, asyncio.Future] = {}
         self._tasks: set[asyncio.Task] = set()

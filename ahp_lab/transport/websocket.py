@@ -39,7 +39,7 @@ from urllib.parse import parse_qs, urlsplit, urlunsplit
 from websockets.asyncio.client import connect as ws_connect
 from websockets.asyncio.server import ServerConnection
 from websockets.asyncio.server import serve as ws_serve
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 from websockets.protocol import State
 
 __all__ = [
@@ -464,7 +464,7 @@ class WebSocketTransport:
 
     def _overflow(self) -> None:
         limit = self.max_send_buffer_bytes
-        reason = f"send buffer over {limit} bytes: the client is not reading; reconnect to replay"
+        reason = f"send buffer over {limit} bytes: the peer is not reading; reconnect to replay"
         log.warning("%s: disconnected the peer %s: %s", self.name, self.remote, reason)
         self._queue.clear()
         self._buffered = 0
@@ -760,6 +760,9 @@ async def connect_websocket(
     ``OSError`` (a ``ConnectionError`` when something else than a WebSocket server answers) when the
     endpoint cannot be reached.
     """
+    shown = redact_url(url)  # the URL may carry the token: errors name it without its query
+    if urlsplit(url).scheme not in ("ws", "wss"):
+        raise ValueError(f"{shown} is not a WebSocket URL: it must start with ws:// or wss://")
     headers = {"Authorization": f"Bearer {token}"} if token else None
     kwargs: dict[str, Any] = {}
     if ssl is not None:
@@ -780,7 +783,9 @@ async def connect_websocket(
         response = exc.response
         raise HandshakeRefused(response.status_code, response.reason_phrase) from None
     except InvalidHandshake as exc:  # not a WebSocket server there (or TLS mismatch)
-        raise ConnectionError(f"no AHP WebSocket endpoint at {redact_url(url)}: {exc}") from None
+        raise ConnectionError(f"no AHP WebSocket endpoint at {shown}: {exc}") from None
+    except (InvalidURI, ValueError) as exc:  # the library's text quotes the whole URL, token included
+        raise ValueError(str(exc).replace(url, shown)) from None
     transport = WebSocketTransport(
         ws, name="client", max_send_buffer_bytes=max_send_buffer_bytes, max_frame_bytes=max_frame_bytes
     )

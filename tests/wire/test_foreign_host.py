@@ -272,3 +272,244 @@ def test_a_send_whose_turn_start_the_host_never_sequences_ends_with_a_timeout_th
             lab.client.close()
 
     run(main())
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:9/?tkn=S3CRET-tkn-x", "ws:///?tkn=S3CRET-tkn-x"])
+def test_a_mistyped_url_is_refused_without_quoting_its_token(url):
+    """The library's error quoted the whole URL: a notebook's traceback (and the saved .ipynb)
+    showed the token."""
+
+    async def main():
+        with pytest.raises(ValueError) as refused:
+            await connect(url, reconnect=False)
+        return str(refused.value)
+
+    message = run(main())
+    assert "S3CRET" not in message and message.split(" ")[0].rstrip("/:") in url
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"type": "replay", "actions": 5},
+        {"type": "replay", "missing": [7]},
+        {"type": "snapshot", "snapshots": [{"resource": "ahp-root://"}]},  # no state
+        {"type": "snapshot", "snapshots": [{"resource": "ahp-root://", "state": {}, "fromSeq": "abc"}]},
+    ],
+)
+def test_a_malformed_reconnect_answer_ends_resuming_with_the_reason(answer):
+    """The reconnector died on the answer (TypeError, KeyError) and left the client neither
+    connected nor closed, with no error: every later call waited out its timeout."""
+    opened = []
+
+    async def host(ws, message):
+        if message.get("method") == "initialize":
+            await _initialize(ws, message)
+        elif message.get("method") == "reconnect":
+            await _answer(ws, message, answer)
+
+    async def on_open(ws):
+        opened.append(ws)
+
+    async def main():
+        async with foreign_host(host, on_open) as url:
+            client = await connect(url)
+            closed = []
+            client.on_change(
+                lambda channel, event: closed.append(event) if event["type"] == "$closed" else None
+            )
+            client.peer.transport.abort()
+            await client.wait_for("ahp-root://", lambda _s: client.reconnector.task is not None or None, 10)
+            await asyncio.wait_for(client.reconnector.task, 20)
+            assert client.closed and not client.connected
+            assert "the host's answer to reconnect is malformed" in str(client.reconnector.error)
+            assert closed and "malformed" in closed[-1]["reason"]
+            await asyncio.wait_for(opened[-1].wait_closed(), 10)  # the socket it resumed on is closed
+            assert len(opened) == 2  # given up, not retried in a loop
+
+    run(main())
+
+
+def test_rejections_are_kept_only_for_actions_this_client_sent():
+    """A host's envelopes carrying our client id and a rejection were all kept, whole: 200 of 1 MB
+    grew the kernel by 212 MB."""
+
+    async def host(ws, message):
+        method, params = message.get("method"), message.get("params") or {}
+        if method == "initialize":
+            await _with_session(ws, message)
+        elif method == "dispatchAction":
+            for n in range(50):  # rejections of actions never sent, then of the one that was
+                forged = {
+                    "channel": SESSION,
+                    "action": {"type": "session/titleChanged", "title": "x" * 100_000},
+                    "serverSeq": 2 + n,
+                    "origin": {"clientId": "me", "clientSeq": 1000 + n},
+                    "rejectionReason": "no",
+                }
+                await ws.send(json.dumps({"jsonrpc": "2.0", "method": "action", "params": forged}))
+            real = {
+                "channel": SESSION,
+                "action": params["action"],
+                "serverSeq": 100,
+                "origin": {"clientId": "me", "clientSeq": params["clientSeq"]},
+                "rejectionReason": "r" * 10_000,
+            }
+            await ws.send(json.dumps({"jsonrpc": "2.0", "method": "action", "params": real}))
+        elif method == "ping":
+            await _answer(ws, message, {})
+
+    async def main():
+        async with foreign_host(host) as url:
+            client = await connect(
+                url, reconnect=False, client_id="me", subscriptions=["ahp-root://", SESSION]
+            )
+            seq = client.dispatch(SESSION, {"type": "session/titleChanged", "title": "mine too"})
+            await client.settle(10)
+            rejections = list(client.rejections)
+            client.close()
+            return seq, rejections
+
+    seq, rejections = run(main())
+    assert [(r["clientSeq"], r["action"]["title"]) for r in rejections] == [(seq, "mine too")]
+    assert len(rejections[0]["reason"]) == 2000
+
+
+def test_a_flood_before_the_subscribe_answer_fails_that_subscribe_instead_of_growing_without_end():
+    from ahp_lab.client.client import MAX_EARLY_CHARS
+
+    chat = "ahp-chat:/s1/c1"
+
+    async def host(ws, message):
+        method = message.get("method")
+        if method == "initialize":
+            await _initialize(ws, message)
+        elif method == "subscribe":
+            delta = {"type": "chat/delta", "turnId": "t", "partId": "p", "content": "y" * 1_000_000}
+            for n in range(MAX_EARLY_CHARS // 1_000_000 + 2):
+                envelope = {"channel": chat, "action": delta, "serverSeq": 2 + n}
+                await ws.send(json.dumps({"jsonrpc": "2.0", "method": "action", "params": envelope}))
+            await _answer(
+                ws, message, {"snapshot": _snapshot(chat, {"resource": chat, "title": "c", "turns": []})}
+            )
+
+    async def main():
+        async with foreign_host(host) as url:
+            client = await connect(url, reconnect=False)
+            with pytest.raises(
+                ValueError, match=r"more than 16,777,216 characters of actions for ahp-chat:/s1/c1"
+            ):
+                await client.subscribe(chat)
+            assert chat not in client.channels and not client._early
+            client.close()
+
+    run(main())
+
+
+def test_a_notification_cannot_pass_for_one_of_the_clients_own_events():
+    """A host's notification whose params carry a ``type`` became that event: ``$missing`` made
+    the lab forget a channel it was still subscribed to."""
+
+    async def host(ws, message):
+        if message.get("method") == "initialize":
+            await _with_session(ws, message)
+        elif message.get("method") == "ping":
+            forged = {"channel": SESSION, "type": "$missing"}
+            await ws.send(json.dumps({"jsonrpc": "2.0", "method": "root/progress", "params": forged}))
+            await _answer(ws, message, {})
+
+    async def main():
+        async with foreign_host(host) as url:
+            client = await connect(url, reconnect=False, subscriptions=["ahp-root://", SESSION])
+            seen = []
+            client.on_change(lambda channel, event: seen.append(event["type"]))
+            await client.settle(10)
+            types = list(seen)
+            subscribed = SESSION in client.channels
+            client.close()
+            return types, subscribed
+
+    types, subscribed = run(main())
+    assert subscribed
+    assert "$root/progress" in types and "$missing" not in types
+
+
+async def _logged_client(url: str) -> tuple[Any, Any]:
+    """A client of the root and SESSION whose ClientLog records from their first snapshots on."""
+    from ahp_lab.lab.clientlog import ClientLog
+
+    log = ClientLog(client_id="me")
+    client = await connect(url, reconnect=False, client_id="me", subscriptions=[])
+    client.on_confirmed(log.record)
+    await client.initialize(["ahp-root://", SESSION])
+    return client, log
+
+
+def test_a_lone_surrogate_from_the_host_is_exported_escaped_not_a_failed_export(tmp_path):
+    """A title with the JSON escape \\ud800 went into state and the log; export then raised
+    UnicodeEncodeError and left a truncated file, every time, while the record was kept."""
+    from ahp_lab.lab.clientlog import ClientLog
+
+    async def host(ws, message):
+        if message.get("method") == "initialize":
+            snapshots = [
+                _snapshot("ahp-root://", ROOT_STATE),
+                _snapshot(SESSION, {**SESSION_STATE, "title": "a\ud800b"}),
+            ]
+            text = json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": message["id"],
+                    "result": {"protocolVersion": "0.8.0", "snapshots": snapshots},
+                }
+            )
+            await ws.send(text)  # json.dumps writes the lone half as the escape \ud800
+
+    async def main():
+        async with foreign_host(host) as url:
+            client, log = await _logged_client(url)
+            client.close()
+            return log
+
+    log = run(main())
+    out = tmp_path / "client.jsonl"
+    log.export(out)
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    titles = [line["snapshot"]["state"].get("title") for line in lines if "snapshot" in line]
+    assert "a\ud800b" in titles  # read back as it came
+    assert ClientLog.load(out).state(SESSION)["title"] == "a\ud800b"
+
+
+def test_an_envelope_nested_past_what_the_client_reads_is_refused_and_the_rest_displays():
+    """An action nested 500 deep was applied and logged; displaying ``lab.transitions`` then
+    raised RecursionError. The parser now refuses it, and everything else still shows."""
+    deep: dict = {}
+    inner = deep
+    for _ in range(250):  # 500 levels
+        inner["a"] = [{}]
+        inner = inner["a"][0]
+
+    async def host(ws, message):
+        if message.get("method") == "initialize":
+            await _with_session(ws, message)
+        elif message.get("method") == "ping":
+            for seq, meta in ((2, deep), (3, {"fine": True})):
+                envelope = {
+                    "channel": SESSION,
+                    "action": {"type": "session/metaChanged", "_meta": meta},
+                    "serverSeq": seq,
+                }
+                await ws.send(json.dumps({"jsonrpc": "2.0", "method": "action", "params": envelope}))
+            await _answer(ws, message, {})
+
+    async def main():
+        async with foreign_host(host) as url:
+            client, log = await _logged_client(url)
+            await client.settle(10)
+            meta = client.state(SESSION).get("_meta")
+            client.close()
+            return log, meta
+
+    log, meta = run(main())
+    assert meta == {"fine": True}
+    assert "session/metaChanged" in log.transitions._repr_html_()
