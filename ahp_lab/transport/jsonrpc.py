@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from ..protocol.jsonrpc import ErrorCode
 from ..protocol.jsonvalue import dumps
-from ..protocol.limits import ENVELOPE_DEPTH, Limits, nesting_exceeds, valid_request_id
+from ..protocol.limits import ENVELOPE_DEPTH, Limits, clipped, nesting_exceeds, valid_request_id
 
 log = logging.getLogger("ahp_lab.transport")
 
@@ -74,6 +74,20 @@ class RequestBudget:
         """Seconds until the budget is no longer spent (0 when a request may be served now)."""
         self._refill()
         return 0.0 if self._level >= 0 else -self._level / self.rate
+
+
+#: Control characters (terminal escapes among them) and line breaks in an error the other side sent.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
+#: An error message the other side sent is kept up to this many characters.
+MAX_ERROR_CHARS = 2000
+
+
+def _their_message(text: Any) -> str:
+    """An error message from the other side as it may be raised, shown and logged: one line,
+    without control characters, valid Unicode, cut to ``MAX_ERROR_CHARS``."""
+    if not isinstance(text, str):
+        return "error"
+    return clipped(_CONTROL.sub(" ", text), MAX_ERROR_CHARS)
 
 
 class RpcError(Exception):
@@ -324,7 +338,7 @@ class JsonRpcPeer:
             future.set_exception(
                 RpcError(
                     code if type(code) is int else ErrorCode.INTERNAL_ERROR,
-                    text if isinstance(text, str) else "error",
+                    _their_message(text),
                     err.get("data"),
                 )
             )

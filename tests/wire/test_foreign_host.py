@@ -513,3 +513,29 @@ def test_an_envelope_nested_past_what_the_client_reads_is_refused_and_the_rest_d
     log, meta = run(main())
     assert meta == {"fine": True}
     assert "session/metaChanged" in log.transitions._repr_html_()
+
+
+def test_a_hosts_error_message_is_raised_on_one_line_without_terminal_escapes():
+    """A host's refusal went into the exception and the client's log as sent: terminal escapes
+    (clearing the screen of whoever reads the log) and line breaks (forged log lines), any length."""
+
+    async def host(ws, message):
+        if message.get("method") == "initialize":
+            await _initialize(ws, message)
+        elif message.get("method") == "subscribe":
+            text = "no\x1b[2J\nWARNING forged line\r" + "z" * 100_000
+            error = {"code": -32602, "message": text}
+            await ws.send(json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}))
+
+    async def main():
+        async with foreign_host(host) as url:
+            client = await connect(url, reconnect=False)
+            with pytest.raises(RpcError) as refused:
+                await client.subscribe(SESSION)
+            client.close()
+            return refused.value.message
+
+    message = run(main())
+    assert message.startswith("no [2J WARNING forged line")
+    assert not any(c in message for c in "\x1b\n\r")
+    assert len(message) < 2_100 and message.endswith("more characters]")
