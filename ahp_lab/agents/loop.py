@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -97,9 +98,14 @@ UNFINISHED_ANSWERS = {
 _MODEL_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 #: A tool's description goes to the model cut to this many characters, and a tool whose input
 #: schema is longer than ``MAX_TOOL_SCHEMA_CHARS`` as JSON is not offered: what a client publishes
-#: is copied into every request.
+#: is copied into every request. A request offers at most ``MAX_MODEL_TOOLS`` tools (OpenAI's API
+#: refuses more) of ``MAX_TOOLS_CHARS`` characters in all, the extensions' and the server's first.
 MAX_TOOL_DESCRIPTION_CHARS = 8192
 MAX_TOOL_SCHEMA_CHARS = 65536
+MAX_MODEL_TOOLS = 128
+MAX_TOOLS_CHARS = 1 << 20
+#: A session remembers this many tools it told the person were not offered (each told once).
+_MAX_TOLD = 1000
 
 
 class LoopAgent:
@@ -144,6 +150,15 @@ class LoopAgent:
         self.system_prompt = system_prompt
         self.hook_timeout = hook_timeout
         self.max_steps = max_steps
+        if call_timeout is not None and (
+            isinstance(call_timeout, bool)
+            or not isinstance(call_timeout, (int, float))
+            or not math.isfinite(call_timeout)
+            or call_timeout <= 0
+        ):
+            raise ValueError(
+                f"call_timeout must be a number of seconds above 0, or None, not {call_timeout!r}"
+            )
         self.call_timeout = call_timeout
         self.has_ui = has_ui
         self.provider = provider
@@ -152,7 +167,7 @@ class LoopAgent:
         self.bridge: LoopHost | None = None
         self._transcripts: dict[str, list[dict]] = {}  # turn id -> the messages of that turn
         self._compactions: dict[str, str] = {}  # turn id -> summary replacing everything up to it
-        self._unoffered: set[tuple[str, str]] = set()  # (session, tool) the person was told of
+        self._unoffered: dict[str, set[str]] = {}  # session -> tools the person was told of
 
     # -- the agent interface --------------------------------------------------------------------
 
@@ -320,22 +335,45 @@ class LoopAgent:
             if info.name in es.tools or info.name in claimed or info.name in exclude:
                 continue
             offered.append((info.name, info.description, info.input_schema))
-        out, left_out = [], []
+        out: list[dict] = []
+        left_out: list[tuple[str, str]] = []
+        names: set[str] = set()
+        total = 0
         for name, description, schema in offered:
+            text = (description if isinstance(description, str) else "")[:MAX_TOOL_DESCRIPTION_CHARS]
+            schema = schema or {"type": "object"}
+            size = len(json.dumps(schema, ensure_ascii=False, default=str)) + len(text)
             if not isinstance(name, str) or _MODEL_TOOL_NAME.fullmatch(name) is None:
-                left_out.append(
-                    f"The tool {str(name)[:80]!r} is not offered to the model: a model's tool name is 1 to 64 "
-                    "letters, digits, '_' or '-'."
-                )
-            elif len(json.dumps(schema or {}, ensure_ascii=False, default=str)) > MAX_TOOL_SCHEMA_CHARS:
-                left_out.append(
-                    f"The tool {name!r} is not offered to the model: its input schema is longer than "
-                    f"{MAX_TOOL_SCHEMA_CHARS:,} characters as JSON."
-                )
+                why = "a model's tool name is 1 to 64 letters, digits, '_' or '-'"
+            elif name in names:
+                why = "an earlier tool has that name"
+            elif not isinstance(schema, dict) or schema.get("type") != "object":
+                why = "its input schema is not an object schema"
+            elif size - len(text) > MAX_TOOL_SCHEMA_CHARS:
+                why = f"its input schema is longer than {MAX_TOOL_SCHEMA_CHARS:,} characters as JSON"
+            elif len(out) == MAX_MODEL_TOOLS:
+                why = f"a request offers at most {MAX_MODEL_TOOLS} tools"
+            elif total + size > MAX_TOOLS_CHARS:
+                why = f"the tools before it take the {MAX_TOOLS_CHARS:,} characters a request gives them"
             else:
-                text = description if isinstance(description, str) else ""
-                out.append(_function(name, text[:MAX_TOOL_DESCRIPTION_CHARS], schema))
+                names.add(name)
+                total += size
+                out.append(_function(name, text, schema))
+                continue
+            left_out.append((str(name)[:80], why))
         return out, left_out
+
+    def _unoffered_notice(self, session: str, left_out: list[tuple[str, str]]) -> str | None:
+        """One sentence naming the tools not offered that the person has not been told of yet."""
+        told = self._unoffered.setdefault(session, set())
+        new = [(name, why) for name, why in left_out if name not in told]
+        if not new:
+            return None
+        if len(told) < _MAX_TOLD:
+            told.update(name for name, _ in new)
+        shown = "; ".join(f"{name!r}: {why}" for name, why in new[:5])
+        more = f"; and {len(new) - 5} more" if len(new) > 5 else ""
+        return f"Not offered to the model ({len(new)} tool{'s' if len(new) != 1 else ''}): {shown}{more}."
 
     async def _model_call(
         self,
@@ -361,10 +399,9 @@ class LoopAgent:
             await ctx.notify(f"Extension hook {report}.")
         tail = [{"role": "user", "content": text, "_synthetic": ext_id} for ext_id, text in contexts]
         tools, left_out = self.resident_tools(es, ctx, spec)
-        for why in left_out:  # each told once a session
-            if (ctx.session, why) not in self._unoffered:
-                self._unoffered.add((ctx.session, why))
-                await ctx.notify(why)
+        notice = self._unoffered_notice(ctx.session, left_out) if left_out else None
+        if notice is not None:  # each tool told once a session
+            await ctx.notify(notice)
         request = ModelRequest(self.model.name, system, tools, history + tail, len(tail))
         notices = [i for i, m in enumerate(request.messages) if cat.NOTICE_META in m]
         record = self.model_calls.begin(ctx.session, ctx.chat, ctx.turn_id, request, notices)
@@ -404,7 +441,7 @@ class LoopAgent:
         events = self.model.stream(request).__aiter__()
         pending: Any = _END
 
-        async def pieces(kind: str, first: str):
+        async def run_of(kind: str, first: str):
             nonlocal pending
             yield first
             async for ev in events:
@@ -413,6 +450,20 @@ class LoopAgent:
                     return
                 yield ev.text
             pending = None
+
+        async def pieces(kind: str, first: str):
+            # A character the endpoint split between two chunks (two UTF-16 halves) goes into the
+            # chat whole: a first half waits for the next piece of the run.
+            held = ""
+            async for text in run_of(kind, first):
+                text = held + text
+                held = text[-1] if text and "\ud800" <= text[-1] <= "\udbff" else ""
+                if held:
+                    text = text[:-1]
+                if text:
+                    yield text
+            if held:
+                yield held  # never completed: the host shows it as U+FFFD
 
         streamed: set[str] = set()
         ev: Any = await anext(events, None)

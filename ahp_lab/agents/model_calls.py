@@ -195,6 +195,7 @@ class ModelCallLog:
             call.previous = previous.index
             call.prefix_bytes = _common_prefix(previous._base, current)
             call.stable = call.prefix_bytes == len(previous._base)
+            previous._base = b""  # compared once: a record does not keep a copy of its request
         kept = len(segments) - request.synthetic
         call._base = (
             "\n".join(segments[:kept]).encode("utf-8", "surrogatepass") if request.synthetic else current
@@ -226,7 +227,7 @@ class ModelCallLog:
                 if c.error
                 else (
                     (f"{len(r.tool_calls)} tool call(s) " if r and r.tool_calls else "")
-                    + (repr(r.text[:30]) if r else "…")
+                    + (repr(c.redact(r.text)[:30]) if r else "…")  # masked whole, then cut
                 )
             )
             lines.append(

@@ -377,9 +377,10 @@ class OpenAIModel:
             "model": request.model or self.name,
             "messages": request.wire_messages(),
             "stream": True,
-            "stream_options": {"include_usage": True},
             **self.params,
         }
+        if kwargs["stream"]:  # APIs refuse stream_options on a request that does not stream
+            kwargs.setdefault("stream_options", {"include_usage": True})
         if request.tools:
             kwargs["tools"] = request.tools
         stream = await self._client.chat.completions.create(**kwargs)

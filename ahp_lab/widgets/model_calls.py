@@ -50,10 +50,17 @@ def message_marks(call: Any) -> tuple[str, list[str]]:
     return marks[0], messages
 
 
+def _redactor(call: Any) -> Any:
+    """What the call's log shows its text through (ModelCall.redact: the host's secrets masked).
+    Each text is masked whole before it is cut: a cut through a secret would leave its start."""
+    return getattr(call, "redact", None) or (lambda value: value)
+
+
 def _row(call: Any) -> dict[str, Any]:
     r = call.response
+    redact = _redactor(call)
     if call.error:
-        said = f"error: {one_line(call.error, 120)}"
+        said = f"error: {one_line(redact(call.error), 120)}"
     elif r is None:
         said = "…"
     else:
@@ -61,7 +68,7 @@ def _row(call: Any) -> dict[str, Any]:
             [f"{len(r.tool_calls)} tool call{'s' if len(r.tool_calls) != 1 else ''}"] if r.tool_calls else []
         )
         if r.text:
-            bits.append(one_line(r.text, 80))
+            bits.append(one_line(redact(r.text), 80))
         said = " · ".join(bits) or "(empty)"
     return {
         "index": call.index,
@@ -90,6 +97,7 @@ def _content(message: Mapping[str, Any]) -> Any:
 def _detail(call: Any, limits: Mapping[str, int]) -> dict[str, Any]:
     header, marks = message_marks(call)
     request = call.request
+    redact = _redactor(call)
     notices = set(call.notices)
     items = []
     start = max(0, len(request.messages) - MAX_MESSAGES)
@@ -103,7 +111,9 @@ def _detail(call: Any, limits: Mapping[str, int]) -> dict[str, Any]:
                 "kind": kind,
                 "mark": marks[i],
                 "extension": m.get("_synthetic"),
-                "block": text_block(_content(m), f"mc{call.index}.m{i}", limits, markdown=False, limit=_TEXT),
+                "block": text_block(
+                    redact(_content(m)), f"mc{call.index}.m{i}", limits, markdown=False, limit=_TEXT
+                ),
             }
         )
     r = call.response
@@ -118,18 +128,20 @@ def _detail(call: Any, limits: Mapping[str, int]) -> dict[str, Any]:
         "prefixBytes": call.prefix_bytes,
         "totalBytes": call.total_bytes,
         "header": header,
-        "system": text_block(request.system, f"mc{call.index}.system", limits, markdown=False, limit=_TEXT),
+        "system": text_block(
+            redact(request.system), f"mc{call.index}.system", limits, markdown=False, limit=_TEXT
+        ),
         "tools": [t.get("function", {}).get("name") for t in request.tools],
-        "toolDefinitions": json_preview(request.tools, f"mc{call.index}.tools", limits),
+        "toolDefinitions": json_preview(redact(request.tools), f"mc{call.index}.tools", limits),
         "messages": items,
         "messagesOmitted": start,
-        "reports": [one_line(r_, 300) for r_ in call.reports],
-        "error": one_line(call.error, 300) if call.error else None,
+        "reports": [one_line(redact(r_), 300) for r_ in call.reports],
+        "error": one_line(redact(call.error), 300) if call.error else None,
         "response": None
         if r is None
         else {
             "block": text_block(
-                _content(r.message()) or "(no text)",
+                redact(_content(r.message()) or "(no text)"),
                 f"mc{call.index}.response",
                 limits,
                 markdown=False,
@@ -138,12 +150,6 @@ def _detail(call: Any, limits: Mapping[str, int]) -> dict[str, Any]:
             "usage": r.usage,
         },
     }
-
-
-def _shown(call: Any, value: dict) -> dict:
-    """``value`` as the call's log shows it: with the host's secrets masked (ModelCall.redact)."""
-    redact = getattr(call, "redact", None)
-    return value if redact is None else redact(value)
 
 
 def model_calls_view_model(
@@ -160,11 +166,11 @@ def model_calls_view_model(
         "available": True,
         "total": len(calls),
         "omitted": max(0, len(calls) - MAX_ROWS),
-        "rows": [_shown(c, _row(c)) for c in calls[-MAX_ROWS:]],
+        "rows": [_row(c) for c in calls[-MAX_ROWS:]],
         "stableShare": round(sum(c.share for c in later) / len(later), 4) if later else None,
         "broken": sum(1 for c in later if not c.stable),
         "selected": chosen.index if chosen is not None else None,
-        "detail": _shown(chosen, _detail(chosen, limits)) if chosen is not None else None,
+        "detail": _detail(chosen, limits) if chosen is not None else None,
     }
 
 

@@ -72,7 +72,7 @@ class FakeOpenAI:
 
     As the real API: a history with unanswered tool calls is refused with 400, an error status
     quotes the key it was given (``Incorrect API key provided: ...``), and a request with
-    ``stream: false`` gets one whole ``chat.completion``.
+    ``stream: false`` gets one whole ``chat.completion`` (or 400 if it carries ``stream_options``).
     """
 
     def __init__(self, replies: list[dict], *, status: int = 200) -> None:
@@ -94,6 +94,13 @@ class FakeOpenAI:
                 outer.headers.append({k.lower(): v for k, v in self.headers.items()})
                 key = (self.headers.get("authorization") or "").removeprefix("Bearer ")
                 missing = unanswered_tool_calls(body.get("messages") or [])
+                if body.get("stream") is False and "stream_options" in body:  # as the real API refuses it
+                    self.send_response(400)
+                    self.send_header("content-type", "application/json")
+                    self.end_headers()
+                    message = "The 'stream_options' parameter is only allowed when 'stream' is enabled."
+                    self.wfile.write(json.dumps({"error": {"message": message, "type": "error"}}).encode())
+                    return
                 if outer.status != 200 or missing:
                     status, message = outer.status, f"the fake refuses (Incorrect API key provided: {key})"
                     if missing:

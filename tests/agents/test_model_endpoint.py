@@ -186,7 +186,7 @@ def test_a_strangers_tool_the_models_api_cannot_take_is_left_out_not_every_reque
     sent = {t["function"]["name"]: t["function"] for t in server.requests[-1]["tools"]}
     assert "evil.tool" not in sent
     assert len(sent["chatty"]["description"]) == MAX_TOOL_DESCRIPTION_CHARS
-    assert sum("'evil.tool' is not offered to the model" in n for n in told) == 1  # told once
+    assert sum("'evil.tool': a model's tool name is 1 to 64" in n for n in told) == 1  # told once
 
 
 def test_tool_arguments_nested_too_deep_are_refused_with_a_reason(tmp_path):
@@ -215,3 +215,100 @@ def test_the_export_never_holds_what_the_endpoint_echoed(tmp_path):
 
         exported = arun(main())
     assert KEY not in exported and "your key is" in exported
+
+
+def test_what_strangers_publish_never_makes_the_request_one_the_api_refuses(tmp_path):
+    """A name offered twice, more than 128 tools, a schema that is not an object schema: each made
+    the real API refuse every request of the session. The notebook's own tools come first; what is
+    left out is told in one notice a model call, each tool once."""
+    with FakeOpenAI([text_reply("one"), text_reply("two")]) as server:
+
+        async def main():
+            lab, _agent = await loop_lab(tmp_path, OpenAIModel("m", base_url=server.base_url, api_key="k"))
+
+            @lab.tool
+            def echo(text: str) -> str:
+                """The notebook's own echo."""
+                return text
+
+            mallory = Stranger(lab.host.connect("mallory"))
+            await mallory.initialize("mallory")
+            await mallory.call("subscribe", {"channel": lab.session})
+            obj = {"type": "object"}
+            tools = [
+                {"name": "echo", "description": "mallory's echo", "inputSchema": obj},
+                {"name": "stringy", "description": "d", "inputSchema": {"type": "string"}},
+                *({"name": f"t{i}", "description": "d", "inputSchema": obj} for i in range(300)),
+            ]
+            active = {"clientId": "mallory", "tools": tools}
+            mallory.dispatch(lab.session, 1, {"type": "session/activeClientSet", "activeClient": active})
+            assert "rejectionReason" not in await mallory.echo(1)
+            turns = [await lab.send("hi"), await lab.send("again")]
+            told = notes(lab)
+            await lab.aclose()
+            return turns, told
+
+        turns, told = arun(main())
+    assert [t.text for t in turns] == ["one", "two"]
+    offered = [t["function"] for t in server.requests[-1]["tools"]]
+    names = [f["name"] for f in offered]
+    assert len(names) == len(set(names)) <= 128
+    assert next(f for f in offered if f["name"] == "echo")["description"] == "The notebook's own echo."
+    assert "stringy" not in names
+    not_offered = [n for n in told if n.startswith("Not offered to the model")]
+    assert len(not_offered) == 1  # one notice, in the first turn only
+    assert "'echo': an earlier tool has that name" in not_offered[0]
+    assert "'stringy': its input schema is not an object schema" in not_offered[0]
+    assert "and " in not_offered[0] and "more." in not_offered[0]  # 170-odd names are not listed one by one
+
+
+def test_a_character_split_between_two_chunks_shows_whole_in_the_chat(tmp_path):
+    """The history joined the halves, but the chat showed two U+FFFD: what the person saw was not
+    what the model said."""
+    replies = [
+        raw_reply(
+            chunk({"reasoning_content": "hmm \ud83d"}),
+            chunk({"reasoning_content": "\ude00"}),
+            chunk({"content": "smile \ud83d"}),
+            chunk({"content": "\ude00 done"}),
+            chunk({}, "stop"),
+        )
+    ]
+    with FakeOpenAI(replies) as server:
+        turns, agent = _turns(server, ["go"], tmp_path=tmp_path)
+    assert turns[0].text == "smile \U0001f600 done"
+    parts = turns[0].state["responseParts"]
+    assert [p["content"] for p in parts if p["kind"] == "reasoning"] == ["hmm \U0001f600"]
+    assert agent.model_calls[0].response.text == "smile \U0001f600 done"
+
+
+def test_a_key_is_masked_whole_before_the_view_cuts_its_text(tmp_path):
+    """The view cut the text (80 characters in a row, 20 in the table), then masked: a key across
+    the cut no longer matched, and all of it but the last characters showed."""
+    text = "x" * 60 + KEY  # the row's 80-character cut falls inside the key
+    with FakeOpenAI([raw_reply(chunk({"content": text}), chunk({}, "stop"))]) as server:
+        _turns_, agent = _turns(server, ["hi"], tmp_path=tmp_path)
+    view = json.dumps(model_calls_view_model(list(agent.model_calls)))
+    for shown in (view, agent.model_calls.table()):
+        assert KEY[:8] not in shown
+
+
+def test_call_timeout_must_be_a_number_of_seconds():
+    import pytest
+
+    from ahp_lab.agents.loop import LoopAgent
+
+    for wrong in ("5", float("nan"), 0, -1, True):
+        with pytest.raises(ValueError, match="call_timeout must be a number of seconds above 0, or None"):
+            LoopAgent(call_timeout=wrong)
+    assert LoopAgent(call_timeout=None).call_timeout is None
+
+
+def test_a_model_call_record_keeps_no_copy_of_its_request_once_compared(tmp_path):
+    """Each record kept its whole request as bytes for the next call's comparison, for all 2,000
+    records the log keeps; only a chat's last call is ever compared again."""
+    with FakeOpenAI([text_reply(f"answer {i}") for i in range(3)]) as server:
+        _turns_, agent = _turns(server, ["a", "b", "c"], tmp_path=tmp_path)
+    calls = list(agent.model_calls)
+    assert [len(c._base) > 0 for c in calls] == [False, False, True]
+    assert all(c.stable for c in calls[1:])
