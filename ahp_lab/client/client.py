@@ -51,9 +51,10 @@ ROOT = "ahp-root://"
 #: <the Snapshot>}`` and ``before`` the state it replaced (``None`` for a new channel).
 ConfirmedListener = Callable[[str, dict, Any, Any, int], None]
 
-#: What the client keeps of a channel's envelopes while its snapshot is on the way (applied on top
-#: of it), as JSON characters: a host that sends more fails that subscribe, initialize or resume.
-MAX_EARLY_CHARS = 16 << 20
+#: What the client keeps of envelopes while their channels' snapshots are on the way (applied on
+#: top of them), in bytes as ``store.tree_bytes`` estimates them, all channels together: a host that
+#: sends more fails that subscribe, initialize or resume.
+MAX_EARLY_BYTES = 64 << 20
 #: Rejections of this client's own actions kept in ``client.rejections`` (the newest).
 MAX_REJECTIONS = 1000
 #: A host's rejection reason is kept up to this many characters.
@@ -61,36 +62,50 @@ MAX_REASON_CHARS = 2000
 
 
 class _Early:
-    """The envelopes of one channel that arrived before its snapshot was applied, bounded."""
+    """The envelopes of one channel that arrived before its snapshot was applied; ``pool`` (shared
+    by a client's channels) counts their bytes against ``MAX_EARLY_BYTES``."""
 
-    __slots__ = ("envelopes", "chars", "overflowed")
+    __slots__ = ("envelopes", "size", "overflowed", "pool")
 
-    def __init__(self) -> None:
+    def __init__(self, pool: list[int]) -> None:
         self.envelopes: list[dict] = []
-        self.chars = 0
+        self.size = 0
         self.overflowed = False
+        self.pool = pool
 
     def add(self, envelope: dict) -> None:
         if self.overflowed:
             return
-        self.chars += len(json.dumps(envelope, ensure_ascii=False, default=str))
-        if self.chars > MAX_EARLY_CHARS:
+        from ..store import tree_bytes
+
+        size = tree_bytes(envelope)
+        self.size += size
+        self.pool[0] += size
+        if self.pool[0] > MAX_EARLY_BYTES:
+            self.release()
             self.overflowed = True
-            self.envelopes = []
         else:
             self.envelopes.append(envelope)
 
+    def release(self) -> None:
+        """Give the pool back what this channel held (its entry leaves the client)."""
+        self.pool[0] -= self.size
+        self.size = 0
+        self.envelopes = []
+
     def taken(self, channel: str) -> list[dict]:
         """The envelopes to apply after the snapshot; ``ValueError`` when some had to be let go."""
-        if self.overflowed:
+        envelopes, overflowed = self.envelopes, self.overflowed
+        self.release()
+        if overflowed:
             raise ValueError(
-                f"the host sent more than {MAX_EARLY_CHARS:,} characters of actions for {channel} before "
-                "its snapshot, more than the client keeps: the channel was not applied"
+                f"the host sent more than {MAX_EARLY_BYTES:,} bytes of actions before {channel}'s "
+                "snapshot, more than the client keeps: the channel was not applied"
             )
-        return self.envelopes
+        return envelopes
 
 
-def _taken(early: dict[str, _Early], channel: str) -> list[dict]:
+def _taken(early: dict[str, _Early | None], channel: str) -> list[dict]:
     entry = early.pop(channel, None)
     return [] if entry is None else entry.taken(channel)
 
@@ -116,8 +131,8 @@ def _checked_snapshot(snapshot: Any, method: str) -> dict:
     resource = snapshot.get("resource")
     if not isinstance(resource, str) or not resource:
         raise _bad_answer(method, f"a snapshot's resource is {resource!r:.60}, not a channel URI")
-    if "state" not in snapshot:
-        raise _bad_answer(method, f"the snapshot of {resource:.200} has no state")
+    if not isinstance(snapshot.get("state"), dict):
+        raise _bad_answer(method, f"the snapshot of {resource:.200} has no state object")
     seq = snapshot.get("fromSeq")
     if seq is not None and (type(seq) is not int or not 0 <= seq < 1 << 53):
         raise _bad_answer(
@@ -229,6 +244,7 @@ class AhpClient(Contributions):
         self._waiters = StateWaiters()
         # Envelopes that arrive for a channel whose subscribe response is not applied yet.
         self._early: dict[str, _Early] = {}
+        self._early_pool = [0]  # the bytes every _early entry holds
         self._outbox: list[tuple[str, int, dict]] = []  # dispatched while disconnected
         self.closed = False
         self.connected = True
@@ -262,7 +278,7 @@ class AhpClient(Contributions):
         """Send ``initialize`` (all supported versions, this client's id) and apply the snapshots."""
         subscriptions = subscriptions if subscriptions is not None else [ROOT]
         for channel in subscriptions:
-            self._early.setdefault(channel, _Early())
+            self._early.setdefault(channel, _Early(self._early_pool))
         try:
             try:
                 result = await self.peer.request(
@@ -271,21 +287,17 @@ class AhpClient(Contributions):
             except RpcError as exc:
                 raise _version_refusal(exc) from None
             self.protocol_version = _negotiated(result)
-        except BaseException:
-            for channel in subscriptions:
-                self._early.pop(channel, None)
-            raise
-        try:
             self.last_seen_seq = max(self.last_seen_seq, _answer_seq(result, "initialize"))
             snapshots = _by_resource(result, "initialize")
-        except BaseException:
             for channel in subscriptions:
-                self._early.pop(channel, None)
-            raise
-        for channel in subscriptions:
-            early = _taken(self._early, channel)
-            if channel in snapshots:
-                self._apply_snapshot(snapshots[channel], early)
+                early = _taken(self._early, channel)
+                if channel in snapshots:
+                    self._apply_snapshot(snapshots[channel], early)
+        finally:  # whatever failed, no channel is left buffering what will never be applied
+            for channel in subscriptions:
+                entry = self._early.pop(channel, None)
+                if entry is not None:
+                    entry.release()
         return result
 
     async def request(self, method: str, params: dict | None = None, *, timeout: float | None = None) -> Any:
@@ -378,14 +390,19 @@ class AhpClient(Contributions):
         self.peer = self._peer_for(transport)
         channels = list(self.channels)
         for channel in channels:
-            self._early.setdefault(channel, _Early())
+            self._early.setdefault(channel, _Early(self._early_pool))
         try:
             mode = await self._reconnect_or_initialize(channels, timeout)
         finally:
             early = {c: self._early.pop(c, None) for c in channels}
-        for channel in channels:
-            for env in _taken(early, channel):
-                self._apply_envelope(env)
+        try:
+            for channel in channels:
+                for env in _taken(early, channel):
+                    self._apply_envelope(env)
+        finally:
+            for entry in early.values():
+                if entry is not None:
+                    entry.release()
         self._settle_after_resume()
         self.connected = True
         for session in list(self.sessions):
@@ -416,8 +433,9 @@ class AhpClient(Contributions):
                 raise _bad_answer("reconnect", "a replay's missing channels are not a list of URIs")
             for env in actions:
                 self._apply_envelope(env)
-            for uri in missing:
-                self._drop_channel(uri)
+            for uri in dict.fromkeys(missing):  # each once, and only channels the client has
+                if uri in self.channels:
+                    self._drop_channel(uri)
             return "replay"
         if isinstance(result, dict) and result.get("type") == "snapshot":
             self._replace_channels(channels, _by_resource(result, "reconnect"))
@@ -434,8 +452,8 @@ class AhpClient(Contributions):
                 except RpcError:
                     continue
                 snapshot = answer.get("snapshot") if isinstance(answer, dict) else None
-                if snapshot is not None:
-                    snapshots[channel] = _checked_snapshot(snapshot, "subscribe")
+                if snapshot is not None and _checked_snapshot(snapshot, "subscribe")["resource"] == channel:
+                    snapshots[channel] = snapshot  # (another channel's snapshot is not taken)
         self.protocol_version = _negotiated(result)
         self.last_seen_seq = max(self.last_seen_seq, _answer_seq(result, "initialize"))
         self._replace_channels(channels, snapshots)
@@ -508,11 +526,15 @@ class AhpClient(Contributions):
         params: dict[str, Any] = {"channel": channel}
         if turns is not None:
             params["view"] = {"turns": turns}
-        self._early.setdefault(channel, _Early())
+        self._early.setdefault(channel, _Early(self._early_pool))
         try:
             result = await self.peer.request("subscribe", params, timeout=self.request_timeout)
-        finally:
+        except BaseException:
             entry = self._early.pop(channel, None)
+            if entry is not None:
+                entry.release()
+            raise
+        envelopes = _taken(self._early, channel)
         if not isinstance(result, dict) or result.get("snapshot") is None:
             raise _bad_answer("subscribe", "it carries no snapshot")
         snapshot = _checked_snapshot(result["snapshot"], "subscribe")
@@ -522,7 +544,7 @@ class AhpClient(Contributions):
                 f"the host answered subscribe {channel} with a snapshot of {snapshot['resource']!r:.200}, "
                 "not of that channel",
             )
-        self._apply_snapshot(snapshot, [] if entry is None else entry.taken(channel))
+        self._apply_snapshot(snapshot, envelopes)
         return self.state(channel)
 
     def unsubscribe(self, channel: str) -> None:
@@ -585,9 +607,12 @@ class AhpClient(Contributions):
     def _notification(self, method: str, params: dict) -> None:
         if method == "action":
             self._on_envelope(params)
-        else:
-            # the host's params never name the event: a "type" among them cannot pass for a local one
+        elif "/" in method:
+            # The protocol's notifications (root/…, auth/…, otlp/…) become $events; their params never
+            # name the event. A bare name ("missing") could pass for one of the client's own events.
             self._notify(params.get("channel", ROOT), {**params, "type": f"${method}"})
+        else:
+            log.debug("%s: ignored the host's notification %.100r", self.client_id, method)
 
     def _on_envelope(self, env: dict) -> None:
         channel = env.get("channel")
@@ -599,7 +624,7 @@ class AhpClient(Contributions):
 
     def _apply_envelope(self, env: dict) -> None:
         seq = env.get("serverSeq")
-        if type(seq) is not int or seq < 0:  # overview §4: every envelope carries its number
+        if type(seq) is not int or not 0 <= seq < 1 << 53:  # overview §4: every envelope carries its number
             log.warning(
                 "%s: ignored an action envelope without a serverSeq number: %.200s", self.client_id, env
             )

@@ -38,6 +38,17 @@ TOOL_ACTIONS = frozenset(
 )
 
 
+def _object(value: Any) -> dict:
+    """``value`` when it is a JSON object, else an empty one: a host's state may hold any shape."""
+    return value if isinstance(value, dict) else {}
+
+
+def _parts(active: dict) -> Any:
+    """The active turn's parts when they are an array (a list or a Vector), else none."""
+    parts = active.get("responseParts")
+    return parts if isinstance(parts, list) else ()
+
+
 @dataclass
 class LocalApproval:
     """A client tool call waiting for this client's own approval before its function runs."""
@@ -219,22 +230,23 @@ class Contributions:
         """Run this client's calls that are running and decline those it has no tool for; cancel an
         execution whose call left ``running``. With ``tool_call_id`` (an action changed that call
         only), only that call is looked at: a long turn is not read again for each action."""
-        state = self.confirmed(chat) or {}
-        active = state.get("activeTurn") or {}
+        active = _object(_object(self.confirmed(chat)).get("activeTurn"))  # a host's state, any shape
         live: set[str] = set()
         if tool_call_id is None:
-            parts = active.get("responseParts") or ()
+            parts = _parts(active)
             stale = [key for key in self.executions if key.startswith(f"{chat}#")]
         else:
-            parts = tool_call_parts(active, tool_call_id) if isinstance(active, dict) else []
+            parts = tool_call_parts(active, tool_call_id)
             stale = [key for key in (f"{chat}#{tool_call_id}",) if key in self.executions]
         for part in parts:
-            if part.get("kind") != "toolCall":
+            if not isinstance(part, dict) or part.get("kind") != "toolCall":
                 continue
-            tc = part.get("toolCall") or {}
-            contributor = tc.get("contributor") or {}
+            tc = _object(part.get("toolCall"))
+            contributor = _object(tc.get("contributor"))
             if contributor.get("kind") != "client" or contributor.get("clientId") != self.client_id:
                 continue
+            if not isinstance(tc.get("toolCallId"), str) or not isinstance(tc.get("toolName"), str):
+                continue  # not a call this client could run or name
             key = f"{chat}#{tc.get('toolCallId')}"
             status = tc.get("status")
             if status == "running":
@@ -310,16 +322,13 @@ class Contributions:
         loop = asyncio.get_running_loop()
 
         def still_running() -> bool:
-            state = self.confirmed(chat) or {}
-            active = state.get("activeTurn") or {}
+            active = _object(_object(self.confirmed(chat)).get("activeTurn"))
             if active.get("id") != turn_id:
                 return False
-            for part in active.get("responseParts") or ():
-                if (
-                    part.get("kind") == "toolCall"
-                    and (part.get("toolCall") or {}).get("toolCallId") == call_id
-                ):
-                    return part["toolCall"].get("status") == "running"
+            for part in _parts(active):
+                call = _object(part.get("toolCall")) if isinstance(part, dict) else {}
+                if part.get("kind") == "toolCall" and call.get("toolCallId") == call_id:
+                    return call.get("status") == "running"
             return False
 
         def send_content(blocks: list) -> None:

@@ -382,7 +382,7 @@ class _ClientTransitions(TransitionList):
             t
             for t in self
             if (channel is None or t.channel == channel)
-            and (type is None or t.type.startswith(type))
+            and (type is None or (isinstance(t.type, str) and t.type.startswith(type)))
             and (origin is None or t.origin.get("kind") == origin)
         )
 

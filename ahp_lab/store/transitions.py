@@ -282,7 +282,7 @@ class TransitionLog:
         for t in self:
             if channel is not None and t.channel != channel:
                 continue
-            if type is not None and not t.type.startswith(type):
+            if type is not None and not (isinstance(t.type, str) and t.type.startswith(type)):
                 continue
             if origin is not None and t.origin.get("kind") != origin:
                 continue

@@ -267,11 +267,18 @@ class JsonRpcPeer:
                 ErrorCode.INVALID_REQUEST, "the message nests too deep to parse"
             )
         except ValueError as exc:
-            return None, RpcError(ErrorCode.PARSE_ERROR, f"invalid JSON: {exc}")
+            return _leading_id(text), RpcError(ErrorCode.PARSE_ERROR, f"invalid JSON: {exc}")
 
     def _receive_text(self, text: str) -> None:
         message, error = self._parse(text)
         if error is not None:
+            # An answer to one of our requests that cannot be read fails that request at once
+            # (else it waited out its timeout, and a resume retried for ever); anything else
+            # unreadable is answered with the error.
+            future = self._pending.get(message) if message is not None else None
+            if future is not None and not future.done() and '"method"' not in text:
+                future.set_exception(RpcError(error.code, f"its answer could not be read: {error.message}"))
+                return
             self.send_error(message, error)
             return
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":

@@ -62,6 +62,8 @@ def clean_text(value: Any) -> str:
         s = _ESCAPES.sub("", s)
     if "\r" in s:
         s = s.replace("\r\n", "\n").replace("\r", "\n")
+    if not s.isascii():  # a lone surrogate (a remote host's) could not be sent to the browser
+        s = s.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return _CONTROLS.sub("", s)
 
 

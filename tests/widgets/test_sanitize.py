@@ -75,3 +75,13 @@ def test_json_preview_shows_a_long_state_list_as_a_list():
     turns = Vector.of([{"id": f"t{i}"} for i in range(40)])
     text = json_preview({"turns": turns}, "v", indent=None)["text"]
     assert text.startswith('{"turns": [{"id": "t0"}') and '"t39"' in text
+
+
+def test_a_lone_surrogate_a_remote_host_sent_becomes_a_replacement_character():
+    """A host's lone half went to the browser as it was, and the kernel could not encode the
+    message (ipykernel's packer refuses lone surrogates): the view stopped updating."""
+    import json
+
+    shown = clean_text("a\ud800b \ud83d\ude00")
+    assert shown == "a\ufffdb \U0001f600"
+    json.dumps(shown, ensure_ascii=False).encode("utf-8")  # what the kernel sends: no error

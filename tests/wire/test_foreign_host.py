@@ -376,7 +376,9 @@ def test_rejections_are_kept_only_for_actions_this_client_sent():
 
 
 def test_a_flood_before_the_subscribe_answer_fails_that_subscribe_instead_of_growing_without_end():
-    from ahp_lab.client.client import MAX_EARLY_CHARS
+    """Envelopes waiting for a subscribe's snapshot were kept without bound (200 x 4 MB: +797 MB).
+    The bound counts memory, not JSON text: 3 MB of empty objects hold some 60 MB."""
+    from ahp_lab.client.client import MAX_EARLY_BYTES
 
     chat = "ahp-chat:/s1/c1"
 
@@ -385,9 +387,9 @@ def test_a_flood_before_the_subscribe_answer_fails_that_subscribe_instead_of_gro
         if method == "initialize":
             await _initialize(ws, message)
         elif method == "subscribe":
-            delta = {"type": "chat/delta", "turnId": "t", "partId": "p", "content": "y" * 1_000_000}
-            for n in range(MAX_EARLY_CHARS // 1_000_000 + 2):
-                envelope = {"channel": chat, "action": delta, "serverSeq": 2 + n}
+            padded = {"type": "session/metaChanged", "_meta": {"pad": [{}] * 50_000}}
+            for n in range(MAX_EARLY_BYTES // (50_000 * 64) + 2):
+                envelope = {"channel": chat, "action": padded, "serverSeq": 2 + n}
                 await ws.send(json.dumps({"jsonrpc": "2.0", "method": "action", "params": envelope}))
             await _answer(
                 ws, message, {"snapshot": _snapshot(chat, {"resource": chat, "title": "c", "turns": []})}
@@ -397,10 +399,10 @@ def test_a_flood_before_the_subscribe_answer_fails_that_subscribe_instead_of_gro
         async with foreign_host(host) as url:
             client = await connect(url, reconnect=False)
             with pytest.raises(
-                ValueError, match=r"more than 16,777,216 characters of actions for ahp-chat:/s1/c1"
+                ValueError, match=r"more than 67,108,864 bytes of actions before ahp-chat:/s1/c1's"
             ):
                 await client.subscribe(chat)
-            assert chat not in client.channels and not client._early
+            assert chat not in client.channels and not client._early and client._early_pool == [0]
             client.close()
 
     run(main())
@@ -539,3 +541,146 @@ def test_a_hosts_error_message_is_raised_on_one_line_without_terminal_escapes():
     assert message.startswith("no [2J WARNING forged line")
     assert not any(c in message for c in "\x1b\n\r")
     assert len(message) < 2_100 and message.endswith("more characters]")
+
+
+def test_a_notification_with_a_bare_name_cannot_pass_for_one_of_the_clients_own_events():
+    """``{"method": "missing"}`` became the client's own ``$missing``: the lab forgot a chat it was
+    still subscribed to. The protocol's notifications all have a ``/`` in their method."""
+
+    async def host(ws, message):
+        if message.get("method") == "initialize":
+            await _with_session(ws, message)
+        elif message.get("method") == "ping":
+            for method in ("missing", "closed", "root/progress"):
+                await ws.send(
+                    json.dumps({"jsonrpc": "2.0", "method": method, "params": {"channel": SESSION}})
+                )
+            await _answer(ws, message, {})
+
+    async def main():
+        async with foreign_host(host) as url:
+            client = await connect(url, reconnect=False, subscriptions=["ahp-root://", SESSION])
+            seen = []
+            client.on_change(lambda channel, event: seen.append(event["type"]))
+            await client.settle(10)
+            client.close()
+            return seen
+
+    assert run(main()) == ["$root/progress"]
+
+
+@pytest.mark.parametrize("unreadable", ["nan", "deep"])
+def test_a_reconnect_answer_the_client_cannot_read_is_a_refusal_at_once(unreadable):
+    """An answer the parser refused (NaN, nested past the read depth) was answered with an error
+    while the request waited out its timeout; the reconnector then retried for ever."""
+    opened = []
+    body = "NaN" if unreadable == "nan" else "[" * 300 + "]" * 300
+
+    async def host(ws, message):
+        if message.get("method") == "initialize":
+            await _initialize(ws, message)
+        elif message.get("method") == "reconnect":
+            head = f'{{"jsonrpc":"2.0","id":{json.dumps(message["id"])},'
+            await ws.send(head + '"result":{"type":"replay","actions":' + body + "}}")
+
+    async def on_open(ws):
+        opened.append(ws)
+
+    async def main():
+        async with foreign_host(host, on_open) as url:
+            client = await connect(url, request_timeout=60)
+            client.peer.transport.abort()
+            await client.wait_for("ahp-root://", lambda _s: client.reconnector.task is not None or None, 10)
+            await asyncio.wait_for(client.reconnector.task, 20)  # not the 60 s request timeout
+            # the unreadable answer is a refusal: the client initializes again on the same socket
+            assert client.connected and client.reconnector.error is None
+            assert client.reconnector.history[-1]["mode"] == "initialize" and len(opened) == 2
+            client.close()
+
+    run(main())
+
+
+def test_what_a_replay_or_a_fallback_names_touches_only_the_clients_own_channels():
+    """A fallback subscribe answered with another channel's snapshot installed that channel; a
+    replay listing 3.5 M missing channels fired an event for each."""
+    other = "ahp-chat:/elsewhere/x"
+    state = {"drops": 0}
+
+    async def host(ws, message):
+        method, params = message.get("method"), message.get("params") or {}
+        if method == "initialize":
+            if params.get("initialSubscriptions") and state["drops"]:
+                await ws.send(
+                    json.dumps(
+                        {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32602, "message": "gone"}}
+                    )
+                )
+            else:
+                await _with_session(ws, message)
+        elif method == "reconnect":
+            await ws.send(
+                json.dumps(
+                    {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32602, "message": "no"}}
+                )
+            )
+        elif method == "subscribe":
+            await _answer(ws, message, {"snapshot": _snapshot(other, {"title": "INJECTED"})})
+
+    async def main():
+        async with foreign_host(host) as url:
+            client = await connect(url, subscriptions=["ahp-root://", SESSION])
+            state["drops"] += 1
+            client.peer.transport.abort()
+            await client.wait_for("ahp-root://", lambda _s: client.reconnector.task is not None or None, 10)
+            await asyncio.wait_for(client.reconnector.task, 20)
+            channels = set(client.channels)
+            client.close()
+            return channels
+
+    channels = run(main())
+    assert other not in channels and SESSION not in channels  # it could not be resubscribed
+
+
+def test_an_envelope_numbered_past_what_json_carries_is_not_applied():
+    """serverSeq 2**200 froze the channel: every later envelope counted as stale."""
+
+    async def host(ws, message):
+        if message.get("method") == "initialize":
+            await _with_session(ws, message)
+        elif message.get("method") == "ping":
+            for seq, title in ((2**200, "frozen"), (2, "applied")):
+                envelope = {
+                    "channel": SESSION,
+                    "action": {"type": "session/titleChanged", "title": title},
+                    "serverSeq": seq,
+                }
+                await ws.send(json.dumps({"jsonrpc": "2.0", "method": "action", "params": envelope}))
+            await _answer(ws, message, {})
+
+    async def main():
+        async with foreign_host(host) as url:
+            client = await connect(url, reconnect=False, subscriptions=["ahp-root://", SESSION])
+            await client.settle(10)
+            title, seq = client.state(SESSION)["title"], client.last_seen_seq
+            client.close()
+            return title, seq
+
+    assert run(main()) == ("applied", 2)
+
+
+def test_a_snapshot_whose_state_is_not_an_object_is_refused_with_the_reason():
+    async def host(ws, message):
+        if message.get("method") == "initialize":
+            await _initialize(ws, message)
+        elif message.get("method") == "subscribe":
+            await _answer(ws, message, {"snapshot": _snapshot("ahp-chat:/c9", 7)})
+
+    async def main():
+        async with foreign_host(host) as url:
+            client = await connect(url, reconnect=False)
+            with pytest.raises(RpcError, match="the snapshot of ahp-chat:/c9 has no state object"):
+                await client.subscribe("ahp-chat:/c9")
+            assert "ahp-chat:/c9" not in client.channels
+            client.close()
+
+    run(main())
