@@ -136,18 +136,22 @@ def _canonical_json(value: Any) -> str:
 
 
 # History messages are never changed once sent, and every request repeats them: their lines are
-# computed once (keyed by identity, checked on use).
+# computed once (keyed by identity, checked on use), up to 50,000 lines of 64 Mi characters in all.
 _LINES: dict[int, tuple[dict, str]] = {}
+_lines_chars = 0
 
 
 def _message_line(message: dict) -> str:
+    global _lines_chars
     hit = _LINES.get(id(message))
     if hit is not None and hit[0] is message:
         return hit[1]
     line = _canonical_json({k: v for k, v in message.items() if not k.startswith("_")})
-    if len(_LINES) > 50_000:
+    if len(_LINES) > 50_000 or _lines_chars > 1 << 26:
         _LINES.clear()
+        _lines_chars = 0
     _LINES[id(message)] = (message, line)
+    _lines_chars += len(line)
     return line
 
 
