@@ -532,6 +532,7 @@ class CustomizationManager:
         root = root_uri.rstrip("/")
         files: dict[str, bytes] = {}
         errors: dict[str, str] = {}
+        notes: list[str] = []
         pending: list[tuple[str, int]] = [("", 0)]
         count = 0
         total = 0  # bytes read; one plugin may make the host hold at most max_message_bytes
@@ -560,19 +561,28 @@ class CustomizationManager:
                 errors[rel] = reason
                 continue
             for item in entries:
+                count += 1  # every entry a listing holds, a name or not, counts toward the bound
                 name = item.get("name") if isinstance(item, dict) else None
                 if not isinstance(name, str) or not name or "/" in name or name in (".", ".."):
                     continue
                 sub = f"{rel}/{name}" if rel else name
-                count += 1
+                # Past a bound the walk stops: one problem says so, and nothing more is listed or
+                # read (one error per further entry, and every listing already queued, let a
+                # stranger's plugin grow the host by 85 MB/s).
                 if count > max_files:
-                    errors[sub] = f"the plugin has more than {max_files:,} entries (Limits.max_folder_files)"
-                    continue
-                if total > self.limits.max_message_bytes:
-                    errors[sub] = (
-                        f"the plugin's files add up to more than {self.limits.max_message_bytes:,} bytes"
+                    notes.append(
+                        f"The plugin has more than {max_files:,} entries (Limits.max_folder_files): "
+                        f"the rest, from {sub}, was not looked at."
                     )
-                    continue
+                    pending.clear()
+                    break
+                if total > self.limits.max_message_bytes:
+                    notes.append(
+                        f"The plugin's files add up to more than {self.limits.max_message_bytes:,} bytes: "
+                        f"the rest, from {sub}, was not read."
+                    )
+                    pending.clear()
+                    break
                 if item.get("type") == "directory":
                     if depth + 1 < _CLIENT_MAX_DEPTH:
                         pending.append((sub, depth + 1))
@@ -590,7 +600,7 @@ class CustomizationManager:
                     total += len(files[sub])
                 except (RpcError, TimeoutError, ConnectionError, ValueError) as exc:
                     errors[sub] = _rpc_reason(exc)
-        return MemorySource(root, files, errors, self.limits.max_customization_file_bytes)
+        return MemorySource(root, files, errors, self.limits.max_customization_file_bytes, notes)
 
 
 def _changed(containers: list[_Container]) -> list[_Container]:

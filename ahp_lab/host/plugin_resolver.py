@@ -123,7 +123,8 @@ class _Resolver:
         self.ns = namespace
         self.limits = limits
         self.children: list[ChildSpec] = []
-        self.warnings: list[str] = []
+        # what the source could not fetch in full (a client's plugin cut at a bound) comes first
+        self.warnings: list[str] = list(getattr(src, "notes", ()))
         self._keys: set[str] = set()
         self._mcp_names: set[str] = set()
         self._files_left = limits.max_folder_files

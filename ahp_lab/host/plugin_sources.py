@@ -133,11 +133,13 @@ class MemorySource:
         files: dict[str, bytes],
         errors: dict[str, str] | None = None,
         max_file_bytes: int = DEFAULT_LIMITS.max_customization_file_bytes,
+        notes: list[str] | None = None,
     ) -> None:
         self.root_uri = root_uri.rstrip("/")
         self.max_file_bytes = max_file_bytes
         self.files = files
         self.errors = dict(errors or {})
+        self.notes = list(notes or ())  # sentences about the whole (a fetch cut short)
         self.dirs = {""}
         for rel in list(files) + list(self.errors):
             parts = rel.split("/")

@@ -11,6 +11,7 @@ that would unlock it, as overview §2 describes).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import contextlib
@@ -18,7 +19,7 @@ import mimetypes
 import os
 import stat as statmod
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
@@ -205,6 +206,15 @@ class ResourceService:
                     ErrorCode.CONFLICT,
                     f"{uri} changed since it was read (etag {current or 'none'}, expected {if_match})",
                 )
+        # The size the write makes is known from the file's: a file far past the limit is refused
+        # before it is read (an append to a 1 GB log read it whole, on the host's loop).
+        size = os.stat(path).st_size if exists else 0
+        grown = (min(position, size) if mode == "truncate" else size) + len(data)
+        if grown > self.limits.max_write_bytes:
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                f"{uri} would grow past the write limit of {self.limits.max_write_bytes:,} bytes",
+            )
         try:
             existing = path.read_bytes() if exists else b""
         except OSError as exc:
@@ -225,24 +235,15 @@ class ResourceService:
         _atomic_write(path, new, uri)
         return {}
 
-    def _resourceList(self, connection: Any, params: dict) -> dict:
+    def _resourceList(self, connection: Any, params: dict) -> Awaitable[dict]:
         uri = params.get("uri")
         path = self.check(connection, uri)
         st = _stat(path, uri)
         if not statmod.S_ISDIR(st.st_mode):
             raise RpcError(ErrorCode.INVALID_PARAMS, f"{uri} is not a folder")
-        entries = []
-        try:
-            names = sorted(os.listdir(path))
-        except OSError as exc:
-            raise _os_error(exc, uri) from None
-        for name in names:
-            try:
-                mode = os.stat(path / name).st_mode
-            except OSError:
-                continue  # dangling symlinks and loops are not listed
-            entries.append({"name": name, "type": "directory" if statmod.S_ISDIR(mode) else "file"})
-        return {"entries": entries}
+        # A folder of 100,000 entries takes most of a second to list: in a worker thread, the
+        # host goes on serving every other connection meanwhile.
+        return asyncio.to_thread(_listing, path, uri)
 
     def _resourceMkdir(self, connection: Any, params: dict) -> dict:
         uri = params.get("uri")
@@ -255,7 +256,7 @@ class ResourceService:
             raise _os_error(exc, uri) from None
         return {}
 
-    def _resourceDelete(self, connection: Any, params: dict) -> dict:
+    def _resourceDelete(self, connection: Any, params: dict) -> dict | Awaitable[dict]:
         uri = params.get("uri")
         path = self.check(connection, uri, write=True)
         if not os.path.lexists(path):
@@ -265,14 +266,11 @@ class ResourceService:
                 raise RpcError(
                     ErrorCode.PERMISSION_DENIED, f"{uri} is a writable root itself and cannot be deleted"
                 )
+        if path.is_dir() and not path.is_symlink() and params.get("recursive"):
+            return asyncio.to_thread(_removed_tree, path, uri)  # a large tree: off the host's loop
         try:
             if path.is_dir() and not path.is_symlink():
-                if params.get("recursive"):
-                    import shutil
-
-                    shutil.rmtree(path)
-                else:
-                    path.rmdir()
+                path.rmdir()
             else:
                 path.unlink()
         except OSError as exc:
@@ -319,6 +317,33 @@ def _content_type(path: Path) -> str | None:
     if path.suffix in (".md", ".mdc"):
         return "text/markdown"
     return mimetypes.guess_type(path.name)[0]
+
+
+def _removed_tree(path: Path, uri: str) -> dict:
+    """``resourceDelete``'s recursive removal of folder ``path`` (in a worker thread)."""
+    import shutil
+
+    try:
+        shutil.rmtree(path)
+    except OSError as exc:
+        raise _os_error(exc, uri) from None
+    return {}
+
+
+def _listing(path: Path, uri: str) -> dict:
+    """``resourceList``'s answer for folder ``path``: its entries by name, each a file or a folder."""
+    entries = []
+    try:
+        names = sorted(os.listdir(path))
+    except OSError as exc:
+        raise _os_error(exc, uri) from None
+    for name in names:
+        try:
+            mode = os.stat(path / name).st_mode
+        except OSError:
+            continue  # dangling symlinks and loops are not listed
+        entries.append({"name": name, "type": "directory" if statmod.S_ISDIR(mode) else "file"})
+    return {"entries": entries}
 
 
 def _stat(path: Path, uri: Any) -> os.stat_result:

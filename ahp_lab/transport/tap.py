@@ -55,6 +55,10 @@ class Frame:
 _PARSE_LIMIT = 64 * 1024  # larger frames are classified from their first characters only
 #: A frame's characters a :class:`FrameLog` keeps (the rest is dropped; its size is kept).
 KEPT_CHARS = _PARSE_LIMIT
+#: The value of a ``"token"`` member (``authenticate``'s), up to its closing quote or the end of a
+#: cut frame: masked before a frame is kept, in or out, since a frame log is shown and exported
+#: and the host only learns a token once it has delivered it (a refused one never).
+_TOKEN = re.compile(r'("token"\s*:\s*")(?:[^"\\]|\\.)*("|\\?$)')
 _HEAD = re.compile(r'"(method|id|type)"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,20})')
 
 
@@ -157,6 +161,8 @@ class FrameLog:
         """Append a frame and tell the listeners."""
         self.count += 1
         kept = text if len(text) <= KEPT_CHARS else text[:KEPT_CHARS]
+        if '"token"' in kept:
+            kept = _TOKEN.sub(r"\1***\2", kept)
         raw = (self.count, direction, kept, self._clock(), connection, len(text))
         frames = self._raw
         if len(frames) == frames.maxlen:
