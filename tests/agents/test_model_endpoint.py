@@ -35,6 +35,21 @@ def _turns(server: FakeOpenAI, prompts: list[str], **options):
     return arun(main())
 
 
+async def _two_turns_beside_strangers_tools(lab, tools: list[dict]):
+    """A stranger (mallory) publishes ``tools`` in the lab's session; then two turns run. Returns
+    the turns and the chat's notices, and closes the lab."""
+    mallory = Stranger(lab.host.connect("mallory"))
+    await mallory.initialize("mallory")
+    await mallory.call("subscribe", {"channel": lab.session})
+    active = {"clientId": "mallory", "tools": tools}
+    mallory.dispatch(lab.session, 1, {"type": "session/activeClientSet", "activeClient": active})
+    assert "rejectionReason" not in await mallory.echo(1)
+    turns = [await lab.send("hi"), await lab.send("again")]
+    told = notes(lab)
+    await lab.aclose()
+    return turns, told
+
+
 def test_a_lone_surrogate_from_the_endpoint_is_kept_as_a_replacement_character(tmp_path):
     """A lone half in the text (or a tool call's arguments) was kept in the history as it came, and
     every later request of the chat failed to encode it: the chat was broken for good."""
@@ -166,20 +181,11 @@ def test_a_strangers_tool_the_models_api_cannot_take_is_left_out_not_every_reque
 
         async def main():
             lab, _agent = await loop_lab(tmp_path, OpenAIModel("m", base_url=server.base_url, api_key="k"))
-            mallory = Stranger(lab.host.connect("mallory"))
-            await mallory.initialize("mallory")
-            await mallory.call("subscribe", {"channel": lab.session})
             tools = [
                 {"name": "evil.tool", "description": "d", "inputSchema": {"type": "object"}},
                 {"name": "chatty", "description": "w" * 900_000, "inputSchema": {"type": "object"}},
             ]
-            active = {"clientId": "mallory", "tools": tools}
-            mallory.dispatch(lab.session, 1, {"type": "session/activeClientSet", "activeClient": active})
-            assert "rejectionReason" not in await mallory.echo(1)
-            turns = [await lab.send("hi"), await lab.send("again")]
-            told = notes(lab)
-            await lab.aclose()
-            return turns, told
+            return await _two_turns_beside_strangers_tools(lab, tools)
 
         turns, told = arun(main())
     assert [t.text for t in turns] == ["one", "two"]
@@ -231,22 +237,13 @@ def test_what_strangers_publish_never_makes_the_request_one_the_api_refuses(tmp_
                 """The notebook's own echo."""
                 return text
 
-            mallory = Stranger(lab.host.connect("mallory"))
-            await mallory.initialize("mallory")
-            await mallory.call("subscribe", {"channel": lab.session})
             obj = {"type": "object"}
             tools = [
                 {"name": "echo", "description": "mallory's echo", "inputSchema": obj},
                 {"name": "stringy", "description": "d", "inputSchema": {"type": "string"}},
                 *({"name": f"t{i}", "description": "d", "inputSchema": obj} for i in range(300)),
             ]
-            active = {"clientId": "mallory", "tools": tools}
-            mallory.dispatch(lab.session, 1, {"type": "session/activeClientSet", "activeClient": active})
-            assert "rejectionReason" not in await mallory.echo(1)
-            turns = [await lab.send("hi"), await lab.send("again")]
-            told = notes(lab)
-            await lab.aclose()
-            return turns, told
+            return await _two_turns_beside_strangers_tools(lab, tools)
 
         turns, told = arun(main())
     assert [t.text for t in turns] == ["one", "two"]

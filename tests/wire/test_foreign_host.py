@@ -408,32 +408,17 @@ def test_a_flood_before_the_subscribe_answer_fails_that_subscribe_instead_of_gro
     run(main())
 
 
-def test_a_notification_cannot_pass_for_one_of_the_clients_own_events():
-    """A host's notification whose params carry a ``type`` became that event: ``$missing`` made
-    the lab forget a channel it was still subscribed to."""
+def _sending_on_ping(*numbered: tuple[int, dict]) -> Script:
+    """A host with the root and SESSION that answers a ``ping`` after sending SESSION's
+    envelopes, each ``(serverSeq, action)``: a client's ``settle`` has them all applied."""
 
-    async def host(ws, message):
-        if message.get("method") == "initialize":
-            await _with_session(ws, message)
-        elif message.get("method") == "ping":
-            forged = {"channel": SESSION, "type": "$missing"}
-            await ws.send(json.dumps({"jsonrpc": "2.0", "method": "root/progress", "params": forged}))
-            await _answer(ws, message, {})
+    async def ping(ws: Any, message: dict) -> None:
+        for seq, action in numbered:
+            envelope = {"channel": SESSION, "action": action, "serverSeq": seq}
+            await ws.send(json.dumps({"jsonrpc": "2.0", "method": "action", "params": envelope}))
+        await _answer(ws, message, {})
 
-    async def main():
-        async with foreign_host(host) as url:
-            client = await connect(url, reconnect=False, subscriptions=["ahp-root://", SESSION])
-            seen = []
-            client.on_change(lambda channel, event: seen.append(event["type"]))
-            await client.settle(10)
-            types = list(seen)
-            subscribed = SESSION in client.channels
-            client.close()
-            return types, subscribed
-
-    types, subscribed = run(main())
-    assert subscribed
-    assert "$root/progress" in types and "$missing" not in types
+    return _on_ping(_with_session, ping)
 
 
 async def _logged_client(url: str) -> tuple[Any, Any]:
@@ -491,18 +476,10 @@ def test_an_envelope_nested_past_what_the_client_reads_is_refused_and_the_rest_d
         inner["a"] = [{}]
         inner = inner["a"][0]
 
-    async def host(ws, message):
-        if message.get("method") == "initialize":
-            await _with_session(ws, message)
-        elif message.get("method") == "ping":
-            for seq, meta in ((2, deep), (3, {"fine": True})):
-                envelope = {
-                    "channel": SESSION,
-                    "action": {"type": "session/metaChanged", "_meta": meta},
-                    "serverSeq": seq,
-                }
-                await ws.send(json.dumps({"jsonrpc": "2.0", "method": "action", "params": envelope}))
-            await _answer(ws, message, {})
+    host = _sending_on_ping(
+        (2, {"type": "session/metaChanged", "_meta": deep}),
+        (3, {"type": "session/metaChanged", "_meta": {"fine": True}}),
+    )
 
     async def main():
         async with foreign_host(host) as url:
@@ -543,18 +520,19 @@ def test_a_hosts_error_message_is_raised_on_one_line_without_terminal_escapes():
     assert len(message) < 2_100 and message.endswith("more characters]")
 
 
-def test_a_notification_with_a_bare_name_cannot_pass_for_one_of_the_clients_own_events():
-    """``{"method": "missing"}`` became the client's own ``$missing``: the lab forgot a chat it was
-    still subscribed to. The protocol's notifications all have a ``/`` in their method."""
+def test_a_hosts_notification_cannot_pass_for_one_of_the_clients_own_events():
+    """A notification whose params carried a ``type``, or whose method was a bare name
+    (``missing``), became the client's own ``$missing``: the lab forgot a chat it was still
+    subscribed to. Only the protocol's methods (each with a ``/``) become events, as themselves."""
 
     async def host(ws, message):
         if message.get("method") == "initialize":
             await _with_session(ws, message)
         elif message.get("method") == "ping":
-            for method in ("missing", "closed", "root/progress"):
-                await ws.send(
-                    json.dumps({"jsonrpc": "2.0", "method": method, "params": {"channel": SESSION}})
-                )
+            forged = [("root/progress", {"type": "$missing"}), ("missing", {}), ("closed", {})]
+            for method, params in forged:
+                notification = {"jsonrpc": "2.0", "method": method, "params": {"channel": SESSION, **params}}
+                await ws.send(json.dumps(notification))
             await _answer(ws, message, {})
 
     async def main():
@@ -563,10 +541,11 @@ def test_a_notification_with_a_bare_name_cannot_pass_for_one_of_the_clients_own_
             seen = []
             client.on_change(lambda channel, event: seen.append(event["type"]))
             await client.settle(10)
+            subscribed = SESSION in client.channels
             client.close()
-            return seen
+            return seen, subscribed
 
-    assert run(main()) == ["$root/progress"]
+    assert run(main()) == (["$root/progress"], True)
 
 
 @pytest.mark.parametrize("unreadable", ["nan", "deep"])
@@ -644,18 +623,10 @@ def test_what_a_replay_or_a_fallback_names_touches_only_the_clients_own_channels
 def test_an_envelope_numbered_past_what_json_carries_is_not_applied():
     """serverSeq 2**200 froze the channel: every later envelope counted as stale."""
 
-    async def host(ws, message):
-        if message.get("method") == "initialize":
-            await _with_session(ws, message)
-        elif message.get("method") == "ping":
-            for seq, title in ((2**200, "frozen"), (2, "applied")):
-                envelope = {
-                    "channel": SESSION,
-                    "action": {"type": "session/titleChanged", "title": title},
-                    "serverSeq": seq,
-                }
-                await ws.send(json.dumps({"jsonrpc": "2.0", "method": "action", "params": envelope}))
-            await _answer(ws, message, {})
+    host = _sending_on_ping(
+        (2**200, {"type": "session/titleChanged", "title": "frozen"}),
+        (2, {"type": "session/titleChanged", "title": "applied"}),
+    )
 
     async def main():
         async with foreign_host(host) as url:
