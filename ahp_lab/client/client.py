@@ -132,11 +132,11 @@ def _checked_snapshot(snapshot: Any, method: str) -> dict:
     if not isinstance(resource, str) or not resource:
         raise _bad_answer(method, f"a snapshot's resource is {resource!r:.60}, not a channel URI")
     if not isinstance(snapshot.get("state"), dict):
-        raise _bad_answer(method, f"the snapshot of {resource:.200} has no state object")
+        raise _bad_answer(method, f"the snapshot of {resource!r:.200} has no state object")
     seq = snapshot.get("fromSeq")
     if seq is not None and (type(seq) is not int or not 0 <= seq < 1 << 53):
         raise _bad_answer(
-            method, f"the snapshot of {resource:.200} has fromSeq {seq!r:.40}, not a sequence number"
+            method, f"the snapshot of {resource!r:.200} has fromSeq {seq!r:.40}, not a sequence number"
         )
     return snapshot
 
@@ -391,15 +391,16 @@ class AhpClient(Contributions):
         channels = list(self.channels)
         for channel in channels:
             self._early.setdefault(channel, _Early(self._early_pool))
+        early: dict[str, _Early | None] = {}
         try:
-            mode = await self._reconnect_or_initialize(channels, timeout)
-        finally:
-            early = {c: self._early.pop(c, None) for c in channels}
-        try:
+            try:
+                mode = await self._reconnect_or_initialize(channels, timeout)
+            finally:
+                early = {c: self._early.pop(c, None) for c in channels}
             for channel in channels:
                 for env in _taken(early, channel):
                     self._apply_envelope(env)
-        finally:
+        finally:  # whatever ended the resume, the pool gets back what its channels held
             for entry in early.values():
                 if entry is not None:
                     entry.release()

@@ -572,14 +572,14 @@ class CustomizationManager:
                 if count > max_files:
                     notes.append(
                         f"The plugin has more than {max_files:,} entries (Limits.max_folder_files): "
-                        f"the rest, from {sub}, was not looked at."
+                        f"the rest, from {sub[:200]!r}, was not looked at."
                     )
                     pending.clear()
                     break
                 if total > self.limits.max_message_bytes:
                     notes.append(
                         f"The plugin's files add up to more than {self.limits.max_message_bytes:,} bytes: "
-                        f"the rest, from {sub}, was not read."
+                        f"the rest, from {sub[:200]!r}, was not read."
                     )
                     pending.clear()
                     break

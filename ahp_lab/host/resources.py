@@ -17,9 +17,11 @@ import binascii
 import contextlib
 import mimetypes
 import os
+import re
 import stat as statmod
 import tempfile
 from collections.abc import Awaitable, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
@@ -208,15 +210,19 @@ class ResourceService:
                 )
         # The size the write makes is known from the file's: a file far past the limit is refused
         # before it is read (an append to a 1 GB log read it whole, on the host's loop).
-        size = os.stat(path).st_size if exists else 0
-        grown = (min(position, size) if mode == "truncate" else size) + len(data)
-        if grown > self.limits.max_write_bytes:
-            raise RpcError(
-                ErrorCode.INVALID_PARAMS,
-                f"{uri} would grow past the write limit of {self.limits.max_write_bytes:,} bytes",
-            )
+        # (A truncate reads only what it keeps, the first ``position`` bytes.)
         try:
-            existing = path.read_bytes() if exists else b""
+            size = os.stat(path).st_size if exists else 0
+            grown = (min(position, size) if mode == "truncate" else size) + len(data)
+            if grown > self.limits.max_write_bytes:
+                raise RpcError(
+                    ErrorCode.INVALID_PARAMS,
+                    f"{uri} would grow past the write limit of {self.limits.max_write_bytes:,} bytes",
+                )
+            existing = b""
+            if exists:
+                with open(path, "rb") as fh:
+                    existing = fh.read(position) if mode == "truncate" else fh.read()
         except OSError as exc:
             raise _os_error(exc, uri) from None
         if mode == "truncate":
@@ -243,7 +249,7 @@ class ResourceService:
             raise RpcError(ErrorCode.INVALID_PARAMS, f"{uri} is not a folder")
         # A folder of 100,000 entries takes most of a second to list: in a worker thread, the
         # host goes on serving every other connection meanwhile.
-        return asyncio.to_thread(_listing, path, uri)
+        return _off_the_loop(_listing, path, uri)
 
     def _resourceMkdir(self, connection: Any, params: dict) -> dict:
         uri = params.get("uri")
@@ -267,7 +273,7 @@ class ResourceService:
                     ErrorCode.PERMISSION_DENIED, f"{uri} is a writable root itself and cannot be deleted"
                 )
         if path.is_dir() and not path.is_symlink() and params.get("recursive"):
-            return asyncio.to_thread(_removed_tree, path, uri)  # a large tree: off the host's loop
+            return _off_the_loop(_removed_tree, path, _real(path), uri)  # a large tree
         try:
             if path.is_dir() and not path.is_symlink():
                 path.rmdir()
@@ -319,15 +325,34 @@ def _content_type(path: Path) -> str | None:
     return mimetypes.guess_type(path.name)[0]
 
 
-def _removed_tree(path: Path, uri: str) -> dict:
-    """``resourceDelete``'s recursive removal of folder ``path`` (in a worker thread)."""
+#: The resource commands' file work runs here, apart from the default executor that sync tools,
+#: customization resolution and the SDKs share: a stranger's burst of listings queues behind itself.
+_FILE_WORK = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ahp-resources")
+
+
+def _off_the_loop(work: Callable[..., dict], *args: Any) -> Awaitable[dict]:
+    return asyncio.get_running_loop().run_in_executor(_FILE_WORK, work, *args)
+
+
+def _removed_tree(path: Path, real: str, uri: str) -> dict:
+    """``resourceDelete``'s recursive removal of folder ``path`` (in a worker thread); ``real`` is
+    where it led when its permission was checked: a path that now leads elsewhere (a folder on
+    the way swapped for a link meanwhile) is refused, not followed."""
     import shutil
 
     try:
-        shutil.rmtree(path)
+        if _real(path) != real:
+            raise RpcError(
+                ErrorCode.PERMISSION_DENIED, f"{uri} changed while it was being deleted; nothing was"
+            )
+        shutil.rmtree(real)
     except OSError as exc:
         raise _os_error(exc, uri) from None
     return {}
+
+
+#: The lone surrogates ``os.listdir`` makes of bytes that are not UTF-8.
+_UNDECODED = re.compile("[\udc80-\udcff]")
 
 
 def _listing(path: Path, uri: str) -> dict:
@@ -338,6 +363,8 @@ def _listing(path: Path, uri: str) -> dict:
     except OSError as exc:
         raise _os_error(exc, uri) from None
     for name in names:
+        if not name.isascii() and _UNDECODED.search(name):
+            continue  # a name that is not UTF-8 cannot be sent, nor named back: not listed
         try:
             mode = os.stat(path / name).st_mode
         except OSError:

@@ -76,8 +76,9 @@ class RequestBudget:
         return 0.0 if self._level >= 0 else -self._level / self.rate
 
 
-#: Control characters (terminal escapes among them) and line breaks in an error the other side sent.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
+#: Control characters (terminal escapes among them), line and paragraph separators and the bidi
+#: controls in an error the other side sent: none of them may forge or reorder a line it is shown on.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]+")
 #: An error message the other side sent is kept up to this many characters.
 MAX_ERROR_CHARS = 2000
 

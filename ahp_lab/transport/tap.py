@@ -161,8 +161,8 @@ class FrameLog:
         """Append a frame and tell the listeners."""
         self.count += 1
         kept = text if len(text) <= KEPT_CHARS else text[:KEPT_CHARS]
-        if '"token"' in kept:
-            kept = _TOKEN.sub(r"\1***\2", kept)
+        if '"token"' in kept or "\\u" in kept:
+            kept = _without_tokens(kept)
         raw = (self.count, direction, kept, self._clock(), connection, len(text))
         frames = self._raw
         if len(frames) == frames.maxlen:
@@ -198,6 +198,34 @@ class FrameLog:
                     continue
             out.append(frame)
         return out
+
+
+def _without_tokens(text: str) -> str:
+    """``text`` with the value of every ``token`` member masked, its key written plainly or with
+    escapes (``"to\\u006ben"`` is the same key to the host); a cut frame, which does not parse, as
+    far as its plain form goes."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return _TOKEN.sub(r"\1***\2", text)
+    masked, found = _masked(value)
+    return json.dumps(masked, ensure_ascii=False) if found else text
+
+
+def _masked(value: Any) -> tuple[Any, bool]:
+    if isinstance(value, dict):
+        out, found = {}, False
+        for key, item in value.items():
+            if key == "token":
+                out[key], found = "***", True
+            else:
+                out[key], hit = _masked(item)
+                found = found or hit
+        return out, found
+    if isinstance(value, list):
+        pairs = [_masked(item) for item in value]
+        return [item for item, _ in pairs], any(hit for _, hit in pairs)
+    return value, False
 
 
 class TappedTransport:

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+
+import pytest
 
 from .conftest import ROOT, Stranger, arun, joined, open_lab, publish
 from .test_customization_limits import loaded
@@ -41,7 +44,7 @@ def test_a_plugin_listing_past_the_entry_bound_stops_the_walk(connect_stranger):
 
     entry, listings = arun(main())
     load = json.dumps(entry["load"])
-    assert entry["load"]["kind"] == "degraded" and "the rest, from f0, was not looked at" in load
+    assert entry["load"]["kind"] == "degraded" and "the rest, from 'f0', was not looked at" in load
     assert load.count("more than 2,000 entries") == 1
     assert listings == 1  # none of the 2,000 folders queued before the bound was listed
 
@@ -98,19 +101,25 @@ def test_an_authenticate_token_is_masked_in_the_served_hosts_frame_log():
             await s.initialize("auth-client")
             params = {"channel": ROOT, "resource": "https://demo.example/mcp", "token": token}
             await s.call("authenticate", params)
+            # the same key written with an escape is the same member to the host
+            escaped = json.dumps({**params, "token": token}).replace('"token"', '"to\\u006ben"')
+            s.send('{"jsonrpc":"2.0","id":77,"method":"authenticate","params":' + escaped + "}")
+            await s.response(77)
             frames = [f.text for f in lab.frames.frames]
             s.close()
             return frames
 
     frames = arun(main())
-    assert any('"authenticate"' in f for f in frames)
+    assert sum('"authenticate"' in f for f in frames) == 2
     assert not any(token in f for f in frames)
     assert any('"token":"***"' in f.replace(" ", "") for f in frames)
 
 
-def test_a_write_past_the_limit_is_refused_before_the_file_is_read(tmp_path):
+@pytest.mark.parametrize("mode", ["append", "truncate"])
+def test_a_write_never_reads_more_of_the_file_than_it_keeps(tmp_path, mode):
     """An append read the whole existing file before checking the limit: a 1 GB log in a writable
-    folder was read into the kernel, on its loop, for a one-byte append."""
+    folder was read into the kernel, on its loop, for a one-byte append. A truncate (the default
+    mode) read it whole too, to keep nothing of it."""
     import tracemalloc
 
     from ahp_lab.transport import RpcError
@@ -125,7 +134,7 @@ def test_a_write_past_the_limit_is_refused_before_the_file_is_read(tmp_path):
             uri = (writable / "big.log").as_uri()
             tracemalloc.start()
             try:
-                params = {"uri": uri, "data": "x", "encoding": "utf-8", "mode": "append"}
+                params = {"uri": uri, "data": "x", "encoding": "utf-8", "mode": mode}
                 await lab.client.request("resourceWrite", params)
             except RpcError as exc:
                 refused = exc.message
@@ -136,5 +145,24 @@ def test_a_write_past_the_limit_is_refused_before_the_file_is_read(tmp_path):
             return refused, peak
 
     refused, peak = arun(main())
-    assert refused is not None and "would grow past the write limit of 8,388,608 bytes" in refused
+    if mode == "append":
+        assert refused is not None and "would grow past the write limit of 8,388,608 bytes" in refused
+    else:
+        assert refused is None and (writable / "big.log").read_bytes() == b"x"
     assert peak < 20 * 1024 * 1024, peak
+
+
+def test_a_file_name_that_is_not_utf8_is_left_out_of_a_listing(tmp_path):
+    """os.listdir gives such a name as lone surrogates, which no answer can carry: over a socket
+    the answer could not be encoded, and the connection was closed."""
+    folder = tmp_path / "names"
+    folder.mkdir()
+    (folder / "fine.txt").write_text("x")
+    with open(os.path.join(os.fsencode(folder), b"bad\xffname"), "w") as fh:
+        fh.write("x")
+
+    async def main():
+        async with open_lab(directories=[{"path": folder, "contents": "skill"}]) as lab:
+            return await lab.client.request("resourceList", {"uri": folder.as_uri()})
+
+    assert arun(main())["entries"] == [{"name": "fine.txt", "type": "file"}]
