@@ -38,6 +38,7 @@ from ..extensions.config import Workspace
 from ..extensions.contract import Extension
 from ..extensions.custom_tools import USER_TOOLS
 from ..extensions.session import ExtensionSession, maybe_await
+from ..protocol.jsonvalue import held_back, valid_unicode
 from ..tools import FAILURES
 from .base import TurnContext, TurnFailed
 from .loop_host import LoopHost, SubagentSpec
@@ -48,7 +49,6 @@ from .models import (
     ModelResponse,
     ModelToolCall,
     ScriptedModel,
-    _unicode,
     checked_response,
 )
 
@@ -456,10 +456,7 @@ class LoopAgent:
             # chat whole: a first half waits for the next piece of the run.
             held = ""
             async for text in run_of(kind, first):
-                text = held + text
-                held = text[-1] if text and "\ud800" <= text[-1] <= "\udbff" else ""
-                if held:
-                    text = text[:-1]
+                text, held = held_back(held + text)
                 if text:
                     yield text
             if held:
@@ -526,7 +523,7 @@ class LoopAgent:
             result = ToolResultInfo(outcome.ok, text, outcome.status)
         for report in await es.after_tool_call(ctx.chat, ctx.turn_id, info, result):
             await ctx.notify(f"Extension hook {report}.")
-        return _unicode(str(result.text))  # the history is sent again with every request: valid Unicode
+        return valid_unicode(str(result.text))  # the history is sent again with every request
 
     def __repr__(self) -> str:
         return f"<LoopAgent model={self.model!r} extensions={[e.id for e in self.extensions]}>"

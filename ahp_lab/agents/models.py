@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from ..protocol.jsonvalue import valid_unicode
 from .base import TurnFailed
 
 __all__ = [
@@ -192,14 +193,6 @@ def _string(value: Any, what: str, limit: int) -> str:
     return value
 
 
-def _unicode(text: str) -> str:
-    """``text`` as valid Unicode: a surrogate pair is joined, a lone surrogate becomes U+FFFD (no
-    request could carry it: every later call of the chat would fail to encode its history)."""
-    if text.isascii():
-        return text
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-
-
 def checked_response(response: Any) -> ModelResponse:
     """``response`` as the loop keeps it and sends it back in the next requests: strings that are
     valid Unicode and within the bounds above, a finish reason that is a short string, and usage
@@ -220,15 +213,17 @@ def checked_response(response: Any) -> ModelResponse:
             raise _malformed(f"a tool call is {_json_kind(call)}, not a ModelToolCall")
         checked.append(
             ModelToolCall(
-                _unicode(_string(call.id, "a tool call's id", MAX_NAME_CHARS)),
-                _unicode(_string(call.name, "a tool call's name", MAX_NAME_CHARS)),
-                _unicode(_string(call.arguments, "the arguments of a tool call", MAX_ARGUMENTS_CHARS)),
+                valid_unicode(_string(call.id, "a tool call's id", MAX_NAME_CHARS)),
+                valid_unicode(_string(call.name, "a tool call's name", MAX_NAME_CHARS)),
+                valid_unicode(_string(call.arguments, "the arguments of a tool call", MAX_ARGUMENTS_CHARS)),
             )
         )
     finish = response.finish_reason
     if finish is not None:
         finish = _string(finish, "its finish reason", 1 << 30)
-        finish = _unicode(finish if len(finish) <= _MAX_FINISH_CHARS else finish[:_MAX_FINISH_CHARS] + "…")
+        finish = valid_unicode(
+            finish if len(finish) <= _MAX_FINISH_CHARS else finish[:_MAX_FINISH_CHARS] + "…"
+        )
     usage = response.usage
     if isinstance(usage, dict):
         counts = {k: usage.get(k) for k in ("inputTokens", "outputTokens")}
@@ -236,8 +231,8 @@ def checked_response(response: Any) -> ModelResponse:
     else:
         usage = None
     model = response.model if isinstance(response.model, str) else None
-    model = None if model is None else _unicode(model[:MAX_NAME_CHARS])
-    return ModelResponse(_unicode(text), checked, _unicode(reasoning), usage, model, finish)
+    model = None if model is None else valid_unicode(model[:MAX_NAME_CHARS])
+    return ModelResponse(valid_unicode(text), checked, valid_unicode(reasoning), usage, model, finish)
 
 
 class Model(Protocol):

@@ -33,6 +33,7 @@ from ..protocol import (
 )
 from ..protocol.actions import channel_kind_of_action
 from ..protocol.jsonrpc import ErrorCode
+from ..protocol.limits import valid_seq
 from ..reducers.chat import touched_tool_call
 from ..tools import Tool
 from ..transport import JsonRpcPeer, RpcError
@@ -119,7 +120,7 @@ def _answer_seq(result: dict, method: str) -> int:
     seq = result.get("serverSeq")
     if seq is None:
         return 0
-    if type(seq) is not int or not 0 <= seq < 1 << 53:
+    if not valid_seq(seq):
         raise _bad_answer(method, f"serverSeq is {seq!r:.40}, not a sequence number")
     return seq
 
@@ -134,7 +135,7 @@ def _checked_snapshot(snapshot: Any, method: str) -> dict:
     if not isinstance(snapshot.get("state"), dict):
         raise _bad_answer(method, f"the snapshot of {resource!r:.200} has no state object")
     seq = snapshot.get("fromSeq")
-    if seq is not None and (type(seq) is not int or not 0 <= seq < 1 << 53):
+    if seq is not None and not valid_seq(seq):
         raise _bad_answer(
             method, f"the snapshot of {resource!r:.200} has fromSeq {seq!r:.40}, not a sequence number"
         )
@@ -294,11 +295,15 @@ class AhpClient(Contributions):
                 if channel in snapshots:
                     self._apply_snapshot(snapshots[channel], early)
         finally:  # whatever failed, no channel is left buffering what will never be applied
-            for channel in subscriptions:
-                entry = self._early.pop(channel, None)
-                if entry is not None:
-                    entry.release()
+            self._drop_early(subscriptions)
         return result
+
+    def _drop_early(self, channels: list[str]) -> None:
+        """Stop buffering ``channels``' envelopes, giving the pool back what they held."""
+        for channel in channels:
+            entry = self._early.pop(channel, None)
+            if entry is not None:
+                entry.release()
 
     async def request(self, method: str, params: dict | None = None, *, timeout: float | None = None) -> Any:
         """Send a command; ``params.channel`` defaults to the root channel."""
@@ -531,9 +536,7 @@ class AhpClient(Contributions):
         try:
             result = await self.peer.request("subscribe", params, timeout=self.request_timeout)
         except BaseException:
-            entry = self._early.pop(channel, None)
-            if entry is not None:
-                entry.release()
+            self._drop_early([channel])
             raise
         envelopes = _taken(self._early, channel)
         if not isinstance(result, dict) or result.get("snapshot") is None:
@@ -625,7 +628,7 @@ class AhpClient(Contributions):
 
     def _apply_envelope(self, env: dict) -> None:
         seq = env.get("serverSeq")
-        if type(seq) is not int or not 0 <= seq < 1 << 53:  # overview §4: every envelope carries its number
+        if not valid_seq(seq):  # overview §4: every envelope carries its number
             log.warning(
                 "%s: ignored an action envelope without a serverSeq number: %.200s", self.client_id, env
             )

@@ -34,7 +34,7 @@ from typing import Any
 from ..protocol import PROTOCOL_VERSION, SUPPORTED_VERSIONS, ProtocolError, validate_params
 from ..protocol.actions import ACTION_SINCE
 from ..protocol.jsonrpc import ErrorCode
-from ..protocol.limits import MAX_SAFE_INTEGER, check_json, valid_client_seq
+from ..protocol.limits import MAX_SAFE_INTEGER, check_json, valid_seq
 from ..protocol.messages import COMMANDS, HOST_TO_CLIENT_COMMANDS, ROOT_CHANNEL
 from ..transport import JsonRpcPeer, RpcError
 from ..transport.jsonrpc import RequestBudget
@@ -317,7 +317,7 @@ class Connection:
             self._unsubscribe(channel)
             return
         client_seq = params.get("clientSeq")
-        if not valid_client_seq(client_seq):
+        if not valid_seq(client_seq):
             self._refuse(
                 RpcError(
                     ErrorCode.INVALID_PARAMS,

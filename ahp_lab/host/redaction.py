@@ -33,6 +33,8 @@ import weakref
 from typing import Any
 from urllib.parse import quote
 
+from ..protocol.jsonvalue import valid_unicode
+
 __all__ = ["Redactor", "MASK"]
 
 MASK = "***"
@@ -55,7 +57,6 @@ _KNOWN_TOKEN = re.compile(
     r"\b(?:sk-[A-Za-z0-9_\-]{16,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|AKIA[0-9A-Z]{16}|"
     r"xox[abprs]-[A-Za-z0-9\-]{10,}|AIza[0-9A-Za-z_\-]{30,}|eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]+)"
 )
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _TRIVIAL = frozenset({"true", "false", "null", "none", "yes", "no", "on", "off"})
 # Keys whose strings a tool will run with: only literal secrets are masked there.
 _TOOL_INPUT_KEYS = frozenset({"toolInput", "editedToolInput", "partialInput"})
@@ -150,8 +151,7 @@ class Redactor:
     def text(self, text: str, *, generic: bool = True) -> str:
         """``text`` with every known secret and (if ``generic``) every credential-looking part masked,
         as valid Unicode: a surrogate pair is joined, a lone surrogate becomes U+FFFD."""
-        if not text.isascii() and _SURROGATE.search(text) is not None:
-            text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        text = valid_unicode(text)
         if self._literal is not None and any(secret in text for secret in self._secrets):
             text = self._literal.sub(MASK, text)
         if generic:

@@ -10,7 +10,18 @@ from typing import Any
 from .text import Text
 from .vector import Vector
 
-__all__ = ["to_json", "strip_nulls", "dumps", "utf8_json", "loads", "json_equal", "json_patch", "apply_patch"]
+__all__ = [
+    "to_json",
+    "strip_nulls",
+    "dumps",
+    "utf8_json",
+    "valid_unicode",
+    "held_back",
+    "loads",
+    "json_equal",
+    "json_patch",
+    "apply_patch",
+]
 
 
 #: Recent conversions of containers: id -> (value, plain form). The same unchanged state converts
@@ -94,7 +105,7 @@ def dumps(value: Any, **kwargs: Any) -> str:
     return json.dumps(value, default=_default, **kwargs)
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def utf8_json(text: str) -> str:
@@ -106,7 +117,23 @@ def utf8_json(text: str) -> str:
         return text
     except UnicodeEncodeError:
         joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
-        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", joined)
+        return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", joined)
+
+
+def valid_unicode(text: str) -> str:
+    """``text`` as valid Unicode, as UTF-8 and every peer can carry it: two halves of a character
+    that sit apart in Python are joined, and a lone half becomes U+FFFD."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def held_back(text: str) -> tuple[str, str]:
+    """``(text, "")``, or, when ``text`` ends on the first half of a character (a stream cut it by
+    UTF-16 units), ``(text without it, that half)``: the half waits for the next piece."""
+    if text and "\ud800" <= text[-1] <= "\udbff":
+        return text[:-1], text[-1]
+    return text, ""
 
 
 def loads(data: str | bytes) -> Any:

@@ -39,7 +39,7 @@ __all__ = [
     "nesting_exceeds",
     "truncated",
     "valid_request_id",
-    "valid_client_seq",
+    "valid_seq",
 ]
 
 #: The largest integer every JSON implementation represents exactly (2^53 - 1): the range of
@@ -327,8 +327,9 @@ def valid_request_id(value: Any) -> bool:
     return False
 
 
-def valid_client_seq(value: Any) -> bool:
-    """A ``clientSeq``: an integer from 0 to 2^53 - 1."""
+def valid_seq(value: Any) -> bool:
+    """A sequence number (a ``clientSeq``, a ``serverSeq``, a ``fromSeq``): an integer from 0 to
+    2^53 - 1."""
     return type(value) is int and 0 <= value <= MAX_SAFE_INTEGER
 
 

@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ahp_lab.protocol.jsonvalue import valid_unicode
 from ahp_lab.protocol.text import Text
 from ahp_lab.protocol.vector import Vector
 
@@ -62,8 +63,7 @@ def clean_text(value: Any) -> str:
         s = _ESCAPES.sub("", s)
     if "\r" in s:
         s = s.replace("\r\n", "\n").replace("\r", "\n")
-    if not s.isascii():  # a lone surrogate (a remote host's) could not be sent to the browser
-        s = s.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    s = valid_unicode(s)  # a lone surrogate (a remote host's) could not be sent to the browser
     return _CONTROLS.sub("", s)
 
 

@@ -43,6 +43,7 @@ from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...protocol.jsonvalue import held_back
 from ..base import FileAccessDenied
 
 __all__ = [
@@ -372,9 +373,7 @@ def _stream(turn: TurnMap, part_kind: str, update: dict, resolver: Resolver) -> 
         )
     # A chunk may end inside a character: an agent that cuts text by UTF-16 units can split a
     # surrogate pair between chunks. The first half waits for the next chunk of the run.
-    text, turn.held = turn.held + text, ""
-    if text and "\ud800" <= text[-1] <= "\udbff":
-        text, turn.held = text[:-1], text[-1]
+    text, turn.held = held_back(turn.held + text)
     start = 0
     while start < len(text):  # a huge chunk goes as several deltas, each within every limit
         end = start + MAX_DELTA_CHARS
