@@ -26,6 +26,7 @@ inventory changes, and what hooks add goes into a synthetic tail of one call onl
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import math
 import re
@@ -94,8 +95,25 @@ UNFINISHED_ANSWERS = {
 
 
 #: A tool name every chat-completions API takes (OpenAI's rule, the strictest): a tool named
-#: otherwise (a client's ``ns.tool``) would make the API refuse every request that offers it.
+#: otherwise (a client's ``ns.tool``, an MCP server's ``files.read``, a long plugin's
+#: ``mcp__plugin_…``) would make the API refuse every request that offers it, so the model is
+#: offered it under :func:`model_tool_name`.
 _MODEL_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_NOT_IN_MODEL_NAMES = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def model_tool_name(name: str) -> str:
+    """The name the model sees for the tool ``name``: itself when a model's API takes it, else its
+    letters, digits, ``_`` and ``-`` (others become ``_``), cut to 55, then ``_`` and 8 hex digits
+    of its SHA-256. The same name always gets the same alias, so the history stays consistent from
+    one request to the next; two names that meet all the same are told as one name offered twice."""
+    if _MODEL_TOOL_NAME.fullmatch(name):
+        return name
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    readable = _NOT_IN_MODEL_NAMES.sub("_", name).strip("_")[:55] or "tool"
+    return f"{readable}_{digest}"
+
+
 #: A tool's description goes to the model cut to this many characters, and a tool whose input
 #: schema is longer than ``MAX_TOOL_SCHEMA_CHARS`` as JSON is not offered: what a client publishes
 #: is copied into every request. A request offers at most ``MAX_MODEL_TOOLS`` tools (OpenAI's API
@@ -280,7 +298,7 @@ class LoopAgent:
             steering = ctx.take_steering()
             if steering is not None:
                 turn_log.append({"role": "user", "content": str(steering.get("text") or "")})
-            response = await self._model_call(ctx, es, spec, system, turn_log)
+            response, offered = await self._model_call(ctx, es, spec, system, turn_log)
             turn_log.append(response.message())
             if response.usage:
                 await ctx.usage(
@@ -293,7 +311,7 @@ class LoopAgent:
             answered = 0
             try:
                 for call in response.tool_calls:
-                    text = await self._tool_call(ctx, es, spec, call)
+                    text = await self._tool_call(ctx, es, spec, call, offered.get(call.name, call.name))
                     turn_log.append({"role": "tool", "tool_call_id": call.id, "content": text})
                     answered += 1
             finally:
@@ -319,9 +337,10 @@ class LoopAgent:
 
     def resident_tools(
         self, es: ExtensionSession, ctx: TurnContext, spec: SubagentSpec | None
-    ) -> tuple[list[dict], list[str]]:
+    ) -> tuple[list[dict], list[tuple[str, str]], dict[str, str]]:
         """The tools sent with every request: the extensions' (and custom) tools, then the host's
-        tools that no catalog claims; and why each tool the model's API could not take is left out."""
+        tools that no catalog claims; why each tool the model's API could not take is left out; and
+        the tool each name offered stands for (see :func:`model_tool_name`)."""
         exclude = spec.exclude if spec is not None else frozenset()
         enabled = set(d["name"] for d in self.bridge.server_tool_definitions(ctx.session))
         claimed = es.claimed_names()
@@ -337,15 +356,16 @@ class LoopAgent:
             offered.append((info.name, info.description, info.input_schema))
         out: list[dict] = []
         left_out: list[tuple[str, str]] = []
-        names: set[str] = set()
+        names: dict[str, str] = {}
         total = 0
         for name, description, schema in offered:
             text = (description if isinstance(description, str) else "")[:MAX_TOOL_DESCRIPTION_CHARS]
             schema = schema or {"type": "object"}
             size = len(json.dumps(schema, ensure_ascii=False, default=str)) + len(text)
-            if not isinstance(name, str) or _MODEL_TOOL_NAME.fullmatch(name) is None:
-                why = "a model's tool name is 1 to 64 letters, digits, '_' or '-'"
-            elif name in names:
+            alias = model_tool_name(name) if isinstance(name, str) else None
+            if alias is None:
+                why = "its name is not a string"
+            elif alias in names:
                 why = "an earlier tool has that name"
             elif not isinstance(schema, dict) or schema.get("type") != "object":
                 why = "its input schema is not an object schema"
@@ -356,12 +376,12 @@ class LoopAgent:
             elif total + size > MAX_TOOLS_CHARS:
                 why = f"the tools before it take the {MAX_TOOLS_CHARS:,} characters a request gives them"
             else:
-                names.add(name)
+                names[alias] = name
                 total += size
-                out.append(_function(name, text, schema))
+                out.append(_function(alias, text, schema))
                 continue
             left_out.append((str(name)[:80], why))
-        return out, left_out
+        return out, left_out, names
 
     def _unoffered_notice(self, session: str, left_out: list[tuple[str, str]]) -> str | None:
         """One sentence naming the tools not offered that the person has not been told of yet."""
@@ -382,7 +402,8 @@ class LoopAgent:
         spec: SubagentSpec | None,
         system: str,
         turn_log: list[dict],
-    ) -> ModelResponse:
+    ) -> tuple[ModelResponse, dict[str, str]]:
+        """One model call; returns the answer and the tool each name it was offered stands for."""
         failed_catalogs = await es.refresh()
         history = self.history(ctx.chat, ctx.turn_id)
         since = next((i for i in range(len(history) - 1, -1, -1) if history[i].get("_compaction")), 0)
@@ -398,7 +419,7 @@ class LoopAgent:
         for report in reports:
             await ctx.notify(f"Extension hook {report}.")
         tail = [{"role": "user", "content": text, "_synthetic": ext_id} for ext_id, text in contexts]
-        tools, left_out = self.resident_tools(es, ctx, spec)
+        tools, left_out, offered = self.resident_tools(es, ctx, spec)
         notice = self._unoffered_notice(ctx.session, left_out) if left_out else None
         if notice is not None:  # each tool told once a session
             await ctx.notify(notice)
@@ -434,7 +455,7 @@ class LoopAgent:
             if response.text:  # what was said stays in the history, as it stays in the chat
                 turn_log.append({"role": "assistant", "content": response.text})
             raise TurnFailed(f"The model's answer is incomplete: {why}.", kind)
-        return response
+        return response, offered
 
     async def _stream(self, ctx: TurnContext, request: ModelRequest) -> ModelResponse:
         """Stream the model's answer into the chat (text and reasoning as deltas)."""
@@ -482,26 +503,32 @@ class LoopAgent:
         raise TurnFailed("The model's stream ended without a response.", "modelError")
 
     async def _tool_call(
-        self, ctx: TurnContext, es: ExtensionSession, spec: SubagentSpec | None, call: ModelToolCall
+        self,
+        ctx: TurnContext,
+        es: ExtensionSession,
+        spec: SubagentSpec | None,
+        call: ModelToolCall,
+        name: str,
     ) -> str:
-        """Run one tool call the model asked for; returns what the model is told."""
+        """Run one tool call the model asked for, of the tool ``name`` (the one that the name the
+        model called stands for); returns what the model is told."""
         try:
             arguments = json.loads(call.arguments or "{}")
         except ValueError as exc:
             arguments = None
-            problem = f"The arguments of {call.name} are not valid JSON ({exc.msg}); nothing was run."
+            problem = f"The arguments of {name} are not valid JSON ({exc.msg}); nothing was run."
         except RecursionError:
             arguments = None
-            problem = f"The arguments of {call.name} nest too deep to be read; nothing was run."
+            problem = f"The arguments of {name} nest too deep to be read; nothing was run."
         else:
             problem = (
                 None
                 if isinstance(arguments, dict)
-                else f"The arguments of {call.name} must be a JSON object; nothing was run."
+                else f"The arguments of {name} must be a JSON object; nothing was run."
             )
-        info = ToolCallInfo(call.id, call.name, arguments if isinstance(arguments, dict) else {})
-        if problem is None and spec is not None and call.name in spec.exclude:
-            problem = f"The tool {call.name} is not available to a subagent."
+        info = ToolCallInfo(call.id, name, arguments if isinstance(arguments, dict) else {})
+        if problem is None and spec is not None and name in spec.exclude:
+            problem = f"The tool {name} is not available to a subagent."
         if problem is not None:
             await ctx.notify(problem)
             return problem
@@ -509,11 +536,11 @@ class LoopAgent:
         for report in reports:
             await ctx.notify(f"Extension hook {report}.")
         if block is not None:
-            text = f"The call of {call.name} was blocked by {block}."
+            text = f"The call of {name} was blocked by {block}."
             await ctx.notify(text)
             result = ToolResultInfo(False, text, "blocked")
         else:
-            outcome = await ctx.call_tool(call.name, info.arguments)
+            outcome = await ctx.call_tool(name, info.arguments)
             if outcome.status == "cancelled":
                 text = f"The call was cancelled ({outcome.reason or 'cancelled'}){': ' + outcome.message if outcome.message else ''}."
             elif outcome.ok:

@@ -11,14 +11,18 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 
-from ahp_lab.agents.loop import MAX_TOOL_DESCRIPTION_CHARS
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ahp_lab.agents.loop import MAX_TOOL_DESCRIPTION_CHARS, model_tool_name
 from ahp_lab.agents.models import MAX_ANSWER_CHARS, MAX_TOOL_CALLS, OpenAIModel
 from ahp_lab.widgets.model_calls import model_calls_view_model
 
 from ..loop_helpers import arun, loop_lab, notes
 from ..security.conftest import Stranger
-from .fake_openai import FakeOpenAI, chunk, raw_reply, text_reply
+from .fake_openai import FakeOpenAI, chunk, raw_reply, text_reply, tool_reply
 
 KEY = "zz-endpoint-Key-7c1e93b0a4d25f68"  # no well-known shape: only the literal value can catch it
 
@@ -174,25 +178,51 @@ def test_a_key_the_endpoint_echoes_is_masked_in_what_the_model_call_record_shows
     assert records and not any(KEY in r.getMessage() for r in records)
 
 
-def test_a_strangers_tool_the_models_api_cannot_take_is_left_out_not_every_request(tmp_path):
-    """A client's tool named ``evil.tool`` (a name AHP allows, OpenAI's API does not) made the
-    API refuse every request of the session; a huge description went into each of them."""
-    with FakeOpenAI([text_reply("one"), text_reply("two")]) as server:
+def test_a_tool_whose_name_the_models_api_refuses_is_offered_under_an_alias_and_runs(tmp_path):
+    """A tool named ``files.read`` (a name AHP and MCP allow, OpenAI's API does not), or a plugin's
+    MCP tool past 64 characters, made the API refuse every request of the session; then it was left
+    out. It is offered under a name the API takes, and a call of that name runs the tool; a huge
+    description is cut."""
+    dotted = "files.read"
+    long_name = "mcp__plugin_code-review-toolkit_github__search_pull_requests_by_label"
+    alias, long_alias = model_tool_name(dotted), model_tool_name(long_name)
+    assert alias.startswith("files_read_") and len(long_alias) == 64 and long_alias != long_name[:64]
+    replies = [
+        tool_reply(alias, {"path": "notes.txt"}),
+        text_reply("read it"),
+        tool_reply(alias, {"path": "again.txt"}, call_id="call_2"),
+        text_reply("again"),
+    ]
+    with FakeOpenAI(replies) as server:
 
         async def main():
             lab, _agent = await loop_lab(tmp_path, OpenAIModel("m", base_url=server.base_url, api_key="k"))
+            read = []
+
+            @lab.tool(name=dotted)
+            def files_read(path: str) -> str:
+                """Read a file."""
+                read.append(path)
+                return f"contents of {path}"
+
             tools = [
-                {"name": "evil.tool", "description": "d", "inputSchema": {"type": "object"}},
+                {"name": long_name, "description": "d", "inputSchema": {"type": "object"}},
                 {"name": "chatty", "description": "w" * 900_000, "inputSchema": {"type": "object"}},
             ]
-            return await _two_turns_beside_strangers_tools(lab, tools)
+            turns, told = await _two_turns_beside_strangers_tools(lab, tools)
+            return turns, told, read
 
-        turns, told = arun(main())
-    assert [t.text for t in turns] == ["one", "two"]
-    sent = {t["function"]["name"]: t["function"] for t in server.requests[-1]["tools"]}
-    assert "evil.tool" not in sent
-    assert len(sent["chatty"]["description"]) == MAX_TOOL_DESCRIPTION_CHARS
-    assert sum("'evil.tool': a model's tool name is 1 to 64" in n for n in told) == 1  # told once
+        turns, told, read = arun(main())
+    assert [t.text for t in turns] == ["read it", "again"]
+    assert read == ["notes.txt", "again.txt"]
+    assert [c.name for c in turns[0].tool_calls] == [dotted]  # the chat shows the tool's own name
+    for request in server.requests:
+        sent = {t["function"]["name"]: t["function"] for t in request["tools"]}
+        assert alias in sent and long_alias in sent and dotted not in sent
+        assert len(sent["chatty"]["description"]) == MAX_TOOL_DESCRIPTION_CHARS
+    answer = server.requests[1]["messages"][-1]
+    assert answer == {"role": "tool", "tool_call_id": "call_1", "content": "contents of notes.txt"}
+    assert not [n for n in told if n.startswith("Not offered to the model")]
 
 
 def test_tool_arguments_nested_too_deep_are_refused_with_a_reason(tmp_path):
@@ -309,3 +339,14 @@ def test_a_model_call_record_keeps_no_copy_of_its_request_once_compared(tmp_path
     calls = list(agent.model_calls)
     assert [len(c._base) > 0 for c in calls] == [False, False, True]
     assert all(c.stable for c in calls[1:])
+
+
+@given(st.text(max_size=200))
+def test_every_tool_name_gets_one_stable_alias_the_models_api_takes(name):
+    alias = model_tool_name(name)
+    assert re.fullmatch(r"[A-Za-z0-9_-]{1,64}", alias)
+    assert model_tool_name(name) == alias  # the history names the same tool the same way
+    if re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name):
+        assert alias == name
+    else:  # two names that read alike differ in their digest
+        assert alias != model_tool_name(name + ".") and alias != model_tool_name("." + name)
