@@ -72,7 +72,14 @@ class Reconnector:
     """Resumes a client whose transport dropped: backoff ``base_s * 2**attempt`` capped at
     ``max_s``, with full jitter; gives up on a refused token (HTTP 401/403), on a host that refuses
     both ``reconnect`` and ``initialize`` or answers them with what the client cannot apply, or
-    after ``attempts``. Whatever ends it is kept in :attr:`error`."""
+    after ``attempts``. Whatever ends it is kept in :attr:`error`.
+
+    A resumed connection that drops within :attr:`STABLE_S` seconds does not start the count
+    again: the attempts go on from where that resume ended, so a host that takes the client back
+    and drops it at once is retried at growing delays, not in a loop that fetches every snapshot
+    again as fast as the host sends them."""
+
+    STABLE_S = 10.0
 
     def __init__(
         self,
@@ -93,6 +100,7 @@ class Reconnector:
         self.task: asyncio.Task | None = None
         self.history: list[dict] = []  # one entry per resume: mode, attempts, lastSeenServerSeq
         self.error: BaseException | None = None
+        self._resumed: tuple[float, int] | None = None  # (when, attempts so far) of the last resume
 
     def delay(self, attempt: int) -> float:
         """Seconds to wait before attempt ``attempt`` (0 = the first retry, right away)."""
@@ -116,21 +124,27 @@ class Reconnector:
 
     async def _run(self) -> None:
         client = self.client
+        clock = asyncio.get_running_loop().time
+        resumed = self._resumed
+        # attempts made before this drop: those of the last resume, when it held less than STABLE_S
+        before = resumed[1] if resumed is not None and clock() - resumed[0] < self.STABLE_S else 0
         attempt = 0
         since = client.last_seen_seq
         while not client._closing:
-            await asyncio.sleep(self.delay(attempt))
+            await asyncio.sleep(self.delay(before + attempt))
             attempt += 1
             try:
                 transport = await self.factory()
             except HandshakeRefused as exc:
-                if exc.status in (401, 403) or (self.attempts is not None and attempt >= self.attempts):
+                if exc.status in (401, 403) or (
+                    self.attempts is not None and before + attempt >= self.attempts
+                ):
                     self.give_up(exc)  # a refused token or origin: trying again cannot help
                     return
                 log.warning("resuming %s: %s; retrying", client.url or client.client_id, exc)
                 continue
             except (TimeoutError, OSError) as exc:
-                if self.attempts is not None and attempt >= self.attempts:
+                if self.attempts is not None and before + attempt >= self.attempts:
                     self.give_up(exc)
                     return
                 continue
@@ -155,6 +169,7 @@ class Reconnector:
                     transport.close()
                 self.give_up(exc)
                 return
+            self._resumed = (clock(), before + attempt)
             self.history.append({"mode": mode, "attempts": attempt, "lastSeenServerSeq": since})
             client._notify("ahp-root://", {"type": "$reconnected", "mode": mode, "attempts": attempt})
             return

@@ -185,6 +185,38 @@ def test_a_host_briefly_unavailable_is_retried_not_given_up():
     run(main())
 
 
+def test_a_host_that_drops_the_client_right_after_taking_it_back_is_retried_ever_later():
+    """Each drop started the count again, and attempt 0 waits for nothing: a host that answered
+    ``reconnect`` and closed kept the client resuming, snapshots and all, as fast as it answered."""
+    bounds: list[float] = []
+
+    class Jitter:
+        def uniform(self, low: float, high: float) -> float:
+            bounds.append(high)
+            return 0.0  # no waiting in the test: the bounds asked for are what it checks
+
+    async def host(ws, message):
+        if message.get("method") == "initialize":
+            await _initialize(ws, message)
+        elif message.get("method") == "reconnect":
+            await _answer(ws, message, {"type": "replay", "actions": []})
+            await ws.close()
+
+    async def main():
+        async with foreign_host(host) as url:
+            client = await connect(url)
+            client.reconnector.rng = Jitter()
+            client.peer.transport.abort()
+            resumed = client.reconnector.history
+            await client.wait_for("ahp-root://", lambda _s: len(resumed) >= 6 or None, 20)
+            client.close()
+            return resumed
+
+    resumed = run(main())
+    assert [r["attempts"] for r in resumed[:6]] == [1] * 6  # each resume took the host's first answer
+    assert bounds[:5] == [0.1, 0.2, 0.4, 0.8, 1.6]  # yet each came later than the one before
+
+
 def _on_ping(initialize: Script, ping: Script) -> Script:
     """A host that answers ``initialize`` with ``initialize`` and a ``ping`` with ``ping``."""
 

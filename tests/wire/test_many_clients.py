@@ -71,8 +71,9 @@ def test_clients_stay_identical_to_the_host_through_random_disconnects(n_clients
             clients = [
                 await ahp_lab.connect(server.url_with_token, client_id=f"c{i}") for i in range(n_clients)
             ]
-            for c in clients:
+            for c in clients:  # resumed at once, each time: the kills come faster than any network flaps
                 c.reconnector.base_s = 0.01
+                c.reconnector.STABLE_S = 0.0
             session = await clients[0].create_session(title="shared")
             ready = await clients[0].wait_for(
                 session, lambda s: s if s.get("lifecycle") == "ready" else None, timeout=30
@@ -105,6 +106,8 @@ def test_clients_stay_identical_to_the_host_through_random_disconnects(n_clients
                             await rng.choice(live).settle()
             for c in clients:
                 await _settled(c)
+            for c in clients:  # after every resume: what the last resumes resent has reached them all
+                await c.settle()
 
             expected_session = without_modified_at(to_json(host.store.state(session)))
             expected_chat = without_modified_at(to_json(host.store.state(chat)))
