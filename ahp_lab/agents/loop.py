@@ -186,6 +186,7 @@ class LoopAgent:
         self._transcripts: dict[str, list[dict]] = {}  # turn id -> the messages of that turn
         self._compactions: dict[str, str] = {}  # turn id -> summary replacing everything up to it
         self._unoffered: dict[str, set[str]] = {}  # session -> tools the person was told of
+        self._told_problems: dict[str, int] = {}  # session -> its extension problems told so far
 
     # -- the agent interface --------------------------------------------------------------------
 
@@ -290,6 +291,9 @@ class LoopAgent:
             raise TurnFailed("this LoopAgent is not attached to the session's host", "agentError")
         es = self.bridge.sessions[ctx.session]
         await es.ready.wait()
+        notice = self._problems_notice(ctx.session, es)
+        if notice is not None:  # a configuration refused, an extension left out: said where one looks
+            await ctx.notify(notice)
         spec = self.bridge.subagents.get(ctx.chat)
         system = spec.instructions if spec is not None and spec.instructions else self.system_prompt
         turn_log = self._transcripts.setdefault(ctx.turn_id, [])
@@ -382,6 +386,19 @@ class LoopAgent:
                 continue
             left_out.append((str(name)[:80], why))
         return out, left_out, names
+
+    def _problems_notice(self, session: str, es: ExtensionSession) -> str | None:
+        """One notice naming the session's extension problems the person has not been told of yet."""
+        told = self._told_problems.get(session, 0)
+        new = es.problems[told:]
+        if not new:
+            return None
+        self._told_problems[session] = len(es.problems)
+        shown = " ".join(p[:500] + ("" if p[:500].endswith(".") else ".") for p in new[:5])
+        more = (
+            f" And {len(new) - 5} more (agent.extension_session(session).problems)." if len(new) > 5 else ""
+        )
+        return f"The session's extensions met {len(new)} problem{'s' if len(new) != 1 else ''}: {shown}{more}"
 
     def _unoffered_notice(self, session: str, left_out: list[tuple[str, str]]) -> str | None:
         """One sentence naming the tools not offered that the person has not been told of yet."""

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from ahp_lab.extensions import Configuration, Extension, Hooks, mcp_extension
 
 from ..customizations.conftest import DEMO_SERVER
-from ..loop_helpers import arun, loop_lab
+from ..loop_helpers import arun, loop_lab, notes
 
 _OPENED: list[str] = []
 _WATCHING = threading.Event()
@@ -105,13 +105,17 @@ def test_a_malformed_layer_is_reported_in_one_sentence_and_the_default_is_used(t
     async def main():
         lab, agent = await loop_lab(tmp_path, None, [_greeter(seen)], trusted=True)
         await lab.send("hi")
+        await lab.send("again")
         problems = agent.extension_session(lab.session).problems
+        told = notes(lab)
         await lab.aclose()
-        return problems
+        return problems, told
 
-    problems = arun(main())
+    problems, told = arun(main())
     assert seen[-1] == Greeting()
     assert len(problems) == 1 and "the user configuration of greeter: names" in problems[0]
+    # the person is told in the chat, once: the warning went only to the kernel's log
+    assert [n for n in told if "problem" in n] == [f"The session's extensions met 1 problem: {problems[0]}"]
 
 
 def test_a_configuration_nested_too_deep_is_one_problem_not_a_failed_activation(tmp_path):
