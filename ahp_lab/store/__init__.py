@@ -27,6 +27,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from sys import getsizeof
 from typing import IO, Any
 
 from ..protocol import PROTOCOL_VERSION
@@ -228,7 +229,8 @@ class _Column:
 
 
 def tree_bytes(value: Any) -> int:
-    """About the bytes a JSON-shaped value holds: its strings' text and a few words per member."""
+    """About the bytes a JSON-shaped value holds: its strings as Python stores them (one, two or
+    four bytes a character, whichever the widest needs) and a few words per member."""
     size = 0
     stack = [value]
     budget = 10_000_000  # members: a cyclic value (never JSON) still ends
@@ -236,7 +238,7 @@ def tree_bytes(value: Any) -> int:
         budget -= 1
         item = stack.pop()
         if isinstance(item, str):
-            size += 56 + len(item)
+            size += getsizeof(item)
         elif isinstance(item, dict):
             size += 64 + 16 * len(item)
             stack.extend(item.values())

@@ -407,22 +407,29 @@ def test_rejections_are_kept_only_for_actions_this_client_sent():
     assert len(rejections[0]["reason"]) == 2000
 
 
-def test_a_flood_before_the_subscribe_answer_fails_that_subscribe_instead_of_growing_without_end():
+@pytest.mark.parametrize("pad", ["objects", "emoji"])
+def test_a_flood_before_the_subscribe_answer_fails_that_subscribe_instead_of_growing_without_end(pad):
     """Envelopes waiting for a subscribe's snapshot were kept without bound (200 x 4 MB: +797 MB).
-    The bound counts memory, not JSON text: 3 MB of empty objects hold some 60 MB."""
+    The bound counts memory, not JSON text: 3 MB of empty objects hold some 60 MB, and an emoji
+    four bytes where the count had one (17 Mi of them passed a 64 MiB bound)."""
     from ahp_lab.client.client import MAX_EARLY_BYTES
 
     chat = "ahp-chat:/s1/c1"
+    if pad == "objects":
+        padded, envelopes = [{}] * 50_000, MAX_EARLY_BYTES // (50_000 * 64) + 2
+    else:
+        padded, envelopes = "\U0001f600" * (1 << 20), MAX_EARLY_BYTES // (4 << 20) + 1
 
     async def host(ws, message):
         method = message.get("method")
         if method == "initialize":
             await _initialize(ws, message)
         elif method == "subscribe":
-            padded = {"type": "session/metaChanged", "_meta": {"pad": [{}] * 50_000}}
-            for n in range(MAX_EARLY_BYTES // (50_000 * 64) + 2):
-                envelope = {"channel": chat, "action": padded, "serverSeq": 2 + n}
-                await ws.send(json.dumps({"jsonrpc": "2.0", "method": "action", "params": envelope}))
+            action = {"type": "session/metaChanged", "_meta": {"pad": padded}}
+            for n in range(envelopes):
+                envelope = {"channel": chat, "action": action, "serverSeq": 2 + n}
+                frame = {"jsonrpc": "2.0", "method": "action", "params": envelope}
+                await ws.send(json.dumps(frame, ensure_ascii=False))
             await _answer(
                 ws, message, {"snapshot": _snapshot(chat, {"resource": chat, "title": "c", "turns": []})}
             )
