@@ -222,3 +222,46 @@ def test_a_restart_restores_every_value_the_fresh_process_takes_and_shows_what_i
             assert json.loads(turn.text.removeprefix("working... ")) == {"fast": True, "verbosity": "normal"}
 
     arun(go())
+
+
+def test_a_confirmation_the_agents_options_cannot_carry_is_rejected_and_the_call_still_waits(
+    tmp_path: Path,
+) -> None:
+    """Another client approving without naming an option, where the agent offers no one-time
+    allow, made the chat show the call approved while the agent was told ``cancelled`` (in ACP:
+    the whole turn was cancelled). A denial naming the allow option made the agent run the tool
+    that the chat showed denied. Each is rejected with the reason; the call keeps waiting."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("ask", "always")) as lab:
+            pending = lab.start("go")
+            call = await pending_call(lab)
+            turn_id = lab.state(lab.chat)["activeTurn"]["id"]
+            base = {"type": "chat/toolCallConfirmed", "turnId": turn_id, "toolCallId": call["toolCallId"]}
+            attempts = [
+                {**base, "approved": True, "confirmed": "user-action"},
+                {**base, "approved": False, "reason": "denied", "selectedOptionId": "aa"},
+                {**base, "approved": True, "confirmed": "user-action", "selectedOptionId": "ro"},
+            ]
+            for action in attempts:
+                lab.client.dispatch(lab.chat, action)
+            await lab.client.settle()
+            reasons = [r["reason"] for r in list(lab.client.rejections)[-3:]]
+            assert (
+                "offers no option that allows tool call" in reasons[0] and "'aa' (Always allow)" in reasons[0]
+            )
+            assert (
+                reasons[1].startswith("option 'aa' allows tool call") and "the action denies it" in reasons[1]
+            )
+            assert (
+                reasons[2].startswith("option 'ro' rejects tool call")
+                and "the action approves it" in reasons[2]
+            )
+            assert (await pending_call(lab))[
+                "status"
+            ] == "pending-confirmation"  # still the person's to decide
+            lab.approve(option="aa")
+            turn = await pending
+            assert turn.status == "complete" and 'outcome={"optionId": "aa"' in turn.text
+
+    arun(go())

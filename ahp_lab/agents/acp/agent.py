@@ -131,6 +131,12 @@ class AcpAgent:
             await bridge.stop()
             raise RuntimeError(message) from None
 
+    def confirmation_refusal(self, session: str, action: dict) -> str | None:
+        """Why a client's ``chat/toolCallConfirmed`` cannot reach this session's agent as one of
+        the permission options it offered (the host rejects it with this reason), else ``None``."""
+        bridge = self.bridges.get(session)
+        return None if bridge is None else bridge.confirmation_refusal(action)
+
     def _bridge(self, session: str) -> Bridge:
         bridge = self.bridges.get(session)
         if bridge is None:

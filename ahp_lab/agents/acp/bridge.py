@@ -825,6 +825,43 @@ class Bridge(WorkspaceServices):
             self.always[key] = "allow" if kind == "allow_always" else "reject"
         return _selected(chosen)
 
+    def confirmation_refusal(self, action: dict) -> str | None:
+        """Why a client's ``chat/toolCallConfirmed`` of a call the agent asks permission for cannot
+        be passed on as one of its options, else ``None``: an option that says the opposite of the
+        action (a denial naming an allow option would have run the tool), or an approval naming no
+        option when the agent offers none that allows just once (it got ``cancelled``, which in
+        ACP cancels the whole turn, while the chat showed the call approved)."""
+        turn = self.turn
+        if turn is None or action.get("turnId") != turn.turn_id:
+            return None
+        call = turn.calls.get(action.get("toolCallId"))
+        opts = call.options if call is not None else None
+        if not opts:
+            return None
+        approved = action.get("approved") is True
+        picked = next((o for o in opts if o.get("optionId") == action.get("selectedOptionId")), None)
+        if picked is not None:
+            allows = str(picked.get("kind")).startswith("allow")
+            if allows == approved:
+                return None
+            return (
+                f"option {picked['optionId']!r} {'allows' if allows else 'rejects'} tool call {call.id!r}, "
+                f"but the action {'approves' if approved else 'denies'} it"
+            )
+        if not approved or _first(opts, "allow_once") is not None:
+            return None
+        allowing = [
+            f"{o['optionId']!r} ({o.get('name') or o.get('kind')})"
+            for o in opts
+            if o.get("kind") == "allow_always"
+        ]
+        if not allowing:
+            return f"the agent offers no option that allows tool call {call.id!r}: it can only be denied"
+        return (
+            f"the agent offers no option that allows tool call {call.id!r} just once: approve it by "
+            f"naming an option in selectedOptionId ({', '.join(allowing)}), or deny it"
+        )
+
     # -- the SDK's Client interface: the rest --------------------------------------------------
 
     async def ext_method(self, method: str, params: dict) -> dict:
