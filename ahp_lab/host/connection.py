@@ -66,6 +66,8 @@ NEWER_ACTIONS: dict[str, tuple[int, ...]] = {
 }
 #: The notifications a client sends the host (overview §2): sent with an id, they are refused.
 _CLIENT_NOTIFICATIONS = ("dispatchAction", "unsubscribe")
+#: Invalid notifications of one connection whose reasons the host logs; the rest are dropped unsaid.
+_LOGGED_REFUSALS = 5
 #: A client id travels in every envelope the client dispatches; it stays short.
 MAX_CLIENT_ID_CHARS = 256
 #: The message of the error (-32600 InvalidRequest) for requests before ``initialize``; the spec
@@ -179,6 +181,7 @@ class Connection:
             limits=self.limits,
             budget=budget,
         )
+        self._refused = 0  # invalid notifications dropped
         host.connections.add(self)
 
     # -- identity and trust ---------------------------------------------------------------------
@@ -291,8 +294,16 @@ class Connection:
             expire()
 
     def _refuse(self, error: RpcError) -> None:
-        """Answer an invalid notification (which has no id) with an error whose id is ``null``."""
-        self.peer.send_error(None, error)
+        """Drop an invalid notification: a notification is never answered (overview §2, JSON-RPC
+        2.0), so the reason goes to the host's log, for the first few of a connection."""
+        self._refused += 1
+        if self._refused <= _LOGGED_REFUSALS:
+            log.warning(
+                "dropped a notification from %s: %s%s",
+                self.client_id or "a connection not initialized",
+                error.message,
+                " (further ones from it are not logged)" if self._refused == _LOGGED_REFUSALS else "",
+            )
 
     # -- notifications --------------------------------------------------------------------------
 
@@ -326,8 +337,14 @@ class Connection:
                 )
             )
             return
+        action = params.get("action")
+        if not isinstance(action, dict):  # no action to echo: an envelope carries a StateAction
+            self._refuse(
+                RpcError(ErrorCode.INVALID_PARAMS, "dispatchAction: field 'action' must be an object")
+            )
+            return
         with self._charged():  # the action's broadcast to every subscriber is this client's doing
-            self.host.dispatch_from_client(self, client_seq, channel, params.get("action"))
+            self.host.dispatch_from_client(self, client_seq, channel, action)
 
     # -- requests -------------------------------------------------------------------------------
 

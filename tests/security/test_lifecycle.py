@@ -10,7 +10,7 @@ from ahp_lab.protocol.jsonrpc import ErrorCode
 from .conftest import ROOT, arun, joined, open_lab, publish
 
 
-def test_ping_is_answered_before_initialize_and_other_requests_are_not_initialized(connect_stranger):
+def test_ping_is_answered_before_initialize_and_other_requests_are_not_initialized(connect_stranger, caplog):
     async def main():
         async with open_lab() as lab:
             s = await connect_stranger(lab)
@@ -28,8 +28,9 @@ def test_ping_is_answered_before_initialize_and_other_requests_are_not_initializ
                 assert answer["error"]["code"] == ErrorCode.INVALID_REQUEST
                 assert "not initialized" in answer["error"]["message"]
             s.dispatch(lab.session, 1, {"type": "session/titleChanged", "title": "pwned"})
-            await s.wait(lambda: s.errors_without_id())
-            assert "not initialized" in s.errors_without_id()[0]["message"]
+            assert (await s.call("ping", {"channel": ROOT}))["result"] is None  # handled in order
+            assert not s.errors_without_id()  # a notification is never answered (overview §2)
+            assert "dispatchAction: not initialized" in caplog.text  # the reason is in the host's log
             assert lab.session_state["title"] != "pwned"
             assert "ahp-session:/x" not in lab.host.sessions
 
