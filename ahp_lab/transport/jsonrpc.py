@@ -283,7 +283,15 @@ class JsonRpcPeer:
             self.send_error(message, error)
             return
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            self.send_error(None, RpcError(ErrorCode.INVALID_REQUEST, "not a JSON-RPC 2.0 message"))
+            # a request whose id can be read is answered with it (JSON-RPC 2.0 §5: null only when
+            # the id cannot be detected), so that its sender's wait ends
+            request_id = message.get("id") if isinstance(message, dict) and "method" in message else None
+            self.send_error(
+                request_id if valid_request_id(request_id) else None,
+                RpcError(
+                    ErrorCode.INVALID_REQUEST, 'not a JSON-RPC 2.0 message ("jsonrpc": "2.0" is required)'
+                ),
+            )
             return
         has_id = "id" in message
         request_id = message.get("id")

@@ -130,6 +130,15 @@ def test_bad_input_gets_an_error_and_the_connection_carries_on():
             )
             assert binary["error"]["code"] == ErrorCode.INVALID_REQUEST
 
+            # another JSON-RPC version, or none: refused under the request's own id, so its wait ends
+            for n, version in ((901, '"jsonrpc":"1.0",'), (902, "")):
+                await peer.ws.send("{" + version + f'"id":{n},"method":"ping"}}')
+                refused = await peer.wait(
+                    lambda n=n: next((m for m in peer.received if m.get("id") == n), None)
+                )
+                assert refused["error"]["code"] == ErrorCode.INVALID_REQUEST
+                assert '"jsonrpc": "2.0" is required' in refused["error"]["message"]
+
             # a host-only action from a stranger: rejected with a reason, echoed, state unchanged
             session = "ahp-session:/0b3d7c1e-0000-4000-8000-000000000001"
             assert "result" in await peer.call("createSession", {"channel": session})
