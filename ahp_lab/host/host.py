@@ -446,8 +446,8 @@ class Host(SessionsAndChats):
         if reason is None and not conn.trusted:
             measured = self.client_content.measure(action)
             reason = self.client_content.refusal(channel, measured)
-        if reason is not None:
-            reason = clipped(reason, self.limits.max_logged_action_chars)
+        if reason is not None:  # it may quote what an agent or a client wrote: masked, then cut
+            reason = clipped(self.redactor.text(reason), self.limits.max_logged_action_chars)
             transition = self.store.reject(channel, _logged_form(raw, self.limits), origin, reason)
             if action is not None:
                 self._after_rejection(channel, action, client_id, reason)

@@ -364,3 +364,28 @@ def test_diffs_past_the_content_budget_keep_their_calls_and_the_newest_sides(tmp
                 await client.request("resourceRead", {"uri": edits[0]["after"]["content"]["uri"]})
 
     arun(go())
+
+
+def test_a_turn_cancelled_during_a_permission_request_sends_session_cancel_before_its_answer(
+    tmp_path: Path,
+) -> None:
+    """ACP has the client send session/cancel, then answer the pending permission request
+    ``cancelled``; the answer went first, so the agent learnt of the cancel from it."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("ask", "always")) as lab:
+            pending = lab.start("go")
+            await pending_call(lab)
+            asked = next(f for f in lab.acp_frames if f.method == "session/request_permission")
+            await lab.cancel()
+            assert (await pending).status == "cancelled"
+            answer = await _frame(lab, f"response #{asked.message['id']}")
+            cancel = await _frame(lab, "session/cancel")
+            assert answer.message["result"]["outcome"] == {"outcome": "cancelled"}
+            assert cancel.index < answer.index
+            again = lab.start("again")  # the next turn asks again, and goes on once answered
+            await pending_call(lab)
+            lab.approve(option="aa")
+            assert (await again).status == "complete"
+
+    arun(go())

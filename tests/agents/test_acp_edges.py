@@ -6,6 +6,7 @@ yet, and ask for a terminal that keeps no output. Real agent subprocesses (``bad
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 from pathlib import Path
 
@@ -263,5 +264,62 @@ def test_a_confirmation_the_agents_options_cannot_carry_is_rejected_and_the_call
             lab.approve(option="aa")
             turn = await pending
             assert turn.status == "complete" and 'outcome={"optionId": "aa"' in turn.text
+
+    arun(go())
+
+
+def test_a_refusal_quoting_the_agents_options_never_carries_a_secret(tmp_path: Path) -> None:
+    """The reason a confirmation is rejected quotes the agent's option names: one named with the
+    secret the person gave the agent went unmasked into the echo, the log and the export."""
+    from .conftest import SECRET_ENV
+
+    secret = SECRET_ENV["BAD_AGENT_KEY"]
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("ask", "leaky")) as lab:
+            pending = lab.start("go")
+            call = await pending_call(lab)
+            turn_id = lab.state(lab.chat)["activeTurn"]["id"]
+            lab.client.dispatch(
+                lab.chat,
+                {
+                    "type": "chat/toolCallConfirmed",
+                    "turnId": turn_id,
+                    "toolCallId": call["toolCallId"],
+                    "approved": True,
+                    "confirmed": "user-action",
+                },
+            )
+            await lab.client.settle()
+            reason = lab.client.rejections[-1]["reason"]
+            assert "'aa' (Always allow using ***)" in reason and secret not in reason
+            exported = io.StringIO()
+            lab.store.export(exported)
+            assert secret not in exported.getvalue()
+            lab.deny()
+            assert (await pending).status == "complete"
+
+    arun(go())
+
+
+def test_a_denial_naming_no_option_reaches_an_agent_that_only_rejects_always_as_a_rejection(
+    tmp_path: Path,
+) -> None:
+    """With no one-time reject on offer, a plain denial was sent as ``cancelled`` (in ACP, the
+    whole turn) while the chat showed the call denied; it is the agent's "always reject", which
+    this one denial does not make the bridge remember."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("ask", "reject_always")) as lab:
+            for prompt in ("go", "again"):  # asked again: the fallback was not remembered
+                pending = lab.start(prompt)
+                call = await pending_call(lab)
+                turn_id = lab.state(lab.chat)["activeTurn"]["id"]
+                denial = {"turnId": turn_id, "toolCallId": call["toolCallId"], "approved": False}
+                lab.client.dispatch(
+                    lab.chat, {"type": "chat/toolCallConfirmed", **denial, "reason": "denied"}
+                )
+                turn = await pending
+                assert turn.status == "complete" and 'outcome={"optionId": "ra"' in turn.text
 
     arun(go())

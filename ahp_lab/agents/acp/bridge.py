@@ -177,6 +177,9 @@ class Bridge(WorkspaceServices):
         # command it waits to exit): the agent is waiting on us then, and its silence does not count
         self._waiting_on_host = 0
         self._cancel_deadline = 0.0  # when a cancelled prompt must have ended (monotonic)
+        # set once the current turn is over for the agent: ended, or its session/cancel sent (a
+        # permission request that the cancel ends is answered after that, as ACP orders them)
+        self._turn_over: asyncio.Event | None = None
         self._stderr = bytearray()
         self._stderr_total = 0
         self._stack: contextlib.AsyncExitStack | None = None
@@ -309,6 +312,8 @@ class Bridge(WorkspaceServices):
                 self.process.kill()  # a failed agent gets no grace period
         for terminal in self.terminals.values():
             terminal.release()  # its commands stop with it (a fresh process knows none of them)
+        if self._turn_over is not None:
+            self._turn_over.set()  # no session/cancel will be sent: nothing to wait for
         for waiting in list(self._asking):
             waiting.cancel()  # a permission request still waiting for a person is answered cancelled
         if self.prompt_task is not None:
@@ -420,7 +425,14 @@ class Bridge(WorkspaceServices):
         """Mark the agent as failed (the first reason wins) and wake whatever waits on it."""
         if self.failure is None:
             self.failure, self.failure_reported = reason, False
-            log.warning("ACP agent %s: %s", self.agent.name, reason)
+            # during a turn its error says so in the chat; between turns only the log does, until
+            # the next turn (a warning in a notebook shows under the cell that started the agent)
+            log.log(
+                logging.INFO if self.turn is not None else logging.WARNING,
+                "ACP agent %s: %s",
+                self.agent.name,
+                reason,
+            )
             self._failed.set()
 
     def failure_message(self, reason: str) -> str:
@@ -573,6 +585,7 @@ class Bridge(WorkspaceServices):
         if self.failure is not None:  # it failed the agent (a restart was sending it meanwhile)
             raise AgentFailure(self.failure)
         self.turn, self.turn_ctx = TurnMap(ctx.turn_id, ended_calls=self._ended_calls), ctx
+        self._turn_over = asyncio.Event()
         self._last_in = time.monotonic()
         blocks = mapping.prompt_blocks(ctx.message, self.capabilities.get("promptCapabilities") or {})
         token = _CAUSE.set(self._seq(ctx.chat, "chat/turnStarted", turnId=ctx.turn_id))
@@ -600,7 +613,11 @@ class Bridge(WorkspaceServices):
             for action in mapping.end_run(self.turn):
                 self.emit(action)
 
-    def end_turn(self) -> None:
+    def end_turn(self, *, agent_told: bool = True) -> None:
+        """The turn is over (``agent_told``: nothing more need reach the agent before a pending
+        permission request is answered ``cancelled``)."""
+        if agent_told and self._turn_over is not None:
+            self._turn_over.set()
         if self.turn is not None:
             self._ended_calls.update(dict.fromkeys(self.turn.calls))
             while len(self._ended_calls) > MAX_ENDED_CALLS:
@@ -609,17 +626,28 @@ class Bridge(WorkspaceServices):
 
     def cancel(self, chat: str, turn_id: str) -> None:
         """The AHP turn was cancelled: tell the agent (``session/cancel``) without waiting."""
-        self.end_turn()
-        if self.running and self.session_id is not None:
+        over = self._turn_over
+        self.end_turn(agent_told=False)
+        if not (self.running and self.session_id is not None):
+            if over is not None:
+                over.set()
+        else:
             token = _CAUSE.set(self._seq(chat, "chat/turnCancelled", turnId=turn_id))
             try:
-                self._spawn(asyncio.wait_for(self.conn.cancel(session_id=self.session_id), 5.0))
+                self._spawn(self._send_cancel(over))
             finally:
                 _CAUSE.reset(token)
             self._cancel_deadline = time.monotonic() + self.agent.cancel_grace
             # not in _tasks: stopping the process cancels those, and this task is what stops it
             watch = asyncio.ensure_future(self._stop_unless_settled(self.generation))
             self.agent.track(watch)
+
+    async def _send_cancel(self, over: asyncio.Event | None) -> None:
+        try:
+            await asyncio.wait_for(self.conn.cancel(session_id=self.session_id), 5.0)
+        finally:
+            if over is not None:
+                over.set()
 
     def _seq(self, channel: str, action_type: str, **match: Any) -> tuple[int, ...]:
         seq = self.ctx.latest_seq(channel, action_type, **match)
@@ -746,7 +774,7 @@ class Bridge(WorkspaceServices):
         cancelled = RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         if not self._check_session(session_id) or self.turn is None or _TURN.get() is not self.turn:
             return cancelled  # no turn, or asked during a turn that was cancelled since
-        turn, ctx = self.turn, self.turn_ctx
+        turn, ctx, over = self.turn, self.turn_ctx, self._turn_over
         opts = _json(options)
         ids = [o.get("optionId") for o in opts]
         if not opts or len(opts) > MAX_PERMISSION_OPTIONS or len(set(ids)) != len(ids):
@@ -789,7 +817,13 @@ class Bridge(WorkspaceServices):
         except asyncio.CancelledError:
             if asyncio.current_task().cancelling():
                 raise
-            return cancelled  # the turn ended, or the agent was stopped, while the person was deciding
+            # the turn ended, or the agent was stopped, while the person was deciding; a cancelled
+            # turn's session/cancel goes first
+            if over is not None and not over.is_set():  # no await once it is: a stop closes the pipe
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(5.0):
+                        await over.wait()
+            return cancelled
         finally:
             call.options = None
             waiting.cancel()
@@ -814,14 +848,19 @@ class Bridge(WorkspaceServices):
                 )
         elif status == "cancelled" and state.get("reason") == "denied":
             call.status = "cancelled"
-            chosen = picked if picked in by_id else _first(opts, "reject_once")
+            # a denial is always carried: "always reject" when that is the only way to reject
+            chosen = picked if picked in by_id else _first(opts, "reject_once", "reject_always")
         else:
             call.status = str(status)
+            if over is not None and not over.is_set():  # the turn was cancelled: session/cancel first
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(5.0):
+                        await over.wait()
             return cancelled
         if chosen is None:
             return cancelled
         kind = by_id[chosen].get("kind")
-        if kind in ("allow_always", "reject_always"):
+        if chosen == picked and kind in ("allow_always", "reject_always"):  # remembered when chosen
             self.always[key] = "allow" if kind == "allow_always" else "reject"
         return _selected(chosen)
 
