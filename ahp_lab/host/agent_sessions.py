@@ -539,7 +539,7 @@ class AgentSessions:
             await agent.config_changed(session, to_json(changes))
         except Exception as exc:
             reason = str(exc) if isinstance(exc, TurnFailed) else f"{type(exc).__name__}: {exc}"
-            log.warning("the agent refused the config change %s of %s: %s", changes, session, reason)
+            log.warning("the agent refused the config change %.200s of %s: %.500s", changes, session, reason)
             applied = exc.applied if isinstance(exc, TurnFailed) else ()
             undo = {k: before.get(k) for k in changes if k not in applied}  # what it took stays
             if undo and self.host.store.has_channel(session):

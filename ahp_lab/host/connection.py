@@ -28,6 +28,7 @@ import contextlib
 import json
 import logging
 import re
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -66,8 +67,10 @@ NEWER_ACTIONS: dict[str, tuple[int, ...]] = {
 }
 #: The notifications a client sends the host (overview §2): sent with an id, they are refused.
 _CLIENT_NOTIFICATIONS = ("dispatchAction", "unsubscribe")
-#: Invalid notifications of one connection whose reasons the host logs; the rest are dropped unsaid.
-_LOGGED_REFUSALS = 5
+#: Invalid notifications whose reasons the host logs in a minute, all connections together; the
+#: rest that minute are dropped unsaid.
+_LOGGED_REFUSALS = 20
+_refusals = (0.0, 0)  # (start of the minute, notifications dropped in it)
 #: A client id travels in every envelope the client dispatches; it stays short.
 MAX_CLIENT_ID_CHARS = 256
 #: The message of the error (-32600 InvalidRequest) for requests before ``initialize``; the spec
@@ -181,7 +184,6 @@ class Connection:
             limits=self.limits,
             budget=budget,
         )
-        self._refused = 0  # invalid notifications dropped
         host.connections.add(self)
 
     # -- identity and trust ---------------------------------------------------------------------
@@ -295,14 +297,18 @@ class Connection:
 
     def _refuse(self, error: RpcError) -> None:
         """Drop an invalid notification: a notification is never answered (overview §2, JSON-RPC
-        2.0), so the reason goes to the host's log, for the first few of a connection."""
-        self._refused += 1
-        if self._refused <= _LOGGED_REFUSALS:
+        2.0), so the reason goes to the host's log, at most ``_LOGGED_REFUSALS`` a minute whatever
+        the connection (a stranger opening connection after connection cannot fill the log)."""
+        global _refusals
+        now = time.monotonic()
+        start, count = _refusals if now - _refusals[0] < 60 else (now, 0)
+        _refusals = (start, count + 1)
+        if count < _LOGGED_REFUSALS:
             log.warning(
-                "dropped a notification from %s: %s%s",
+                "dropped a notification from %.64s: %s%s",
                 self.client_id or "a connection not initialized",
                 error.message,
-                " (further ones from it are not logged)" if self._refused == _LOGGED_REFUSALS else "",
+                " (further ones this minute are not logged)" if count + 1 == _LOGGED_REFUSALS else "",
             )
 
     # -- notifications --------------------------------------------------------------------------

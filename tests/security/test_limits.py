@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 
 import pytest
 
@@ -570,3 +571,31 @@ def test_a_flood_of_dispatches_is_read_at_the_rate_of_its_budget_and_nothing_is_
             assert lab.store.state(lab.chat)["draft"]["text"].startswith(f"{count:03}")
 
     arun(main())
+
+
+def test_dropped_notifications_cannot_fill_the_hosts_log_however_many_connections(
+    connect_stranger, caplog, monkeypatch
+):
+    """Five log lines a connection let a stranger opening connection after connection write
+    about 730 KiB of log a second; the host logs at most 20 reasons a minute in all."""
+    from ahp_lab.host import connection
+
+    monkeypatch.setattr(connection, "_refusals", (0.0, 0))
+
+    async def main():
+        async with open_lab() as lab:
+            for n in range(30):
+                s = await connect_stranger(lab, f"churn-{n}")
+                await s.initialize(f"churn-{n}")
+                for _ in range(3):
+                    s.send(
+                        '{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":"x","clientSeq":-1}}'
+                    )
+                assert (await s.call("ping"))["result"] is None
+                s.close()
+
+    with caplog.at_level(logging.WARNING, logger="ahp_lab.host"):
+        arun(main())
+    dropped = [r.getMessage() for r in caplog.records if r.getMessage().startswith("dropped a notification")]
+    assert len(dropped) == 20
+    assert dropped[-1].endswith("(further ones this minute are not logged)")
