@@ -37,6 +37,6 @@ def test_the_last_question_waits_for_the_readers_click(jupyter_server, page):
     screenshot(page, "input-requests-your-turn")
     queue.get_by_role("button", name="Submit answers").click()
     wait_idle(page)
-    assert "The request was answered: accept" in cell_output_text(page, waiting)
+    assert "The request was answered by you: accept MCP servers" in cell_output_text(page, waiting)
     errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']")
     assert errors.count() == 0, errors.first.inner_text()
