@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from bisect import bisect_left
 from collections.abc import Mapping
 from typing import Any
 
@@ -436,6 +437,15 @@ class TransitionInspector(SourceView):
         ]
         return {"type": "rows", "version": self.version, "start": start, "total": total, "rows": rows}
 
+    def row_of(self, seq: int) -> int | None:
+        """The row of transition ``seq`` in the filtered table (``None``: not in the log, or filtered out)."""
+        self._scan()
+        pos, _t = find_seq(self._source.transitions, seq)
+        if pos is None:
+            return None
+        k = bisect_left(self._index, pos)
+        return k if k < len(self._index) and self._index[k] == pos else None
+
     def render_view(self) -> None:
         old_total = len(self._index)
         first_version = self.version
@@ -595,6 +605,10 @@ class TransitionInspector(SourceView):
             if "req" in content:
                 reply["req"] = content["req"]
             self.send_msg(reply)
+        elif typ == "reveal":  # where a transition selected elsewhere (the ACP lane) is in the table
+            seq = content.get("seq")
+            index = self.row_of(seq) if isinstance(seq, int) and not isinstance(seq, bool) else None
+            self.send_msg({"type": "revealed", "version": self.version, "seq": seq, "index": index})
         elif typ == "acpWindow":
             start, count = content.get("start", 0), content.get("count", 100)
             lane = acp_lane(

@@ -70,7 +70,8 @@ export function renderInspector({ model, el }) {
   const detail = h("div", { class: "ahp-tdetail", "aria-live": "polite" });
   const body = h("div", { class: "ahp-insp-body" }, table, detail);
   root.appendChild(body);
-  const lane = acpLane({ model, selectSeq: (seq) => selectSeq(seq) });
+  // a transition picked in the ACP lane is scrolled to in the table (which stops following the end)
+  const lane = acpLane({ model, selectSeq: (seq) => { selectSeq(seq); follow.checked = false; model.send({ type: "reveal", seq }); } });
   root.querySelector(".ahp-toolbar").appendChild(lane.toggle);
   root.appendChild(lane.el);
 
@@ -276,6 +277,11 @@ export function renderInspector({ model, el }) {
       for (const r of msg.rows) cache.set(r.i, r);
       drawRows();
       if (follow.checked) scrollToEnd();
+    } else if (msg.type === "revealed") {
+      if (msg.version !== version || msg.index == null) return;
+      spacer.style.height = `${total * ROW_H}px`;
+      scroller.scrollTop = Math.max(0, msg.index * ROW_H - Math.floor(scroller.clientHeight / 2));
+      redraw();
     } else if (msg.type === "appended") {
       if (msg.version !== version) return;
       total = msg.total;

@@ -3,7 +3,8 @@
 A real ACP agent subprocess (the offline example) streams an answer; in the browser the ACP lane is
 switched on, a chunk frame is clicked (the transition it produced is selected and its detail names
 the frame), and a frame chip in a transition's detail is clicked (the lane shows that frame's
-JSON-RPC message). Screenshot: ``artifacts/acp-lane.png``.
+JSON-RPC message), and a seq chip in the lane scrolls the table to that transition. Screenshot:
+``artifacts/acp-lane.png``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,14 @@ insp = TransitionInspector(lab.as_source())
 insp
 """
 CLOSE = "await agent.aclose()"
+#: the selected row lies within what the table's scroller shows (rows sit at ``top: i * ROW_H``)
+SHOWN_IN_THE_TABLE = """() => {
+  const s = document.querySelector(".ahp-inspector .ahp-tscroll");
+  const r = s && s.querySelector(".ahp-trow.ahp-selected");
+  if (!r) return false;
+  const top = parseFloat(r.style.top);
+  return top >= s.scrollTop && top + r.offsetHeight <= s.scrollTop + s.clientHeight;
+}"""
 
 
 def test_acp_lane_links_frames_and_transitions(jupyter_server, page):
@@ -58,6 +67,11 @@ def test_acp_lane_links_frames_and_transitions(jupyter_server, page):
     prompt = lane.locator(".ahp-acp-row[data-direction='out']", has_text="session/prompt").first
     prompt.locator(".ahp-seq-chip").first.click()
     detail.locator(".ahp-detail-head", has_text="chat/turnStarted").wait_for()
+    # the table scrolls to it (it had followed the end, far below): its row is in view, selected
+    row = page.locator(".ahp-inspector .ahp-trow.ahp-selected", has_text="chat/turnStarted")
+    row.wait_for()
+    page.wait_for_function(SHOWN_IN_THE_TABLE)
+    assert not page.get_by_role("checkbox", name="Follow new transitions").is_checked()
     _shot(page, ".ahp-inspector", "acp-lane")
     run_cell(page, 1)
     assert not errors, errors

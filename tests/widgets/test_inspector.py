@@ -125,3 +125,26 @@ def test_malformed_never_raises(weird):
     json.dumps(inspector_rows([t], 0, 10, weird))
     json.dumps(transition_detail(t))
     json.dumps(readable_patch(weird))
+
+
+def test_a_transition_picked_in_the_acp_lane_is_found_in_the_filtered_table():
+    """The lane's seq chip selected a transition the table did not scroll to: the browser asks
+    ``reveal`` and gets its row in the table as filtered, or ``None`` when it is not shown."""
+    from ahp_lab.widgets import TransitionInspector
+
+    src = _log(1000)
+    insp = TransitionInspector(src)
+    sent: list = []
+    insp.send_msg = sent.append
+    insp.filters = {"channel": src.chat}  # the odd seqs' transitions, rows 0..499
+    for seq in (2, 1, 1000, "3", True, 5000):
+        insp._on_custom_msg(insp, {"type": "reveal", "seq": seq})
+    assert [(m["seq"], m["index"]) for m in sent if m["type"] == "revealed"] == [
+        (2, 0),  # seq 2 is i == 1: the chat's first row
+        (1, None),  # a session transition, filtered out
+        (1000, 499),  # the last one
+        ("3", None),
+        (True, None),
+        (5000, None),
+    ]
+    insp.close()
