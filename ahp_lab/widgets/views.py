@@ -309,7 +309,9 @@ class TransitionInspector(SourceView):
     Rows travel as custom messages: the browser asks ``{"type": "window", "start", "count"}`` and
     gets ``{"type": "rows", "version", "start", "total", "rows"}``; new transitions are announced
     with ``{"type": "appended", "version", "total", "rows"}`` (the last ``APPEND_TAIL`` rows only:
-    about what a following table shows; it asks for any other window it scrolls to).
+    about what a following table shows; it asks for any other window it scrolls to). A transition
+    picked elsewhere (the ACP lane) is found with ``{"type": "reveal", "seq"}``, answered with
+    ``{"type": "revealed", "version", "seq", "index"}`` (its row, ``None`` when it is filtered out).
 
     While transitions stream in, the ``total`` traitlet is not synced with every flush (each
     ``appended`` message carries the total already): it follows once the log has been quiet for
