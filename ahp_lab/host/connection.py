@@ -479,6 +479,8 @@ class Connection:
         return self._claim(params["clientId"], finish)
 
     def _cmd_reconnect(self, params: dict) -> Any:
+        if params["lastSeenServerSeq"] < 0:  # a sequence number: 0 or more
+            raise RpcError(ErrorCode.INVALID_PARAMS, "reconnect: lastSeenServerSeq must be 0 or more")
         return self._claim(params["clientId"], lambda: self._replay(params))
 
     def _replay(self, params: dict) -> dict:

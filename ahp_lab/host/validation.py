@@ -167,7 +167,7 @@ def check_client_action(
         return f"{kind} belongs on a {channel_kind_of_action(kind)} channel, but {channel} is a {channel_kind} channel"
     caps = agent_capabilities or {}
     if channel_kind == "chat":
-        reason = _check_tool_result_size(action, kind, limits)
+        reason = _check_tool_result_size(action, kind, limits) or _check_queue(action, kind, state, limits)
         return reason or _check_chat(action, kind, state, client_id, session, caps)
     if channel_kind == "session":
         published = (
@@ -202,6 +202,21 @@ def _check_tool_result_size(action: dict, kind: str, limits: Limits) -> str | No
             f"{limits.max_tool_result_bytes:,} for one tool call"
         )
     return None
+
+
+def _check_queue(action: dict, kind: str, chat: Any, limits: Limits) -> str | None:
+    """A new queued message when the chat's queue is full (``limits.max_queued_messages``)."""
+    if kind != "chat/pendingMessageSet" or action.get("kind") != "queued":
+        return None
+    queued = chat.get("queuedMessages") if isinstance(chat, dict) else None
+    if not isinstance(queued, list) or len(queued) < limits.max_queued_messages:
+        return None
+    if any(type(m) is dict and m.get("id") == action.get("id") for m in queued):
+        return None  # a queued message replaced: the queue does not grow
+    return (
+        f"chat/pendingMessageSet: the chat already queues {len(queued):,} messages, the most it holds "
+        "(Limits.max_queued_messages); remove one or wait for the queue to run"
+    )
 
 
 def _check_chat(

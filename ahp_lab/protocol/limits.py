@@ -114,6 +114,10 @@ class Limits:
     #: tools' deltas and results, answers), as JSON text, in total over the host's chats: past it,
     #: such additions are refused with a reason until a truncation or a disposed chat frees room.
     max_client_content_bytes: int = 256 * 1024 * 1024
+    #: Messages a chat's queue holds (``queuedMessages``): a new one past it is refused, since each
+    #: queued message costs every later ``chat/pendingMessageSet`` a walk of the queue (20,000
+    #: one-character messages held the host's loop 7 s, far under the content budget).
+    max_queued_messages: int = 1000
     #: Terminals an agent may have running in one session (ACP ``terminal/create``).
     max_agent_terminals: int = 16
     #: Output kept per agent terminal (its tail), and put into the terminal channel's state.
