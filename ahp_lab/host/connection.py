@@ -479,7 +479,7 @@ class Connection:
         return self._claim(params["clientId"], finish)
 
     def _cmd_reconnect(self, params: dict) -> Any:
-        if params["lastSeenServerSeq"] < 0:  # a sequence number: 0 or more
+        if not valid_seq(params["lastSeenServerSeq"]):
             raise RpcError(ErrorCode.INVALID_PARAMS, "reconnect: lastSeenServerSeq must be 0 or more")
         return self._claim(params["clientId"], lambda: self._replay(params))
 

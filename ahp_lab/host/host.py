@@ -429,13 +429,8 @@ class Host(SessionsAndChats):
                 limits=self.limits,
                 working_directories=self.roots.checker(conn.trusted),
             )
-        if reason is None and action["type"] == "chat/toolCallConfirmed":
-            session_uri = self.chat_session.get(channel)
-            refusal = (
-                getattr(self.agent_for(session_uri), "confirmation_refusal", None)
-                if session_uri in self.sessions
-                else None
-            )
+        if reason is None and action["type"] == "chat/toolCallConfirmed" and session_uri in self.sessions:
+            refusal = getattr(self.agent_for(session_uri), "confirmation_refusal", None)
             if refusal is not None:  # the agent asks through options of its own (an ACP agent)
                 reason = refusal(session_uri, action)
         if reason is None and action["type"] in ("chat/turnStarted", "chat/pendingMessageSet"):

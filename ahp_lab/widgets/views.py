@@ -10,6 +10,7 @@ from typing import Any
 import ipywidgets
 import traitlets
 
+from ..protocol.limits import valid_seq
 from . import base as _base
 from .base import VIEW_TEXT, SourceView, ViewContext, text_fallback
 from .chat import active_turn_patch, chat_view_model, promote_patch, turn_view
@@ -609,7 +610,7 @@ class TransitionInspector(SourceView):
             self.send_msg(reply)
         elif typ == "reveal":  # where a transition selected elsewhere (the ACP lane) is in the table
             seq = content.get("seq")
-            index = self.row_of(seq) if isinstance(seq, int) and not isinstance(seq, bool) else None
+            index = self.row_of(seq) if valid_seq(seq) else None
             self.send_msg({"type": "revealed", "version": self.version, "seq": seq, "index": index})
         elif typ == "acpWindow":
             start, count = content.get("start", 0), content.get("count", 100)

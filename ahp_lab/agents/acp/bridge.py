@@ -817,12 +817,8 @@ class Bridge(WorkspaceServices):
         except asyncio.CancelledError:
             if asyncio.current_task().cancelling():
                 raise
-            # the turn ended, or the agent was stopped, while the person was deciding; a cancelled
-            # turn's session/cancel goes first
-            if over is not None and not over.is_set():  # no await once it is: a stop closes the pipe
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(5.0):
-                        await over.wait()
+            # the turn ended, or the agent was stopped, while the person was deciding
+            await _cancel_told(over)
             return cancelled
         finally:
             call.options = None
@@ -852,10 +848,7 @@ class Bridge(WorkspaceServices):
             chosen = picked if picked in by_id else _first(opts, "reject_once", "reject_always")
         else:
             call.status = str(status)
-            if over is not None and not over.is_set():  # the turn was cancelled: session/cancel first
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(5.0):
-                        await over.wait()
+            await _cancel_told(over)
             return cancelled
         if chosen is None:
             return cancelled
@@ -929,6 +922,16 @@ class Bridge(WorkspaceServices):
             except ValueError:
                 return self.ctx.put_content(data, content_type)
         return self.ctx.put_content(data, content_type)
+
+
+async def _cancel_told(over: asyncio.Event | None) -> None:
+    """Before a permission request is answered ``cancelled``: a cancelled turn's session/cancel
+    goes to the agent first, as ACP orders them (up to 5 s). No await once the turn is over: a
+    stop closes the pipe, and an answer sent after that would wait for ever."""
+    if over is not None and not over.is_set():
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(5.0):
+                await over.wait()
 
 
 def _first(options: list[dict], *kinds: str) -> str | None:
