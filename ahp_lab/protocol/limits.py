@@ -9,8 +9,9 @@ the host hold or do. The defaults suit a local workbench; ``Lab(limits=...)`` or
 The same limits apply on every entry path: the wire (any connection), cells (``lab.dispatch``,
 ``lab.send``) and widgets, because all of them reach the host as JSON-RPC messages and actions.
 :func:`check_json` is the one walk that checks a JSON value against them (nesting depth, string
-length, lone surrogates, non-finite numbers, overall size); :func:`nesting_exceeds` guards the
-JSON parser itself before it can recurse too deep; :func:`truncated` is the short form in which a
+length, lone surrogates, non-finite numbers, overall size); :func:`nesting_exceeds` and
+:func:`items_exceed` guard the JSON parser itself, before it can recurse too deep or spend long
+on a frame of tiny values; :func:`truncated` is the short form in which a
 rejected payload is kept in the log.
 """
 
@@ -36,6 +37,7 @@ __all__ = [
     "check_json",
     "check_text",
     "clipped",
+    "items_exceed",
     "nesting_exceeds",
     "truncated",
     "valid_request_id",
@@ -60,6 +62,11 @@ class Limits:
 
     #: One JSON-RPC message (one WebSocket frame); larger messages are refused unread.
     max_message_bytes: int = 16 * 1024 * 1024
+    #: Items in one JSON-RPC message: its values and object keys, counted from its commas, colons
+    #: and opening brackets before it is parsed (an empty array or object counts twice). Parsing
+    #: and checking cost time per item, which a frame of tiny values packs densely: 5 million
+    #: ``[]`` in one 14.6 MB frame held the host's loop 7 s. Larger messages are refused unread.
+    max_message_items: int = 250_000
     #: Nesting of one command's params or one action (objects and arrays count one level each).
     max_depth: int = 64
     #: Length of any one string in params or actions (a title, a message text, a tool result block).
@@ -254,12 +261,38 @@ def check_json(
                     problem = _string_problem(k, max_str)
                     if problem is not None:
                         raise _fail(subject, (node, k[:40]), *problem)
+                # a plain leaf that passes is counted in place (most items: a walk of a million
+                # pushed as many tuples); anything else is pushed and checked as it is popped
+                ti = type(item)
+                if ti is str:
+                    if len(item) <= max_str and item.isascii():
+                        size += len(item) + 2
+                        continue
+                elif ti is int:
+                    if -_DOUBLE_LIMIT < item < _DOUBLE_LIMIT:
+                        size += 5
+                        continue
+                elif ti is bool or item is None:
+                    size += 5
+                    continue
                 push((item, depth + 1, (node, k)))
         elif t is list or t is tuple:
             if depth > depth_cap:
                 raise _fail(subject, node, f"nests deeper than {depth_cap} levels", "too_deep")
             size += 2 + len(v)
             for i, item in enumerate(v):
+                ti = type(item)  # a plain leaf in place, as for an object's members
+                if ti is str:
+                    if len(item) <= max_str and item.isascii():
+                        size += len(item) + 2
+                        continue
+                elif ti is int:
+                    if -_DOUBLE_LIMIT < item < _DOUBLE_LIMIT:
+                        size += 5
+                        continue
+                elif ti is bool or item is None:
+                    size += 5
+                    continue
                 push((item, depth + 1, (node, i)))
         elif t is int:
             if not -_DOUBLE_LIMIT < v < _DOUBLE_LIMIT:
@@ -281,6 +314,8 @@ def check_json(
             raise _fail(subject, node, f"is a {type(v).__name__}, which JSON cannot carry", "type")
         if size > size_cap:
             raise _fail(subject, None, f"is over the size limit of {size_cap:,} characters", "too_large")
+    if size > size_cap:  # leaves counted in place after the last pop
+        raise _fail(subject, None, f"is over the size limit of {size_cap:,} characters", "too_large")
     return size
 
 
@@ -314,6 +349,29 @@ def nesting_exceeds(text: str, cap: int) -> bool:
         if depth < 0:
             return False
     return False
+
+
+def items_exceed(text: str, cap: int) -> bool:
+    """Whether the JSON ``text`` holds more than ``cap`` items (values and object keys), checked
+    before parsing it.
+
+    Every item but the first follows a comma, a colon or an opening bracket, so their count
+    outside strings, plus one, bounds the items (an empty array or object adds one for its bracket).
+    Free for a text shorter than ``cap``; otherwise the counts in the whole text decide when they
+    are within ``cap``. Else strings are cut out and the structure counted, unless the text holds
+    more than ``cap`` strings already (a frame of tiny strings, which cutting would take long on).
+    """
+    if len(text) <= cap:
+        return False
+    punctuation = text.count(",") + text.count(":") + text.count("[") + text.count("{")
+    if punctuation < cap:
+        return False
+    # A backslash-quote pair is an escaped quote, or the end of a string after an escaped
+    # backslash: the quotes less those pairs are at most the quotes that delimit strings.
+    if (text.count('"') - text.count('\\"')) // 2 > cap:
+        return True
+    skeleton = _JSON_STRINGS.sub("", text)
+    return skeleton.count(",") + skeleton.count(":") + skeleton.count("[") + skeleton.count("{") >= cap
 
 
 def valid_request_id(value: Any) -> bool:

@@ -15,6 +15,7 @@ request's id when it can be read, else ``null``). Nothing it sends contains ``Na
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import json
 import logging
@@ -25,7 +26,14 @@ from typing import Any, Protocol
 
 from ..protocol.jsonrpc import ErrorCode
 from ..protocol.jsonvalue import dumps
-from ..protocol.limits import ENVELOPE_DEPTH, Limits, clipped, nesting_exceeds, valid_request_id
+from ..protocol.limits import (
+    ENVELOPE_DEPTH,
+    Limits,
+    clipped,
+    items_exceed,
+    nesting_exceeds,
+    valid_request_id,
+)
 
 log = logging.getLogger("ahp_lab.transport")
 
@@ -125,6 +133,23 @@ class Transport(Protocol):
 
 RequestHandler = Callable[[str, dict], Any]  # (method, params) -> result (or awaitable)
 NotificationHandler = Callable[[str, dict], None]
+
+
+#: Messages from this many characters on are parsed with the cyclic collector paused.
+_LARGE_MESSAGE = 64 * 1024
+
+
+def _loads(text: str) -> Any:
+    """``json.loads``, with the cyclic collector paused for a large text: parsing makes no cycles,
+    while the many containers of a frame of small arrays or objects set off collections that read
+    the whole heap (5 million ``[]`` parsed in 1.8 s with it, 0.2 s without)."""
+    if len(text) < _LARGE_MESSAGE or not gc.isenabled():
+        return json.loads(text, parse_constant=_reject_constant)
+    gc.disable()
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    finally:
+        gc.enable()
 
 
 def _reject_constant(name: str) -> Any:
@@ -257,12 +282,17 @@ class JsonRpcPeer:
                 ErrorCode.INVALID_REQUEST,
                 f"the message is {len(text):,} characters long, over the limit of {limits.max_message_bytes:,}",
             )
+        if limits is not None and items_exceed(text, limits.max_message_items):
+            return _leading_id(text), RpcError(
+                ErrorCode.INVALID_REQUEST,
+                f"the message holds more than {limits.max_message_items:,} values and keys",
+            )
         if nesting_exceeds(text, self._depth_cap):
             return _leading_id(text), RpcError(
                 ErrorCode.INVALID_REQUEST, f"the message nests deeper than {self._depth_cap} levels"
             )
         try:
-            return json.loads(text, parse_constant=_reject_constant), None
+            return _loads(text), None
         except RecursionError:
             return _leading_id(text), RpcError(
                 ErrorCode.INVALID_REQUEST, "the message nests too deep to parse"

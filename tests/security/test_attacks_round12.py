@@ -1,0 +1,69 @@
+"""Attacker round 12: a stranger holding the token, over the socket (and in process).
+
+A frame of tiny values: parsing and checking cost time per value, and ``[]`` packs one into
+three characters, so one 14.6 MB frame of them held the host's loop 7 s (every connection
+waited) before it was answered, far under the frame limit. Past ``max_message_items`` a message
+is refused unread, with its reason under its id; a message under it is served as before.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ahp_lab.protocol.jsonrpc import ErrorCode
+
+from .conftest import ROOT, arun, open_lab
+
+REFUSED = "the message holds more than 250,000 values and keys"
+
+
+def _dense(message: dict, count: int) -> str:
+    """``message`` as JSON text with ``count`` empty arrays in place of its ``"DENSE"``."""
+    return json.dumps(message).replace('"DENSE"', "[" + ",".join(["[]"] * count) + "]")
+
+
+def test_a_frame_of_tiny_values_is_refused_unread_and_nothing_else_is_lost(connect_stranger):
+    async def main():
+        async with open_lab() as lab:  # the default limits
+            mallory = await connect_stranger(lab, "mallory")
+            await mallory.initialize("mallory")
+            # 130,000 empty arrays: 260,001 items in 390 KB, past the default of 250,000
+            request = {"jsonrpc": "2.0", "id": 7, "method": "listSessions", "params": {"channel": ROOT}}
+            request["params"]["x"] = "DENSE"
+            mallory.send(_dense(request, 130_000))
+            answer = await mallory.response(7)
+            assert answer["error"] == {"code": ErrorCode.INVALID_REQUEST, "message": REFUSED}
+            # the same as a notification: refused, never applied nor broadcast
+            before = lab.host.store.state(lab.chat)
+            action = {"type": "chat/titleChanged", "title": "owned", "x": "DENSE"}
+            mallory.send(
+                _dense(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "dispatchAction",
+                        "params": {"channel": lab.chat, "clientSeq": 1, "action": action},
+                    },
+                    130_000,
+                )
+            )
+            await mallory.wait(lambda: REFUSED in [e["message"] for e in mallory.errors_without_id()])
+            # a message under the limit is served, and the connection still works
+            fine = await mallory.call("listSessions", {"channel": ROOT, "x": [[]] * 100_000})
+            assert "result" in fine and fine["result"]["items"]
+            assert lab.host.store.state(lab.chat) is before  # nothing applied
+
+    arun(main())
+
+
+def test_the_limit_is_the_labs_to_change(connect_stranger):
+    async def main():
+        async with open_lab(limits={"max_message_items": 100}) as lab:
+            mallory = await connect_stranger(lab, "mallory")
+            await mallory.initialize("mallory")
+            # commas, colons and brackets inside strings are not counted
+            wordy = await mallory.call("listSessions", {"channel": ROOT, "x": ["a, b: [c] {d}," * 50] * 40})
+            assert "result" in wordy
+            refused = await mallory.call("listSessions", {"channel": ROOT, "x": list(range(100))})
+            assert refused["error"]["message"] == "the message holds more than 100 values and keys"
+
+    arun(main())
