@@ -236,6 +236,9 @@ class AhpClient(Contributions):
         self.sessions: set[str] = set()  # sessions this client is active in
         self.rejections: deque[dict] = deque(maxlen=MAX_REJECTIONS)
         self.unconfirmed: list[dict] = []  # sent before a drop, never sequenced by the host
+        #: channels the host reported missing when this client resumed (disposed, or no longer
+        #: permitted), the latest 100: what a dispatch to one of them is told
+        self.missing: list[str] = []
         self.approvals: dict[str, LocalApproval] = {}
         self.executions: dict[str, asyncio.Task] = {}
         self.resources: dict[str, str] = {}  # uri -> text served to the host (virtual plugins)
@@ -500,6 +503,8 @@ class AhpClient(Contributions):
     def _drop_channel(self, channel: str) -> None:
         self.channels.pop(channel, None)
         self.sessions.discard(channel)
+        if channel not in self.missing:
+            self.missing = [*self.missing[-99:], channel]
         self._notify(channel, {"type": "$missing"})
 
     # -- subscriptions --------------------------------------------------------------------------
@@ -674,6 +679,13 @@ class AhpClient(Contributions):
         While disconnected (and reconnecting) the action waits and is sent after the resume.
         """
         replica = self.channels.get(channel)
+        if replica is None and channel in self.missing:
+            raise ProtocolError(
+                f"the host no longer has {channel}: it reported the channel missing when this client "
+                "resumed (disposed while the client was offline, or no longer permitted)",
+                field="channel",
+                rule="must be a subscribed channel",
+            )
         if replica is None:
             raise ProtocolError(
                 f"not subscribed to {channel}: subscribe before dispatching to it",

@@ -108,7 +108,9 @@ class Answering:
 
         ``option`` picks one of the call's confirmation options; ``edit`` replaces its input.
         Also approves a local approval of this notebook (tools with ``approval="always"``).
-        Returns the accepted transition; raises :class:`ActionRejected` with the host's reason.
+        Returns the accepted transition; raises :class:`LookupError` when no call (or none with
+        that id) waits for confirmation, nothing sent, and :class:`ActionRejected` with the host's
+        reason when the host refuses the approval.
         """
         verdict = {"option": option, "edit": edit} if (option or edit is not None) else True
         return self._answer_call(tool_call_id, verdict, chat)
@@ -202,8 +204,11 @@ class Answering:
 
         ``answers`` maps question ids to plain values (``{"name": "demo", "workers": 3}``) or to
         full ``ChatInputAnswer`` objects; ``response`` is ``"accept"``, ``"decline"`` or
-        ``"cancel"``. Returns the accepted transition; raises :class:`ActionRejected` with the
-        host's reason (e.g. a required question left unanswered).
+        ``"cancel"``. Returns the accepted transition. Checked before anything is sent:
+        :class:`LookupError` when no request (or none with that id) is open, and
+        :class:`ValueError` for an answer to a question the request does not ask or, when
+        accepting, a required question left unanswered. The host's refusal (a value outside a
+        question's bounds, say) raises :class:`ActionRejected` with its reason.
         """
         chat = chat or self.chat
         return self.dispatch(self._completion(chat, request_id, answers, response), chat)

@@ -148,6 +148,18 @@ class Lab(Sending, Answering, LabBase):
             raise RuntimeError(
                 f"the session could not be created: {(state.get('creationError') or {}).get('message')}"
             )
+        if self._title and state.get("title") != self._title:
+            # createSession's title is an ahp_lab extension, which another host ignores: set it the
+            # protocol's way
+            try:
+                await self._verdict(
+                    self.session,
+                    self.client.dispatch(
+                        self.session, {"type": "session/titleChanged", "title": self._title}
+                    ),
+                )
+            except (ActionRejected, ConnectionError, LookupError) as exc:
+                warnings.warn(f"the host kept its own session title: {exc}", RuntimeWarning, stacklevel=2)
         self.chat = state["defaultChat"]
         await self.client.subscribe(self.chat)
         # plugin folders and directories are resolved in a worker thread: return once they are
@@ -304,14 +316,32 @@ class Lab(Sending, Answering, LabBase):
     async def _verdict(self, channel: str, seq: int) -> Transition:
         """The transition the host recorded for this client's dispatch ``seq``."""
 
+        client = self.client
+
         def echoed(_state: Any) -> Any:
             for t in reversed(self.store.transitions[-50:]):
                 origin = t.origin
-                if origin.get("clientId") == self.client.client_id and origin.get("clientSeq") == seq:
+                if origin.get("clientId") == client.client_id and origin.get("clientSeq") == seq:
                     return t
-            return None
+            # never to be echoed: dropped with the connection before the host sequenced it, or
+            # its channel gone (the host reported it missing when the client resumed)
+            if any(e.get("clientSeq") == seq and e.get("channel") == channel for e in client.unconfirmed):
+                return "lost"
+            return "gone" if channel not in client.channels else None
 
-        transition = await self.client.wait_for(channel, echoed, timeout=30)
+        transition = await client.wait_for(channel, echoed, timeout=30)
+        if transition == "lost":
+            raise ConnectionError(
+                "the action was lost when the connection to the host dropped: the host never "
+                "sequenced it (lab.client.resend_unconfirmed() sends it again)"
+            )
+        if transition == "gone":
+            raise LookupError(
+                f"the host no longer has {channel}: it reported the channel missing when the client "
+                "resumed, so the action will never be applied"
+                if channel in client.missing
+                else f"the client is no longer subscribed to {channel}: the action's verdict will not come"
+            )
         if not transition.accepted:
             raise ActionRejected(transition.rejection_reason, transition)
         return transition
