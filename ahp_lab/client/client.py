@@ -464,7 +464,8 @@ class AhpClient(Contributions):
                 if snapshot is not None and _checked_snapshot(snapshot, "subscribe")["resource"] == channel:
                     snapshots[channel] = snapshot  # (another channel's snapshot is not taken)
         self.protocol_version = _negotiated(result)
-        self.last_seen_seq = max(self.last_seen_seq, _answer_seq(result, "initialize"))
+        # a new handshake: the host's numbering now, which a restarted host may have begun again
+        self.last_seen_seq = _answer_seq(result, "initialize")
         self._replace_channels(channels, snapshots)
         return "initialize"
 

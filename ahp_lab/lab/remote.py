@@ -129,11 +129,15 @@ class RemoteLab(Lab):
         lab.client.on_change(
             lambda channel, action: lab.store.forget(channel) if action.get("type") == "$missing" else None
         )
-        await lab.client.subscribe(ROOT)
-        if session is None:
-            await lab._create_session()
-        else:
-            await lab._join(session)
+        try:
+            await lab.client.subscribe(ROOT)
+            if session is None:
+                await lab._create_session()
+            else:
+                await lab._join(session)
+        except BaseException:  # no lab to close it later: the connection would resume for ever
+            await lab.client.aclose()
+            raise
         return lab
 
     async def _join(self, session: str) -> None:

@@ -15,6 +15,8 @@ import pytest
 
 from ahp_lab.lab.remote import RemoteLab
 from ahp_lab.protocol import ProtocolError
+from ahp_lab.protocol.jsonrpc import ErrorCode
+from ahp_lab.transport import RpcError
 
 from .conftest import run
 from .test_foreign_host import foreign_host
@@ -32,6 +34,8 @@ class SpecHost:
     def __init__(self, drop_on: str | None = None) -> None:
         self.drop_on = drop_on
         self.forget_session = False
+        self.refuse_reconnect = False  # as a restarted host does: it knows no client
+        self.ws: Any = None
         self.seq = 0
         self.states: dict[str, dict] = {ROOT: {"agents": [], "activeSessions": 0}}
         self.received: list[dict] = []
@@ -41,6 +45,7 @@ class SpecHost:
 
     async def __call__(self, ws: Any, message: dict) -> None:
         self.received.append(message)
+        self.ws = ws
         method, params = message.get("method"), message.get("params") or {}
         answer = None
         if method == "initialize":
@@ -61,8 +66,16 @@ class SpecHost:
                 "activeClients": [params["activeClient"]],
             }
             self.states[CHAT] = {"title": "Chat", "status": 1, "turns": []}
+        elif method == "subscribe" and params["channel"] not in self.states:
+            error = {"code": ErrorCode.SESSION_NOT_FOUND, "message": "no such session"}
+            await ws.send(json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}))
+            return
         elif method == "subscribe":
             answer = {"snapshot": self._snapshot(params["channel"])}
+        elif method == "reconnect" and self.refuse_reconnect:
+            error = {"code": -32602, "message": "unknown client"}
+            await ws.send(json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}))
+            return
         elif method == "reconnect":
             if self.forget_session:
                 gone = [c for c in params["subscriptions"] if c != ROOT]
@@ -142,5 +155,58 @@ def test_a_session_disposed_while_the_client_was_away_is_named_as_gone():
             with pytest.raises(ProtocolError, match=r"the host no longer has ahp-session:/.*reported the"):
                 lab.client.dispatch(lab.session, {"type": "session/titleChanged", "title": "again"})
             await lab.aclose()
+
+    run(main())
+
+
+def test_after_a_host_restart_the_client_counts_from_the_hosts_new_numbers():
+    """A restarted host that numbers from 0 again: the client kept the old, higher number as
+    ``lastSeenServerSeq``, so its next ``reconnect`` asked for a replay from a future the host
+    never reached."""
+    host = SpecHost()
+
+    def reconnects() -> list[int]:
+        return [m["params"]["lastSeenServerSeq"] for m in host.received if m.get("method") == "reconnect"]
+
+    async def main():
+        async with foreign_host(host) as url:
+            lab = await RemoteLab.open(url)
+            for title in ("a", "b", "c"):
+                await lab.adispatch({"type": "session/titleChanged", "title": title})
+            host.seq, host.refuse_reconnect = 0, True  # restarted: numbering begins again
+            host.ws.transport.abort()
+            initialized = [m for m in host.received if m.get("method") == "initialize"]
+            await lab.client.wait_for(
+                ROOT,
+                lambda _s: (
+                    lab.client.connected
+                    and len([m for m in host.received if m.get("method") == "initialize"]) > len(initialized)
+                    or None
+                ),
+                10,
+            )
+            assert lab.client.last_seen_seq == 0
+            await lab.adispatch({"type": "session/titleChanged", "title": "d"})  # numbered 1
+            host.refuse_reconnect = False
+            host.ws.transport.abort()
+            await lab.client.wait_for(ROOT, lambda _s: len(reconnects()) >= 2 or None, 10)
+            title = lab.session_state["title"]
+            await lab.aclose()
+            return title
+
+    assert run(main()) == "d"
+    assert reconnects() == [4, 1]  # before: [4, 4]
+
+
+def test_joining_a_session_the_host_does_not_have_leaves_no_connection_behind():
+    """The failed open raised, with no lab to close: its connection stayed, and resumed for ever
+    once the host went away ("Task was destroyed but it is pending" at exit)."""
+    host = SpecHost()
+
+    async def main():
+        async with foreign_host(host) as url:
+            with pytest.raises(RpcError, match="no such session"):
+                await RemoteLab.open(url, session="ahp-session:/nowhere")
+            await asyncio.wait_for(host.ws.wait_closed(), 10)
 
     run(main())
