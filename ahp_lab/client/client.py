@@ -731,6 +731,41 @@ class AhpClient(Contributions):
 
     # -- sessions -------------------------------------------------------------------------------
 
+    async def list_sessions(self, *, page_size: int | None = None, max_items: int = 10_000) -> list[dict]:
+        """The host's catalogue (``listSessions``), every page followed: its ``SessionSummary``
+        entries, in the host's order. ``page_size`` is the ``limit`` asked per page.
+
+        Raises :class:`RpcError` with the host's error (an unknown cursor is -32602), and
+        ``ValueError`` when the host's pages cannot end: a cursor it gave before, or more than
+        ``max_items`` entries.
+        """
+        items: list[dict] = []
+        seen: set[str] = set()
+        cursor = None
+        while True:
+            params: dict[str, Any] = {"channel": ROOT}
+            if page_size is not None:
+                params["limit"] = page_size
+            if cursor is not None:
+                params["cursor"] = cursor
+            page = await self.peer.request("listSessions", params)
+            entries = page.get("items") if isinstance(page, dict) else None
+            if not isinstance(entries, list):
+                raise ValueError("the host's listSessions answer has no items list")
+            items.extend(e for e in entries if isinstance(e, dict))
+            cursor = page.get("nextCursor")
+            if cursor is None:
+                return items
+            if not isinstance(cursor, str):
+                raise ValueError("the host's listSessions nextCursor is not a string")
+            if cursor in seen:
+                raise ValueError(
+                    f"the host's listSessions pages do not end: it gave cursor {cursor[:80]!r} twice"
+                )
+            if len(items) > max_items:
+                raise ValueError(f"the host lists more than {max_items:,} sessions (max_items)")
+            seen.add(cursor)
+
     async def create_session(self, uri: str | None = None, **params: Any) -> str:
         """``createSession`` (this client active in it) and subscribe; returns the session URI."""
         uri = uri or f"ahp-session:/{uuid.uuid4()}"

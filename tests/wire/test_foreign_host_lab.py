@@ -36,6 +36,8 @@ class SpecHost:
         self.forget_session = False
         self.refuse_reconnect = False  # as a restarted host does: it knows no client
         self.ws: Any = None
+        self.catalogue = 0  # sessions listSessions lists, two a page unless asked otherwise
+        self.loop_cursor = False  # every page names the first one again
         self.seq = 0
         self.states: dict[str, dict] = {ROOT: {"agents": [], "activeSessions": 0}}
         self.received: list[dict] = []
@@ -66,6 +68,13 @@ class SpecHost:
                 "activeClients": [params["activeClient"]],
             }
             self.states[CHAT] = {"title": "Chat", "status": 1, "turns": []}
+        elif method == "listSessions":
+            start = int(params.get("cursor") or 0)
+            uris = [f"ahp-session:/{n}" for n in range(self.catalogue)]
+            limit = params.get("limit") or 2
+            answer = {"items": [{"resource": u, "title": u[-1]} for u in uris[start : start + limit]]}
+            if start + limit < len(uris):
+                answer["nextCursor"] = "0" if self.loop_cursor else str(start + limit)
         elif method == "subscribe" and params["channel"] not in self.states:
             error = {"code": ErrorCode.SESSION_NOT_FOUND, "message": "no such session"}
             await ws.send(json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}))
@@ -210,3 +219,24 @@ def test_joining_a_session_the_host_does_not_have_leaves_no_connection_behind():
             await asyncio.wait_for(host.ws.wait_closed(), 10)
 
     run(main())
+
+
+def test_the_catalogue_is_listed_page_after_page_and_a_loop_of_pages_ends():
+    host = SpecHost()
+    host.catalogue = 7
+
+    async def main():
+        async with foreign_host(host) as url:
+            lab = await RemoteLab.open(url)
+            listed = [s["resource"] for s in await lab.client.list_sessions()]
+            three = [m["params"].get("limit") for m in host.received if m.get("method") == "listSessions"]
+            by_three = await lab.client.list_sessions(page_size=3)
+            host.loop_cursor = True
+            with pytest.raises(ValueError, match=r"pages do not end: it gave cursor '0' twice"):
+                await lab.client.list_sessions()
+            await lab.aclose()
+            return listed, three, len(by_three)
+
+    listed, limits, by_three = run(main())
+    assert listed == [f"ahp-session:/{n}" for n in range(7)]  # four pages of two
+    assert limits == [None] * 4 and by_three == 7
