@@ -113,11 +113,16 @@ def _open_files() -> int:
         return 1024
 
 
-def _bounded_connections(most: int) -> type[ServerConnection]:
+def _bounded_connections(most: int, backlog: int) -> type[ServerConnection]:
     """The library's server connection, for one server that keeps at most ``most`` sockets in
     their opening handshake: a new one lets the oldest go, the oldest that has sent nothing yet
     first. A client with the token sends its request at once and finishes its handshake in
-    milliseconds, so a flood of sockets that never send one does not lock it out."""
+    milliseconds, so a flood of sockets that never send one does not lock it out.
+
+    It also lets go of a peer whose socket holds more than ``backlog`` bytes besides the write in
+    progress (``writing``, in characters): the library answers each ping with a pong written
+    straight to the socket, so a peer that pings and never reads grew the host by 35 MB a second,
+    with no write of ours pending for the send buffer or the stall watchdog to see."""
     opening: dict[ServerConnection, None] = {}  # in arrival order
     silent: dict[ServerConnection, None] = {}  # those of them that have sent nothing
 
@@ -134,9 +139,20 @@ def _bounded_connections(most: int) -> type[ServerConnection]:
                 opened(oldest)
                 oldest.transport.abort()
 
+        writing = 0  # characters of the write in progress (WebSocketTransport sets it)
+
         def data_received(self, data: bytes) -> None:
             silent.pop(self, None)
             super().data_received(data)
+            transport = self.transport
+            if transport.get_write_buffer_size() > backlog + 4 * self.writing and not transport.is_closing():
+                log.warning(
+                    "disconnected the peer %s: over %d MiB of answers to its pings waited in the "
+                    "socket; it sends and does not read",
+                    _peer_name(self),
+                    backlog // (1024 * 1024),
+                )
+                transport.abort()
 
         async def handshake(self, *args: Any, **kwargs: Any) -> None:
             try:
@@ -386,13 +402,17 @@ class WebSocketTransport:
                 while queue:
                     self._writing = True
                     if batch is not None and len(queue) > 1:
-                        await batch(self._take_batch())
+                        texts = self._take_batch()
+                        ws.writing = sum(map(len, texts))  # what the socket may hold meanwhile
+                        await batch(texts)
                     else:
                         text = queue.popleft()
                         self._buffered -= len(text)
                         self.frames_out += 1
                         self.bytes_out += len(text)
+                        ws.writing = len(text)
                         await ws.send(text)
+                    ws.writing = 0
                     self._writing = False
                     self._writes += 1
                 self._idle.set()
@@ -668,7 +688,7 @@ class WebSocketServer:
             logger=_lib_log,
             server_header=None,
             open_timeout=OPEN_TIMEOUT_S,
-            create_connection=_bounded_connections(opening),
+            create_connection=_bounded_connections(opening, self.max_send_buffer_bytes),
         )
         sock = next(iter(self._server.sockets))
         self.port = sock.getsockname()[1]

@@ -1,14 +1,21 @@
 """Attacker round 12: a stranger holding the token, over the socket (and in process).
 
-A frame of tiny values: parsing and checking cost time per value, and ``[]`` packs one into
-three characters, so one 14.6 MB frame of them held the host's loop 7 s (every connection
-waited) before it was answered, far under the frame limit. Past ``max_message_items`` a message
-is refused unread, with its reason under its id; a message under it is served as before.
+- A frame of tiny values: parsing and checking cost time per value, and ``[]`` packs one into
+  three characters, so one 14.6 MB frame of them held the host's loop 7 s (every connection
+  waited) before it was answered, far under the frame limit. Past ``max_message_items`` a message
+  is refused unread, with its reason under its id; a message under it is served as before.
+- A ping flood from a peer that never reads: the WebSocket library answers each ping with a pong
+  written straight to the socket, so the host grew by 35 MB a second and never let the peer go.
 """
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import json
+import os
+import struct
+from urllib.parse import urlsplit
 
 from ahp_lab.protocol.jsonrpc import ErrorCode
 
@@ -67,3 +74,39 @@ def test_the_limit_is_the_labs_to_change(connect_stranger):
             assert refused["error"]["message"] == "the message holds more than 100 values and keys"
 
     arun(main())
+
+
+def _masked_pings(count: int, size: int = 125) -> bytes:
+    payload = os.urandom(size)
+    key = b"\x00\x00\x00\x00"  # a zero mask leaves the payload as it is
+    return (struct.pack("!BB", 0x89, 0x80 | size) + key + payload) * count
+
+
+def test_a_peer_that_pings_and_never_reads_is_let_go_before_its_pongs_fill_the_host():
+    async def main():
+        async with open_lab(limits={"max_send_buffer_bytes": 1024 * 1024}) as lab:
+            url = urlsplit(await lab.aserve())
+            reader, writer = await asyncio.open_connection(url.hostname, url.port)
+            key = base64.b64encode(os.urandom(16)).decode()
+            writer.write(
+                (
+                    f"GET /?{url.query} HTTP/1.1\r\nHost: {url.netloc}\r\nUpgrade: websocket\r\n"
+                    f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+                ).encode()
+            )
+            assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 101")
+            burst, sent = _masked_pings(2000), 0
+            try:  # never read again: the answers pile up on the host's side of the socket
+                while sent < 400 * 1024 * 1024:
+                    writer.write(burst)
+                    await writer.drain()
+                    sent += len(burst)
+            except ConnectionError:
+                pass
+            writer.close()
+            return sent
+
+    sent = arun(main())
+    # let go once about 1 MiB of pongs waited (the socket buffers hold some more); before, the
+    # host took all 400 MB and kept every pong
+    assert sent < 100 * 1024 * 1024
