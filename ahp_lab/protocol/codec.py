@@ -203,7 +203,8 @@ def validate_action(data: Any, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any
         )
     action_type = data.get("type")
     subject = action_type if isinstance(action_type, str) and len(action_type) <= 80 else "action"
-    check_json(data, limits, subject)  # first: it is iterative, to_json is not
+    # first: it is iterative, to_json is not; and it bounds what to_json and the model then cost
+    check_json(data, limits, subject, max_containers=limits.max_action_containers)
     data = to_json(data)
     if action_type is None:
         raise ProtocolError.build("action", "type", "is required", "required")

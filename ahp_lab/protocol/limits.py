@@ -67,6 +67,10 @@ class Limits:
     #: and checking cost time per item, which a frame of tiny values packs densely: 5 million
     #: ``[]`` in one 14.6 MB frame held the host's loop 7 s. Larger messages are refused unread.
     max_message_items: int = 250_000
+    #: Arrays and objects in one action: checking and normalizing an action costs some
+    #: microseconds for each (an action of 245,000 nested empty arrays, 0.5 MB, held the host's
+    #: loop 1.5 s), where a plain value costs a tenth of that.
+    max_action_containers: int = 25_000
     #: Nesting of one command's params or one action (objects and arrays count one level each).
     max_depth: int = 64
     #: Length of any one string in params or actions (a title, a message text, a tool result block).
@@ -221,6 +225,7 @@ def check_json(
     *,
     max_depth: int | None = None,
     max_chars: int | None = None,
+    max_containers: int | None = None,
 ) -> int:
     """Check that ``value`` is JSON within ``limits``; returns its approximate size in characters.
 
@@ -228,14 +233,15 @@ def check_json(
     (integers too: one that a double rounds to Infinity is refused), ``bool``, ``None``); nesting at
     most ``max_depth`` (default ``limits.max_depth``); every string (keys included) at most
     ``limits.max_string_chars`` characters and valid Unicode (no lone surrogates); the whole at most
-    ``max_chars`` (default ``limits.max_message_bytes``). Raises :class:`LimitError` naming the
-    first offending field. The walk is iterative, so a value nested far too deep is reported, not a
+    ``max_chars`` (default ``limits.max_message_bytes``); at most ``max_containers`` arrays and
+    objects when given. Raises :class:`LimitError` naming the first offending field. The walk is iterative, so a value nested far too deep is reported, not a
     ``RecursionError``.
     """
     depth_cap = limits.max_depth if max_depth is None else max_depth
     size_cap = limits.max_message_bytes if max_chars is None else max_chars
     max_str = limits.max_string_chars
     size = 0
+    containers = -1 if max_containers is None else max_containers  # left to take; -1: no bound
     stack: list[tuple[Any, int, Any]] = [(value, 1, None)]
     pop, push = stack.pop, stack.append
     while stack:
@@ -250,6 +256,9 @@ def check_json(
         elif t is dict:
             if depth > depth_cap:
                 raise _fail(subject, node, f"nests deeper than {depth_cap} levels", "too_deep")
+            if not containers:
+                raise _too_many_containers(subject, max_containers)
+            containers -= 1
             size += 2
             for k, item in v.items():
                 if type(k) is not str:
@@ -279,6 +288,9 @@ def check_json(
         elif t is list or t is tuple:
             if depth > depth_cap:
                 raise _fail(subject, node, f"nests deeper than {depth_cap} levels", "too_deep")
+            if not containers:
+                raise _too_many_containers(subject, max_containers)
+            containers -= 1
             size += 2 + len(v)
             for i, item in enumerate(v):
                 ti = type(item)  # a plain leaf in place, as for an object's members
@@ -317,6 +329,15 @@ def check_json(
     if size > size_cap:  # leaves counted in place after the last pop
         raise _fail(subject, None, f"is over the size limit of {size_cap:,} characters", "too_large")
     return size
+
+
+def _too_many_containers(subject: str | None, most: int | None) -> LimitError:
+    return _fail(
+        subject,
+        None,
+        f"holds more than {most:,} arrays and objects (Limits.max_action_containers)",
+        "too_many",
+    )
 
 
 _NON_BRACKETS = re.compile(r"[^\[\]{}]+")

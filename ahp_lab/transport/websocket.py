@@ -68,6 +68,10 @@ DEFAULT_PING_TIMEOUT_S = 20.0
 #: A pending write the peer takes less than this of in ``stall_timeout`` seconds means it
 #: stopped reading: the keepalive cannot tell, as its ping waits behind that write.
 MIN_PROGRESS_BYTES = 64 * 1024
+#: After handling a frame this long, the reader lets the other connections go first: frames
+#: already queued by the library are otherwise handled one after another (four frames of an
+#: action costing 1.5 s each held every other connection 4.6 s).
+LARGE_FRAME = 64 * 1024
 #: History pages queued for a peer (``send(..., history=True)``) are not a backlog up to this many
 #: send buffers: a 48 MiB history goes to a reading client, a peer asking again and again without
 #: reading is disconnected like any other that stopped reading.
@@ -362,6 +366,8 @@ class WebSocketTransport:
                     self._backlog.append(message)
                 else:
                     self._receiver(message)
+                if len(message) > LARGE_FRAME:  # its handling took a while: the others go first
+                    await asyncio.sleep(0)
                 if (wait := self._paused_until - asyncio.get_running_loop().time()) > 0:
                     with contextlib.suppress(asyncio.TimeoutError):  # a close ends the pause
                         await asyncio.wait_for(self.ws.wait_closed(), wait)

@@ -4,6 +4,10 @@
   three characters, so one 14.6 MB frame of them held the host's loop 7 s (every connection
   waited) before it was answered, far under the frame limit. Past ``max_message_items`` a message
   is refused unread, with its reason under its id; a message under it is served as before.
+- An action of nested empty arrays: checking and normalizing an action costs microseconds for
+  each array or object, so 0.5 MB of them (245,000, under the item limit) held the loop 1.5 s,
+  and four such frames queued by the library 4.6 s. Past ``max_action_containers`` an action is
+  rejected before it is normalized, and after a large frame the other connections go first.
 - A ping flood from a peer that never reads: the WebSocket library answers each ping with a pong
   written straight to the socket, so the host grew by 35 MB a second and never let the peer go.
 """
@@ -110,3 +114,27 @@ def test_a_peer_that_pings_and_never_reads_is_let_go_before_its_pongs_fill_the_h
     # let go once about 1 MiB of pongs waited (the socket buffers hold some more); before, the
     # host took all 400 MB and kept every pong
     assert sent < 100 * 1024 * 1024
+
+
+def test_an_action_of_nested_arrays_is_rejected_before_it_is_normalized(connect_stranger):
+    def draft(containers: int) -> dict:
+        deep = [[[[[[[[[]]]]]]]]]  # 9 arrays
+        return {
+            "type": "chat/draftChanged",
+            "draft": {"text": "x", "origin": {"kind": "user"}, "extra": [deep] * (containers // 9)},
+        }
+
+    async def main():
+        async with open_lab() as lab:
+            mallory = await connect_stranger(lab, "mallory")
+            await mallory.initialize("mallory")
+            await mallory.call("subscribe", {"channel": lab.chat})
+            mallory.dispatch(lab.chat, 1, draft(27_000))  # 3,000 x 9 nested, past 25,000
+            refused = await mallory.echo(1)
+            assert refused["rejectionReason"] == (
+                "chat/draftChanged: holds more than 25,000 arrays and objects (Limits.max_action_containers)"
+            )
+            mallory.dispatch(lab.chat, 2, draft(24_000))
+            assert "rejectionReason" not in await mallory.echo(2)
+
+    arun(main())
