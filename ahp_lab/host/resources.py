@@ -222,7 +222,7 @@ class ResourceService:
             existing = b""
             if exists:
                 with open(path, "rb") as fh:
-                    existing = fh.read(position) if mode == "truncate" else fh.read()
+                    existing = fh.read(min(position, size)) if mode == "truncate" else fh.read()
         except OSError as exc:
             raise _os_error(exc, uri) from None
         if mode == "truncate":

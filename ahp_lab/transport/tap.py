@@ -58,7 +58,9 @@ KEPT_CHARS = _PARSE_LIMIT
 #: The value of a ``"token"`` member (``authenticate``'s), up to its closing quote or the end of a
 #: cut frame: masked before a frame is kept, in or out, since a frame log is shown and exported
 #: and the host only learns a token once it has delivered it (a refused one never).
-_TOKEN = re.compile(r'("token"\s*:\s*")(?:[^"\\]|\\.)*("|\\?$)')
+_TOKEN = re.compile(
+    '("' + "".join(f"(?:{c}|\\\\u(?i:{ord(c):04x}))" for c in "token") + r'"\s*:\s*")(?:[^"\\]|\\.)*("|\\?$)'
+)  # the key written plainly or with any of its letters escaped (``"to\\u006ben"``)
 _HEAD = re.compile(r'"(method|id|type)"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,20})')
 
 

@@ -8,6 +8,8 @@
   each array or object, so 0.5 MB of them (245,000, under the item limit) held the loop 1.5 s,
   and four such frames queued by the library 4.6 s. Past ``max_action_containers`` an action is
   rejected before it is normalized, and after a large frame the other connections go first.
+- ``resourceWrite`` truncating at a position far past the file's end asked to read that many
+  bytes: ``MemoryError`` and a traceback in the log per request (3 MB of log a second).
 - A ping flood from a peer that never reads: the WebSocket library answers each ping with a pong
   written straight to the socket, so the host grew by 35 MB a second and never let the peer go.
 """
@@ -138,3 +140,18 @@ def test_an_action_of_nested_arrays_is_rejected_before_it_is_normalized(connect_
             assert "rejectionReason" not in await mallory.echo(2)
 
     arun(main())
+
+
+def test_a_truncating_write_far_past_the_end_keeps_the_file_and_reads_only_it(tmp_path):
+    writable = tmp_path / "w"
+    writable.mkdir()
+    (writable / "a.txt").write_bytes(b"hello")
+
+    async def main():
+        async with open_lab(directories=[{"path": writable, "contents": "skill", "writable": True}]) as lab:
+            uri = (writable / "a.txt").as_uri()
+            params = {"uri": uri, "data": "!", "encoding": "utf-8", "mode": "truncate", "position": 2**62}
+            return await lab.client.request("resourceWrite", params)
+
+    assert arun(main()) == {}
+    assert (writable / "a.txt").read_bytes() == b"hello!"  # kept up to the position, then the data
