@@ -222,6 +222,7 @@ class JsonRpcPeer:
         #: what the other side's requests may make this side send (``None``: unbounded)
         self.budget = budget
         self._waiting: set[asyncio.Task] = set()  # requests waiting for the budget, in order
+        self._waiting_chars = 0  # the characters of their messages
         self._turn = asyncio.Lock()
         self.closed = False
         self.sent = 0
@@ -371,7 +372,7 @@ class JsonRpcPeer:
                     )
                 return
             if has_id:
-                self._handle_request(request_id, method, params)
+                self._handle_request(request_id, method, params, len(text))
             else:
                 self._handle_notification(method, params)
             return
@@ -424,7 +425,7 @@ class JsonRpcPeer:
             if pause is not None:
                 pause(wait)
 
-    def _handle_request(self, request_id: Any, method: str, params: dict) -> None:
+    def _handle_request(self, request_id: Any, method: str, params: dict, size: int = 0) -> None:
         if self.on_request is None:
             self.send_error(
                 request_id, RpcError(ErrorCode.METHOD_NOT_FOUND, f"method {method} is not served here")
@@ -442,12 +443,30 @@ class JsonRpcPeer:
             )
             return
         if self.budget is not None and method != "ping" and (self._waiting or self.budget.delay() > 0):
+            # what waits is held parsed: bounded in characters too, not only in requests (64 of
+            # 15 MB each held 600 MB for one connection)
+            if limits is not None and self._waiting_chars + size > limits.max_message_bytes:
+                self.send_error(
+                    request_id,
+                    RpcError(
+                        ErrorCode.INVALID_REQUEST,
+                        f"this connection's requests waiting for their turn already hold "
+                        f"{self._waiting_chars:,} characters (the limit is {limits.max_message_bytes:,}, "
+                        "max_message_bytes); wait for some answers first",
+                    ),
+                )
+                return
+            self._waiting_chars += size
             task = asyncio.ensure_future(self._serve_in_turn(request_id, method, params))
             for tasks in (self._tasks, self._waiting):
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
+            task.add_done_callback(lambda _t: self._served_waiting(size))
             return
         self._serve(request_id, method, params)
+
+    def _served_waiting(self, size: int) -> None:
+        self._waiting_chars -= size
 
     async def _serve_in_turn(self, request_id: Any, method: str, params: dict) -> None:
         """Serve a request once the requests before it were served and the budget allows."""

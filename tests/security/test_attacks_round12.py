@@ -10,6 +10,8 @@
   rejected before it is normalized, and after a large frame the other connections go first.
 - ``resourceWrite`` truncating at a position far past the file's end asked to read that many
   bytes: ``MemoryError`` and a traceback in the log per request (3 MB of log a second).
+- Requests waiting for the connection's send budget are held parsed: bounded in number only, 64
+  of 15 MB each held 600 MB for one connection. They are bounded in characters too.
 - A ping flood from a peer that never reads: the WebSocket library answers each ping with a pong
   written straight to the socket, so the host grew by 35 MB a second and never let the peer go.
 """
@@ -155,3 +157,32 @@ def test_a_truncating_write_far_past_the_end_keeps_the_file_and_reads_only_it(tm
 
     assert arun(main()) == {}
     assert (writable / "a.txt").read_bytes() == b"hello!"  # kept up to the position, then the data
+
+
+def test_requests_waiting_for_their_turn_are_bounded_in_characters(connect_stranger):
+    async def main():
+        limits = {"max_request_bytes_per_s": 5_000, "max_message_bytes": 200_000}
+        async with open_lab(limits=limits) as lab:
+            message = {"text": "t" * 30_000, "origin": {"kind": "user"}}
+            lab.host.dispatch(
+                lab.chat, {"type": "chat/turnStarted", "turnId": "nb", "startedAt": "x", "message": message}
+            )
+            mallory = await connect_stranger(lab, "mallory")
+            await mallory.initialize("mallory")
+            await mallory.call("subscribe", {"channel": lab.chat})  # 30,000: past the 20,000 of burst
+            pad = "p" * 60_000
+            for n in range(5):  # none answered yet: they wait for the budget, held
+                mallory.send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": n,
+                        "method": "listSessions",
+                        "params": {"channel": ROOT, "x": pad},
+                    }
+                )
+            answers = [await mallory.response(n, timeout=60) for n in range(5)]
+            return [a.get("error", {}).get("message", "") for a in answers]
+
+    errors = arun(main())
+    assert errors[:3] == ["", "", ""]  # 180,000 characters wait
+    assert all("requests waiting for their turn already hold 180," in e for e in errors[3:]), errors
