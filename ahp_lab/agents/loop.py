@@ -26,11 +26,12 @@ inventory changes, and what hooks add goes into a synthetic tail of one call onl
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +39,7 @@ from ..extensions import catalog as cat
 from ..extensions.config import Workspace
 from ..extensions.contract import Extension
 from ..extensions.custom_tools import USER_TOOLS
-from ..extensions.session import ExtensionSession, maybe_await
+from ..extensions.session import ExtensionSession, maybe_await, model_text
 from ..protocol.jsonvalue import held_back, valid_unicode
 from ..tools import FAILURES
 from .base import TurnContext, TurnFailed
@@ -160,6 +161,10 @@ class LoopAgent:
     ) -> None:
         self.model = model if model is not None else ScriptedModel()
         self.extensions = list(extensions)
+        ids = [e.id for e in self.extensions]
+        dup = next((i for i in ids if ids.count(i) > 1), None)
+        if dup is not None:  # here, not when the first session is created from the lab
+            raise ValueError(f"two extensions have the id {dup!r}: each needs its own")
         self.custom_tools = list(custom_tools)
         self.tool_paths = list(tool_paths)
         self.user_tools = user_tools
@@ -314,10 +319,18 @@ class LoopAgent:
                 return
             answered = 0
             try:
-                for call in response.tool_calls:
-                    text = await self._tool_call(ctx, es, spec, call, offered.get(call.name, call.name))
-                    turn_log.append({"role": "tool", "tool_call_id": call.id, "content": text})
-                    answered += 1
+                calls = response.tool_calls
+                parallel = [es.parallel(offered.get(c.name, c.name)) for c in calls]
+                for batch in _batches(calls, parallel):
+                    texts = await _together(
+                        [
+                            self._tool_call(ctx, es, spec, call, offered.get(call.name, call.name))
+                            for call in batch
+                        ]
+                    )
+                    for call, text in zip(batch, texts, strict=True):  # in the order the model asked
+                        turn_log.append({"role": "tool", "tool_call_id": call.id, "content": text})
+                        answered += 1
             finally:
                 # A turn that ends here (cancelled, failed) leaves every call the model asked for
                 # answered: a request whose assistant tool calls lack their results is refused by
@@ -543,7 +556,8 @@ class LoopAgent:
                 if isinstance(arguments, dict)
                 else f"The arguments of {name} must be a JSON object; nothing was run."
             )
-        info = ToolCallInfo(call.id, name, arguments if isinstance(arguments, dict) else {})
+        # the hooks get a copy: they may block the call, not change what runs behind the model's back
+        info = ToolCallInfo(call.id, name, copy.deepcopy(arguments) if isinstance(arguments, dict) else {})
         if problem is None and spec is not None and name in spec.exclude:
             problem = f"The tool {name} is not available to a subagent."
         if problem is not None:
@@ -557,11 +571,11 @@ class LoopAgent:
             await ctx.notify(text)
             result = ToolResultInfo(False, text, "blocked")
         else:
-            outcome = await ctx.call_tool(name, info.arguments)
+            outcome = await ctx.call_tool(name, arguments)
             if outcome.status == "cancelled":
                 text = f"The call was cancelled ({outcome.reason or 'cancelled'}){': ' + outcome.message if outcome.message else ''}."
             elif outcome.ok:
-                text = outcome.text or outcome.message or "(no output)"
+                text = model_text(outcome.tool_call_id) or outcome.text or outcome.message or "(no output)"
             else:
                 text = f"Error: {outcome.error or outcome.text or outcome.message or 'the tool failed'}"
             result = ToolResultInfo(outcome.ok, text, outcome.status)
@@ -571,6 +585,31 @@ class LoopAgent:
 
     def __repr__(self) -> str:
         return f"<LoopAgent model={self.model!r} extensions={[e.id for e in self.extensions]}>"
+
+
+def _batches(calls: list, parallel: list[bool]) -> list[list]:
+    """The model's calls in the groups that run together: each run of parallel calls next to each
+    other (``parallel[i]``) is one group, and every other call a group of its own."""
+    batches: list[list] = []
+    for i, call in enumerate(calls):
+        if i and parallel[i] and parallel[i - 1]:
+            batches[-1].append(call)
+        else:
+            batches.append([call])
+    return batches
+
+
+async def _together(calls: list[Coroutine]) -> list[str]:
+    """Run the calls at once; one that fails (or a cancel) cancels the others."""
+    if len(calls) == 1:
+        return [await calls[0]]
+    tasks = [asyncio.ensure_future(c) for c in calls]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        raise
 
 
 def _function(name: str, description: str, schema: dict) -> dict:

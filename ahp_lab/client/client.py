@@ -142,6 +142,11 @@ def _checked_snapshot(snapshot: Any, method: str) -> dict:
     return snapshot
 
 
+def _server_info(result: Any) -> dict:
+    info = result.get("serverInfo") if isinstance(result, dict) else None
+    return info if isinstance(info, dict) else {}
+
+
 def _negotiated(result: Any) -> str:
     """The protocol version an ``initialize`` result names: one this client offered."""
     if not isinstance(result, dict):
@@ -236,6 +241,8 @@ class AhpClient(Contributions):
         self.sessions: set[str] = set()  # sessions this client is active in
         self.rejections: deque[dict] = deque(maxlen=MAX_REJECTIONS)
         self.unconfirmed: list[dict] = []  # sent before a drop, never sequenced by the host
+        #: the host's ``serverInfo`` from ``initialize`` (``{}`` when it gave none)
+        self.server_info: dict = {}
         #: channels the host reported missing when this client resumed (disposed, or no longer
         #: permitted), the latest 100: what a dispatch to one of them is told
         self.missing: list[str] = []
@@ -291,6 +298,7 @@ class AhpClient(Contributions):
             except RpcError as exc:
                 raise _version_refusal(exc) from None
             self.protocol_version = _negotiated(result)
+            self.server_info = _server_info(result)
             self.last_seen_seq = max(self.last_seen_seq, _answer_seq(result, "initialize"))
             snapshots = _by_resource(result, "initialize")
             for channel in subscriptions:
@@ -464,6 +472,7 @@ class AhpClient(Contributions):
                 if snapshot is not None and _checked_snapshot(snapshot, "subscribe")["resource"] == channel:
                     snapshots[channel] = snapshot  # (another channel's snapshot is not taken)
         self.protocol_version = _negotiated(result)
+        self.server_info = _server_info(result)
         # a new handshake: the host's numbering now, which a restarted host may have begun again
         self.last_seen_seq = _answer_seq(result, "initialize")
         self._replace_channels(channels, snapshots)

@@ -140,6 +140,10 @@ class ExtensionTool:
     ``args`` validated by ``parameters``, ``update(content)`` to stream partial results,
     ``cancelled``, ``run_agent(...)``, ``call_host_tool(...)``); it returns text, a
     :class:`ToolResult` or any JSON value. Raising fails the call with the message.
+
+    ``execution_mode``: ``"sequential"`` (the default) runs the call alone, after the calls the
+    model asked for before it; ``"parallel"`` runs it together with the other parallel calls next
+    to it in the same answer (two ``SpawnAgent`` calls run their subagents at once).
     """
 
     name: str
@@ -148,9 +152,15 @@ class ExtensionTool:
     parameters: type[BaseModel] | None = None
     title: str | None = None
     confirm: bool | None = None
+    execution_mode: str = "sequential"
 
     def __post_init__(self) -> None:
         checked_tool_name(self.name)
+        if self.execution_mode not in ("sequential", "parallel"):
+            raise ValueError(
+                f"the execution_mode of the tool {self.name!r} must be 'sequential' or 'parallel', "
+                f"not {self.execution_mode!r:.60}"
+            )
         p = self.parameters
         if p is not None and not (isinstance(p, type) and issubclass(p, BaseModel)):
             raise TypeError(

@@ -202,7 +202,7 @@ def as_host_tool(tool: CustomTool, abort: Callable[[str, str], None]) -> Tool:
             raise
         from .session import ahp_result
 
-        return ahp_result(value, tool.label or tool.name)
+        return ahp_result(value, tool.label or tool.name, ctx.call_id)
 
     fn.__annotations__ = {"args": tool.parameters or _Open, "ctx": Any, "return": Any}
     return Tool(
@@ -211,23 +211,9 @@ def as_host_tool(tool: CustomTool, abort: Callable[[str, str], None]) -> Tool:
         title=tool.label or tool.name,
         description=tool.description,
         timeout=None,
-        render_call=_safe(tool.render_call),
-        render_result=_safe(tool.render_result),
+        render_call=tool.render_call,  # a renderer that fails shows the default text (ToolCall)
+        render_result=tool.render_result,
     )
-
-
-def _safe(render: Callable | None) -> Callable | None:
-    if render is None:
-        return None
-
-    def guarded(value: Any) -> Any:
-        try:
-            return render(value)
-        except FAILURES as exc:  # the renderer's bug: the default text instead
-            log.warning("a custom tool renderer failed: %s: %s", type(exc).__name__, exc)
-            return value
-
-    return guarded
 
 
 # -- discovery --------------------------------------------------------------------------------------

@@ -108,10 +108,28 @@ class _NoArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-def ahp_result(value: Any, title: str) -> Any:
-    """A :class:`ToolResult` (or text / JSON) as what the host's tool runner accepts."""
+#: Tool call id -> what the model is told of a result that shows the person other content
+#: (``ToolResult(text, content=...)``), until the agent reads it (:func:`model_text`); the latest
+#: 256 at most.
+_MODEL_TEXTS: dict[str, str] = {}
+
+
+def model_text(call_id: str) -> str | None:
+    """The text for the model of tool call ``call_id``'s result, when it differs from the content
+    the call shows (taken once)."""
+    return _MODEL_TEXTS.pop(call_id, None)
+
+
+def ahp_result(value: Any, title: str, call_id: str | None = None) -> Any:
+    """A :class:`ToolResult` (or text / JSON) as what the host's tool runner accepts. The result
+    shows its ``content`` when it has some, and the model is told its ``text``
+    (:func:`model_text`, by ``call_id``)."""
     if not isinstance(value, ToolResult):
         return value
+    if value.content is not None and value.text and call_id is not None:
+        if len(_MODEL_TEXTS) >= 256:
+            del _MODEL_TEXTS[next(iter(_MODEL_TEXTS))]
+        _MODEL_TEXTS[call_id] = value.text
     content = content_blocks(value.content if value.content is not None else value.text)
     if value.is_error:
         raise ToolError(value.text or "the tool failed")
@@ -406,6 +424,12 @@ class ExtensionSession:
                 tools[t.name] = self._wrap(ext, t)
                 owners[t.name] = ext.id
         if any(c.inventory != "skill" for e in self.extensions for c in e.catalogs):
+            for name in (SEARCH_TOOLS, EXECUTE_TOOL):
+                if tools.pop(name, None) is not None:  # the catalogs' own tools need the name
+                    self._problem(
+                        f"{owners[name]} defines the tool {name!r}, the name of the tool that searches "
+                        f"the extensions' catalogs: {owners[name]}'s is left out."
+                    )
             tools[SEARCH_TOOLS] = _model_tool(
                 SEARCH_TOOLS,
                 "Search tools",
@@ -433,6 +457,12 @@ class ExtensionSession:
                 "tool that loads them (skills_extension() does)"
             )
         self.tools = tools
+        self._parallel = {
+            t.name
+            for e in self.extensions
+            for t in e.tools
+            if t.execution_mode == "parallel" and t.name in tools
+        }
         # built once: a pydantic JSON schema costs far more than a model call's other preparation
         self._definitions = {name: t.definition() for name, t in tools.items()}
 
@@ -449,11 +479,16 @@ class ExtensionSession:
             except asyncio.CancelledError:
                 call.cancelled.set()
                 raise
-            return ahp_result(value, title)
+            return ahp_result(value, title, ctx.call_id)
 
         tool = _model_tool(t.name, title, t.description, t.parameters or _NoArgs, run)
         tool.confirm = t.confirm
         return tool
+
+    def parallel(self, name: str) -> bool:
+        """Whether the tool ``name`` runs together with the parallel calls next to it (an extension
+        tool whose ``execution_mode`` is ``"parallel"``); every other tool runs alone."""
+        return name in self._parallel
 
     def definitions(self) -> list[dict]:
         """The resident tools' ``ToolDefinition`` s (what the session's ``serverTools`` lists)."""
@@ -567,7 +602,7 @@ class ExtensionSession:
         except asyncio.CancelledError:
             call.cancelled.set()
             raise
-        return ahp_result(value, entry.name)
+        return ahp_result(value, entry.name, ctx.call_id)
 
     # -- customizations -------------------------------------------------------------------------
 

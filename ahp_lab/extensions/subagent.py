@@ -140,6 +140,7 @@ def subagent_extension() -> Extension:
                 _spawn,
                 SpawnArgs,
                 title="Spawn agent",
+                execution_mode="parallel",
             ),
             ExtensionTool(
                 "GetAgentResult",
@@ -147,6 +148,7 @@ def subagent_extension() -> Extension:
                 _get,
                 GetArgs,
                 title="Get agent result",
+                execution_mode="parallel",
             ),
         ],
     )

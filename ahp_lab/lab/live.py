@@ -138,7 +138,12 @@ class Lab(Sending, Answering, LabBase):
 
     async def _create_session(self) -> None:
         extra = {"workingDirectories": self._working_directories} if self._working_directories else {}
-        self.session = await self.client.create_session(title=self._title, **extra)
+        # createSession's title is an ahp_lab extension: another host gets the protocol's
+        # session/titleChanged once the session is ready
+        ours = self.client.server_info.get("name") == "ahp_lab"
+        if ours:
+            extra["title"] = self._title
+        self.session = await self.client.create_session(**extra)
         state = await self.client.wait_for(
             self.session,
             lambda s: s if s and s.get("lifecycle") in ("ready", "creationFailed") else None,
@@ -148,9 +153,7 @@ class Lab(Sending, Answering, LabBase):
             raise RuntimeError(
                 f"the session could not be created: {(state.get('creationError') or {}).get('message')}"
             )
-        if self._title and state.get("title") != self._title:
-            # createSession's title is an ahp_lab extension, which another host ignores: set it the
-            # protocol's way
+        if not ours and self._title and state.get("title") != self._title:
             try:
                 await self._verdict(
                     self.session,

@@ -6,12 +6,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import logging
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.jsonvalue import to_json
 from ..store import Transition
-from ..tools import Tool
+from ..tools import FAILURES, Tool
 
 if TYPE_CHECKING:
     from .live import Lab
@@ -154,13 +155,23 @@ class ToolCall:
         from IPython.display import display
 
         tool = self._tool()
-        shown = False
+        renders = []
         if tool is not None and tool.render_call is not None:
-            display(tool.render_call(self.input))
-            shown = True
+            renders.append((tool.render_call, self.input))
         if tool is not None and tool.render_result is not None and self.status == "completed":
-            display(tool.render_result(self.state))
-            shown = True
+            renders.append((tool.render_result, self.state))
+        shown = []
+        for render, value in renders:
+            try:
+                shown.append(render(value))
+            except FAILURES as exc:  # the renderer's bug: the default text instead, and why
+                logging.getLogger("ahp_lab").warning(
+                    "the renderer of the tool %s failed: %s: %s", self.name, type(exc).__name__, exc
+                )
+                shown = []
+                break
+        for out in shown:
+            display(out)
         if not shown:
             print(repr(self))
 

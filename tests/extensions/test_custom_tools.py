@@ -207,7 +207,7 @@ def test_sdk_custom_tools_can_abort_the_turn_and_a_failing_factory_is_listed(tmp
     arun(main())
 
 
-def test_a_custom_tool_turned_off_in_the_tree_leaves_the_session_and_renderers_fall_back(tmp_path):
+def test_a_custom_tool_turned_off_in_the_tree_leaves_the_session_and_renderers_fall_back(tmp_path, capsys):
     def shout(call_id, params, on_update, ctx, cancel):
         return "HEY"
 
@@ -226,9 +226,10 @@ def test_a_custom_tool_turned_off_in_the_tree_leaves_the_session_and_renderers_f
         )
         turn = await lab.send("shout")
         call = turn.tool_calls[0]
-        host_tool = call._tool()
-        assert host_tool.render_call({"a": 1}) == "shout({'a': 1})"
-        assert host_tool.render_result(call.state) == call.state  # the renderer raised: the default instead
+        assert call._tool().render_call({"a": 1}) == "shout({'a': 1})"
+        capsys.readouterr()
+        call._ipython_display_()  # the result's renderer raises: the default text, not raw dicts
+        assert capsys.readouterr().out == "<ToolCall shout [completed] ok: HEY>\n"
         [container] = [c for c in lab.session_state["customizations"] if c.get("contents") == "tool"]
         child = container["children"][0]["id"]
         await lab.adispatch({"type": "session/customizationToggled", "id": child, "enabled": False})

@@ -127,6 +127,8 @@ def test_the_session_is_titled_as_asked_on_a_host_without_the_title_extension():
             return title
 
     assert run(main()) == "Indie session"
+    [create] = [m["params"] for m in host.received if m.get("method") == "createSession"]
+    assert "title" not in create  # ahp_lab's extension goes to ahp_lab hosts only
     assert (
         host.states[next(c for c in host.states if c.startswith("ahp-session:"))]["title"] == "Indie session"
     )
