@@ -255,116 +255,101 @@ def _response_part(state, action, now_ms):
 
 
 def _append_to_part(kind: str):
-    # (state, its active turn, that turn's one part) as this handler last made them: the next delta
-    # of a stream starts from that state, and finds its part without reading or checking it again
+    # (state, its active turn, that turn's one part) as this handler last made or checked them: the
+    # next delta of a stream starts from that state, and finds its part without checking it again
     streamed: tuple = (None, None, None)
 
     def handler(state, action, now_ms):
         nonlocal streamed
-        if state is streamed[0]:
-            # Checked when made: the part has this kind, Text content and a string id, the turn a
-            # string id. (A state is never mutated, so the same object is the same state.)
-            active, part = streamed[1], streamed[2]
-            parts = active["responseParts"]
-            turn_id = part_id = ""
-            current = part["content"]
-            hit = part["id"] == action.get("partId") and active["id"] == action.get("turnId")
-        else:
-            # The streaming case first (most of a chat's actions): a string delta to the turn's
-            # first part. Read with subscripts, which cost least; a missing key or an off-type
-            # value leaves for the checked scan below, and anything that scan does not take for
-            # the full rules.
+        if state is not streamed[0]:
+            # The start of a stream from this state (most of a chat's actions are its deltas): a
+            # turn whose one part has this kind, Text content and a string id, the turn a string id.
             active = state.get("activeTurn")
-            hit = False
-            if active is not None:  # a stray delta to an idle chat is common: no exception for it
-                try:
-                    parts = active["responseParts"]
+            if type(active) is dict:
+                parts = active.get("responseParts")
+                if type(parts) is list and len(parts) == 1:
                     part = parts[0]
-                    turn_id = active["id"]
-                    part_id = part["id"]
-                    current = part["content"]
-                    hit = (
-                        type(parts) is list
-                        and part["kind"] == kind
-                        and part_id == action["partId"]
-                        and turn_id == action["turnId"]
-                    )
-                except (KeyError, TypeError, IndexError):
-                    pass
-        more = action.get("content") if hit else None
-        if (
-            type(more) is str
-            and type(current) is Text
-            and more
-            and type(turn_id) is str
-            and type(part_id) is str
-        ):
-            # Text.append written out, for an append that fits the tail (most deltas of a long
-            # part), and the turn's one part not copied to be replaced: at 0.8 µs an action, those
-            # calls and copies were a fifth of it (timed on delta@content=1000000)
-            tail = current._tail + more
-            if len(tail) <= TAIL_MAX and len(parts) == 1:
-                text = _new(Text)
-                text._head = current._head
-                text._tail = tail
-                new_part = part.copy()
-                new_part["content"] = text
-                turn = active.copy()
-                turn["responseParts"] = [new_part]
-                out = state.copy()
-                out["activeTurn"] = turn
-                streamed = (out, turn, new_part)
-                return out
-        # === on strings is ==; non-string ids may compare otherwise (1 == True): the checked scan
-        if type(more) is str and type(turn_id) is str and type(part_id) is str:
-            i = 0
-        else:
-            if type(active) is not dict:
-                return state
-            turn_id = active.get("id")
-            if type(turn_id) is str:
-                if turn_id != action.get("turnId"):
-                    return state
-            elif not same(turn_id, action.get("turnId")):
-                return state
-            parts = active.get("responseParts")
-            part_id = action.get("partId")
-            if not (type(parts) is list and len(parts) <= PLAIN_MAX and type(part_id) is str):
-                return _append_by_rules(state, action, kind, active, parts, part_id)
-            # A short list is scanned for the first part keyed ``part_id`` (a tool call by its
-            # toolCallId); a part whose key cannot be read fails the search (``TypeError``).
-            for i, part in enumerate(parts):  # noqa: B007 - i is read after the break
-                if type(part) is dict:
-                    part_kind = part.get("kind")
-                    if part_kind != "toolCall":
-                        if part.get("id") == part_id:
-                            break
-                        continue
-                k = _part_key(part)
-                if k == part_id:
-                    break
-                if k is STOP:
-                    raise TypeError("the part search reaches a part it cannot read")
-            else:
-                return state
-            if part_kind != kind:
-                return state
-            current, more = part.get("content"), action.get("content")
-            if type(more) is not str:
-                return _append_by_rules(state, action, kind, active, parts, part_id)
-        if type(current) is not Text and type(current) is not str:
-            return _append_by_rules(state, action, kind, active, parts, part_id)
-        new_part = part.copy()
-        new_part["content"] = current.append(more) if type(current) is Text else append_text(current, more)
-        new_parts = parts.copy()
-        new_parts[i] = new_part
-        turn = active.copy()
-        turn["responseParts"] = new_parts
-        out = state.copy()
-        out["activeTurn"] = turn
-        return out
+                    if (
+                        type(part) is dict
+                        and part.get("kind") == kind
+                        and type(part.get("content")) is Text
+                        and type(part.get("id")) is str
+                        and type(active.get("id")) is str
+                    ):
+                        streamed = (state, active, part)
+        if state is streamed[0]:
+            # (A state is never mutated, so the same object is the same state, checked as above.)
+            active, part = streamed[1], streamed[2]
+            if part["id"] == action.get("partId") and active["id"] == action.get("turnId"):
+                more = action.get("content")
+                current = part["content"]
+                if type(more) is str and more and len(tail := current._tail + more) <= TAIL_MAX:
+                    # Text.append written out, for an append that fits the tail (most deltas of a
+                    # long part), and the turn's one part not copied to be replaced: at 0.8 µs an
+                    # action, those calls and copies were a fifth of it (delta@content=1000000)
+                    text = _new(Text)
+                    text._head = current._head
+                    text._tail = tail
+                    new_part = part.copy()
+                    new_part["content"] = text
+                    turn = active.copy()
+                    turn["responseParts"] = [new_part]
+                    out = state.copy()
+                    out["activeTurn"] = turn
+                    streamed = (out, turn, new_part)
+                    return out
+        return _append_checked(state, action, kind)
 
     return handler
+
+
+def _append_checked(state: dict, action: dict, kind: str) -> dict:
+    """``chat/delta``/``chat/reasoning`` that the stream's fast case does not take: the active
+    turn's part found by a checked scan (=== on strings is ==; non-string ids may compare
+    otherwise, 1 == True), else by the full rules."""
+    active = state.get("activeTurn")
+    if type(active) is not dict:
+        return state
+    turn_id = active.get("id")
+    if type(turn_id) is str:
+        if turn_id != action.get("turnId"):
+            return state
+    elif not same(turn_id, action.get("turnId")):
+        return state
+    parts = active.get("responseParts")
+    part_id = action.get("partId")
+    if not (type(parts) is list and len(parts) <= PLAIN_MAX and type(part_id) is str):
+        return _append_by_rules(state, action, kind, active, parts, part_id)
+    # A short list is scanned for the first part keyed ``part_id`` (a tool call by its
+    # toolCallId); a part whose key cannot be read fails the search (``TypeError``).
+    for i, part in enumerate(parts):  # noqa: B007 - i is read after the break
+        if type(part) is dict:
+            part_kind = part.get("kind")
+            if part_kind != "toolCall":
+                if part.get("id") == part_id:
+                    break
+                continue
+        k = _part_key(part)
+        if k == part_id:
+            break
+        if k is STOP:
+            raise TypeError("the part search reaches a part it cannot read")
+    else:
+        return state
+    if part_kind != kind:
+        return state
+    current, more = part.get("content"), action.get("content")
+    if type(more) is not str or (type(current) is not Text and type(current) is not str):
+        return _append_by_rules(state, action, kind, active, parts, part_id)
+    new_part = part.copy()
+    new_part["content"] = current.append(more) if type(current) is Text else append_text(current, more)
+    new_parts = parts.copy()
+    new_parts[i] = new_part
+    turn = active.copy()
+    turn["responseParts"] = new_parts
+    out = state.copy()
+    out["activeTurn"] = turn
+    return out
 
 
 def _append_by_rules(state: dict, action: dict, kind: str, active: dict, parts: Any, part_id: Any) -> dict:
