@@ -161,6 +161,7 @@ class LoopAgent:
     ) -> None:
         self.model = model if model is not None else ScriptedModel()
         self.extensions = list(extensions)
+        self._told_reports: dict[str, set[str]] = {}  # turn id -> the hook failures told in it
         ids = [e.id for e in self.extensions]
         dup = next((i for i in ids if ids.count(i) > 1), None)
         if dup is not None:  # here, not when the first session is created from the lab
@@ -446,8 +447,7 @@ class LoopAgent:
             await ctx.notify(notice)
         contexts, reports = await es.before_model_call(ctx.chat, ctx.turn_id)
         reports = [*failed_catalogs, *reports]
-        for report in reports:
-            await ctx.notify(f"Extension hook {report}.")
+        await self._tell(ctx, reports)
         tail = [{"role": "user", "content": text, "_synthetic": ext_id} for ext_id, text in contexts]
         tools, left_out, offered = self.resident_tools(es, ctx, spec)
         notice = self._unoffered_notice(ctx.session, left_out) if left_out else None
@@ -564,8 +564,7 @@ class LoopAgent:
             await ctx.notify(problem)
             return problem
         block, reports = await es.before_tool_call(ctx.chat, ctx.turn_id, info)
-        for report in reports:
-            await ctx.notify(f"Extension hook {report}.")
+        await self._tell(ctx, reports)
         if block is not None:
             text = f"The call of {name} was blocked by {block}."
             await ctx.notify(text)
@@ -579,9 +578,20 @@ class LoopAgent:
             else:
                 text = f"Error: {outcome.error or outcome.text or outcome.message or 'the tool failed'}"
             result = ToolResultInfo(outcome.ok, text, outcome.status)
-        for report in await es.after_tool_call(ctx.chat, ctx.turn_id, info, result):
-            await ctx.notify(f"Extension hook {report}.")
+        await self._tell(ctx, await es.after_tool_call(ctx.chat, ctx.turn_id, info, result))
         return valid_unicode(str(result.text))  # the history is sent again with every request
+
+    async def _tell(self, ctx: Any, reports: list) -> None:
+        """Tell the chat of failed hooks, each once a turn: a hook failing on every model call of a
+        turn made as many identical notices (each call's record keeps them all)."""
+        told = self._told_reports.setdefault(ctx.turn_id, set())
+        if len(self._told_reports) > 64:
+            del self._told_reports[next(iter(self._told_reports))]
+        for report in reports:
+            text = f"Extension hook {report}."
+            if text not in told:
+                told.add(text)
+                await ctx.notify(text)
 
     def __repr__(self) -> str:
         return f"<LoopAgent model={self.model!r} extensions={[e.id for e in self.extensions]}>"

@@ -4,7 +4,8 @@
 - an extension tool named like the catalogs' own ``SearchTools`` was replaced without a word;
 - a ``before_tool_call`` hook could change the arguments the call ran with, unseen by the model;
 - calls in one answer always ran one after another, where seed 003's ``SpawnAgent`` is parallel;
-- two extensions with one id were accepted, and failed only when the lab made its session.
+- two extensions with one id were accepted, and failed only when the lab made its session;
+- a hook failing on every model call of a turn told the chat so on every call.
 """
 
 from __future__ import annotations
@@ -149,3 +150,32 @@ def test_an_execution_mode_is_one_of_the_two():
 def test_two_extensions_with_one_id_are_refused_when_the_agent_is_made():
     with pytest.raises(ValueError, match="two extensions have the id 'same'"):
         LoopAgent(extensions=[Extension(id="same"), Extension(id="same")])
+
+
+def test_a_hook_failing_on_every_model_call_is_told_once_a_turn(tmp_path):
+    def broken(_runtime):
+        raise RuntimeError("no context today")
+
+    ext = Extension(
+        id="noisy",
+        tools=[ExtensionTool("Ping", "Ping.", lambda _r, _c: "pong")],
+        hooks=Hooks(before_model_call=broken),
+    )
+    model = ScriptedModel([respond("", use("Ping")), respond("", use("Ping")), "done", "again"])
+
+    async def main():
+        lab, agent = await loop_lab(tmp_path, model, [ext])
+        notices = []
+        for text in ("go", "go on"):
+            turn = await lab.send(text)
+            notices.append(
+                [p["content"] for p in turn.state["responseParts"] if p["kind"] == "systemNotification"]
+            )
+        return notices, [len(call.reports) for call in agent.model_calls]
+
+    notices, reports = arun(main())
+    told = (
+        "Extension hook noisy.before_model_call raised RuntimeError: no context today; skipped for this call."
+    )
+    assert notices == [[told], [told]]  # once in each turn, not once per model call
+    assert reports == [1, 1, 1, 1]  # each call's record keeps its own
