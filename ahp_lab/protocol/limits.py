@@ -253,23 +253,29 @@ def check_json(
                 problem = _string_problem(v, max_str)
                 if problem is not None:
                     raise _fail(subject, node, *problem)
-        elif t is dict:
+        elif t is dict or t is list or t is tuple:
             if depth > depth_cap:
                 raise _fail(subject, node, f"nests deeper than {depth_cap} levels", "too_deep")
             if not containers:
                 raise _too_many_containers(subject, max_containers)
             containers -= 1
-            size += 2
-            for k, item in v.items():
-                if type(k) is not str:
-                    raise _fail(
-                        subject, node, f"has a {json_type_name(k)} key; JSON keys are strings", "type"
-                    )
-                size += len(k) + 3
-                if len(k) > max_str or not k.isascii():
-                    problem = _string_problem(k, max_str)
-                    if problem is not None:
-                        raise _fail(subject, (node, k[:40]), *problem)
+            if t is dict:
+                size += 2
+                for k in v:
+                    if type(k) is not str:
+                        raise _fail(
+                            subject, node, f"has a {json_type_name(k)} key; JSON keys are strings", "type"
+                        )
+                    size += len(k) + 3
+                    if len(k) > max_str or not k.isascii():
+                        problem = _string_problem(k, max_str)
+                        if problem is not None:
+                            raise _fail(subject, (node, k[:40]), *problem)
+                members: Any = v.items()
+            else:
+                size += 2 + len(v)
+                members = enumerate(v)
+            for step, item in members:
                 # a plain leaf that passes is counted in place (most items: a walk of a million
                 # pushed as many tuples); anything else is pushed and checked as it is popped
                 ti = type(item)
@@ -284,28 +290,7 @@ def check_json(
                 elif ti is bool or item is None:
                     size += 5
                     continue
-                push((item, depth + 1, (node, k)))
-        elif t is list or t is tuple:
-            if depth > depth_cap:
-                raise _fail(subject, node, f"nests deeper than {depth_cap} levels", "too_deep")
-            if not containers:
-                raise _too_many_containers(subject, max_containers)
-            containers -= 1
-            size += 2 + len(v)
-            for i, item in enumerate(v):
-                ti = type(item)  # a plain leaf in place, as for an object's members
-                if ti is str:
-                    if len(item) <= max_str and item.isascii():
-                        size += len(item) + 2
-                        continue
-                elif ti is int:
-                    if -_DOUBLE_LIMIT < item < _DOUBLE_LIMIT:
-                        size += 5
-                        continue
-                elif ti is bool or item is None:
-                    size += 5
-                    continue
-                push((item, depth + 1, (node, i)))
+                push((item, depth + 1, (node, step)))
         elif t is int:
             if not -_DOUBLE_LIMIT < v < _DOUBLE_LIMIT:
                 raise _fail(subject, node, _OUT_OF_RANGE, "nan")
