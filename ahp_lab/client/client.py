@@ -33,7 +33,7 @@ from ..protocol import (
 )
 from ..protocol.actions import channel_kind_of_action
 from ..protocol.jsonrpc import ErrorCode
-from ..protocol.limits import valid_seq
+from ..protocol.limits import DEFAULT_LIMITS, Limits, valid_seq
 from ..reducers.chat import touched_tool_call
 from ..tools import Tool
 from ..transport import JsonRpcPeer, RpcError
@@ -223,8 +223,13 @@ class AhpClient(Contributions):
         clock_ms: Callable[[], int] | None = None,
         reconnect: Callable[[], Awaitable[Any]] | None = None,
         request_timeout: float | None = 30.0,
+        limits: Limits | None = None,
     ) -> None:
         self.client_id = client_id or f"client-{uuid.uuid4().hex[:8]}"
+        #: What :meth:`dispatch` checks an action against before sending it: the host's own limits
+        #: for a client of the in-kernel host (``Lab(limits=...)`` raises them for its cells too),
+        #: the defaults for a host elsewhere, which checks again with its own.
+        self.limits = limits or DEFAULT_LIMITS
         #: Seconds a command waits for the host's answer (a host that never answers is a stranger's
         #: failure too); ``client.request(..., timeout=...)`` sets it for one call. ``createSession``
         #: may start an agent first: it waits ten times as long. ``None``: no limit (the notebook's
@@ -702,7 +707,7 @@ class AhpClient(Contributions):
                 field="channel",
                 rule="must be a subscribed channel",
             )
-        normalized = validate_action(action)
+        normalized = validate_action(action, self.limits)
         kind = normalized["type"]
         if kind not in CLIENT_DISPATCHABLE:
             raise ProtocolError(

@@ -109,6 +109,7 @@ class Lab(Sending, Answering, LabBase):
             display_name=display_name,
             clock_ms=clock_ms,
             request_timeout=None,  # its own host, in this process: the host's limits bound its answers
+            limits=self.host.limits,
         )
         self.session: str | None = None
         self.chat: str | None = None
@@ -367,6 +368,7 @@ class Lab(Sending, Answering, LabBase):
             display_name=display_name,
             trusted_host=trusted_host,
             clock_ms=self.store.clock_ms,
+            limits=self.host.limits,
         )
         await client.initialize([ROOT])
         return await self._make_active(client)

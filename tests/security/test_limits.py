@@ -599,3 +599,18 @@ def test_dropped_notifications_cannot_fill_the_hosts_log_however_many_connection
     dropped = [r.getMessage() for r in caplog.records if r.getMessage().startswith("dropped a notification")]
     assert len(dropped) == 20
     assert dropped[-1].endswith("(further ones this minute are not logged)")
+
+
+def test_limits_a_lab_raises_apply_to_its_own_cells_too():
+    """The notebook's client checked each dispatch against the default limits before sending it:
+    ``Lab(limits={"max_string_chars": 4_000_000})``, as the docs show, still refused a 2 MB title
+    from a cell, while the host would have taken it."""
+
+    async def main():
+        async with open_lab(limits={"max_string_chars": 4_000_000}) as lab:
+            accepted = await lab.adispatch({"type": "session/titleChanged", "title": "x" * 2_000_000})
+            with pytest.raises(ProtocolError, match="over the limit of 4,000,000"):
+                await lab.adispatch({"type": "session/titleChanged", "title": "x" * 5_000_000})
+            return accepted.accepted, len(lab.session_state["title"])
+
+    assert arun(main()) == (True, 2_000_000)
