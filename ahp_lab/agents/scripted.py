@@ -358,6 +358,12 @@ def as_steps(value: Any) -> list[Step]:
 async def run_script(scope: Scope, steps: Sequence[Step]) -> None:
     for step in steps:
         await step.run(scope)
+        # a steering message sent meanwhile is taken (removed from the chat) and acknowledged, as
+        # a model-backed agent would read it before its next step
+        steering = scope.ctx.take_steering()
+        if steering is not None:
+            text = str((steering or {}).get("text") or "")
+            await say(f"Steering taken into account: “{text}”.").run(scope)
 
 
 def _summary_of_last_tool(scope: Scope) -> str:

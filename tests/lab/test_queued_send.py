@@ -122,8 +122,13 @@ def test_steer_sends_a_steering_message_to_the_running_turn():
         assert steered.turn_id == first.turn_id and "queuedMessages" not in lab.chat_state
         assert ("chat/pendingMessageSet", "steering") in _chat_types(lab)
         lab.approve()
-        assert (await steered).id == (await first).id  # steering returns the turn it steered
+        turn = await steered
+        assert turn.id == (await first).id  # steering returns the turn it steered
         assert len(lab.chat_state["turns"]) == 1  # and started no turn of its own
+        # the agent took it (an independent client saw it stay in the chat for ever)
+        assert "steeringMessage" not in lab.chat_state
+        assert ("chat/pendingMessageRemoved", "steering") in _chat_types(lab)
+        assert "Steering taken into account: “use the force flag”." in turn.text
 
     arun(main())
 
