@@ -115,6 +115,7 @@ class Lab(Sending, Answering, LabBase):
         self.chat: str | None = None
         self._policies: dict[str, TurnPolicy] = {}
         self._queued: dict[str, Sent] = {}  # queued message id -> what waits for its turn
+        self._echoes: dict[int, Transition] = {}  # client seq -> its echo (see Sending._on_transition)
         self._title = title
         self._working_directories = [Path(d).resolve().as_uri() for d in working_directories]
         self._background: set[asyncio.Task] = set()
@@ -323,10 +324,11 @@ class Lab(Sending, Answering, LabBase):
         client = self.client
 
         def echoed(_state: Any) -> Any:
-            for t in reversed(self.store.transitions[-50:]):
-                origin = t.origin
-                if origin.get("clientId") == client.client_id and origin.get("clientSeq") == seq:
-                    return t
+            # recorded as it was logged: a scan of the newest transitions missed an echo that a
+            # fast agent's stream had pushed past them (more than 50 between dispatch and check)
+            echo = self._echoes.pop(seq, None)
+            if echo is not None:
+                return echo
             # never to be echoed: dropped with the connection before the host sequenced it, or
             # its channel gone (the host reported it missing when the client resumed)
             if any(e.get("clientSeq") == seq and e.get("channel") == channel for e in client.unconfirmed):

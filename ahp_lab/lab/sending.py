@@ -131,8 +131,19 @@ class Sending:
             self._policies[turn_id] = policy
 
     def _on_transition(self, transition: Transition) -> None:
-        """A queued message of ours becomes a turn: the host started it (this runs synchronously
-        in the host's dispatch, before the turn's agent starts)."""
+        """The echo of one of our dispatches is kept for its verdict (the newest 4,096); a queued
+        message of ours becomes a turn: the host started it (this runs synchronously in the host's
+        dispatch, before the turn's agent starts)."""
+        origin = transition.origin
+        if (
+            type(origin) is dict
+            and origin.get("clientId") == self.client.client_id
+            and (seq := origin.get("clientSeq")) is not None
+        ):
+            echoes = self._echoes
+            echoes[seq] = transition
+            if len(echoes) > 4096:
+                del echoes[next(iter(echoes))]
         if not self._queued or not transition.accepted:
             return
         action = transition.action

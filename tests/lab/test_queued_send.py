@@ -177,3 +177,23 @@ def test_a_queued_message_removed_by_someone_else_ends_the_wait_with_a_reason():
         assert len(lab.chat_state["turns"]) == 1
 
     arun(main())
+
+
+def test_a_verdict_is_found_however_many_transitions_came_after_its_echo():
+    """The verdict looked for the echo among the newest 50 transitions: an agent streaming fast
+    (an ACP agent's 100,000 chunks) pushed it past them before the check, and adispatch, approve
+    and answer waited out 30 s for an action the host had accepted."""
+
+    async def main():
+        lab = await Lab.open()
+        try:
+            seq = lab.client.dispatch(lab.session, {"type": "session/titleChanged", "title": "mine"})
+            await lab.client.settle()  # echoed by now
+            for n in range(200):  # the agent's stream, logged after the echo
+                lab.host.dispatch(lab.session, {"type": "session/activityChanged", "activity": f"step {n}"})
+            verdict = await asyncio.wait_for(lab._verdict(lab.session, seq), 5)
+            return verdict.accepted, verdict.action["title"]
+        finally:
+            await lab.aclose()
+
+    assert arun(main()) == (True, "mine")
