@@ -22,6 +22,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import re
 import signal
 import uuid
 from collections.abc import Awaitable, Callable
@@ -66,8 +67,30 @@ def _valid_config(config: Any) -> dict | None:
     return {"schema": to_json(schema), "values": to_json(values) if isinstance(values, dict) else {}}
 
 
+#: Shell-integration escape sequences (OSC 633 and 133 marks, OSC 697, OSC 7's working
+#: directory), which other-channels §1 says ``terminal/data`` carries stripped; ended by BEL or ST.
+_SHELL_INTEGRATION = re.compile(r"\x1b\](?:633|133|697|7);[^\x07\x1b]*(?:\x07|\x1b\\)")
+#: An OSC sequence that a chunk of output ends inside: held for the next chunk (up to 4 KiB).
+_OPEN_OSC = re.compile(r"\x1b(?:\](?:[^\x07\x1b]{0,4096}(?:\x1b)?)?)?\Z")
+
+
+class ShellMarks:
+    """Strips shell-integration sequences from output read in chunks: a sequence a chunk ends
+    inside is held for the next (up to 4 KiB), so the stripped chunks join to the whole, stripped."""
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def strip(self, text: str, final: bool = False) -> str:
+        text, self._held = self._held + text, ""
+        if not final and (open_at := _OPEN_OSC.search(text)) is not None:
+            text, self._held = text[: open_at.start()], text[open_at.start() :]
+        return _SHELL_INTEGRATION.sub("", text)
+
+
 class HostTerminal:
-    """A command the host runs for an agent, mirrored into an AHP terminal channel."""
+    """A command the host runs for an agent, mirrored into an AHP terminal channel (its output
+    without shell-integration sequences; the agent reads it as the command wrote it)."""
 
     def __init__(
         self,
@@ -86,6 +109,7 @@ class HostTerminal:
         self.on_output = on_output
         self._buffer = ""
         self._truncated = False
+        self._marks = ShellMarks()  # what the state shows: the output without them
         self._in_state = 0
         self._state_cap = ctx.host.limits.max_terminal_output_bytes
         self.exit_code: int | None = None
@@ -171,18 +195,19 @@ class HostTerminal:
             if not chunk:
                 break
             self._append(decoder.decode(chunk))
-        self._append(decoder.decode(b"", final=True))
+        self._append(decoder.decode(b"", final=True), final=True)
 
-    def _append(self, text: str) -> None:
-        if not text:
+    def _append(self, text: str, final: bool = False) -> None:
+        if not text and not final:
             return
         self._buffer += text
         raw = self._buffer.encode("utf-8")
         if len(raw) > self.limit:  # keep the last bytes, cut on a character boundary
             self._buffer = raw[len(raw) - self.limit :].decode("utf-8", "ignore")
             self._truncated = True
+        text = self._marks.strip(text, final)
         host = self.ctx.host
-        if host.store.has_channel(self.uri) and self._in_state < self._state_cap:
+        if text and host.store.has_channel(self.uri) and self._in_state < self._state_cap:
             shown = text[: self._state_cap - self._in_state]
             self._in_state += len(shown)
             if len(shown) < len(text):
@@ -305,11 +330,15 @@ class HostSessionContext:
                     raise FileAccessDenied(
                         _working_dirs_reason(exc.message, self.working_directories)
                     ) from None
+                if exc.code == ErrorCode.NOT_FOUND:
+                    raise FileNotFoundError(exc.message) from None
                 raise OSError(exc.message) from None
             if text.get("encoding") != "utf-8":
                 raise OSError(f"{path} is not a UTF-8 text file")
             return text["data"]
         real = self.check_path(path)
+        if not os.path.lexists(real):
+            raise FileNotFoundError(f"{path} does not exist")
         if not os.path.isfile(real):
             raise OSError(f"{path} is not a regular file")
         first = max(0, (line or 1) - 1)

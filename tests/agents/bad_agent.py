@@ -171,6 +171,8 @@ def request(mode: str, mid) -> None:
         )
     elif mode == "read_all":
         ask("read_all", "fs/read_text_file", {"path": MARKER})
+    elif mode == "write_odd":  # text with a lone surrogate (a valid JSON escape)
+        ask("write_odd", "fs/write_text_file", {"path": MARKER, "content": "odd \udcff text"})
     elif mode == "files":
         ask("read", "fs/read_text_file", {"path": os.path.join(MARKER, "lines.txt"), "line": 3, "limit": 1})
 
@@ -178,7 +180,7 @@ def request(mode: str, mid) -> None:
 def answered(what, msg: dict) -> None:
     result = msg.get("result")
     if "error" in msg:
-        update("s1", chunk(f"[{what} failed: {msg['error'].get('message')}]"))
+        update("s1", chunk(f"[{what} failed ({msg['error'].get('code')}): {msg['error'].get('message')}]"))
     if what == "permission":
         update("s1", chunk(f"outcome={json.dumps(result['outcome'], sort_keys=True)}"))
     elif what == "background":
@@ -213,6 +215,8 @@ def answered(what, msg: dict) -> None:
         update("s1", chunk(f"exited={json.dumps(result, sort_keys=True)}"))
     elif what == "read_all" and result is not None:
         update("s1", chunk(f"read {len(result['content'])} characters"))
+    elif what == "write_odd":
+        pass  # its answer is told above
     elif what == "read":
         if result is not None:
             update("s1", chunk(f"line3={result['content']!r} "))
@@ -434,6 +438,7 @@ for line in sys.stdin:
             "terminal_slow",
             "files",
             "read_all",
+            "write_odd",
         ):
             prompt_id = mid
             request(MODE, mid)

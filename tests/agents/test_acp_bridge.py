@@ -290,6 +290,31 @@ def test_terminal_output_is_streamed_into_the_tool_call(tmp_path: Path) -> None:
     arun(go())
 
 
+def test_terminal_data_carries_no_shell_integration_sequences(tmp_path: Path) -> None:
+    """other-channels §1: ``terminal/data`` has shell-integration escape sequences stripped (they
+    were kept, OSC 633 and 133 marks in the channel's content). One is written in two pieces,
+    as a pty may deliver it; the agent still reads the output as the command wrote it."""
+
+    async def go() -> None:
+        script = tmp_path / "marks.py"
+        script.write_text(
+            "import sys, time\n"
+            "w = sys.stdout.write\n"
+            "w('\\x1b]633;A\\x07\\x1b]133;B\\x1b\\\\hello\\x1b]633;E;ec'); sys.stdout.flush(); time.sleep(0.2)\n"
+            "w('ho hi\\x07 \\x1b[1mworld\\x1b[0m\\x1b]7;file:///tmp\\x07\\n\\x1b]633;D;0\\x07'); sys.stdout.flush()\n"
+        )
+        async with acp_lab(tmp_path) as lab:
+            turn = await lab.send(f"run {sys.executable} marks.py")
+            call = turn.tool_calls[0]
+            terminal = next(c for c in call.state["content"] if c["type"] == "terminal")
+            state = lab.store.state(terminal["resource"])
+            shown = "".join(str(p.get("value", "")) for p in state["content"])
+            assert shown == "hello \x1b[1mworld\x1b[0m\n"  # colours are the terminal's own
+            assert "\x1b]633;A" in terminal["result"]["preview"]  # what the agent read
+
+    arun(go())
+
+
 def test_plan_is_a_checklist_updated_in_place(tmp_path: Path) -> None:
     async def go() -> None:
         async with acp_lab(tmp_path) as lab:

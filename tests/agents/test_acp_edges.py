@@ -140,6 +140,26 @@ def test_a_read_is_summed_up_in_lines_as_the_agent_counts_them(tmp_path: Path) -
     arun(go())
 
 
+def test_a_missing_file_is_acps_resource_not_found_and_odd_text_a_refused_write(tmp_path: Path) -> None:
+    """An agent's read of a missing file got -32603 (an internal error), not ACP's -32002 that
+    agents look for; a write of text with a lone surrogate got -32603 with Python's exception,
+    a traceback in the log, and no call in the timeline."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("read_all", str(tmp_path / "missing.txt"))) as lab:
+            turn = await lab.send("go")
+            assert "[read_all failed (-32002): Resource not found:" in turn.text
+            assert [c.success for c in turn.tool_calls] == [False]
+        async with acp_lab(tmp_path, bad_agent("write_odd", str(tmp_path / "odd.txt"))) as lab:
+            turn = await lab.send("go")
+            assert "[write_odd failed (-32602): the content is not valid Unicode" in turn.text
+            [call] = turn.tool_calls
+            assert not call.success and "refused: the content is not valid Unicode" in call.result_text
+            assert not (tmp_path / "odd.txt").exists()
+
+    arun(go())
+
+
 def test_a_write_outside_the_working_directories_creates_no_folder(tmp_path: Path) -> None:
     work, outside = tmp_path / "work", tmp_path / "outside"
     work.mkdir()

@@ -68,6 +68,13 @@ class WorkspaceServices:
         except FileAccessDenied as exc:
             self._fs_call(verb, path, f"refused: {exc}", False)
             raise RequestError(-32602, str(exc), {"path": path}) from None
+        except UnicodeError:  # text a file cannot hold: refused like any bad input, and shown
+            why = "the content is not valid Unicode (it has a lone surrogate); nothing was written"
+            self._fs_call(verb, path, f"refused: {why}", False)
+            raise RequestError(-32602, why, {"path": path}) from None
+        except FileNotFoundError as exc:  # ACP's own code for it, which agents look for
+            self._fs_call(verb, path, f"failed: {exc}", False)
+            raise RequestError(-32002, f"Resource not found: {exc}", {"uri": path}) from None
         except OSError as exc:
             self._fs_call(verb, path, f"failed: {exc}", False)
             raise RequestError(-32603, str(exc), {"path": path}) from None
