@@ -20,6 +20,7 @@ a person (a blocked cell cannot receive widget clicks) and says to ``await`` ins
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import warnings
 from collections.abc import Callable
@@ -267,9 +268,17 @@ class Lab(Sending, Answering, LabBase):
 
     @property
     def acp_frames(self) -> list:
-        """Every ACP frame of this session (agents that record them, e.g. ``AcpAgent``), oldest first."""
+        """Every ACP frame of this session (agents that record them, e.g. ``AcpAgent``), oldest
+        first: copies with secrets masked, as the views show them (a frame printed in a cell is
+        saved with the notebook)."""
         frames = getattr(self.agent, "frames", None)
-        return frames.for_session(self.session) if frames is not None else []
+        if frames is None:
+            return []
+        redact = self.host.redactor.redact
+        return [
+            dataclasses.replace(f, message=redact(f.message), seqs=list(f.seqs))
+            for f in frames.for_session(self.session)
+        ]
 
     async def cancel(self, chat: str | None = None) -> None:
         """Cancel the active turn of the chat (``chat/turnCancelled``)."""

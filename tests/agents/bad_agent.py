@@ -12,6 +12,7 @@ unknown_call     sends a tool_call_update for a tool call it never announced
 second_response  answers session/new a second time
 late_permission  streams a chunk, waits for session/cancel, then asks permission
 crash_then_silent  crashes on the prompt; a respawn (MARKER exists) never answers initialize
+echo_key         on the prompt says its key (BAD_AGENT_KEY) in a message chunk
 key_tail         on the prompt writes its key, then 2,030 bytes, to stderr and exits (the tail's cut
                  falls inside the key)
 key_retries      on the prompt writes "retry N: connecting with key <its key>" 200 times to stderr
@@ -374,6 +375,9 @@ for line in sys.stdin:
             sys.stderr.write("crashing now\n")
             sys.stderr.flush()
             os._exit(5)
+        elif MODE == "echo_key":
+            update("s1", chunk(f"my key is {os.environ.get('BAD_AGENT_KEY', '')}"))
+            send(end_turn(mid))
         elif MODE == "key_tail":
             sys.stderr.write(os.environ.get("BAD_AGENT_KEY", "") + "B" * 2030)
             sys.stderr.flush()

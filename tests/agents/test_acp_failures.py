@@ -358,3 +358,19 @@ def test_a_stdout_line_that_is_not_json_rpc_is_shown_without_part_of_a_key(tmp_p
             assert _no_part_of(LONG_KEY, message)
 
     arun(go())
+
+
+def test_the_frames_a_cell_reads_have_the_agents_secrets_masked(tmp_path: Path) -> None:
+    """``lab.acp_frames`` gave the frames as recorded, so a cell printing one saved the agent's key
+    into the notebook, while the views showed them masked."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("echo_key"), env={"BAD_AGENT_KEY": LONG_KEY}) as lab:
+            turn = await lab.send("go")
+            assert "my key is ***" in turn.text
+            frames = lab.acp_frames
+            chunks = [f for f in frames if f.label == "session/update agent_message_chunk"]
+            assert chunks and all(LONG_KEY not in json.dumps(f.message) for f in frames)
+            assert any("my key is ***" in json.dumps(f.message) for f in chunks)
+
+    arun(go())
