@@ -214,8 +214,10 @@ def test_the_view_validator_agrees_with_jsonschema(js, name):
 
     agree()
     # the inputs lie near the schema's boundaries: both verdicts occur often (the test tells a
-    # validator that is too strict from one that is too lenient)
-    assert 0.1 < sum(verdicts) / len(verdicts) < 0.9, sum(verdicts) / len(verdicts)
+    # validator that is too strict from one that is too lenient); one in twenty at least, a share
+    # that does not hang on how a hypothesis version draws (6.170 gave 10% valid for "scalars")
+    valid = sum(verdicts)
+    assert min(valid, len(verdicts) - valid) >= len(verdicts) / 20, (valid, len(verdicts))
 
 
 def test_errors_name_the_field_and_say_what_is_wrong(js):
