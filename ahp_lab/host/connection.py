@@ -183,6 +183,9 @@ class Connection:
             name="host",
             limits=self.limits,
             budget=budget,
+            # the stall a dense frame costs is the notebook's own business (its cells and tools
+            # are checked against the other limits, with the field named)
+            max_items=None if trusted else self.limits.max_message_items,
         )
         host.connections.add(self)
 

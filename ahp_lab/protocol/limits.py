@@ -66,6 +66,7 @@ class Limits:
     #: and opening brackets before it is parsed (an empty array or object counts twice). Parsing
     #: and checking cost time per item, which a frame of tiny values packs densely: 5 million
     #: ``[]`` in one 14.6 MB frame held the host's loop 7 s. Larger messages are refused unread.
+    #: The notebook's own connection is not bounded by it.
     max_message_items: int = 250_000
     #: Arrays and objects in one action: checking and normalizing an action costs some
     #: microseconds for each (an action of 245,000 nested empty arrays, 0.5 MB, held the host's

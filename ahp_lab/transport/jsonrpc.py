@@ -206,8 +206,12 @@ class JsonRpcPeer:
         name: str = "peer",
         limits: Limits | None = None,
         budget: RequestBudget | None = None,
+        max_items: int | None = None,
     ) -> None:
         self.transport = transport
+        #: a message holding more values and keys is refused unread (a stranger's connection:
+        #: ``limits.max_message_items``); ``None``: not counted
+        self.max_items = max_items
         self.name = name
         self.on_request = on_request
         self.on_notification = on_notification
@@ -302,10 +306,9 @@ class JsonRpcPeer:
                 ErrorCode.INVALID_REQUEST,
                 f"the message is {len(text):,} characters long, over the limit of {limits.max_message_bytes:,}",
             )
-        if limits is not None and items_exceed(text, limits.max_message_items):
+        if self.max_items is not None and items_exceed(text, self.max_items):
             return _leading_id(text), RpcError(
-                ErrorCode.INVALID_REQUEST,
-                f"the message holds more than {limits.max_message_items:,} values and keys",
+                ErrorCode.INVALID_REQUEST, f"the message holds more than {self.max_items:,} values and keys"
             )
         if nesting_exceeds(text, self._depth_cap):
             return _leading_id(text), RpcError(

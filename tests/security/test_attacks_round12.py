@@ -186,3 +186,16 @@ def test_requests_waiting_for_their_turn_are_bounded_in_characters(connect_stran
     errors = arun(main())
     assert errors[:3] == ["", "", ""]  # 180,000 characters wait
     assert all("requests waiting for their turn already hold 180," in e for e in errors[3:]), errors
+
+
+def test_the_notebooks_own_dispatches_are_not_counted_in_items():
+    """The item bound guards the host against strangers' dense frames. The notebook's own dispatch
+    past it was refused unread with no id to answer, so the cell waited out 30 s for a verdict."""
+
+    async def main():
+        async with open_lab() as lab:
+            draft = {"text": "x", "origin": {"kind": "user"}, "_meta": {"data": [0] * 300_000}}
+            verdict = await asyncio.wait_for(lab.adispatch({"type": "chat/draftChanged", "draft": draft}), 10)
+            return verdict.accepted, len(lab.chat_state["draft"]["_meta"]["data"])
+
+    assert arun(main()) == (True, 300_000)
