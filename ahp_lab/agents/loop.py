@@ -39,7 +39,7 @@ from ..extensions import catalog as cat
 from ..extensions.config import Workspace
 from ..extensions.contract import Extension
 from ..extensions.custom_tools import USER_TOOLS
-from ..extensions.session import ExtensionSession, maybe_await, model_text
+from ..extensions.session import ExtensionSession, check_unique_ids, maybe_await, model_text
 from ..protocol.jsonvalue import held_back, valid_unicode
 from ..tools import FAILURES
 from .base import TurnContext, TurnFailed
@@ -162,10 +162,7 @@ class LoopAgent:
         self.model = model if model is not None else ScriptedModel()
         self.extensions = list(extensions)
         self._told_reports: dict[str, set[str]] = {}  # turn id -> the hook failures told in it
-        ids = [e.id for e in self.extensions]
-        dup = next((i for i in ids if ids.count(i) > 1), None)
-        if dup is not None:  # here, not when the first session is created from the lab
-            raise ValueError(f"two extensions have the id {dup!r}: each needs its own")
+        check_unique_ids(self.extensions)  # here, not when the first session is created from the lab
         self.custom_tools = list(custom_tools)
         self.tool_paths = list(tool_paths)
         self.user_tools = user_tools

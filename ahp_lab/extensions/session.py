@@ -27,9 +27,24 @@ from .config import Workspace, layers_for, resolve_configuration
 from .contract import Block, CatalogEntry, Extension, ExtensionTool, ToolResult
 from .runtime import Command, ExtensionRuntime, HostServices, ToolCall
 
-__all__ = ["ExtensionSession", "SEARCH_TOOLS", "EXECUTE_TOOL", "HookReport", "maybe_await"]
+__all__ = [
+    "ExtensionSession",
+    "SEARCH_TOOLS",
+    "EXECUTE_TOOL",
+    "HookReport",
+    "check_unique_ids",
+    "maybe_await",
+]
 
 log = logging.getLogger("ahp_lab.extensions")
+
+
+def check_unique_ids(extensions: Sequence[Extension]) -> None:
+    """``ValueError`` when two extensions have one id (their state and config are kept by id)."""
+    ids = [e.id for e in extensions]
+    dup = next((i for i in ids if ids.count(i) > 1), None)
+    if dup is not None:
+        raise ValueError(f"two extensions have the id {dup!r}: each needs its own")
 
 
 async def _within(work: Any, timeout: float) -> Any:
@@ -154,10 +169,7 @@ class ExtensionSession:
         hook_timeout: float = 2.0,
         extra_tools: Sequence[Tool] = (),
     ) -> None:
-        ids = [e.id for e in extensions]
-        dup = next((i for i in ids if ids.count(i) > 1), None)
-        if dup is not None:
-            raise ValueError(f"two extensions have the id {dup!r}")
+        check_unique_ids(extensions)
         self.session = session
         self.extensions = list(extensions)
         self.services = services

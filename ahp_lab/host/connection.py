@@ -28,7 +28,6 @@ import contextlib
 import json
 import logging
 import re
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -38,7 +37,7 @@ from ..protocol.jsonrpc import ErrorCode
 from ..protocol.limits import MAX_SAFE_INTEGER, check_json, valid_seq
 from ..protocol.messages import COMMANDS, HOST_TO_CLIENT_COMMANDS, ROOT_CHANNEL
 from ..transport import JsonRpcPeer, RpcError
-from ..transport.jsonrpc import RequestBudget
+from ..transport.jsonrpc import PerMinute, RequestBudget
 
 log = logging.getLogger("ahp_lab.host")
 
@@ -70,7 +69,7 @@ _CLIENT_NOTIFICATIONS = ("dispatchAction", "unsubscribe")
 #: Invalid notifications whose reasons the host logs in a minute, all connections together; the
 #: rest that minute are dropped unsaid.
 _LOGGED_REFUSALS = 20
-_refusals = (0.0, 0)  # (start of the minute, notifications dropped in it)
+_refusals = PerMinute()  # notifications dropped
 #: A client id travels in every envelope the client dispatches; it stays short.
 MAX_CLIENT_ID_CHARS = 256
 #: The message of the error (-32600 InvalidRequest) for requests before ``initialize``; the spec
@@ -302,10 +301,7 @@ class Connection:
         """Drop an invalid notification: a notification is never answered (overview §2, JSON-RPC
         2.0), so the reason goes to the host's log, at most ``_LOGGED_REFUSALS`` a minute whatever
         the connection (a stranger opening connection after connection cannot fill the log)."""
-        global _refusals
-        now = time.monotonic()
-        start, count = _refusals if now - _refusals[0] < 60 else (now, 0)
-        _refusals = (start, count + 1)
+        count = _refusals.count()
         if count < _LOGGED_REFUSALS:
             log.warning(
                 "dropped a notification from %.64s: %s%s",

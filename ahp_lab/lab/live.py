@@ -40,7 +40,7 @@ from .answering import Answering
 from .base import LabBase, LabReplay, LabSource
 from .checks import cell_action, tool_function
 from .lifetime import LabLifetime, weakly
-from .sending import Sending
+from .sending import LOST, Sending
 from .turns import (
     ActionRejected,
     Sent,
@@ -346,10 +346,7 @@ class Lab(Sending, Answering, LabBase):
 
         transition = await client.wait_for(channel, echoed, timeout=30)
         if transition == "lost":
-            raise ConnectionError(
-                "the action was lost when the connection to the host dropped: the host never "
-                "sequenced it (lab.client.resend_unconfirmed() sends it again)"
-            )
+            raise ConnectionError(LOST.format("action"))
         if transition == "gone":
             raise LookupError(
                 f"the host no longer has {channel}: it reported the channel missing when the client "

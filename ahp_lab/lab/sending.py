@@ -63,6 +63,14 @@ _AWAIT_INSTEAD = (
 )
 
 
+#: Why a dispatch (``"action"``) or a message will never be answered: it was in flight when the
+#: connection dropped, and is listed in ``client.unconfirmed``.
+LOST = (
+    "the {} was lost when the connection to the host dropped: the host never sequenced it "
+    "(lab.client.resend_unconfirmed() sends it again)"
+)
+
+
 class Sending:
     """The sending half of :class:`~ahp_lab.Lab` (a mixin: it uses the lab's client, host and agent)."""
 
@@ -164,10 +172,7 @@ class Sending:
             if (action.get("type") == "chat/turnStarted" and action.get("turnId") == sent.turn_id) or (
                 action.get("type") == "chat/pendingMessageSet" and action.get("id") == sent.message_id
             ):
-                return (
-                    "the message was lost when the connection to the host dropped: the host never "
-                    "sequenced it (lab.client.resend_unconfirmed() sends it again)"
-                )
+                return LOST.format("message")
         return None
 
     def _never(self, sent: Sent) -> tuple[str, str] | None:

@@ -37,7 +37,15 @@ from ..protocol.limits import (
 
 log = logging.getLogger("ahp_lab.transport")
 
-__all__ = ["RpcError", "JsonRpcPeer", "RequestBudget", "Transport", "RequestHandler", "NotificationHandler"]
+__all__ = [
+    "RpcError",
+    "JsonRpcPeer",
+    "PerMinute",
+    "RequestBudget",
+    "Transport",
+    "RequestHandler",
+    "NotificationHandler",
+]
 
 #: Nesting beyond which a message is refused before it is parsed (well below Python's recursion
 #: limit, so ``json.loads`` never recurses too deep). A peer with ``limits`` (the host's) refuses
@@ -152,19 +160,32 @@ def _loads(text: str) -> Any:
         gc.enable()
 
 
+class PerMinute:
+    """Counts events by the minute, for logs that strangers could otherwise fill: :meth:`count`
+    says how many came before this one in the current minute (a log keeps the first few)."""
+
+    def __init__(self) -> None:
+        self._start = 0.0
+        self._count = 0
+
+    def count(self) -> int:
+        now = time.monotonic()
+        if now - self._start >= 60:
+            self._start, self._count = now, 0
+        self._count += 1
+        return self._count - 1
+
+
 #: Tracebacks of the other side's failed messages logged per minute, by every peer together: a
 #: request that fails the same way each time (a stranger's) would otherwise write a traceback per
 #: request (300 of 185 bytes wrote 297 KB of log in 0.1 s).
 FAILURES_LOGGED_PER_MINUTE = 20
-_failures = (0.0, 0)  # (start of the minute, failures in it)
+_failures = PerMinute()
 
 
 def _log_failure(message: str, *args: Any) -> None:
     """``log.exception(message, *args)``, at most :data:`FAILURES_LOGGED_PER_MINUTE` a minute."""
-    global _failures
-    now = time.monotonic()
-    start, count = _failures if now - _failures[0] < 60 else (now, 0)
-    _failures = (start, count + 1)
+    count = _failures.count()
     if count < FAILURES_LOGGED_PER_MINUTE:
         log.exception(message, *args)
     elif count == FAILURES_LOGGED_PER_MINUTE:

@@ -579,8 +579,9 @@ def test_dropped_notifications_cannot_fill_the_hosts_log_however_many_connection
     """Five log lines a connection let a stranger opening connection after connection write
     about 730 KiB of log a second; the host logs at most 20 reasons a minute in all."""
     from ahp_lab.host import connection
+    from ahp_lab.transport.jsonrpc import PerMinute
 
-    monkeypatch.setattr(connection, "_refusals", (0.0, 0))
+    monkeypatch.setattr(connection, "_refusals", PerMinute())  # a minute of its own
 
     async def main():
         async with open_lab() as lab:
