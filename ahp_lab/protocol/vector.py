@@ -40,7 +40,8 @@ from __future__ import annotations
 import copy
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Iterable, Iterator
-from itertools import chain
+from itertools import chain, repeat
+from itertools import count as _naturals
 from typing import Any
 
 __all__ = [
@@ -379,8 +380,24 @@ class Vector:
         entry = shared.get(key_fn) if shared is not None else None
         if entry is None:
             index: dict = {}
+            if multi:
+                # Most trees key every entry apart (no key in two places): the keys and their
+                # positions go into the dict in bulk, and the loop below runs only when some key
+                # repeats or an entry is unkeyed.
+                keys = [() if item is _HOLE else key_fn(item) for item in self._stored()]
+                index = dict(
+                    zip(
+                        chain.from_iterable(keys),
+                        chain.from_iterable(map(repeat, _naturals(), map(len, keys))),
+                        strict=True,
+                    )
+                )
+                if len(index) != sum(map(len, keys)) or NO_KEY in index:
+                    index = {}
             get = index.get
-            for i, item in enumerate(self._stored()):  # positions arrive in order: plain appends
+            for i, item in enumerate(
+                () if index else self._stored()
+            ):  # positions arrive in order: plain appends
                 if item is _HOLE:
                     continue
                 for k in key_fn(item) if multi else (key_fn(item),):

@@ -284,10 +284,9 @@ def _child_positions(children: list) -> dict:
     known = _POSITIONS.get(id(children))  # the table keeps its lists alive: the id is this list's
     if known is not None:
         return known[1]
-    positions: dict = {}
-    for j, k in enumerate(_child_keys(children)):
-        if k not in positions:
-            positions[k] = j
+    keys = _child_keys(children)
+    # last positions first, so that a repeated key keeps its first
+    positions = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1), strict=True))
     _remember(children, positions)
     return positions
 
