@@ -12,6 +12,7 @@ tool calls, aborting a turn.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import uuid
 from dataclasses import dataclass
@@ -54,6 +55,14 @@ def _file_uri(path: Any) -> str:
     from urllib.parse import quote
 
     return "file://" + quote(str(Path(path).absolute()), safe="/:@!$&'()*+,;=-._~")
+
+
+def _defined_in(tool: Any, otherwise: Any) -> Any:
+    """The file that defines a tool given in code (its ``execute``), else ``otherwise``."""
+    try:
+        return inspect.getsourcefile(inspect.unwrap(tool.execute)) or otherwise
+    except (TypeError, ValueError):  # a built-in or a callable object without a source file
+        return otherwise
 
 
 #: The session ``_meta`` key under which ahp_lab keeps what it records there.
@@ -129,7 +138,7 @@ class LoopHost:
             has_ui=agent.has_ui,
         )
         if agent.custom_tools:
-            source = ToolSource(agent.workspace.root, agent.workspace.root)
+            source = ToolSource(agent.workspace.root, agent.workspace.root, given=True)
             taken = builtin | {t.name for t in discovery.tools}
             api = CustomToolAPI(agent.workspace.root, has_ui=agent.has_ui)
             await load_custom_tools(agent.custom_tools, api, taken, source)
@@ -253,9 +262,11 @@ class LoopHost:
         discovery = self.discoveries.get(session)
         if discovery is None:
             return
-        by_dir: dict[str, list[ToolSource]] = {}
+        # one container per directory, and one for the tools given in code (named as such, each
+        # tool's uri the file that defines it: they come from no folder of the workspace)
+        by_dir: dict[str | None, list[ToolSource]] = {}
         for source in discovery.sources:
-            by_dir.setdefault(str(source.directory), []).append(source)
+            by_dir.setdefault(None if source.given else str(source.directory), []).append(source)
         for n, (directory, sources) in enumerate(by_dir.items()):
             children = []
             problems = []
@@ -265,18 +276,21 @@ class LoopHost:
                         {
                             "type": "tool",
                             "id": f"customTool-{len(children) + 1}-{n}",
-                            "uri": _file_uri(source.path),
+                            "uri": _file_uri(_defined_in(t, source.path) if source.given else source.path),
                             "name": t.name,
                             "description": t.description,
                         }
                     )
                 if source.error:
-                    problems.append(f"{source.path.name}: {source.error}.")
+                    label = "custom_tools" if source.given else source.path.name
+                    problems.append(f"{label}: {source.error}.")
             entry: dict[str, Any] = {
                 "type": "directory",
                 "id": f"customTools-{n + 1}",
-                "uri": _file_uri(directory),
-                "name": f"Custom tools ({directory})",
+                "uri": _file_uri(sources[0].directory if directory is None else directory),
+                "name": "Custom tools (given in code)"
+                if directory is None
+                else f"Custom tools ({directory})",
                 "enabled": True,
                 "contents": "tool",
                 "writable": False,

@@ -228,6 +228,7 @@ class ToolSource:
     tools: list[CustomTool] = field(default_factory=list)
     error: str | None = None
     metadata: bool = False  # a .md / .json file: described, never executed
+    given: bool = False  # the tools given in code (``LoopAgent(custom_tools=...)``), not a file
 
 
 @dataclass

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import textwrap
+from pathlib import Path
 
 from ahp_lab.agents.models import ScriptedModel, respond, use
 from ahp_lab.extensions import CustomTool, todo_extension
@@ -202,6 +203,11 @@ def test_sdk_custom_tools_can_abort_the_turn_and_a_failing_factory_is_listed(tmp
         assert [t.name for t in source.tools] == [
             "stop_now"
         ] and "its factory failed: RuntimeError: no config" in source.error
+        # the tree says they were given in code, not found in the workspace's folder
+        [container] = [c for c in lab.session_state["customizations"] if c.get("contents") == "tool"]
+        assert container["name"] == "Custom tools (given in code)"
+        assert container["load"]["message"] == "custom_tools: its factory failed: RuntimeError: no config."
+        assert container["children"][0]["uri"] == Path(__file__).resolve().as_uri()
         await lab.aclose()
 
     arun(main())
