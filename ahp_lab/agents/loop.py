@@ -73,7 +73,7 @@ class ToolCallInfo:
 
 @dataclass(frozen=True)
 class ToolResultInfo:
-    """What ``after_tool_call`` hooks see of the result."""
+    """What ``after_tool_call`` hooks see of the result (as the hooks before rewrote it)."""
 
     ok: bool
     text: str
@@ -575,7 +575,8 @@ class LoopAgent:
             else:
                 text = f"Error: {outcome.error or outcome.text or outcome.message or 'the tool failed'}"
             result = ToolResultInfo(outcome.ok, text, outcome.status)
-        await self._tell(ctx, await es.after_tool_call(ctx.chat, ctx.turn_id, info, result))
+        result, reports = await es.after_tool_call(ctx.chat, ctx.turn_id, info, result)
+        await self._tell(ctx, reports)
         return valid_unicode(str(result.text))  # the history is sent again with every request
 
     async def _tell(self, ctx: Any, reports: list) -> None:

@@ -104,7 +104,9 @@ class Hooks:
     * ``before_model_call(runtime) -> str | None``: context for this call only, appended as a
       synthetic user message at the end of the request (the history is never rewritten);
     * ``before_tool_call(runtime, call) -> Block | None``: ``call`` has ``name`` and ``arguments``;
-    * ``after_tool_call(runtime, call, result)``: ``result`` has ``ok`` and ``text``.
+    * ``after_tool_call(runtime, call, result) -> ToolResult | None``: ``result`` has ``ok``,
+      ``text`` and ``status``; a returned :class:`ToolResult` rewrites what the model is told (its
+      ``text``, and ``is_error``), not the call's result in the chat.
     """
 
     before_model_call: Callable[[Any], Any] | None = None

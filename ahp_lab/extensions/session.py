@@ -16,6 +16,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -397,18 +398,45 @@ class ExtensionSession:
                 )
         return None, reports
 
-    async def after_tool_call(self, chat: str, turn_id: str, call: Any, result: Any) -> list[HookReport]:
+    async def after_tool_call(
+        self, chat: str, turn_id: str, call: Any, result: Any
+    ) -> tuple[Any, list[HookReport]]:
+        """The result the model is told (``result``, or as the hooks rewrote it) and the reports.
+
+        A hook may return a :class:`ToolResult`: its ``text`` (and ``is_error``) replace what the
+        model is told, and the hooks after it see the rewrite (seed 004's ``tool_result``).
+        """
         reports: list[HookReport] = []
         for ext in self.extensions:
             fn = ext.hooks.after_tool_call if ext.hooks else None
             if fn is None:
                 continue
-            _value, report = await self._run_hook(
+            value, report = await self._run_hook(
                 ext, "after_tool_call", fn, self.runtime(ext.id, chat, turn_id), call, result
             )
             if report is not None:
                 reports.append(report)
-        return reports
+            elif isinstance(value, ToolResult):
+                if not isinstance(value.text, str):
+                    reports.append(
+                        HookReport(
+                            ext.id,
+                            "after_tool_call",
+                            f"rewrote the text as a {type(value.text).__name__}, not text",
+                        )
+                    )
+                    continue
+                ok = not value.is_error
+                result = replace(result, ok=ok, text=value.text if ok else f"Error: {value.text}")
+            elif value is not None:
+                reports.append(
+                    HookReport(
+                        ext.id,
+                        "after_tool_call",
+                        f"returned a {type(value).__name__}, not a ToolResult or None",
+                    )
+                )
+        return result, reports
 
     # -- resident tools ---------------------------------------------------------------------------
 

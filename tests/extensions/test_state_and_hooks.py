@@ -234,6 +234,50 @@ def test_before_tool_call_can_block_and_after_tool_call_sees_the_result(tmp_path
     arun(main())
 
 
+def test_after_tool_call_rewrites_what_the_model_is_told_and_the_chat_keeps_the_result(tmp_path):
+    """Seed 004: a tool_result handler may rewrite a result, even its error status. The model is
+    told the rewrite; the chat keeps what the tool returned; later hooks see the rewrite."""
+    from ahp_lab.extensions import ToolResult
+
+    seen = []
+
+    def redact(runtime, call, result):
+        if "s3cret" in result.text:
+            return ToolResult(result.text.replace("s3cret", "[redacted]"))
+        if call.name == "flaky":
+            return ToolResult("the service is down; try later", is_error=True)
+        return None
+
+    exts = [
+        Extension("redact", hooks=Hooks(after_tool_call=redact)),
+        Extension("audit", hooks=Hooks(after_tool_call=lambda rt, call, r: seen.append((r.ok, r.text)))),
+        Extension("odd", hooks=Hooks(after_tool_call=lambda rt, call, r: 42)),
+    ]
+    model = ScriptedModel([respond("", use("read_env"), use("flaky")), "done"])
+
+    async def main():
+        lab, agent = await loop_lab(tmp_path, model, exts)
+
+        @lab.tool
+        def read_env() -> str:
+            return "TOKEN=s3cret"
+
+        @lab.tool
+        def flaky() -> str:
+            return "ok, 200"
+
+        turn = await lab.send("look")
+        told = [m["content"] for m in agent.model_calls[-1].request.messages if m["role"] == "tool"]
+        assert told == ["TOKEN=[redacted]", "Error: the service is down; try later"]
+        assert seen == [(True, "TOKEN=[redacted]"), (False, "Error: the service is down; try later")]
+        assert [tc.result_text for tc in turn.tool_calls] == ["TOKEN=s3cret", "ok, 200"]
+        assert [tc.success for tc in turn.tool_calls] == [True, True]
+        assert any("odd.after_tool_call returned a int, not a ToolResult or None" in n for n in notes(lab))
+        await lab.aclose()
+
+    arun(main())
+
+
 def test_session_state_persists_with_the_session_in_its_log_and_export(tmp_path):
     """Seed 003: an extension's session state persists with the session. Each change is recorded
     in the session's _meta (turn id -> extension id -> value), so an export holds it and a replay
