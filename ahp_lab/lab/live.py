@@ -118,7 +118,7 @@ class Lab(Sending, Answering, LabBase):
         self._queued: dict[str, Sent] = {}  # queued message id -> what waits for its turn
         self._echoes: dict[int, Transition] = {}  # client seq -> its echo (see Sending._on_transition)
         self._title = title
-        self._working_directories = [Path(d).resolve().as_uri() for d in working_directories]
+        self._working_directories = [Path(d).expanduser().resolve().as_uri() for d in working_directories]
         self._background: set[asyncio.Task] = set()
         # Held weakly, like the views' source: nothing the lab owns keeps the lab alive.
         self.client.on_change(weakly(self._on_client_change))

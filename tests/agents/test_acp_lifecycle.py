@@ -7,11 +7,15 @@ from __future__ import annotations
 import asyncio
 import os
 import select
+import sys
 from pathlib import Path
 
 import pytest
 
-from .conftest import acp_lab, arun, bad_agent, pending_call
+from ahp_lab import Lab
+from ahp_lab.agents.acp import AcpAgent
+
+from .conftest import EXAMPLE_AGENT, SECRET_ENV, acp_lab, arun, bad_agent, pending_call
 
 
 def _exits(pid: int, timeout: float = 10.0) -> bool:
@@ -119,3 +123,27 @@ def test_an_agent_waiting_for_its_command_to_exit_is_not_taken_for_a_hung_one(tm
             assert '"exitCode": 0' in turn.text
 
     arun(go())
+
+
+def test_a_home_relative_folder_is_the_users_home_for_the_agent_and_the_session(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """``AcpAgent(cwd="~/project")`` and ``Lab(working_directories=["~/project"])``, as docs/acp.md
+    writes them: ``~`` is the home folder, as for every other path ahp_lab takes. The agent could
+    not be started (a folder named ``~`` under the kernel's), and the session named that folder."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    project = tmp_path / "project"
+    project.mkdir()
+
+    async def main() -> None:
+        agent = AcpAgent([sys.executable, str(EXAMPLE_AGENT)], cwd="~/project", env=SECRET_ENV)
+        lab = await Lab.open(agent=agent, working_directories=["~/project"])
+        try:
+            assert lab.session_state["workingDirectories"] == [project.resolve().as_uri()]
+            turn = await lab.send("hello")
+            assert turn.state["state"] == "complete"
+        finally:
+            await agent.aclose()
+            await lab.aclose()
+
+    arun(main())

@@ -58,7 +58,7 @@ class AcpAgent:
         if not self.command:
             raise ValueError("AcpAgent needs a command to run")
         self.env = {str(k): str(v) for k, v in (env or {}).items()}
-        self.cwd = os.path.abspath(cwd) if cwd is not None else None
+        self.cwd = os.path.abspath(os.path.expanduser(cwd)) if cwd is not None else None
         self.provider = provider
         self.name = name
         self.display_name = display_name or os.path.basename(self.command[0])
