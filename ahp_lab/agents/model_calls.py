@@ -218,7 +218,7 @@ class ModelCallLog:
 
     def table(self) -> str:
         """A plain-text table: one line per call."""
-        lines = ["  #  chat      turn          msgs tools  prefix  stable  tail  response"]
+        lines = ["  #  chat      turn           msgs tools  prefix  stable  tail  response"]
         for c in self._calls:
             stable = "first" if c.stable is None else ("yes" if c.stable else "NO")
             r = c.response
@@ -232,7 +232,7 @@ class ModelCallLog:
             )
             lines.append(
                 c.redact(
-                    f"{c.index:3}  {c.chat[-8:]:8}  {c.turn_id[-12:]:12}  {len(c.request.messages):4} {len(c.request.tools):5}"
+                    f"{c.index:3}  {c.chat[-8:]:8}  {c.turn_id[-13:]:13}  {len(c.request.messages):4} {len(c.request.tools):5}"
                     f"  {c.share:6.0%}  {stable:6}  {c.request.synthetic:4}  {said}"
                 )
             )

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import re
 import resource
 import sys
@@ -144,8 +145,10 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    called = os.path.basename(sys.argv[0])  # the console script, or this module run with -m
     parser = argparse.ArgumentParser(
-        prog="python -m ahp_lab.conformance", description=__doc__.split("\n\n")[0]
+        prog="python -m ahp_lab.conformance" if called == "__main__.py" else called or None,
+        description=__doc__.split("\n\n")[0],
     )
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run every reducer / round-trip fixture in DIR")

@@ -138,11 +138,12 @@ class ExtensionRuntime:
         """The session's tools (``ToolInfo``: name, description, input_schema, owner)."""
         return self._owner.services.host_tools(self.session) if self._owner else []
 
-    def customizations(self, type_: str | None = None) -> list[dict]:
-        """The session's effective customizations (children flattened), optionally of one type,
-        each with ``_container`` naming its container's ``uri`` and ``_clientId`` the client that
-        published it (``None`` for the host's own)."""
-        return self._owner.customizations(type_) if self._owner else []
+    def customizations(self, type: str | None = None) -> list[dict]:  # noqa: A002 - the spec's noun
+        """The session's effective customizations (children flattened), optionally of one
+        ``type`` (``"skill"``, ``"mcpServer"``, ...), each with ``_container`` naming its
+        container's ``uri`` and ``_clientId`` the client that published it (``None`` for the host's
+        own)."""
+        return self._owner.customizations(type) if self._owner else []
 
     def add_mcp_server(self, name: str, config: dict) -> str:
         """Have the host run an MCP server for this session (from trusted configuration)."""

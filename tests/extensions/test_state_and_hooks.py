@@ -278,6 +278,29 @@ def test_after_tool_call_rewrites_what_the_model_is_told_and_the_chat_keeps_the_
     arun(main())
 
 
+def test_a_hook_reads_the_customizations_of_one_type_by_the_documented_keyword(tmp_path):
+    """``runtime.customizations(type="tool")`` as docs/extensions.md writes it (the keyword was
+    ``type_``, and the call raised ``TypeError``, reported as a failed hook)."""
+    from ahp_lab.extensions import CustomTool
+
+    seen = []
+    ext = Extension(
+        "peek",
+        hooks=Hooks(
+            before_model_call=lambda rt: seen.append([c["name"] for c in rt.customizations(type="tool")])
+        ),
+    )
+    tool = CustomTool("shout", "Shout.", lambda *args: "HEY")
+
+    async def main():
+        lab, _agent = await loop_lab(tmp_path, ScriptedModel(["ok"]), [ext], custom_tools=[tool])
+        await lab.send("hi")
+        assert seen == [["shout"]] and not notes(lab)
+        await lab.aclose()
+
+    arun(main())
+
+
 def test_session_state_persists_with_the_session_in_its_log_and_export(tmp_path):
     """Seed 003: an extension's session state persists with the session. Each change is recorded
     in the session's _meta (turn id -> extension id -> value), so an export holds it and a replay
