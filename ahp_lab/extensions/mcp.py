@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..tools import FAILURES
 from .contract import Catalog, CatalogEntry, Configuration, Extension, Lifecycle, ToolResult
 
 __all__ = ["mcp_extension", "McpServerConfig", "McpConfig", "resolve_mcp_configuration"]
@@ -45,11 +46,15 @@ def resolve_mcp_configuration(user: McpConfig | None, project: McpConfig | None)
 
 
 def _activate(runtime) -> dict:
+    """Start every configured server; one that cannot start is a problem, and the others go on."""
     started = {}
     for name, server in runtime.config.servers.items():
         config = server.model_dump(exclude_defaults=True)
         config["enabled"] = server.enabled
-        started[name] = runtime.add_mcp_server(name, config)
+        try:
+            started[name] = runtime.add_mcp_server(name, config)
+        except FAILURES as exc:
+            runtime.report_problem(f"could not start the MCP server {name!r}: {exc}.")
     return {"servers": started}
 
 

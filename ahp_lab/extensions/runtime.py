@@ -149,6 +149,12 @@ class ExtensionRuntime:
         """Have the host run an MCP server for this session (from trusted configuration)."""
         return self._owner.services.add_mcp_server(self.session, name, config)
 
+    def report_problem(self, problem: str) -> None:
+        """Add one sentence to the session's problems, which the chat is told (once) and the log
+        keeps: for what goes wrong in part while the rest works (one unusable server of several)."""
+        if self._owner is not None:
+            self._owner._problem(f"{self.extension_id} {problem}")
+
     def register_command(self, name: str, description: str, expand: Callable[[str], Any]) -> None:
         """Offer ``/name`` in the chat: completions list it, and a message starting with it is
         replaced by ``expand(args)`` before the model sees it. A name another extension registered

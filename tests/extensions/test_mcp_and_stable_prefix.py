@@ -14,7 +14,7 @@ from ahp_lab.extensions import mcp_extension, skills_extension, subagent_extensi
 from ahp_lab.extensions.subagent import SUBAGENT_INSTRUCTIONS
 
 from ..customizations.conftest import DEMO_SERVER, skill_md, write
-from ..loop_helpers import arun, loop_lab, wait_for
+from ..loop_helpers import arun, loop_lab, notes, wait_for
 
 
 def _config(tmp_path) -> None:
@@ -170,3 +170,32 @@ def test_twenty_turns_keep_a_byte_stable_prefix_while_the_mcp_tool_list_changes(
     assert any("Added:\n- demo: late_tool" in n for n in notices)
     assert any("Removed:\n- demo: late_tool" in n for n in notices)
     assert all(c.share > 0.5 for i, c in enumerate(calls) if i > 0 and i not in resets)
+
+
+def test_one_unusable_server_in_the_configuration_leaves_the_others_and_their_catalog(tmp_path):
+    """A server entry with neither ``command`` nor ``url`` is one problem told in the chat; the
+    other servers start and their tools stay in the mcp catalog. One bad entry used to fail the
+    whole extension's activation: no MCP tool for the model at all, though the good server ran."""
+    good = {"command": sys.executable, "args": [str(DEMO_SERVER)]}
+    servers = {"broken": {"args": ["--nothing-to-run"]}, "demo": good}
+    (tmp_path / "user.json").write_text(json.dumps({"mcp": {"servers": servers}}))
+
+    def model(request):
+        last = request.messages[-1]
+        if last["role"] == "user":
+            return respond("", use("SearchTools", query="echo"))
+        return f"found: {last['content']}"
+
+    async def main():
+        lab, agent = await loop_lab(tmp_path, ScriptedModel(model), [mcp_extension()])
+        await wait_for(lab, _ready)
+        turn = await lab.send("find the echo tool")
+        assert "mcp__demo__echo" in turn.text
+        said = [n for n in notes(lab) if "broken" in n]
+        assert said == [
+            "The session's extensions met 1 problem: mcp could not start the MCP server 'broken': "
+            "the MCP server 'broken' needs a 'command' or a 'url'."
+        ]
+        await lab.aclose()
+
+    arun(main())
