@@ -391,14 +391,26 @@ def _summary_of_last_tool(scope: Scope) -> str:
 
 # -- prompt-driven defaults -----------------------------------------------------------------------
 
-_ARG = re.compile(r"""(\w+)\s*=\s*("(?:[^"\\]|\\.)*"|'[^']*'|\[[^\]]*\]|\{[^}]*\}|[^\s,;]+)""")
+#: The built-in scenarios are chosen, and tool arguments read, from this many first characters of a
+#: prompt: a stranger's megabyte of prompt costs the host's loop no more than a short one.
+PROMPT_READ = 4096
+#: At most this many places where a tool's name appears in a prompt are checked for word
+#: boundaries (a name inside longer words, repeated, is checked place by place).
+_PLACES = 20_000
+
+# ``key=value``: a key starts a word and no part of the pattern takes back what it has read (a
+# word without ``=`` or an unclosed ``[`` was read again from each of its characters: quadratic).
+_ARG = re.compile(
+    r"""(?<!\w)(\w++)\s*+=\s*+("(?:[^"\\]|\\.)*+"|'[^']*+'|\[[^\]\[]*+\]|\{[^{}]*+\}|[^\s,;]++)"""
+)
 
 
 def parse_arguments(prompt: str, info: ToolInfo) -> dict:
-    """Tool arguments written ``key=value`` in the prompt, coerced to the schema, with its defaults."""
+    """Tool arguments written ``key=value`` in the prompt (its first :data:`PROMPT_READ`
+    characters), coerced to the schema, with its defaults."""
     props = info.input_schema.get("properties") or {}
     args = info.defaults()
-    for key, raw in _ARG.findall(prompt):
+    for key, raw in _ARG.findall(prompt[:PROMPT_READ]):
         if key not in props:
             continue
         args[key] = _coerce(raw, props[key])
@@ -436,12 +448,30 @@ def _empty_for(schema: dict) -> Any:
     )
 
 
-def _mentions(prompt: str, info: ToolInfo) -> bool:
-    low = prompt.lower()
+def _word(c: str) -> bool:
+    return c.isalnum() or c == "_"  # the regular expressions' \w
+
+
+def _mentions(low: str, info: ToolInfo, places: list[int]) -> bool:
+    """Whether ``low`` (a prompt's head, lowercased) names the tool as a whole word: its name, the
+    name with spaces for ``_``, or its title. ``places`` holds what is left of the prompt's budget
+    of places to check; once it is spent, nothing more is found."""
     names = {info.name.lower(), info.name.lower().replace("_", " ")}
     if info.title:
         names.add(info.title.lower())
-    return any(re.search(rf"(?<![\w]){re.escape(n)}(?![\w])", low) for n in names if n)
+    for name in names:
+        if not name:
+            continue
+        p = low.find(name)
+        while p >= 0:
+            places[0] -= 1
+            if places[0] < 0:
+                return False
+            end = p + len(name)
+            if (p == 0 or not _word(low[p - 1])) and (end == len(low) or not _word(low[end])):
+                return True
+            p = low.find(name, p + 1)
+    return False
 
 
 class ScriptedAgent:
@@ -513,12 +543,14 @@ class ScriptedAgent:
     def scenario(
         self, prompt: str, tools: list[ToolInfo], mode: str | None = None, session: str | None = None
     ) -> list[Step]:
-        """The built-in scenario for a prompt (in a session ``mode`` when modes are on)."""
-        low = prompt.lower()
+        """The built-in scenario for a prompt (in a session ``mode`` when modes are on), chosen
+        from its first :data:`PROMPT_READ` characters."""
+        low = prompt[:PROMPT_READ].lower()
         if mode == "plan" and re.search(r"\bexit plan\b", low):
             return self._exit_plan(session)
+        places = [_PLACES]
         for info in tools:
-            if _mentions(prompt, info):
+            if _mentions(low, info, places):
                 args = parse_arguments(prompt, info)
                 shown = ", ".join(f"`{k}={json.dumps(v)}`" for k, v in args.items()) or "no arguments"
                 if mode == "plan":

@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
+from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 from websockets.asyncio.server import ServerConnection
 from websockets.asyncio.server import serve as ws_serve
@@ -117,16 +118,35 @@ def _open_files() -> int:
         return 1024
 
 
+class _PongBacklog:
+    """Lets go of a peer whose socket holds more than ``backlog`` bytes besides the write in
+    progress (``writing``, in characters). The library answers each ping with a pong written
+    straight to the socket, so a peer that pings and never reads grew us by 35 MB a second, with no
+    write of ours pending for the send buffer or the stall watchdog to see. Mixed into the
+    library's server and client connections: a host and a client are each other's strangers."""
+
+    backlog = DEFAULT_MAX_SEND_BUFFER_BYTES
+    writing = 0  # characters of the write in progress (WebSocketTransport sets it)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)  # type: ignore[misc]
+        transport = self.transport  # type: ignore[attr-defined]
+        if transport.get_write_buffer_size() > self.backlog + 4 * self.writing and not transport.is_closing():
+            log.warning(
+                "disconnected the peer %s: over %d MiB of answers to its pings waited in the "
+                "socket; it sends and does not read",
+                _peer_name(self),
+                self.backlog // (1024 * 1024),
+            )
+            transport.abort()
+
+
 def _bounded_connections(most: int, backlog: int) -> type[ServerConnection]:
     """The library's server connection, for one server that keeps at most ``most`` sockets in
     their opening handshake: a new one lets the oldest go, the oldest that has sent nothing yet
     first. A client with the token sends its request at once and finishes its handshake in
-    milliseconds, so a flood of sockets that never send one does not lock it out.
-
-    It also lets go of a peer whose socket holds more than ``backlog`` bytes besides the write in
-    progress (``writing``, in characters): the library answers each ping with a pong written
-    straight to the socket, so a peer that pings and never reads grew the host by 35 MB a second,
-    with no write of ours pending for the send buffer or the stall watchdog to see."""
+    milliseconds, so a flood of sockets that never send one does not lock it out. A peer that
+    pings and never reads is let go past ``backlog`` (:class:`_PongBacklog`)."""
     opening: dict[ServerConnection, None] = {}  # in arrival order
     silent: dict[ServerConnection, None] = {}  # those of them that have sent nothing
 
@@ -134,7 +154,7 @@ def _bounded_connections(most: int, backlog: int) -> type[ServerConnection]:
         opening.pop(connection, None)
         silent.pop(connection, None)
 
-    class BoundedConnection(ServerConnection):
+    class BoundedConnection(_PongBacklog, ServerConnection):
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             super().connection_made(transport)
             opening[self] = silent[self] = None
@@ -143,20 +163,9 @@ def _bounded_connections(most: int, backlog: int) -> type[ServerConnection]:
                 opened(oldest)
                 oldest.transport.abort()
 
-        writing = 0  # characters of the write in progress (WebSocketTransport sets it)
-
         def data_received(self, data: bytes) -> None:
             silent.pop(self, None)
             super().data_received(data)
-            transport = self.transport
-            if transport.get_write_buffer_size() > backlog + 4 * self.writing and not transport.is_closing():
-                log.warning(
-                    "disconnected the peer %s: over %d MiB of answers to its pings waited in the "
-                    "socket; it sends and does not read",
-                    _peer_name(self),
-                    backlog // (1024 * 1024),
-                )
-                transport.abort()
 
         async def handshake(self, *args: Any, **kwargs: Any) -> None:
             try:
@@ -168,7 +177,19 @@ def _bounded_connections(most: int, backlog: int) -> type[ServerConnection]:
             opened(self)
             super().connection_lost(exc)
 
+    BoundedConnection.backlog = backlog
     return BoundedConnection
+
+
+def _client_connection(backlog: int) -> type[ClientConnection]:
+    """The library's client connection, letting a host that pings and never reads go past
+    ``backlog`` (:class:`_PongBacklog`)."""
+
+    class BoundedClientConnection(_PongBacklog, ClientConnection):
+        pass
+
+    BoundedClientConnection.backlog = backlog
+    return BoundedClientConnection
 
 
 class _NoFrames(logging.Filter):
@@ -803,6 +824,7 @@ async def connect_websocket(
             compression=None,
             logger=_lib_log,
             user_agent_header=None,
+            create_connection=_client_connection(max_send_buffer_bytes),
             **kwargs,
         )
     except InvalidStatus as exc:
