@@ -267,7 +267,8 @@ class HostSessionContext:
         ).seq
 
     def update_title(self, title: str) -> int | None:
-        title = str(title)[:200]
+        # masked before it is cut: a secret cut in two is no longer recognised whole
+        title = self.redact(str(title))[:200]
         if (
             not self.host.store.has_channel(self.session)
             or (self.host.store.state(self.session) or {}).get("title") == title
@@ -410,7 +411,8 @@ class HostSessionContext:
             start_new_session=True,
         )
         uri = f"ahp-terminal:/{uuid.uuid4()}"
-        title = " ".join([command, *(args or [])])[:200]
+        # the channel's first state is not an action the host redacts: masked here, before the cut
+        title = self.host.redactor.text(" ".join([command, *(args or [])]))[:200]
         self.host.store.add_channel(
             uri,
             "terminal",
@@ -628,11 +630,14 @@ class AgentSessions:
                         },
                     }
                 )
-        return items
+        return self.host.redactor.redact(items)  # the agent's words, answered without an action
 
     # -- content for resourceRead ---------------------------------------------------------------
 
     def put_content(self, data: str | bytes, content_type: str = "text/plain") -> dict:
+        # what resourceRead serves is masked as state is (a diff's sides, an embedded blob)
+        redactor = self.host.redactor
+        data = redactor.masked_bytes(data) if isinstance(data, bytes) else redactor.text(data)
         raw = data if isinstance(data, bytes) else data.encode("utf-8", "replace")
         uri = f"{CONTENT_SCHEME}{hashlib.sha256(raw).hexdigest()[:32]}"
         size = len(raw)

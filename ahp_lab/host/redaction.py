@@ -169,6 +169,21 @@ class Redactor:
                 text = _KNOWN_TOKEN.sub(MASK, text)
         return text
 
+    def masked_bytes(self, data: bytes) -> bytes:
+        """``data`` with every known secret (its UTF-8 bytes) masked: binary content the host
+        serves, such as an embedded blob; the generic rules are for text."""
+        if self._secrets:
+            for secret in sorted(self._secrets, key=len, reverse=True):
+                data = data.replace(secret.encode("utf-8", "replace"), MASK.encode())
+        return data
+
+    def cut(self, text: str) -> str:
+        """``text``, cut at its end, redacted: a known secret cut there is masked from where it
+        starts (``HELD_MASKED`` characters of it or more), where :meth:`text` only knows whole ones."""
+        text = self.text(text)
+        keep = self.secret_prefix(text)
+        return text[:-keep] + MASK if keep >= HELD_MASKED else text
+
     def secret_prefix(self, text: str) -> int:
         """How many characters at the end of ``text`` could be the start of a known secret (the
         longest such tail, shorter than the secret), which a stream holds back until it sees how

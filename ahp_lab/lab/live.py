@@ -20,7 +20,6 @@ a person (a blocked cell cannot receive widget clicks) and says to ``await`` ins
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import re
 import warnings
 from collections.abc import Callable
@@ -274,11 +273,7 @@ class Lab(Sending, Answering, LabBase):
         frames = getattr(self.agent, "frames", None)
         if frames is None:
             return []
-        redact = self.host.redactor.redact
-        return [
-            dataclasses.replace(f, message=redact(f.message), seqs=list(f.seqs))
-            for f in frames.for_session(self.session)
-        ]
+        return [f.redacted(self.host.redactor) for f in frames.for_session(self.session)]
 
     async def cancel(self, chat: str | None = None) -> None:
         """Cancel the active turn of the chat (``chat/turnCancelled``)."""

@@ -51,7 +51,8 @@ terminal_group   runs `sh -c 'sleep 1000 & echo $! > MARKER; echo started; wait'
 terminal_background  runs `sh -c 'sleep 1000 & echo $! > MARKER; echo bye'`, waits for its exit
                  (the background sleep still holds its output), reports it, releases it, ends the turn
 terminal_left    runs `sh -c 'echo $$ > MARKER; echo started; exec sleep 1000'` and, once it has
-                 started, ends the turn, never releasing it
+                 started, ends the turn, never releasing it; the prompt "embed" instead shows
+                 term-1 in a completed tool call, without creating a terminal
 terminal_slow    runs `sh -c 'sleep 2; echo finished'`, waits for its exit (sending nothing
                  meanwhile), reports it and ends the turn
 late_update      first prompt: starts tool call bg-9 and ends the turn with it running; second
@@ -59,10 +60,15 @@ late_update      first prompt: starts tool call bg-9 and ends the turn with it r
 diffs            shows three new files (MARKER/f0.txt ..., 40,000 characters each) as diffs of
                  three completed tool calls, then ends the turn
 read_all         reads the file MARKER whole, says how many characters it got, then ends the turn
+leaks            says its key (BAD_AGENT_KEY) where the host cuts or serves what it says: at the end
+                 of a 200-character title, in a slash command's description, in a diff's new text,
+                 in an embedded blob, at character 500 of a failed call's text, and across the
+                 16,384th character of a frame's JSON (where a large frame is cut to a preview)
 files            reads line 3 (limit 1) of MARKER/lines.txt, writes MARKER/new/deeper/out.txt and
                  runs a terminal with outputByteLimit 0; reports all three, then ends the turn
 """
 
+import base64
 import json
 import os
 import sys
@@ -336,6 +342,20 @@ for line in sys.stdin:
         update("s1", chunk("working... "))
         if MODE == "hang" or (MODE == "deaf_once" and not respawned):
             continue
+        if MODE == "terminal_left" and msg["params"]["prompt"][0].get("text") == "embed":
+            # shows term-1 in a call without having created it (a fresh process after a restart)
+            call = {
+                "sessionUpdate": "tool_call",
+                "toolCallId": "e1",
+                "title": "Show term-1",
+                "kind": "execute",
+            }
+            update(
+                "s1",
+                {**call, "status": "completed", "content": [{"type": "terminal", "terminalId": "term-1"}]},
+            )
+            send(end_turn(mid))
+            continue
         if MODE in ("options", "deaf_once"):
             if msg["params"]["prompt"][0].get("text") == "offer":  # a level it did not offer before
                 offered_levels.append("verbose")
@@ -446,6 +466,39 @@ for line in sys.stdin:
         ):
             prompt_id = mid
             request(MODE, mid)
+        elif MODE == "leaks":
+            key = os.environ.get("BAD_AGENT_KEY", "")
+            update("s1", {"sessionUpdate": "session_info_update", "title": "t" * (200 - 10) + key})
+            command = {"name": "deploy", "description": f"Deploy with key {key}"}
+            update("s1", {"sessionUpdate": "available_commands_update", "availableCommands": [command]})
+            diff = {
+                "type": "diff",
+                "path": os.path.join(MARKER, "env.txt"),
+                "oldText": None,
+                "newText": f"KEY={key}\n",
+            }
+            call = {
+                "sessionUpdate": "tool_call",
+                "toolCallId": "w1",
+                "title": "Write env.txt",
+                "kind": "edit",
+            }
+            update("s1", {**call, "status": "completed", "content": [diff]})
+            failed = {"type": "content", "content": {"type": "text", "text": "y" * 490 + key}}
+            call = {"sessionUpdate": "tool_call", "toolCallId": "f1", "title": "Deploy", "kind": "execute"}
+            update("s1", {**call, "status": "failed", "content": [failed]})
+            blob = {"uri": "file:///tmp/key.bin", "mimeType": "application/octet-stream"}
+            blob["blob"] = base64.b64encode(f"blob {key}".encode()).decode()
+            update("s1", chunk("see the blob "))
+            update(
+                "s1",
+                {"sessionUpdate": "agent_message_chunk", "content": {"type": "resource", "resource": blob}},
+            )
+            frame = notification("s1", chunk(""))
+            start = json.dumps(frame, ensure_ascii=False).index('"text": ""') + len('"text": "')
+            frame["params"]["update"]["content"]["text"] = "z" * (16_384 - start - 20) + key
+            send(frame)
+            send(end_turn(mid))
         elif MODE == "big_chunks":
             for i in range(200):
                 update("s1", chunk(f"[{i:03}]" + "y" * 16_000))

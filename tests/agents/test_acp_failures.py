@@ -374,3 +374,44 @@ def test_the_frames_a_cell_reads_have_the_agents_secrets_masked(tmp_path: Path) 
             assert any("my key is ***" in json.dumps(f.message) for f in chunks)
 
     arun(go())
+
+
+def test_an_agents_key_is_masked_where_the_host_cuts_or_serves_what_it_says(tmp_path: Path) -> None:
+    """An ACP agent of our own (round 3): the key reached the state through a 200-character title
+    (cut before it was masked: 42 of its 43 characters stayed), a failed call's error (cut at 500),
+    a frame's preview (cut at 16,384), and strangers through ``completions`` (a command's
+    description) and ``resourceRead`` (a diff's new text, an embedded blob), which no action
+    carries. None of it shows anywhere now."""
+    import base64
+    import re
+
+    async def go() -> None:
+        async with acp_lab(
+            tmp_path, bad_agent("leaks", str(tmp_path)), env={"BAD_AGENT_KEY": LONG_KEY}
+        ) as lab:
+            turn = await lab.send("go")
+            assert turn.state["state"] == "complete"
+            assert lab.session_state["title"] == "t" * 190 + "***"
+            shown = json.dumps([lab.session_state, lab.chat_state])
+            assert _no_part_of(LONG_KEY, shown)
+            [failed] = [c for c in turn.tool_calls if not c.success]
+            assert failed.state["error"]["message"].startswith("y" * 490)
+
+            served = []
+            for uri in sorted(set(re.findall(r'"(ahp-content:[^"]+)"', shown))):
+                answer = await lab.client.request("resourceRead", {"uri": uri})
+                data = answer["data"]
+                served.append(base64.b64decode(data).decode() if answer.get("encoding") == "base64" else data)
+            assert any("KEY=***" in text for text in served) and any("blob ***" in text for text in served)
+            assert all(_no_part_of(LONG_KEY, text) for text in served)
+
+            params = {"channel": lab.chat, "kind": "userMessage", "text": "/dep", "offset": 4}
+            offered = await lab.client.request("completions", params)
+            assert "Deploy with key ***" in json.dumps(offered) and _no_part_of(LONG_KEY, json.dumps(offered))
+
+            frames = json.dumps([f.message for f in lab.acp_frames])
+            assert '"preview"' in frames and _no_part_of(LONG_KEY, frames)
+            lab.export(tmp_path / "run.jsonl")
+            assert _no_part_of(LONG_KEY, (tmp_path / "run.jsonl").read_text())
+
+    arun(go())

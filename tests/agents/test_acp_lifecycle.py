@@ -147,3 +147,21 @@ def test_a_home_relative_folder_is_the_users_home_for_the_agent_and_the_session(
             await lab.aclose()
 
     arun(main())
+
+
+def test_a_fresh_process_naming_an_old_terminal_id_is_not_shown_the_old_terminal(tmp_path: Path) -> None:
+    """An ACP agent of our own (round 3): after a restart, the fresh process's ``term-1`` resolved
+    to the terminal the old process had created, its output and exit shown in the new call."""
+    marker = tmp_path / "pid"
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("terminal_left", str(marker))) as lab:
+            assert (await lab.send("go")).status == "complete"
+            await lab.restart_agent()
+            turn = await lab.send("embed")
+            [call] = turn.tool_calls
+            content = call.state["content"]
+            assert [c.get("type") for c in content] == ["text"]
+            assert content[0]["text"] == "[terminal term-1 is not known to this host]"
+
+    arun(go())

@@ -196,7 +196,7 @@ class Bridge(WorkspaceServices):
         # an update for one of them comes too late to show, and is no violation
         self._ended_calls: dict[str, None] = {}
         self.config_lock = asyncio.Lock()  # config changes reach the agent before a later prompt
-        self.resolver = Resolver(self._put_content, self.terminals.get, self._path_uri)
+        self.resolver = Resolver(self._put_content, self.terminals.get, self._path_uri, self._clip)
 
     # -- process ------------------------------------------------------------------------------
 
@@ -312,6 +312,8 @@ class Bridge(WorkspaceServices):
                 self.process.kill()  # a failed agent gets no grace period
         for terminal in self.terminals.values():
             terminal.release()  # its commands stop with it (a fresh process knows none of them)
+        # and their ids with it: a fresh process that names term-1 means its own, not the old one's
+        self.terminals.clear()
         if self._turn_over is not None:
             self._turn_over.set()  # no session/cancel will be sent: nothing to wait for
         for waiting in list(self._asking):
@@ -912,6 +914,9 @@ class Bridge(WorkspaceServices):
         """A ``file://`` URI for a path the agent names (ACP's are absolute; a relative one is read
         from the session's first working directory, as the agent's own cwd)."""
         return _file_uri(os.path.join((self.ctx.working_directories or [os.getcwd()])[0], path))
+
+    def _clip(self, text: str, most: int) -> str:
+        return self.ctx.redact(text)[:most]
 
     def _put_content(self, data: str, content_type: str, binary: bool = False) -> dict:
         if binary:

@@ -14,7 +14,7 @@ import itertools
 import json
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 __all__ = ["AcpFrame", "AcpFrameLog", "MAX_FRAMES", "MAX_FRAME_CHARS", "MAX_LOG_CHARS"]
@@ -61,6 +61,14 @@ class AcpFrame:
         if "method" in m:
             return str(m["method"])
         return f"{'error' if 'error' in m else 'response'} #{m.get('id')}"
+
+    def redacted(self, redactor: Any) -> AcpFrame:
+        """A copy with secrets masked by ``redactor`` (a host's), a preview's cut end included:
+        what views, cells and exports get."""
+        message = redactor.redact(self.message)
+        if isinstance(message, dict) and isinstance(self.message.get("preview"), str):
+            message["preview"] = redactor.cut(self.message["preview"])
+        return replace(self, message=message, seqs=list(self.seqs))
 
     def to_json(self) -> dict:
         """The frame as plain JSON (for exports and views)."""

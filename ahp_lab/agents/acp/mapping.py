@@ -92,6 +92,9 @@ class Resolver:
     put_content: Callable[..., dict]
     terminal: Callable[[str], Any]  # terminalId -> host terminal handle (or None)
     file_uri: Callable[[str], str]
+    # (text, characters) -> the text cut to that many, secrets masked before the cut: a secret
+    # cut in two is no longer recognised whole when the action is redacted
+    clip: Callable[[str, int], str] = lambda text, n: text[:n]
 
 
 @dataclass
@@ -562,7 +565,9 @@ def _complete(turn: TurnMap, call: ToolCall, resolver: Resolver) -> dict:
             and isinstance(c.get("content"), dict)
             and isinstance(c["content"].get("text"), str)
         ]
-        result["error"] = {"message": (texts[0][:500] if texts else "") or f"{call.title} failed"}
+        result["error"] = {
+            "message": (resolver.clip(texts[0], 500) if texts else "") or f"{call.title} failed"
+        }
     return {"type": "chat/toolCallComplete", **_base(turn, call), "result": result}
 
 
