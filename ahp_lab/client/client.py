@@ -253,6 +253,7 @@ class AhpClient(Contributions):
         self.missing: list[str] = []
         self.approvals: dict[str, LocalApproval] = {}
         self.executions: dict[str, asyncio.Task] = {}
+        self.declined: dict[str, None] = {}  # calls this client declined ("chat#id"), oldest first
         self.resources: dict[str, str] = {}  # uri -> text served to the host (virtual plugins)
         self.published_customizations: list[dict] = []  # ClientPluginCustomization entries
         self._listeners: list[Callable[[str, dict], None]] = []
@@ -745,24 +746,31 @@ class AhpClient(Contributions):
 
     # -- sessions -------------------------------------------------------------------------------
 
-    async def list_sessions(self, *, page_size: int | None = None, max_items: int = 10_000) -> list[dict]:
+    async def list_sessions(
+        self, *, page_size: int | None = None, max_items: int = 10_000, max_pages: int = 1_000
+    ) -> list[dict]:
         """The host's catalogue (``listSessions``), every page followed: its ``SessionSummary``
         entries, in the host's order. ``page_size`` is the ``limit`` asked per page.
 
-        Raises :class:`RpcError` with the host's error (an unknown cursor is -32602), and
-        ``ValueError`` when the host's pages cannot end: a cursor it gave before, or more than
-        ``max_items`` entries.
+        Raises :class:`RpcError` with the host's error (an unknown cursor is -32602),
+        ``TimeoutError`` when a page is not answered within ``request_timeout``, and
+        ``ValueError`` when the host's pages cannot end: a cursor it gave before, more than
+        ``max_items`` entries, or more than ``max_pages`` pages (empty ones count).
         """
         items: list[dict] = []
         seen: set[str] = set()
         cursor = None
         while True:
+            if len(seen) >= max_pages:
+                raise ValueError(
+                    f"the host's listSessions pages do not end: over {max_pages:,} pages (max_pages)"
+                )
             params: dict[str, Any] = {"channel": ROOT}
             if page_size is not None:
                 params["limit"] = page_size
             if cursor is not None:
                 params["cursor"] = cursor
-            page = await self.peer.request("listSessions", params)
+            page = await self.peer.request("listSessions", params, timeout=self.request_timeout)
             entries = page.get("items") if isinstance(page, dict) else None
             if not isinstance(entries, list):
                 raise ValueError("the host's listSessions answer has no items list")

@@ -11,6 +11,7 @@ in-process pair and over a WebSocket.
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ from ..protocol import ProtocolError
 from ..reducers.chat import tool_call_parts
 from ..tools import Tool, ToolContext, failure_result, run_tool_call
 from ..transport import RpcError
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Contributions", "LocalApproval", "TOOL_ACTIONS"]
 
@@ -70,6 +73,14 @@ class LocalApproval:
         """Fail the call without running the tool."""
         if not self.future.done():
             self.future.set_result(False)
+
+
+#: Calls a host may ask this client to decline in one look at a chat (one snapshot or one action):
+#: a host attributing 20,000 waiting calls to tools the client does not have held it 1 s and
+#: had 20,000 declines sent; an honest host has a few.
+MAX_DECLINES = 100
+#: Declined calls remembered, so that a call still waiting on the next look is not declined again.
+MAX_DECLINED = 10_000
 
 
 class Contributions:
@@ -238,6 +249,7 @@ class Contributions:
         else:
             parts = tool_call_parts(active, tool_call_id)
             stale = [key for key in (f"{chat}#{tool_call_id}",) if key in self.executions]
+        declines = 0
         for part in parts:
             if not isinstance(part, dict) or part.get("kind") != "toolCall":
                 continue
@@ -255,15 +267,32 @@ class Contributions:
                     task = asyncio.ensure_future(self._execute(chat, active.get("id"), tc))
                     self.executions[key] = task
                     task.add_done_callback(lambda _t, k=key: self.executions.pop(k, None))
-            elif status == "pending-confirmation" and tc.get("toolName") not in self.tool_names:
-                self._decline(chat, active.get("id"), tc)
+            elif (
+                status == "pending-confirmation"
+                and tc.get("toolName") not in self.tool_names
+                and key not in self.declined
+            ):
+                if declines == MAX_DECLINES:
+                    log.warning(
+                        "%s names this client (%s) in more than %d calls waiting for tools it does "
+                        "not have; the rest are not declined",
+                        chat,
+                        self.client_id,
+                        MAX_DECLINES,
+                    )
+                declines += 1
+                if declines <= MAX_DECLINES:
+                    self._decline(chat, active.get("id"), tc)
         for key in stale:
             task = self.executions.get(key)
             if task is not None and key not in live:
                 task.cancel()  # the call left `running` without us (turn ended, host failed it)
 
     def _decline(self, chat: str, turn_id: str, tc: dict) -> None:
-        """Refuse a call for a tool this client does not know (customizations §6.3)."""
+        """Refuse a call for a tool this client does not know (customizations §6.3), once."""
+        self.declined[f"{chat}#{tc.get('toolCallId')}"] = None
+        if len(self.declined) > MAX_DECLINED:
+            del self.declined[next(iter(self.declined))]
         name = tc.get("toolName")
         base = {"turnId": turn_id, "toolCallId": tc.get("toolCallId")}
         message = f"Client {self.client_id} has no tool named {name!r}"

@@ -38,6 +38,9 @@ class SpecHost:
         self.ws: Any = None
         self.catalogue = 0  # sessions listSessions lists, two a page unless asked otherwise
         self.loop_cursor = False  # every page names the first one again
+        self.endless_pages = False  # every page is empty and names a new cursor
+        self.silent_list = False  # listSessions is never answered
+        self.fake_calls = 0  # calls of the new session's chat waiting for a tool its client lacks
         self.seq = 0
         self.states: dict[str, dict] = {ROOT: {"agents": [], "activeSessions": 0}}
         self.received: list[dict] = []
@@ -68,6 +71,28 @@ class SpecHost:
                 "activeClients": [params["activeClient"]],
             }
             self.states[CHAT] = {"title": "Chat", "status": 1, "turns": []}
+            if self.fake_calls:
+                contributor = {"kind": "client", "clientId": params["activeClient"]["clientId"]}
+                calls = [
+                    {
+                        "kind": "toolCall",
+                        "toolCall": {
+                            "toolCallId": f"fake-{n}",
+                            "toolName": "not_this_clients",
+                            "displayName": "Fake",
+                            "status": "pending-confirmation",
+                            "contributor": contributor,
+                        },
+                    }
+                    for n in range(self.fake_calls)
+                ]
+                said = {"text": "hi", "origin": {"kind": "user"}}
+                active = {"id": "t1", "message": said, "responseParts": calls}
+                self.states[CHAT] = {**self.states[CHAT], "activeTurn": active}
+        elif method == "listSessions" and self.silent_list:
+            return
+        elif method == "listSessions" and self.endless_pages:
+            answer = {"items": [], "nextCursor": str(int(params.get("cursor") or 0) + 1)}
         elif method == "listSessions":
             start = int(params.get("cursor") or 0)
             uris = [f"ahp-session:/{n}" for n in range(self.catalogue)]
@@ -93,7 +118,7 @@ class SpecHost:
                 answer = {"type": "replay", "actions": []}
         elif method == "dispatchAction":
             action = params["action"]
-            if action.get("title") == self.drop_on:
+            if self.drop_on is not None and action.get("title") == self.drop_on:
                 ws.transport.abort()  # gone before it was sequenced
                 return
             channel = params["channel"]
@@ -236,9 +261,42 @@ def test_the_catalogue_is_listed_page_after_page_and_a_loop_of_pages_ends():
             host.loop_cursor = True
             with pytest.raises(ValueError, match=r"pages do not end: it gave cursor '0' twice"):
                 await lab.client.list_sessions()
+            # empty pages, each with a new cursor: 535,000 round trips a minute, for ever (attacker
+            # round 13); a page never answered: waited for ever
+            host.endless_pages = True
+            with pytest.raises(ValueError, match=r"pages do not end: over 50 pages \(max_pages\)"):
+                await lab.client.list_sessions(max_pages=50)
+            host.silent_list, lab.client.request_timeout = True, 0.5
+            with pytest.raises(TimeoutError):
+                await lab.client.list_sessions()
             await lab.aclose()
             return listed, three, len(by_three)
 
     listed, limits, by_three = run(main())
     assert listed == [f"ahp-session:/{n}" for n in range(7)]  # four pages of two
     assert limits == [None] * 4 and by_three == 7
+
+
+def test_a_host_naming_this_client_in_thousands_of_calls_gets_a_bounded_number_of_declines():
+    """Attacker round 13: a snapshot holding 20,000 waiting calls attributed to this client, for
+    tools it never registered, had it send 20,000 declines (1 s of its loop), and as many again
+    at each look. It declines at most 100 a look, and a call once."""
+    host = SpecHost()
+    host.fake_calls = 500
+
+    async def main():
+        async with foreign_host(host) as url:
+            lab = await RemoteLab.open(url, reconnect=False)
+            await lab.client.request("ping")  # sent after the declines: they have all arrived
+            await lab.client.subscribe(CHAT)  # a second look at the same calls
+            await lab.client.request("ping")
+            await lab.aclose()
+
+    run(main())
+    declined = [
+        m["params"]["action"]["toolCallId"]
+        for m in host.received
+        if m.get("method") == "dispatchAction" and m["params"]["action"]["type"] == "chat/toolCallConfirmed"
+    ]
+    # 100 a look, and none twice: the second look declines the next 100
+    assert declined == [f"fake-{n}" for n in range(200)]
