@@ -64,6 +64,8 @@ leaks            says its key (BAD_AGENT_KEY) where the host cuts or serves what
                  of a 200-character title, in a slash command's description, in a diff's new text,
                  in an embedded blob, at character 500 of a failed call's text, and across the
                  16,384th character of a frame's JSON (where a large frame is cut to a preview)
+write_between    first prompt: ends the turn, then writes MARKER (between turns); next prompt:
+                 says how the client answered that write, then ends the turn
 files            reads line 3 (limit 1) of MARKER/lines.txt, writes MARKER/new/deeper/out.txt and
                  runs a terminal with outputByteLimit 0; reports all three, then ends the turn
 """
@@ -129,6 +131,7 @@ def end_turn(mid) -> dict:
 
 
 pending: dict = {}  # request id -> what it was for
+pending_answers: dict = {}  # write_between: what the client answered
 asked: list = []  # the prompts that asked permission
 _next_id = [1000]
 
@@ -499,6 +502,15 @@ for line in sys.stdin:
             frame["params"]["update"]["content"]["text"] = "z" * (16_384 - start - 20) + key
             send(frame)
             send(end_turn(mid))
+        elif MODE == "write_between":
+            if "between" not in pending_answers:
+                send(end_turn(mid))
+                pending_answers["between"] = None
+                params = {"sessionId": "s1", "path": MARKER, "content": "written between turns"}
+                send({"jsonrpc": "2.0", "id": 950, "method": "fs/write_text_file", "params": params})
+            else:
+                update("s1", chunk(f"the write between turns: {json.dumps(pending_answers['between'])}"))
+                send(end_turn(mid))
         elif MODE == "big_chunks":
             for i in range(200):
                 update("s1", chunk(f"[{i:03}]" + "y" * 16_000))
@@ -516,6 +528,8 @@ for line in sys.stdin:
                 },
             }
         )
+    elif mid == 950 and MODE == "write_between":
+        pending_answers["between"] = msg.get("error") or msg.get("result")
     elif mid in pending:  # the client's answer to one of this agent's requests
         answered(pending.pop(mid), msg)
     elif "result" in msg and mid == 900:

@@ -415,3 +415,18 @@ def test_an_agents_key_is_masked_where_the_host_cuts_or_serves_what_it_says(tmp_
             assert _no_part_of(LONG_KEY, (tmp_path / "run.jsonl").read_text())
 
     arun(go())
+
+
+def test_a_write_between_turns_is_refused_and_leaves_the_file_alone(tmp_path: Path) -> None:
+    """An ACP agent of our own (round 3): a write sent after its turn ended was served, with
+    nothing in the timeline (no turn to show it in), so the person's file changed unseen."""
+    target = tmp_path / "between.txt"
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("write_between", str(target))) as lab:
+            assert (await lab.send("first")).status == "complete"
+            second = await lab.send("second")
+            assert '"code": -32602' in second.text and "no prompt turn is running" in second.text
+            assert not target.exists()
+
+    arun(go())

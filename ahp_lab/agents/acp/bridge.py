@@ -180,6 +180,8 @@ class Bridge(WorkspaceServices):
         # set once the current turn is over for the agent: ended, or its session/cancel sent (a
         # permission request that the cancel ends is answered after that, as ACP orders them)
         self._turn_over: asyncio.Event | None = None
+        self._prompt_request: Any = None  # the id of the last session/prompt sent
+        self._answered_turn: TurnMap | None = None  # the turn whose prompt the agent answered
         self._stderr = bytearray()
         self._stderr_total = 0
         self._stack: contextlib.AsyncExitStack | None = None
@@ -532,13 +534,23 @@ class Bridge(WorkspaceServices):
                 if message["id"] == self._new_session_request and isinstance(message.get("result"), dict):
                     # known before any later update is handled (they may follow the response at once)
                     self.session_id = message["result"].get("sessionId")
+                if message["id"] == self._prompt_request:
+                    self._answered_turn = self.turn  # the agent's turn is over, whatever it sends next
             frame = self.agent.frames.record("in", self.ctx.session, message)
             _FRAME.set(frame)
-            _TURN.set(self.turn)
+            # the turn this frame belongs to: none once the agent has answered the turn's prompt
+            _TURN.set(None if self.turn is self._answered_turn else self.turn)
         else:
             if message.get("method") == "session/new":
                 self._new_session_request = message.get("id")
+            elif message.get("method") == "session/prompt":
+                self._prompt_request = message.get("id")
             self.agent.frames.record("out", self.ctx.session, message, list(_CAUSE.get()))
+
+    def frame_turn(self) -> TurnMap | None:
+        """The turn the frame being handled belongs to (``None``: between turns, or after the
+        agent answered the turn's prompt)."""
+        return _TURN.get() if self.turn is not None else None
 
     def _link(self, seq: int | None) -> None:
         frame = _FRAME.get()

@@ -7,6 +7,7 @@ terminals, and shows each request in the turn's timeline.
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -25,6 +26,8 @@ from ..base import FileAccessDenied
 from . import mapping
 
 __all__ = ["WorkspaceServices"]
+
+log = logging.getLogger(__name__)
 
 
 class WorkspaceServices:
@@ -95,7 +98,14 @@ class WorkspaceServices:
         return ReadTextFileResponse(content=content)
 
     async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> Any:
-        """``fs/write_text_file`` inside the session's working directories only (nothing else is touched)."""
+        """``fs/write_text_file`` inside the session's working directories only (nothing else is
+        touched), while a turn runs: a write between turns, or after a cancel, would change the
+        person's files with nothing in the timeline to show it."""
+        if self._check_session(session_id) and self.agent.fs and self.frame_turn() is None:
+            log.warning("refused the agent's write of %s: no turn is running", path)
+            raise RequestError(
+                -32602, "no prompt turn is running: files are written during a turn only", {"path": path}
+            )
         self._serve_file(
             session_id,
             "write",
