@@ -22,6 +22,7 @@ __all__ = [
     "InputOutcome",
     "TurnFailed",
     "FileAccessDenied",
+    "COMMAND_META",
 ]
 
 
@@ -36,6 +37,12 @@ class TurnFailed(Exception):
 
 class FileAccessDenied(Exception):
     """Raised by :class:`SessionContext` file and terminal helpers for a path outside the session's folders."""
+
+
+#: The ``_meta`` of the attachment that the completion of an agent's slash command carries (a
+#: client keeps ``_meta`` verbatim): the command is in the prompt's text, which the agent reads
+#: itself, so a bridge sends the attachment nowhere.
+COMMAND_META = {"ahpLab": {"agentCommand": True}}
 
 
 @dataclass(frozen=True)

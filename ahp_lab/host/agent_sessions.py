@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ..agents.base import FileAccessDenied, TurnFailed
+from ..agents.base import COMMAND_META, FileAccessDenied, TurnFailed
 from ..protocol.jsonrpc import ErrorCode
 from ..protocol.jsonvalue import to_json
 from ..store import agent_origin
@@ -627,6 +627,7 @@ class AgentSessions:
                             "type": "simple",
                             "label": f"/{name}",
                             "modelRepresentation": str(command.get("description") or ""),
+                            "_meta": COMMAND_META,  # the prompt's text carries the command
                         },
                     }
                 )

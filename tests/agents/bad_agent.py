@@ -66,6 +66,9 @@ leaks            says its key (BAD_AGENT_KEY) where the host cuts or serves what
                  16,384th character of a frame's JSON (where a large frame is cut to a preview)
 write_between    first prompt: ends the turn, then writes MARKER (between turns); next prompt:
                  says how the client answered that write, then ends the turn
+read_then_fail   starts tool call "Analyse", reads MARKER while it runs, then fails the call with
+                 no content of its own and ends the turn
+close_stdout     on the prompt closes its stdout and stays alive (until it is stopped)
 files            reads line 3 (limit 1) of MARKER/lines.txt, writes MARKER/new/deeper/out.txt and
                  runs a terminal with outputByteLimit 0; reports all three, then ends the turn
 """
@@ -181,6 +184,10 @@ def request(mode: str, mid) -> None:
         )
     elif mode == "read_all":
         ask("read_all", "fs/read_text_file", {"path": MARKER})
+    elif mode == "read_then_fail":
+        call = {"sessionUpdate": "tool_call", "toolCallId": "a1", "title": "Analyse", "kind": "read"}
+        update("s1", {**call, "status": "in_progress"})
+        ask("read_then_fail", "fs/read_text_file", {"path": MARKER})
     elif mode == "write_odd":  # text with a lone surrogate (a valid JSON escape)
         ask("write_odd", "fs/write_text_file", {"path": MARKER, "content": "odd \udcff text"})
     elif mode == "files":
@@ -223,6 +230,8 @@ def answered(what, msg: dict) -> None:
         return
     elif what == "exit":
         update("s1", chunk(f"exited={json.dumps(result, sort_keys=True)}"))
+    elif what == "read_then_fail":
+        update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "a1", "status": "failed"})
     elif what == "read_all" and result is not None:
         update("s1", chunk(f"read {len(result['content'])} characters"))
     elif what == "write_odd":
@@ -465,6 +474,7 @@ for line in sys.stdin:
             "terminal_slow",
             "files",
             "read_all",
+            "read_then_fail",
             "write_odd",
         ):
             prompt_id = mid
@@ -511,6 +521,13 @@ for line in sys.stdin:
             else:
                 update("s1", chunk(f"the write between turns: {json.dumps(pending_answers['between'])}"))
                 send(end_turn(mid))
+        elif MODE == "close_stdout":
+            sys.stdout.flush()
+            os.close(1)
+            import time
+
+            time.sleep(60)  # alive, with nothing more to say: stopped by the host
+            os._exit(0)
         elif MODE == "big_chunks":
             for i in range(200):
                 update("s1", chunk(f"[{i:03}]" + "y" * 16_000))

@@ -356,6 +356,21 @@ def test_usage_refusal_and_slash_commands(tmp_path: Path) -> None:
             )
             assert [i["insertText"] for i in items["items"]] == ["/plan "]
             assert (await lab.send("hello")).status == "complete"  # still usable after a refusal
+            # the item taken as AHP says (its text and its attachment): the agent gets the text
+            # only, where it got a second block "[/plan] <description>" after the command's words
+            said = {
+                "text": "/plan the diff",
+                "origin": {"kind": "user"},
+                "attachments": [items["items"][0]["attachment"]],
+            }
+            await lab.adispatch(
+                {"type": "chat/turnStarted", "turnId": "cmd-1", "startedAt": "now", "message": said}
+            )
+            await lab.wait_for(lab.chat, lambda s: s.get("activeTurn") is None or None, timeout=20)
+            prompt = [f for f in lab.acp_frames if f.label == "session/prompt"][-1].message["params"][
+                "prompt"
+            ]
+            assert prompt == [{"type": "text", "text": "/plan the diff"}]
 
     arun(go())
 

@@ -430,3 +430,32 @@ def test_a_write_between_turns_is_refused_and_leaves_the_file_alone(tmp_path: Pa
             assert not target.exists()
 
     arun(go())
+
+
+def test_a_failed_calls_error_is_the_agents_words_not_the_hosts_note(tmp_path: Path) -> None:
+    """An ACP agent of our own (round 3): a call that read a file and then failed with no content
+    of its own had the host's note of the read as its error ("read …: 2 lines")."""
+    target = tmp_path / "f.txt"
+    target.write_text("one\ntwo\n")
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("read_then_fail", str(target))) as lab:
+            turn = await lab.send("go")
+            [call] = turn.tool_calls
+            assert call.state["error"]["message"] == "Analyse failed"
+            assert f"read {target}: 2 lines" in json.dumps(call.state["content"])  # still shown
+
+    arun(go())
+
+
+def test_an_agent_that_closes_its_output_alive_is_said_to_have_done_so(tmp_path: Path) -> None:
+    """It was told as "the agent process exited unexpectedly (exit code None)", though it had not
+    exited (an ACP agent of our own, round 3)."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("close_stdout")) as lab:
+            turn = await lab.send("go")
+            assert turn.status == "error"
+            assert "the agent closed its output while still running; it was stopped" in turn.error["message"]
+
+    arun(go())

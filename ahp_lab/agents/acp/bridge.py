@@ -507,7 +507,12 @@ class Bridge(WorkspaceServices):
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self.process.wait(), 1.0)
             code = self.process.returncode if self.process is not None else None
-            self.fail(self.failure or f"the agent process exited unexpectedly (exit code {code})")
+            why = (
+                f"the agent process exited unexpectedly (exit code {code})"
+                if code is not None or self.process is None
+                else "the agent closed its output while still running; it was stopped"
+            )
+            self.fail(self.failure or why)
             raise AgentFailure(self.failure) from None
 
     def _spawn(self, coro: Awaitable) -> asyncio.Task:

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...protocol.jsonvalue import held_back
-from ..base import FileAccessDenied
+from ..base import COMMAND_META, FileAccessDenied
 
 __all__ = [
     "SESSION_UPDATES",
@@ -250,8 +250,8 @@ def prompt_blocks(message: dict, prompt_caps: dict) -> list[dict]:
     """ACP content blocks for an AHP message: its text, then one block per attachment."""
     blocks: list[dict] = [{"type": "text", "text": str(message.get("text", ""))}]
     for att in message.get("attachments") or ():
-        if not isinstance(att, dict):
-            continue
+        if not isinstance(att, dict) or att.get("_meta") == COMMAND_META:
+            continue  # a slash command's completion: the command is in the text
         kind, label = att.get("type"), str(att.get("label") or "attachment")
         selection = _selection(att.get("selection"))
         if kind == "resource" and isinstance(att.get("uri"), str):
@@ -562,6 +562,7 @@ def _complete(turn: TurnMap, call: ToolCall, resolver: Resolver) -> dict:
             for c in call.content
             if isinstance(c, dict)
             and c.get("type") == "content"
+            and not c.get("_host")
             and isinstance(c.get("content"), dict)
             and isinstance(c["content"].get("text"), str)
         ]

@@ -44,7 +44,9 @@ class WorkspaceServices:
         open_calls = [c for c in turn.calls.values() if c.status == "running" and c.id != turn.plan_call]
         if open_calls and ok:
             call = open_calls[-1]
-            call.content = [*call.content, {"type": "content", "content": {"type": "text", "text": text}}]
+            # the host's note ("_host"): shown with the call, never taken for the agent's own words
+            note = {"type": "content", "content": {"type": "text", "text": text}, "_host": True}
+            call.content = [*call.content, note]
             for action in mapping.advance(turn, call, self.resolver, content_changed=True):
                 self.emit(action)
             return
