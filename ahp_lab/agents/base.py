@@ -212,8 +212,9 @@ class SessionContext(Protocol):
         schema the session was created with (which no AHP action changes).
         """
 
-    def update_title(self, title: str) -> int | None:
-        """Agent-initiated session title (``session/titleChanged``); returns its seq."""
+    def update_title(self, title: str | None) -> int | None:
+        """Agent-initiated session title (``session/titleChanged``); returns its seq. ``None``
+        clears the agent's title: the session has the title it had before the agent named it."""
 
     def latest_seq(self, channel: str, action_type: str, **fields: Any) -> int | None:
         """The seq of the newest accepted action of that type on a channel whose fields match."""

@@ -233,6 +233,8 @@ class HostSessionContext:
         self.provider = provider
         self.working_directories = directories
         self.origin = agent_origin(getattr(sessions.host.agents.get(provider), "name", "agent"))
+        self._untitled: str | None = None  # the title before the agent's first (None: not named)
+        self._agent_title: str | None = None  # the title the agent gave last
         self.commands: list[dict] = []
         self.terminals: dict[str, HostTerminal] = {}
         # the host's one path check, with the session's working directories as the only roots
@@ -266,13 +268,21 @@ class HostSessionContext:
             self.session, {"type": "session/configChanged", "config": changes}, self.origin
         ).seq
 
-    def update_title(self, title: str) -> int | None:
-        # masked before it is cut: a secret cut in two is no longer recognised whole
-        title = self.redact(str(title))[:200]
-        if (
-            not self.host.store.has_channel(self.session)
-            or (self.host.store.state(self.session) or {}).get("title") == title
-        ):
+    def update_title(self, title: str | None) -> int | None:
+        if not self.host.store.has_channel(self.session):
+            return None
+        current = (self.host.store.state(self.session) or {}).get("title")
+        if title is None:  # cleared: back to the title from before the agent's first
+            if self._untitled is None or current != self._agent_title:
+                return None  # never named by the agent, or renamed since by someone else
+            title, self._untitled = self._untitled, None
+        else:
+            # masked before it is cut: a secret cut in two is no longer recognised whole
+            title = self.redact(str(title))[:200]
+            if self._untitled is None:
+                self._untitled = current if isinstance(current, str) else ""
+            self._agent_title = title
+        if current == title:
             return None
         return self.host.dispatch(
             self.session, {"type": "session/titleChanged", "title": title}, self.origin

@@ -69,6 +69,7 @@ write_between    first prompt: ends the turn, then writes MARKER (between turns)
 read_then_fail   starts tool call "Analyse", reads MARKER while it runs, then fails the call with
                  no content of its own and ends the turn
 close_stdout     on the prompt closes its stdout and stays alive (until it is stopped)
+title_cleared    first prompt: titles the session "Agent title"; next prompts: clears it (title null)
 files            reads line 3 (limit 1) of MARKER/lines.txt, writes MARKER/new/deeper/out.txt and
                  runs a terminal with outputByteLimit 0; reports all three, then ends the turn
 """
@@ -521,6 +522,11 @@ for line in sys.stdin:
             else:
                 update("s1", chunk(f"the write between turns: {json.dumps(pending_answers['between'])}"))
                 send(end_turn(mid))
+        elif MODE == "title_cleared":
+            asked.append(mid)  # counts the prompts
+            title = "Agent title" if len(asked) == 1 else None
+            update("s1", {"sessionUpdate": "session_info_update", "title": title})
+            send(end_turn(mid))
         elif MODE == "close_stdout":
             sys.stdout.flush()
             os.close(1)

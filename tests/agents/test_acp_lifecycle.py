@@ -165,3 +165,18 @@ def test_a_fresh_process_naming_an_old_terminal_id_is_not_shown_the_old_terminal
             assert content[0]["text"] == "[terminal term-1 is not known to this host]"
 
     arun(go())
+
+
+def test_an_agent_clearing_its_title_gives_the_session_its_title_back(tmp_path: Path) -> None:
+    """ACP's session_info_update: a title set to null clears it (an ACP agent of our own, round 3:
+    the agent's title stayed). The session gets back the title it had before the agent named it."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("title_cleared")) as lab:
+            before = lab.session_state["title"]
+            await lab.send("name it")
+            assert lab.session_state["title"] == "Agent title"
+            await lab.send("clear it")
+            assert lab.session_state["title"] == before != "Agent title"
+
+    arun(go())

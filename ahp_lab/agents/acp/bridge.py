@@ -773,6 +773,8 @@ class Bridge(WorkspaceServices):
         elif kind == "session_info_update":
             if isinstance(data.get("title"), str):
                 self._link(self.ctx.update_title(data["title"]))
+            elif "title" in getattr(update, "model_fields_set", ()):  # null (absent in data): cleared
+                self._link(self.ctx.update_title(None))
         elif kind in mapping.SESSION_UPDATES and _TURN.get() is not None and _TURN.get() is self.turn:
             try:
                 actions = mapping.SESSION_UPDATES[kind](self.turn, data, self.resolver)
