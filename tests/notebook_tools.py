@@ -49,17 +49,23 @@ def solutions(notebook: Path) -> list[str]:
     return FENCE.findall(path.read_text(encoding="utf-8")) if path.exists() else []
 
 
-def solved(nb: Any, notebook: Path) -> Any:
-    """A copy of ``nb`` whose answer cells hold the worked solutions."""
+def solved(nb: Any, notebook: Path) -> tuple[Any, list[int]]:
+    """A copy of ``nb`` as a reader solves it after Run All: after its last cell, each worked
+    solution, then a copy of the cell that checks it; and the indices of those checks."""
     nb = copy.deepcopy(nb)
     answers, code = answer_cells(nb), solutions(notebook)
     assert len(answers) == len(code), (
         f"{notebook.name} has {len(answers)} answer cells but {solution_file(notebook).name} has "
         f"{len(code)} python blocks"
     )
+    checks = []
     for index, source in zip(answers, code, strict=True):
-        nb.cells[index].source = source.rstrip("\n")
-    return nb
+        answer = copy.deepcopy(nb.cells[index])
+        answer.source = source.rstrip("\n")
+        nb.cells.append(answer)
+        nb.cells.append(copy.deepcopy(nb.cells[check_cell(nb, index)]))
+        checks.append(len(nb.cells) - 1)
+    return nb, checks
 
 
 def stream_text(cell: Any) -> str:

@@ -29,9 +29,9 @@ VIEWPORT = {"width": 1400, "height": 1000}  # grown to the workbench's height fo
 def _fresh_copy(root_dir) -> str:
     """The tour at ``notebooks/00-tour.ipynb`` under the server's root, beside a copy of ``examples/``
     (the tour loads ``../examples/plugins/ahp-lab-demo``), with its outputs cleared and its
-    exercise solved."""
+    exercise solved after it (as a reader does it, after Run All)."""
     shutil.copytree(REPO_ROOT / "examples", root_dir / "examples", dirs_exist_ok=True)
-    nb = solved(nbformat.read(TOUR, as_version=4), TOUR)
+    nb, _checks = solved(nbformat.read(TOUR, as_version=4), TOUR)
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = []
