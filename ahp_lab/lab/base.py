@@ -4,6 +4,8 @@ a closed lab is ``closed``, and so is the source of its views."""
 
 from __future__ import annotations
 
+import importlib.util
+import shlex
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -172,7 +174,8 @@ class LabSource:
         """Write seqs ``first_seq..last_seq`` (inclusive) of one channel as an upstream reducer
         fixture (``lab.transitions[a:b].to_fixture``), or as a pytest file that replays it
         (``.to_pytest``), into ``folder`` (relative to the kernel's working directory, the
-        notebook's folder) under a new name. Returns ``{"path", "folder", "reducer", "actions"}``;
+        notebook's folder) under a new name. Returns ``{"path", "folder", "command", "reducer",
+        "actions"}`` (absolute paths; ``command`` runs the export from any folder);
         ``ValueError`` when the range holds nothing to export (the inspector's export button)."""
         lo, hi = sorted((int(first_seq), int(last_seq)))
         picked = self.store.transitions[lo : hi + 1]  # a closed lab (or a replay) exports too
@@ -188,9 +191,17 @@ class LabSource:
                 ini.write_text(_EXPORT_PYTEST_INI, encoding="utf-8")
         else:
             picked.to_fixture(path, description=description, channel=channel)
+        path, out = path.resolve(), out.resolve()  # said whole: a terminal opens elsewhere
+        if pytest:
+            command = f"pytest {shlex.quote(str(path))}"
+            if importlib.util.find_spec("pytest") is None:
+                command += " (install pytest first: pip install pytest)"
+        else:
+            command = f"python -m ahp_lab.conformance run {shlex.quote(str(out))}"
         return {
             "path": str(path),
             "folder": str(out),
+            "command": command,
             "reducer": fixture["reducer"],
             "actions": len(fixture["actions"]),
         }

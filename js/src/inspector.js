@@ -364,7 +364,7 @@ export function renderInspector({ model, el }) {
     if (res.ok) {
       exportResult.append(`Wrote `, h("span", { class: "ahp-mono", "data-export-path": res.path }, res.path),
         ` (${res.reducer} reducer, ${res.actions} action${res.actions === 1 ? "" : "s"}). `,
-        res.format === "pytest" ? `Run it with: pytest ${res.path}` : `Run it with: python -m ahp_lab.conformance run ${res.folder}`);
+        `Run it with: ${res.command}`);
     } else if (res.ok === false) exportResult.append(res.message || "export failed");
   }
   drawExport();

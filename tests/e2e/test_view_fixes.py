@@ -217,7 +217,7 @@ def test_chat_follows_failed_badge_and_inspector_columns(jupyter_server, page):
         written.suffix == ".json"
         and json.loads(written.read_text())["description"] == "the end of the session"
     )
-    assert "python -m ahp_lab.conformance run ahp-fixtures" in bar.inner_text()
+    assert f"python -m ahp_lab.conformance run {written.parent}" in bar.inner_text()  # from anywhere
     _shot(page, ".ahp-inspector", "fix-inspector-export")
     bar.get_by_role("button", name="Export the selected range as pytest file").click()
     page.wait_for_function(

@@ -5,6 +5,7 @@ file that replays it; the browser chooses neither the seqs beyond the selection 
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -49,6 +50,13 @@ def test_the_selected_range_exports_as_a_fixture_and_a_pytest_file(tmp_path, mon
         insp._on_custom_msg(insp, {"type": "export", "format": "fixture", "description": "the second turn"})
         res = insp.export_result
         assert res["ok"] and res["reducer"] == "chat" and res["actions"] == len(want), res
+        # said whole, so that the command runs from any folder (a terminal opens at the server's
+        # root, not in the notebook's folder where the export is written: a first-hour user)
+        assert Path(res["path"]).is_absolute()
+        python, *args = shlex.split(res["command"])
+        assert python == "python" and args[:3] == ["-m", "ahp_lab.conformance", "run"]
+        ran = subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd="/")
+        assert ran.returncode == 0, ran.stdout + ran.stderr
         fixture = json.loads(Path(res["path"]).read_text())
         assert fixture["description"] == "the second turn" and fixture["reducer"] == "chat"
         assert [a["type"] for a in fixture["actions"]] == [t.type for t in want]
@@ -60,6 +68,7 @@ def test_the_selected_range_exports_as_a_fixture_and_a_pytest_file(tmp_path, mon
         insp._on_custom_msg(insp, {"type": "export", "format": "pytest", "description": "the second turn"})
         test_file = Path(insp.export_result["path"])
         assert test_file.name.startswith("test_chat_seq") and test_file.suffix == ".py"
+        assert insp.export_result["command"] == f"pytest {shlex.quote(str(test_file))}"
         # the exported path is the source's, not the browser's: a message naming one is ignored
         insp._on_custom_msg(
             insp, {"type": "export", "format": "fixture", "path": "/etc/evil.json", "first": 0}
