@@ -590,7 +590,9 @@ class ScriptedAgent:
                 think("Let me break this down: read the request, plan the steps, then answer."),
                 say("Here is my plan: 1. understand the request, 2. act, 3. report back."),
             ]
-        names = ", ".join(f"`{t.name}`" for t in tools) or "none yet (register one with `@lab.tool`)"
+        shown = ", ".join(f"`{t.name}`" for t in tools[:5])  # a few: a greeting, not a catalogue
+        more = f" and {len(tools) - 5} more" if len(tools) > 5 else ""
+        names = shown + more or "none yet (register one with `@lab.tool`)"
         return [
             say(
                 f"Hello! I am the scripted agent behind this AHP host. You said: “{prompt}”.\n\n"

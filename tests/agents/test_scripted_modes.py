@@ -93,3 +93,17 @@ def test_a_client_resolves_the_config_first_and_creates_the_session_with_its_cho
         await lab.aclose()
 
     arun(go())
+
+
+def test_the_greeting_names_a_few_tools_and_counts_the_rest():
+    """The tour's greeting listed every tool, six long MCP names among them, as its first words to
+    a new user (a first-hour user); it names five and counts the rest."""
+    from ahp_lab.agents.base import ToolInfo
+    from ahp_lab.agents.scripted import ScriptedAgent
+
+    tools = [ToolInfo(f"mcp__plugin_demo__tool_{i}") for i in range(8)]
+    [greeting] = ScriptedAgent().scenario("Hello!", tools)
+    assert "`mcp__plugin_demo__tool_4` and 3 more)" in greeting.text
+    assert "tool_5`" not in greeting.text
+    [alone] = ScriptedAgent().scenario("Hello!", [])
+    assert "available: none yet (register one with `@lab.tool`)" in alone.text
