@@ -7,6 +7,7 @@ table and exports a range as an upstream-format reducer fixture or a pytest file
 
 from __future__ import annotations
 
+import html
 import json
 import time
 from collections.abc import Iterator
@@ -178,20 +179,46 @@ def summarize_action(action: Any, limit: int = 72) -> str:
 
 
 def _escape(text: Any) -> str:
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Text for HTML, in an element or an attribute (quotes too: a title holds what an agent said)."""
+    return html.escape(str(text), quote=True)
+
+
+#: Left-aligned, one line a cell: a notebook's tables right-align cells, and whole channel URIs
+#: wrapped each row over three lines (a first-hour user).
+_CELL = "text-align:left;white-space:nowrap"
+
+
+def _short_channel(t: Transition) -> str:
+    """``chat …8be62``: the channel's kind and the end of its URI (the whole URI in the title)."""
+    kind, uri = t.channel_kind, t.channel
+    return kind if kind == "root" else f"{kind} …{uri[-8:]}" if len(uri) > 24 else uri
 
 
 def _rows_html(transitions: list[Transition]) -> str:
-    head = "".join(f"<th>{h}</th>" for h in ("seq", "time", "channel", "action", "origin", "", "summary"))
+    head = "".join(
+        f"<th style='{_CELL}'>{h}</th>" for h in ("seq", "time", "channel", "action", "origin", "", "summary")
+    )
     body = []
     for t in transitions:
         r = t.row()
         status = "✓" if t.accepted else "✗ rejected"
+        summary = str(r["summary"])
+        cells = [
+            (r["seq"], None),
+            (r["time"], None),
+            (_short_channel(t), r["channel"]),
+            (r["type"], None),
+            (r["origin"], None),
+            (status, None),
+            (summary if len(summary) <= 100 else summary[:99] + "…", summary if len(summary) > 100 else None),
+        ]
         body.append(
             "<tr>"
             + "".join(
-                f"<td>{_escape(v)}</td>"
-                for v in (r["seq"], r["time"], r["channel"], r["type"], r["origin"], status, r["summary"])
+                f"<td style='{_CELL}'"
+                + (f" title='{_escape(title)}'" if title else "")
+                + f">{_escape(v)}</td>"
+                for v, title in cells
             )
             + "</tr>"
         )

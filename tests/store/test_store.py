@@ -80,6 +80,20 @@ def test_log_is_indexed_by_seq_and_prints_as_a_table():
     assert log.where(type="session/").__len__() == 6
 
 
+def test_the_logs_html_table_is_short_per_row_and_quotes_what_it_shows():
+    """In a notebook, whole channel URIs wrapped each row over three lines (a first-hour user):
+    a row names the channel's kind and the end of its URI, the whole URI in its title; what an
+    agent or a client wrote is quoted, in cells and in titles."""
+    store = Store(lambda: 0)
+    uri = "ahp-session:/2145bbb0-bd26-429a-8306-2e041220abf0"
+    store.add_channel(uri, "session", {"title": "a", "status": 1})
+    store.apply(uri, {"type": "session/titleChanged", "title": "x' onmouseover='alert(1)" + "y" * 200}, HOST)
+    table = store.transitions[-1:]._repr_html_()
+    assert f">session …{uri[-8:]}</td>" in table and f"title='{uri}'" in table
+    assert "' onmouseover" not in table and "&#x27; onmouseover" in table
+    assert "text-align:left;white-space:nowrap" in table
+
+
 def test_channels_added_later_and_removed_travel_in_time():
     store = Store(lambda: 0)
     store.add_channel("ahp-session:/s", "session", {"title": "a", "status": 1})
