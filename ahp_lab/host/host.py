@@ -550,7 +550,13 @@ class Host(SessionsAndChats):
             self.start_turn(channel, action["turnId"], action.get("message") or {})
         elif kind in ("chat/turnCancelled", "chat/truncated"):
             runner = self.turns.get(channel)
-            if runner is not None:
+            # only when the action ended the runner's turn: a truncation at a turn the chat does
+            # not have is a no-op that keeps the active turn (chat-channel §5), and stopping its
+            # agent left the chat "in progress" for good, refusing every new turn
+            if (
+                runner is not None
+                and ((transition.after or {}).get("activeTurn") or {}).get("id") != runner.turn_id
+            ):
                 runner.cancel()
         elif kind == "chat/pendingMessageSet" and action.get("kind") == "queued":
             self._consume_queue(channel)

@@ -663,3 +663,32 @@ def test_a_call_the_host_ends_stops_the_client_function_in_a_long_turn():
         assert len(turn.tool_calls) == 21
 
     arun(main())
+
+
+def test_a_truncation_at_a_turn_the_chat_does_not_have_leaves_the_running_turn_alone():
+    """chat-channel §5: a chat/truncated naming a turn not in turns is a no-op, the active turn
+    kept. The host stopped its agent anyway, so the answered question went nowhere, the chat
+    stayed "in progress" and refused every new turn (a client written from the spec)."""
+
+    async def main():
+        lab = await Lab.open()
+        await lab.send("first")
+        task = lab.start(
+            "setup", script=[ask(integer_question("n", "How many?", required=True)), say("done")]
+        )
+        state = await lab.client.wait_for(
+            lab.chat,
+            lambda s: s if s.get("activeTurn") and s["activeTurn"]["responseParts"] else None,
+        )
+        running = state["activeTurn"]["id"]
+        for turn_id in ("no-such-turn", running):  # neither is in turns: both are no-ops
+            await lab.adispatch({"type": "chat/truncated", "turnId": turn_id})
+            assert lab.chat_state["activeTurn"]["id"] == running
+        request_id = lab.turns()[-1].input_requests[0]["request"]["id"]
+        lab.answer(request_id, {"n": 2})
+        turn = await asyncio.wait_for(task, 10)
+        assert turn.status == "complete" and "done" in turn.text
+        assert (await lab.send("and another")).status == "complete"
+        await lab.aclose()
+
+    arun(main())
