@@ -682,13 +682,13 @@ class AgentSessions:
             raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"method {method} is not supported by this host")
         found = self._content.get(uri)
         if found is None:
-            if uri in self._evicted:
+            if uri in self._evicted:  # ContentNotFound: a content URI (the spec's error table)
                 raise RpcError(
-                    ErrorCode.NOT_FOUND,
+                    ErrorCode.CONTENT_NOT_FOUND,
                     f"{uri} is no longer kept: the host keeps the most recent "
                     f"{self.host.limits.max_agent_content_bytes:,} bytes of agent content",
                 )
-            raise RpcError(ErrorCode.NOT_FOUND, f"{uri} is not content this host keeps")
+            raise RpcError(ErrorCode.CONTENT_NOT_FOUND, f"{uri} is not content this host keeps")
         data, content_type, _ = found
         if isinstance(data, bytes) or params.get("encoding") == "base64":
             raw = data if isinstance(data, bytes) else data.encode("utf-8")

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from ahp_lab import ActionRejected
+from ahp_lab.protocol.jsonrpc import ErrorCode
+from ahp_lab.transport import RpcError
 
 from .conftest import acp_lab, arun, assert_replays, bad_agent, pending_call, transitions
 
@@ -400,8 +402,12 @@ def test_diffs_past_the_content_budget_keep_their_calls_and_the_newest_sides(tmp
             client = lab.client
             newest = await client.request("resourceRead", {"uri": edits[2]["after"]["content"]["uri"]})
             assert newest["data"] == "2" * 40000
-            with pytest.raises(Exception, match="no longer kept"):
+            with pytest.raises(RpcError, match="no longer kept") as gone:
                 await client.request("resourceRead", {"uri": edits[0]["after"]["content"]["uri"]})
+            assert gone.value.code == ErrorCode.CONTENT_NOT_FOUND  # -32006, not a file's -32008
+            with pytest.raises(RpcError, match="is not content this host keeps") as unknown:
+                await client.request("resourceRead", {"uri": "ahp-content:/nope"})
+            assert unknown.value.code == ErrorCode.CONTENT_NOT_FOUND
 
     arun(go())
 
