@@ -59,11 +59,12 @@ def solved(nb: Any, notebook: Path) -> tuple[Any, list[int]]:
         f"{len(code)} python blocks"
     )
     checks = []
-    for index, source in zip(answers, code, strict=True):
+    for n, (index, source) in enumerate(zip(answers, code, strict=True)):
         answer = copy.deepcopy(nb.cells[index])
         answer.source = source.rstrip("\n")
-        nb.cells.append(answer)
-        nb.cells.append(copy.deepcopy(nb.cells[check_cell(nb, index)]))
+        check = copy.deepcopy(nb.cells[check_cell(nb, index)])
+        answer.id, check.id = f"solved-answer-{n}", f"solved-check-{n}"  # cell ids are unique
+        nb.cells += [answer, check]
         checks.append(len(nb.cells) - 1)
     return nb, checks
 
