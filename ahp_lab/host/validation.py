@@ -180,6 +180,10 @@ def check_client_action(
                 f"session/activeClientSet: a client may publish at most {limits.max_client_plugins} plugins "
                 f"(Limits.max_client_plugins), this one lists {len(published)}"
             )
+        if kind == "session/activeClientSet" and not trusted:
+            reason = _check_client_tools(action, state, client_id, limits)
+            if reason:
+                return reason
         return _check_session(action, kind, state, client_id, caps, trusted, working_directories)
     if kind == "terminal/claimed":
         claim = (state or {}).get("claim") or {}
@@ -325,6 +329,23 @@ def _check_chat(
         ):
             return f"chat/workingDirectorySet: {action.get('directory')} is not one of the session's working directories"
     return None
+
+
+def _check_client_tools(action: dict, state: Any, client_id: str | None, limits: Limits) -> str | None:
+    """A stranger's active-client entry may not take the session's client tools past the bound."""
+    tools = (action.get("activeClient") or {}).get("tools")
+    mine = len(tools) if isinstance(tools, list) else 0
+    others = sum(
+        len(c["tools"])
+        for c in (state or {}).get("activeClients") or ()
+        if isinstance(c, dict) and c.get("clientId") != client_id and isinstance(c.get("tools"), list)
+    )
+    if mine + others <= limits.max_client_tools:
+        return None
+    return (
+        f"session/activeClientSet: the session's clients may hold at most {limits.max_client_tools:,} "
+        f"tools together (Limits.max_client_tools); this entry has {mine:,} and the others {others:,}"
+    )
 
 
 def _check_session(

@@ -97,6 +97,10 @@ class Limits:
     #: Plugins one client may publish in its ``activeClient.customizations``: the host reads each
     #: (up to ``max_message_bytes``) and keeps what it resolved.
     max_client_plugins: int = 16
+    #: Client tools a session may hold, all its active clients together, when a client other than
+    #: the notebook publishes: the agent reads each tool's name for every turn, and 16 clients of
+    #: 12,000 tools held the host's loop 4.5 s a turn.
+    max_client_tools: int = 2_000
     #: Requests of one connection the host is still working on (further ones are refused).
     max_pending_requests: int = 64
     #: Characters one connection's requests may make the host send per second: the answers
