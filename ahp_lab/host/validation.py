@@ -168,7 +168,7 @@ def check_client_action(
     caps = agent_capabilities or {}
     if channel_kind == "chat":
         reason = _check_tool_result_size(action, kind, limits) or _check_queue(action, kind, state, limits)
-        return reason or _check_chat(action, kind, state, client_id, session, caps)
+        return reason or _check_chat(action, kind, state, client_id, session, caps, trusted)
     if channel_kind == "session":
         published = (
             (action.get("activeClient") or {}).get("customizations")
@@ -224,7 +224,13 @@ def _check_queue(action: dict, kind: str, chat: Any, limits: Limits) -> str | No
 
 
 def _check_chat(
-    action: dict, kind: str, chat: dict, client_id: str, session: dict | None, caps: dict
+    action: dict,
+    kind: str,
+    chat: dict,
+    client_id: str,
+    session: dict | None,
+    caps: dict,
+    trusted: bool = False,
 ) -> str | None:
     if kind in ("chat/turnStarted", "chat/pendingMessageSet", "chat/draftChanged"):
         message = action.get("message") if kind != "chat/draftChanged" else action.get("draft")
@@ -267,6 +273,15 @@ def _check_chat(
         status = tc.get("status")
         if kind == "chat/toolCallConfirmed" and status != "pending-confirmation":
             return f"tool call {action.get('toolCallId')!r} is not waiting for confirmation (it is {status})"
+        contributor = tc.get("contributor") or {}
+        runner = contributor.get("clientId") if contributor.get("kind") == "client" else None
+        if kind == "chat/toolCallConfirmed" and not trusted and runner not in (None, client_id):
+            # a client's tool runs in that client: a stranger approving it (and editing its input)
+            # made another client, the notebook included, run what the stranger chose
+            return (
+                f"chat/toolCallConfirmed: tool call {action.get('toolCallId')!r} runs client {runner}'s "
+                f"tool: {runner} or the notebook confirms it, not client {client_id}"
+            )
         if kind == "chat/toolCallResultConfirmed" and status != "pending-result-confirmation":
             return f"tool call {action.get('toolCallId')!r} has no result waiting for confirmation (it is {status})"
         gives_up = (
@@ -277,7 +292,6 @@ def _check_chat(
         if gives_up:
             return None  # any client may give up on a call blocked on auth (mcp-servers §5.2)
         if kind in ("chat/toolCallComplete", "chat/toolCallContentChanged"):
-            contributor = tc.get("contributor") or {}
             if contributor.get("kind") != "client" or contributor.get("clientId") != client_id:
                 owner = contributor.get("clientId") if contributor.get("kind") == "client" else "the host"
                 return f"{kind}: tool call {action.get('toolCallId')!r} is executed by {owner}, not by client {client_id}"

@@ -43,3 +43,54 @@ def test_the_sessions_client_tools_are_bounded_for_strangers(connect_stranger):
             assert len(lab.session_state["activeClients"][-1]["tools"]) == 300
 
     arun(main())
+
+
+def test_a_stranger_cannot_approve_a_call_of_another_clients_tool(connect_stranger):
+    """A stranger started a turn calling the notebook's destructive tool, then approved it with
+    an input of its own (``editedToolInput``): the notebook ran it. A call of a client's tool is
+    confirmed by that client or the notebook; any client may still confirm the host's."""
+
+    async def main():
+        async with open_lab() as lab:
+            ran = []
+
+            @lab.tool(confirm=True)
+            def deploy(target: str) -> str:
+                ran.append(target)
+                return f"deployed to {target}"
+
+            mallory = await connect_stranger(lab, "mallory")
+            await mallory.initialize("mallory")
+            await mallory.call("subscribe", {"channel": lab.chat})
+            message = {"text": "deploy target=staging", "origin": {"kind": "user"}}
+            turn = {"type": "chat/turnStarted", "turnId": "m1", "startedAt": "x", "message": message}
+            mallory.dispatch(lab.chat, 1, turn)
+            assert "rejectionReason" not in await mallory.echo(1)
+
+            def waiting():
+                active = lab.host.store.state(lab.chat).get("activeTurn") or {}
+                calls = [
+                    p["toolCall"] for p in active.get("responseParts") or () if p.get("kind") == "toolCall"
+                ]
+                return calls[0] if calls and calls[0]["status"] == "pending-confirmation" else None
+
+            call = await mallory.wait(waiting)
+            approve = {
+                "type": "chat/toolCallConfirmed",
+                "turnId": "m1",
+                "toolCallId": call["toolCallId"],
+                "approved": True,
+                "confirmed": "user-action",
+                "editedToolInput": '{"target": "production; rm -rf /"}',
+            }
+            mallory.dispatch(lab.chat, 2, approve)
+            refused = (await mallory.echo(2))["rejectionReason"]
+            assert "tool: " in refused and "or the notebook confirms it, not client mallory" in refused
+            assert waiting() is not None and ran == []
+            lab.approve()  # the notebook's person decides
+            done = await mallory.wait(
+                lambda: (lab.host.store.state(lab.chat).get("activeTurn") is None) or None
+            )
+            assert done and ran == ["staging"]
+
+    arun(main())
