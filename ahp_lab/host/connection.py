@@ -38,6 +38,7 @@ from ..protocol.limits import MAX_SAFE_INTEGER, check_json, valid_seq
 from ..protocol.messages import COMMANDS, HOST_TO_CLIENT_COMMANDS, ROOT_CHANNEL
 from ..transport import JsonRpcPeer, RpcError
 from ..transport.jsonrpc import PerMinute, RequestBudget
+from .validation import turn_index
 
 log = logging.getLogger("ahp_lab.host")
 
@@ -618,8 +619,15 @@ class Connection:
             if not (cursor.startswith("before:") and cursor[7:] in ids):
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"unknown cursor {cursor!r:.80}")
             end = ids.index(cursor[7:])
-        # delivered before the response, as the spec requires
-        self.host.page_in(chat, end, {self})
+        # Only what this connection's window lacks (through the newest turn it was not sent): a
+        # full subscriber holds every turn already, and an unsubscribed connection holds no state
+        # to load them into. Each fetch paged in the whole chat: a 100 MB chat and 4 strangers'
+        # requests held the host's loop 6 s (attacker round 14).
+        lacking = self.windows.get(chat)
+        newest_lacking = turn_index(turns, lacking) if lacking is not None else -1
+        held_from = len(turns) if newest_lacking is None else newest_lacking + 1
+        # delivered before the response, as the spec requires (an empty page when nothing lacks)
+        self.host.page_in(chat, min(end, held_from), {self})
         return {}
 
     def _cmd_completions(self, params: dict) -> dict:

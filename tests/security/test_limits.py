@@ -484,10 +484,13 @@ def test_a_flood_of_large_drafts_from_a_stranger_stays_within_the_hosts_log_budg
     arun(main())
 
 
-def test_a_flood_of_fetch_turns_waits_its_turn_and_other_clients_are_served(connect_stranger):
-    """Each fetchTurns makes the host broadcast the chat's turns to every subscriber of it. A
-    stranger pipelining them is charged for what they make the host send: past its budget its
-    requests wait, in order, while another client's subscribe is answered at once."""
+def test_a_flood_of_costly_requests_waits_its_turn_and_fetch_turns_sends_a_history_once(connect_stranger):
+    """A stranger pipelining requests that make the host send a chat's history (each subscribe
+    answers with its snapshot) is charged for what they make the host send: past its budget its
+    requests wait, in order, while another client's subscribe is answered at once; what waits
+    counts as pending. fetchTurns sends a windowed client the turns it lacks once: each fetch paged
+    in the whole chat again, so four strangers' fetches of a 100 MB chat held the loop 6 s
+    (attacker round 14); the next ones page in nothing, and a full subscriber's pages in nothing."""
     user = {"text": "hi", "origin": {"kind": "user"}}
 
     async def main():
@@ -501,29 +504,41 @@ def test_a_flood_of_fetch_turns_waits_its_turn_and_other_clients_are_served(conn
                     lab.host.dispatch(lab.chat, action)
             mallory = await connect_stranger(lab, "mallory")
             await mallory.initialize("mallory")
-            await mallory.call("subscribe", {"channel": lab.chat})
+            await mallory.call("subscribe", {"channel": lab.chat, "view": {"turns": 0}})
             alice = await connect_stranger(lab, "alice")
             await alice.initialize("alice")
             await alice.call("subscribe", {"channel": lab.chat})
+            fetch = {"channel": lab.chat}
             for n in range(1, 31):
-                mallory.send(
-                    {"jsonrpc": "2.0", "id": n, "method": "fetchTurns", "params": {"channel": lab.chat}}
-                )
-            mallory.send({"jsonrpc": "2.0", "id": 99, "method": "ping"})
-            await mallory.response(99)  # every fetchTurns has arrived; ping is never held back
-            answer = await alice.call("subscribe", {"channel": lab.session})
-            assert "result" in answer and not alice.closed
-            answered = [m["id"] for m in mallory.received if m.get("id") in range(1, 31)]
-            assert len(answered) < 10, f"{len(answered)} of 30 fetchTurns were served at once"
-            assert answered == list(range(1, len(answered) + 1))  # in order
-            loaded = [e for e in mallory.envelopes() if e["action"]["type"] == "chat/turnsLoaded"]
-            assert len(loaded) == len(answered)
+                mallory.send({"jsonrpc": "2.0", "id": n, "method": "fetchTurns", "params": fetch})
+            await mallory.response(30)
+            loaded = [
+                e["action"]["turns"] for e in mallory.envelopes() if e["action"]["type"] == "chat/turnsLoaded"
+            ]
+            assert sum(len(t) for t in loaded) == 300 and loaded[-29:] == [[]] * 29  # the history once
             # the history goes to the client that asked for it, not to every subscriber
             assert not [e for e in alice.envelopes() if e["action"]["type"] == "chat/turnsLoaded"]
+            answer = await alice.call("fetchTurns", fetch)  # a full subscriber holds every turn
+            assert "result" in answer and alice.envelopes()[-1]["action"] == {
+                "type": "chat/turnsLoaded",
+                "turns": [],
+            }
+
+            for n in range(31, 61):
+                mallory.send(
+                    {"jsonrpc": "2.0", "id": n, "method": "subscribe", "params": {"channel": lab.chat}}
+                )
+            mallory.send({"jsonrpc": "2.0", "id": 99, "method": "ping"})
+            await mallory.response(99)  # every subscribe has arrived; ping is never held back
+            answer = await alice.call("subscribe", {"channel": lab.session})
+            assert "result" in answer and not alice.closed
+            answered = [m["id"] for m in mallory.received if m.get("id") in range(31, 61)]
+            assert len(answered) < 10, f"{len(answered)} of 30 subscribes were served at once"
+            assert answered == list(range(31, 31 + len(answered)))  # in order
             # what waits counts as pending: past max_pending_requests the host refuses at once
             for n in range(100, 160):
                 mallory.send(
-                    {"jsonrpc": "2.0", "id": n, "method": "fetchTurns", "params": {"channel": lab.chat}}
+                    {"jsonrpc": "2.0", "id": n, "method": "subscribe", "params": {"channel": lab.chat}}
                 )
             refused = await mallory.response(159)
             assert "requests waiting for an answer" in refused["error"]["message"]
