@@ -464,9 +464,14 @@ def timeline_view_model(
 
 
 def _status_counts(calls: list[dict[str, Any]]) -> dict[str, int]:
+    """Calls by status, a completed call that failed counted as ``failed``, as its row's badge
+    says (the header read "5 completed" above a row marked failed)."""
     out: dict[str, int] = {}
     for c in calls:
-        st = c["toolCall"].get("status")
+        tc = c["toolCall"]
+        st = tc.get("status")
         st = st if type(st) is str else "unknown"
+        if st == "completed" and tc.get("success") is False:
+            st = "failed"
         out[st] = out.get(st, 0) + 1
     return out

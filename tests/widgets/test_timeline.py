@@ -182,3 +182,17 @@ def test_malformed_never_raises(weird):
     src.record(src.chat, weird if isinstance(weird, dict) else {"type": weird}, {"activeTurn": weird})
     src.record(src.chat, {"type": "chat/turnComplete", "turnId": "t"}, weird)
     assert isinstance(tool_call_steps(src.transitions, src.chat), dict)
+
+
+def test_the_header_counts_a_completed_call_that_failed_as_failed():
+    """Notebook 03's header said "5 completed · 5 cancelled" above a row marked failed (a
+    first-hour user): a completed call whose result failed is counted as the badge names it."""
+    from ahp_lab.widgets.timeline import _status_counts
+
+    calls = [
+        {"toolCall": {"status": "completed", "success": True}},
+        {"toolCall": {"status": "completed", "success": False}},
+        {"toolCall": {"status": "cancelled"}},
+        {"toolCall": {"status": 7}},
+    ]
+    assert _status_counts(calls) == {"completed": 1, "failed": 1, "cancelled": 1, "unknown": 1}
