@@ -379,37 +379,37 @@ class Vector:
         shared = self._index
         entry = shared.get(key_fn) if shared is not None else None
         if entry is None:
-            index: dict = {}
+            index: dict | None = None
             if multi:
                 # Most trees key every entry apart (no key in two places): the keys and their
                 # positions go into the dict in bulk, and the loop below runs only when some key
-                # repeats or an entry is unkeyed.
+                # repeats or an entry is unkeyed, over the keys already read.
                 keys = [() if item is _HOLE else key_fn(item) for item in self._stored()]
-                index = dict(
+                bulk = dict(
                     zip(
                         chain.from_iterable(keys),
                         chain.from_iterable(map(repeat, _naturals(), map(len, keys))),
                         strict=True,
                     )
                 )
-                if len(index) != sum(map(len, keys)) or NO_KEY in index:
-                    index = {}
-            get = index.get
-            for i, item in enumerate(
-                () if index else self._stored()
-            ):  # positions arrive in order: plain appends
-                if item is _HOLE:
-                    continue
-                for k in key_fn(item) if multi else (key_fn(item),):
-                    if k is not NO_KEY:
-                        positions = get(k)
-                        if positions is None:
-                            index[k] = i
-                        elif type(positions) is int:
-                            if positions != i:
-                                index[k] = [positions, i]
-                        elif positions[-1] != i:
-                            positions.append(i)
+                if len(bulk) == sum(map(len, keys)) and NO_KEY not in bulk:
+                    index = bulk
+            if index is None:
+                index = {}
+                get = index.get
+                for i, item in enumerate(self._stored()):  # positions arrive in order: plain appends
+                    if item is _HOLE:
+                        continue
+                    for k in keys[i] if multi else (key_fn(item),):
+                        if k is not NO_KEY:
+                            positions = get(k)
+                            if positions is None:
+                                index[k] = i
+                            elif type(positions) is int:
+                                if positions != i:
+                                    index[k] = [positions, i]
+                            elif positions[-1] != i:
+                                positions.append(i)
             if shared is None:
                 shared = self._index = {}
             shared[key_fn] = (multi, index)
