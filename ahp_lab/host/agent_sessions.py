@@ -422,7 +422,7 @@ class HostSessionContext:
         )
         uri = f"ahp-terminal:/{uuid.uuid4()}"
         # the channel's first state is not an action the host redacts: masked here, before the cut
-        title = self.host.redactor.text(" ".join([command, *(args or [])]))[:200]
+        title = self.redact(" ".join([command, *(args or [])]))[:200]
         self.host.store.add_channel(
             uri,
             "terminal",

@@ -68,6 +68,11 @@ class WorkspaceServices:
         """Run one file request through the session context; show it in the timeline either way."""
         if not self._check_session(session_id) or not self.agent.fs:
             raise RequestError.method_not_found(f"fs/{verb}_text_file")
+        if verb == "write" and self.frame_turn() is None:  # no turn would show it
+            log.warning("refused the agent's write of %s: no turn is running", path)
+            raise RequestError(
+                -32602, "no prompt turn is running: files are written during a turn only", {"path": path}
+            )
         try:
             result = do()
         except FileAccessDenied as exc:
@@ -103,11 +108,6 @@ class WorkspaceServices:
         """``fs/write_text_file`` inside the session's working directories only (nothing else is
         touched), while a turn runs: a write between turns, or after a cancel, would change the
         person's files with nothing in the timeline to show it."""
-        if self._check_session(session_id) and self.agent.fs and self.frame_turn() is None:
-            log.warning("refused the agent's write of %s: no turn is running", path)
-            raise RequestError(
-                -32602, "no prompt turn is running: files are written during a turn only", {"path": path}
-            )
         self._serve_file(
             session_id,
             "write",
