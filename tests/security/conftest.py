@@ -225,5 +225,20 @@ async def open_lab(**options: Any):
         await lab.aclose()
 
 
+async def ping_flood(writer: asyncio.StreamWriter, burst: bytes, most: int = 400 * 1024 * 1024) -> int:
+    """Write ``burst`` (ping frames) again and again and never read, until ``most`` bytes are sent
+    or the peer lets go; returns the bytes sent. The answers pile up on the peer's side."""
+    sent = 0
+    try:
+        while sent < most:
+            writer.write(burst)
+            await writer.drain()
+            sent += len(burst)
+    except ConnectionError:
+        pass
+    writer.close()
+    return sent
+
+
 def demo_server_config(*args: str, **extra: Any) -> dict:
     return {"command": sys.executable, "args": [str(DEMO_SERVER), *args], **extra}

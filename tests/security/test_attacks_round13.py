@@ -19,7 +19,7 @@ import time
 
 from ahp_lab.transport import connect_websocket
 
-from .conftest import arun, open_lab
+from .conftest import arun, open_lab, ping_flood
 
 
 def _client_tools(count: int) -> list[dict]:
@@ -87,14 +87,7 @@ def test_a_host_that_pings_and_never_reads_is_let_go_before_its_pongs_fill_the_c
             ).encode()
         )
         burst = (b"\x89\x7d" + b"p" * 125) * 2000  # unmasked pings of 125 bytes, host to client
-        try:  # never read again: the pongs pile up on the client's side of the socket
-            while sent < 400 * 1024 * 1024:
-                writer.write(burst)
-                await writer.drain()
-                sent += len(burst)
-        except ConnectionError:
-            pass
-        writer.close()
+        sent = await ping_flood(writer, burst)  # the pongs pile up on the client's side of the socket
 
     async def main():
         server = await asyncio.start_server(host, "127.0.0.1", 0)
