@@ -188,10 +188,17 @@ def _escape(text: Any) -> str:
 _CELL = "text-align:left;white-space:nowrap"
 
 
-def _short_channel(t: Transition) -> str:
-    """``chat …8be62``: the channel's kind and the end of its URI (the whole URI in the title)."""
-    kind, uri = t.channel_kind, t.channel
-    return kind if kind == "root" else f"{kind} …{uri[-8:]}" if len(uri) > 24 else uri
+def channel_label(uri: str, kind: str) -> str:
+    """Short label of a channel URI for a table cell: its ``kind`` and the tail of its id
+    (``chat …-5608eb68be62``), as the log's table and the workbench's inspector show it."""
+    if kind == "root":
+        return "root"
+    tail = uri.split(":", 1)[1].lstrip("/") if ":" in uri else uri
+    if kind == "annotations":
+        tail = tail.removesuffix("/annotations")
+    if len(tail) > 14:
+        tail = "…" + tail[-13:]
+    return f"{kind} {tail}" if kind != "other" else uri[:40]
 
 
 def _rows_html(transitions: list[Transition]) -> str:
@@ -206,7 +213,7 @@ def _rows_html(transitions: list[Transition]) -> str:
         cells = [
             (r["seq"], None),
             (r["time"], None),
-            (_short_channel(t), r["channel"]),
+            (channel_label(t.channel, t.channel_kind), r["channel"]),
             (r["type"], None),
             (r["origin"], None),
             (status, None),

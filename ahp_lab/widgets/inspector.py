@@ -9,6 +9,7 @@ from typing import Any
 from ahp_lab.protocol.text import Text
 
 from ..client.client import channel_kind_of_uri
+from ..store.transitions import channel_label as short_label
 from .logaccess import find_seq, log_slice
 from .sanitize import clean_text, json_preview, one_line
 
@@ -36,15 +37,7 @@ def channel_kind(uri: Any) -> str:
 def channel_label(uri: Any) -> str:
     """Short label of a channel URI for a table cell: its kind and the tail of its id."""
     s = one_line(uri, 300)
-    kind = channel_kind(s)
-    if kind == "root":
-        return "root"
-    tail = s.split(":", 1)[1].lstrip("/") if ":" in s else s
-    if kind == "annotations":
-        tail = tail.removesuffix("/annotations")
-    if len(tail) > 14:
-        tail = "…" + tail[-13:]
-    return f"{kind} {tail}" if kind != "other" else s[:40]
+    return short_label(s, channel_kind(s))
 
 
 def origin_view(origin: Any) -> dict[str, Any]:

@@ -89,7 +89,7 @@ def test_the_logs_html_table_is_short_per_row_and_quotes_what_it_shows():
     store.add_channel(uri, "session", {"title": "a", "status": 1})
     store.apply(uri, {"type": "session/titleChanged", "title": "x' onmouseover='alert(1)" + "y" * 200}, HOST)
     table = store.transitions[-1:]._repr_html_()
-    assert f">session …{uri[-8:]}</td>" in table and f"title='{uri}'" in table
+    assert f">session …{uri[-13:]}</td>" in table and f"title='{uri}'" in table
     assert "' onmouseover" not in table and "&#x27; onmouseover" in table
     assert "text-align:left;white-space:nowrap" in table
 
