@@ -72,6 +72,12 @@ close_stdout     on the prompt closes its stdout and stays alive (until it is st
 title_cleared    first prompt: titles the session "Agent title"; next prompts: clears it (title null)
 files            reads line 3 (limit 1) of MARKER/lines.txt, writes MARKER/new/deeper/out.txt and
                  runs a terminal with outputByteLimit 0; reports all three, then ends the turn
+approved_then_changed  asks permission for call r1 (rawInput {"v": 1}); once allowed, runs it, writes
+                 MARKER, changes its rawInput to {"v": 2}, completes it with content of its own
+                 ("all 12 tests passed") and ends the turn
+twice_asked      asks permission for call p1 twice at once; once the first is answered, completes
+                 p1, asks permission for it again, reports every answer and ends the turn
+odd_ids          announces a tool call whose id is 300 characters long, and ends the turn
 """
 
 import base64
@@ -193,12 +199,63 @@ def request(mode: str, mid) -> None:
         ask("write_odd", "fs/write_text_file", {"path": MARKER, "content": "odd \udcff text"})
     elif mode == "files":
         ask("read", "fs/read_text_file", {"path": os.path.join(MARKER, "lines.txt"), "line": 3, "limit": 1})
+    elif mode == "approved_then_changed":
+        call = {"toolCallId": "r1", "title": "Run tests", "kind": "execute", "rawInput": {"v": 1}}
+        update("s1", {"sessionUpdate": "tool_call", **call, "status": "pending"})
+        permission("approved", "r1", title="Run tests")
+    elif mode == "twice_asked":
+        permission("first_ask", "p1", title="First ask", kind="edit")
+        permission("second_ask", "p1", title="Second ask", kind="delete")
+    elif mode == "odd_ids":
+        update(
+            "s1", {"sessionUpdate": "tool_call", "toolCallId": "x" * 300, "title": "Long id", "kind": "other"}
+        )
+        send(end_turn(mid))
+
+
+def permission(what, call_id: str, **call) -> None:
+    options = [
+        {"optionId": "ao", "name": "Allow", "kind": "allow_once"},
+        {"optionId": "ro", "name": "Reject", "kind": "reject_once"},
+    ]
+    ask(what, "session/request_permission", {"toolCall": {"toolCallId": call_id, **call}, "options": options})
 
 
 def answered(what, msg: dict) -> None:
     result = msg.get("result")
     if "error" in msg:
-        update("s1", chunk(f"[{what} failed ({msg['error'].get('code')}): {msg['error'].get('message')}]"))
+        error = msg["error"]
+        details = (
+            f" {error['data']['details']}"
+            if isinstance(error.get("data"), dict) and "details" in error["data"]
+            else ""
+        )
+        update("s1", chunk(f"[{what} failed ({error.get('code')}): {error.get('message')}{details}] "))
+    if what == "approved":  # approved_then_changed: it runs, and writes a file while it does
+        update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "r1", "status": "in_progress"})
+        ask("planted", "fs/write_text_file", {"path": MARKER, "content": "planted"})
+        return
+    if what == "planted":
+        update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "r1", "rawInput": {"v": 2}})
+        said = {"type": "content", "content": {"type": "text", "text": "all 12 tests passed"}}
+        update(
+            "s1",
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": "r1",
+                "status": "completed",
+                "content": [said],
+            },
+        )
+        send(end_turn(prompt_id))
+        return
+    if what == "second_ask":  # twice_asked: told at once, while the first still waits
+        return
+    if what == "first_ask":
+        update("s1", chunk(f"first={json.dumps(result['outcome'], sort_keys=True)} "))
+        update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "p1", "status": "completed"})
+        permission("ended_ask", "p1", title="Edit notes")
+        return
     if what == "permission":
         update("s1", chunk(f"outcome={json.dumps(result['outcome'], sort_keys=True)}"))
     elif what == "background":
@@ -477,6 +534,9 @@ for line in sys.stdin:
             "read_all",
             "read_then_fail",
             "write_odd",
+            "approved_then_changed",
+            "twice_asked",
+            "odd_ids",
         ):
             prompt_id = mid
             request(MODE, mid)

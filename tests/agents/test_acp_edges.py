@@ -343,3 +343,64 @@ def test_a_denial_naming_no_option_reaches_an_agent_that_only_rejects_always_as_
                 assert turn.status == "complete" and 'outcome={"optionId": "ra"' in turn.text
 
     arun(go())
+
+
+def test_an_approved_call_keeps_its_approval_its_input_and_the_hosts_notes(tmp_path: Path) -> None:
+    """After a person approved a call, the agent changing its input does not make the approval
+    read "not-needed" (a new toolCallReady would), and the agent's own final content does not
+    wipe the host's note of the file it wrote meanwhile: both show as the host's notes."""
+    planted = tmp_path / "planted.txt"
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("approved_then_changed", str(planted))) as lab:
+            pending = lab.start("go")
+            await pending_call(lab)
+            lab.approve(option="ao")
+            turn = await pending
+            assert turn.status == "complete", turn.error
+            (call,) = turn.tool_calls
+            assert call.state["confirmed"] == "user-action" and call.state["selectedOption"]["id"] == "ao"
+            assert call.state["toolInput"] == '{"v": 1}'  # what the person approved
+            texts = [c.get("text", "") for c in call.state["content"]]
+            assert "all 12 tests passed" in texts
+            assert any(t.startswith(f"write {planted}: wrote 7 bytes") for t in texts), texts
+            assert any('changed this call\'s input after it started: {"v": 2}' in t for t in texts), texts
+            assert planted.read_text() == "planted"
+
+    arun(go())
+
+
+def test_a_second_permission_request_for_a_waiting_call_is_refused_and_one_for_an_ended_call_too(
+    tmp_path: Path,
+) -> None:
+    """One answer of the person cannot be told apart for two requests about the same call: the
+    second is refused at once (-32602) and the first still waits for the person. A request
+    about a call the agent completed is refused too, not answered "cancelled" (a cancelled turn)."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("twice_asked")) as lab:
+            pending = lab.start("go")
+            call = await pending_call(lab)
+            assert call["invocationMessage"] == "First ask"
+            await lab.wait_for(lab.chat, lambda c: "[second_ask failed (-32602)" in json.dumps(c), timeout=20)
+            lab.approve(option="ao")
+            turn = await pending
+            assert 'first={"optionId": "ao", "outcome": "selected"}' in turn.text
+            assert "a permission request for tool call 'p1' is already waiting for an answer" in turn.text
+            assert "[ended_ask failed (-32602): " in turn.text and "has already ended" in turn.text
+
+    arun(go())
+
+
+def test_a_tool_call_id_too_long_to_show_fails_the_agent(tmp_path: Path) -> None:
+    """A tool call's id ends up in state, URIs and on screen: one of 300 characters is the agent
+    breaking the bridge's bound, told as the turn's error, and nothing of the call is shown."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("odd_ids")) as lab:
+            turn = await lab.send("go")
+            assert turn.status == "error"
+            assert "tool call id is 300 characters long, over 200" in turn.error["message"]
+            assert not turn.tool_calls
+
+    arun(go())

@@ -245,7 +245,8 @@ def test_an_agent_streaming_large_chunks_fills_the_frame_log_only_up_to_its_budg
 
 def test_a_cancelled_prompt_the_agent_never_ends_costs_it_its_process(tmp_path: Path) -> None:
     """The agent ignores ``session/cancel``: ``cancel_grace`` after the cancel its process is
-    stopped, and the person's next turn runs on a fresh process, not failed for the old one."""
+    stopped, and the person's next turn runs on a fresh process, not failed for the old one, and
+    says first that the fresh process does not have the conversation (it did so silently)."""
 
     async def go() -> None:
         marker = tmp_path / "started-once"
@@ -262,6 +263,10 @@ def test_a_cancelled_prompt_the_agent_never_ends_costs_it_its_process(tmp_path: 
             turn = await lab.send("again")
             assert turn.status == "complete", turn.error
             assert '"verbosity": "normal"' in turn.text  # the respawned process answered
+            first = turn.state["responseParts"][0]
+            assert first["kind"] == "systemNotification"
+            assert "did not end the cancelled prompt within 1 s" in first["content"]
+            assert "does not have the conversation so far" in first["content"]
 
     arun(go())
 

@@ -173,6 +173,9 @@ class AcpAgent:
                 )
             if not bridge.running:
                 await bridge.restart()  # a crashed or stopped agent is respawned by the next turn
+            if bridge.notice is not None:
+                notice, bridge.notice = bridge.notice, None
+                await ctx.notify(notice)
             response = await bridge.prompt(ctx)
         except asyncio.CancelledError:
             bridge.cancel(ctx.chat, ctx.turn_id)

@@ -169,6 +169,7 @@ class Bridge(WorkspaceServices):
         # whether the person was told of the failure (a turn's or a config change's error, say): one
         # that happens between turns is reported by the next turn instead
         self.failure_reported = False
+        self.notice: str | None = None  # what the next turn tells the person first (a systemNotification)
         self._failed = asyncio.Event()
         self._answered: set = set()
         self._new_session_request: Any = None
@@ -589,7 +590,13 @@ class Bridge(WorkspaceServices):
             await asyncio.wait({previous}, timeout=max(0.0, self._cancel_deadline - time.monotonic()))
             if not previous.done():
                 self.fail(f"the agent did not end a cancelled prompt within {self.agent.cancel_grace:g} s")
-                self.failure_reported = True  # the turn was cancelled: the next one runs on a fresh process
+                # the turn was cancelled: the next one runs on a fresh process, and says so
+                self.failure_reported = True
+                self.notice = (
+                    f"The agent did not end the cancelled prompt within {self.agent.cancel_grace:g} s and "
+                    "was stopped: this turn runs on a fresh agent process, which does not have the "
+                    "conversation so far."
+                )
 
     async def _stop_unless_settled(self, generation: int) -> None:
         """After a cancel: stop the process if it has not ended the prompt within the grace."""
@@ -802,17 +809,33 @@ class Bridge(WorkspaceServices):
             raise RequestError.invalid_params(
                 {"details": f"1 to {MAX_PERMISSION_OPTIONS} options with distinct ids are required"}
             )
-        call, actions = mapping.permission_call(turn, _json(tool_call))
+        asked = _json(tool_call)
+        for what, value in [
+            ("the tool call id", asked.get("toolCallId")),
+            *(("an option id", i) for i in ids),
+        ]:
+            problem = mapping.id_problem(value)
+            if problem is not None:
+                raise RequestError.invalid_params({"details": f"{what} {problem}"})
+        known = turn.calls.get(str(asked.get("toolCallId")))
+        if known is not None and known.options is not None:
+            # one confirmation per call: a person's answer to it cannot be told apart for two requests
+            raise RequestError.invalid_params(
+                {
+                    "details": f"a permission request for tool call {known.id!r} is already waiting for an answer"
+                }
+            )
+        if known is not None and known.status in ("completed", "cancelled"):
+            raise RequestError.invalid_params({"details": f"tool call {known.id!r} has already ended"})
+        call, actions = mapping.permission_call(turn, asked)
         for action in actions:
             self.emit(action)
-        if call.status in ("completed", "cancelled"):
-            return cancelled
         key = (call.kind, call.title)
         remembered = self.always.get(key)
         chosen = _first(opts, "allow_always", "allow_once") if remembered == "allow" else None
         if chosen is not None:  # an earlier "always allow" answers, if the agent offers to allow
             self.emit(mapping._ready(turn, call, confirmed="setting"))
-            call.status = "running"
+            call.status, call.asked = "running", True
             return _selected(chosen)
         self.emit(mapping.confirmation(turn, call, opts, self.resolver))
         call.status, call.options = "pending-confirmation", opts
@@ -852,7 +875,7 @@ class Bridge(WorkspaceServices):
         by_id = {o["optionId"]: o for o in opts}
         _CAUSE.set(self._seq(ctx.chat, "chat/toolCallConfirmed", toolCallId=call.id))
         if status == "running":
-            call.status = "running"
+            call.status, call.asked = "running", True
             chosen = picked if picked in by_id else _first(opts, "allow_once")  # never an "always" unasked
             if call.content or call.locations:
                 self.emit(

@@ -39,6 +39,8 @@ import base64
 import contextlib
 import difflib
 import json
+import logging
+import unicodedata
 from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,6 +62,8 @@ __all__ = [
     "confirmation_options",
     "plan_markdown",
 ]
+
+log = logging.getLogger(__name__)
 
 MODE_PROPERTY = "mode"
 MAX_ID = 200  # longest ACP id (tool call, option) the bridge accepts
@@ -111,6 +115,7 @@ class ToolCall:
     raw_input: Any = None
     raw_output: Any = None
     options: list | None = None  # the permission options while a person is asked
+    asked: bool = False  # a person (or a remembered answer) confirmed it, not the bridge
 
 
 ToolCalls = dict[str, ToolCall]
@@ -505,7 +510,15 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
                     result["exitCode"] = code
                 entry["result"] = result
             out.append(entry)
-            out.append({"type": "text", "text": text if text else "(no output yet)"})
+            if not text:  # an exited command's tail may also be cut away whole (inside a character)
+                text = (
+                    "(no output yet)"
+                    if not terminal.exited
+                    else "(output cut)"
+                    if truncated
+                    else "(no output)"
+                )
+            out.append({"type": "text", "text": text})
     for loc in call.locations:
         if isinstance(loc, dict) and isinstance(loc.get("path"), str):
             uri = resolver.file_uri(loc["path"])
@@ -523,8 +536,13 @@ def _merge(call: ToolCall, update: dict) -> None:
         call.title = update["title"]
     if isinstance(update.get("kind"), str):
         call.kind = update["kind"]
-    if isinstance(update.get("content"), list):
-        call.content = update["content"]
+    if isinstance(
+        update.get("content"), list
+    ):  # the agent's content replaces its own, never the host's notes
+        call.content = [
+            *update["content"],
+            *(c for c in call.content if isinstance(c, dict) and c.get("_host")),
+        ]
     if isinstance(update.get("locations"), list):
         call.locations = update["locations"]
     if "rawInput" in update and update["rawInput"] is not None:
@@ -592,16 +610,42 @@ def advance(
         # what the person is deciding on changed: T4 refreshes the confirmation in place
         out.append(confirmation(turn, call, call.options, resolver))
     elif call.status == "running":
-        if input_changed:  # T3 keeps a running call running, with the new input
+        if input_changed and not call.asked:  # T3 keeps a running call running, with the new input
             out.append(_ready(turn, call, confirmed="not-needed"))
+            content_changed = bool(call.content or call.locations)  # which T3 drops
+        elif input_changed:
+            # Not a new toolCallReady: T3 would replace how the call was confirmed (a person's
+            # approval would read "not-needed"). The input the person approved stays; the agent's
+            # new input is shown as the host's note.
+            note = f"The agent changed this call's input after it started: {resolver.clip(_input_json(call), 2000)}"
+            call.content = [
+                *(c for c in call.content if not (isinstance(c, dict) and c.get("_host") == "input")),
+                {"type": "content", "content": {"type": "text", "text": note}, "_host": "input"},
+            ]
+            content_changed = True
         if content_changed:
             content = tool_content(call, resolver)
             out.append({"type": "chat/toolCallContentChanged", **_base(turn, call), "content": content})
     return out
 
 
+def id_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be an ACP id the bridge shows (a tool call's, a permission option's),
+    else ``None``: ids end up in AHP state, in URIs and on screen."""
+    if type(value) is not str or not value:
+        return "is not a non-empty string"
+    if len(value) > MAX_ID:
+        return f"is {len(value):,} characters long, over {MAX_ID}"
+    if any(unicodedata.category(ch) in ("Cc", "Cf", "Cs") for ch in value):
+        return "contains a control or formatting character"
+    return None
+
+
 def _start(turn: TurnMap, update: dict) -> tuple[ToolCall, list[dict]]:
     """A new tool call: the run of text ends, and ``toolCallStart``."""
+    problem = id_problem(update.get("toolCallId"))
+    if problem is not None:
+        raise ProtocolViolation(f"the agent's tool call id {problem}")
     kind = str(update.get("kind") or "other")
     title = str(update.get("title") or kind)
     call = ToolCall(str(update["toolCallId"]), title, kind)
@@ -638,6 +682,12 @@ def on_tool_call_update(turn: TurnMap, update: dict, resolver: Resolver) -> list
             f"the agent updated tool call {update.get('toolCallId')!r}, which it never announced"
         )
     before = call.raw_input
+    if call.status in ("completed", "cancelled"):  # AHP's end is final: the update is only logged
+        log.info(
+            "ACP: tool call %s already ended (%s); the agent's later update is not shown",
+            call.id,
+            call.status,
+        )
     _merge(call, update)
     if isinstance(update.get("status"), str):
         call.acp_status = update["status"]
