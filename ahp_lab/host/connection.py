@@ -42,7 +42,7 @@ from .validation import turn_index
 
 log = logging.getLogger("ahp_lab.host")
 
-__all__ = ["Connection", "IMPLEMENTATION", "ROOT", "NOT_INITIALIZED"]
+__all__ = ["Connection", "IMPLEMENTATION", "ROOT", "NOT_INITIALIZED", "introduced"]
 
 ROOT = ROOT_CHANNEL
 #: ``serverInfo`` in the ``initialize`` result: the snapshot of the protocol implemented, honestly.
@@ -65,6 +65,20 @@ NEWER_ACTIONS: dict[str, tuple[int, ...]] = {
     for kind, since in ACTION_SINCE.items()
     if _version(since) > min(map(_version, SUPPORTED_VERSIONS))
 }
+#: What :func:`introduced` answers for a type no version has (only ever a rejected echo): it goes
+#: to the client that dispatched it, whose pending list waits for it, and to no one else.
+_NO_VERSION = (1 << 30,)
+
+
+def introduced(action_type: Any) -> tuple[int, ...] | None:
+    """The version that introduced ``action_type`` when a client may have negotiated an older one
+    (it is sent only to clients that know it, overview §3.6), else ``None`` (sent to every subscriber)."""
+    since = NEWER_ACTIONS.get(action_type) if type(action_type) is str else _NO_VERSION
+    if since is None and action_type not in ACTION_SINCE:
+        return _NO_VERSION
+    return since
+
+
 #: The notifications a client sends the host (overview §2): sent with an id, they are refused.
 _CLIENT_NOTIFICATIONS = ("dispatchAction", "unsubscribe")
 #: Invalid notifications whose reasons the host logs in a minute, all connections together; the
@@ -524,7 +538,7 @@ class Connection:
             # and its own actions on channels it did not subscribe to: their echoes were its own
             if (t.channel in chosen or t.origin.get("clientId") == me)
             and t.seq not in paged
-            and ((since := NEWER_ACTIONS.get(t.type)) is None or self.receives(t, since))
+            and ((since := introduced(t.type)) is None or self.receives(t, since))
         ]
         return {"type": "replay", "actions": actions, "missing": missing}
 

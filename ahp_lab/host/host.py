@@ -29,7 +29,7 @@ from ..waiting import StateWaiters
 from . import mirror
 from .agent_sessions import AgentSessions
 from .client_content import ClientContent
-from .connection import NEWER_ACTIONS, ROOT, Connection
+from .connection import ROOT, Connection, introduced
 from .redaction import Redactor, StreamedText
 from .roots import WorkingDirectories
 from .sessions import SessionRuntime, SessionsAndChats
@@ -306,7 +306,7 @@ class Host(SessionsAndChats):
         lists for the next action, must not change the state or the log behind their back (state
         is never mutated: the reducers' indexes rely on it).
         """
-        if action.get("type") in _STREAMED and (self.streamed.held or self.redactor.secrets):
+        if action.get("type") in _STREAMED:
             return self._apply(channel, self.streamed.delta(channel, action, origin), origin)
         return self._apply(channel, self.redactor.action(action), origin)
 
@@ -488,7 +488,7 @@ class Host(SessionsAndChats):
         text = dumps(
             {"jsonrpc": "2.0", "method": "action", "params": transition.envelope()}, separators=(",", ":")
         )
-        since = NEWER_ACTIONS.get(transition.type)  # most types: None, every subscriber is sent it
+        since = introduced(transition.type)  # most types: None, every subscriber is sent it
         self.broadcast_chars += len(text) * len(subscribers)
         history = self._recipients is not None
         for conn in tuple(subscribers):

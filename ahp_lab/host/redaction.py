@@ -46,17 +46,69 @@ _SECRET_QUERY = re.compile(
 _CREDENTIAL = re.compile(r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=\-]{6,}")
 # NAME = value / "name": "value" / name: value, where NAME looks like it holds a secret; the value
 # must be 6+ characters and not only digits (so "max_tokens=4096" or "tokens: 1200" stay).
-_SECRET_ASSIGNMENT = re.compile(
-    r"(?i)(\b[a-z0-9_.\-]*(?:api[_\-]?key|apikey|secret|passw(?:or)?d|pwd|credentials?|private[_\-]?key|"
+_SECRET_NAME = (
+    r"\b[a-z0-9_.\-]*(?:api[_\-]?key|apikey|secret|passw(?:or)?d|pwd|credentials?|private[_\-]?key|"
     r"access[_\-]?key|auth[_\-]?token|access[_\-]?token|refresh[_\-]?token|session[_\-]?token|token)"
-    r"[\"']?\s*[:=]\s*[\"']?)(?![0-9]+\b)([^\s\"'&,;]{6,})"
 )
+_SECRET_ASSIGNMENT = re.compile(rf"(?i)({_SECRET_NAME}[\"']?\s*[:=]\s*[\"']?)(?![0-9]+\b)([^\s\"'&,;]{{6,}})")
 _SECRET_NAME_HINT = re.compile(r"(?i)key|secret|passw|pwd|credential|token")
 # Tokens recognisable by their shape alone.
 _KNOWN_TOKEN = re.compile(
     r"\b(?:sk-[A-Za-z0-9_\-]{16,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|AKIA[0-9A-Z]{16}|"
     r"xox[abprs]-[A-Za-z0-9\-]{10,}|AIza[0-9A-Za-z_\-]{30,}|eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]+)"
 )
+
+
+def _begun(literal: str, body: str) -> str:
+    """A pattern for the start of a token that begins with ``literal`` and goes on in ``body``
+    characters, cut anywhere: ``s``, ``sk``, ``sk-``, ``sk-abc``, … for ``_begun("sk-", ...)``."""
+    out = f"{body}*"
+    for ch in reversed(literal):
+        out = f"{re.escape(ch)}(?:{out})?"
+    return out
+
+
+#: A token of a known shape, cut anywhere (``s``, ``sk``, ``sk-ab``, …), reaching the end of a text.
+_TOKEN_BEGUN = re.compile(
+    r"(?<!\w)(?:"
+    + "|".join(
+        _begun(literal, body)
+        for literal, body in (
+            ("sk-", r"[A-Za-z0-9_\-]"),
+            ("gh", r"(?:[pousr](?:_[A-Za-z0-9]*)?)"),
+            ("github_pat_", r"[A-Za-z0-9_]"),
+            ("AKIA", r"[0-9A-Z]"),
+            ("xox", r"(?:[abprs](?:-[A-Za-z0-9\-]*)?)"),
+            ("AIza", r"[0-9A-Za-z_\-]"),
+            ("eyJ", r"[A-Za-z0-9_\-.]"),
+        )
+    )
+    + r")\Z"
+)
+#: The end of a secret-looking name's assignment (``API_KEY``, ``token: "ab``), from the name's
+#: last word on (:meth:`Redactor.credential_begun` finds where the name begins), or of a
+#: ``Bearer``/``Basic`` credential.
+_ASSIGNMENT_BEGUN = re.compile(
+    r"(?i)(?:(?:api[_\-]?key|apikey|secret|passw(?:or)?d|pwd|credentials?|private[_\-]?key|access[_\-]?key|"
+    r"token)[\"']?\s*(?:[:=]\s*[\"']?[^\s\"'&,;]*)?|\b(?:bearer|basic)(?:\s+[A-Za-z0-9._~+/=\-]*)?)\Z"
+)
+#: The words that make a name secret-looking (:data:`_SECRET_ASSIGNMENT`), and ``Bearer``/``Basic``.
+_SECRET_WORDS = (
+    "api_key", "api-key", "apikey", "secret", "password", "passwd", "pwd", "credential", "private_key",
+    "private-key", "privatekey", "access_key", "access-key", "accesskey", "token", "bearer", "basic",
+)  # fmt: skip
+#: Their starts of two characters or more: a name cut there ("API" then "_KEY=...") is held whole.
+_SECRET_WORD_STARTS = frozenset(word[:k] for word in _SECRET_WORDS for k in range(2, len(word)))
+_NAME_HELD_MAX = 64
+_ASSIGNMENT_HINTS = ("key", "secret", "pass", "pwd", "credential", "token", "bearer", "basic")
+#: The longest end a stream holds back for a credential begun: a run of token characters longer
+#: than this is no credential the rules know, and goes out.
+CREDENTIAL_HELD_MAX = 1024
+_RUN_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.~+/=-"
+_NAME_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
+#: The longest value of an assignment held back (a longer token of a known shape is still held).
+_VALUE_HELD_MAX = 256
+_LEAD = 40  # before the run: a secret-looking name, its quotes, ":" or "=", spaces; or "Bearer "
 _TRIVIAL = frozenset({"true", "false", "null", "none", "yes", "no", "on", "off"})
 # Keys whose strings a tool will run with: only literal secrets are masked there.
 _TOOL_INPUT_KEYS = frozenset({"toolInput", "editedToolInput", "partialInput"})
@@ -165,7 +217,7 @@ class Redactor:
                 text = _CREDENTIAL.sub(rf"\1\2{MASK}", text)
             if ("=" in text or ":" in text) and _SECRET_NAME_HINT.search(text):
                 text = _SECRET_ASSIGNMENT.sub(_masked_assignment, text)
-            if len(text) >= 20:
+            if len(text) >= 15:  # the shortest token of a known shape: "xoxb-" and 10 more
                 text = _KNOWN_TOKEN.sub(MASK, text)
         return text
 
@@ -198,6 +250,34 @@ class Redactor:
                     break
                 p = text.find(secret[0], p + 1)
         return longest
+
+    def credential_begun(self, text: str) -> int:
+        """How many characters at the end of ``text`` may begin a credential the generic rules
+        mask whole (a token of a known shape cut anywhere, a secret-looking name's assignment, a
+        ``Bearer`` credential), up to ``CREDENTIAL_HELD_MAX``: held back by a stream, so that a key
+        a model writes token by token is masked whole. Only the end is read."""
+        size = len(text)
+        run = size - len(text.rstrip(_RUN_CHARACTERS))  # the end's run of token characters
+        begun = 0
+        if 0 < run <= CREDENTIAL_HELD_MAX:
+            token = _TOKEN_BEGUN.search(text, size - run)  # at the run's start, or after a "-" in it
+            begun = size - token.start() if token is not None else 0
+        lead = max(0, size - min(run, _VALUE_HELD_MAX) - _LEAD)
+        found = None
+        end = text[lead:].lower()
+        if any(hint in end for hint in _ASSIGNMENT_HINTS):  # most ends name no secret: a cheap look first
+            found = _ASSIGNMENT_BEGUN.search(text, lead)
+        if found is None and run:
+            # a name cut inside its secret word ("API" then "_KEY=..."): the word that ends the text
+            word = text[size - min(run, _NAME_HELD_MAX) :].lower()
+            word = word[len(word.rstrip(_NAME_CHARACTERS.lower())) :]
+            if any(word[-k:] in _SECRET_WORD_STARTS for k in range(2, min(len(word), 12) + 1)):
+                begun = max(begun, len(word))
+        if found is not None:
+            head = text[: found.start()]
+            start = len(head.rstrip(_NAME_CHARACTERS)) if found.group(0)[:1].isalpha() else found.start()
+            begun = max(begun, size - start)
+        return begun
 
     def redact(self, value: Any, *, generic: bool = True) -> Any:
         """A copy of ``value`` (a JSON value, e.g. an action) with secrets masked in every string.
@@ -253,10 +333,10 @@ class StreamedText:
             return self.redactor.action(action)
         stream = (channel, action.get("turnId"), action.get("partId"), action["type"])
         held = self._take(stream)
-        # the known secrets first (whole ones masked), then the end that could begin one is held,
-        # and the generic rules see the rest
+        # the known secrets first (whole ones masked), then the end that could begin one, or begin
+        # a credential of a known shape, is held, and the generic rules see the rest
         text = self.redactor.text(held[0] + content if held is not None else content, generic=False)
-        keep = self.redactor.secret_prefix(text)
+        keep = max(self.redactor.secret_prefix(text), self.redactor.credential_begun(text))
         if keep:
             self.held[stream] = (text[-keep:], origin)
             self.chats[channel] = self.chats.get(channel, 0) + 1
@@ -276,7 +356,8 @@ class StreamedText:
         for stream in [s for s in self.held if s[0] == channel]:
             raw, origin = self._take(stream)
             _, turn_id, part_id, kind = stream
-            text = MASK if len(raw) >= HELD_MASKED else self.redactor.text(raw)
+            known = len(raw) >= HELD_MASKED and self.redactor.secret_prefix(raw) == len(raw)
+            text = MASK if known else self.redactor.text(raw)
             out.append(({"type": kind, "turnId": turn_id, "partId": part_id, "content": text}, origin))
         return out
 

@@ -95,6 +95,42 @@ def test_a_replay_keeps_to_the_version_the_client_negotiated():
     asyncio.run(main())
 
 
+def test_the_rejected_echo_of_a_type_no_version_has_goes_to_its_sender_only():
+    """No version introduced ``session/futureThing``: its rejected echo is its sender's (whose
+    pending list waits for it), and a client that negotiated an older version is not sent an action
+    type it cannot know (overview §3.6), live or in a replay, nor is anyone else."""
+
+    async def main():
+        host = Host()
+        session = "ahp-session:/u"
+        sender, old, current = RawClient(host), RawClient(host), RawClient(host)
+        await sender.initialize("sender")
+        await old.call(
+            "initialize", {"channel": "ahp-root://", "protocolVersions": ["0.5.1"], "clientId": "old"}
+        )
+        await current.initialize("current")
+        await sender.call("createSession", {"channel": session})
+        for client in (sender, old, current):
+            await client.call("subscribe", {"channel": session})
+        last = host.store.last_seq
+        sender.dispatch(session, 1, {"type": "session/futureThing", "x": 1})
+        sender.dispatch(session, 2, {"type": "session/titleChanged", "title": "known"})
+        await settle()
+        (echo, title) = sender.actions()
+        assert (
+            echo["action"]["type"] == "session/futureThing"
+            and "unknown action type" in echo["rejectionReason"]
+        )
+        for client in (old, current):
+            assert [e["action"]["type"] for e in client.actions()] == ["session/titleChanged"]
+        current.transport.close()
+        await settle()
+        _, result = await _reconnect(host, "current", last, [session])
+        assert [e["action"]["type"] for e in result["actions"]] == ["session/titleChanged"]
+
+    asyncio.run(main())
+
+
 def test_an_active_client_that_never_subscribed_leaves_its_session_when_it_disconnects():
     async def main():
         host = Host(client_grace_s=0)

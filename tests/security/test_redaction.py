@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from ahp_lab.host.redaction import Redactor
@@ -224,6 +224,48 @@ def test_a_generic_rule_does_not_mask_half_a_known_secret_streamed_in_two_chunks
         action = {"type": "chat/delta", "turnId": "t", "partId": "p", "content": content}
         texts.append(streamed.delta("ahp-chat:/c", action, {"kind": "agent"})["content"])
     assert "".join(texts) == "export API_KEY=*** done"
+
+
+_TOKEN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    credential=st.one_of(
+        st.text(_TOKEN_CHARS + "_-", min_size=16, max_size=60).map(lambda body: "sk-" + body),
+        st.text(_TOKEN_CHARS, min_size=30, max_size=50).map(lambda body: "ghp_" + body),
+        st.text("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", min_size=16, max_size=16).map(lambda b: "AKIA" + b),
+        st.text(_TOKEN_CHARS + "-", min_size=10, max_size=40).map(lambda body: "xoxb-" + body),
+        st.tuples(
+            st.sampled_from(["API_KEY=", 'password: "', "client_secret = '", "Bearer "]),
+            st.text(_TOKEN_CHARS, min_size=6, max_size=40).filter(lambda v: not v.isdigit()),
+        ).map("".join),
+    ),
+    before=st.sampled_from(["", "Here it is: ", "the key (", "export "]),
+    after=st.sampled_from(["", " and done.", "\nnext line", ") ok", '" ok']),
+    cuts=st.lists(st.integers(0, 120), max_size=8),
+)
+def test_a_credential_streamed_in_chunks_is_masked_as_if_it_came_whole(credential, before, after, cuts):
+    """The generic rules read one chunk at a time: a model streaming 'sk-' then 'A1b2C3' then the
+    rest (each too short for the shape rule) put the whole key in state (found with an ACP agent).
+    A part holds back the end that may begin a credential of a known shape or form until its next
+    chunk or the turn's end, so the text that goes out is what redacting it whole gives, however it
+    was cut: anywhere, except after the first letter of a secret-looking name ("A" then "PI_KEY=…";
+    holding every word that ends in one of those letters would hold back most words)."""
+    from ahp_lab.host.redaction import StreamedText
+
+    text = before + credential + after
+    bounds = sorted({c % (len(text) + 1) for c in cuts} | {0, len(text)})
+    assume(len(before) + 1 not in bounds or credential.startswith(("sk-", "ghp_", "AKIA", "xoxb-")))
+    redactor = Redactor()
+    streamed = StreamedText(redactor)
+    out = []
+    for a, b in itertools.pairwise(bounds):
+        action = {"type": "chat/delta", "turnId": "t", "partId": "p", "content": text[a:b]}
+        out.append(streamed.delta("ahp-chat:/c", action, {"kind": "agent"})["content"])
+    out += [delta["content"] for delta, _ in streamed.ending("ahp-chat:/c", {"type": "chat/turnComplete"})]
+    assert "".join(out) == redactor.text(text)
+    assert credential[-6:] not in "".join(out)
 
 
 def test_a_log_line_quoting_what_an_agent_said_carries_no_secret(caplog):
