@@ -81,6 +81,9 @@ class LocalApproval:
 MAX_DECLINES = 100
 #: Declined calls remembered, so that a call still waiting on the next look is not declined again.
 MAX_DECLINED = 10_000
+#: Client tool calls this client runs at once; a host asking for more has the rest failed with the
+#: reason (a host can mark any number of calls running for a read-only tool, which runs unasked).
+MAX_EXECUTIONS = 64
 
 
 class Contributions:
@@ -263,7 +266,12 @@ class Contributions:
             status = tc.get("status")
             if status == "running":
                 live.add(key)
-                if key not in self.executions:
+                if key not in self.executions and len(self.executions) >= MAX_EXECUTIONS:
+                    if key not in self.declined:
+                        self._decline(
+                            chat, active.get("id"), tc, f"runs at most {MAX_EXECUTIONS} calls at once"
+                        )
+                elif key not in self.executions:
                     task = asyncio.ensure_future(self._execute(chat, active.get("id"), tc))
                     self.executions[key] = task
                     task.add_done_callback(lambda _t, k=key: self.executions.pop(k, None))
@@ -288,14 +296,15 @@ class Contributions:
             if task is not None and key not in live:
                 task.cancel()  # the call left `running` without us (turn ended, host failed it)
 
-    def _decline(self, chat: str, turn_id: str, tc: dict) -> None:
-        """Refuse a call for a tool this client does not know (customizations §6.3), once."""
+    def _decline(self, chat: str, turn_id: str, tc: dict, why: str | None = None) -> None:
+        """Refuse a call for a tool this client does not know (customizations §6.3), or for ``why``
+        (what this client says of itself), once."""
         self.declined[f"{chat}#{tc.get('toolCallId')}"] = None
         if len(self.declined) > MAX_DECLINED:
             del self.declined[next(iter(self.declined))]
         name = tc.get("toolName")
         base = {"turnId": turn_id, "toolCallId": tc.get("toolCallId")}
-        message = f"Client {self.client_id} has no tool named {name!r}"
+        message = f"Client {self.client_id} " + (why or f"has no tool named {name!r}")
         if tc.get("status") == "pending-confirmation":
             self.dispatch(
                 chat,
@@ -313,7 +322,11 @@ class Contributions:
                 {
                     "type": "chat/toolCallComplete",
                     **base,
-                    "result": failure_result(tc.get("displayName") or str(name), message, "unknownTool"),
+                    "result": failure_result(
+                        tc.get("displayName") or str(name),
+                        message,
+                        "unknownTool" if why is None else "tooManyCalls",
+                    ),
                 },
             )
 
@@ -332,12 +345,13 @@ class Contributions:
         approval = LocalApproval(
             chat, turn_id, call_id, tool.name, tool.title, tc.get("toolInput"), loop.create_future()
         )
-        self.approvals[call_id] = approval
+        key = f"{chat}#{call_id}"  # as executions are: a call id is unique within its chat only
+        self.approvals[key] = approval
         self._notify(chat, {"type": "$localApproval", "toolCallId": call_id})
         try:
             return await approval.future
         finally:
-            self.approvals.pop(call_id, None)
+            self.approvals.pop(key, None)
             self._notify(chat, {"type": "$localApprovalDone", "toolCallId": call_id})
 
     async def _execute(self, chat: str, turn_id: str, tc: dict) -> None:

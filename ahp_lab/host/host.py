@@ -443,10 +443,18 @@ class Host(SessionsAndChats):
             reason = self.client_content.refusal(channel, measured)
         if reason is not None:  # it may quote what an agent or a client wrote: masked, then cut
             reason = clipped(self.redactor.text(reason), self.limits.max_logged_action_chars)
-            transition = self.store.reject(channel, _logged_form(raw, self.limits), origin, reason)
+            logged = _logged_form(raw, self.limits)
+            if not conn.trusted:
+                logged = self.redactor.action(logged)
+            transition = self.store.reject(channel, logged, origin, reason)
             if action is not None:
                 self._after_rejection(channel, action, client_id, reason)
             return transition
+        if not conn.trusted:
+            # Another client's text is text the host did not write either: a key an editor's user
+            # pasted reaches neither state, the log, the export nor the other clients (listSessions
+            # gives every connection the session's title). The notebook's own text is the person's.
+            action = self.redactor.action(action)
         transition = self._apply(channel, action, origin)
         if transition.accepted:
             self.client_content.count(channel, measured)

@@ -1,9 +1,10 @@
 """Redaction: the one function that removes secrets from text the host did not write.
 
-:meth:`Redactor.redact` runs once, in :meth:`Host.dispatch <ahp_lab.host.Host.dispatch>`, on
-every host-, agent- and MCP-originated action before it enters state — so stderr tails, error
-messages, tool results and customization URIs reach neither the store, the transition log, the
-export, the client mirrors nor the views with a secret in them. It removes:
+:meth:`Redactor.redact` runs once on every host-, agent- and MCP-originated action (in
+:meth:`Host.dispatch <ahp_lab.host.Host.dispatch>`) and on every action a client other than the
+notebook dispatches, before it enters state — so stderr tails, error messages, tool results, other
+clients' text and customization URIs reach neither the store, the transition log, the export, the
+client mirrors nor the views with a secret in them. It removes:
 
 * the literal values of secrets the host handed out: the ``env`` entries and ``headers`` it
   passed to each MCP server and the tokens it delivered (also JSON-escaped or percent-encoded);
@@ -99,6 +100,7 @@ _SECRET_WORDS = (
 )  # fmt: skip
 #: Their starts of two characters or more: a name cut there ("API" then "_KEY=...") is held whole.
 _SECRET_WORD_STARTS = frozenset(word[:k] for word in _SECRET_WORDS for k in range(2, len(word)))
+_SECRET_WORD_FIRSTS = frozenset(word[0] for word in _SECRET_WORDS)
 _NAME_HELD_MAX = 64
 _ASSIGNMENT_HINTS = ("key", "secret", "pass", "pwd", "credential", "token", "bearer", "basic")
 #: The longest end a stream holds back for a credential begun: a run of token characters longer
@@ -271,7 +273,9 @@ class Redactor:
             # a name cut inside its secret word ("API" then "_KEY=..."): the word that ends the text
             word = text[size - min(run, _NAME_HELD_MAX) :].lower()
             word = word[len(word.rstrip(_NAME_CHARACTERS.lower())) :]
-            if any(word[-k:] in _SECRET_WORD_STARTS for k in range(2, min(len(word), 12) + 1)):
+            if any(word[-k:] in _SECRET_WORD_STARTS for k in range(2, min(len(word), 12) + 1)) or (
+                word[-2:-1] in ("_", "-", ".") and word[-1:] in _SECRET_WORD_FIRSTS  # "client_s"
+            ):
                 begun = max(begun, len(word))
         if found is not None:
             head = text[: found.start()]

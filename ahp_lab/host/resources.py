@@ -383,6 +383,11 @@ def _stat(path: Path, uri: Any) -> os.stat_result:
 def _os_error(exc: OSError, uri: Any) -> RpcError:
     import errno
 
+    uri = str(uri)
+    if len(uri) > 200:  # a reason is one sentence: a long name is cut in it
+        uri = uri[:200] + "…"
+    if exc.errno == errno.ENAMETOOLONG:
+        return RpcError(ErrorCode.INVALID_PARAMS, f"{uri}: the name is too long for the file system")
     if exc.errno == errno.ENOENT:
         return RpcError(ErrorCode.NOT_FOUND, f"{uri} does not exist")
     if exc.errno in (errno.EACCES, errno.EPERM):

@@ -261,8 +261,9 @@ class LabSource:
         ]
 
     def decide_local(self, tool_call_id: str, approved: bool) -> None:
-        approval = self._live().client.approvals.get(tool_call_id)
-        if approval is None or approval.future.done():
+        waiting = self._live().client.approvals.values()
+        approval = next((a for a in waiting if a.tool_call_id == tool_call_id and not a.future.done()), None)
+        if approval is None:
             raise LookupError(f"no local approval is waiting for tool call {tool_call_id!r}")
         approval.approve() if approved else approval.deny()
 

@@ -41,6 +41,7 @@ def serve_host(
     if limits is not None:
         options.setdefault("max_frame_bytes", 4 * limits.max_message_bytes)
         options.setdefault("max_send_buffer_bytes", limits.max_send_buffer_bytes)
+        options.setdefault("max_unsent_bytes_total", limits.max_unsent_bytes_total)
 
     def accept(transport: Any) -> None:
         host.attach(frames.wrap(transport))

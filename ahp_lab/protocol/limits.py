@@ -114,6 +114,12 @@ class Limits:
     #: Messages queued for one WebSocket peer that has stopped reading; past this the peer is
     #: disconnected with a reason (it can reconnect and replay) and the others are not slowed.
     max_send_buffer_bytes: int = 16 * 1024 * 1024
+    #: What the WebSocket server holds for all its peers together (messages queued and not yet
+    #: taken by their sockets). A message of 1 MiB or more that would take it past this is not
+    #: queued: that peer is closed (1013, try again later) with the reason. One snapshot a peer
+    #: never reads is no backlog for ``max_send_buffer_bytes``: 40 strangers subscribing to a
+    #: 140 MB chat and reading nothing held the host at 15 GB.
+    max_unsent_bytes_total: int = 1024 * 1024 * 1024
     #: The transition log: about this many bytes of recorded actions, origins and reasons. Past
     #: it the oldest transitions are dropped (time travel and export then start later), so a
     #: stream of large or rejected actions cannot grow the host's memory without bound.

@@ -79,6 +79,13 @@ LARGE_FRAME = 64 * 1024
 HISTORY_BUFFERS = 3
 #: Sockets served at once; past it an upgrade is refused (HTTP 503).
 DEFAULT_MAX_CONNECTIONS = 256
+#: What the server holds for all its peers together (messages queued, being written, and bytes the
+#: sockets have not taken yet). A message of at least ``UNSENT_CHECKED`` characters that would take
+#: it past this is not queued: that peer is closed with code 1013 (try again later) and the reason.
+#: Each peer is bounded on its own, but one snapshot it never reads is no backlog: 40 strangers
+#: subscribing to a 140 MB chat and reading nothing held the host at 15 GB.
+DEFAULT_MAX_UNSENT_BYTES_TOTAL = 1024 * 1024 * 1024
+UNSENT_CHECKED = 1024 * 1024
 #: Sockets in their opening handshake at once (before the token is checked, or sending nothing at
 #: all); past it the oldest is let go, so that strangers without the token cannot take all of the
 #: process's file descriptors (each is let go after ``OPEN_TIMEOUT_S`` anyway). A client with the
@@ -100,6 +107,7 @@ _SERVER_QUEUE = (4, 1)
 CLOSE_NORMAL = 1000
 CLOSE_POLICY = 1008  # the client fell too far behind (send buffer exceeded)
 CLOSE_GOING_AWAY = 1001  # the server stops serving
+CLOSE_TRY_AGAIN_LATER = 1013  # the server holds too much for its peers to take this one's message
 
 
 def _open_files() -> int:
@@ -116,6 +124,23 @@ def _open_files() -> int:
         return OPEN_FILES if soft == resource.RLIM_INFINITY else soft
     except (ImportError, ValueError, OSError):  # not on this system, or not allowed
         return 1024
+
+
+class UnsentPool:
+    """The bound on what a server holds for all its peers together (``limit`` bytes): see
+    :data:`DEFAULT_MAX_UNSENT_BYTES_TOTAL`. Summed when a large message is about to be queued."""
+
+    def __init__(self, limit: int, transports: set) -> None:
+        self.limit = limit
+        self.transports = transports
+
+    def held(self) -> int:
+        return sum(t.held for t in self.transports)
+
+    def admits(self, size: int) -> bool:
+        """Whether a message of ``size`` characters may be queued: counted twice, as its text and
+        the bytes it is encoded to are both held while it is written."""
+        return self.held() + 2 * size <= self.limit
 
 
 class _PongBacklog:
@@ -238,9 +263,11 @@ class WebSocketTransport:
         max_send_buffer_bytes: int = DEFAULT_MAX_SEND_BUFFER_BYTES,
         max_frame_bytes: int | None = None,
         stall_timeout: float = (DEFAULT_PING_INTERVAL_S + DEFAULT_PING_TIMEOUT_S) / 2,
+        unsent_pool: UnsentPool | None = None,
     ) -> None:
         self.ws = ws
         self.name = name
+        self.unsent_pool = unsent_pool  # the server's bound on what all its peers hold
         self.max_send_buffer_bytes = max_send_buffer_bytes
         self.stall_timeout = stall_timeout
         self.closed = False
@@ -289,6 +316,10 @@ class WebSocketTransport:
         ``history``: a page of history the peer asked for or lacks, not counted as a backlog."""
         if self.closed:
             raise ConnectionError(f"{self.name}: the WebSocket is closed")
+        pool = self.unsent_pool
+        if pool is not None and len(text) >= UNSENT_CHECKED and not pool.admits(len(text)):
+            self._refuse_large(len(text), pool)
+            return
         if history:
             start = self.bytes_out + self._buffered
             self._history.append((start, start + len(text)))
@@ -361,6 +392,14 @@ class WebSocketTransport:
     def buffered(self) -> int:
         """Characters queued and not yet handed to the socket."""
         return self._buffered
+
+    @property
+    def held(self) -> int:
+        """What this peer makes us hold: messages queued, the one being written (its text), and the
+        bytes its socket has not taken yet."""
+        if self.closed:
+            return 0
+        return self._buffered + getattr(self.ws, "writing", 0) + self._unwritten()
 
     def start(self) -> None:
         """Start reading and writing in background tasks (the client side)."""
@@ -509,6 +548,19 @@ class WebSocketTransport:
 
     # -- closing ------------------------------------------------------------------------------------
 
+    def _refuse_large(self, size: int, pool: UnsentPool) -> None:
+        held = pool.held()
+        reason = (
+            f"the host holds {held / 2**20:,.0f} MB that its peers have not taken yet, and this "
+            f"connection's next message of {size / 2**20:,.0f} MB would take it past "
+            f"{pool.limit / 2**20:,.0f} MB; try again later"
+        )
+        log.warning("%s: disconnected the peer %s: %s", self.name, self.remote, reason)
+        self._finish(reason, lost=False)
+        self._start_closing(
+            CLOSE_TRY_AGAIN_LATER, "the host holds too much for its peers; try again later", flush=True
+        )
+
     def _overflow(self) -> None:
         limit = self.max_send_buffer_bytes
         reason = f"send buffer over {limit} bytes: the peer is not reading; reconnect to replay"
@@ -643,6 +695,7 @@ class WebSocketServer:
         ping_interval: float = DEFAULT_PING_INTERVAL_S,
         ping_timeout: float = DEFAULT_PING_TIMEOUT_S,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        max_unsent_bytes_total: int = DEFAULT_MAX_UNSENT_BYTES_TOTAL,
     ) -> None:
         if token is not None and (not isinstance(token, str) or len(token) < 16):
             raise ValueError("a token must be a string of at least 16 characters")
@@ -658,6 +711,7 @@ class WebSocketServer:
         self.ping_timeout = ping_timeout
         self.max_connections = max_connections
         self.transports: set[WebSocketTransport] = set()
+        self.unsent = UnsentPool(max_unsent_bytes_total, self.transports)
         self.refused: dict[int, int] = {}  # HTTP status -> count of refused upgrades
         self.accepted = 0  # upgrades that reached ``on_connection``
         self._server: Any = None
@@ -774,6 +828,7 @@ class WebSocketServer:
             max_send_buffer_bytes=self.max_send_buffer_bytes,
             max_frame_bytes=self.max_frame_bytes,
             stall_timeout=(self.ping_interval + self.ping_timeout) / 2,
+            unsent_pool=self.unsent,
         )
         self.transports.add(transport)
         self.accepted += 1

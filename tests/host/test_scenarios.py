@@ -597,6 +597,34 @@ def test_approval_always_waits_for_the_local_approval():
     arun(main())
 
 
+def test_local_approvals_of_the_same_call_id_in_two_chats_are_both_kept():
+    """A call id is unique within its chat only (a host may start "call-1" in two chats): the
+    second local approval took the first's place, whose call then waited for ever (an attacker,
+    reading the client). Each waits on its own, and each is decided on its own."""
+
+    async def main():
+        lab = await Lab.open()
+
+        @lab.tool(approval="always")
+        def wipe() -> str:
+            return "wiped"
+
+        tool = lab.client.tools["wipe"]
+        loop = asyncio.get_running_loop()
+        tc = {"toolCallId": "call-1", "toolName": "wipe", "toolInput": "{}"}
+        first = asyncio.ensure_future(lab.client._approved_locally("ahp-chat:/a", "t1", tc, tool, loop))
+        second = asyncio.ensure_future(lab.client._approved_locally("ahp-chat:/b", "t1", tc, tool, loop))
+        await asyncio.sleep(0)
+        assert sorted(a.chat for a in lab.client.approvals.values()) == ["ahp-chat:/a", "ahp-chat:/b"]
+        next(a for a in lab.client.approvals.values() if a.chat == "ahp-chat:/b").deny()
+        next(a for a in lab.client.approvals.values() if a.chat == "ahp-chat:/a").approve()
+        assert await asyncio.wait_for(first, 5) is True and await asyncio.wait_for(second, 5) is False
+        assert lab.client.approvals == {}
+        await lab.aclose()
+
+    arun(main())
+
+
 def test_tool_names_clashing_with_server_tools_are_prefixed():
     async def main():
         lab = await Lab.open()

@@ -268,6 +268,57 @@ def test_a_credential_streamed_in_chunks_is_masked_as_if_it_came_whole(credentia
     assert credential[-6:] not in "".join(out)
 
 
+def test_a_key_in_another_clients_text_reaches_neither_state_the_log_nor_the_others(
+    connect_stranger, tmp_path: Path
+):
+    """An editor's user pasting a key in a title or a prompt put it in state, the log, the export and
+    every connection's listSessions, while the agent's echo of it was masked (an attacker). A client
+    other than the notebook writes text the host did not write: it is redacted like an agent's, and
+    its own echo says what the host kept."""
+    from .conftest import ROOT
+
+    key, other = "ghp_" + "Q" * 36, "sk-" + "W" * 40
+
+    async def main():
+        async with open_lab() as lab:
+            editor = await connect_stranger(lab, "editor")
+            await editor.initialize("editor")
+            await editor.call("subscribe", {"channel": lab.session})
+            await editor.call("subscribe", {"channel": lab.chat})
+            editor.dispatch(lab.session, 1, {"type": "session/titleChanged", "title": f"deploy with {key}"})
+            echo = await editor.echo(1)
+            assert "rejectionReason" not in echo and echo["action"]["title"] == "deploy with ***"
+            message = {"text": f"my key is {other}, use it", "origin": {"kind": "user"}}
+            editor.dispatch(
+                lab.chat,
+                2,
+                {"type": "chat/turnStarted", "turnId": "e1", "startedAt": "x", "message": message},
+            )
+            assert (await editor.echo(2))["action"]["message"]["text"] == "my key is ***, use it"
+            editor.dispatch(
+                lab.chat, 3, {"type": "chat/toolCallComplete", "result": {"pastTenseMessage": other}}
+            )
+            assert "rejectionReason" in await editor.echo(3)  # refused, and logged masked
+            await editor.wait(lambda: lab.host.store.state(lab.chat).get("activeTurn") is None)
+            phone = await connect_stranger(lab, "phone")
+            await phone.initialize("phone")
+            listed = await phone.call("listSessions", {"channel": ROOT})
+            lab.export(tmp_path / "log.json")
+            published = "\n".join(
+                [
+                    json.dumps(listed),
+                    json.dumps(lab.session_state),
+                    json.dumps(lab.chat_state),
+                    json.dumps([t.action for t in lab.host.store.transitions]),
+                    (tmp_path / "log.json").read_text(encoding="utf-8"),
+                ]
+            )
+            assert key not in published and other not in published
+            assert "deploy with ***" in json.dumps(listed)
+
+    arun(main())
+
+
 def test_a_log_line_quoting_what_an_agent_said_carries_no_secret(caplog):
     """The host logs an agent's refusal or reason as it said it ("license check failed for key
     hunter2-…"): every log record of ahp_lab's loggers, traceback included, is redacted with what

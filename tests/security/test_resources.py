@@ -77,6 +77,13 @@ def test_working_directories_are_read_roots_only_for_that_sessions_subscribers(
             assert "not inside any" in denied["error"]["message"]
             listing = await other.call("resourceList", {"channel": ROOT, "uri": file_uri(app)})
             assert listing["error"]["code"] == ErrorCode.PERMISSION_DENIED
+            # a name longer than the file system takes is the client's bad input, said shortly
+            long_name = await owner.call(
+                "resourceRead", {"channel": ROOT, "uri": file_uri(app / ("a" * 5000))}
+            )
+            assert long_name["error"]["code"] == ErrorCode.INVALID_PARAMS, long_name
+            assert "too long for the file system" in long_name["error"]["message"]
+            assert len(long_name["error"]["message"]) < 400
             # outside every root, nobody reads, subscribed or not
             for who in (owner, other):
                 for uri in ("file:///etc/passwd", file_uri(app) + "/../../../../etc/passwd", "file:///usr"):

@@ -41,6 +41,7 @@ class SpecHost:
         self.endless_pages = False  # every page is empty and names a new cursor
         self.silent_list = False  # listSessions is never answered
         self.fake_calls = 0  # calls of the new session's chat waiting for a tool its client lacks
+        self.fake_tool, self.fake_status = "not_this_clients", "pending-confirmation"  # or its own, running
         self.seq = 0
         self.states: dict[str, dict] = {ROOT: {"agents": [], "activeSessions": 0}}
         self.received: list[dict] = []
@@ -78,9 +79,10 @@ class SpecHost:
                         "kind": "toolCall",
                         "toolCall": {
                             "toolCallId": f"fake-{n}",
-                            "toolName": "not_this_clients",
+                            "toolName": self.fake_tool,
                             "displayName": "Fake",
-                            "status": "pending-confirmation",
+                            "status": self.fake_status,
+                            "toolInput": "{}",
                             "contributor": contributor,
                         },
                     }
@@ -300,3 +302,44 @@ def test_a_host_naming_this_client_in_thousands_of_calls_gets_a_bounded_number_o
     ]
     # 100 a look, and none twice: the second look declines the next 100
     assert declined == [f"fake-{n}" for n in range(200)]
+
+
+def test_a_host_marking_hundreds_of_this_clients_calls_running_gets_a_bounded_number_run():
+    """Attacker round 15 (read in the client): a host can mark any number of calls of a read-only
+    client tool running, and the client ran every one at once. It runs at most 64 at a time and
+    fails the others with the reason."""
+    from ahp_lab.client.contributions import MAX_EXECUTIONS
+
+    host = SpecHost()
+    host.fake_calls, host.fake_tool, host.fake_status = 100, "peek", "running"
+    started = []
+
+    async def main():
+        async with foreign_host(host) as url:
+            lab = await RemoteLab.open(url, reconnect=False)
+            release = asyncio.Event()
+
+            @lab.tool(annotations={"readOnlyHint": True})
+            async def peek() -> str:
+                started.append(1)
+                await release.wait()
+                return "seen"
+
+            await lab.client.subscribe(CHAT)
+            await lab.client.request("ping")
+            for _ in range(100):
+                await asyncio.sleep(0)
+            assert len(started) == MAX_EXECUTIONS and len(lab.client.executions) == MAX_EXECUTIONS
+            release.set()
+            await lab.aclose()
+
+    run(main())
+    failed = [
+        m["params"]["action"]
+        for m in host.received
+        if m.get("method") == "dispatchAction"
+        and m["params"]["action"]["type"] == "chat/toolCallComplete"
+        and m["params"]["action"]["result"].get("success") is False
+    ]
+    assert len(failed) == 100 - MAX_EXECUTIONS
+    assert "runs at most 64 calls at once" in json.dumps(failed[0])

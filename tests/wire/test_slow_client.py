@@ -184,3 +184,71 @@ def test_a_reading_client_is_sent_a_history_larger_than_its_send_buffer():
             await owner.aclose()
 
     run(main(), timeout=120)
+
+
+def test_strangers_that_never_read_large_snapshots_cannot_make_the_host_hold_more_than_its_bound():
+    """Each peer is bounded on its own, and one snapshot it never reads is no backlog: 40 strangers
+    subscribing to a 140 MB chat and reading nothing held the host at 15 GB (an attacker). What the
+    server holds for all its peers together is bounded: a large message past it is not queued, and
+    that peer is closed with 1013 (try again later) and the reason; small messages still go to
+    everyone, and a reader that comes once the stalled peers are gone gets its snapshot."""
+
+    async def main():
+        async with served(max_unsent_bytes_total=24 * 2**20) as (host, server):
+            seen = []  # every transport the server made (a closed one leaves server.transports)
+            attach = server.on_connection
+            server.on_connection = lambda transport: (seen.append(transport), attach(transport))[1]
+            owner = await ahp_lab.connect(server.url_with_token, client_id="owner")
+            session = await owner.create_session(title="long")
+            chat = host.store.state(session)["defaultChat"]
+            user = {"text": "x" * 500_000, "origin": {"kind": "user"}}
+            for i in range(16):  # an 8 MB chat: more than loopback's socket buffers hold
+                host.dispatch(
+                    chat, {"type": "chat/turnStarted", "turnId": f"t{i}", "startedAt": "x", "message": user}
+                )
+                host.dispatch(chat, {"type": "chat/turnComplete", "turnId": f"t{i}"})
+            stalled = []
+            for n in range(4):
+                sock = socket.socket()
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                sock.connect(("127.0.0.1", server.port))
+                ws = await ws_connect(server.url_with_token, sock=sock, max_size=None, ping_interval=None)
+                ws.transport.pause_reading()
+                hello = {
+                    "protocolVersions": ["0.8.0"],
+                    "clientId": f"stalled{n}",
+                    "initialSubscriptions": [chat],
+                }
+                await ws.send(
+                    json.dumps(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": 1,
+                            "method": "initialize",
+                            "params": {"channel": ROOT, **hello},
+                        }
+                    )
+                )
+                stalled.append(ws)
+                await owner.settle()  # the host has answered (or refused) it
+            refused = [t for t in seen if t.closed and "try again later" in (t.close_reason or "")]
+            assert refused, "every stalled peer was queued its snapshot"
+            assert "that its peers have not taken yet" in refused[0].close_reason
+            assert server.unsent.held() <= 24 * 2**20  # the bound
+            # small messages still reach every live peer, the owner among them
+            owner.dispatch(session, {"type": "session/titleChanged", "title": "still served"})
+            await owner.settle()
+            assert host.store.state(session)["title"] == "still served"
+            for ws in stalled:
+                ws.transport.abort()
+            for _ in range(200):  # the host notices the dropped sockets
+                if server.unsent.held() < 2**20:
+                    break
+                await asyncio.sleep(0.01)
+            reader = await ahp_lab.connect(server.url_with_token, client_id="reader", max_frame_bytes=None)
+            state = await reader.subscribe(chat)
+            assert len(state["turns"]) == 16
+            await reader.aclose()
+            await owner.aclose()
+
+    run(main(), timeout=120)
