@@ -3,8 +3,8 @@
 The bridge spawns the agent with the SDK's ``spawn_agent_process``, drives it with the SDK's
 ``ClientSideConnection`` and implements the SDK's ``Client`` interface (the requests an agent
 sends a client). What each message becomes in AHP is :mod:`.mapping`; this module does the
-plumbing: the process, its stderr, time limits, failures, the current turn, permissions, files
-and terminals, and the frame record.
+plumbing: the process, its stderr, time limits, failures, the current turn and the frame record;
+permissions are :mod:`.permissions`, files and terminals :mod:`.workspace` (mixins of the bridge).
 
 Every failure of the agent (it exits, hangs, writes something that is not JSON-RPC to stdout,
 floods stderr, breaks ACP, never answers ``initialize``) is one :class:`AgentFailure` with a
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import json
 import logging
 import os
@@ -29,20 +28,19 @@ from typing import TYPE_CHECKING, Any
 import acp
 from acp import RequestError
 from acp.schema import (
-    AllowedOutcome,
     ClientCapabilities,
-    DeniedOutcome,
     FileSystemCapabilities,
     Implementation,
-    RequestPermissionResponse,
 )
 from pydantic import ValidationError
 
 from ...tools import first_error
 from ..base import SessionContext, TurnContext
 from . import mapping
+from .context import _BRIDGE, _CAUSE, _FRAME, _TURN
 from .frames import AcpFrame
 from .mapping import ProtocolViolation, Resolver, TurnMap
+from .permissions import PermissionRequests
 from .workspace import WorkspaceServices
 
 if TYPE_CHECKING:
@@ -52,16 +50,6 @@ log = logging.getLogger("ahp_lab.acp")
 
 __all__ = ["AgentFailure", "Bridge"]
 
-# The bridge whose connection is being set up (inherited by the SDK's receive task) and the frame
-# a handler task is answering (set by the observer just before the SDK creates that task).
-_BRIDGE: contextvars.ContextVar[Bridge | None] = contextvars.ContextVar("acp_bridge", default=None)
-_FRAME: contextvars.ContextVar[AcpFrame | None] = contextvars.ContextVar("acp_frame", default=None)
-_CAUSE: contextvars.ContextVar[tuple[int, ...]] = contextvars.ContextVar("acp_cause", default=())
-# The turn that was current when the frame arrived: an update the agent sent for a prompt it was
-# asked to cancel is never mapped into the next turn, even if its handler runs after that started.
-_TURN: contextvars.ContextVar[TurnMap | None] = contextvars.ContextVar("acp_turn", default=None)
-
-MAX_PERMISSION_OPTIONS = 16
 #: ``session/update`` kept while ``session/new`` is not answered yet (applied after it).
 MAX_EARLY_UPDATES = 64
 #: How many tool-call ids of ended turns are remembered, so that a late update of one is ignored.
@@ -137,19 +125,11 @@ if _FILTER not in logging.getLogger().filters:
     logging.getLogger().addFilter(_FILTER)
 
 
-def _json(model: Any) -> Any:
-    if hasattr(model, "model_dump"):
-        return model.model_dump(mode="json", by_alias=True, exclude_none=True)
-    if isinstance(model, list):
-        return [_json(m) for m in model]
-    return model
-
-
 #: Bytes of stderr kept beyond ``stderr_tail_bytes``, so that the tail is cut after redaction.
 _STDERR_MARGIN = 4096
 
 
-class Bridge(WorkspaceServices):
+class Bridge(WorkspaceServices, PermissionRequests):
     """The SDK ``Client`` for one AHP session, holding its agent process and ACP session."""
 
     def __init__(self, agent: AcpAgent, ctx: SessionContext) -> None:
@@ -262,8 +242,8 @@ class Bridge(WorkspaceServices):
                 f"this host speaks {acp.PROTOCOL_VERSION}"
             )
             raise AgentFailure(self.failure)
-        self.capabilities = _json(init.agent_capabilities) or {}
-        self.agent.agent_info = _json(init.agent_info) or {}
+        self.capabilities = mapping.as_json(init.agent_capabilities) or {}
+        self.agent.agent_info = mapping.as_json(init.agent_info) or {}
         dirs = list(self.ctx.working_directories)
         extra = (
             dirs[1:]
@@ -276,7 +256,9 @@ class Bridge(WorkspaceServices):
             "session/new",
         )
         self.session_id = session.session_id
-        config, self.routes = mapping.config_from_acp(_json(session.modes), _json(session.config_options))
+        config, self.routes = mapping.config_from_acp(
+            mapping.as_json(session.modes), mapping.as_json(session.config_options)
+        )
         # updates sent before the answer (an agent's first commands, say) and until the session's
         # channel exists (the host creates it from the config this returns) wait for it
         self._spawn(self._map_early())
@@ -716,7 +698,7 @@ class Bridge(WorkspaceServices):
                     self.agent.initialize_timeout,
                     "session/set_config_option",
                 )
-                options = _json(response.config_options) if response else []
+                options = mapping.as_json(response.config_options) if response else []
                 values = mapping.values_from_options(options, self.routes)
                 for sent in (key, *pending):
                     values.pop(sent, None)
@@ -753,7 +735,7 @@ class Bridge(WorkspaceServices):
     def _map_update(self, session_id: str, update: Any) -> None:
         if not self._check_session(session_id):
             return
-        data = _json(update)
+        data = mapping.as_json(update)
         kind = data.get("sessionUpdate")
         if kind == "current_mode_update":
             if self.routes.get(mapping.MODE_PROPERTY) == ("mode",):  # else a mode option is the mode
@@ -795,151 +777,6 @@ class Bridge(WorkspaceServices):
             for action in actions:
                 self.emit(action)
 
-    # -- the SDK's Client interface: permissions -----------------------------------------------
-
-    async def request_permission(self, session_id: str, tool_call: Any, options: list, **kwargs: Any) -> Any:
-        """Ask the person through an AHP confirmation; answer with the option they chose."""
-        cancelled = RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-        if not self._check_session(session_id) or self.turn is None or _TURN.get() is not self.turn:
-            return cancelled  # no turn, or asked during a turn that was cancelled since
-        turn, ctx, over = self.turn, self.turn_ctx, self._turn_over
-        opts = _json(options)
-        ids = [o.get("optionId") for o in opts]
-        if not opts or len(opts) > MAX_PERMISSION_OPTIONS or len(set(ids)) != len(ids):
-            raise RequestError.invalid_params(
-                {"details": f"1 to {MAX_PERMISSION_OPTIONS} options with distinct ids are required"}
-            )
-        asked = _json(tool_call)
-        for what, value in [
-            ("the tool call id", asked.get("toolCallId")),
-            *(("an option id", i) for i in ids),
-        ]:
-            problem = mapping.id_problem(value)
-            if problem is not None:
-                raise RequestError.invalid_params({"details": f"{what} {problem}"})
-        known = turn.calls.get(str(asked.get("toolCallId")))
-        if known is not None and known.options is not None:
-            # one confirmation per call: a person's answer to it cannot be told apart for two requests
-            raise RequestError.invalid_params(
-                {
-                    "details": f"a permission request for tool call {known.id!r} is already waiting for an answer"
-                }
-            )
-        if known is not None and known.status in ("completed", "cancelled"):
-            raise RequestError.invalid_params({"details": f"tool call {known.id!r} has already ended"})
-        call, actions = mapping.permission_call(turn, asked)
-        for action in actions:
-            self.emit(action)
-        key = (call.kind, call.title)
-        remembered = self.always.get(key)
-        chosen = _first(opts, "allow_always", "allow_once") if remembered == "allow" else None
-        if chosen is not None:  # an earlier "always allow" answers, if the agent offers to allow
-            self.emit(mapping._ready(turn, call, confirmed="setting"))
-            call.status, call.asked = "running", True
-            return _selected(chosen)
-        self.emit(mapping.confirmation(turn, call, opts, self.resolver))
-        call.status, call.options = "pending-confirmation", opts
-        if remembered == "reject":
-            chosen = _first(opts, "reject_always", "reject_once")
-            self.emit(
-                {
-                    "type": "chat/toolCallConfirmed",
-                    "turnId": turn.turn_id,
-                    "toolCallId": call.id,
-                    "approved": False,
-                    "reason": "denied",
-                    **({"selectedOptionId": chosen} if chosen else {}),
-                }
-            )
-            call.status = "cancelled"
-            return _selected(chosen) if chosen else cancelled
-        self._waiting_on_host += 1
-        waiting = asyncio.ensure_future(ctx.wait_tool_call(call.id, {"pending-confirmation"}))
-        self._asking.add(waiting)
-        try:
-            state = await waiting
-        except asyncio.CancelledError:
-            if asyncio.current_task().cancelling():
-                raise
-            # the turn ended, or the agent was stopped, while the person was deciding
-            await _cancel_told(over)
-            return cancelled
-        finally:
-            call.options = None
-            waiting.cancel()
-            self._asking.discard(waiting)
-            self._waiting_on_host -= 1
-            self._last_in = time.monotonic()
-        status = state.get("status")
-        picked = (state.get("selectedOption") or {}).get("id")
-        by_id = {o["optionId"]: o for o in opts}
-        _CAUSE.set(self._seq(ctx.chat, "chat/toolCallConfirmed", toolCallId=call.id))
-        if status == "running":
-            call.status, call.asked = "running", True
-            chosen = picked if picked in by_id else _first(opts, "allow_once")  # never an "always" unasked
-            if call.content or call.locations:
-                self.emit(
-                    {
-                        "type": "chat/toolCallContentChanged",
-                        "turnId": turn.turn_id,
-                        "toolCallId": call.id,
-                        "content": mapping.tool_content(call, self.resolver),
-                    }
-                )
-        elif status == "cancelled" and state.get("reason") == "denied":
-            call.status = "cancelled"
-            # a denial is always carried: "always reject" when that is the only way to reject
-            chosen = picked if picked in by_id else _first(opts, "reject_once", "reject_always")
-        else:
-            call.status = str(status)
-            await _cancel_told(over)
-            return cancelled
-        if chosen is None:
-            return cancelled
-        kind = by_id[chosen].get("kind")
-        if chosen == picked and kind in ("allow_always", "reject_always"):  # remembered when chosen
-            self.always[key] = "allow" if kind == "allow_always" else "reject"
-        return _selected(chosen)
-
-    def confirmation_refusal(self, action: dict) -> str | None:
-        """Why a client's ``chat/toolCallConfirmed`` of a call the agent asks permission for cannot
-        be passed on as one of its options, else ``None``: an option that says the opposite of the
-        action (a denial naming an allow option would have run the tool), or an approval naming no
-        option when the agent offers none that allows just once (it got ``cancelled``, which in
-        ACP cancels the whole turn, while the chat showed the call approved)."""
-        turn = self.turn
-        if turn is None or action.get("turnId") != turn.turn_id:
-            return None
-        call = turn.calls.get(action.get("toolCallId"))
-        opts = call.options if call is not None else None
-        if not opts:
-            return None
-        approved = action.get("approved") is True
-        picked = next((o for o in opts if o.get("optionId") == action.get("selectedOptionId")), None)
-        if picked is not None:
-            allows = str(picked.get("kind")).startswith("allow")
-            if allows == approved:
-                return None
-            return (
-                f"option {picked['optionId']!r} {'allows' if allows else 'rejects'} tool call {call.id!r}, "
-                f"but the action {'approves' if approved else 'denies'} it"
-            )
-        if not approved or _first(opts, "allow_once") is not None:
-            return None
-        allowing = [
-            f"{o['optionId']!r} ({o.get('name') or o.get('kind')})"
-            for o in opts
-            if o.get("kind") == "allow_always"
-        ]
-        if not allowing:
-            return f"the agent offers no option that allows tool call {call.id!r}: it can only be denied"
-        return (
-            f"the agent offers no option that allows tool call {call.id!r} just once: approve it by "
-            f"naming an option in selectedOptionId ({', '.join(allowing)}), or deny it"
-        )
-
-    # -- the SDK's Client interface: the rest --------------------------------------------------
-
     async def ext_method(self, method: str, params: dict) -> dict:
         """Extension requests (``_...``) are not served."""
         raise RequestError.method_not_found(f"_{method}")
@@ -969,28 +806,6 @@ class Bridge(WorkspaceServices):
             except ValueError:
                 return self.ctx.put_content(data, content_type)
         return self.ctx.put_content(data, content_type)
-
-
-async def _cancel_told(over: asyncio.Event | None) -> None:
-    """Before a permission request is answered ``cancelled``: a cancelled turn's session/cancel
-    goes to the agent first, as ACP orders them (up to 5 s). No await once the turn is over: a
-    stop closes the pipe, and an answer sent after that would wait for ever."""
-    if over is not None and not over.is_set():
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(5.0):
-                await over.wait()
-
-
-def _first(options: list[dict], *kinds: str) -> str | None:
-    for kind in kinds:
-        for o in options:
-            if o.get("kind") == kind:
-                return o["optionId"]
-    return None
-
-
-def _selected(option_id: str) -> Any:
-    return RequestPermissionResponse(outcome=AllowedOutcome(option_id=option_id, outcome="selected"))
 
 
 def _file_uri(path: str) -> str:

@@ -629,6 +629,15 @@ def advance(
     return out
 
 
+def as_json(model: Any) -> Any:
+    """An SDK model (or a list of them) as the JSON the agent sent, field names as ACP spells them."""
+    if hasattr(model, "model_dump"):
+        return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if isinstance(model, list):
+        return [as_json(m) for m in model]
+    return model
+
+
 def id_problem(value: Any) -> str | None:
     """Why ``value`` cannot be an ACP id the bridge shows (a tool call's, a permission option's),
     else ``None``: ids end up in AHP state, in URIs and on screen."""

@@ -1,0 +1,194 @@
+"""The permissions an ACP agent asks its client for (``session/request_permission``), put to the
+person as AHP confirmations, and the check of a client's answer against the agent's options.
+
+A mixin of :class:`~.bridge.Bridge`: it reads the bridge's session context, current turn and
+remembered "always" answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Any
+
+from acp import RequestError
+from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
+
+from . import mapping
+from .context import _CAUSE, _TURN
+
+__all__ = ["PermissionRequests", "MAX_PERMISSION_OPTIONS"]
+
+MAX_PERMISSION_OPTIONS = 16
+
+
+class PermissionRequests:
+    """``session/request_permission`` for :class:`~.bridge.Bridge`."""
+
+    # -- the SDK's Client interface: permissions -----------------------------------------------
+
+    async def request_permission(self, session_id: str, tool_call: Any, options: list, **kwargs: Any) -> Any:
+        """Ask the person through an AHP confirmation; answer with the option they chose."""
+        cancelled = RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        if not self._check_session(session_id) or self.turn is None or _TURN.get() is not self.turn:
+            return cancelled  # no turn, or asked during a turn that was cancelled since
+        turn, ctx, over = self.turn, self.turn_ctx, self._turn_over
+        opts = mapping.as_json(options)
+        ids = [o.get("optionId") for o in opts]
+        if not opts or len(opts) > MAX_PERMISSION_OPTIONS or len(set(ids)) != len(ids):
+            raise RequestError.invalid_params(
+                {"details": f"1 to {MAX_PERMISSION_OPTIONS} options with distinct ids are required"}
+            )
+        asked = mapping.as_json(tool_call)
+        for what, value in [
+            ("the tool call id", asked.get("toolCallId")),
+            *(("an option id", i) for i in ids),
+        ]:
+            problem = mapping.id_problem(value)
+            if problem is not None:
+                raise RequestError.invalid_params({"details": f"{what} {problem}"})
+        known = turn.calls.get(str(asked.get("toolCallId")))
+        if known is not None and known.options is not None:
+            # one confirmation per call: a person's answer to it cannot be told apart for two requests
+            raise RequestError.invalid_params(
+                {
+                    "details": f"a permission request for tool call {known.id!r} is already waiting for an answer"
+                }
+            )
+        if known is not None and known.status in ("completed", "cancelled"):
+            raise RequestError.invalid_params({"details": f"tool call {known.id!r} has already ended"})
+        call, actions = mapping.permission_call(turn, asked)
+        for action in actions:
+            self.emit(action)
+        key = (call.kind, call.title)
+        remembered = self.always.get(key)
+        chosen = _first(opts, "allow_always", "allow_once") if remembered == "allow" else None
+        if chosen is not None:  # an earlier "always allow" answers, if the agent offers to allow
+            self.emit(mapping._ready(turn, call, confirmed="setting"))
+            call.status, call.asked = "running", True
+            return _selected(chosen)
+        self.emit(mapping.confirmation(turn, call, opts, self.resolver))
+        call.status, call.options = "pending-confirmation", opts
+        if remembered == "reject":
+            chosen = _first(opts, "reject_always", "reject_once")
+            self.emit(
+                {
+                    "type": "chat/toolCallConfirmed",
+                    "turnId": turn.turn_id,
+                    "toolCallId": call.id,
+                    "approved": False,
+                    "reason": "denied",
+                    **({"selectedOptionId": chosen} if chosen else {}),
+                }
+            )
+            call.status = "cancelled"
+            return _selected(chosen) if chosen else cancelled
+        self._waiting_on_host += 1
+        waiting = asyncio.ensure_future(ctx.wait_tool_call(call.id, {"pending-confirmation"}))
+        self._asking.add(waiting)
+        try:
+            state = await waiting
+        except asyncio.CancelledError:
+            if asyncio.current_task().cancelling():
+                raise
+            # the turn ended, or the agent was stopped, while the person was deciding
+            await _cancel_told(over)
+            return cancelled
+        finally:
+            call.options = None
+            waiting.cancel()
+            self._asking.discard(waiting)
+            self._waiting_on_host -= 1
+            self._last_in = time.monotonic()
+        status = state.get("status")
+        picked = (state.get("selectedOption") or {}).get("id")
+        by_id = {o["optionId"]: o for o in opts}
+        _CAUSE.set(self._seq(ctx.chat, "chat/toolCallConfirmed", toolCallId=call.id))
+        if status == "running":
+            call.status, call.asked = "running", True
+            chosen = picked if picked in by_id else _first(opts, "allow_once")  # never an "always" unasked
+            if call.content or call.locations:
+                self.emit(
+                    {
+                        "type": "chat/toolCallContentChanged",
+                        "turnId": turn.turn_id,
+                        "toolCallId": call.id,
+                        "content": mapping.tool_content(call, self.resolver),
+                    }
+                )
+        elif status == "cancelled" and state.get("reason") == "denied":
+            call.status = "cancelled"
+            # a denial is always carried: "always reject" when that is the only way to reject
+            chosen = picked if picked in by_id else _first(opts, "reject_once", "reject_always")
+        else:
+            call.status = str(status)
+            await _cancel_told(over)
+            return cancelled
+        if chosen is None:
+            return cancelled
+        kind = by_id[chosen].get("kind")
+        if chosen == picked and kind in ("allow_always", "reject_always"):  # remembered when chosen
+            self.always[key] = "allow" if kind == "allow_always" else "reject"
+        return _selected(chosen)
+
+    def confirmation_refusal(self, action: dict) -> str | None:
+        """Why a client's ``chat/toolCallConfirmed`` of a call the agent asks permission for cannot
+        be passed on as one of its options, else ``None``: an option that says the opposite of the
+        action (a denial naming an allow option would have run the tool), or an approval naming no
+        option when the agent offers none that allows just once (it got ``cancelled``, which in
+        ACP cancels the whole turn, while the chat showed the call approved)."""
+        turn = self.turn
+        if turn is None or action.get("turnId") != turn.turn_id:
+            return None
+        call = turn.calls.get(action.get("toolCallId"))
+        opts = call.options if call is not None else None
+        if not opts:
+            return None
+        approved = action.get("approved") is True
+        picked = next((o for o in opts if o.get("optionId") == action.get("selectedOptionId")), None)
+        if picked is not None:
+            allows = str(picked.get("kind")).startswith("allow")
+            if allows == approved:
+                return None
+            return (
+                f"option {picked['optionId']!r} {'allows' if allows else 'rejects'} tool call {call.id!r}, "
+                f"but the action {'approves' if approved else 'denies'} it"
+            )
+        if not approved or _first(opts, "allow_once") is not None:
+            return None
+        allowing = [
+            f"{o['optionId']!r} ({o.get('name') or o.get('kind')})"
+            for o in opts
+            if o.get("kind") == "allow_always"
+        ]
+        if not allowing:
+            return f"the agent offers no option that allows tool call {call.id!r}: it can only be denied"
+        return (
+            f"the agent offers no option that allows tool call {call.id!r} just once: approve it by "
+            f"naming an option in selectedOptionId ({', '.join(allowing)}), or deny it"
+        )
+
+    # -- the SDK's Client interface: the rest --------------------------------------------------
+
+
+async def _cancel_told(over: asyncio.Event | None) -> None:
+    """Before a permission request is answered ``cancelled``: a cancelled turn's session/cancel
+    goes to the agent first, as ACP orders them (up to 5 s). No await once the turn is over: a
+    stop closes the pipe, and an answer sent after that would wait for ever."""
+    if over is not None and not over.is_set():
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(5.0):
+                await over.wait()
+
+
+def _first(options: list[dict], *kinds: str) -> str | None:
+    for kind in kinds:
+        for o in options:
+            if o.get("kind") == kind:
+                return o["optionId"]
+    return None
+
+
+def _selected(option_id: str) -> Any:
+    return RequestPermissionResponse(outcome=AllowedOutcome(option_id=option_id, outcome="selected"))
