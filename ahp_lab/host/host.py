@@ -30,7 +30,7 @@ from . import mirror
 from .agent_sessions import AgentSessions
 from .client_content import ClientContent
 from .connection import ROOT, Connection, introduced
-from .redaction import Redactor, StreamedText
+from .redaction import STREAMED_FIELDS, Redactor, StreamedText
 from .roots import WorkingDirectories
 from .sessions import SessionRuntime, SessionsAndChats
 from .turns import TurnRunner
@@ -62,8 +62,9 @@ _BLOCKING_ACTIONS = frozenset(
         "chat/inputAnswerChanged",
     }
 )
-#: Actions that stream text into a part, a chunk at a time (redacted across chunks: StreamedText).
-_STREAMED = frozenset({"chat/delta", "chat/reasoning"})
+#: Actions that stream text into a part or a terminal, a chunk at a time (redacted across chunks:
+#: StreamedText).
+_STREAMED = frozenset(STREAMED_FIELDS)
 # Chat actions that never touch a summary field (title, status, activity, modifiedAt, ...).
 _NO_SUMMARY_CHANGE = frozenset(
     {

@@ -62,14 +62,15 @@ _KNOWN_TOKEN = re.compile(
 
 def _begun(literal: str, body: str) -> str:
     """A pattern for the start of a token that begins with ``literal`` and goes on in ``body``
-    characters, cut anywhere: ``s``, ``sk``, ``sk-``, ``sk-abc``, … for ``_begun("sk-", ...)``."""
+    characters, cut anywhere after its first two: ``sk``, ``sk-``, ``sk-abc``, … for
+    ``_begun("sk-", ...)``. (A single letter is not held: "x", "s" or "A" end too many chunks.)"""
     out = f"{body}*"
-    for ch in reversed(literal):
+    for ch in reversed(literal[2:]):
         out = f"{re.escape(ch)}(?:{out})?"
-    return out
+    return re.escape(literal[:2]) + f"(?:{out})?"
 
 
-#: A token of a known shape, cut anywhere (``s``, ``sk``, ``sk-ab``, …), reaching the end of a text.
+#: A token of a known shape, cut anywhere after its first two letters, reaching the end of a text.
 _TOKEN_BEGUN = re.compile(
     r"(?<!\w)(?:"
     + "|".join(
@@ -273,8 +274,10 @@ class Redactor:
             # a name cut inside its secret word ("API" then "_KEY=..."): the word that ends the text
             word = text[size - min(run, _NAME_HELD_MAX) :].lower()
             word = word[len(word.rstrip(_NAME_CHARACTERS.lower())) :]
-            if any(word[-k:] in _SECRET_WORD_STARTS for k in range(2, min(len(word), 12) + 1)) or (
-                word[-2:-1] in ("_", "-", ".") and word[-1:] in _SECRET_WORD_FIRSTS  # "client_s"
+            if (
+                any(word[-k:] in _SECRET_WORD_STARTS for k in range(2, min(len(word), 12) + 1))
+                or (len(word) >= 2 and word[-1] in "_-")  # "client_": a name's next word may be one
+                or (word[-2:-1] in ("_", "-", ".") and word[-1:] in _SECRET_WORD_FIRSTS)  # "client_s"
             ):
                 begun = max(begun, len(word))
         if found is not None:
@@ -308,20 +311,26 @@ class Redactor:
 #: Held text this long or longer that a turn ends on is masked: it begins a known secret, and a
 #: shorter end ("hunt") is more likely the text's own than the start of a key.
 HELD_MASKED = 6
-#: The actions after which a turn's parts take no more text: what they held goes in first.
-_TURN_ENDS = frozenset({"chat/turnComplete", "chat/turnCancelled", "chat/error", "chat/truncated"})
+#: The actions after which a stream takes no more text (a turn's parts, a terminal's output): what
+#: they held goes in first.
+_STREAM_ENDS = frozenset(
+    {"chat/turnComplete", "chat/turnCancelled", "chat/error", "chat/truncated", "terminal/exited"}
+)
+#: The streamed action types, and the field each streams its text in.
+STREAMED_FIELDS = {"chat/delta": "content", "chat/reasoning": "content", "terminal/data": "data"}
 
 
 class StreamedText:
-    """Redaction of text streamed a chunk at a time (``chat/delta``, ``chat/reasoning``) across
-    its chunks: a model streams token by token, so a key in two chunks would enter state as two
-    halves, each too short to be recognised.
+    """Redaction of text streamed a chunk at a time (``chat/delta``, ``chat/reasoning``, a
+    terminal's ``terminal/data``) across its chunks: a model streams token by token, and a command
+    writes when it likes, so a key in two chunks would enter state as two halves, each too short to
+    be recognised.
 
     The end of a part's text that could begin a known secret is held back and read again with the
     part's next chunk; the rest is redacted and goes out. Each part holds its own, so nothing
     else on the chat (another part, a client's action, a page of history) moves it. When the turn
-    ends (:meth:`ending`) what its parts held goes in, masked when it is ``HELD_MASKED``
-    characters or more (the key never came whole, but its start did)."""
+    ends (:meth:`ending`), or the terminal's command exits, what was held goes in, masked when it
+    is ``HELD_MASKED`` characters or more (the key never came whole, but its start did)."""
 
     def __init__(self, redactor: Redactor) -> None:
         self.redactor = redactor
@@ -332,11 +341,14 @@ class StreamedText:
     def delta(self, channel: str, action: dict, origin: dict) -> dict:
         """``action`` (a streamed delta from ``origin``) redacted, with the end it holds back taken
         out."""
-        content = action.get("content")
+        field = STREAMED_FIELDS[action["type"]]
+        content = action.get(field)
         if type(content) is not str:
             return self.redactor.action(action)
         stream = (channel, action.get("turnId"), action.get("partId"), action["type"])
-        held = self._take(stream)
+        held = self._take(stream) if self.held else None
+        if held is None and not self.redactor.secrets and not self.redactor.credential_begun(content):
+            return self.redactor.action(action)  # most chunks: nothing held, nothing to hold
         # the known secrets first (whole ones masked), then the end that could begin one, or begin
         # a credential of a known shape, is held, and the generic rules see the rest
         text = self.redactor.text(held[0] + content if held is not None else content, generic=False)
@@ -345,12 +357,12 @@ class StreamedText:
             self.held[stream] = (text[-keep:], origin)
             self.chats[channel] = self.chats.get(channel, 0) + 1
             text = text[:-keep]
-        return {**self.redactor.action({**action, "content": ""}), "content": self.redactor.text(text)}
+        return {**self.redactor.action({**action, field: ""}), field: self.redactor.text(text)}
 
     def ending(self, channel: str, action: dict) -> list[tuple[dict, dict]]:
         """The deltas (with their origins) to apply before ``action`` on ``channel``: what the
         parts of the turn it ends held (none for any other action)."""
-        if channel not in self.chats or action.get("type") not in _TURN_ENDS:
+        if channel not in self.chats or action.get("type") not in _STREAM_ENDS:
             return []
         return self.drop(channel)
 
@@ -362,7 +374,10 @@ class StreamedText:
             _, turn_id, part_id, kind = stream
             known = len(raw) >= HELD_MASKED and self.redactor.secret_prefix(raw) == len(raw)
             text = MASK if known else self.redactor.text(raw)
-            out.append(({"type": kind, "turnId": turn_id, "partId": part_id, "content": text}, origin))
+            if kind == "terminal/data":
+                out.append(({"type": kind, "data": text}, origin))
+            else:
+                out.append(({"type": kind, "turnId": turn_id, "partId": part_id, "content": text}, origin))
         return out
 
     def _take(self, stream: tuple) -> tuple[str, dict] | None:

@@ -55,6 +55,8 @@ terminal_left    runs `sh -c 'echo $$ > MARKER; echo started; exec sleep 1000'` 
                  term-1 in a completed tool call, without creating a terminal
 terminal_slow    runs `sh -c 'sleep 2; echo finished'`, waits for its exit (sending nothing
                  meanwhile), reports it and ends the turn
+terminal_key     as terminal_slow, with a command that writes an sk- key and $BAD_AGENT_KEY, each in
+                 two parts 0.3 s apart
 late_update      first prompt: starts tool call bg-9 and ends the turn with it running; second
                  prompt: completes bg-9 (too late), says "done" and ends the turn
 diffs            shows three new files (MARKER/f0.txt ..., 40,000 characters each) as diffs of
@@ -158,6 +160,11 @@ TERMINAL_COMMANDS = {  # what each terminal mode runs (MARKER: where the command
     "terminal_background": "sleep 1000 & echo $! > {}; echo bye",
     "terminal_left": "echo $$ > {}; echo started; exec sleep 1000",
     "terminal_slow": "sleep 2; echo finished",
+    # a shaped key and the agent's own key, each written in two parts a while apart
+    "terminal_key": (
+        "printf 'key sk-A1b2C3d4E5A1b2C3d4'; sleep 0.3; printf 'E5A1b2C3d4E5A1b2C3d4E5 and '; "
+        "printf '%s' '{key1}'; sleep 0.3; printf '%s done\\n' '{key2}'"
+    ),
 }
 PERMISSION_OPTIONS = {
     "always": [("aa", "Always allow", "allow_always"), ("ro", "Reject", "reject_once")],
@@ -186,9 +193,9 @@ def request(mode: str, mid) -> None:
         )
     elif mode in TERMINAL_COMMANDS:
         what = "background" if mode == "terminal_background" else "create"
-        ask(
-            what, "terminal/create", {"command": "sh", "args": ["-c", TERMINAL_COMMANDS[mode].format(MARKER)]}
-        )
+        key = os.environ.get("BAD_AGENT_KEY", "")
+        command = TERMINAL_COMMANDS[mode].replace("{key1}", key[:9]).replace("{key2}", key[9:]).format(MARKER)
+        ask(what, "terminal/create", {"command": "sh", "args": ["-c", command]})
     elif mode == "read_all":
         ask("read_all", "fs/read_text_file", {"path": MARKER})
     elif mode == "read_then_fail":
@@ -269,7 +276,7 @@ def answered(what, msg: dict) -> None:
         update("s1", chunk(f"exited={json.dumps(result, sort_keys=True)}"))
         ask("release", "terminal/release", {"terminalId": what[1]})
         return
-    elif what == "create" and MODE == "terminal_slow":  # silent while the command runs
+    elif what == "create" and MODE in ("terminal_slow", "terminal_key"):  # silent while it runs
         ask("exit", "terminal/wait_for_exit", {"terminalId": result["terminalId"]})
         return
     elif what == "create" and MODE in ("terminal_group", "terminal_left"):
@@ -530,6 +537,7 @@ for line in sys.stdin:
             "terminal_background",
             "terminal_left",
             "terminal_slow",
+            "terminal_key",
             "files",
             "read_all",
             "read_then_fail",
@@ -579,6 +587,8 @@ for line in sys.stdin:
                 pending_answers["between"] = None
                 params = {"sessionId": "s1", "path": MARKER, "content": "written between turns"}
                 send({"jsonrpc": "2.0", "id": 950, "method": "fs/write_text_file", "params": params})
+            elif pending_answers["between"] is None:  # its answer is not here yet: reported when it is
+                pending_answers["waiting"] = mid
             else:
                 update("s1", chunk(f"the write between turns: {json.dumps(pending_answers['between'])}"))
                 send(end_turn(mid))
@@ -613,6 +623,9 @@ for line in sys.stdin:
         )
     elif mid == 950 and MODE == "write_between":
         pending_answers["between"] = msg.get("error") or msg.get("result")
+        if "waiting" in pending_answers:  # the next prompt came first
+            update("s1", chunk(f"the write between turns: {json.dumps(pending_answers['between'])}"))
+            send(end_turn(pending_answers.pop("waiting")))
     elif mid in pending:  # the client's answer to one of this agent's requests
         answered(pending.pop(mid), msg)
     elif "result" in msg and mid == 900:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -295,7 +296,7 @@ def test_terminal_output_is_streamed_into_the_tool_call(tmp_path: Path) -> None:
 def test_terminal_data_carries_no_shell_integration_sequences(tmp_path: Path) -> None:
     """other-channels §1: ``terminal/data`` has shell-integration escape sequences stripped (they
     were kept, OSC 633 and 133 marks in the channel's content). One is written in two pieces,
-    as a pty may deliver it; the agent still reads the output as the command wrote it."""
+    as a pty may deliver it."""
 
     async def go() -> None:
         script = tmp_path / "marks.py"
@@ -312,7 +313,34 @@ def test_terminal_data_carries_no_shell_integration_sequences(tmp_path: Path) ->
             state = lab.store.state(terminal["resource"])
             shown = "".join(str(p.get("value", "")) for p in state["content"])
             assert shown == "hello \x1b[1mworld\x1b[0m\n"  # colours are the terminal's own
-            assert "\x1b]633;A" in terminal["result"]["preview"]  # what the agent read
+            # the tool call's preview and text are for reading: no escape sequence at all (raw, a
+            # client printed \x1b]633;A and the colour codes)
+            assert terminal["result"]["preview"] == "hello world\n"
+            assert {"type": "text", "text": "hello world\n"} in call.state["content"]
+
+    arun(go())
+
+
+def test_a_long_output_shows_its_tail_in_the_tool_call_and_whole_in_the_terminal(tmp_path: Path) -> None:
+    """Each read of a command's output sent the output so far (up to 1 MiB) again in the tool
+    call: 3 MB of output made a 45 MB log (an ACP agent of our own). The tool call shows the last
+    4,000 characters; the terminal channel has all of it."""
+    from ahp_lab.agents.acp.mapping import TERMINAL_PREVIEW
+
+    async def go() -> None:
+        script = tmp_path / "long.py"
+        script.write_text("import sys\nfor i in range(3000):\n    print(f'line {i:05} ' + 'y' * 60)\n")
+        async with acp_lab(tmp_path) as lab:
+            turn = await lab.send(f"run {sys.executable} long.py")
+            call = turn.tool_calls[0]
+            texts = [c["text"] for c in call.state["content"] if c["type"] == "text"]
+            tail = next(t for t in texts if "line 02999" in t)
+            assert tail.startswith("…") and len(tail) <= TERMINAL_PREVIEW + 1
+            terminal = next(c for c in call.state["content"] if c["type"] == "terminal")
+            whole = "".join(str(p.get("value", "")) for p in lab.store.state(terminal["resource"])["content"])
+            assert "line 00000 " in whole and "line 02999 " in whole
+            changes = [t for t in lab.transitions if t.type == "chat/toolCallContentChanged"]
+            assert all(len(json.dumps(t.action)) < 3 * TERMINAL_PREVIEW for t in changes)
 
     arun(go())
 

@@ -404,3 +404,28 @@ def test_a_tool_call_id_too_long_to_show_fails_the_agent(tmp_path: Path) -> None
             assert not turn.tool_calls
 
     arun(go())
+
+
+def test_a_key_a_command_writes_in_two_parts_reaches_no_terminal_state(tmp_path: Path) -> None:
+    """A terminal's output was redacted a read at a time: a key the command wrote in two parts
+    (or one across two 64 KiB reads) left 23 of its 43 characters in ``terminal/data``, the log and
+    the export, while the tool call's whole text was masked (an ACP agent of our own). The output
+    is redacted across its reads as streamed text is."""
+    from .conftest import SECRET_ENV
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("terminal_key")) as lab:
+            turn = await lab.send("go")
+            assert turn.status == "complete", turn.error
+            terminal = next(uri for uri in lab.store.channels() if uri.startswith("ahp-terminal:"))
+            data = "".join(
+                t.action.get("data", "") for t in lab.transitions if t.channel == terminal and t.accepted
+            )
+            assert data == "key *** and *** done\n"
+            # the output as every view has it (the command line, the terminal's title, holds the
+            # halves as the agent wrote them: they are its text, not output)
+            shown = json.dumps([lab.store.state(terminal)["content"], [c.state for c in turn.tool_calls]])
+            for fragment in ("C3d4E5A1b2", "E5A1b2C3d4E5", SECRET_ENV["BAD_AGENT_KEY"][:9], "ecret-value"):
+                assert fragment not in shown and fragment not in data, fragment
+
+    arun(go())

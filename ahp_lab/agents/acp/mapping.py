@@ -40,6 +40,7 @@ import contextlib
 import difflib
 import json
 import logging
+import re
 import unicodedata
 from collections.abc import Callable, Container
 from dataclasses import dataclass, field
@@ -64,6 +65,12 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+#: Characters of a terminal's output a tool call shows (its ``text`` item and ``result.preview``).
+TERMINAL_PREVIEW = 4000
+#: Terminal escape sequences (CSI such as colours and clear-screen, OSC such as titles and shell
+#: integration, and two-character ones): raw in a tool call's text, a client would print them.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
 
 MODE_PROPERTY = "mode"
 MAX_ID = 200  # longest ACP id (tool call, option) the bridge accepts
@@ -498,6 +505,11 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
                 )
                 continue
             text, truncated, code, signal = terminal.output()
+            # the tool call shows the output's tail, readable: the whole of it is the terminal
+            # channel's (the output so far, up to 1 MiB, sent again at each read grew the log 15-fold)
+            text = _ESCAPES.sub("", text[-2 * TERMINAL_PREVIEW :])
+            cut = truncated or len(text) > TERMINAL_PREVIEW
+            text = text[-TERMINAL_PREVIEW:]
             entry: dict[str, Any] = {
                 "type": "terminal",
                 "resource": terminal.uri,
@@ -505,7 +517,7 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
                 "isPty": False,
             }
             if terminal.exited:
-                result: dict[str, Any] = {"preview": text[-4000:], "truncated": truncated or len(text) > 4000}
+                result: dict[str, Any] = {"preview": text, "truncated": cut}
                 if code is not None:
                     result["exitCode"] = code
                 entry["result"] = result
@@ -518,6 +530,8 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
                     if truncated
                     else "(no output)"
                 )
+            elif cut:
+                text = "…" + text
             out.append({"type": "text", "text": text})
     for loc in call.locations:
         if isinstance(loc, dict) and isinstance(loc.get("path"), str):
