@@ -42,6 +42,7 @@ class SpecHost:
         self.silent_list = False  # listSessions is never answered
         self.fake_calls = 0  # calls of the new session's chat waiting for a tool its client lacks
         self.fake_tool, self.fake_status = "not_this_clients", "pending-confirmation"  # or its own, running
+        self.echo = True  # False: dispatches are never echoed (a host that sequences nothing)
         self.seq = 0
         self.states: dict[str, dict] = {ROOT: {"agents": [], "activeSessions": 0}}
         self.received: list[dict] = []
@@ -118,6 +119,8 @@ class SpecHost:
                 answer = {"type": "replay", "actions": [], "missing": gone}
             else:
                 answer = {"type": "replay", "actions": []}
+        elif method == "dispatchAction" and not self.echo:
+            return
         elif method == "dispatchAction":
             action = params["action"]
             if self.drop_on is not None and action.get("title") == self.drop_on:
@@ -343,3 +346,79 @@ def test_a_host_marking_hundreds_of_this_clients_calls_running_gets_a_bounded_nu
     ]
     assert len(failed) == 100 - MAX_EXECUTIONS
     assert "runs at most 64 calls at once" in json.dumps(failed[0])
+
+
+def test_a_host_streaming_calls_for_tools_this_client_lacks_and_never_echoing_gets_a_bounded_number_of_declines():
+    """Attacker round 16: 2,000 calls attributed to this client, each started and made to wait in an
+    action of its own, got 2,000 declines; none was echoed, so all stayed pending, and every
+    envelope re-applied them all (the loop held 14 s). Declines not echoed yet count against the
+    100 a look: the client keeps at most 100 pending."""
+    from ahp_lab.client.contributions import MAX_DECLINES
+
+    host = SpecHost()
+
+    async def main():
+        async with foreign_host(host) as url:
+            lab = await RemoteLab.open(url, reconnect=False)
+            await lab.client.subscribe(CHAT)
+            host.echo = False
+            contributor = {"kind": "client", "clientId": lab.client.client_id}
+            said = {"text": "hi", "origin": {"kind": "user"}}
+            actions = [{"type": "chat/turnStarted", "turnId": "t1", "startedAt": "x", "message": said}]
+            for n in range(600):
+                call = {"turnId": "t1", "toolCallId": f"s-{n}"}
+                actions.append(
+                    {"type": "chat/toolCallStart", **call, "toolName": "absent", "displayName": "A",
+                     "contributor": contributor}
+                )  # fmt: skip
+                actions.append({"type": "chat/toolCallReady", **call, "invocationMessage": "A"})
+            for action in actions:
+                host.seq += 1
+                envelope = {"channel": CHAT, "action": action, "serverSeq": host.seq}
+                await host.ws.send(json.dumps({"jsonrpc": "2.0", "method": "action", "params": envelope}))
+            await lab.client.request("ping")  # answered after every envelope was handled
+            pending = len(lab.client.channels[CHAT].pending)
+            await lab.aclose()
+            return pending
+
+    assert run(main()) == MAX_DECLINES
+    declined = [
+        m
+        for m in host.received
+        if m.get("method") == "dispatchAction" and m["params"]["action"]["type"] == "chat/toolCallConfirmed"
+    ]
+    assert len(declined) == MAX_DECLINES
+
+
+def test_a_wide_state_from_a_host_counts_its_copies_against_the_clients_log_budget():
+    """Attacker round 16: a chat snapshot of 100,000 junk keys, then tiny actions on it: each
+    action's reducer copies the wide dict, the log kept every copy and counted the action's 100
+    bytes, and the kernel reached 1.9 GB while the log said 5.5 MB. The copies count: the log
+    drops its oldest records within its budget."""
+    import tracemalloc
+
+    host = SpecHost()
+    budget = 8 * 2**20
+
+    async def main():
+        async with foreign_host(host) as url:
+            lab = await RemoteLab.open(url, reconnect=False, max_log_bytes=budget)
+            host.states[CHAT] = {**host.states[CHAT], **{f"junk{n}": n for n in range(20_000)}}
+            await lab.client.subscribe(CHAT)
+            tracemalloc.start()
+            base = tracemalloc.get_traced_memory()[0]
+            for n in range(60):
+                host.seq += 1
+                action = {"type": "chat/activityChanged", "activity": f"a{n}"}
+                envelope = {"channel": CHAT, "action": action, "serverSeq": host.seq}
+                await host.ws.send(json.dumps({"jsonrpc": "2.0", "method": "action", "params": envelope}))
+            await lab.client.request("ping")
+            grown = tracemalloc.get_traced_memory()[0] - base
+            tracemalloc.stop()
+            logged = lab.store.log_bytes
+            await lab.aclose()
+            return grown, logged
+
+    grown, logged = run(main())
+    assert logged <= budget
+    assert grown < 2 * budget  # without the count: 60 copies of a 1.3 MB dict, about 80 MB
