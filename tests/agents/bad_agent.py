@@ -21,6 +21,7 @@ silent           never answers initialize
 env              answers with the names of its environment variables
 future           answers initialize with a protocol version this host does not speak
 big_chunks       streams 200 message chunks of 16,000 characters, then ends the turn
+huge_line        sends one message chunk of 40,000,000 characters (one line), then ends the turn
 unknown_call_answered  unknown_call, and the prompt's answer in the same write
 unknown_session_answered  unknown_session, and the prompt's answer in the same write
 bad_mode         reports a mode it never offered (current_mode_update), then ends the turn
@@ -604,6 +605,9 @@ for line in sys.stdin:
 
             time.sleep(60)  # alive, with nothing more to say: stopped by the host
             os._exit(0)
+        elif MODE == "huge_line":  # one message chunk of 40 MB, in one line
+            update("s1", chunk("z" * 40_000_000))
+            send(end_turn(mid))
         elif MODE == "big_chunks":
             for i in range(200):
                 update("s1", chunk(f"[{i:03}]" + "y" * 16_000))

@@ -220,6 +220,21 @@ def test_kernel_secrets_do_not_reach_the_agent_process(tmp_path: Path, monkeypat
     arun(go())
 
 
+def test_a_message_over_the_line_bound_fails_the_agent_before_it_is_read_whole(tmp_path: Path) -> None:
+    """An ACP agent of our own (round 5): one message chunk of 100 MB, in one line, was read whole
+    and parsed on the kernel's loop, holding every session 2.4 s. Past ``max_line_bytes`` the agent
+    fails with that reason, its line unread, and the next turn runs on a fresh process."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("huge_line"), max_line_bytes=4 * 1024 * 1024) as lab:
+            turn = await lab.send("go")
+            assert turn.status == "error"
+            assert "wrote a message of more than 4,194,304 bytes to stdout" in turn.error["message"]
+            assert "z" * 1000 not in turn.text  # nothing of it was applied
+
+    arun(go())
+
+
 def test_an_agent_streaming_large_chunks_fills_the_frame_log_only_up_to_its_budget(tmp_path: Path) -> None:
     """The agent is a stranger too: 200 chunks of 16,000 characters (3.2 MB of frames) leave the
     frame log holding at most its budget, the newest frames kept and the oldest unlinked from

@@ -34,7 +34,9 @@ class AcpAgent:
     ``idle_timeout`` of silence during a turn (time the agent waits on the host, for a person or
     for a command to exit, does not count);
     ``cancel_grace`` for the agent to end a cancelled prompt; ``stderr_limit`` bytes of stderr
-    in the life of a process. Breaking one is a failure: the turn ends with ``chat/error``.
+    in the life of a process; ``max_line_bytes`` for one JSON-RPC message on its stdout (reading
+    and parsing a 100 MB message held the kernel's loop, every session's, 2.4 s). Breaking one is a
+    failure: the turn ends with ``chat/error``.
     """
 
     def __init__(
@@ -53,6 +55,7 @@ class AcpAgent:
         cancel_grace: float = 5.0,
         stderr_limit: int = 16 * 1024 * 1024,
         stderr_tail_bytes: int = 2048,
+        max_line_bytes: int = 32 * 1024 * 1024,
     ) -> None:
         self.command = shlex.split(command) if isinstance(command, str) else [str(c) for c in command]
         if not self.command:
@@ -69,6 +72,7 @@ class AcpAgent:
         self.cancel_grace = cancel_grace
         self.stderr_limit = stderr_limit
         self.stderr_tail_bytes = stderr_tail_bytes
+        self.max_line_bytes = max_line_bytes
         self.frames = AcpFrameLog()
         self.agent_info: dict = {}  # the agent's own ``agentInfo`` from its last initialize
         self.bridges: dict[str, Bridge] = {}

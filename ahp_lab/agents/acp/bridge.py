@@ -222,6 +222,7 @@ class Bridge(WorkspaceServices, PermissionRequests):
             raise AgentFailure(f"the agent could not be started: {exc}") from None
         finally:
             _BRIDGE.reset(token)
+        self._bound_lines(self.process)
         self._stderr_task = self._spawn(self._drain_stderr(self.process))
         self._spawn(self._watch_exit(self.process))
         fs = agent.fs
@@ -348,6 +349,40 @@ class Bridge(WorkspaceServices, PermissionRequests):
                     shown[key] = fresh[key]
         if shown:  # the session shows what the agent now runs with, not what it refused
             self._link(self._agent_config(shown, offered))
+
+    def _bound_lines(self, process: Any) -> None:
+        """Fail the agent once one line of its stdout (one JSON-RPC message) passes
+        ``max_line_bytes``: the SDK reads a line whole, however long, then parses it on the loop.
+        Its reader gives a long line up in pieces (``readexactly``) before the end (``readuntil``):
+        the pieces are counted, and past the bound the process is stopped, its line unread."""
+        reader, limit = process.stdout, self.agent.max_line_bytes
+        if reader is None:
+            return
+        readexactly, readuntil = reader.readexactly, reader.readuntil
+        taken = [0]  # bytes of the line being read, before its end
+        draining: list[asyncio.Task] = []  # kept referenced until it ends
+
+        async def discard() -> None:
+            with contextlib.suppress(Exception):
+                while await reader.read(1 << 20):
+                    pass
+
+        async def bounded_readexactly(n: int) -> bytes:
+            taken[0] += n
+            if taken[0] > limit:
+                self.fail(f"the agent wrote a message of more than {limit:,} bytes to stdout")
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+                draining.append(asyncio.ensure_future(discard()))  # the pipe closes once read to its end
+                raise asyncio.IncompleteReadError(b"", None)  # the SDK takes it as the end of output
+            return await readexactly(n)
+
+        async def bounded_readuntil(separator: bytes = b"\n") -> bytes:
+            line = await readuntil(separator)
+            taken[0] = 0
+            return line
+
+        reader.readexactly, reader.readuntil = bounded_readexactly, bounded_readuntil
 
     async def _drain_stderr(self, process: Any) -> None:
         """Keep the last bytes of stderr; more than the agent's budget in total is a failure."""
