@@ -282,3 +282,20 @@ def test_a_chunk_longer_than_a_delta_is_split_without_losing_or_cutting_a_charac
         assert not any("\ud800" <= d[-1] <= "\udbff" for d in deltas)
     finally:
         mapping.MAX_DELTA_CHARS = saved
+
+
+def test_a_chat_attachment_is_said_not_passed_and_a_path_shows_its_control_characters() -> None:
+    """An ACP agent of our own (round 5): a chat attachment reached the agent as a bare
+    ``ahp-chat:`` URI it cannot read, where the docs promise a note; and a file the agent wrote as
+    ``rtl\\u202eevil.txt`` was titled with the right-to-left override live, reading as another name."""
+    message = {
+        "text": "see",
+        "attachments": [{"type": "chat", "label": "earlier", "resource": "ahp-chat:/other"}],
+    }
+    blocks = mapping.prompt_blocks(message, {})
+    assert blocks[1] == {
+        "type": "text",
+        "text": "[attachment earlier (another chat's transcript) not supported by the agent]",
+    }
+    assert mapping.shown("/w/rtl\u202eevil.txt") == "/w/rtl\\u202eevil.txt"
+    assert mapping.shown("/w/plain é.txt") == "/w/plain é.txt"

@@ -292,8 +292,11 @@ def prompt_blocks(message: dict, prompt_caps: dict) -> list[dict]:
                 blocks.append(
                     {"type": "text", "text": f"[attachment {label} ({mime}) not supported by the agent]"}
                 )
+        elif kind in ("chat", "annotations"):  # a channel the agent cannot read: said, not passed
+            what = "another chat's transcript" if kind == "chat" else "annotations"
+            blocks.append({"type": "text", "text": f"[attachment {label} ({what}) not supported by the agent]"})
         else:
-            text = att.get("modelRepresentation") or att.get("resource") or label
+            text = att.get("modelRepresentation") or label
             blocks.append({"type": "text", "text": f"[{label}] {text}" if text != label else f"[{label}]"})
     return blocks
 
@@ -650,6 +653,17 @@ def as_json(model: Any) -> Any:
     if isinstance(model, list):
         return [as_json(m) for m in model]
     return model
+
+
+def shown(text: str) -> str:
+    """``text`` (a path the agent named) as it may be shown: a control or formatting character
+    (a right-to-left override that makes ``rtl\u202eevil.txt`` read otherwise, a tab) as its escape."""
+    if not any(unicodedata.category(ch) in ("Cc", "Cf") for ch in text):
+        return text
+    return "".join(
+        ch.encode("unicode_escape").decode("ascii") if unicodedata.category(ch) in ("Cc", "Cf") else ch
+        for ch in text
+    )
 
 
 def id_problem(value: Any) -> str | None:

@@ -40,7 +40,8 @@ class WorkspaceServices:
         turn = self.turn
         if turn is None:
             return
-        text = f"{verb} {path}: {detail}"
+        named = mapping.shown(path)  # as shown; the location keeps the path itself
+        text = f"{verb} {named}: {detail}"
         open_calls = [c for c in turn.calls.values() if c.status == "running" and c.id != turn.plan_call]
         if open_calls and ok:
             call = open_calls[-1]
@@ -55,7 +56,7 @@ class WorkspaceServices:
             {
                 "toolCallId": turn.new_id("fs"),
                 "kind": "read" if verb == "read" else "edit",
-                "title": f"{verb} {path}",
+                "title": f"{verb} {named}",
             },
         )
         call.content = [{"type": "content", "content": {"type": "text", "text": text}}]
