@@ -260,9 +260,16 @@ class LabSource:
             if not a.future.done()  # decided, the client drops it on its next step
         ]
 
-    def decide_local(self, tool_call_id: str, approved: bool) -> None:
+    def decide_local(self, tool_call_id: str, approved: bool, chat: str | None = None) -> None:
         waiting = self._live().client.approvals.values()
-        approval = next((a for a in waiting if a.tool_call_id == tool_call_id and not a.future.done()), None)
+        approval = next(
+            (
+                a
+                for a in waiting
+                if a.tool_call_id == tool_call_id and chat in (None, a.chat) and not a.future.done()
+            ),
+            None,
+        )
         if approval is None:
             raise LookupError(f"no local approval is waiting for tool call {tool_call_id!r}")
         approval.approve() if approved else approval.deny()

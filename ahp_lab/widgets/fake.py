@@ -171,7 +171,7 @@ class FakeSource:
     def local_approvals(self) -> list[dict]:
         return [dict(a) for a in self.local.values()]
 
-    def decide_local(self, tool_call_id: str, approved: bool) -> None:
+    def decide_local(self, tool_call_id: str, approved: bool, chat: str | None = None) -> None:
         if tool_call_id not in self.local:
             raise LookupError(f"no local approval is waiting for tool call {tool_call_id!r}")
         self.local_decisions.append((tool_call_id, bool(approved)))

@@ -230,7 +230,7 @@ def _tool_confirmation(
 def local_approval_view(approval: Any, ref: str, limits: Mapping[str, int] | None = None) -> dict[str, Any]:
     """Display form of one local approval (a client tool waiting for *this notebook's* own approval
     before it runs; not host state). The buttons send ``{"type": "local_approval", "toolCallId",
-    "approved"}`` to the kernel, which calls ``source.decide_local``."""
+    "chat", "approved"}`` to the kernel, which calls ``source.decide_local``."""
     a = _m(approval)
     tool_input = a.get("toolInput")
     return {

@@ -87,9 +87,9 @@ class LocalApprovalSource(Protocol):
         "toolInput", "clientId"}`` each, oldest first."""
         ...
 
-    def decide_local(self, tool_call_id: str, approved: bool) -> None:
-        """Approve (run the tool) or deny (fail the call) a waiting approval; ``LookupError`` if
-        none is waiting with that id."""
+    def decide_local(self, tool_call_id: str, approved: bool, chat: str | None = None) -> None:
+        """Approve (run the tool) or deny (fail the call) a waiting approval (of ``chat``, when
+        given: a call id is unique within its chat only); ``LookupError`` if none is waiting."""
         ...
 
     def subscribe_local_approvals(self, listener: Callable[[], None]) -> Callable[[], None]:

@@ -287,8 +287,9 @@ class InputQueue(SourceView):
         if not callable(decide):
             self._show_error("this source has no local approvals")
             return
+        chat = content.get("chat")  # a call id is unique within its chat only
         try:
-            decide(tcid, approved)
+            decide(tcid, approved, chat=chat if isinstance(chat, str) and chat else None)
         except Exception as exc:
             self._show_error(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
         else:

@@ -192,7 +192,7 @@ export function renderInputs({ model, el }) {
     const name = a.title || a.toolName || "tool";
     const decide = (approved) => {
       if (ro) return;
-      model.send({ type: "local_approval", toolCallId: a.toolCallId, approved });
+      model.send({ type: "local_approval", toolCallId: a.toolCallId, chat: a.chat, approved });
     };
     return h("div", { class: "ahp-local-panel", "data-local-approval": a.toolCallId },
       h("div", { class: "ahp-local-title" }, `Approve running ${name} in this notebook${a.clientId ? ` (client ${a.clientId})` : ""}?`),

@@ -616,7 +616,10 @@ def test_local_approvals_of_the_same_call_id_in_two_chats_are_both_kept():
         second = asyncio.ensure_future(lab.client._approved_locally("ahp-chat:/b", "t1", tc, tool, loop))
         await asyncio.sleep(0)
         assert sorted(a.chat for a in lab.client.approvals.values()) == ["ahp-chat:/a", "ahp-chat:/b"]
-        next(a for a in lab.client.approvals.values() if a.chat == "ahp-chat:/b").deny()
+        # the input queue's buttons name the chat: a click on one decides that one only
+        lab.as_source().decide_local("call-1", False, chat="ahp-chat:/b")
+        await asyncio.sleep(0)
+        assert [a.chat for a in lab.client.approvals.values() if not a.future.done()] == ["ahp-chat:/a"]
         next(a for a in lab.client.approvals.values() if a.chat == "ahp-chat:/a").approve()
         assert await asyncio.wait_for(first, 5) is True and await asyncio.wait_for(second, 5) is False
         assert lab.client.approvals == {}

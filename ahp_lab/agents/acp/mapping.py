@@ -294,7 +294,9 @@ def prompt_blocks(message: dict, prompt_caps: dict) -> list[dict]:
                 )
         elif kind in ("chat", "annotations"):  # a channel the agent cannot read: said, not passed
             what = "another chat's transcript" if kind == "chat" else "annotations"
-            blocks.append({"type": "text", "text": f"[attachment {label} ({what}) not supported by the agent]"})
+            blocks.append(
+                {"type": "text", "text": f"[attachment {label} ({what}) not supported by the agent]"}
+            )
         else:
             text = att.get("modelRepresentation") or label
             blocks.append({"type": "text", "text": f"[{label}] {text}" if text != label else f"[{label}]"})
