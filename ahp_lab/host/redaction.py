@@ -40,11 +40,16 @@ __all__ = ["Redactor", "MASK"]
 
 MASK = "***"
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]{0,30}://)[^\s/?#@\"'<>\[\]]+@")
+# A query parameter one of whose words (split at _ . -) names a secret: "access_token",
+# "X-Amz-Signature", "api_key"; not "keyword", "monkey" or "author".
 _SECRET_QUERY = re.compile(
-    r"(?i)([?&;](?:[a-z0-9_.\-]*?(?:api[_\-]?key|apikey|key|token|secret|passw(?:or)?d|pwd|auth|"
-    r"credential|signature|session|cookie|jwt|bearer|private)[a-z0-9_.\-]*)=)([^&#\s\"'<>]+)"
+    r"(?i)([?&;](?:[a-z0-9]+[_.\-])*(?:api[_\-]?key|apikey|key|token|secret|passw(?:or)?d|pwd|auth|"
+    r"credentials?|signature|sig|session|sessionid|sid|cookie|jwt|bearer|private)(?:[_.\-][a-z0-9]+)*=)"
+    r"([^&#\s\"'<>]+)"
 )
-_CREDENTIAL = re.compile(r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=\-]{6,}")
+# A Bearer/Basic credential: a token with a digit or one of + / = _ ~ in it ("Basic dXNlcjpw...",
+# "Bearer eyJ..."), not a word ("a basic example", "bearer bonds").
+_CREDENTIAL = re.compile(r"(?i)\b(bearer|basic)(\s+)(?=[A-Za-z.\-]*[0-9+/=_~])[A-Za-z0-9._~+/=\-]{8,}")
 # NAME = value / "name": "value" / name: value, where NAME looks like it holds a secret; the value
 # must be 6+ characters and not only digits (so "max_tokens=4096" or "tokens: 1200" stay).
 _SECRET_NAME = (
@@ -122,8 +127,20 @@ _TOOL_INPUT_KEYS = frozenset({"toolInput", "editedToolInput", "partialInput"})
 _WORKING_DIRECTORY_NAMES = frozenset({"PWD", "OLDPWD"})
 
 
+#: What an unquoted value must have to be taken for a secret: a digit, a symbol, or a capital
+#: after its first letter ("hunter2", "s3cr3t", "xK9..."), not a word of prose ("The secret: nobody
+#: reads", "Password: required").
+_SECRET_LOOKING = re.compile(r"[0-9!#$%^&*+/=~@_\-]|.[A-Z]")
+#: An unquoted value that is code, not a secret: "token = tokenizer.encode(text)",
+#: "api_key = os.environ['KEY']".
+_CODE = re.compile(r"[(\[{]")  # a call or an index ("a secret (see above)" closes one: no code)
+
+
 def _masked_assignment(match: re.Match) -> str:
     head = match.group(1)
+    value = match.group(2)
+    if head[-1:] not in ("'", '"') and (_CODE.search(value) or not _SECRET_LOOKING.search(value)):
+        return match.group(0)  # prose or code after the name, not a literal secret
     name = head.rstrip("\"' \t:=")
     start = match.start()
     if start > 0 and match.string[start - 1] == "\\" and name[:1] in ("n", "r", "t"):

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -238,7 +239,10 @@ _TOKEN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
         st.text(_TOKEN_CHARS + "-", min_size=10, max_size=40).map(lambda body: "xoxb-" + body),
         st.tuples(
             st.sampled_from(["API_KEY=", 'password: "', "client_secret = '", "Bearer "]),
-            st.text(_TOKEN_CHARS, min_size=6, max_size=40).filter(lambda v: not v.isdigit()),
+            # a value with a digit and a letter: an unquoted word of prose is no secret to the rules
+            st.text(_TOKEN_CHARS, min_size=8, max_size=40).filter(
+                lambda v: any(c.isdigit() for c in v) and any(c.isalpha() for c in v)
+            ),
         ).map("".join),
     ),
     before=st.sampled_from(["", "Here it is: ", "the key (", "export "]),
@@ -317,6 +321,45 @@ def test_a_key_in_another_clients_text_reaches_neither_state_the_log_nor_the_oth
             assert "deploy with ***" in json.dumps(listed)
 
     arun(main())
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "This is a basic example of recursion",
+        "Please explain a basic password reset flow",
+        "Basic understanding of bearer bonds",
+        "The secret: nobody reads the docs",
+        "Password: required field",
+        "https://example.com/books?author=tolkien&page=2",
+        "https://www.google.com/search?q=python&keyword=asyncio",
+        "/?monkey=banana",
+        "token = tokenizer.encode(text)",
+        "password = getpass.getpass()",
+        "api_key = os.environ['OPENAI_API_KEY']",
+    ],
+)
+def test_what_people_write_every_day_is_not_taken_for_a_secret(text):
+    """Found checking other clients' text, which is now redacted: 'a basic example' became 'a basic
+    ***', a URL's 'keyword=' or 'author=' lost its value, and code assigning 'token = ...' or prose
+    after 'The secret:' was masked. Credentials still are (test above and below)."""
+    assert Redactor().text(text) == text
+
+
+def test_credentials_in_the_forms_people_paste_them_are_masked():
+    r = Redactor()
+    assert r.text("Authorization: Bearer abcdefghijklmnop123") == "Authorization: Bearer ***"
+    assert r.text("Authorization: Basic dXNlcjpwYXNzd29yZA==") == "Authorization: Basic ***"
+    assert r.text('{"password": "correcthorse"}') == '{"password": "***"}'  # quoted: a literal
+    assert r.text("client_secret = s3cr3tvalue") == "client_secret = ***"
+    assert (
+        r.text("https://x.io/cb?access_token=abc123def&state=1") == "https://x.io/cb?access_token=***&state=1"
+    )
+    assert (
+        r.text("https://s3.example/x?X-Amz-Signature=abcd1234ef")
+        == "https://s3.example/x?X-Amz-Signature=***"
+    )
+    assert r.text("export TOKEN=xK9aLpQ2") == "export TOKEN=***"
 
 
 def test_a_log_line_quoting_what_an_agent_said_carries_no_secret(caplog):
