@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ahp_lab.agents.acp import mapping
+from ahp_lab.agents.acp.config import config_from_acp, values_from_options
 from ahp_lab.agents.acp.mapping import ProtocolViolation, Resolver, TurnMap
 from ahp_lab.reducers import reduce_chat
 from tests.conftest import examples
@@ -60,7 +61,7 @@ def test_config_schema_from_modes_options_and_a_mode_category_option() -> None:
         {"id": "tests", "name": "Run tests", "type": "boolean", "currentValue": True},
         {"id": "weird", "name": "?", "type": "slider", "currentValue": 3},
     ]  # fmt: skip
-    config, routes = mapping.config_from_acp(modes, options)
+    config, routes = config_from_acp(modes, options)
     props = config["schema"]["properties"]
     assert list(props) == ["mode", "model", "tests"]  # an unknown option type is not offered
     assert props["mode"]["enumDescriptions"] == ["", "d"] and props["model"]["enum"] == ["a", "b"]
@@ -82,10 +83,10 @@ def test_config_schema_from_modes_options_and_a_mode_category_option() -> None:
             "options": [{"value": "x", "name": "X"}],
         }
     ]
-    config, routes = mapping.config_from_acp(modes, newer)
+    config, routes = config_from_acp(modes, newer)
     assert config["values"] == {"mode": "x"} and routes["mode"] == ("option", "agent-mode", "select")
-    assert mapping.values_from_options([{"id": "agent-mode", "currentValue": "y"}], routes) == {"mode": "y"}
-    assert mapping.config_from_acp(None, None) == (None, {})
+    assert values_from_options([{"id": "agent-mode", "currentValue": "y"}], routes) == {"mode": "y"}
+    assert config_from_acp(None, None) == (None, {})
 
 
 STATUSES = ["pending", "in_progress", "completed", "failed"]

@@ -37,6 +37,7 @@ from pydantic import ValidationError
 from ...tools import first_error
 from ..base import SessionContext, TurnContext
 from . import mapping
+from .config import MODE_PROPERTY, config_from_acp, offered_values, values_from_options
 from .context import _BRIDGE, _CAUSE, _FRAME, _TURN
 from .frames import AcpFrame
 from .mapping import ProtocolViolation, Resolver, TurnMap
@@ -257,7 +258,7 @@ class Bridge(WorkspaceServices, PermissionRequests):
             "session/new",
         )
         self.session_id = session.session_id
-        config, self.routes = mapping.config_from_acp(
+        config, self.routes = config_from_acp(
             mapping.as_json(session.modes), mapping.as_json(session.config_options)
         )
         # updates sent before the answer (an agent's first commands, say) and until the session's
@@ -734,11 +735,11 @@ class Bridge(WorkspaceServices, PermissionRequests):
                     "session/set_config_option",
                 )
                 options = mapping.as_json(response.config_options) if response else []
-                values = mapping.values_from_options(options, self.routes)
+                values = values_from_options(options, self.routes)
                 for sent in (key, *pending):
                     values.pop(sent, None)
                 if values:
-                    self._agent_config(values, mapping.offered_values(options, self.routes))
+                    self._agent_config(values, offered_values(options, self.routes))
         finally:
             _CAUSE.reset(token)
 
@@ -773,14 +774,14 @@ class Bridge(WorkspaceServices, PermissionRequests):
         data = mapping.as_json(update)
         kind = data.get("sessionUpdate")
         if kind == "current_mode_update":
-            if self.routes.get(mapping.MODE_PROPERTY) == ("mode",):  # else a mode option is the mode
-                self._link(self._agent_config({mapping.MODE_PROPERTY: data.get("currentModeId")}))
+            if self.routes.get(MODE_PROPERTY) == ("mode",):  # else a mode option is the mode
+                self._link(self._agent_config({MODE_PROPERTY: data.get("currentModeId")}))
         elif kind == "config_option_update":
             options = data.get("configOptions")
             self._link(
                 self._agent_config(
-                    mapping.values_from_options(options, self.routes),
-                    mapping.offered_values(options, self.routes),
+                    values_from_options(options, self.routes),
+                    offered_values(options, self.routes),
                 )
             )
         elif kind == "available_commands_update":

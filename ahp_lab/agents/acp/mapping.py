@@ -4,7 +4,8 @@ Read :data:`SESSION_UPDATES` top to bottom: every ``session/update`` variant, th
 maps it and the AHP actions it produces. The functions are pure apart from the ``ToolCalls``
 record of one turn they update; content that must be kept for ``resourceRead`` (diff sides,
 images) or that lives elsewhere (terminals) is reached through a :class:`Resolver` the bridge
-passes in. ``docs/acp.md`` is this table in prose, with what is lost on the way.
+passes in; the session's config (modes and config options) is :mod:`.config`. ``docs/acp.md`` is
+this table in prose, with what is lost on the way.
 
 ============================  ======================================================================
 ACP                           AHP
@@ -53,12 +54,9 @@ __all__ = [
     "SESSION_UPDATES",
     "STOP_REASONS",
     "OPTION_KINDS",
-    "MODE_PROPERTY",
     "Resolver",
     "ToolCalls",
     "TurnMap",
-    "config_from_acp",
-    "values_from_options",
     "prompt_blocks",
     "confirmation_options",
     "plan_markdown",
@@ -72,7 +70,6 @@ TERMINAL_PREVIEW = 4000
 #: integration, and two-character ones): raw in a tool call's text, a client would print them.
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
 
-MODE_PROPERTY = "mode"
 MAX_ID = 200  # longest ACP id (tool call, option) the bridge accepts
 
 #: ACP stop reason → ``None`` (the turn completes) or the ``chat/error`` errorType and message.
@@ -145,114 +142,6 @@ class TurnMap:
     def new_id(self, prefix: str) -> str:
         self.parts += 1
         return f"{prefix}-{self.turn_id}-{self.parts}"
-
-
-# -- config: modes and config options --------------------------------------------------------------
-
-
-def _enum_property(title: str, description: str | None, choices: list[tuple[str, str, str | None]]) -> dict:
-    prop: dict[str, Any] = {
-        "type": "string",
-        "title": title,
-        "enum": [c[0] for c in choices],
-        "enumLabels": [c[1] for c in choices],
-        "enumDescriptions": [c[2] or "" for c in choices],
-        "sessionMutable": True,
-    }
-    if description:
-        prop["description"] = description
-    return prop
-
-
-def _select_choices(options: Any) -> list[tuple[str, str, str | None]]:
-    out = []
-    for item in options or ():
-        if isinstance(item, dict) and "options" in item:  # a group: flattened, its name is lost
-            out.extend(_select_choices(item["options"]))
-        elif isinstance(item, dict) and isinstance(item.get("value"), str):
-            out.append((item["value"], str(item.get("name") or item["value"]), item.get("description")))
-    return out
-
-
-def option_key(option: dict, legacy_modes: bool) -> str:
-    """The config property an ACP config option becomes (its id; the mode category is ``mode``)."""
-    if option.get("category") == "mode" and not legacy_modes:
-        return MODE_PROPERTY
-    return option["id"] if option["id"] != MODE_PROPERTY else "mode-option"
-
-
-def config_from_acp(modes: dict | None, options: list[dict] | None) -> tuple[dict | None, dict[str, tuple]]:
-    """``(config, routes)`` from ``session/new``'s ``modes`` and ``configOptions`` (JSON, camelCase).
-
-    ``config`` is ``{schema, values}`` (``None`` when the agent offers neither); ``routes`` maps a
-    property to how a change reaches the agent: ``("mode",)`` → ``session/set_mode``,
-    ``("option", id, type)`` → ``session/set_config_option``.
-    """
-    props: dict[str, dict] = {}
-    values: dict[str, Any] = {}
-    routes: dict[str, tuple] = {}
-    options = [o for o in options or () if isinstance(o, dict) and isinstance(o.get("id"), str)]
-    mode_option = any(o.get("category") == "mode" for o in options)
-    legacy = bool(modes) and not mode_option
-    if legacy:
-        choices = [
-            (m["id"], str(m.get("name") or m["id"]), m.get("description"))
-            for m in modes.get("availableModes") or ()
-            if isinstance(m, dict) and isinstance(m.get("id"), str)
-        ]
-        props[MODE_PROPERTY] = _enum_property("Mode", "How the agent works: its session mode", choices)
-        values[MODE_PROPERTY] = modes.get("currentModeId")
-        routes[MODE_PROPERTY] = ("mode",)
-    for option in options:
-        key = option_key(option, legacy)
-        if option.get("type") == "boolean":
-            prop: dict[str, Any] = {
-                "type": "boolean",
-                "title": str(option.get("name") or key),
-                "sessionMutable": True,
-            }
-            if option.get("description"):
-                prop["description"] = option["description"]
-        elif option.get("type") == "select":
-            prop = _enum_property(
-                str(option.get("name") or key),
-                option.get("description"),
-                _select_choices(option.get("options")),
-            )
-        else:
-            continue  # an option type this host does not know: not offered
-        props[key] = prop
-        values[key] = option.get("currentValue")
-        routes[key] = ("option", option["id"], option.get("type"))
-    if not props:
-        return None, routes
-    return {"schema": {"type": "object", "properties": props}, "values": values}, routes
-
-
-def values_from_options(options: list[dict] | None, routes: dict[str, tuple]) -> dict:
-    """Config values from a ``configOptions`` list (``config_option_update``, set responses)."""
-    by_id = {r[1]: key for key, r in routes.items() if r[0] == "option"}
-    return {
-        by_id[o["id"]]: o.get("currentValue")
-        for o in options or ()
-        if isinstance(o, dict) and o.get("id") in by_id
-    }
-
-
-def offered_values(options: list[dict] | None, routes: dict[str, tuple]) -> dict[str, list]:
-    """The values each option of a ``configOptions`` list offers now (a select's choices, a
-    boolean's two), by config property."""
-    by_id = {r[1]: key for key, r in routes.items() if r[0] == "option"}
-    out: dict[str, list] = {}
-    for o in options or ():
-        if isinstance(o, dict) and o.get("id") in by_id:
-            choices = (
-                [True, False]
-                if o.get("type") == "boolean"
-                else [c[0] for c in _select_choices(o.get("options"))]
-            )
-            out[by_id[o["id"]]] = choices
-    return out
 
 
 # -- prompts -----------------------------------------------------------------------------------------

@@ -1,0 +1,120 @@
+"""ACP session modes and config options → the AHP session's ``config`` (schema and values), and
+back: which ACP option or mode each AHP config property is (seed 001 on ACP modes).
+
+``modes.availableModes`` + ``currentModeId`` become a ``mode`` property; ``select`` and ``boolean``
+config options more properties, keyed by option id; an option of category ``mode`` *is* the
+``mode`` property (the legacy modes are then ignored). ``docs/acp.md`` says it in prose.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["MODE_PROPERTY", "config_from_acp", "values_from_options", "offered_values", "option_key"]
+
+MODE_PROPERTY = "mode"
+
+
+def _enum_property(title: str, description: str | None, choices: list[tuple[str, str, str | None]]) -> dict:
+    prop: dict[str, Any] = {
+        "type": "string",
+        "title": title,
+        "enum": [c[0] for c in choices],
+        "enumLabels": [c[1] for c in choices],
+        "enumDescriptions": [c[2] or "" for c in choices],
+        "sessionMutable": True,
+    }
+    if description:
+        prop["description"] = description
+    return prop
+
+
+def _select_choices(options: Any) -> list[tuple[str, str, str | None]]:
+    out = []
+    for item in options or ():
+        if isinstance(item, dict) and "options" in item:  # a group: flattened, its name is lost
+            out.extend(_select_choices(item["options"]))
+        elif isinstance(item, dict) and isinstance(item.get("value"), str):
+            out.append((item["value"], str(item.get("name") or item["value"]), item.get("description")))
+    return out
+
+
+def option_key(option: dict, legacy_modes: bool) -> str:
+    """The config property an ACP config option becomes (its id; the mode category is ``mode``)."""
+    if option.get("category") == "mode" and not legacy_modes:
+        return MODE_PROPERTY
+    return option["id"] if option["id"] != MODE_PROPERTY else "mode-option"
+
+
+def config_from_acp(modes: dict | None, options: list[dict] | None) -> tuple[dict | None, dict[str, tuple]]:
+    """``(config, routes)`` from ``session/new``'s ``modes`` and ``configOptions`` (JSON, camelCase).
+
+    ``config`` is ``{schema, values}`` (``None`` when the agent offers neither); ``routes`` maps a
+    property to how a change reaches the agent: ``("mode",)`` → ``session/set_mode``,
+    ``("option", id, type)`` → ``session/set_config_option``.
+    """
+    props: dict[str, dict] = {}
+    values: dict[str, Any] = {}
+    routes: dict[str, tuple] = {}
+    options = [o for o in options or () if isinstance(o, dict) and isinstance(o.get("id"), str)]
+    mode_option = any(o.get("category") == "mode" for o in options)
+    legacy = bool(modes) and not mode_option
+    if legacy:
+        choices = [
+            (m["id"], str(m.get("name") or m["id"]), m.get("description"))
+            for m in modes.get("availableModes") or ()
+            if isinstance(m, dict) and isinstance(m.get("id"), str)
+        ]
+        props[MODE_PROPERTY] = _enum_property("Mode", "How the agent works: its session mode", choices)
+        values[MODE_PROPERTY] = modes.get("currentModeId")
+        routes[MODE_PROPERTY] = ("mode",)
+    for option in options:
+        key = option_key(option, legacy)
+        if option.get("type") == "boolean":
+            prop: dict[str, Any] = {
+                "type": "boolean",
+                "title": str(option.get("name") or key),
+                "sessionMutable": True,
+            }
+            if option.get("description"):
+                prop["description"] = option["description"]
+        elif option.get("type") == "select":
+            prop = _enum_property(
+                str(option.get("name") or key),
+                option.get("description"),
+                _select_choices(option.get("options")),
+            )
+        else:
+            continue  # an option type this host does not know: not offered
+        props[key] = prop
+        values[key] = option.get("currentValue")
+        routes[key] = ("option", option["id"], option.get("type"))
+    if not props:
+        return None, routes
+    return {"schema": {"type": "object", "properties": props}, "values": values}, routes
+
+
+def values_from_options(options: list[dict] | None, routes: dict[str, tuple]) -> dict:
+    """Config values from a ``configOptions`` list (``config_option_update``, set responses)."""
+    by_id = {r[1]: key for key, r in routes.items() if r[0] == "option"}
+    return {
+        by_id[o["id"]]: o.get("currentValue")
+        for o in options or ()
+        if isinstance(o, dict) and o.get("id") in by_id
+    }
+
+
+def offered_values(options: list[dict] | None, routes: dict[str, tuple]) -> dict[str, list]:
+    """The values each option of a ``configOptions`` list offers now (a select's choices, a
+    boolean's two), by config property."""
+    by_id = {r[1]: key for key, r in routes.items() if r[0] == "option"}
+    out: dict[str, list] = {}
+    for o in options or ():
+        if isinstance(o, dict) and o.get("id") in by_id:
+            choices = (
+                [True, False]
+                if o.get("type") == "boolean"
+                else [c[0] for c in _select_choices(o.get("options"))]
+            )
+            out[by_id[o["id"]]] = choices
+    return out
