@@ -30,6 +30,7 @@ import ipaddress
 import logging
 import secrets
 import ssl as ssl_module
+import time
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -86,6 +87,9 @@ DEFAULT_MAX_CONNECTIONS = 256
 #: subscribing to a 140 MB chat and reading nothing held the host at 15 GB.
 DEFAULT_MAX_UNSENT_BYTES_TOTAL = 1024 * 1024 * 1024
 UNSENT_CHECKED = 1024 * 1024
+#: A peer that has taken nothing of what it holds for this long is let go when another needs room
+#: under ``max_unsent_bytes_total``.
+DEFAULT_STALLED_S = 5.0
 #: Sockets in their opening handshake at once (before the token is checked, or sending nothing at
 #: all); past it the oldest is let go, so that strangers without the token cannot take all of the
 #: process's file descriptors (each is let go after ``OPEN_TIMEOUT_S`` anyway). A client with the
@@ -130,16 +134,26 @@ class UnsentPool:
     """The bound on what a server holds for all its peers together (``limit`` bytes): see
     :data:`DEFAULT_MAX_UNSENT_BYTES_TOTAL`. Summed when a large message is about to be queued."""
 
-    def __init__(self, limit: int, transports: set) -> None:
+    def __init__(self, limit: int, transports: set, stalled_s: float = DEFAULT_STALLED_S) -> None:
         self.limit = limit
         self.transports = transports
+        self.stalled_s = stalled_s
 
     def held(self) -> int:
         return sum(t.held for t in self.transports)
 
     def admits(self, size: int) -> bool:
         """Whether a message of ``size`` characters may be queued: counted twice, as its text and
-        the bytes it is encoded to are both held while it is written."""
+        the bytes it is encoded to are both held while it is written. When there is no room, the
+        peers that have taken nothing of what they hold for ``stalled_s`` are let go first (one
+        socket that never read a large snapshot kept every later reader out until the keepalive
+        let it go, 20 to 40 s)."""
+        if self.held() + 2 * size <= self.limit:
+            return True
+        now = time.monotonic()
+        for transport in list(self.transports):
+            if transport.stalled_for(now) > self.stalled_s:
+                transport.let_go_stalled(self.stalled_s)
         return self.held() + 2 * size <= self.limit
 
 
@@ -268,6 +282,7 @@ class WebSocketTransport:
         self.ws = ws
         self.name = name
         self.unsent_pool = unsent_pool  # the server's bound on what all its peers hold
+        self._progress: tuple[float, int] | None = None  # (when, taken) last seen moving
         self.max_send_buffer_bytes = max_send_buffer_bytes
         self.stall_timeout = stall_timeout
         self.closed = False
@@ -317,9 +332,11 @@ class WebSocketTransport:
         if self.closed:
             raise ConnectionError(f"{self.name}: the WebSocket is closed")
         pool = self.unsent_pool
-        if pool is not None and len(text) >= UNSENT_CHECKED and not pool.admits(len(text)):
-            self._refuse_large(len(text), pool)
-            return
+        if pool is not None and len(text) >= UNSENT_CHECKED:
+            if not pool.admits(len(text)):
+                self._refuse_large(len(text), pool)
+                return
+            self._progress = (time.monotonic(), self._taken())
         if history:
             start = self.bytes_out + self._buffered
             self._history.append((start, start + len(text)))
@@ -392,6 +409,33 @@ class WebSocketTransport:
     def buffered(self) -> int:
         """Characters queued and not yet handed to the socket."""
         return self._buffered
+
+    def _taken(self) -> int:
+        """What the peer's socket has taken of what was handed to it, about."""
+        return self.bytes_out - self._unwritten()
+
+    def stalled_for(self, now: float) -> float:
+        """Seconds this peer has taken nothing of what it holds (0 while it takes some, or holds
+        nothing); looked at when another peer needs room."""
+        progress = self._progress
+        if progress is None or self.held == 0:
+            return 0.0
+        taken = self._taken()
+        if taken != progress[1]:
+            self._progress = (now, taken)
+            return 0.0
+        return now - progress[0]
+
+    def let_go_stalled(self, seconds: float) -> None:
+        """Let go of a peer that took nothing for ``seconds`` while others needed room."""
+        reason = (
+            f"the client took nothing of what the host holds for it in {seconds:g} s while others "
+            "needed room: it stopped reading; reconnect to replay"
+        )
+        log.warning("%s: disconnected the peer %s: %s", self.name, self.remote, reason)
+        self._finish(reason)
+        with contextlib.suppress(Exception):  # it cannot take a closing handshake either
+            self.ws.transport.abort()
 
     @property
     def held(self) -> int:

@@ -239,6 +239,15 @@ def test_strangers_that_never_read_large_snapshots_cannot_make_the_host_hold_mor
             owner.dispatch(session, {"type": "session/titleChanged", "title": "still served"})
             await owner.settle()
             assert host.store.state(session)["title"] == "still served"
+            # a reader that comes while the stalled peers are still connected: those that took
+            # nothing since they were last looked at are let go to make room (one such socket kept
+            # every later reader out until the keepalive let it go, 20 to 40 s: a verifier)
+            server.unsent.stalled_s = 0.0  # (5 s by default)
+            early = await ahp_lab.connect(server.url_with_token, client_id="early", max_frame_bytes=None)
+            assert len((await early.subscribe(chat))["turns"]) == 16
+            let_go = [t for t in seen if "while others needed room" in (t.close_reason or "")]
+            assert let_go
+            await early.aclose()
             for ws in stalled:
                 ws.transport.abort()
             for _ in range(200):  # the host notices the dropped sockets
