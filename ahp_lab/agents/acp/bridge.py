@@ -622,12 +622,28 @@ class Bridge(WorkspaceServices, PermissionRequests):
         if self.failure is not None:
             await self.stop(generation)
 
+    async def _read_what_came_before(self) -> None:
+        """Let the frames the agent wrote before this prompt be read first, so that they belong to
+        no turn: a write it sent just after answering the last prompt, read late under load, was
+        served as the next turn's. (The reader is waited for until its buffer is empty twice in a
+        row; each wait also lets the loop take what the pipe holds.)"""
+        reader = self.process.stdout if self.process is not None else None
+        quiet = 0
+        for _ in range(64):
+            if reader is None or reader.at_eof():
+                return
+            quiet = 0 if getattr(reader, "_buffer", None) else quiet + 1
+            if quiet >= 2:
+                return
+            await asyncio.sleep(0)
+
     async def prompt(self, ctx: TurnContext) -> Any:
         """Run one ``session/prompt`` for the AHP turn ``ctx``; returns the ``PromptResponse``."""
         async with self.config_lock:
             pass  # a config change a client made before this turn reaches the agent first
         if self.failure is not None:  # it failed the agent (a restart was sending it meanwhile)
             raise AgentFailure(self.failure)
+        await self._read_what_came_before()
         self.turn, self.turn_ctx = TurnMap(ctx.turn_id, ended_calls=self._ended_calls), ctx
         self._turn_over = asyncio.Event()
         self._last_in = time.monotonic()
