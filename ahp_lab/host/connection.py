@@ -73,10 +73,9 @@ _NO_VERSION = (1 << 30,)
 def introduced(action_type: Any) -> tuple[int, ...] | None:
     """The version that introduced ``action_type`` when a client may have negotiated an older one
     (it is sent only to clients that know it, overview §3.6), else ``None`` (sent to every subscriber)."""
-    since = NEWER_ACTIONS.get(action_type) if type(action_type) is str else _NO_VERSION
-    if since is None and action_type not in ACTION_SINCE:
+    if type(action_type) is not str or action_type not in ACTION_SINCE:
         return _NO_VERSION
-    return since
+    return NEWER_ACTIONS.get(action_type)
 
 
 #: The notifications a client sends the host (overview §2): sent with an id, they are refused.

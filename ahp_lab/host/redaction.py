@@ -56,14 +56,14 @@ _SECRET_WORD = (
     r"(?:api[_\-]?key|apikey|secret|passw(?:or)?d|pwd|credentials?|private[_\-]?key|"
     r"access[_\-]?key|auth[_\-]?token|access[_\-]?token|refresh[_\-]?token|session[_\-]?token|token)"
 )
-_SECRET_NAME = rf"\b[a-z0-9_.\-]*{_SECRET_WORD}"
 # The secret word first, then the rest of the name found backwards (:func:`_masked_assignment`): the
 # name first tried every word of the text, 160 ms a megabyte, which a stranger's large message
 # would cost the host's loop; this way it is about 40.
 _SECRET_ASSIGNMENT = re.compile(
     rf"(?i)(?=[aspctr])({_SECRET_WORD}[\"']?\s*[:=]\s*[\"']?)(?![0-9]+\b)([^\s\"'&,;]{{6,}})"
 )
-_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+#: The characters of a name (``API_KEY``, ``client.secret``, ``X-Token``).
+_NAME_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 _SECRET_NAME_HINT = re.compile(r"(?i)key|secret|passw|pwd|credential|token")
 # Tokens recognisable by their shape alone.
 _KNOWN_TOKEN = re.compile(
@@ -103,8 +103,7 @@ _TOKEN_BEGUN = re.compile(
 #: last word on (:meth:`Redactor.credential_begun` finds where the name begins), or of a
 #: ``Bearer``/``Basic`` credential.
 _ASSIGNMENT_BEGUN = re.compile(
-    r"(?i)(?:(?:api[_\-]?key|apikey|secret|passw(?:or)?d|pwd|credentials?|private[_\-]?key|access[_\-]?key|"
-    r"token)[\"']?\s*(?:[:=]\s*[\"']?[^\s\"'&,;]*)?|\b(?:bearer|basic)(?:\s+[A-Za-z0-9._~+/=\-]*)?)\Z"
+    rf"(?i)(?:{_SECRET_WORD}[\"']?\s*(?:[:=]\s*[\"']?[^\s\"'&,;]*)?|\b(?:bearer|basic)(?:\s+[A-Za-z0-9._~+/=\-]*)?)\Z"
 )
 #: The words that make a name secret-looking (:data:`_SECRET_ASSIGNMENT`), and ``Bearer``/``Basic``.
 _SECRET_WORDS = (
@@ -120,7 +119,6 @@ _ASSIGNMENT_HINTS = ("key", "secret", "pass", "pwd", "credential", "token", "bea
 #: than this is no credential the rules know, and goes out.
 CREDENTIAL_HELD_MAX = 1024
 _RUN_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.~+/=-"
-_NAME_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 #: The longest value of an assignment held back (a longer token of a known shape is still held).
 _VALUE_HELD_MAX = 256
 _LEAD = 40  # before the run: a secret-looking name, its quotes, ":" or "=", spaces; or "Bearer "
@@ -149,9 +147,8 @@ def _masked_assignment(match: re.Match) -> str:
     if head[-1:] not in ("'", '"') and (_CODE.search(value) or not _SECRET_LOOKING.search(value)):
         return match.group(0)  # prose or code after the name, not a literal secret
     text, start = match.string, match.start()
-    begin = start  # the name's start: back over its other characters ("OLD" of "OLDPWD")
-    while begin > 0 and start - begin < 64 and text[begin - 1] in _NAME_CHARS:
-        begin -= 1
+    before = text[max(0, start - 64) : start]  # the name's start: back over its other characters
+    begin = start - (len(before) - len(before.rstrip(_NAME_CHARACTERS)))  # ("OLD" of "OLDPWD")
     name = text[begin:start] + head.rstrip("\"' \t:=")
     if begin > 0 and text[begin - 1] == "\\" and name[:1] in ("n", "r", "t"):
         name = name[1:]  # after a JSON-escaped line break ("...\\nPWD=/home/me")

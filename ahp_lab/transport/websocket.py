@@ -428,14 +428,10 @@ class WebSocketTransport:
 
     def let_go_stalled(self, seconds: float) -> None:
         """Let go of a peer that took nothing for ``seconds`` while others needed room."""
-        reason = (
+        self._let_go(
             f"the client took nothing of what the host holds for it in {seconds:g} s while others "
             "needed room: it stopped reading; reconnect to replay"
         )
-        log.warning("%s: disconnected the peer %s: %s", self.name, self.remote, reason)
-        self._finish(reason)
-        with contextlib.suppress(Exception):  # it cannot take a closing handshake either
-            self.ws.transport.abort()
 
     @property
     def held(self) -> int:
@@ -559,10 +555,13 @@ class WebSocketTransport:
             return 0
 
     def _stalled(self) -> None:
-        reason = (
+        self._let_go(
             f"the client took under {MIN_PROGRESS_BYTES // 1024} KiB of a message in "
             f"{self.stall_timeout:g} s: it stopped reading; reconnect to replay"
         )
+
+    def _let_go(self, reason: str) -> None:
+        """Drop a peer that stopped reading, with ``reason``, without a closing handshake."""
         log.warning("%s: disconnected the peer %s: %s", self.name, self.remote, reason)
         self._finish(reason)
         with contextlib.suppress(Exception):  # it cannot take a closing handshake either

@@ -829,6 +829,8 @@ class Bridge(WorkspaceServices, PermissionRequests):
             for action in actions:
                 self.emit(action)
 
+    # -- the SDK's Client interface: the rest --------------------------------------------------
+
     async def ext_method(self, method: str, params: dict) -> dict:
         """Extension requests (``_...``) are not served."""
         raise RequestError.method_not_found(f"_{method}")

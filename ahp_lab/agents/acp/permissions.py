@@ -169,8 +169,6 @@ class PermissionRequests:
             f"naming an option in selectedOptionId ({', '.join(allowing)}), or deny it"
         )
 
-    # -- the SDK's Client interface: the rest --------------------------------------------------
-
 
 async def _cancel_told(over: asyncio.Event | None) -> None:
     """Before a permission request is answered ``cancelled``: a cancelled turn's session/cancel
