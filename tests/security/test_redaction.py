@@ -15,7 +15,7 @@ from ahp_lab.host.redaction import Redactor
 from ahp_lab.widgets.tree import tree_view_model
 from tests.conftest import examples
 
-from .conftest import arun, open_lab
+from .conftest import arun, joined, open_lab
 
 ENV_SECRET = "sk-live-51HxQ2eZvKYlo2C9Xa"
 HEADER_SECRET = "hdr-7b1e0c55d1f04a0f"
@@ -285,9 +285,7 @@ def test_a_key_in_another_clients_text_reaches_neither_state_the_log_nor_the_oth
 
     async def main():
         async with open_lab() as lab:
-            editor = await connect_stranger(lab, "editor")
-            await editor.initialize("editor")
-            await editor.call("subscribe", {"channel": lab.session})
+            editor = await joined(connect_stranger, lab, "editor")
             await editor.call("subscribe", {"channel": lab.chat})
             editor.dispatch(lab.session, 1, {"type": "session/titleChanged", "title": f"deploy with {key}"})
             echo = await editor.echo(1)

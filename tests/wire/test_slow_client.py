@@ -24,6 +24,33 @@ from .conftest import ROOT, run, served, without_modified_at
 BUFFER = 512 * 1024
 
 
+def _long_chat(host, session: str) -> str:
+    """The session's default chat, made 8 MB long: more than loopback's socket buffers hold."""
+    chat = host.store.state(session)["defaultChat"]
+    user = {"text": "x" * 500_000, "origin": {"kind": "user"}}
+    for i in range(16):
+        host.dispatch(
+            chat, {"type": "chat/turnStarted", "turnId": f"t{i}", "startedAt": "x", "message": user}
+        )
+        host.dispatch(chat, {"type": "chat/turnComplete", "turnId": f"t{i}"})
+    return chat
+
+
+async def _never_reading(server, client_id: str, chat: str):
+    """A raw socket that initializes subscribed to ``chat`` and then reads nothing at all (a small
+    receive buffer: the kernel holds little of what it is sent)."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", server.port))
+    ws = await ws_connect(server.url_with_token, sock=sock, max_size=None, ping_interval=None)
+    ws.transport.pause_reading()
+    hello = {"protocolVersions": ["0.8.0"], "clientId": client_id, "initialSubscriptions": [chat]}
+    await ws.send(
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"channel": ROOT, **hello}})
+    )
+    return ws
+
+
 def test_a_stalled_reader_is_cut_off_and_the_others_do_not_wait():
     async def main():
         async with served(max_send_buffer_bytes=BUFFER) as (host, server):
@@ -98,24 +125,8 @@ def test_a_reader_that_never_takes_one_large_snapshot_is_let_go(interval, timeou
         async with served(ping_interval=interval, ping_timeout=timeout) as (host, server):
             owner = await ahp_lab.connect(server.url_with_token, client_id="owner")
             session = await owner.create_session(title="long")
-            chat = host.store.state(session)["defaultChat"]
-            user = {"text": "x" * 500_000, "origin": {"kind": "user"}}
-            for i in range(16):  # an 8 MB chat: more than loopback's socket buffers hold
-                host.dispatch(
-                    chat, {"type": "chat/turnStarted", "turnId": f"t{i}", "startedAt": "x", "message": user}
-                )
-                host.dispatch(chat, {"type": "chat/turnComplete", "turnId": f"t{i}"})
-            sock = socket.socket()  # a small receive buffer: the kernel holds little of what it is sent
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-            sock.connect(("127.0.0.1", server.port))
-            stalled = await ws_connect(server.url_with_token, sock=sock, max_size=None, ping_interval=None)
-            stalled.transport.pause_reading()  # from now on it reads nothing at all
-            hello = {"protocolVersions": ["0.8.0"], "clientId": "stalled", "initialSubscriptions": [chat]}
-            await stalled.send(
-                json.dumps(
-                    {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"channel": ROOT, **hello}}
-                )
-            )
+            chat = _long_chat(host, session)
+            stalled = await _never_reading(server, "stalled", chat)
             port = str(stalled.local_address[1])
             victim = next(t for t in server.transports if t.remote.endswith(port))
             await victim.ws.wait_closed()  # the host's end of the socket
@@ -200,36 +211,10 @@ def test_strangers_that_never_read_large_snapshots_cannot_make_the_host_hold_mor
             server.on_connection = lambda transport: (seen.append(transport), attach(transport))[1]
             owner = await ahp_lab.connect(server.url_with_token, client_id="owner")
             session = await owner.create_session(title="long")
-            chat = host.store.state(session)["defaultChat"]
-            user = {"text": "x" * 500_000, "origin": {"kind": "user"}}
-            for i in range(16):  # an 8 MB chat: more than loopback's socket buffers hold
-                host.dispatch(
-                    chat, {"type": "chat/turnStarted", "turnId": f"t{i}", "startedAt": "x", "message": user}
-                )
-                host.dispatch(chat, {"type": "chat/turnComplete", "turnId": f"t{i}"})
+            chat = _long_chat(host, session)
             stalled = []
             for n in range(4):
-                sock = socket.socket()
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-                sock.connect(("127.0.0.1", server.port))
-                ws = await ws_connect(server.url_with_token, sock=sock, max_size=None, ping_interval=None)
-                ws.transport.pause_reading()
-                hello = {
-                    "protocolVersions": ["0.8.0"],
-                    "clientId": f"stalled{n}",
-                    "initialSubscriptions": [chat],
-                }
-                await ws.send(
-                    json.dumps(
-                        {
-                            "jsonrpc": "2.0",
-                            "id": 1,
-                            "method": "initialize",
-                            "params": {"channel": ROOT, **hello},
-                        }
-                    )
-                )
-                stalled.append(ws)
+                stalled.append(await _never_reading(server, f"stalled{n}", chat))
                 await owner.settle()  # the host has answered (or refused) it
             refused = [t for t in seen if t.closed and "try again later" in (t.close_reason or "")]
             assert refused, "every stalled peer was queued its snapshot"
