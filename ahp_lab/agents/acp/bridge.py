@@ -4,7 +4,8 @@ The bridge spawns the agent with the SDK's ``spawn_agent_process``, drives it wi
 ``ClientSideConnection`` and implements the SDK's ``Client`` interface (the requests an agent
 sends a client). What each message becomes in AHP is :mod:`.mapping`; this module does the
 plumbing: the process, its stderr, time limits, failures, the current turn and the frame record;
-permissions are :mod:`.permissions`, files and terminals :mod:`.workspace` (mixins of the bridge).
+permissions are :mod:`.permissions`, files and terminals :mod:`.workspace`, stdout's bounds and
+stderr :mod:`.output` (mixins of the bridge).
 
 Every failure of the agent (it exits, hangs, writes something that is not JSON-RPC to stdout,
 floods stderr, breaks ACP, never answers ``initialize``) is one :class:`AgentFailure` with a
@@ -22,7 +23,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import acp
@@ -41,6 +42,7 @@ from .config import MODE_PROPERTY, config_from_acp, offered_values, values_from_
 from .context import _BRIDGE, _CAUSE, _FRAME, _TURN
 from .frames import AcpFrame
 from .mapping import ProtocolViolation, Resolver, TurnMap
+from .output import AgentOutput, _jsonrpc_problem, not_jsonrpc
 from .permissions import PermissionRequests
 from .workspace import WorkspaceServices
 
@@ -61,76 +63,7 @@ class AgentFailure(Exception):
     """The agent failed in a way that ends the turn and the process (the message says how)."""
 
 
-#: How much of a stdout line that is not JSON-RPC the failure's reason shows.
-MAX_GARBAGE_SHOWN = 80
-_JSON_KINDS = {list: "a JSON array", str: "a JSON string", bool: "a JSON boolean", type(None): "JSON null"}
-
-
-def not_jsonrpc(line: str, what: str, redact: Callable[[str], str]) -> str:
-    """The reason for a stdout line that is not JSON-RPC: what it is, and its start (redacted
-    before it is cut, so that a cut never leaves part of a key)."""
-    line = redact(line)
-    shown = line if len(line) <= MAX_GARBAGE_SHOWN else line[: MAX_GARBAGE_SHOWN - 1] + "…"
-    shown = shown.encode("utf-8", "replace").decode("utf-8")  # no lone surrogate
-    return (
-        f"the agent wrote a line to stdout that is not JSON-RPC but {what}: {shown} "
-        "(ACP allows only JSON-RPC messages there)"
-    )
-
-
-def _jsonrpc_problem(message: Any) -> str | None:
-    """What a parsed stdout line is when it is no JSON-RPC message (``None`` when it is one)."""
-    if isinstance(message, dict):
-        if isinstance(message.get("method"), str) or (
-            "id" in message and ("result" in message or "error" in message)
-        ):
-            return None
-        return "a JSON object that is no request, notification or response"
-    if isinstance(message, int | float) and not isinstance(message, bool):
-        return "a JSON number"
-    return _JSON_KINDS.get(type(message), "a JSON value")
-
-
-class _GarbageFilter(logging.Filter):
-    """The SDK logs and skips a stdout line that is not JSON, and a notification whose parameters
-    are not valid ACP; the bridge reading it fails instead. (JSON that is not JSON-RPC fails it in
-    the observer; the SDK's receive loop then breaks on a line that is not an object, which the
-    failure already says.)"""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        bridge = _BRIDGE.get()
-        if bridge is None:
-            return True
-        error = record.exc_info[1] if record.exc_info else None
-        if record.msg == "Error parsing JSON-RPC message":
-            line = getattr(error, "doc", None) or getattr(error, "object", None) or ""
-            if isinstance(line, bytes):
-                line = line.decode("utf-8", "replace")
-            bridge.fail(not_jsonrpc(str(line), "text that is not JSON", bridge.ctx.redact))
-            return False
-        if record.msg in ("Receive loop failed", "Stream observer failed") and bridge.failure is not None:
-            return False
-        if record.msg.startswith("Unhandled error while handling notification") and isinstance(
-            error, ValidationError
-        ):
-            method = record.args[0] if isinstance(record.args, tuple) and record.args else "a"
-            bridge.fail(
-                f"the agent sent a {method} notification that is not valid ACP: {': '.join(first_error(error, 'message'))}"
-            )
-            return False
-        return True
-
-
-_FILTER = _GarbageFilter()
-if _FILTER not in logging.getLogger().filters:
-    logging.getLogger().addFilter(_FILTER)
-
-
-#: Bytes of stderr kept beyond ``stderr_tail_bytes``, so that the tail is cut after redaction.
-_STDERR_MARGIN = 4096
-
-
-class Bridge(WorkspaceServices, PermissionRequests):
+class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
     """The SDK ``Client`` for one AHP session, holding its agent process and ACP session."""
 
     def __init__(self, agent: AcpAgent, ctx: SessionContext) -> None:
@@ -351,58 +284,6 @@ class Bridge(WorkspaceServices, PermissionRequests):
         if shown:  # the session shows what the agent now runs with, not what it refused
             self._link(self._agent_config(shown, offered))
 
-    def _bound_lines(self, process: Any) -> None:
-        """Fail the agent once one line of its stdout (one JSON-RPC message) passes
-        ``max_line_bytes``: the SDK reads a line whole, however long, then parses it on the loop.
-        Its reader gives a long line up in pieces (``readexactly``) before the end (``readuntil``):
-        the pieces are counted, and past the bound the process is stopped, its line unread."""
-        reader, limit = process.stdout, self.agent.max_line_bytes
-        if reader is None:
-            return
-        readexactly, readuntil = reader.readexactly, reader.readuntil
-        taken = [0]  # bytes of the line being read, before its end
-        draining: list[asyncio.Task] = []  # kept referenced until it ends
-
-        async def discard() -> None:
-            with contextlib.suppress(Exception):
-                while await reader.read(1 << 20):
-                    pass
-
-        async def bounded_readexactly(n: int) -> bytes:
-            taken[0] += n
-            if taken[0] > limit:
-                self.fail(f"the agent wrote a message of more than {limit:,} bytes to stdout")
-                with contextlib.suppress(ProcessLookupError):
-                    process.kill()
-                draining.append(asyncio.ensure_future(discard()))  # the pipe closes once read to its end
-                raise asyncio.IncompleteReadError(b"", None)  # the SDK takes it as the end of output
-            return await readexactly(n)
-
-        async def bounded_readuntil(separator: bytes = b"\n") -> bytes:
-            line = await readuntil(separator)
-            taken[0] = 0
-            return line
-
-        reader.readexactly, reader.readuntil = bounded_readexactly, bounded_readuntil
-
-    async def _drain_stderr(self, process: Any) -> None:
-        """Keep the last bytes of stderr; more than the agent's budget in total is a failure."""
-        stream = process.stderr
-        limit = self.agent.stderr_limit
-        while stream is not None:
-            chunk = await stream.read(65536)
-            if not chunk:
-                return
-            self._stderr_total += len(chunk)
-            self._stderr += chunk
-            # a margin beyond the tail: the tail is cut from redacted text, never through a secret
-            del self._stderr[: max(0, len(self._stderr) - self.agent.stderr_tail_bytes - _STDERR_MARGIN)]
-            if self._stderr_total > limit:
-                self.fail(f"the agent flooded stderr (more than {limit:,} bytes)")
-                with contextlib.suppress(ProcessLookupError):
-                    process.kill()
-                return
-
     async def _watch_exit(self, process: Any) -> None:
         code = await process.wait()
         if not self._stopping:
@@ -419,31 +300,6 @@ class Bridge(WorkspaceServices, PermissionRequests):
         self.failure_reported = True
         return self.failure
 
-    async def stderr_read(self) -> None:
-        """Wait (1 s at most) until an exited agent's stderr is read to its end: its last words."""
-        task, process = self._stderr_task, self.process
-        if task is not None and not task.done() and process is not None and process.returncode is not None:
-            await asyncio.wait({task}, timeout=1.0)
-
-    def stderr_tail(self) -> str:
-        """The last lines the agent wrote to stderr (at most ``stderr_tail_bytes``).
-
-        It is redacted before it is cut (the values of ``AcpAgent(env=...)`` are the host's
-        secrets): a cut through a key would leave its end, too short to be recognised, in the
-        error. It starts at a line when one begins within the tail.
-        """
-        text = self.ctx.redact(bytes(self._stderr).decode("utf-8", "replace"))
-        if self._stderr_total > len(self._stderr):  # its start was cut, maybe inside a key
-            line = text.find("\n")
-            text = text[line + 1 :] if line >= 0 else text[_STDERR_MARGIN:]
-        text = text.strip()
-        size = self.agent.stderr_tail_bytes
-        if len(text.encode("utf-8")) <= size:
-            return text
-        tail = text.encode("utf-8")[-size:].decode("utf-8", "ignore")
-        line = tail.find("\n")
-        return tail[line + 1 :] if 0 <= line < len(tail) - 1 else tail
-
     def fail(self, reason: str) -> None:
         """Mark the agent as failed (the first reason wins) and wake whatever waits on it."""
         if self.failure is None:
@@ -457,10 +313,6 @@ class Bridge(WorkspaceServices, PermissionRequests):
                 reason,
             )
             self._failed.set()
-
-    def failure_message(self, reason: str) -> str:
-        tail = self.stderr_tail()
-        return f"{reason}. Its stderr ended with:\n{tail}" if tail else f"{reason}."
 
     async def until(
         self, awaitable: Awaitable, timeout: float | None, what: str, *, idle: bool = False
