@@ -16,7 +16,8 @@ from ..host import ROOT
 from ..protocol.jsonvalue import to_json
 from ..protocol.limits import Limits
 from ..transport.tap import FrameLog
-from ..transport.websocket import WebSocketServer, redact_url
+from ..transport.websocket import redact_url
+from ..transport.websocket_server import WebSocketServer
 from ..waiting import check_wait_arguments
 from .clientlog import ClientLog
 from .lifetime import weakly

@@ -2,7 +2,8 @@
 
 from .inprocess import InProcessTransport, pipe
 from .jsonrpc import JsonRpcPeer, RpcError, Transport
-from .websocket import HandshakeRefused, WebSocketServer, WebSocketTransport, connect_websocket
+from .websocket import HandshakeRefused, WebSocketTransport, connect_websocket
+from .websocket_server import WebSocketServer
 
 __all__ = [
     "JsonRpcPeer",

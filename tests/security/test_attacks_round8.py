@@ -45,7 +45,7 @@ def test_sockets_that_never_finish_their_handshake_cannot_lock_out_a_token_holde
     from urllib.parse import urlsplit
 
     from ahp_lab.transport import connect_websocket
-    from ahp_lab.transport.websocket import MAX_OPENING
+    from ahp_lab.transport.websocket_server import MAX_OPENING
 
     async def main():
         async with open_lab() as lab:
