@@ -6,6 +6,7 @@ fills in what the person typed (an edited tool input, answers) and never invents
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -169,6 +170,77 @@ def tool_input_schema(session_state: Any, tool_name: Any, contributor: Any = Non
     return None
 
 
+#: What a person decides on when asked to confirm a tool call (``tool``) or its result
+#: (``result``): an approval from the view goes out only while these are as the view showed them.
+DECIDED_ON = {
+    "tool": (
+        "toolName",
+        "toolInput",
+        "invocationMessage",
+        "confirmationTitle",
+        "riskAssessment",
+        "edits",
+        "options",
+    ),
+    "result": ("toolName", "toolInput", "content", "success", "pastTenseMessage"),
+}
+_PHASES = {"pending-confirmation": "tool", "pending-result-confirmation": "result"}
+
+
+def _decided_on(tc: Any, phase: str) -> dict[str, str]:
+    t = _m(tc)
+    return {
+        k: json.dumps(to_json(t.get(k)), sort_keys=True, ensure_ascii=False, default=str)
+        for k in DECIDED_ON[phase]
+    }
+
+
+def shown_fingerprint(tc: Any, phase: str) -> str:
+    """A digest of what a person decides on in tool call ``tc`` (see :data:`DECIDED_ON`)."""
+    text = json.dumps([phase, _decided_on(tc, phase)], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _current_call(session_state: Any, chat_state: Any, chat: str, turn_id: Any, tcid: Any) -> Any:
+    """Tool call ``tcid`` as it is now: in the chat's active turn when this view holds the chat,
+    else in the session's input-needed entry for it (``None`` when neither has it)."""
+    active = _m(_m(chat_state).get("activeTurn"))
+    if active and active.get("id") == turn_id:
+        for part in active.get("responseParts") or ():
+            tc = _m(_m(part).get("toolCall")) if _m(part).get("kind") == "toolCall" else {}
+            if tc.get("toolCallId") == tcid:
+                return tc
+    entries = _m(session_state).get("inputNeeded")
+    for entry in entries if isinstance(entries, list) else ():
+        e = _m(entry)
+        tc = _m(e.get("toolCall"))
+        if e.get("kind") == "toolConfirmation" and e.get("chat") == chat and tc.get("toolCallId") == tcid:
+            return tc
+    return None
+
+
+def changed_since_shown(
+    session_state: Any, chat_state: Any, channel: Any, action: Any, shown: Any
+) -> str | None:
+    """Why an approval clicked in the view must not go out: the tool call it approves changed
+    after the view showed it (an agent may send new input while a person reads the old one).
+    ``None`` when it may go (a denial always may; an unknown call is the host's to refuse)."""
+    a = _m(action)
+    if (
+        a.get("type") not in ("chat/toolCallConfirmed", "chat/toolCallResultConfirmed")
+        or a.get("approved") is not True
+    ):
+        return None
+    tc = _current_call(session_state, chat_state, channel, a.get("turnId"), a.get("toolCallId"))
+    phase = _PHASES.get(_m(tc).get("status"))
+    if tc is None or phase is None or not isinstance(shown, str) or shown_fingerprint(tc, phase) == shown:
+        return None
+    return (
+        f"the tool call {one_line(a.get('toolCallId'), 80)} changed after it was shown: "
+        "look at it again before approving"
+    )
+
+
 def _tool_confirmation(
     entry: Mapping[str, Any], base: dict[str, Any], limits: Mapping[str, int] | None, session: Any
 ) -> None:
@@ -217,6 +289,7 @@ def _tool_confirmation(
             else 0,
             "approve": {"channel": chat, "action": approve},
             "deny": {"channel": chat, "action": deny},
+            "shown": shown_fingerprint(tc, phase),
         }
     )
     if phase == "result":

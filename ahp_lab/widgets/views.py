@@ -14,7 +14,7 @@ from ..protocol.limits import valid_seq
 from . import base as _base
 from .base import VIEW_TEXT, SourceView, ViewContext, text_fallback
 from .chat import active_turn_patch, chat_view_model, promote_patch, turn_view
-from .inputs import inputs_view_model
+from .inputs import changed_since_shown, inputs_view_model
 from .inspector import (
     MAX_WINDOW,
     TransitionFilter,
@@ -256,6 +256,15 @@ class InputQueue(SourceView):
         )
 
     def handle_message(self, content: Any) -> None:
+        if isinstance(content, dict) and content.get("type") == "dispatch" and "shown" in content:
+            channel = content.get("channel")
+            chat = self.state_of(channel) if isinstance(channel, str) else None
+            why = changed_since_shown(
+                self.state_of(self.session), chat, channel, content.get("action"), content.get("shown")
+            )
+            if why is not None:
+                self._show_error(why)
+                return
         if isinstance(content, dict) and content.get("type") == "dispatch" and "remember" in content:
             if self._do("dispatch", content):
                 self._remember(content.get("remember"), content.get("action"))

@@ -17,11 +17,6 @@ export function renderInputs({ model, el }) {
   root.appendChild(list);
   const cards = new Map(); // entry id -> {sig, el, ro}
 
-  const send = (target, extra) => {
-    if (!target) return;
-    dispatch(model, target.channel, { ...target.action, ...(extra || {}) });
-  };
-
   // "Approve with edits": the input as a form built from the tool's inputSchema (or raw JSON),
   // checked against the schema before it is sent, with each error next to its field.
   function inputEditor(e, name, onValidity) {
@@ -126,14 +121,20 @@ export function renderInputs({ model, el }) {
         const got = editor.value();
         if (got.text === null) { editor.focus(); return; } // the errors are shown next to the fields
         if (model.get("read_only")) return;
-        model.send({ type: "dispatch", channel: e.approve.channel, action: { ...e.approve.action, editedToolInput: got.text }, remember: editor.toolName });
+        model.send({ type: "dispatch", channel: e.approve.channel, action: { ...e.approve.action, editedToolInput: got.text }, remember: editor.toolName, shown: e.shown });
       },
     }, "Approve with edits");
+    // a decision carries what this card showed: the kernel refuses an approval of a call that
+    // changed since (an agent may send new input while a person reads the old one)
+    const decide = (target) => {
+      if (!target || model.get("read_only")) return;
+      model.send({ type: "dispatch", channel: target.channel, action: target.action, shown: e.shown });
+    };
     const inputView = tc.toolInput && tc.toolInput.block ? textBlock(tc.toolInput.block, model, { cls: "ahp-input-preview" })
       : tc.toolInput && tc.toolInput.ref ? h("div", { class: "ahp-mono" }, `input: ${tc.toolInput.uri}`) : null;
     const buttons = [
-      h("button", { class: "ahp-btn ahp-primary", type: "button", disabled: ro, "aria-label": `Approve ${name}`, onclick: () => send(e.approve) }, "Approve"),
-      h("button", { class: "ahp-btn ahp-danger", type: "button", disabled: ro, "aria-label": `Deny ${name}`, onclick: () => send(e.deny) }, "Deny"),
+      h("button", { class: "ahp-btn ahp-primary", type: "button", disabled: ro, "aria-label": `Approve ${name}`, onclick: () => decide(e.approve) }, "Approve"),
+      h("button", { class: "ahp-btn ahp-danger", type: "button", disabled: ro, "aria-label": `Deny ${name}`, onclick: () => decide(e.deny) }, "Deny"),
     ];
     let lastGroup = null;
     for (const o of e.options || []) {
@@ -142,7 +143,7 @@ export function renderInputs({ model, el }) {
       buttons.push(h("button", {
         class: `ahp-btn ${o.kind === "deny" ? "ahp-danger" : ""}`, type: "button", disabled: ro,
         "aria-label": `${o.label} ${name}`, "data-option-id": o.id,
-        onclick: () => send(o.action),
+        onclick: () => decide(o.action),
       }, o.label));
     }
     if (e.editable) {

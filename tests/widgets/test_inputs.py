@@ -278,3 +278,95 @@ def test_the_last_approved_edit_is_remembered_per_tool():
     for k in range(InputQueue.MAX_REMEMBERED + 5):
         w._remember(f"tool{k}", action)
     assert len(w.last_inputs) == InputQueue.MAX_REMEMBERED and "tool0" not in w.last_inputs
+
+
+# -- an approval goes out only for the call the person saw ----------------------------------------
+
+
+def test_an_approval_of_a_call_whose_input_changed_after_it_was_shown_is_refused():
+    """An agent may send new input (``toolCallReady`` again, T4) while a person reads the old one:
+    the Approve clicked on the old card must not approve the new input."""
+    import asyncio
+
+    from ahp_lab import Lab
+
+    async def main():
+        lab = await Lab.open()
+
+        @lab.tool(annotations={"destructiveHint": True})
+        def zap(name: str) -> str:
+            """Zap something (asks for confirmation)."""
+            return f"zapped {name}"
+
+        pending = lab.start("call zap name=a")
+        await pending.until_blocked()
+        queue = InputQueue(lab)
+        [seen] = [e for e in queue.model["entries"] if e["kind"] == "toolConfirmation"]
+        assert '"a"' in seen["inputText"]
+        runner = lab.host.turns[lab.chat]  # the agent's own turn: what an agent emits through
+        runner.emit(
+            {
+                "type": "chat/toolCallReady",
+                "turnId": runner.turn_id,
+                "toolCallId": seen["toolCallId"],
+                "invocationMessage": "Zap",
+                "toolInput": '{"name": "everything"}',
+            }
+        )
+        await lab.wait_for(
+            lab.session,
+            lambda s: any("everything" in str(e.get("toolCall")) for e in s.get("inputNeeded") or ()) or None,
+        )
+        before = len(lab.transitions)
+        queue._on_custom_msg(queue, {"type": "dispatch", **seen["approve"], "shown": seen["shown"]})
+        assert queue.error == (
+            f"the tool call {seen['toolCallId']} changed after it was shown: look at it again before approving"
+        )
+        assert len(lab.transitions) == before  # nothing was sent: the call still waits for a person
+        # denying what was seen is always possible; approving the card as it is now goes through
+        queue.refresh()
+        [now] = [e for e in queue.model["entries"] if e["kind"] == "toolConfirmation"]
+        assert '"everything"' in now["inputText"] and now["shown"] != seen["shown"]
+        queue._on_custom_msg(queue, {"type": "dispatch", **now["approve"], "shown": now["shown"]})
+        assert queue.error == ""
+        turn = await pending
+        assert turn.tool_calls[0].result_text == "zapped everything"
+        await lab.aclose()
+
+    asyncio.run(main())
+
+
+def test_a_denial_of_a_changed_call_still_goes_out():
+    import asyncio
+
+    from ahp_lab import Lab
+
+    async def main():
+        lab = await Lab.open()
+
+        @lab.tool(annotations={"destructiveHint": True})
+        def zap(name: str) -> str:
+            """Zap something (asks for confirmation)."""
+            return f"zapped {name}"
+
+        pending = lab.start("call zap name=a")
+        await pending.until_blocked()
+        queue = InputQueue(lab)
+        [seen] = [e for e in queue.model["entries"] if e["kind"] == "toolConfirmation"]
+        runner = lab.host.turns[lab.chat]
+        runner.emit(
+            {
+                "type": "chat/toolCallReady",
+                "turnId": runner.turn_id,
+                "toolCallId": seen["toolCallId"],
+                "invocationMessage": "Zap",
+                "toolInput": '{"name": "b"}',
+            }
+        )
+        queue._on_custom_msg(queue, {"type": "dispatch", **seen["deny"], "shown": seen["shown"]})
+        assert queue.error == ""
+        turn = await pending
+        assert turn.tool_calls[0].status == "cancelled"
+        await lab.aclose()
+
+    asyncio.run(main())
