@@ -218,12 +218,16 @@ def _default_option(tc: dict, kind: str) -> str | None:
     """The first option of ``kind`` in the one-time group (group 0 or no group), else the first of
     ``kind``; ``None`` when the call offers none. An approval is never given through an option of
     another group when the call does have a one-time group (ACP's "allow always" is in group 1
-    beside a one-time "reject"): that is ``ValueError``, since a plain approval grants once."""
+    beside a one-time "reject"): that is ``ValueError``, since a plain approval grants once. A
+    plain denial names no option outside the one-time group (``None``): naming ACP's "reject
+    always" would make the agent's bridge remember it as the person's standing choice."""
     options = [o for o in tc.get("options") or () if isinstance(o, dict)]
     of_kind = [o for o in options if o.get("kind") == kind]
     once = [o for o in of_kind if not o.get("group")]
     if once:
         return once[0].get("id")
+    if kind == "deny":
+        return None
     if of_kind and kind == "approve" and any(not o.get("group") for o in options):
         offered = ", ".join(f"{o.get('id')!r} ({o.get('label')})" for o in of_kind)
         raise ValueError(

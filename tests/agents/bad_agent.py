@@ -173,6 +173,11 @@ PERMISSION_OPTIONS = {
     # an option's name is the agent's text: this one quotes the secret the person gave the agent
     "leaky": [("aa", "Always allow using " + os.environ.get("BAD_AGENT_KEY", "?"), "allow_always")],
     "reject_always": [("ao", "Allow", "allow_once"), ("ra", "Always reject", "reject_always")],
+    # seed 001's exit plan mode: a switch_mode call whose options are the modes to go on in
+    "exit_plan": [
+        ("code", "Yes, and auto-accept all actions", "allow_always"),
+        ("plan", "No, keep planning", "reject_once"),
+    ],
 }
 
 
@@ -188,7 +193,13 @@ def request(mode: str, mid) -> None:
             "permission",
             "session/request_permission",
             {
-                "toolCall": {"toolCallId": f"call-{mid}", "title": "Edit notes", "kind": "edit"},
+                "toolCall": {
+                    "toolCallId": f"call-{mid}",
+                    "title": "Ready for implementation",
+                    "kind": "switch_mode",
+                }
+                if choice == "exit_plan"
+                else {"toolCallId": f"call-{mid}", "title": "Edit notes", "kind": "edit"},
                 "options": [{"optionId": i, "name": n, "kind": k} for i, n, k in kinds],
             },
         )

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import acp_lab, arun, bad_agent, pending_call
+from .conftest import acp_lab, arun, bad_agent, pending_call, transitions
 
 
 def test_commands_announced_before_the_session_is_answered_are_offered(tmp_path: Path) -> None:
@@ -341,6 +341,47 @@ def test_a_denial_naming_no_option_reaches_an_agent_that_only_rejects_always_as_
                 )
                 turn = await pending
                 assert turn.status == "complete" and 'outcome={"optionId": "ra"' in turn.text
+
+    arun(go())
+
+
+def test_a_plain_lab_deny_is_not_remembered_as_always_reject(tmp_path: Path) -> None:
+    """Offered "allow once" and "always reject", a plain ``lab.deny()`` named the "always reject"
+    option itself, and the bridge took that for the person's choice: every later request of the
+    kind was refused without asking anyone. It rejects this once; the next request is asked."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("ask", "reject_always")) as lab:
+            for prompt in ("go", "again"):
+                pending = lab.start(prompt)
+                call = await asyncio.wait_for(pending_call(lab), 20)  # asked, both times
+                lab.deny()
+                confirmed = transitions(lab, "chat/toolCallConfirmed")[-1].action
+                assert confirmed["toolCallId"] == call["toolCallId"] and "selectedOptionId" not in confirmed
+                turn = await pending
+                assert turn.status == "complete" and 'outcome={"optionId": "ra"' in turn.text
+
+    arun(go())
+
+
+def test_an_exit_plan_approval_is_not_remembered_and_the_next_plan_is_put_to_the_person(
+    tmp_path: Path,
+) -> None:
+    """Seed 001's exit plan mode asks with a ``switch_mode`` call whose "Yes, and auto-accept" is an
+    ``allow_always`` option: it names the mode to go on in, not a standing grant. Remembered, it
+    approved every later plan of the session unread."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("ask", "exit_plan")) as lab:
+            first = lab.start("plan one")
+            await asyncio.wait_for(pending_call(lab), 20)
+            lab.approve(option="code")
+            assert 'outcome={"optionId": "code"' in (await first).text
+            second = lab.start("plan two")
+            call = await asyncio.wait_for(pending_call(lab), 20)  # asked again
+            assert call["status"] == "pending-confirmation" and call.get("confirmed") is None
+            lab.deny(option="plan")
+            assert 'outcome={"optionId": "plan"' in (await second).text
 
     arun(go())
 

@@ -61,8 +61,10 @@ class PermissionRequests:
         call, actions = mapping.permission_call(turn, asked)
         for action in actions:
             self.emit(action)
-        key = (call.kind, call.title)
-        remembered = self.always.get(key)
+        # A mode switch (seed 001's "exit plan mode") is never remembered: its options name modes to
+        # run in, not standing grants, and each plan it carries is for the person to read.
+        key = None if call.kind == "switch_mode" else (call.kind, call.title)
+        remembered = self.always.get(key) if key is not None else None
         chosen = _first(opts, "allow_always", "allow_once") if remembered == "allow" else None
         if chosen is not None:  # an earlier "always allow" answers, if the agent offers to allow
             self.emit(mapping._ready(turn, call, confirmed="setting"))
@@ -128,7 +130,7 @@ class PermissionRequests:
         if chosen is None:
             return cancelled
         kind = by_id[chosen].get("kind")
-        if chosen == picked and kind in ("allow_always", "reject_always"):  # remembered when chosen
+        if key is not None and chosen == picked and kind in ("allow_always", "reject_always"):  # when chosen
             self.always[key] = "allow" if kind == "allow_always" else "reject"
         return _selected(chosen)
 
