@@ -222,12 +222,17 @@ def _redacting_records() -> None:
     logging.setLogRecordFactory(factory)
 
 
+#: How many clean object keys a :class:`Redactor` remembers (a stranger's keys cannot grow it past).
+_CLEAN_KEYS = 4096
+
+
 class Redactor:
     """Known secrets plus the generic rules; :meth:`redact` applies both to a JSON value."""
 
     def __init__(self) -> None:
         self._secrets: set[str] = set()
         self._literal: re.Pattern | None = None
+        self._clean_keys: set[str] = set()  # object keys with nothing to mask, for _key
         global _records_redacted
         if not _records_redacted:
             _records_redacted = True
@@ -249,6 +254,7 @@ class Redactor:
                     self._secrets.add(form)
                     changed = True
         if changed:
+            self._clean_keys.clear()  # a key clean so far may hold the new secret
             ordered = sorted(self._secrets, key=len, reverse=True)  # longest first
             self._literal = re.compile("|".join(re.escape(s) for s in ordered))
 
@@ -349,13 +355,27 @@ class Redactor:
         if isinstance(value, str):
             return self.text(value, generic=generic) if value else value
         if isinstance(value, dict):
-            return {
-                key: self.redact(item, generic=generic and key not in _TOOL_INPUT_KEYS)
-                for key, item in value.items()
-            }
+            out = {}
+            for key, item in value.items():
+                shown = self._key(key, generic)
+                while shown in out:  # two keys masked alike stay two entries
+                    shown += "*"
+                out[shown] = self.redact(item, generic=generic and key not in _TOOL_INPUT_KEYS)
+            return out
         if isinstance(value, list):
             return [self.redact(item, generic=generic) for item in value]
         return value
+
+    def _key(self, key: Any, generic: bool) -> Any:
+        """An object's key, redacted as text is: a stranger's schema or ``_meta`` may name its
+        properties with a token. Keys found clean are remembered (at most ``_CLEAN_KEYS``, until
+        another secret is known): most are the protocol's own names, in every action."""
+        if type(key) is not str or key in self._clean_keys:
+            return key
+        shown = self.text(key, generic=generic)
+        if shown == key and len(key) < 64 and len(self._clean_keys) < _CLEAN_KEYS:
+            self._clean_keys.add(key)  # the protocol's own names, mostly: read once
+        return shown
 
     def action(self, action: dict) -> dict:
         """Redact an action; a ``chat/toolCallDelta`` streams tool input, so it keeps its generic parts."""

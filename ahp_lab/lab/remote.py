@@ -38,6 +38,9 @@ def serve_host(
     id, and a larger frame closes the socket unread (1009).
     """
     frames = frames if frames is not None else FrameLog()
+    redactor = getattr(host, "redactor", None)
+    if frames.redact_in is None and redactor is not None:
+        frames.redact_in = redactor.text  # strangers' secrets: the frame log is shown and saved
     limits = getattr(host, "limits", None)
     if limits is not None:
         options.setdefault("max_frame_bytes", 4 * limits.max_message_bytes)

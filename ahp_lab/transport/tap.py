@@ -115,6 +115,9 @@ def _classify(text: str) -> dict:
 class FrameLog:
     """The newest ``capacity`` frames of one side's connections, oldest first, with listeners.
 
+    ``redact_in`` (a host's ``redactor.text``) masks the secrets of the frames received before
+    they are kept.
+
     At most ``max_chars`` characters of frame text are kept in all (each frame's first
     :data:`KEPT_CHARS`): a peer sending large frames pushes the oldest out sooner, so what a
     stranger sends cannot hold more than that in the kernel however large its frames.
@@ -126,7 +129,11 @@ class FrameLog:
         *,
         max_chars: int = 16 * 1024 * 1024,
         clock: Callable[[], float] = time.time,
+        redact_in: Callable[[str], str] | None = None,
     ) -> None:
+        # what the frames received pass through before they are kept (a host's redaction: a
+        # stranger's secret must not reach a log that is shown and saved with the notebook)
+        self.redact_in = redact_in
         self._raw: deque[tuple] = deque(maxlen=capacity)  # (n, direction, text, time, connection, size)
         self.max_chars = max_chars
         self._chars = 0  # the kept text of the frames in _raw
@@ -163,6 +170,8 @@ class FrameLog:
         """Append a frame and tell the listeners."""
         self.count += 1
         kept = text if len(text) <= KEPT_CHARS else text[:KEPT_CHARS]
+        if direction == "in" and self.redact_in is not None:
+            kept = self.redact_in(kept)
         if '"token"' in kept or "\\u" in kept:
             kept = _without_tokens(kept)
         raw = (self.count, direction, kept, self._clock(), connection, len(text))

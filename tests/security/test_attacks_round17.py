@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 from .conftest import arun, open_lab
@@ -29,5 +30,50 @@ def test_a_title_of_nested_query_names_does_not_hold_the_hosts_loop(connect_stra
             assert time.monotonic() - started < 5
             assert "rejectionReason" not in echo
             assert lab.session_state["title"] == title  # nothing in it is a secret: kept as sent
+
+    arun(main())
+
+
+SK = "sk-proj-A1b2C3d4E5f6G7h8I9j0KLMNopqr"
+GHP = "ghp_" + "Zx9" * 12
+
+
+def _leaks(text: str) -> list[str]:
+    return [s for s in (SK, GHP, "abcd1234efgh5678") if s in text]
+
+
+def test_a_strangers_secrets_in_object_keys_and_on_the_wire_reach_no_record(connect_stranger, tmp_path):
+    """Keys were copied as sent: a token naming a property of a tool's schema, or a ``_meta``
+    member, reached state, the export and every bystander, masked as a value beside it and kept as
+    a key. And the served connections' frame log (``lab.frames``, the raw wire view) kept a
+    stranger's frames as sent, secrets and all; it is shown and saved with the notebook."""
+
+    async def main():
+        async with open_lab() as lab:
+            mallory = await connect_stranger(lab, "mallory")
+            await mallory.initialize("mallory")
+            await mallory.call("subscribe", {"channel": lab.session})
+            bob = await connect_stranger(lab, "bob")
+            await bob.initialize("bob")
+            await bob.call("subscribe", {"channel": lab.session})
+            schema = {"type": "object", "properties": {SK: {"type": "string"}}, "required": [SK]}
+            tool = {"name": "peek", "inputSchema": schema, "_meta": {GHP: 1}}
+            active = {"clientId": "mallory", "tools": [tool]}
+            mallory.dispatch(lab.session, 1, {"type": "session/activeClientSet", "activeClient": active})
+            assert "rejectionReason" not in await mallory.echo(1)
+            title = f"see {SK} with Authorization: Bearer abcd1234efgh5678"
+            mallory.dispatch(lab.session, 2, {"type": "session/titleChanged", "title": title})
+            assert "rejectionReason" not in await mallory.echo(2)
+            await bob.wait(lambda: len(bob.envelopes()) >= 2)
+            [client] = [c for c in lab.session_state["activeClients"] if c["clientId"] == "mallory"]
+            assert list(client["tools"][0]["inputSchema"]["properties"]) == ["***"]  # still one property
+            lab.export(tmp_path / "log.jsonl")
+            assert _leaks(json.dumps(lab.host.store.states())) == []
+            assert _leaks((tmp_path / "log.jsonl").read_text()) == []
+            assert _leaks(json.dumps(bob.envelopes())) == []
+            if lab.frames is not None:  # the socket's frames: what the raw wire view shows
+                received = [f.text for f in lab.frames.frames if f.direction == "in"]
+                assert any("peek" in t for t in received)
+                assert _leaks("\n".join(received)) == []
 
     arun(main())
