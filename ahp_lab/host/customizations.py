@@ -94,6 +94,7 @@ class _Container:
     child_ids: dict[str, str] = field(default_factory=dict)
     internal: dict[str, dict] = field(default_factory=dict)
     task: asyncio.Task | None = None
+    held: int = 0  # bytes of a client's plugin files read for it (CustomizationManager._hold)
 
 
 @dataclass
@@ -138,6 +139,9 @@ class CustomizationManager:
         self.poll_interval = poll_interval
         self.sessions: dict[str, _Session] = {}
         self.stats = {"resolves": 0, "client_fetches": 0}
+        # bytes of client plugin files read and kept resolved, per client and in all
+        self._held_by_client: dict[str, int] = {}
+        self._held_total = 0
 
     @staticmethod
     def _directory_config(d: Any) -> dict:
@@ -283,8 +287,40 @@ class CustomizationManager:
         if sess.watcher is not None:
             sess.watcher.cancel()
         for c in sess.containers.values():
+            self._hold(c, 0)
             if c.task is not None:
                 c.task.cancel()
+
+    def _hold(self, c: _Container, size: int) -> None:
+        """Count ``size`` bytes of client ``c.client_id``'s plugin files as read for ``c``."""
+        change = size - c.held
+        if not change or c.client_id is None:
+            return
+        c.held = size
+        self._held_total += change
+        left = self._held_by_client.get(c.client_id, 0) + change
+        if left > 0:
+            self._held_by_client[c.client_id] = left
+        else:
+            self._held_by_client.pop(c.client_id, None)
+
+    def _room(self, c: _Container) -> tuple[int, str]:
+        """How many more bytes of files may be read for client plugin ``c``, and the bound that
+        says so: one plugin's, its client's in all sessions, or every client's together."""
+        limits = self.limits
+        per_client = limits.max_client_plugin_bytes - self._held_by_client.get(c.client_id or "", 0)
+        total = limits.max_client_plugin_bytes_total - self._held_total
+        return min(
+            (limits.max_message_bytes - c.held, f"{limits.max_message_bytes:,} bytes"),
+            (
+                per_client,
+                f"{limits.max_client_plugin_bytes:,} bytes for all of this client's plugins (Limits.max_client_plugin_bytes)",
+            ),
+            (
+                total,
+                f"{limits.max_client_plugin_bytes_total:,} bytes for all clients' plugins (Limits.max_client_plugin_bytes_total)",
+            ),
+        )
 
     async def aclose(self) -> None:
         for session in list(self.sessions):
@@ -391,6 +427,7 @@ class CustomizationManager:
         c = sess.containers.pop(cid, None)
         if c is None:
             return
+        self._hold(c, 0)
         if c.task is not None:
             c.task.cancel()
         for ident, hid in list(sess.client_plugins.items()):
@@ -513,7 +550,7 @@ class CustomizationManager:
     async def _resolve_client_plugin(self, sess: _Session, c: _Container) -> None:
         fallback = c.name or c.uri.rstrip("/").rsplit("/", 1)[-1] or "plugin"
         try:
-            src = await self._fetch_client_files(c.client_id, c.uri)
+            src = await self._fetch_client_files(c)
         except SourceError as exc:
             c.resolution = Resolution(fallback, error=f"The client's plugin could not be read: {exc}.")
         else:
@@ -521,8 +558,12 @@ class CustomizationManager:
             c.resolution = await asyncio.to_thread(resolve_plugin, src, fallback, self.limits)
         self._publish(sess, c)
 
-    async def _fetch_client_files(self, client_id: str | None, root_uri: str) -> MemorySource:
-        """Read a client's (virtual) plugin with host→client ``resourceList``/``resourceRead``."""
+    async def _fetch_client_files(self, c: _Container) -> MemorySource:
+        """Read a client's (virtual) plugin with host→client ``resourceList``/``resourceRead``.
+
+        What is read counts as held for ``c`` as it comes (:meth:`_hold`), so that the plugins a
+        client publishes at once share its room."""
+        client_id, root_uri = c.client_id, c.uri
         from ..transport import RpcError
 
         conn = self.host.connection_of(client_id)
@@ -535,7 +576,8 @@ class CustomizationManager:
         notes: list[str] = []
         pending: list[tuple[str, int]] = [("", 0)]
         count = 0
-        total = 0  # bytes read; one plugin may make the host hold at most max_message_bytes
+        self._hold(c, 0)  # what an earlier read of it held is replaced
+        total = 0  # bytes read (see _room)
         max_files = self.limits.max_folder_files
 
         async def call(method: str, uri: str) -> Any:
@@ -576,10 +618,11 @@ class CustomizationManager:
                     )
                     pending.clear()
                     break
-                if total > self.limits.max_message_bytes:
+                room, bound = self._room(c)
+                if room < 0:
                     notes.append(
-                        f"The plugin's files add up to more than {self.limits.max_message_bytes:,} bytes: "
-                        f"the rest, from {sub[:200]!r}, was not read."
+                        f"The plugin's files add up to more than {bound}: the rest, from {sub[:200]!r}, "
+                        "was not read."
                     )
                     pending.clear()
                     break
@@ -598,6 +641,7 @@ class CustomizationManager:
                     else:
                         files[sub] = data.encode("utf-8")
                     total += len(files[sub])
+                    self._hold(c, total)
                 except (RpcError, TimeoutError, ConnectionError, ValueError) as exc:
                     errors[sub] = _rpc_reason(exc)
         return MemorySource(root, files, errors, self.limits.max_customization_file_bytes, notes)

@@ -97,6 +97,13 @@ class Limits:
     #: Plugins one client may publish in its ``activeClient.customizations``: the host reads each
     #: (up to ``max_message_bytes``) and keeps what it resolved.
     max_client_plugins: int = 16
+    #: The files the host reads of the plugins one client publishes, in all sessions together (it
+    #: keeps what it resolved of them); past it, a plugin's further files are not read and its
+    #: load says so. One stranger publishing 16 plugins of 15 one-megabyte files in each of 12
+    #: sessions held the host at 2 GB.
+    max_client_plugin_bytes: int = 64 * 1024 * 1024
+    #: The same, for every client other than the notebook together.
+    max_client_plugin_bytes_total: int = 512 * 1024 * 1024
     #: Client tools a session may hold, all its active clients together, when a client other than
     #: the notebook publishes: the agent reads each tool's name for every turn, and 16 clients of
     #: 12,000 tools held the host's loop 4.5 s a turn.

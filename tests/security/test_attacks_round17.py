@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 
-from .conftest import arun, open_lab
+from .conftest import arun, joined, open_lab, publish
 
 
 def test_a_title_of_nested_query_names_does_not_hold_the_hosts_loop(connect_stranger):
@@ -75,5 +75,57 @@ def test_a_strangers_secrets_in_object_keys_and_on_the_wire_reach_no_record(conn
                 received = [f.text for f in lab.frames.frames if f.direction == "in"]
                 assert any("peek" in t for t in received)
                 assert _leaks("\n".join(received)) == []
+
+    arun(main())
+
+
+def _big_skill(name: str) -> str:
+    return f"---\nname: {name}\ndescription: the {name} skill\n---\n" + "x" * 100_000 + "\n"
+
+
+async def _plugin_loaded(lab, session: str, plugin_name: str) -> dict:
+    def check(state):
+        for e in state.get("customizations") or ():
+            if e.get("name") == plugin_name and (e.get("load") or {}).get("kind") not in (None, "loading"):
+                return e
+        return None
+
+    return await lab.wait_for(session, check, timeout=30)
+
+
+def test_the_plugin_files_one_client_makes_the_host_hold_are_bounded_across_sessions(connect_stranger):
+    """One client published 16 plugins of 15 one-megabyte files in each session it created: 12
+    sessions held the host at 2 GB (each plugin was bounded on its own). What the host reads of
+    one client's plugins, in all sessions together, is bounded now; leaving gives the room back."""
+
+    async def main():
+        async with open_lab(limits={"max_client_plugin_bytes": 250_000}) as lab:
+            s = await joined(connect_stranger, lab, "hoarder")
+            second = "ahp-session:/hoarder-2"
+            assert "result" in await s.call("createSession", {"channel": second})
+            await s.call("subscribe", {"channel": second})
+            files = {"skills/one/SKILL.md": _big_skill("one"), "skills/two/SKILL.md": _big_skill("two")}
+            await publish(s, "hoarder", "a", files)
+            assert (await _plugin_loaded(lab, lab.session, "a"))["load"]["kind"] == "loaded"
+            reads = len([m for m in s.received if m.get("method") == "resourceRead"])
+            s.session = second
+            await publish(s, "hoarder", "b", files, seq=2)
+            entry = await _plugin_loaded(lab, second, "b")
+            assert "for all of this client's plugins (Limits.max_client_plugin_bytes)" in json.dumps(
+                entry["load"]
+            )
+            assert len([m for m in s.received if m.get("method") == "resourceRead"]) - reads == 1
+            # leaving the first session gives its room back: the plugin reads whole when republished
+            s.dispatch(lab.session, 3, {"type": "session/activeClientRemoved", "clientId": "hoarder"})
+            assert "rejectionReason" not in await s.echo(3)
+            await publish(s, "hoarder", "b", files, nonce="2", seq=4)
+
+            def whole(state):
+                for e in state.get("customizations") or ():
+                    if e.get("name") == "b" and (e.get("load") or {}).get("kind") == "loaded":
+                        return e
+                return None
+
+            assert len((await lab.wait_for(second, whole, timeout=30))["children"]) == 2
 
     arun(main())
