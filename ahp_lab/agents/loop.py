@@ -39,7 +39,13 @@ from ..extensions import catalog as cat
 from ..extensions.config import Workspace
 from ..extensions.contract import Extension
 from ..extensions.custom_tools import USER_TOOLS
-from ..extensions.session import ExtensionSession, check_unique_ids, maybe_await, model_text
+from ..extensions.session import (
+    ExtensionSession,
+    check_unique_ids,
+    described,
+    maybe_await,
+    model_text,
+)
 from ..protocol.jsonvalue import held_back, valid_unicode
 from ..tools import FAILURES
 from .base import TurnContext, TurnFailed
@@ -51,6 +57,7 @@ from .models import (
     ModelResponse,
     ModelToolCall,
     ScriptedModel,
+    _retry_after,
     checked_response,
 )
 
@@ -93,6 +100,8 @@ UNFINISHED_ANSWERS = {
     "content_filter": ("refusal", "the model's content filter stopped it (finish reason 'content_filter')"),
     "incomplete": ("modelError", "its stream ended before the model said it had finished (no finish reason)"),
 }
+#: A model's refusal is quoted in the turn's error (``refusal``) up to this many characters.
+MAX_REFUSAL_CHARS = 2000
 
 
 #: A tool name every chat-completions API takes (OpenAI's rule, the strictest): a tool named
@@ -301,18 +310,13 @@ class LoopAgent:
         system = spec.instructions if spec is not None and spec.instructions else self.system_prompt
         turn_log = self._transcripts.setdefault(ctx.turn_id, [])
         turn_log.append({"role": "user", "content": await self._expand(es, ctx.prompt)})
+        used = [0, 0]  # the turn's input and output tokens so far, over all its model calls
         for _step in range(self.max_steps):
             steering = ctx.take_steering()
             if steering is not None:
                 turn_log.append({"role": "user", "content": str(steering.get("text") or "")})
-            response, offered = await self._model_call(ctx, es, spec, system, turn_log)
+            response, offered = await self._model_call(ctx, es, spec, system, turn_log, used)
             turn_log.append(response.message())
-            if response.usage:
-                await ctx.usage(
-                    int(response.usage.get("inputTokens") or 0),
-                    int(response.usage.get("outputTokens") or 0),
-                    response.model or self.model.name,
-                )
             if not response.tool_calls:
                 return
             answered = 0
@@ -348,7 +352,7 @@ class LoopAgent:
         try:
             return str(await maybe_await(command.expand(rest.strip())))
         except FAILURES as exc:
-            raise TurnFailed(f"/{head} failed: {type(exc).__name__}: {exc}", "commandFailed") from None
+            raise TurnFailed(f"/{head} failed: {described(exc)}", "commandFailed") from None
 
     def resident_tools(
         self, es: ExtensionSession, ctx: TurnContext, spec: SubagentSpec | None
@@ -430,8 +434,12 @@ class LoopAgent:
         spec: SubagentSpec | None,
         system: str,
         turn_log: list[dict],
+        used: list[int],
     ) -> tuple[ModelResponse, dict[str, str]]:
-        """One model call; returns the answer and the tool each name it was offered stands for."""
+        """One model call; returns the answer and the tool each name it was offered stands for.
+
+        ``used`` is the turn's input and output tokens so far: the call's usage is added, and the
+        sum is the turn's usage (``chat/usage`` replaces it, so each call reports the total)."""
         failed_catalogs = await es.refresh()
         history = self.history(ctx.chat, ctx.turn_id)
         since = next((i for i in range(len(history) - 1, -1, -1) if history[i].get("_compaction")), 0)
@@ -472,9 +480,33 @@ class LoopAgent:
                 self.model_calls.end(record, error=error)
                 raise TurnFailed(error, "modelError") from None
             error = redactor.text(f"{type(exc).__name__}: {exc}")  # an API error may quote the key
-            self.model_calls.end(record, error=error)
-            raise TurnFailed(f"The model call failed: {error}", "modelError") from None
-        self.model_calls.end(record, response)
+            wait = _retry_after(exc)
+            if wait is None:
+                self.model_calls.end(record, error=error)
+                raise TurnFailed(f"The model call failed: {error}", "modelError") from None
+            self.model_calls.end(record, error=f"{error} (Retry-After: {wait:g} s)")
+            raise TurnFailed(
+                f"The model call failed, and the endpoint asked to retry after {wait:g} s: {error}",
+                "modelError",
+            ) from None
+        refused = None
+        if response.refusal:
+            # masked whole, then cut, and told on one line
+            said = " ".join(redactor.text(response.refusal).split())
+            if len(said) > MAX_REFUSAL_CHARS:
+                said = said[:MAX_REFUSAL_CHARS] + "…"
+            refused = f"The model refused to answer: {said}" + (
+                "" if said.endswith((".", "!", "?", "…")) else "."
+            )
+        self.model_calls.end(record, response, error=refused)
+        if response.usage:
+            for i, key in enumerate(("inputTokens", "outputTokens")):
+                used[i] = min(used[i] + int(response.usage.get(key) or 0), (1 << 53) - 1)
+            await ctx.usage(used[0], used[1], response.model or self.model.name)
+        if refused is not None:
+            if response.text:  # what was said stays in the history, as it stays in the chat
+                turn_log.append({"role": "assistant", "content": response.text})
+            raise TurnFailed(refused, "refusal")
         if response.finish_reason is not None and response.finish_reason not in FINISHED:
             kind, why = UNFINISHED_ANSWERS.get(
                 response.finish_reason, ("modelError", f"the model stopped ({response.finish_reason!r})")

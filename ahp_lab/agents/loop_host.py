@@ -27,7 +27,7 @@ from ..extensions.custom_tools import (
     load_custom_tools,
 )
 from ..extensions.runtime import AgentRun
-from ..extensions.session import ExtensionSession
+from ..extensions.session import ExtensionSession, described
 from ..protocol.jsonvalue import to_json
 from ..tools import FAILURES, ResolvedTool, ToolError
 
@@ -121,7 +121,7 @@ class LoopHost:
             await self._session_event(session, {"reason": "start"})
         except FAILURES as exc:  # never leave a turn waiting forever
             log.exception("activating the extensions of %s failed", session)
-            es.problems.append(f"activating the extensions failed: {type(exc).__name__}: {exc}.")
+            es.problems.append(f"activating the extensions failed: {described(exc)}.")
             es.ready.set()
         if self.host.store.has_channel(session):
             self._publish_custom_tools(session)

@@ -109,6 +109,7 @@ class ModelCall:
                 else {
                     "text": response.text,
                     "reasoning": response.reasoning,
+                    "refusal": response.refusal,
                     "toolCalls": [c.wire() for c in response.tool_calls],
                     "usage": response.usage,
                 },

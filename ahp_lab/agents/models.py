@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import os
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -84,6 +86,9 @@ class ModelResponse:
     #: Why the model stopped, as the API says (``"stop"``, ``"tool_calls"``, ``"length"``, ...);
     #: ``"incomplete"`` when its stream ended without saying; ``None`` for a model that never says.
     finish_reason: str | None = None
+    #: What the model said when it refused to answer (the API's ``refusal``); ``""`` when it did
+    #: not. A refusal ends the turn with ``refusal``, as finish reason ``content_filter`` does.
+    refusal: str = ""
 
     def message(self) -> dict:
         """The assistant message that goes into the history (OpenAI shape)."""
@@ -195,26 +200,36 @@ def _string(value: Any, what: str, limit: int) -> str:
 
 def checked_response(response: Any) -> ModelResponse:
     """``response`` as the loop keeps it and sends it back in the next requests: strings that are
-    valid Unicode and within the bounds above, a finish reason that is a short string, and usage
-    counts that are JSON-safe integers (any other count is dropped). ``TurnFailed``
-    (``modelError``) says, in one sentence, what is wrong with an answer it cannot keep."""
+    valid Unicode and within the bounds above, tool calls with a name and an id of their own each
+    (the API refuses a history that repeats an id or names no tool), a finish reason that is a
+    short string, and usage counts that are JSON-safe integers (any other count is dropped).
+    ``TurnFailed`` (``modelError``) says, in one sentence, what is wrong with an answer it cannot
+    keep."""
     if not isinstance(response, ModelResponse):
         raise _malformed(f"the model gave {_json_kind(response)}, not a ModelResponse")
     text = _string(response.text, "its text", MAX_ANSWER_CHARS)
     reasoning = _string(response.reasoning, "its reasoning", MAX_ANSWER_CHARS - len(text))
+    refusal = _string(response.refusal, "its refusal", MAX_ANSWER_CHARS - len(text) - len(reasoning))
     calls = response.tool_calls
     if not isinstance(calls, list):
         raise _malformed(f"its tool calls are {_json_kind(calls)}, not a list")
     if len(calls) > MAX_TOOL_CALLS:
         raise _too_many_calls()
-    checked = []
+    checked: list[ModelToolCall] = []
     for call in calls:
         if not isinstance(call, ModelToolCall):
             raise _malformed(f"a tool call is {_json_kind(call)}, not a ModelToolCall")
+        call_id = valid_unicode(_string(call.id, "a tool call's id", MAX_NAME_CHARS))
+        name = valid_unicode(_string(call.name, "a tool call's name", MAX_NAME_CHARS))
+        if not name:
+            raise _malformed("a tool call names no tool, so none of them was run")
+        if any(c.id == call_id for c in checked):
+            shown = call_id if len(call_id) <= 40 else call_id[:40] + "…"
+            raise _malformed(f"two of its tool calls have the id {shown!r}, so none of them was run")
         checked.append(
             ModelToolCall(
-                valid_unicode(_string(call.id, "a tool call's id", MAX_NAME_CHARS)),
-                valid_unicode(_string(call.name, "a tool call's name", MAX_NAME_CHARS)),
+                call_id,
+                name,
                 valid_unicode(_string(call.arguments, "the arguments of a tool call", MAX_ARGUMENTS_CHARS)),
             )
         )
@@ -232,7 +247,9 @@ def checked_response(response: Any) -> ModelResponse:
         usage = None
     model = response.model if isinstance(response.model, str) else None
     model = None if model is None else valid_unicode(model[:MAX_NAME_CHARS])
-    return ModelResponse(valid_unicode(text), checked, valid_unicode(reasoning), usage, model, finish)
+    return ModelResponse(
+        valid_unicode(text), checked, valid_unicode(reasoning), usage, model, finish, valid_unicode(refusal)
+    )
 
 
 class Model(Protocol):
@@ -344,7 +361,9 @@ class OpenAIModel:
 
     ``base_url`` and ``api_key`` default to ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``; ``params``
     go to ``chat.completions.create`` as they are (``temperature=0``, ...). The key is kept by the
-    SDK client only.
+    SDK client only. ``max_retries``: how many times the SDK retries a call that failed with a
+    connection error, 408, 409, 429 or 5xx, waiting as the endpoint's ``Retry-After`` asks (``0``:
+    the first failure ends the turn, its error saying any ``Retry-After``).
     """
 
     def __init__(
@@ -371,7 +390,7 @@ class OpenAIModel:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """One streaming ``chat.completions.create`` call: text and reasoning deltas as they arrive,
-        tool-call deltas assembled by index, usage from the final chunk."""
+        refusal and tool-call deltas assembled (the calls by index), usage from the final chunk."""
         kwargs: dict[str, Any] = {
             "model": request.model or self.name,
             "messages": request.wire_messages(),
@@ -387,6 +406,7 @@ class OpenAIModel:
             stream = _chunks_of(stream)
         text: list[str] = []
         reasoning: list[str] = []
+        refusal: list[str] = []  # not streamed into the chat: a refusal ends the turn with it
         said = 0  # characters of text and reasoning so far (MAX_ANSWER_CHARS)
         calls: dict[int, dict[str, Any]] = {}
         usage = None
@@ -418,6 +438,12 @@ class OpenAIModel:
                             raise _too_long("its text and reasoning", MAX_ANSWER_CHARS)
                         kept.append(piece)
                         yield ModelEvent(kind, piece)
+                    piece = getattr(delta, "refusal", None)
+                    if piece is not None and piece != "":
+                        said += len(_string(piece, "a refusal chunk", MAX_ANSWER_CHARS))
+                        if said > MAX_ANSWER_CHARS:
+                            raise _too_long("its text, reasoning and refusal", MAX_ANSWER_CHARS)
+                        refusal.append(piece)
                     for tc in delta.tool_calls or ():
                         _add_call_piece(calls, tc)
         finally:
@@ -428,7 +454,9 @@ class OpenAIModel:
             ModelToolCall(c["id"] or f"call_{i}", c["name"], c["arguments"] or "{}")
             for i, c in sorted(calls.items())
         ]
-        response = ModelResponse("".join(text), tool_calls, "".join(reasoning), usage, model, finish)
+        response = ModelResponse(
+            "".join(text), tool_calls, "".join(reasoning), usage, model, finish, "".join(refusal)
+        )
         yield ModelEvent("done", response=response)
 
     def secrets(self) -> tuple[str, ...]:
@@ -438,6 +466,32 @@ class OpenAIModel:
 
     def __repr__(self) -> str:
         return f"<OpenAIModel {self.name} at {self.base_url or 'the default endpoint'}>"
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """The seconds an endpoint's error response asked to wait before retrying (its
+    ``Retry-After`` or ``retry-after-ms`` header), or ``None`` when it did not say."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None or not hasattr(headers, "get"):
+        return None
+    try:
+        ms = headers.get("retry-after-ms")
+        if ms is not None:
+            seconds = float(ms) / 1000
+        else:
+            value = headers.get("retry-after")
+            if value is None:
+                return None
+            try:
+                seconds = float(value)
+            except ValueError:  # an HTTP date
+                from email.utils import parsedate_to_datetime
+
+                when = parsedate_to_datetime(value)
+                seconds = when.timestamp() - time.time()
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 def _add_call_piece(calls: dict[int, dict[str, Any]], tc: Any) -> None:
@@ -478,6 +532,7 @@ async def _chunks_of(completion: Any) -> AsyncIterator[Any]:
             content=message.content,
             tool_calls=calls,
             reasoning_content=getattr(message, "reasoning_content", None),
+            refusal=getattr(message, "refusal", None),
         )
         choices.append(SimpleNamespace(finish_reason=c.finish_reason, delta=delta))
     yield SimpleNamespace(model=completion.model, usage=completion.usage, choices=choices)

@@ -21,6 +21,9 @@ list of them, or an awaitable of either::
 first; ``on_update(content)`` streams a partial result; ``ctx`` has the session, chat and turn and
 ``abort()``; ``cancel`` is an ``asyncio.Event`` set when the call is cancelled (the coroutine is
 cancelled too, and ``api.exec`` kills its process). Raising fails the call with the message.
+It returns text, seed 004's ``{"content": [blocks], "details": ...}`` (the blocks are the call's
+content and what the model is told, ``details`` its structured result; see :func:`seed_result`),
+a :class:`~ahp_lab.extensions.ToolResult`, or any other JSON value (shown as its JSON).
 Optional ``on_session(event)`` hears ``start``, ``branch``, ``tree`` and ``shutdown`` (its errors
 are logged as warnings); optional ``render_call(args)`` / ``render_result(result)`` draw the call in
 a notebook (their errors fall back to the default text).
@@ -53,6 +56,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..tools import FAILURES, Tool, ToolError
 from .config import Workspace
+from .contract import ToolResult
 
 __all__ = [
     "CustomTool",
@@ -183,6 +187,24 @@ class _Open(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+def seed_result(value: Any) -> Any:
+    """Seed 004's result shape, ``{"content": [blocks], "details": ...}`` (only those keys, each
+    block an object with a string ``type``, a ``text`` block with a string ``text``), as a
+    :class:`~ahp_lab.extensions.ToolResult`: the blocks are the call's content and ``details`` its
+    structured result. Any other value is returned as it is."""
+    if not (isinstance(value, dict) and "content" in value and set(value) <= {"content", "details"}):
+        return value
+    blocks = value["content"]
+    if not isinstance(blocks, list) or not all(
+        isinstance(b, dict)
+        and isinstance(b.get("type"), str)
+        and (b["type"] != "text" or isinstance(b.get("text"), str))
+        for b in blocks
+    ):
+        return value
+    return ToolResult(content=blocks, details=value.get("details"))
+
+
 def as_host_tool(tool: CustomTool, abort: Callable[[str, str], None]) -> Tool:
     """The custom tool as a host-executed :class:`~ahp_lab.tools.Tool` (validation, streaming,
     cancellation through the host's tool runner)."""
@@ -202,7 +224,7 @@ def as_host_tool(tool: CustomTool, abort: Callable[[str, str], None]) -> Tool:
             raise
         from .session import ahp_result
 
-        return ahp_result(value, tool.label or tool.name, ctx.call_id)
+        return ahp_result(seed_result(value), tool.label or tool.name, ctx.call_id)
 
     fn.__annotations__ = {"args": tool.parameters or _Open, "ctx": Any, "return": Any}
     return Tool(

@@ -82,6 +82,12 @@ ACTIVATE_TIMEOUT = 20.0
 CATALOG_TIMEOUT = 10.0
 
 
+def described(exc: BaseException) -> str:
+    """``"ValueError: the message"``, or the exception's name alone when it has no message."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text.strip() else type(exc).__name__
+
+
 class HookReport:
     """A hook that failed or ran past its deadline: skipped for this call, reported in one line."""
 
@@ -232,7 +238,7 @@ class ExtensionSession:
                     self.problems.append(
                         f"{ext.id} did not activate within {ACTIVATE_TIMEOUT:g} s; it is left out of the session."
                         if isinstance(exc, TimeoutError)
-                        else f"{ext.id} failed to activate: {type(exc).__name__}: {exc}."
+                        else f"{ext.id} failed to activate: {described(exc)}."
                     )
                     failed.append(ext.id)
                     continue
@@ -243,9 +249,7 @@ class ExtensionSession:
                     try:
                         off = c.subscribe(self.runtime(ext.id), lambda key=key: self._dirty.add(key))
                     except FAILURES as exc:
-                        self.problems.append(
-                            f"{ext.id}.{c.id} could not subscribe: {type(exc).__name__}: {exc}."
-                        )
+                        self.problems.append(f"{ext.id}.{c.id} could not subscribe: {described(exc)}.")
                     else:
                         if callable(off):
                             self._unsubscribe.append(off)
@@ -344,7 +348,7 @@ class ExtensionSession:
         except (asyncio.CancelledError, GeneratorExit):
             raise
         except FAILURES as exc:
-            return None, HookReport(ext.id, name, f"raised {type(exc).__name__}: {exc}")
+            return None, HookReport(ext.id, name, f"raised {described(exc)}")
 
     async def before_model_call(
         self, chat: str, turn_id: str
@@ -566,7 +570,7 @@ class ExtensionSession:
                     why = (
                         f"did not finish within {CATALOG_TIMEOUT:g} s"
                         if isinstance(exc, TimeoutError)
-                        else f"failed: {type(exc).__name__}: {exc}"
+                        else f"failed: {described(exc)}"
                     )
                     reports.append(HookReport(ext.id, f"{c.id}.discover", why))
                     self._dirty.add(key)

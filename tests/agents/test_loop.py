@@ -181,7 +181,12 @@ def test_openai_model_streams_text_and_assembles_tool_call_deltas(tmp_path):
     assert server.headers[0]["authorization"] == f"Bearer {secret}"  # the key is used ...
     for where in (exported, calls_json, shown, repr(agent)):  # ... and never recorded
         assert secret not in where
-    assert turn.state["usage"] == {"inputTokens": 11, "outputTokens": 7, "model": "fake-model"}
+    # the turn's usage is the sum over its model calls (chat/usage replaces it), as the record says
+    assert turn.state["usage"] == {"inputTokens": 20 + 11, "outputTokens": 5 + 7, "model": "fake-model"}
+    assert [c.response.usage for c in agent.model_calls] == [
+        {"inputTokens": 20, "outputTokens": 5},
+        {"inputTokens": 11, "outputTokens": 7},
+    ]
     assert [c.stable for c in agent.model_calls] == [None, True]
 
 
@@ -197,6 +202,37 @@ def test_an_endpoint_error_fails_the_turn_with_the_reason(tmp_path):
         turn = arun(main())
     assert turn.state["state"] == "error"
     assert turn.state["error"]["errorType"] == "modelError" and "500" in turn.state["error"]["message"]
+
+
+def test_a_rate_limit_error_says_the_retry_after_the_endpoint_sent(tmp_path):
+    """The 429's ``Retry-After`` was dropped from the error; ``max_retries`` has the SDK wait it out."""
+    with FakeOpenAI([], status=429) as server:
+        plain = server._server.RequestHandlerClass
+
+        class SendsRetryAfter(plain):  # the fake, with the header a rate-limiting endpoint sends
+            def send_response(self, code, message=None):
+                super().send_response(code, message)
+                self.send_header("retry-after", "0.01")
+
+        server._server.RequestHandlerClass = SendsRetryAfter
+
+        async def main():
+            turns = []
+            for retries in (0, 1):
+                model = OpenAIModel("m", base_url=server.base_url, api_key="k", max_retries=retries)
+                lab, agent = await loop_lab(tmp_path, model)
+                turns.append(await lab.send("hi"))
+                await lab.aclose()
+            return turns, agent
+
+        (once, retried), agent = arun(main())
+    message = once.state["error"]["message"]
+    assert once.state["error"]["errorType"] == "modelError"
+    assert message.startswith(
+        "The model call failed, and the endpoint asked to retry after 0.01 s: RateLimitError"
+    )
+    assert agent.model_calls[0].error.endswith("(Retry-After: 0.01 s)")
+    assert retried.state["error"]["message"] == message and len(server.requests) == 3  # 1, then 1 + 1 retry
 
 
 def test_a_model_that_does_not_stream_still_shows_its_answer(tmp_path):

@@ -235,3 +235,28 @@ def test_bad_hook_values_and_bad_declarations_are_refused_with_a_reason(tmp_path
     turn, said = arun(main())
     assert any("before_tool_call returned a str, not a Block or None" in n for n in said)
     assert turn.text.endswith("Done.")
+
+
+def test_a_hook_raising_an_exception_without_a_message_is_named_without_a_dangling_colon(tmp_path):
+    def interrupt(*_args):
+        raise KeyboardInterrupt()
+
+    extensions = [Extension("bad", hooks=Hooks(after_tool_call=interrupt))]
+    model = ScriptedModel([respond("", use("echo", text="x")), "Done."])
+
+    async def main():
+        lab, _agent = await loop_lab(tmp_path, model, extensions)
+
+        @lab.tool
+        def echo(text: str) -> str:
+            """Echo."""
+            return text
+
+        turn = await lab.send("go")
+        said = notes(lab)
+        await lab.aclose()
+        return turn, said
+
+    turn, said = arun(main())
+    assert turn.state["state"] == "complete"
+    assert "Extension hook bad.after_tool_call raised KeyboardInterrupt; skipped for this call." in said

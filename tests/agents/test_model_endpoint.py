@@ -350,3 +350,110 @@ def test_every_tool_name_gets_one_stable_alias_the_models_api_takes(name):
         assert alias == name
     else:  # two names that read alike differ in their digest
         assert alias != model_tool_name(name + ".") and alias != model_tool_name("." + name)
+
+
+def test_a_refusal_ends_the_turn_with_refusal_quoting_it_masked_and_bounded(tmp_path):
+    """A refusal (streamed ``delta.refusal``, finish reason ``stop``) gave an empty, complete turn."""
+    said = f"I can't help with that ({KEY}). " + "No. " * 2000
+    replies = [
+        raw_reply(
+            chunk({"role": "assistant", "content": None, "refusal": ""}),
+            chunk({"refusal": said[:30]}),
+            chunk({"refusal": said[30:]}),
+            chunk({}, "stop"),
+            chunk(None, usage={"prompt_tokens": 4, "completion_tokens": 6, "total_tokens": 10}),
+        ),
+        text_reply("fine again"),
+    ]
+    with FakeOpenAI(replies) as server:
+        turns, agent = _turns(server, ["help?", "again"], tmp_path=tmp_path)
+    refused, again = turns
+    error = refused.state["error"]
+    assert error["errorType"] == "refusal"
+    assert error["message"].startswith("The model refused to answer: I can't help with that (***")
+    assert KEY not in error["message"] and len(error["message"]) < 2100  # masked, then cut
+    assert refused.state["usage"]["inputTokens"] == 4  # the call's usage still counts
+    record = agent.model_calls[0]
+    assert record.error == error["message"]  # the Model calls view shows it
+    shown = record.to_json()
+    assert shown["response"]["refusal"].startswith("I can't help with that (***") and KEY not in json.dumps(
+        shown
+    )
+    assert again.state["state"] == "complete" and again.text == "fine again"
+
+
+def test_a_whole_completion_keeps_its_refusal():
+    """``stream=False``: ``message.refusal`` with ``content: null`` was dropped."""
+    import asyncio
+
+    from openai.types.chat import ChatCompletion
+
+    from ahp_lab.agents.models import _chunks_of
+
+    completion = ChatCompletion.model_validate(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": None, "refusal": "I can't help with that."},
+                }
+            ],
+        }
+    )
+
+    async def first():
+        return [c async for c in _chunks_of(completion)][0]
+
+    [choice] = asyncio.run(first()).choices
+    assert choice.delta.refusal == "I can't help with that."
+
+
+def test_duplicate_tool_call_ids_or_a_nameless_call_are_malformed_and_nothing_runs(tmp_path):
+    """Two calls sharing an id both ran (the next request answered one id twice); a call without a
+    name ran as tool '' (the next request named a tool '')."""
+
+    def call(index, call_id, name=None):
+        function = {"arguments": '{"text": "x"}'} | ({"name": name} if name is not None else {})
+        return chunk(
+            {"tool_calls": [{"index": index, "id": call_id, "type": "function", "function": function}]}
+        )
+
+    replies = [
+        raw_reply(call(0, "dup", "echo"), call(1, "dup", "echo"), chunk({}, "tool_calls")),
+        raw_reply(call(0, "c1"), chunk({}, "tool_calls")),
+        text_reply("fine again"),
+    ]
+    with FakeOpenAI(replies) as server:
+
+        async def main():
+            lab, agent = await loop_lab(tmp_path, OpenAIModel("m", base_url=server.base_url, api_key="k"))
+            ran = []
+
+            @lab.tool
+            def echo(text: str) -> str:
+                """Echo."""
+                ran.append(text)
+                return text
+
+            turns = [await lab.send(p) for p in ("twice", "nameless", "again")]
+            await lab.aclose()
+            return turns, ran
+
+        (twice, nameless, again), ran = arun(main())
+    assert twice.state["error"] == {
+        "errorType": "modelError",
+        "message": "The model's answer is malformed: two of its tool calls have the id 'dup', so none of them was run.",
+    }
+    assert nameless.state["error"] == {
+        "errorType": "modelError",
+        "message": "The model's answer is malformed: a tool call names no tool, so none of them was run.",
+    }
+    assert ran == [] and not twice.tool_calls and not nameless.tool_calls
+    assert again.state["state"] == "complete" and again.text == "fine again"
+    last = server.requests[-1]["messages"]
+    assert not any(m.get("role") == "tool" or m.get("tool_calls") for m in last)  # nothing half-kept

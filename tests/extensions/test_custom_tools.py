@@ -246,3 +246,36 @@ def test_a_custom_tool_turned_off_in_the_tree_leaves_the_session_and_renderers_f
         await lab.aclose()
 
     arun(main())
+
+
+def test_a_custom_tool_may_return_seed_004s_content_and_details(tmp_path):
+    """Seed 004's ``return {content, details}`` was shown (and told to the model) as raw JSON."""
+    seed = {"content": [{"type": "text", "text": "Found 3 files"}], "details": {"count": 3}}
+    other = {"content": "not blocks", "details": {"count": 3}}  # not the shape: shown as its JSON
+
+    def returning(value):
+        return lambda call_id, params, on_update, ctx, cancel: value
+
+    model = ScriptedModel([respond("", use("stats"), use("odd")), "Counted."])
+
+    async def main():
+        lab, agent = await loop_lab(
+            tmp_path,
+            model,
+            custom_tools=[
+                CustomTool("stats", "Count.", returning(seed)),
+                CustomTool("odd", "Odd.", returning(other)),
+            ],
+        )
+        turn = await lab.send("count")
+        await lab.aclose()
+        return turn
+
+    turn = arun(main())
+    stats, odd = turn.tool_calls
+    assert stats.state["content"] == [{"type": "text", "text": "Found 3 files"}]
+    assert stats.state["structuredContent"] == {"count": 3}
+    told = [m for m in model.requests[1].messages if m["role"] == "tool"]
+    assert told[0]["content"] == "Found 3 files"
+    assert odd.state["structuredContent"] == other  # other values work as before
+    assert '"not blocks"' in told[1]["content"]
