@@ -140,6 +140,18 @@ _ASSIGNMENT_HINTS = ("key", "secret", "pass", "pwd", "credential", "token", "bea
 #: The longest end a stream holds back for a credential begun: a run of token characters longer
 #: than this is no credential the rules know, and goes out.
 CREDENTIAL_HELD_MAX = 1024
+
+
+def _token_begun(text: str, run: int) -> int:
+    """How many characters at the end of ``text`` (whose last ``run`` are token characters) begin
+    a token of a known shape: at the run's start, or after a ``-`` in it."""
+    if not 0 < run <= CREDENTIAL_HELD_MAX:
+        return 0
+    size = len(text)
+    token = _TOKEN_BEGUN.search(text, size - run)
+    return size - token.start() if token is not None else 0
+
+
 _RUN_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.~+/=-"
 #: The longest value of an assignment held back (a longer token of a known shape is still held).
 _VALUE_HELD_MAX = 256
@@ -321,10 +333,7 @@ class Redactor:
         a model writes token by token is masked whole. Only the end is read."""
         size = len(text)
         run = size - len(text.rstrip(_RUN_CHARACTERS))  # the end's run of token characters
-        begun = 0
-        if 0 < run <= CREDENTIAL_HELD_MAX:
-            token = _TOKEN_BEGUN.search(text, size - run)  # at the run's start, or after a "-" in it
-            begun = size - token.start() if token is not None else 0
+        begun = _token_begun(text, run)
         lead = max(0, size - min(run, _VALUE_HELD_MAX) - _LEAD)
         found = None
         end = text[lead:].lower()
@@ -345,6 +354,17 @@ class Redactor:
             start = len(head.rstrip(_NAME_CHARACTERS)) if found.group(0)[:1].isalpha() else found.start()
             begun = max(begun, size - start)
         return begun
+
+    def held_end(self, raw: str) -> str:
+        """What the text a stream held becomes when the stream ends without its rest: masked when
+        it is ``HELD_MASKED`` characters or more of a known secret's start, or ends in that much of
+        a token of a known shape (its start came, its end never did); redacted as it is otherwise."""
+        if len(raw) >= HELD_MASKED and self.secret_prefix(raw) == len(raw):
+            return MASK
+        token = _token_begun(raw, len(raw) - len(raw.rstrip(_RUN_CHARACTERS)))
+        if token >= HELD_MASKED:
+            return self.text(raw[:-token]) + MASK
+        return self.text(raw)
 
     def redact(self, value: Any, *, generic: bool = True) -> Any:
         """A copy of ``value`` (a JSON value, e.g. an action) with secrets masked in every string.
@@ -402,7 +422,8 @@ class StreamedText:
 
     The end of a part's text that could begin a known secret is held back and read again with the
     part's next chunk; the rest is redacted and goes out. Each part holds its own, so nothing
-    else on the chat (another part, a client's action, a page of history) moves it. When the turn
+    else on the chat (another part, a client's action, a page of history) moves it, except that
+    the turn's text of the same kind going on in a new part takes it there. When the turn
     ends (:meth:`ending`), or the terminal's command exits, what was held goes in, masked when it
     is ``HELD_MASKED`` characters or more (the key never came whole, but its start did)."""
 
@@ -421,6 +442,13 @@ class StreamedText:
             return self.redactor.action(action)
         stream = (channel, action.get("turnId"), action.get("partId"), action["type"])
         held = self._take(stream) if self.held else None
+        if held is None and self.held and stream[1] is not None:
+            # the turn's text of this kind goes on in a new part (another part came between, a
+            # thought in a message, say): what the earlier part held goes on here, so a key cut
+            # there is read whole
+            earlier = next((k for k in self.held if k[:2] == stream[:2] and k[3] == stream[3]), None)
+            if earlier is not None:
+                held = self._take(earlier)
         if held is None and not self.redactor.secrets and not self.redactor.credential_begun(content):
             return self.redactor.action(action)  # most chunks: nothing held, nothing to hold
         # the known secrets first (whole ones masked), then the end that could begin one, or begin
@@ -446,8 +474,7 @@ class StreamedText:
         for stream in [s for s in self.held if s[0] == channel]:
             raw, origin = self._take(stream)
             _, turn_id, part_id, kind = stream
-            known = len(raw) >= HELD_MASKED and self.redactor.secret_prefix(raw) == len(raw)
-            text = MASK if known else self.redactor.text(raw)
+            text = self.redactor.held_end(raw)
             if kind == "terminal/data":
                 out.append(({"type": kind, "data": text}, origin))
             else:

@@ -286,13 +286,13 @@ class LabSource:
         if frames is None:
             return []
         # the views show them: redacted like any text the host did not write
-        return [f.redacted(lab.host.redactor).to_json() for f in frames.for_session(self.session)]
+        return [f.to_json() for f in frames.redacted(self.session, lab.host.redactor)]
 
     def acp_frames_for_seq(self, seq: int) -> list[dict]:
         """The ACP frames linked to the transition ``seq``."""
         lab = self._lab()
         frames = self._frame_log(lab)
-        return [f.redacted(lab.host.redactor).to_json() for f in frames.frames_for_seq(seq)] if frames else []
+        return [f.to_json() for f in frames.redacted_for_seq(seq, lab.host.redactor)] if frames else []
 
     def subscribe_local_approvals(self, listener: Callable[[], None]) -> Callable[[], None]:
         """Call ``listener()`` when a local approval appears or ends (``$localApproval[Done]``)."""

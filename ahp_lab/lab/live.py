@@ -273,7 +273,7 @@ class Lab(Sending, Answering, LabBase):
         frames = getattr(self.agent, "frames", None)
         if frames is None:
             return []
-        return [f.redacted(self.host.redactor) for f in frames.for_session(self.session)]
+        return frames.redacted(self.session, self.host.redactor)
 
     async def cancel(self, chat: str | None = None) -> None:
         """Cancel the active turn of the chat (``chat/turnCancelled``)."""

@@ -13,6 +13,8 @@ second_response  answers session/new a second time
 late_permission  streams a chunk, waits for session/cancel, then asks permission
 crash_then_silent  crashes on the prompt; a respawn (MARKER exists) never answers initialize
 echo_key         on the prompt says its key (BAD_AGENT_KEY) in a message chunk
+split_key        says its key in two message chunks with a thought between, an sk- key in two
+                 thought chunks, and ends its turn on the start of another sk- key
 key_tail         on the prompt writes its key, then 2,030 bytes, to stderr and exits (the tail's cut
                  falls inside the key)
 key_retries      on the prompt writes "retry N: connecting with key <its key>" 200 times to stderr
@@ -462,6 +464,17 @@ for line in sys.stdin:
             lines(notification("someone-else", chunk("hi")), end_turn(mid))
         elif MODE == "bad_mode":
             update("s1", {"sessionUpdate": "current_mode_update", "currentModeId": "no-such-mode"})
+            send(end_turn(mid))
+        elif MODE == "split_key":
+            key = os.environ.get("BAD_AGENT_KEY", "")
+
+            def thought(text: str) -> dict:
+                return {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": text}}
+
+            update("s1", chunk("key: " + key[:10]))
+            update("s1", thought("thinking sk-"))
+            update("s1", thought("proj-Q7xW9zR2tY4uI6oP8aS1dF3gH5jK7lZ0xC2vB4nM6 done"))
+            update("s1", chunk(key[10:] + " done; the other: sk-proj-Q7xW9zR2"))
             send(end_turn(mid))
         elif MODE == "garbage":
             sys.stdout.write("this is not JSON at all\n")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import acp_lab, arun, bad_agent, pending_call, transitions
+from .conftest import SECRET_ENV, acp_lab, arun, bad_agent, pending_call, transitions
 
 
 def test_commands_announced_before_the_session_is_answered_are_offered(tmp_path: Path) -> None:
@@ -468,5 +468,35 @@ def test_a_key_a_command_writes_in_two_parts_reaches_no_terminal_state(tmp_path:
             shown = json.dumps([lab.store.state(terminal)["content"], [c.state for c in turn.tool_calls]])
             for fragment in ("C3d4E5A1b2", "E5A1b2C3d4E5", SECRET_ENV["BAD_AGENT_KEY"][:9], "ecret-value"):
                 assert fragment not in shown and fragment not in data, fragment
+
+    arun(go())
+
+
+def test_a_key_streamed_in_pieces_reaches_no_record_in_any_piece(tmp_path: Path) -> None:
+    """A key the host knows, cut by a thought between its two message chunks, left its tail in
+    the next markdown part (a new stream); each frame of ``lab.acp_frames`` was redacted alone,
+    so an sk- key in two thought chunks showed there whole but for its "sk-"; and the start of a
+    key a turn ended on went in as it was, under the length the generic rules need."""
+    key = SECRET_ENV["BAD_AGENT_KEY"]
+    token_tail = "proj-Q7xW9zR2tY4uI6oP8aS1dF3gH5jK7lZ0xC2vB4nM6"
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("split_key")) as lab:
+            turn = await lab.send("go")
+            assert turn.status == "complete", turn.error
+            lab.export(tmp_path / "log.jsonl")
+            frames = json.dumps([f.to_json() for f in lab.acp_frames])
+            records = {
+                "state": json.dumps(lab.state(lab.chat)),
+                "export": (tmp_path / "log.jsonl").read_text(),
+                "frames": frames,
+            }
+            for name, text in records.items():
+                for piece in (key[10:], key[:10], token_tail[:12], "sk-proj-Q7xW9zR2"):
+                    assert piece not in text, (name, piece)
+            parts = lab.state(lab.chat)["turns"][-1]["responseParts"]
+            shown = [p.get("content") for p in parts if p.get("kind") in ("markdown", "reasoning")]
+            assert shown == ["working... key: ", "thinking *** done", "*** done; the other: ***"], shown
+            assert "done; the other: ***" in frames and "thinking " in frames
 
     arun(go())

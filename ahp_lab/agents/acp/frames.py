@@ -181,3 +181,76 @@ class AcpFrameLog:
     def for_session(self, session: str) -> list[AcpFrame]:
         """The frames of one AHP session."""
         return [f for f in self._frames if f.session == session]
+
+    def redacted(self, session: str, redactor: Any) -> list[AcpFrame]:
+        """The frames of ``session``, oldest first, as copies with secrets masked by ``redactor``
+        (a host's): what views, cells and exports get (a frame printed in a cell is saved with the
+        notebook). The text of streamed chunks is read across its chunks, as the host reads it
+        into the chat: a key a model streams in pieces is masked whole, in the frame where it ends
+        (what a chunk's end may begin moves to the next chunk of its kind)."""
+        return _redacted_run(self.for_session(session), redactor)
+
+    def redacted_for_seq(self, seq: int, redactor: Any) -> list[AcpFrame]:
+        """The frames linked to ``seq``, redacted as :meth:`redacted` does (in their session's run)."""
+        wanted = {f.index for f in self.frames_for_seq(seq)}
+        out = []
+        for session in dict.fromkeys(f.session for f in self.frames_for_seq(seq)):
+            out += [f for f in self.redacted(session, redactor) if f.index in wanted]
+        return out
+
+
+#: ``session/update`` kinds whose text streams in chunks (read across them when redacted).
+_CHUNKS = frozenset({"agent_message_chunk", "agent_thought_chunk", "user_message_chunk"})
+
+
+def _chunk(message: Any) -> tuple[str, dict] | None:
+    """``(update kind, its content)`` of a streamed text chunk frame, else ``None``."""
+    if not isinstance(message, dict) or message.get("method") != "session/update":
+        return None
+    update = (message.get("params") or {}).get("update")
+    if not isinstance(update, dict) or update.get("sessionUpdate") not in _CHUNKS:
+        return None
+    content = update.get("content")
+    if (
+        not isinstance(content, dict)
+        or content.get("type") != "text"
+        or not isinstance(content.get("text"), str)
+    ):
+        return None
+    return update["sessionUpdate"], content
+
+
+def _turn_over(message: Any) -> bool:
+    """A prompt's answer: the chunks of its turn are over."""
+    return (
+        isinstance(message, dict)
+        and isinstance(message.get("result"), dict)
+        and "stopReason" in message["result"]
+    )
+
+
+def _redacted_run(frames: list[AcpFrame], redactor: Any) -> list[AcpFrame]:
+    out: list[AcpFrame] = []
+    held: dict[str, tuple[dict, str]] = {}  # chunk kind -> (the copy's content that holds, raw text)
+
+    def end() -> None:
+        for content, raw in held.values():
+            content["text"] += redactor.held_end(raw)
+        held.clear()
+
+    for frame in frames:
+        copy = frame.redacted(redactor)
+        raw_chunk, chunk = _chunk(frame.message), _chunk(copy.message)
+        if raw_chunk is not None and chunk is not None:
+            kind, raw = raw_chunk[0], raw_chunk[1]["text"]
+            earlier = held.pop(kind, None)
+            text = redactor.text((earlier[1] if earlier else "") + raw, generic=False)
+            keep = max(redactor.secret_prefix(text), redactor.credential_begun(text))
+            chunk[1]["text"] = redactor.text(text[: len(text) - keep])
+            if keep:
+                held[kind] = (chunk[1], text[-keep:])
+        elif _turn_over(frame.message):
+            end()
+        out.append(copy)
+    end()
+    return out
