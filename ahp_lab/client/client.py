@@ -516,6 +516,19 @@ class AhpClient(Contributions):
             return False
         return any(isinstance(c, dict) and c.get("clientId") == self.client_id for c in clients)
 
+    def _session_removed(self, session: Any) -> None:
+        """The host disposed ``session``: it and its chats this client holds are gone, so that a
+        dispatch to them says so at once (the host drops an action for a channel it does not
+        have, and its sender would wait for an echo that never comes)."""
+        if not isinstance(session, str) or session not in self.channels:
+            return
+        chats = (self.confirmed(session) or {}).get("chats")
+        for entry in chats if isinstance(chats, list) else ():
+            chat = entry.get("resource") if isinstance(entry, dict) else None
+            if isinstance(chat, str) and chat in self.channels:
+                self._drop_channel(chat)
+        self._drop_channel(session)
+
     def _drop_channel(self, channel: str) -> None:
         self.channels.pop(channel, None)
         self.sessions.discard(channel)
@@ -617,6 +630,12 @@ class AhpClient(Contributions):
         if self._waiters.has(channel):
             self._waiters.notify(channel, self.state(channel))
 
+    def recheck(self, channel: str) -> None:
+        """Run the checks of every :meth:`wait_for` on ``channel`` again, now: something they read
+        besides the state changed (an answer the sender's own code could not give, say)."""
+        if self._waiters.has(channel):
+            self._waiters.notify(channel, self.state(channel))
+
     async def wait_for(
         self, channel: str, check: Callable[[Any], Any] | None = None, timeout: float | None = None
     ) -> Any:
@@ -633,6 +652,8 @@ class AhpClient(Contributions):
         if method == "action":
             self._on_envelope(params)
         elif "/" in method:
+            if method == "root/sessionRemoved":
+                self._session_removed(params.get("session"))
             # The protocol's notifications (root/…, auth/…, otlp/…) become $events; their params never
             # name the event. A bare name ("missing") could pass for one of the client's own events.
             self._notify(params.get("channel", ROOT), {**params, "type": f"${method}"})
@@ -697,8 +718,8 @@ class AhpClient(Contributions):
         replica = self.channels.get(channel)
         if replica is None and channel in self.missing:
             raise ProtocolError(
-                f"the host no longer has {channel}: it reported the channel missing when this client "
-                "resumed (disposed while the client was offline, or no longer permitted)",
+                f"the host no longer has {channel}: it was disposed (or, when this client resumed, "
+                "the host reported it missing: disposed meanwhile, or no longer permitted)",
                 field="channel",
                 rule="must be a subscribed channel",
             )

@@ -334,7 +334,7 @@ class Lab(Sending, Answering, LabBase):
             if echo is not None:
                 return echo
             # never to be echoed: dropped with the connection before the host sequenced it, or
-            # its channel gone (the host reported it missing when the client resumed)
+            # its channel gone (disposed, or reported missing when the client resumed)
             if any(e.get("clientSeq") == seq and e.get("channel") == channel for e in client.unconfirmed):
                 return "lost"
             return "gone" if channel not in client.channels else None
@@ -344,8 +344,8 @@ class Lab(Sending, Answering, LabBase):
             raise ConnectionError(LOST.format("action"))
         if transition == "gone":
             raise LookupError(
-                f"the host no longer has {channel}: it reported the channel missing when the client "
-                "resumed, so the action will never be applied"
+                f"the host no longer has {channel} (it was disposed, or reported missing when the "
+                "client resumed), so the action will never be applied"
                 if channel in client.missing
                 else f"the client is no longer subscribed to {channel}: the action's verdict will not come"
             )

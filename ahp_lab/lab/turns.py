@@ -429,7 +429,7 @@ class TurnPolicy:
         (a coroutine is never taken for a yes). What raises is reported to the sender."""
 
         def raised(exc: Exception) -> None:  # the sender reports it; the request stays open
-            self.error = f"the approve=/answers= function raised {type(exc).__name__}: {exc}"
+            self._unanswerable(f"the approve=/answers= function raised {type(exc).__name__}: {exc}")
 
         try:
             value = produce()
@@ -456,7 +456,7 @@ class TurnPolicy:
         try:
             self.lab._decide(self.chat, self.turn_id, tc, verdict)
         except (ValueError, TypeError) as exc:
-            self.error = (
+            self._unanswerable(
                 f"approve= cannot answer {tc.get('displayName') or tc.get('toolName')}: {exc}. "
                 "It still waits: answer it with lab.approve(...) or in the workbench"
             )
@@ -464,13 +464,20 @@ class TurnPolicy:
     def _answer(self, request: dict, given: Any) -> None:
         try:
             completion = self.lab._completion(self.chat, request.get("id"), given, "accept")
+            # the client checks the answer's values against the request (a ProtocolError, a
+            # ValueError): refused here, the turn would wait for ever for an answer never sent
+            self.lab.client.dispatch(self.chat, completion)
         except (ValueError, LookupError, TypeError) as exc:
-            self.error = (
+            self._unanswerable(
                 f"answers= cannot answer input request {request.get('id')!r}: {exc}. "
                 "The request is still open: answer it with lab.answer(...) or in the workbench"
             )
-            return
-        self.lab.client.dispatch(self.chat, completion)
+
+    def _unanswerable(self, why: str) -> None:
+        """The sender raises ``why``: it is told now, also when an ``async`` answerer found it
+        after the last change of the chat (nothing else would wake it)."""
+        self.error = why
+        self.lab.client.recheck(self.chat)
 
 
 def answer_for(question: dict | None, value: Any) -> dict:

@@ -182,6 +182,54 @@ def test_send_without_await_says_that_nothing_was_sent(lab):
     unsent.close()  # the coroutine it holds, never awaited: no warning at collection
 
 
+@pytest.mark.parametrize("how", ["a dict", "a function", "an async function"])
+def test_an_answer_of_the_wrong_kind_is_said_instead_of_waiting_forever(how):
+    """The client refuses an answer whose value does not fit its question (a ProtocolError from
+    its dispatch): the turn waited for ever for the answer never sent; from an async answerer,
+    nothing woke the sender even once the reason was known."""
+    from ahp_lab.agents.scripted import ask, integer_question, say
+
+    form = [ask(integer_question("n", "How many?", required=True)), say("ok")]
+
+    async def wrong(request):
+        return {"n": "x"}
+
+    answers = {"a dict": {"n": "x"}, "a function": lambda request: {"n": "x"}, "an async function": wrong}[
+        how
+    ]
+
+    async def main():
+        lab = await Lab.open()
+        with pytest.raises(ValueError, match=r"field 'answers.n.value.value' must be a number, got string"):
+            await asyncio.wait_for(lab.send("x", script=form, answers=answers), 30)
+        assert lab.answer(answers={"n": 3}).accepted  # still open, and answerable
+        await lab.wait_for(lab.chat, lambda s: not s.get("activeTurn") or None, timeout=30)
+        await lab.aclose()
+
+    arun(main())
+
+
+def test_a_lab_whose_session_was_disposed_says_so_instead_of_waiting():
+    """After ``lab.host.dispose_session(lab.session)`` a send waited for ever and a dispatch 30 s
+    for a generic timeout: the host drops an action for a channel it no longer has. The client
+    now drops the session and its chats when the host says ``root/sessionRemoved``."""
+
+    async def main():
+        lab = await Lab.open()
+        lab.host.dispose_session(lab.session)
+        with pytest.raises(
+            (ProtocolError, LookupError), match=r"the host no longer has ahp-chat:/.*disposed"
+        ):
+            await asyncio.wait_for(lab.send("hello"), 10)
+        with pytest.raises(
+            (ProtocolError, LookupError), match=r"the host no longer has ahp-session:/.*disposed"
+        ):
+            await asyncio.wait_for(lab.adispatch({"type": "session/titleChanged", "title": "z"}), 10)
+        await lab.aclose()
+
+    arun(main())
+
+
 def test_answers_naming_no_question_say_so_instead_of_waiting_forever():
     from ahp_lab.agents.scripted import ask, say, text_question
 
