@@ -321,11 +321,24 @@ class PendingTurn:
         return self.lab._blocked(self.chat, self.turn_id) if self.turn_id else None
 
     async def until_blocked(self, timeout: float | None = 30) -> str | None:
-        """Wait until the turn needs a person (returns what for) or ends (returns ``None``)."""
+        """Wait until the turn needs a person (returns what for) or ends (returns ``None``).
+
+        A message still queued behind a turn that waits for a person needs that person too: it
+        returns ``"queued behind turn …, which waits for a person: …"``. ``timeout`` in seconds
+        (``None``: no limit) raises ``TimeoutError``.
+        """
 
         def check(state: Any) -> Any:
             if self.done() or any(t.get("id") == self.turn_id for t in (state or {}).get("turns") or ()):
                 return ("done", None)
+            if self.turn_id is None:  # queued: it starts once the turn ahead ends
+                ahead = ((state or {}).get("activeTurn") or {}).get("id")
+                reason = self.lab._blocked(self.chat, ahead) if ahead else None
+                return (
+                    ("blocked", f"queued behind turn {ahead}, which waits for a person: {reason}")
+                    if reason
+                    else None
+                )
             reason = self.blocked
             return ("blocked", reason) if reason else None
 

@@ -197,3 +197,20 @@ def test_a_verdict_is_found_however_many_transitions_came_after_its_echo():
             await lab.aclose()
 
     assert arun(main()) == (True, "mine")
+
+
+def test_until_blocked_on_a_queued_message_names_the_turn_ahead_that_waits_for_a_person():
+    """A message queued behind a turn that waits for a person needs that person too:
+    ``until_blocked`` said nothing for 30 s and then timed out with a generic message."""
+
+    async def main():
+        lab, first = await _busy_lab()
+        second = lab.start("and then say hi", script=[say("hi!")])
+        reason = await asyncio.wait_for(second.until_blocked(), 10)
+        assert second.queued
+        assert reason == f"queued behind turn {first.turn_id}, which waits for a person: {first.blocked}"
+        lab.approve()
+        assert (await second).text == "hi!"
+        await lab.aclose()
+
+    arun(main())
