@@ -4,6 +4,8 @@ running (``PendingTurn``), the answers a turn was sent with, and the errors a pe
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import inspect
 import json
 import logging
@@ -42,6 +44,22 @@ class HumanInputNeeded(RuntimeError):
 _private_loop: asyncio.AbstractEventLoop | None = None
 
 
+def _settle_private_loop() -> None:
+    """At the end of a script: cancel what still runs on the labs' private loop (a turn a person
+    never answered, its sender) and let it finish, so that exiting prints no "Task was destroyed
+    but it is pending!" after the script's own error. The loop stays open for the labs' own
+    closing (their finalizers stop MCP servers and agents on it)."""
+    loop = _private_loop
+    if loop is None or loop.is_closed() or loop.is_running():
+        return
+    pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        with contextlib.suppress(Exception):
+            loop.run_until_complete(asyncio.wait(pending, timeout=5))
+
+
 def run_sync(coro: Coroutine) -> Any:
     """Run a coroutine to completion from synchronous code, in a script or inside a notebook cell.
 
@@ -56,6 +74,8 @@ def run_sync(coro: Coroutine) -> Any:
         loop = None
     if loop is None:
         if _private_loop is None or _private_loop.is_closed():
+            if _private_loop is None:
+                atexit.register(_settle_private_loop)
             _private_loop = asyncio.new_event_loop()
         # again each time: an asyncio.run() in between unsets it, and sync code that schedules
         # work for the lab (ensure_future outside a running loop) must find the lab's loop

@@ -196,3 +196,28 @@ def test_rerunning_a_lab_cell_three_times_leaves_one_server_and_none_after_shutd
         kc.stop_channels()
         km.shutdown_kernel(now=False)  # a shutdown request, as JupyterLab sends
     asyncio.run(until(lambda: not (last & servers()), "the last lab's server exited with the kernel"))
+
+
+def test_a_script_ending_on_a_turn_that_waits_for_a_person_prints_only_its_error(tmp_path):
+    """A script whose ``lab.run`` raised ``HumanInputNeeded`` ended with "Task was destroyed but
+    it is pending!" twice and "RuntimeError: no running event loop" after the real error: a
+    newcomer reads that as a crash of the library."""
+    import subprocess
+
+    script = tmp_path / "blocked.py"
+    script.write_text(
+        "from ahp_lab import Lab\n"
+        "lab = Lab()\n"
+        "@lab.tool(annotations={'destructiveHint': True})\n"
+        "def rm(path: str) -> str:\n"
+        "    '''Remove.'''\n"
+        "    return 'removed ' + path\n"
+        "lab.run('rm path=a')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 1
+    assert "HumanInputNeeded: turn" in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("ahp_lab.lab.turns.HumanInputNeeded"), done.stderr[-2000:]
+    assert "Task was destroyed" not in done.stderr and "Exception ignored" not in done.stderr
