@@ -28,9 +28,16 @@ AGENTS = ("scripted",)
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ahp-lab", description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="run an AHP host over WebSocket and print its URL")
+    parser = argparse.ArgumentParser(
+        prog="ahp-lab", description="ahp_lab's command line: an AHP host outside Jupyter."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{serve}")
+    serve = commands.add_parser(
+        "serve",
+        help="run an AHP host over WebSocket and print its URL",
+        description="Run a standalone AHP host (the one a notebook runs in its kernel) over WebSocket, "
+        "print its URL with its token once, and serve until Ctrl-C or SIGTERM.",
+    )
     serve.add_argument("--port", type=int, default=0, help="TCP port (default: any free port)")
     serve.add_argument(
         "--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1; others warn without TLS)"

@@ -248,7 +248,8 @@ class ResolvedTool:
 def checked_tool_name(name: Any) -> str:
     """``name`` when it can name a tool (1-128 letters, digits, ``_``, ``-`` or ``.``), else ``ValueError``."""
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]{1,128}", name):
-        raise ValueError(f"tool name {name!r} must be 1-128 letters, digits, '_', '-' or '.'")
+        hint = ": pass name=... (a lambda has none)" if name == "<lambda>" else ""
+        raise ValueError(f"tool name {name!r} must be 1-128 letters, digits, '_', '-' or '.'{hint}")
     return name
 
 

@@ -48,6 +48,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             if not result.passed:
                 print(f"FAIL {result.name}: {result.detail}")
         print(f"{report.passed} passed, {report.failed} failed")
+    if not report.results:
+        print(f"error: {directory} holds no reducer or round-trip fixture (*.json)", file=sys.stderr)
     return 0 if report.failed == 0 and report.results else 1
 
 
@@ -148,11 +150,11 @@ def main(argv: list[str] | None = None) -> int:
     called = os.path.basename(sys.argv[0])  # the console script, or this module run with -m
     parser = argparse.ArgumentParser(
         prog="python -m ahp_lab.conformance" if called == "__main__.py" else called or None,
-        description=__doc__.split("\n\n")[0],
+        description="Run AHP conformance fixtures, or replay actions through a reducer.",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{run,replay}")
     run = sub.add_parser("run", help="run every reducer / round-trip fixture in DIR")
-    run.add_argument("dir")
+    run.add_argument("dir", help="a folder of fixtures (searched recursively)")
     run.add_argument("--json", action="store_true", help="print a JSON summary instead of text")
     run.set_defaults(func=_cmd_run)
     replay = sub.add_parser("replay", help="apply a JSON Lines file of actions to an initial state")

@@ -76,7 +76,7 @@ def cell_action(action: Any, *, stacklevel: int = 3) -> str:
         hint = f" (did you mean {', '.join(repr(g) for g in guesses)}?)" if guesses else ""
         warnings.warn(
             f"{kind}: unknown field{'s' if len(extra) > 1 else ''} {', '.join(repr(f) for f in extra)}{hint}; "
-            f"sent as written, and a host ignores fields it does not know",
+            f"it is sent as written (unless this warning is made an error), and a host ignores fields it does not know",
             UnknownFieldWarning,
             stacklevel=stacklevel,
         )
