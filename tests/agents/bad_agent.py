@@ -491,6 +491,19 @@ for line in sys.stdin:
             update("someone-else", chunk("hi"))
         elif MODE == "unknown_call":
             update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "ghost", "status": "completed"})
+        elif MODE == "violation_then_more":  # in one write: the host reads them in one go
+            ghost = {"sessionUpdate": "tool_call_update", "toolCallId": "ghost-1", "status": "completed"}
+            announce = {
+                "sessionUpdate": "tool_call",
+                "toolCallId": "ghost-1",
+                "title": "Late",
+                "kind": "read",
+            }
+            lines(
+                notification("s1", ghost),
+                notification("s1", announce),
+                notification("s1", chunk("still here")),
+            )
         elif MODE == "second_response":
             send({"jsonrpc": "2.0", "id": new_id, "result": {"sessionId": "s1"}})
         elif MODE == "crash_then_silent":

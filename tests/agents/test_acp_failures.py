@@ -73,6 +73,22 @@ def test_a_misbehaving_agent_ends_the_turn_with_the_reason(mode: str, tmp_path: 
     arun(go())
 
 
+def test_nothing_an_agent_sends_after_its_failure_is_shown_in_the_failed_turn(tmp_path: Path) -> None:
+    """A protocol violation has one outcome, the turn's error: the frames read after it in the same
+    go were still mapped, a tool call and text before the chat/error."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("violation_then_more"), idle_timeout=5) as lab:
+            turn = await lab.send("go")
+            assert (
+                turn.status == "error"
+                and "updated tool call 'ghost-1', which it never announced" in (turn.error["message"])
+            )
+            assert "still here" not in turn.text and turn.tool_calls == []
+
+    arun(go())
+
+
 def test_an_agent_that_dies_between_turns_is_reported_by_the_next_turn(tmp_path: Path) -> None:
     """Killed after a turn (out of memory, say): the next turn says so, with the reason and the
     stderr tail, rather than silently running on a fresh process that lost the conversation."""

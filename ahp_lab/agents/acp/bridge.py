@@ -639,6 +639,9 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
     def _map_update(self, session_id: str, update: Any) -> None:
         if not self._check_session(session_id):
             return
+        if self.failure is not None:  # a failed agent has one outcome, its error: nothing after it
+            log.info("ACP agent %s: an update after its failure was not shown", self.agent.name)
+            return
         data = mapping.as_json(update)
         kind = data.get("sessionUpdate")
         if kind == "current_mode_update":
