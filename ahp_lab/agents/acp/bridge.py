@@ -80,6 +80,7 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
         self.always: dict[tuple[str, str], str] = {}
         self.terminals: dict[str, Any] = {}
         self.failure: str | None = None
+        self._failed_from = 0  # the index of the first frame after the failure (see fail)
         # whether the person was told of the failure (a turn's or a config change's error, say): one
         # that happens between turns is reported by the next turn instead
         self.failure_reported = False
@@ -304,6 +305,11 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
         """Mark the agent as failed (the first reason wins) and wake whatever waits on it."""
         if self.failure is None:
             self.failure, self.failure_reported = reason, False
+            # the frames from here on are not shown: from the one after the frame being handled (a
+            # mapping's violation; frames read after it in the same go are queued already), or
+            # from the next one read (a violation the reader saw, a timeout, the process exiting)
+            frame = _FRAME.get()
+            self._failed_from = frame.index + 1 if frame is not None else self.agent.frames.next_index
             # during a turn its error says so in the chat; between turns only the log does, until
             # the next turn (a warning in a notebook shows under the cell that started the agent)
             log.log(
@@ -639,7 +645,9 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
     def _map_update(self, session_id: str, update: Any) -> None:
         if not self._check_session(session_id):
             return
-        if self.failure is not None:  # a failed agent has one outcome, its error: nothing after it
+        frame = _FRAME.get()
+        if self.failure is not None and (frame is None or frame.index >= self._failed_from):
+            # a failed agent has one outcome, its error: nothing it sent after the failure
             log.info("ACP agent %s: an update after its failure was not shown", self.agent.name)
             return
         data = mapping.as_json(update)
