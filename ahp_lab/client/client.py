@@ -26,7 +26,6 @@ from typing import Any
 
 from ..protocol import (
     CLIENT_DISPATCHABLE,
-    PROTOCOL_VERSION,
     SUPPORTED_VERSIONS,
     ProtocolError,
     validate_action,
@@ -38,6 +37,19 @@ from ..reducers.chat import touched_tool_call
 from ..tools import Tool
 from ..transport import JsonRpcPeer, RpcError
 from ..waiting import StateWaiters, check_wait_arguments
+from .answers import (
+    ROOT,
+    _answer_seq,
+    _bad_answer,
+    _by_resource,
+    _checked_snapshot,
+    _Early,
+    _negotiated,
+    _server_info,
+    _taken,
+    _version_refusal,
+    channel_kind_of_uri,
+)
 from .contributions import TOOL_ACTIONS, Contributions, LocalApproval
 from .reconcile import Replica
 
@@ -45,164 +57,18 @@ log = logging.getLogger("ahp_lab.client")
 
 __all__ = ["AhpClient", "LocalApproval", "channel_kind_of_uri"]
 
-ROOT = "ahp-root://"
+#: Chats a client subscribes to at once on its own to run its tools' calls (see ``_join_for``).
+MAX_JOINING = 16
 
 #: ``listener(channel, envelope, before, after, now_ms)`` after each change of a confirmed state
 #: (``now_ms``: the clock value the reducer got); for a snapshot ``envelope`` is ``{"snapshot":
 #: <the Snapshot>}`` and ``before`` the state it replaced (``None`` for a new channel).
 ConfirmedListener = Callable[[str, dict, Any, Any, int], None]
 
-#: What the client keeps of envelopes while their channels' snapshots are on the way (applied on
-#: top of them), in bytes as ``store.tree_bytes`` estimates them, all channels together: a host that
-#: sends more fails that subscribe, initialize or resume.
-MAX_EARLY_BYTES = 64 << 20
 #: Rejections of this client's own actions kept in ``client.rejections`` (the newest).
 MAX_REJECTIONS = 1000
 #: A host's rejection reason is kept up to this many characters.
 MAX_REASON_CHARS = 2000
-
-
-class _Early:
-    """The envelopes of one channel that arrived before its snapshot was applied; ``pool`` (shared
-    by a client's channels) counts their bytes against ``MAX_EARLY_BYTES``."""
-
-    __slots__ = ("envelopes", "size", "overflowed", "pool")
-
-    def __init__(self, pool: list[int]) -> None:
-        self.envelopes: list[dict] = []
-        self.size = 0
-        self.overflowed = False
-        self.pool = pool
-
-    def add(self, envelope: dict) -> None:
-        if self.overflowed:
-            return
-        from ..store import tree_bytes
-
-        size = tree_bytes(envelope)
-        self.size += size
-        self.pool[0] += size
-        if self.pool[0] > MAX_EARLY_BYTES:
-            self.release()
-            self.overflowed = True
-        else:
-            self.envelopes.append(envelope)
-
-    def release(self) -> None:
-        """Give the pool back what this channel held (its entry leaves the client)."""
-        self.pool[0] -= self.size
-        self.size = 0
-        self.envelopes = []
-
-    def taken(self, channel: str) -> list[dict]:
-        """The envelopes to apply after the snapshot; ``ValueError`` when some had to be let go."""
-        envelopes, overflowed = self.envelopes, self.overflowed
-        self.release()
-        if overflowed:
-            raise ValueError(
-                f"the host sent more than {MAX_EARLY_BYTES:,} bytes of actions before {channel}'s "
-                "snapshot, more than the client keeps: the channel was not applied"
-            )
-        return envelopes
-
-
-def _taken(early: dict[str, _Early | None], channel: str) -> list[dict]:
-    entry = early.pop(channel, None)
-    return [] if entry is None else entry.taken(channel)
-
-
-def _bad_answer(method: str, why: str) -> RpcError:
-    """A host's answer this client cannot read: the error names the field, as a refusal would."""
-    return RpcError(ErrorCode.INTERNAL_ERROR, f"the host's answer to {method} is malformed: {why}")
-
-
-def _answer_seq(result: dict, method: str) -> int:
-    seq = result.get("serverSeq")
-    if seq is None:
-        return 0
-    if not valid_seq(seq):
-        raise _bad_answer(method, f"serverSeq is {seq!r:.40}, not a sequence number")
-    return seq
-
-
-def _checked_snapshot(snapshot: Any, method: str) -> dict:
-    """A ``Snapshot`` the client can apply: ``resource`` a channel URI, a ``state``, ``fromSeq`` a number."""
-    if not isinstance(snapshot, dict):
-        raise _bad_answer(method, f"a snapshot is {type(snapshot).__name__}, not an object")
-    resource = snapshot.get("resource")
-    if not isinstance(resource, str) or not resource:
-        raise _bad_answer(method, f"a snapshot's resource is {resource!r:.60}, not a channel URI")
-    if not isinstance(snapshot.get("state"), dict):
-        raise _bad_answer(method, f"the snapshot of {resource!r:.200} has no state object")
-    seq = snapshot.get("fromSeq")
-    if seq is not None and not valid_seq(seq):
-        raise _bad_answer(
-            method, f"the snapshot of {resource!r:.200} has fromSeq {seq!r:.40}, not a sequence number"
-        )
-    return snapshot
-
-
-def _server_info(result: Any) -> dict:
-    info = result.get("serverInfo") if isinstance(result, dict) else None
-    return info if isinstance(info, dict) else {}
-
-
-def _negotiated(result: Any) -> str:
-    """The protocol version an ``initialize`` result names: one this client offered."""
-    if not isinstance(result, dict):
-        raise RpcError(
-            ErrorCode.INTERNAL_ERROR, f"the host's answer to initialize is not an object: {result!r:.60}"
-        )
-    version = result.get("protocolVersion", PROTOCOL_VERSION)
-    if version not in SUPPORTED_VERSIONS:
-        raise RpcError(
-            ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
-            f"the host chose protocol version {version!r}, which this client did not offer "
-            f"(it offered {', '.join(SUPPORTED_VERSIONS)})",
-        )
-    return version
-
-
-def _version_refusal(exc: RpcError) -> RpcError:
-    """A host's unsupported-version error, saying which versions each side speaks."""
-    if exc.code != ErrorCode.UNSUPPORTED_PROTOCOL_VERSION:
-        return exc
-    data = exc.data if isinstance(exc.data, dict) else {}
-    theirs = data.get("supportedVersions") or "(it did not say)"
-    theirs = ", ".join(map(str, theirs)) if isinstance(theirs, list) else str(theirs)
-    return RpcError(
-        exc.code,
-        f"the host speaks none of this client's protocol versions (it speaks {theirs}; "
-        f"this client offered {', '.join(SUPPORTED_VERSIONS)})",
-        exc.data,
-    )
-
-
-def _by_resource(result: Any, method: str) -> dict[str, dict]:
-    """The ``snapshots`` of an ``initialize`` or ``reconnect`` result, by channel URI, each checked."""
-    found = result.get("snapshots") if isinstance(result, dict) else None
-    if found is None:
-        return {}
-    if not isinstance(found, list):
-        raise _bad_answer(method, f"snapshots is {type(found).__name__}, not a list")
-    return {s["resource"]: s for s in (_checked_snapshot(s, method) for s in found)}
-
-
-def channel_kind_of_uri(uri: str) -> str | None:
-    """The channel kind a URI names, where its scheme tells (annotations share the session scheme)."""
-    if uri == ROOT:
-        return "root"
-    if uri.startswith("ahp-session:/"):
-        return "annotations" if uri.endswith("/annotations") else "session"
-    if uri.startswith("ahp-chat:/"):
-        return "chat"
-    if uri.startswith("ahp-terminal:/"):
-        return "terminal"
-    if uri.startswith("ahp-changeset:/"):
-        return "changeset"
-    if uri.startswith("ahp-resource-watch:/"):
-        return "resourceWatch"
-    return None
 
 
 class AhpClient(Contributions):
@@ -262,6 +128,7 @@ class AhpClient(Contributions):
         # Envelopes that arrive for a channel whose subscribe response is not applied yet.
         self._early: dict[str, _Early] = {}
         self._early_pool = [0]  # the bytes every _early entry holds
+        self._joining: dict[str, asyncio.Task] = {}  # chats subscribed to run this client's tools
         self._outbox: list[tuple[str, int, dict]] = []  # dispatched while disconnected
         self.closed = False
         self.connected = True
@@ -560,6 +427,12 @@ class AhpClient(Contributions):
             self._apply_envelope(env)
         if kind == "chat":
             self._scan_tool_calls(uri)
+        elif kind == "session":
+            entries = (
+                (replica.confirmed or {}).get("inputNeeded") if isinstance(replica.confirmed, dict) else None
+            )
+            for entry in entries if isinstance(entries, list) else ():
+                self._join_for(entry)
 
     async def subscribe(self, channel: str, *, turns: int | None = None) -> Any:
         """Subscribe and apply the snapshot; returns the channel's state."""
@@ -705,6 +578,41 @@ class AhpClient(Contributions):
         )
         if replica.kind == "chat" and rejected is None and action.get("type") in TOOL_ACTIONS:
             self._scan_tool_calls(channel, touched_tool_call(action))
+        elif (
+            replica.kind == "session" and rejected is None and action.get("type") == "session/inputNeededSet"
+        ):
+            self._join_for(action.get("request"))
+
+    def _join_for(self, entry: Any) -> None:
+        """A session's ``toolClientExecution`` entry names this client in a chat it has not
+        subscribed (it joined the session only): subscribe, so that the call runs (the host lists
+        the entry "to make the work discoverable without a chat subscription", customizations
+        §6.2). At most ``MAX_JOINING`` such subscriptions are opened at once."""
+        if not isinstance(entry, dict) or entry.get("kind") != "toolClientExecution":
+            return
+        chat = entry.get("chat")
+        if (
+            entry.get("clientId") != self.client_id
+            or not self.tools
+            or not isinstance(chat, str)
+            or channel_kind_of_uri(chat) != "chat"
+            or chat in self.channels
+            or chat in self._joining
+            or len(self._joining) >= MAX_JOINING
+        ):
+            return
+
+        async def join() -> None:
+            try:
+                await self.subscribe(chat)
+            except Exception as exc:  # noqa: BLE001 - the host's call waits; the log says why
+                log.warning(
+                    "%s: could not subscribe to %s to run a tool call there: %s", self.client_id, chat, exc
+                )
+            finally:
+                self._joining.pop(chat, None)
+
+        self._joining[chat] = asyncio.ensure_future(join())
 
     # -- dispatching ----------------------------------------------------------------------------
 

@@ -676,3 +676,37 @@ def test_create_session_requests_sent_together_are_bounded_and_their_active_clie
             assert host.store.state("ahp-session:/o") is None
 
     asyncio.run(main())
+
+
+def test_a_client_in_the_session_only_runs_its_tool_calls_in_any_chat():
+    """A client that joined the session only (a tool provider, no chat subscription) never ran
+    its tool's calls: the call stayed running and the turn never ended. The host lists each
+    call as a ``toolClientExecution`` entry on the session "to make the work discoverable without
+    a chat subscription" (customizations §6.2): the client subscribes to that chat, and runs it."""
+    from ahp_lab import Lab
+    from ahp_lab.client import AhpClient
+    from ahp_lab.tools import Tool
+
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return f"contents of {path}"
+
+    async def main():
+        lab = await Lab.open()
+        ide = AhpClient(lab.host.connect("ide"), client_id="ide")
+        await ide.initialize()
+        await ide.subscribe(lab.session)
+        ide.sessions.add(lab.session)
+        ide.register_tool(Tool(read_file, approval="never"))
+        await lab.wait_for(
+            lab.session,
+            lambda s: any(c["clientId"] == "ide" for c in s.get("activeClients") or ()) or None,
+        )
+        assert lab.chat not in ide.channels
+        turn = await asyncio.wait_for(lab.send("read_file path=notes.txt"), 20)
+        assert turn.status == "complete"
+        assert turn.tool_calls[0].result_text == "contents of notes.txt"
+        assert lab.chat in ide.channels  # subscribed on its own, to run the call
+        await lab.aclose()
+
+    asyncio.run(main())

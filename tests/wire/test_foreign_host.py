@@ -412,7 +412,7 @@ def test_a_flood_before_the_subscribe_answer_fails_that_subscribe_instead_of_gro
     """Envelopes waiting for a subscribe's snapshot were kept without bound (200 x 4 MB: +797 MB).
     The bound counts memory, not JSON text: 3 MB of empty objects hold some 60 MB, and an emoji
     four bytes where the count had one (17 Mi of them passed a 64 MiB bound)."""
-    from ahp_lab.client.client import MAX_EARLY_BYTES
+    from ahp_lab.client.answers import MAX_EARLY_BYTES
 
     chat = "ahp-chat:/s1/c1"
     if pad == "objects":

@@ -193,7 +193,9 @@ def test_a_session_disposed_while_the_client_was_away_is_named_as_gone():
             with pytest.raises((ConnectionError, LookupError)):
                 await lab.adispatch({"type": "session/titleChanged", "title": "lost"})
             await lab.client.wait_for(ROOT, lambda _s: lab.session not in lab.client.channels or None, 10)
-            with pytest.raises(ProtocolError, match=r"the host no longer has ahp-session:/.*reported it missing"):
+            with pytest.raises(
+                ProtocolError, match=r"the host no longer has ahp-session:/.*reported it missing"
+            ):
                 lab.client.dispatch(lab.session, {"type": "session/titleChanged", "title": "again"})
             await lab.aclose()
 
