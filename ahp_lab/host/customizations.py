@@ -322,6 +322,10 @@ class CustomizationManager:
             ),
         )
 
+    @staticmethod
+    def _no_room(sub: str, bound: str) -> str:
+        return f"The plugin's files add up to more than {bound}: the rest, from {sub[:200]!r}, was not read."
+
     async def aclose(self) -> None:
         for session in list(self.sessions):
             self.on_session_disposed(session)
@@ -618,12 +622,8 @@ class CustomizationManager:
                     )
                     pending.clear()
                     break
-                room, bound = self._room(c)
-                if room < 0:
-                    notes.append(
-                        f"The plugin's files add up to more than {bound}: the rest, from {sub[:200]!r}, "
-                        "was not read."
-                    )
+                if self._room(c)[0] <= 0:
+                    notes.append(self._no_room(sub, self._room(c)[1]))
                     pending.clear()
                     break
                 if item.get("type") == "directory":
@@ -636,14 +636,20 @@ class CustomizationManager:
                     if not isinstance(data, str):
                         errors[sub] = "the client answered resourceRead without text data"
                         continue
-                    if got.get("encoding") == "base64":
-                        files[sub] = base64.b64decode(data)
-                    else:
-                        files[sub] = data.encode("utf-8")
-                    total += len(files[sub])
-                    self._hold(c, total)
+                    read = base64.b64decode(data) if got.get("encoding") == "base64" else data.encode("utf-8")
                 except (RpcError, TimeoutError, ConnectionError, ValueError) as exc:
                     errors[sub] = _rpc_reason(exc)
+                    continue
+                # the room is taken as the file lands (no await between the look and the count):
+                # plugins read at once each see what the others kept
+                room, bound = self._room(c)
+                if len(read) > room:
+                    notes.append(self._no_room(sub, bound))
+                    pending.clear()
+                    break
+                files[sub] = read
+                total += len(read)
+                self._hold(c, total)
         return MemorySource(root, files, errors, self.limits.max_customization_file_bytes, notes)
 
 

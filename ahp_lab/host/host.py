@@ -308,7 +308,11 @@ class Host(SessionsAndChats):
         is never mutated: the reducers' indexes rely on it).
         """
         if action.get("type") in _STREAMED:
-            return self._apply(channel, self.streamed.delta(channel, action, origin), origin)
+            redacted = self.streamed.delta(channel, action, origin)
+            if self.streamed.flushed:  # an earlier part gets back what it held, first
+                for held, by in self.streamed.take_flushed():
+                    self._apply(channel, held, by)
+            return self._apply(channel, redacted, origin)
         return self._apply(channel, self.redactor.action(action), origin)
 
     def _apply(self, channel: str, action: dict, origin: dict) -> Transition:
@@ -446,7 +450,7 @@ class Host(SessionsAndChats):
             reason = clipped(self.redactor.text(reason), self.limits.max_logged_action_chars)
             logged = _logged_form(raw, self.limits)
             if not conn.trusted:
-                logged = self.redactor.action(logged)
+                logged = self.redactor.action(logged, from_client=True)
             transition = self.store.reject(channel, logged, origin, reason)
             if action is not None:
                 self._after_rejection(channel, action, client_id, reason)
@@ -455,7 +459,7 @@ class Host(SessionsAndChats):
             # Another client's text is text the host did not write either: a key an editor's user
             # pasted reaches neither state, the log, the export nor the other clients (listSessions
             # gives every connection the session's title). The notebook's own text is the person's.
-            action = self.redactor.action(action)
+            action = self.redactor.action(action, from_client=True)
         transition = self._apply(channel, action, origin)
         if transition.accepted:
             self.client_content.count(channel, measured)

@@ -88,9 +88,13 @@ _SECRET_ASSIGNMENT = re.compile(
 _NAME_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 _SECRET_NAME_HINT = re.compile(r"(?i)key|secret|passw|pwd|credential|token")
 # Tokens recognisable by their shape alone.
+# A JWT starts only where a run of token characters starts, and its segments do not give back
+# (possessive): with a start after every "-" of "eyJ-eyJ-…", each scanned the rest of the run for
+# a "." that never came, 2.5 s for 100 KB of a stranger's title.
 _KNOWN_TOKEN = re.compile(
     r"\b(?:sk-[A-Za-z0-9_\-]{16,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|AKIA[0-9A-Z]{16}|"
-    r"xox[abprs]-[A-Za-z0-9\-]{10,}|AIza[0-9A-Za-z_\-]{30,}|eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]+)"
+    r"xox[abprs]-[A-Za-z0-9\-]{10,}|AIza[0-9A-Za-z_\-]{30,})"
+    r"|(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]++"
 )
 
 
@@ -305,10 +309,13 @@ class Redactor:
         return data
 
     def cut(self, text: str) -> str:
-        """``text``, cut at its end, redacted: a known secret cut there is masked from where it
-        starts (``HELD_MASKED`` characters of it or more), where :meth:`text` only knows whole ones."""
+        """``text``, cut at its end, redacted: a known secret, or a token of a known shape, cut there
+        is masked from where it starts (``HELD_MASKED`` characters of it or more), where
+        :meth:`text` only knows whole ones."""
         text = self.text(text)
-        keep = self.secret_prefix(text)
+        keep = max(
+            self.secret_prefix(text), _token_begun(text, len(text) - len(text.rstrip(_RUN_CHARACTERS)))
+        )
         return text[:-keep] + MASK if keep >= HELD_MASKED else text
 
     def secret_prefix(self, text: str) -> int:
@@ -357,33 +364,45 @@ class Redactor:
 
     def held_end(self, raw: str) -> str:
         """What the text a stream held becomes when the stream ends without its rest: masked when
-        it is ``HELD_MASKED`` characters or more of a known secret's start, or ends in that much of
-        a token of a known shape (its start came, its end never did); redacted as it is otherwise."""
+        it is ``HELD_MASKED`` characters or more of a known secret's start, or ends in the start of
+        a token of a known shape of 12 characters or more with a digit (its start came, its end
+        never did); redacted as it is otherwise."""
         if len(raw) >= HELD_MASKED and self.secret_prefix(raw) == len(raw):
             return MASK
         token = _token_begun(raw, len(raw) - len(raw.rstrip(_RUN_CHARACTERS)))
-        if token >= HELD_MASKED:
-            return self.text(raw[:-token]) + MASK
+        if token >= _TOKEN_END_MASKED and any(c.isdigit() for c in raw[-token:]):
+            return self.text(raw[:-token]) + MASK  # not a word: "sk-learn", "AKIAEXAMPLE" stay
         return self.text(raw)
 
-    def redact(self, value: Any, *, generic: bool = True) -> Any:
+    def redact(self, value: Any, *, generic: bool = True, inputs: bool = False, nested: bool = False) -> Any:
         """A copy of ``value`` (a JSON value, e.g. an action) with secrets masked in every string.
 
         Every dict and list is a fresh one (strings and numbers are shared, being immutable), so
-        nothing the caller does to its objects afterwards reaches what the host stored.
+        nothing the caller does to its objects afterwards reaches what the host stored. A tool's
+        input (``toolInput``, ``editedToolInput``, ``partialInput``) keeps its generic parts, since
+        the tool runs with them: in ``value`` itself with ``inputs``, and, with ``nested``, in
+        every ``toolCall`` object inside it (:meth:`action` says where).
         """
         if isinstance(value, str):
             return self.text(value, generic=generic) if value else value
         if isinstance(value, dict):
             out = {}
+            taken: dict[str, int] = {}  # a masked key -> the next number to try for its namesakes
             for key, item in value.items():
                 shown = self._key(key, generic)
-                while shown in out:  # two keys masked alike stay two entries
-                    shown += "*"
-                out[shown] = self.redact(item, generic=generic and key not in _TOOL_INPUT_KEYS)
+                if shown in out:  # two keys masked alike stay two entries: "***", "***#2", …
+                    n = taken.get(shown, 2)
+                    while f"{shown}#{n}" in out:
+                        n += 1
+                    taken[shown] = n + 1
+                    shown = f"{shown}#{n}"
+                exempt = inputs and key in _TOOL_INPUT_KEYS
+                out[shown] = self.redact(
+                    item, generic=generic and not exempt, inputs=nested and key == "toolCall", nested=nested
+                )
             return out
         if isinstance(value, list):
-            return [self.redact(item, generic=generic) for item in value]
+            return [self.redact(item, generic=generic, nested=nested) for item in value]
         return value
 
     def _key(self, key: Any, generic: bool) -> Any:
@@ -393,18 +412,30 @@ class Redactor:
         if type(key) is not str or key in self._clean_keys:
             return key
         shown = self.text(key, generic=generic)
-        if shown == key and len(key) < 64 and len(self._clean_keys) < _CLEAN_KEYS:
-            self._clean_keys.add(key)  # the protocol's own names, mostly: read once
+        if shown == key and generic and len(key) < 64:  # clean under every rule: remembered
+            if len(self._clean_keys) >= _CLEAN_KEYS:
+                self._clean_keys.clear()  # a stranger's many keys do not crowd out the protocol's
+            self._clean_keys.add(key)
         return shown
 
-    def action(self, action: dict) -> dict:
-        """Redact an action; a ``chat/toolCallDelta`` streams tool input, so it keeps its generic parts."""
-        return self.redact(action, generic=action.get("type") != "chat/toolCallDelta")
+    def action(self, action: dict, *, from_client: bool = False) -> dict:
+        """Redact an action. A tool's input keeps its generic parts where it is one: a tool-call
+        action's own fields (a ``chat/toolCallDelta`` streams tool input), and, in a host's or an
+        agent's action, the tool calls inside it. Another client decides no tool input elsewhere:
+        a key named ``toolInput`` deeper in its action (in its ``_meta``, say) is text like any."""
+        kind = action.get("type")
+        tool_action = isinstance(kind, str) and kind.startswith("chat/toolCall")
+        if kind == "chat/toolCallDelta" and not from_client:
+            return self.redact(action, generic=False)
+        return self.redact(action, inputs=tool_action, nested=not from_client)
 
 
 #: Held text this long or longer that a turn ends on is masked: it begins a known secret, and a
 #: shorter end ("hunt") is more likely the text's own than the start of a key.
 HELD_MASKED = 6
+#: The start of a token of a known shape a turn ends on is masked from this many characters, with
+#: a digit in it: shorter, or only letters, it is more likely a word ("sk-learn", "xoxb-test").
+_TOKEN_END_MASKED = 12
 #: The actions after which a stream takes no more text (a turn's parts, a terminal's output): what
 #: they held goes in first.
 _STREAM_ENDS = frozenset(
@@ -431,6 +462,8 @@ class StreamedText:
         self.redactor = redactor
         #: (chat, turn id, part id, action type) -> (raw text held, the origin of its delta)
         self.held: dict[tuple, tuple[str, dict]] = {}
+        #: deltas giving a part back what it held, to apply first (see take_flushed)
+        self.flushed: list[tuple[dict, dict]] = []
         self.chats: dict[str, int] = {}  # chat -> how many parts hold text
 
     def delta(self, channel: str, action: dict, origin: dict) -> dict:
@@ -444,11 +477,16 @@ class StreamedText:
         held = self._take(stream) if self.held else None
         if held is None and self.held and stream[1] is not None:
             # the turn's text of this kind goes on in a new part (another part came between, a
-            # thought in a message, say): what the earlier part held goes on here, so a key cut
-            # there is read whole
+            # thought in a message, say): when the earlier part's held end reads differently
+            # with this chunk after it (a key cut by the thought), it goes on here and is read
+            # whole; else it goes back to its own part, as it was ("Let me read the token").
             earlier = next((k for k in self.held if k[:2] == stream[:2] and k[3] == stream[3]), None)
             if earlier is not None:
                 held = self._take(earlier)
+                if not self._spans(held[0], content):
+                    back = {"type": action["type"], "turnId": stream[1], "partId": earlier[2]}
+                    self.flushed.append(({**back, field: self.redactor.text(held[0])}, held[1]))
+                    held = None
         if held is None and not self.redactor.secrets and not self.redactor.credential_begun(content):
             return self.redactor.action(action)  # most chunks: nothing held, nothing to hold
         # the known secrets first (whole ones masked), then the end that could begin one, or begin
@@ -460,6 +498,21 @@ class StreamedText:
             self.chats[channel] = self.chats.get(channel, 0) + 1
             text = text[:-keep]
         return {**self.redactor.action({**action, field: ""}), field: self.redactor.text(text)}
+
+    def _spans(self, held: str, content: str) -> bool:
+        """Whether ``held`` (the end a part held back) and ``content`` (the next chunk of its kind,
+        in another part) read differently together than apart: a secret spans them."""
+        redactor = self.redactor
+        together = redactor.text(held + content, generic=False)
+        if max(redactor.secret_prefix(together), redactor.credential_begun(together)) > len(content):
+            return True  # still being held, beyond this chunk: it goes on
+        return redactor.text(held + content) != redactor.text(held) + redactor.text(content)
+
+    def take_flushed(self) -> list[tuple[dict, dict]]:
+        """The deltas (with their origins) that give earlier parts back what they held, to apply
+        before the delta :meth:`delta` returned (see the carry there)."""
+        out, self.flushed = self.flushed, []
+        return out
 
     def ending(self, channel: str, action: dict) -> list[tuple[dict, dict]]:
         """The deltas (with their origins) to apply before ``action`` on ``channel``: what the

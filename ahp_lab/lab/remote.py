@@ -8,7 +8,9 @@ recorded in a :class:`~ahp_lab.transport.tap.FrameLog` (the raw wire view reads 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from ..client import AhpClient
@@ -26,6 +28,18 @@ from .live import Lab
 __all__ = ["serve_host", "RemoteLab", "NotAvailableRemotely"]
 
 
+def redacted_frame(redactor: Any, text: str, cut: bool) -> str:
+    """A frame's text with a stranger's secrets masked by ``redactor``: read as JSON when it has
+    escapes (``sk-\\u0041…`` is the same key to the host), as text otherwise; a cut frame's end,
+    where a key may be cut, as :meth:`~ahp_lab.host.redaction.Redactor.cut` does."""
+    if "\\u" in text and not cut:
+        try:
+            return json.dumps(redactor.redact(json.loads(text)), ensure_ascii=False)
+        except (ValueError, RecursionError):
+            pass
+    return redactor.cut(text) if cut else redactor.text(text)
+
+
 def serve_host(
     host: Any, /, *, frames: FrameLog | None = None, **options: Any
 ) -> tuple[WebSocketServer, FrameLog]:
@@ -39,8 +53,8 @@ def serve_host(
     """
     frames = frames if frames is not None else FrameLog()
     redactor = getattr(host, "redactor", None)
-    if frames.redact_in is None and redactor is not None:
-        frames.redact_in = redactor.text  # strangers' secrets: the frame log is shown and saved
+    if frames.redact is None and redactor is not None:
+        frames.redact = partial(redacted_frame, redactor)  # the frame log is shown and saved
     limits = getattr(host, "limits", None)
     if limits is not None:
         options.setdefault("max_frame_bytes", 4 * limits.max_message_bytes)

@@ -115,8 +115,9 @@ def _classify(text: str) -> dict:
 class FrameLog:
     """The newest ``capacity`` frames of one side's connections, oldest first, with listeners.
 
-    ``redact_in`` (a host's ``redactor.text``) masks the secrets of the frames received before
-    they are kept.
+    ``redact(text, cut)`` (a host's redaction) masks the secrets of the frames received, and of the
+    errors sent (they may quote what a peer sent), before they are kept; ``cut`` says the text is
+    the first :data:`KEPT_CHARS` characters of a longer frame.
 
     At most ``max_chars`` characters of frame text are kept in all (each frame's first
     :data:`KEPT_CHARS`): a peer sending large frames pushes the oldest out sooner, so what a
@@ -129,11 +130,11 @@ class FrameLog:
         *,
         max_chars: int = 16 * 1024 * 1024,
         clock: Callable[[], float] = time.time,
-        redact_in: Callable[[str], str] | None = None,
+        redact: Callable[[str, bool], str] | None = None,
     ) -> None:
-        # what the frames received pass through before they are kept (a host's redaction: a
-        # stranger's secret must not reach a log that is shown and saved with the notebook)
-        self.redact_in = redact_in
+        # what a stranger's frames pass through before they are kept (a host's redaction: its
+        # secret must not reach a log that is shown and saved with the notebook)
+        self.redact = redact
         self._raw: deque[tuple] = deque(maxlen=capacity)  # (n, direction, text, time, connection, size)
         self.max_chars = max_chars
         self._chars = 0  # the kept text of the frames in _raw
@@ -170,8 +171,8 @@ class FrameLog:
         """Append a frame and tell the listeners."""
         self.count += 1
         kept = text if len(text) <= KEPT_CHARS else text[:KEPT_CHARS]
-        if direction == "in" and self.redact_in is not None:
-            kept = self.redact_in(kept)
+        if self.redact is not None and (direction == "in" or '"error"' in kept):
+            kept = self.redact(kept, len(kept) < len(text))
         if '"token"' in kept or "\\u" in kept:
             kept = _without_tokens(kept)
         raw = (self.count, direction, kept, self._clock(), connection, len(text))

@@ -6,6 +6,7 @@ fills in what the person typed (an edited tool input, answers) and never invents
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Mapping
@@ -189,10 +190,15 @@ _PHASES = {"pending-confirmation": "tool", "pending-result-confirmation": "resul
 
 def _decided_on(tc: Any, phase: str) -> dict[str, str]:
     t = _m(tc)
-    return {
-        k: json.dumps(to_json(t.get(k)), sort_keys=True, ensure_ascii=False, default=str)
-        for k in DECIDED_ON[phase]
-    }
+    out = {}
+    for k in DECIDED_ON[phase]:
+        value = to_json(t.get(k))
+        if k == "toolInput" and isinstance(value, str):
+            # the same JSON sent again with other spacing or key order is the same input
+            with contextlib.suppress(ValueError, RecursionError):
+                value = {"json": json.loads(value)}
+        out[k] = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    return out
 
 
 def shown_fingerprint(tc: Any, phase: str) -> str:

@@ -129,3 +129,114 @@ def test_the_plugin_files_one_client_makes_the_host_hold_are_bounded_across_sess
             assert len((await lab.wait_for(second, whole, timeout=30))["children"]) == 2
 
     arun(main())
+
+
+# -- the verification round of this stop's fixes ---------------------------------------------------
+
+
+def test_a_title_of_jwt_starts_does_not_hold_the_hosts_loop(connect_stranger):
+    """``eyJ-eyJ-…``: the JWT shape started after every "-" and scanned the rest of the text for
+    a "." that never came (2.5 s of the loop for 100 KB, 9 s for 200 KB)."""
+
+    async def main():
+        async with open_lab() as lab:
+            mallory = await connect_stranger(lab, "mallory")
+            await mallory.initialize("mallory")
+            await mallory.call("subscribe", {"channel": lab.session})
+            title = "eyJ-" * 60_000
+            started = time.monotonic()
+            mallory.dispatch(lab.session, 1, {"type": "session/titleChanged", "title": title})
+            assert "rejectionReason" not in await mallory.echo(1, timeout=120)
+            assert time.monotonic() - started < 5  # the loop was held meanwhile: the time is the check
+
+    arun(main())
+
+
+def test_keys_that_mask_alike_stay_apart_at_the_cost_of_the_message(connect_stranger, tmp_path):
+    """6,000 keys masked alike became ``***``, ``****``, … (each looked up as it grew): 11 s of the
+    host's loop and an 18 MB echo for a 180 KB message. And a key first seen under a ``toolInput``
+    member (where only known secrets are masked) was remembered as clean, then kept everywhere."""
+
+    async def main():
+        async with open_lab() as lab:
+            mallory = await connect_stranger(lab, "mallory")
+            await mallory.initialize("mallory")
+            await mallory.call("subscribe", {"channel": lab.session})
+            keys = {f"sk-{n:020d}abcdef": n for n in range(6_000)}
+            started = time.monotonic()
+            title = {"type": "session/titleChanged", "title": "t", "_meta": keys}
+            mallory.dispatch(lab.session, 1, title)
+            echo = await mallory.echo(1, timeout=120)
+            assert time.monotonic() - started < 5 and "rejectionReason" not in echo
+            kept = echo["action"]["_meta"]
+            assert len(kept) == 6_000 and sorted(kept.values()) == list(range(6_000))
+            assert len(json.dumps(echo)) < 400_000
+            for seq, meta in ((2, {"toolInput": {SK: 1}}), (3, {SK: "after"})):
+                mallory.dispatch(
+                    lab.session, seq, {"type": "session/titleChanged", "title": "u", "_meta": meta}
+                )
+                assert "rejectionReason" not in await mallory.echo(seq)
+            lab.export(tmp_path / "log.jsonl")
+            assert _leaks((tmp_path / "log.jsonl").read_text()) == []
+            assert _leaks(json.dumps(lab.host.store.states())) == []
+
+    arun(main())
+
+
+def test_plugins_read_at_once_share_their_clients_room(connect_stranger):
+    """The room was looked at before each file was read, and a client's plugins are read at once:
+    each passed the look before any file landed, and 16 plugins held 2.9 times the bound."""
+
+    async def main():
+        async with open_lab(limits={"max_client_plugin_bytes": 250_000}) as lab:
+            s = await joined(connect_stranger, lab, "hoarder")
+            plugins = []
+            for n in range(8):
+                root = f"virtual://hoarder/p{n}"
+                s.files[f"{root}/skills/s{n}/SKILL.md"] = _big_skill(f"s{n}")
+                plugins.append(
+                    {"type": "plugin", "id": f"p{n}", "uri": root, "name": f"p{n}", "enabled": True}
+                )
+            active = {"clientId": "hoarder", "tools": [], "customizations": plugins}
+            s.dispatch(lab.session, 1, {"type": "session/activeClientSet", "activeClient": active})
+            assert "rejectionReason" not in await s.echo(1)
+
+            def all_read(state):
+                entries = [e for e in state.get("customizations") or () if e.get("clientId") == "hoarder"]
+                done = [e for e in entries if (e.get("load") or {}).get("kind") not in (None, "loading")]
+                return entries if len(entries) == 8 and len(done) == 8 else None
+
+            entries = await lab.wait_for(lab.session, all_read, timeout=30)
+            loaded = sum(len(e.get("children") or ()) for e in entries)
+            assert loaded == 2  # 2 x 100 KB fit in 250 KB; the third file did not
+            assert sum("Limits.max_client_plugin_bytes" in json.dumps(e["load"]) for e in entries) == 6
+
+    arun(main())
+
+
+def test_the_wire_log_keeps_no_secret_a_stranger_sent_escaped_or_had_quoted_back(connect_stranger):
+    """The served connections' frame log kept the errors the host sent back as they were, and they
+    quote what the stranger sent (``method sk-… is not supported``); and an inbound key written
+    with JSON escapes (``sk-\\u0070roj…``) passed the text rules."""
+
+    async def main():
+        async with open_lab() as lab:
+            mallory = await connect_stranger(lab, "mallory")
+            await mallory.initialize("mallory")
+            if lab.frames is None:
+                return  # only the served connections have a wire log
+            answer = await mallory.call(SK, {"channel": "ahp-root://"})
+            assert "error" in answer
+            escaped = SK.replace("p", "\\u0070")
+            mallory.send(
+                '{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":"'
+                + lab.session
+                + '","clientSeq":1,"action":{"type":"session/titleChanged","title":"'
+                + escaped
+                + '"}}}'
+            )
+            await mallory.echo(1)
+            assert _leaks("\n".join(f.text for f in lab.frames.frames)) == []
+            assert any("is not supported" in f.text for f in lab.frames.frames if f.direction == "out")
+
+    arun(main())

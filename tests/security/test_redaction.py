@@ -422,3 +422,55 @@ def test_held_text_reaches_every_subscriber_when_another_client_pages_history_in
         assert str(host.store.state(chat)["turns"][-1]["responseParts"][0]["content"]) == text
 
     arun(main())
+
+
+@pytest.mark.parametrize(
+    "script_words",
+    [
+        ("Let me read the token", "The file is fine."),
+        ("Checking your password", "It is long enough."),
+        ("Run the tests with sk", "learn installed"),
+    ],
+)
+def test_a_held_word_stays_in_its_own_part_when_another_part_comes_between(script_words):
+    """A part's held end (a word that could begin a credential) went on into the next markdown
+    part once a tool call or a thought came between: "Let me read the " … "tokenThe file is fine."
+    It goes on there only when it reads differently with what follows (a key cut in two)."""
+    from ahp_lab.agents.scripted import call, say, think
+
+    first, then = script_words
+
+    async def main():
+        async with open_lab() as lab:
+
+            @lab.server_tool
+            def read_file(path: str) -> str:
+                """Read a file."""
+                return "contents"
+
+            between = think("hmm") if then.startswith("learn") else call("read_file", path="a.txt")
+            await lab.send("hi", script=[say(first), between, say(then)], approve=True)
+            parts = lab.state(lab.chat)["turns"][-1]["responseParts"]
+            shown = [p["content"] for p in parts if p.get("kind") == "markdown"]
+            assert shown == [first, then]
+
+    arun(main())
+
+
+@pytest.mark.parametrize(
+    "ending", ["We used sk-learn", "e.g. AKIAEXAMPLE", "Slack: xoxb-test", "the ghp_abc"]
+)
+def test_a_turn_ending_on_a_word_shaped_like_a_token_start_keeps_it(ending):
+    """A turn whose text ended in what could begin a token of a known shape had it masked, even
+    when it came in one chunk; the start of a key is masked there only from 12 characters with a
+    digit (``sk-proj-Q7xW``)."""
+    from ahp_lab.agents.scripted import say
+
+    async def main():
+        async with open_lab() as lab:
+            turn = await lab.send("hi", script=[say(ending)])
+            assert turn.text == ending
+            cut = await lab.send("hi", script=[say("the other: sk-proj-Q7xW9zR2")])
+            assert cut.text == "the other: ***"
+
+    arun(main())

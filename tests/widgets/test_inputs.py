@@ -370,3 +370,35 @@ def test_a_denial_of_a_changed_call_still_goes_out():
         await lab.aclose()
 
     asyncio.run(main())
+
+
+def test_the_same_input_sent_again_with_other_spacing_is_still_what_was_shown():
+    import asyncio
+
+    from ahp_lab import Lab
+
+    async def main():
+        lab = await Lab.open()
+
+        @lab.tool(annotations={"destructiveHint": True})
+        def zap(name: str) -> str:
+            """Zap something (asks for confirmation)."""
+            return f"zapped {name}"
+
+        pending = lab.start("call zap name=a")
+        await pending.until_blocked()
+        queue = InputQueue(lab)
+        [seen] = [e for e in queue.model["entries"] if e["kind"] == "toolConfirmation"]
+        runner = lab.host.turns[lab.chat]
+        ready = {"type": "chat/toolCallReady", "turnId": runner.turn_id, "toolCallId": seen["toolCallId"]}
+        runner.emit({**ready, "invocationMessage": 'Zap(name="a")', "toolInput": '{ "name" :  "a" }'})
+        await lab.wait_for(
+            lab.session,
+            lambda s: any('"name" :' in str(e.get("toolCall")) for e in s.get("inputNeeded") or ()) or None,
+        )
+        queue._on_custom_msg(queue, {"type": "dispatch", **seen["approve"], "shown": seen["shown"]})
+        assert queue.error == ""
+        assert (await pending).tool_calls[0].result_text == "zapped a"
+        await lab.aclose()
+
+    asyncio.run(main())
