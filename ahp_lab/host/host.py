@@ -450,7 +450,7 @@ class Host(SessionsAndChats):
             reason = clipped(self.redactor.text(reason), self.limits.max_logged_action_chars)
             logged = _logged_form(raw, self.limits)
             if not conn.trusted:
-                logged = self.redactor.action(logged, from_client=True)
+                logged = self.redactor.action(logged, from_client=True, rejected=True)
             transition = self.store.reject(channel, logged, origin, reason)
             if action is not None:
                 self._after_rejection(channel, action, client_id, reason)

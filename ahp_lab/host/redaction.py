@@ -163,6 +163,8 @@ _LEAD = 40  # before the run: a secret-looking name, its quotes, ":" or "=", spa
 _TRIVIAL = frozenset({"true", "false", "null", "none", "yes", "no", "on", "off"})
 # Keys whose strings a tool will run with: only literal secrets are masked there.
 _TOOL_INPUT_KEYS = frozenset({"toolInput", "editedToolInput", "partialInput"})
+#: The one of them another client may send: the input a person edited before approving.
+_CLIENT_INPUT_KEYS = frozenset({"editedToolInput"})
 
 
 #: Names that look like a password's (``pwd``) but are the shell's working directories, as ``env``
@@ -309,14 +311,14 @@ class Redactor:
         return data
 
     def cut(self, text: str) -> str:
-        """``text``, cut at its end, redacted: a known secret, or a token of a known shape, cut there
-        is masked from where it starts (``HELD_MASKED`` characters of it or more), where
-        :meth:`text` only knows whole ones."""
+        """``text``, cut at its end, redacted: a known secret cut there is masked from where it
+        starts (``HELD_MASKED`` characters of it or more), where :meth:`text` only knows whole
+        ones, and a token of a known shape as :meth:`held_end` masks it ("sk-learn" stays)."""
         text = self.text(text)
-        keep = max(
-            self.secret_prefix(text), _token_begun(text, len(text) - len(text.rstrip(_RUN_CHARACTERS)))
-        )
-        return text[:-keep] + MASK if keep >= HELD_MASKED else text
+        keep = self.secret_prefix(text)
+        if keep >= HELD_MASKED:
+            return text[:-keep] + MASK
+        return self.held_end(text)  # a token's start cut there, as a stream's end gives it
 
     def secret_prefix(self, text: str) -> int:
         """How many characters at the end of ``text`` could be the start of a known secret (the
@@ -374,14 +376,16 @@ class Redactor:
             return self.text(raw[:-token]) + MASK  # not a word: "sk-learn", "AKIAEXAMPLE" stay
         return self.text(raw)
 
-    def redact(self, value: Any, *, generic: bool = True, inputs: bool = False, nested: bool = False) -> Any:
+    def redact(
+        self, value: Any, *, generic: bool = True, inputs: frozenset = frozenset(), nested: bool = False
+    ) -> Any:
         """A copy of ``value`` (a JSON value, e.g. an action) with secrets masked in every string.
 
         Every dict and list is a fresh one (strings and numbers are shared, being immutable), so
         nothing the caller does to its objects afterwards reaches what the host stored. A tool's
         input (``toolInput``, ``editedToolInput``, ``partialInput``) keeps its generic parts, since
-        the tool runs with them: in ``value`` itself with ``inputs``, and, with ``nested``, in
-        every ``toolCall`` object inside it (:meth:`action` says where).
+        the tool runs with them: the members of ``value`` named in ``inputs``, and, with ``nested``,
+        those of every ``toolCall`` object inside it (:meth:`action` says where).
         """
         if isinstance(value, str):
             return self.text(value, generic=generic) if value else value
@@ -396,9 +400,11 @@ class Redactor:
                         n += 1
                     taken[shown] = n + 1
                     shown = f"{shown}#{n}"
-                exempt = inputs and key in _TOOL_INPUT_KEYS
                 out[shown] = self.redact(
-                    item, generic=generic and not exempt, inputs=nested and key == "toolCall", nested=nested
+                    item,
+                    generic=generic and key not in inputs,
+                    inputs=_TOOL_INPUT_KEYS if nested and key == "toolCall" else frozenset(),
+                    nested=nested,
                 )
             return out
         if isinstance(value, list):
@@ -418,16 +424,20 @@ class Redactor:
             self._clean_keys.add(key)
         return shown
 
-    def action(self, action: dict, *, from_client: bool = False) -> dict:
+    def action(self, action: dict, *, from_client: bool = False, rejected: bool = False) -> dict:
         """Redact an action. A tool's input keeps its generic parts where it is one: a tool-call
         action's own fields (a ``chat/toolCallDelta`` streams tool input), and, in a host's or an
-        agent's action, the tool calls inside it. Another client decides no tool input elsewhere:
-        a key named ``toolInput`` deeper in its action (in its ``_meta``, say) is text like any."""
+        agent's action, the tool calls inside it. From another client, only the input a person
+        edited (``chat/toolCallConfirmed``'s ``editedToolInput``), and only in an action the host
+        accepts: any other member named ``toolInput`` is text like any (no tool runs with it)."""
         kind = action.get("type")
-        tool_action = isinstance(kind, str) and kind.startswith("chat/toolCall")
-        if kind == "chat/toolCallDelta" and not from_client:
+        if from_client:
+            keys = _CLIENT_INPUT_KEYS if kind == "chat/toolCallConfirmed" and not rejected else frozenset()
+            return self.redact(action, inputs=keys)
+        if kind == "chat/toolCallDelta":
             return self.redact(action, generic=False)
-        return self.redact(action, inputs=tool_action, nested=not from_client)
+        tool_action = isinstance(kind, str) and kind.startswith("chat/toolCall")
+        return self.redact(action, inputs=_TOOL_INPUT_KEYS if tool_action else frozenset(), nested=True)
 
 
 #: Held text this long or longer that a turn ends on is masked: it begins a known secret, and a
@@ -485,7 +495,8 @@ class StreamedText:
                 held = self._take(earlier)
                 if not self._spans(held[0], content):
                     back = {"type": action["type"], "turnId": stream[1], "partId": earlier[2]}
-                    self.flushed.append(({**back, field: self.redactor.text(held[0])}, held[1]))
+                    # its part's text ends there: as a turn's end gives it (a key's start masked)
+                    self.flushed.append(({**back, field: self.redactor.held_end(held[0])}, held[1]))
                     held = None
         if held is None and not self.redactor.secrets and not self.redactor.credential_begun(content):
             return self.redactor.action(action)  # most chunks: nothing held, nothing to hold
@@ -504,8 +515,11 @@ class StreamedText:
         in another part) read differently together than apart: a secret spans them."""
         redactor = self.redactor
         together = redactor.text(held + content, generic=False)
-        if max(redactor.secret_prefix(together), redactor.credential_begun(together)) > len(content):
-            return True  # still being held, beyond this chunk: it goes on
+        if together[-1:] in _RUN_CHARACTERS and max(
+            redactor.secret_prefix(together), redactor.credential_begun(together)
+        ) > len(content):
+            return True  # a token still coming, begun before this chunk: it goes on
+        # (a name then only "\n\n" or ":" is not one: "Let me read the token" stays whole)
         return redactor.text(held + content) != redactor.text(held) + redactor.text(content)
 
     def take_flushed(self) -> list[tuple[dict, dict]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -32,12 +33,20 @@ def redacted_frame(redactor: Any, text: str, cut: bool) -> str:
     """A frame's text with a stranger's secrets masked by ``redactor``: read as JSON when it has
     escapes (``sk-\\u0041…`` is the same key to the host), as text otherwise; a cut frame's end,
     where a key may be cut, as :meth:`~ahp_lab.host.redaction.Redactor.cut` does."""
-    if "\\u" in text and not cut:
-        try:
-            return json.dumps(redactor.redact(json.loads(text)), ensure_ascii=False)
-        except (ValueError, RecursionError):
-            pass
+    if "\\u" in text:
+        if not cut:
+            try:
+                return json.dumps(redactor.redact(json.loads(text)), ensure_ascii=False)
+            except (ValueError, RecursionError):
+                pass
+        # cut, or not JSON: the escapes of token characters read as the characters they stand for
+        text = _TOKEN_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
     return redactor.cut(text) if cut else redactor.text(text)
+
+
+#: A JSON escape of a character tokens are made of (a letter, a digit, ``-``, ``_``, ``.``, ``+``,
+#: ``/``, ``=``, ``~``), for a frame that does not parse.
+_TOKEN_ESCAPE = re.compile(r"\\u(00(?:[46][1-9a-fA-F]|[57][0-9aA]|3[0-9]|2[bBdDeEfF]|5[fF]|3[dD]|7[eE]))")
 
 
 def serve_host(

@@ -218,9 +218,9 @@ def _without_tokens(text: str) -> str:
     far as its plain form goes."""
     try:
         value = json.loads(text)
+        masked, found = _masked(value)  # recursive: a frame nested past Python's stack is text
     except (ValueError, RecursionError):
         return _TOKEN.sub(r"\1***\2", text)
-    masked, found = _masked(value)
     return json.dumps(masked, ensure_ascii=False) if found else text
 
 

@@ -240,3 +240,88 @@ def test_the_wire_log_keeps_no_secret_a_stranger_sent_escaped_or_had_quoted_back
             assert any("is not supported" in f.text for f in lab.frames.frames if f.direction == "out")
 
     arun(main())
+
+
+def test_a_strangers_extra_tool_input_members_are_text_like_any(connect_stranger, tmp_path):
+    """Only the input a person edited (``editedToolInput``) keeps its generic parts in another
+    client's action: ``toolInput`` and ``partialInput`` members it adds to a confirmation run
+    nowhere, and were kept unmasked in the echo and the export."""
+    from ahp_lab.agents.scripted import call, say
+
+    async def main():
+        async with open_lab() as lab:
+
+            @lab.server_tool(annotations={"destructiveHint": True})
+            def zap(name: str) -> str:
+                """Zap something (asks for confirmation)."""
+                return f"zapped {name}"
+
+            mallory = await connect_stranger(lab, "mallory")
+            await mallory.initialize("mallory")
+            await mallory.call("subscribe", {"channel": lab.chat})
+            pending = lab.start("go", script=[call("zap", name="a"), say("done")])
+            await pending.until_blocked()
+            tc = next(
+                p["toolCall"]
+                for p in lab.chat_state["activeTurn"]["responseParts"]
+                if p.get("kind") == "toolCall"
+            )
+            secret = "API_KEY=Hx9k2mP4qR7tLw5z"
+            confirm = {
+                "type": "chat/toolCallConfirmed",
+                "turnId": pending.turn_id,
+                "toolCallId": tc["toolCallId"],
+                "approved": True,
+                "confirmed": "user-action",
+                "toolInput": secret,
+                "partialInput": secret,
+            }
+            mallory.dispatch(lab.chat, 1, confirm)
+            echo = await mallory.echo(1)
+            assert "Hx9k2mP4qR7tLw5z" not in json.dumps(echo)
+            await pending
+            lab.export(tmp_path / "log.jsonl")
+            assert "Hx9k2mP4qR7tLw5z" not in (tmp_path / "log.jsonl").read_text()
+
+    arun(main())
+
+
+def test_the_wire_log_masks_an_escaped_key_in_a_frame_it_cuts_or_cannot_parse(connect_stranger):
+    async def main():
+        async with open_lab() as lab:
+            mallory = await connect_stranger(lab, "mallory")
+            await mallory.initialize("mallory")
+            if lab.frames is None:
+                return  # only the served connections have a wire log
+            escaped = SK.replace("p", "\\u0070")
+            mallory.send('{"jsonrpc":"2.0","id":7,"method":"listSessions","params":{"x":"' + escaped + '"')
+            title = escaped + " " + "z" * 70_000
+            mallory.send(
+                '{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":"'
+                + lab.session
+                + '","clientSeq":1,"action":{"type":"session/titleChanged","title":"'
+                + title
+                + '"}}}'
+            )
+            await mallory.echo(1)
+            kept = "\n".join(f.text for f in lab.frames.frames if f.direction == "in")
+            assert "\\u0070roj" not in kept and _leaks(kept) == []
+
+    arun(main())
+
+
+def test_a_deeply_nested_frame_with_an_escape_is_answered_and_the_connection_stays(connect_stranger):
+    """The frame log's token masking recursed over the parsed frame: at depth 2,000 with a
+    ``\\u`` escape it raised, and the stranger's connection closed without its -32600."""
+
+    async def main():
+        async with open_lab() as lab:
+            mallory = await connect_stranger(lab, "mallory")
+            await mallory.initialize("mallory")
+            deep = "[" * 2_000 + '"\\u0041"' + "]" * 2_000
+            mallory.send('{"jsonrpc":"2.0","id":8,"method":"ping","params":{"token":"x","x":' + deep + "}}")
+            answer = await mallory.response(8)
+            assert answer["error"]["code"] == -32600
+            assert "result" in await mallory.call("ping", {"channel": "ahp-root://"})
+
+    arun(main())

@@ -474,3 +474,65 @@ def test_a_turn_ending_on_a_word_shaped_like_a_token_start_keeps_it(ending):
             assert cut.text == "the other: ***"
 
     arun(main())
+
+
+class _Pieces:
+    """A scripted step that streams its text in the given chunks (a model sends "\\n\\n" alone)."""
+
+    def __new__(cls, pieces):
+        from ahp_lab.agents.scripted import Step
+
+        class Pieces(Step):
+            async def run(self, scope):
+                async def chunks():
+                    for piece in pieces:
+                        yield piece
+
+                await scope.ctx.say(chunks())
+
+        return Pieces()
+
+
+@pytest.mark.parametrize("first", ["Let me read the token", "Use the Bearer", "It is the client_secret"])
+@pytest.mark.parametrize(
+    "then", [["\n\n", "The file is fine."], [":", " it is in .env, not here."], [" ", "ok"]]
+)
+def test_a_held_word_stays_in_its_part_when_the_next_part_starts_with_a_blank_chunk(first, then):
+    """The next part's first chunk alone ("\\n\\n", ":") kept a held name being held, so it went
+    on into that part: "Let me read the " and then "token\\n\\nThe file is fine."."""
+    from ahp_lab.agents.scripted import say, think
+
+    async def main():
+        async with open_lab() as lab:
+            await lab.send("hi", script=[say(first), think("hmm"), _Pieces(then)])
+            parts = lab.state(lab.chat)["turns"][-1]["responseParts"]
+            assert [p["content"] for p in parts if p.get("kind") == "markdown"] == [first, "".join(then)]
+
+    arun(main())
+
+
+def test_the_held_start_of_a_key_a_part_gives_back_is_masked_as_at_a_turns_end():
+    """A held key start given back to its own part (a thought came, then other text) went in as it
+    was; at a turn's end the same start is masked."""
+    from ahp_lab.agents.scripted import say, think
+
+    async def main():
+        async with open_lab() as lab:
+            turn = await lab.send(
+                "hi", script=[say("the key: sk-proj-Q7xW9zR2aB"), think("hmm"), say("\n\nSorry.")]
+            )
+            parts = lab.state(lab.chat)["turns"][-1]["responseParts"]
+            assert [p["content"] for p in parts if p.get("kind") == "markdown"] == [
+                "the key: ***",
+                "\n\nSorry.",
+            ]
+            assert "Q7xW" not in turn.text
+
+    arun(main())
+
+
+@pytest.mark.parametrize("text", ["see github", "we use sk-learn", "e.g. AKIAEXAMPLE", "Slack: xoxb-test"])
+def test_a_cut_preview_keeps_a_last_word_shaped_like_a_token_start(text):
+    redactor = Redactor()
+    assert redactor.cut(text) == text
+    assert redactor.cut("the other: sk-proj-Q7xW9zR2") == "the other: ***"
