@@ -165,6 +165,7 @@ _TRIVIAL = frozenset({"true", "false", "null", "none", "yes", "no", "on", "off"}
 _TOOL_INPUT_KEYS = frozenset({"toolInput", "editedToolInput", "partialInput"})
 #: The one of them another client may send: the input a person edited before approving.
 _CLIENT_INPUT_KEYS = frozenset({"editedToolInput"})
+_NO_INPUTS: frozenset = frozenset()
 
 
 #: Names that look like a password's (``pwd``) but are the shell's working directories, as ``env``
@@ -377,7 +378,7 @@ class Redactor:
         return self.text(raw)
 
     def redact(
-        self, value: Any, *, generic: bool = True, inputs: frozenset = frozenset(), nested: bool = False
+        self, value: Any, *, generic: bool = True, inputs: frozenset = _NO_INPUTS, nested: bool = False
     ) -> Any:
         """A copy of ``value`` (a JSON value, e.g. an action) with secrets masked in every string.
 
@@ -391,21 +392,29 @@ class Redactor:
             return self.text(value, generic=generic) if value else value
         if isinstance(value, dict):
             out = {}
-            taken: dict[str, int] = {}  # a masked key -> the next number to try for its namesakes
+            taken: dict[str, int] | None = None  # a masked key -> the next number for its namesakes
+            clean = self._clean_keys
             for key, item in value.items():
-                shown = self._key(key, generic)
+                shown = key if key in clean else self._key(key, generic)
                 if shown in out:  # two keys masked alike stay two entries: "***", "***#2", …
+                    taken = {} if taken is None else taken
                     n = taken.get(shown, 2)
                     while f"{shown}#{n}" in out:
                         n += 1
                     taken[shown] = n + 1
                     shown = f"{shown}#{n}"
-                out[shown] = self.redact(
-                    item,
-                    generic=generic and key not in inputs,
-                    inputs=_TOOL_INPUT_KEYS if nested and key == "toolCall" else frozenset(),
-                    nested=nested,
-                )
+                kind = type(item)
+                if kind is str:  # most members: read here, without a call per value
+                    out[shown] = self.text(item, generic=generic and key not in inputs) if item else item
+                elif kind is int or kind is bool or item is None or kind is float:
+                    out[shown] = item
+                else:
+                    out[shown] = self.redact(
+                        item,
+                        generic=generic and key not in inputs,
+                        inputs=_TOOL_INPUT_KEYS if nested and key == "toolCall" else _NO_INPUTS,
+                        nested=nested,
+                    )
             return out
         if isinstance(value, list):
             return [self.redact(item, generic=generic, nested=nested) for item in value]
@@ -432,12 +441,12 @@ class Redactor:
         accepts: any other member named ``toolInput`` is text like any (no tool runs with it)."""
         kind = action.get("type")
         if from_client:
-            keys = _CLIENT_INPUT_KEYS if kind == "chat/toolCallConfirmed" and not rejected else frozenset()
+            keys = _CLIENT_INPUT_KEYS if kind == "chat/toolCallConfirmed" and not rejected else _NO_INPUTS
             return self.redact(action, inputs=keys)
         if kind == "chat/toolCallDelta":
             return self.redact(action, generic=False)
         tool_action = isinstance(kind, str) and kind.startswith("chat/toolCall")
-        return self.redact(action, inputs=_TOOL_INPUT_KEYS if tool_action else frozenset(), nested=True)
+        return self.redact(action, inputs=_TOOL_INPUT_KEYS if tool_action else _NO_INPUTS, nested=True)
 
 
 #: Held text this long or longer that a turn ends on is masked: it begins a known secret, and a
