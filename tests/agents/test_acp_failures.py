@@ -461,6 +461,12 @@ def test_a_write_between_turns_is_refused_and_leaves_the_file_alone(tmp_path: Pa
     async def go() -> None:
         async with acp_lab(tmp_path, bad_agent("write_between", str(target))) as lab:
             assert (await lab.send("first")).status == "complete"
+            # the write reaches the host between the turns: the agent sends it after its answer,
+            # and on a loaded machine it may come only after the next prompt went out, when no
+            # host can tell it from that turn's (the next prompt waits for it here)
+            await lab.agent.frames.wait_for(
+                lambda f: f.direction == "in" and f.method == "fs/write_text_file"
+            )
             second = await lab.send("second")
             assert '"code": -32602' in second.text and "no prompt turn is running" in second.text
             assert not target.exists()
