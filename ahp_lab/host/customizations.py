@@ -580,8 +580,7 @@ class CustomizationManager:
         notes: list[str] = []
         pending: list[tuple[str, int]] = [("", 0)]
         count = 0
-        self._hold(c, 0)  # what an earlier read of it held is replaced
-        total = 0  # bytes read (see _room)
+        self._hold(c, 0)  # what an earlier read of it held is replaced (c.held: the bytes read)
         max_files = self.limits.max_folder_files
 
         async def call(method: str, uri: str) -> Any:
@@ -622,8 +621,9 @@ class CustomizationManager:
                     )
                     pending.clear()
                     break
-                if self._room(c)[0] <= 0:
-                    notes.append(self._no_room(sub, self._room(c)[1]))
+                room, bound = self._room(c)
+                if room <= 0:
+                    notes.append(self._no_room(sub, bound))
                     pending.clear()
                     break
                 if item.get("type") == "directory":
@@ -648,8 +648,7 @@ class CustomizationManager:
                     pending.clear()
                     break
                 files[sub] = read
-                total += len(read)
-                self._hold(c, total)
+                self._hold(c, c.held + len(read))
         return MemorySource(root, files, errors, self.limits.max_customization_file_bytes, notes)
 
 

@@ -365,6 +365,15 @@ class Redactor:
             begun = max(begun, size - start)
         return begun
 
+    def streamed(self, text: str) -> tuple[str, str]:
+        """A stream's text so far (what it held, then its new chunk) as ``(what goes out, redacted;
+        the end held back, raw)``: the known secrets first (whole ones masked), then the end that
+        could begin one, or begin a credential of a known shape, is held, and the generic rules
+        see the rest."""
+        text = self.text(text, generic=False)
+        keep = max(self.secret_prefix(text), self.credential_begun(text))
+        return self.text(text[: len(text) - keep]), text[len(text) - keep :]
+
     def held_end(self, raw: str) -> str:
         """What the text a stream held becomes when the stream ends without its rest: masked when
         it is ``HELD_MASKED`` characters or more of a known secret's start, or ends in the start of
@@ -424,7 +433,7 @@ class Redactor:
         """An object's key, redacted as text is: a stranger's schema or ``_meta`` may name its
         properties with a token. Keys found clean are remembered (at most ``_CLEAN_KEYS``, until
         another secret is known): most are the protocol's own names, in every action."""
-        if type(key) is not str or key in self._clean_keys:
+        if type(key) is not str:  # (a clean one :meth:`redact` found before calling)
             return key
         shown = self.text(key, generic=generic)
         if shown == key and generic and len(key) < 64:  # clean under every rule: remembered
@@ -473,7 +482,8 @@ class StreamedText:
     The end of a part's text that could begin a known secret is held back and read again with the
     part's next chunk; the rest is redacted and goes out. Each part holds its own, so nothing
     else on the chat (another part, a client's action, a page of history) moves it, except that
-    the turn's text of the same kind going on in a new part takes it there. When the turn
+    the turn's text of the same kind going on in a new part takes it there when the two read
+    differently together (a key cut by a thought). When the turn
     ends (:meth:`ending`), or the terminal's command exits, what was held goes in, masked when it
     is ``HELD_MASKED`` characters or more (the key never came whole, but its start did)."""
 
@@ -502,22 +512,16 @@ class StreamedText:
             earlier = next((k for k in self.held if k[:2] == stream[:2] and k[3] == stream[3]), None)
             if earlier is not None:
                 held = self._take(earlier)
-                if not self._spans(held[0], content):
-                    back = {"type": action["type"], "turnId": stream[1], "partId": earlier[2]}
-                    # its part's text ends there: as a turn's end gives it (a key's start masked)
-                    self.flushed.append(({**back, field: self.redactor.held_end(held[0])}, held[1]))
+                if not self._spans(held[0], content):  # its part's text ends there
+                    self.flushed.append((self._given_back(earlier, held[0]), held[1]))
                     held = None
         if held is None and not self.redactor.secrets and not self.redactor.credential_begun(content):
             return self.redactor.action(action)  # most chunks: nothing held, nothing to hold
-        # the known secrets first (whole ones masked), then the end that could begin one, or begin
-        # a credential of a known shape, is held, and the generic rules see the rest
-        text = self.redactor.text(held[0] + content if held is not None else content, generic=False)
-        keep = max(self.redactor.secret_prefix(text), self.redactor.credential_begun(text))
-        if keep:
-            self.held[stream] = (text[-keep:], origin)
+        shown, kept = self.redactor.streamed(held[0] + content if held is not None else content)
+        if kept:
+            self.held[stream] = (kept, origin)
             self.chats[channel] = self.chats.get(channel, 0) + 1
-            text = text[:-keep]
-        return {**self.redactor.action({**action, field: ""}), field: self.redactor.text(text)}
+        return {**self.redactor.action({**action, field: ""}), field: shown}
 
     def _spans(self, held: str, content: str) -> bool:
         """Whether ``held`` (the end a part held back) and ``content`` (the next chunk of its kind,
@@ -549,13 +553,17 @@ class StreamedText:
         out = []
         for stream in [s for s in self.held if s[0] == channel]:
             raw, origin = self._take(stream)
-            _, turn_id, part_id, kind = stream
-            text = self.redactor.held_end(raw)
-            if kind == "terminal/data":
-                out.append(({"type": kind, "data": text}, origin))
-            else:
-                out.append(({"type": kind, "turnId": turn_id, "partId": part_id, "content": text}, origin))
+            out.append((self._given_back(stream, raw), origin))
         return out
+
+    def _given_back(self, stream: tuple, raw: str) -> dict:
+        """The delta that gives part ``stream`` what it held, as its text's end (a key's start
+        masked, :meth:`Redactor.held_end`)."""
+        _, turn_id, part_id, kind = stream
+        text = self.redactor.held_end(raw)
+        if kind == "terminal/data":
+            return {"type": kind, "data": text}
+        return {"type": kind, "turnId": turn_id, "partId": part_id, STREAMED_FIELDS[kind]: text}
 
     def _take(self, stream: tuple) -> tuple[str, dict] | None:
         held = self.held.pop(stream, None)

@@ -209,16 +209,10 @@ class Sending:
             if sent.removed:
                 return ("removed", None)
             ahead = ((state or {}).get("activeTurn") or {}).get("id")
-            if (
-                stop_when_blocked
-                and ahead
-                and ahead not in self._policies
-                and self._blocked(sent.chat, ahead)
-            ):
-                return (
-                    "blocked",
-                    f"queued behind turn {ahead}, which waits for a person: {self._blocked(sent.chat, ahead)}",
-                )
+            if stop_when_blocked and ahead not in self._policies:
+                reason = self._queued_behind(sent.chat, ahead)
+                if reason is not None:
+                    return ("blocked", reason)
             return None
 
         kind, value = await self.client.wait_for(sent.chat, started)
@@ -295,6 +289,11 @@ class Sending:
             raise ActionRejected(value)
         if kind == "lost":
             raise ConnectionError(value)
+
+    def _queued_behind(self, chat: str, ahead: Any) -> str | None:
+        """What a message queued behind turn ``ahead`` waits for, when that turn waits for a person."""
+        reason = self._blocked(chat, ahead) if ahead else None
+        return None if reason is None else f"queued behind turn {ahead}, which waits for a person: {reason}"
 
     def _blocked(self, chat: str, turn_id: str) -> str | None:
         state = self.client.confirmed(chat) or {}

@@ -353,12 +353,8 @@ class PendingTurn:
                 return ("done", None)
             if self.turn_id is None:  # queued: it starts once the turn ahead ends
                 ahead = ((state or {}).get("activeTurn") or {}).get("id")
-                reason = self.lab._blocked(self.chat, ahead) if ahead else None
-                return (
-                    ("blocked", f"queued behind turn {ahead}, which waits for a person: {reason}")
-                    if reason
-                    else None
-                )
+                reason = self.lab._queued_behind(self.chat, ahead)
+                return None if reason is None else ("blocked", reason)
             reason = self.blocked
             return ("blocked", reason) if reason else None
 

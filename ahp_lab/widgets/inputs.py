@@ -14,6 +14,7 @@ from typing import Any
 
 from ..protocol.chat import ANSWER_KINDS
 from ..protocol.jsonvalue import to_json
+from ..reducers.chat import tool_call_parts
 from .content import contributor_view, result_content_view, tool_call_view
 from .sanitize import as_text, is_markdown, one_line, safe_url, text_block
 
@@ -210,12 +211,10 @@ def shown_fingerprint(tc: Any, phase: str) -> str:
 def _current_call(session_state: Any, chat_state: Any, chat: str, turn_id: Any, tcid: Any) -> Any:
     """Tool call ``tcid`` as it is now: in the chat's active turn when this view holds the chat,
     else in the session's input-needed entry for it (``None`` when neither has it)."""
-    active = _m(_m(chat_state).get("activeTurn"))
-    if active and active.get("id") == turn_id:
-        for part in active.get("responseParts") or ():
-            tc = _m(_m(part).get("toolCall")) if _m(part).get("kind") == "toolCall" else {}
-            if tc.get("toolCallId") == tcid:
-                return tc
+    active = _m(chat_state).get("activeTurn")
+    if isinstance(active, dict) and active.get("id") == turn_id:
+        for part in tool_call_parts(active, tcid):
+            return part["toolCall"]
     entries = _m(session_state).get("inputNeeded")
     for entry in entries if isinstance(entries, list) else ():
         e = _m(entry)
@@ -251,8 +250,7 @@ def _tool_confirmation(
     entry: Mapping[str, Any], base: dict[str, Any], limits: Mapping[str, int] | None, session: Any
 ) -> None:
     tc = _m(entry.get("toolCall"))
-    status = tc.get("status")
-    phase = "result" if status == "pending-result-confirmation" else "tool"
+    phase = _PHASES.get(tc.get("status"), "tool")
     ref = f"input/{base['id']}"
     view = tool_call_view(tc, ref, limits, full=True)
     chat = base["chat"]

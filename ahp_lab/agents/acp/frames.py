@@ -244,11 +244,9 @@ def _redacted_run(frames: list[AcpFrame], redactor: Any) -> list[AcpFrame]:
         if raw_chunk is not None and chunk is not None:
             kind, raw = raw_chunk[0], raw_chunk[1]["text"]
             earlier = held.pop(kind, None)
-            text = redactor.text((earlier[1] if earlier else "") + raw, generic=False)
-            keep = max(redactor.secret_prefix(text), redactor.credential_begun(text))
-            chunk[1]["text"] = redactor.text(text[: len(text) - keep])
-            if keep:
-                held[kind] = (chunk[1], text[-keep:])
+            chunk[1]["text"], kept = redactor.streamed((earlier[1] if earlier else "") + raw)
+            if kept:
+                held[kind] = (chunk[1], kept)
         elif _turn_over(frame.message):
             end()
         out.append(copy)
