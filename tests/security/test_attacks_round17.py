@@ -18,9 +18,7 @@ def test_a_title_of_nested_query_names_does_not_hold_the_hosts_loop(connect_stra
 
     async def main():
         async with open_lab() as lab:
-            mallory = await connect_stranger(lab, "mallory")
-            await mallory.initialize("mallory")
-            await mallory.call("subscribe", {"channel": lab.session})
+            mallory = await joined(connect_stranger, lab, "mallory")
             title = "?" + "key_" * 20_000 + " ="
             started = time.monotonic()
             mallory.dispatch(lab.session, 1, {"type": "session/titleChanged", "title": title})
@@ -50,12 +48,8 @@ def test_a_strangers_secrets_in_object_keys_and_on_the_wire_reach_no_record(conn
 
     async def main():
         async with open_lab() as lab:
-            mallory = await connect_stranger(lab, "mallory")
-            await mallory.initialize("mallory")
-            await mallory.call("subscribe", {"channel": lab.session})
-            bob = await connect_stranger(lab, "bob")
-            await bob.initialize("bob")
-            await bob.call("subscribe", {"channel": lab.session})
+            mallory = await joined(connect_stranger, lab, "mallory")
+            bob = await joined(connect_stranger, lab, "bob")
             schema = {"type": "object", "properties": {SK: {"type": "string"}}, "required": [SK]}
             tool = {"name": "peek", "inputSchema": schema, "_meta": {GHP: 1}}
             active = {"clientId": "mallory", "tools": [tool]}
@@ -140,9 +134,7 @@ def test_a_title_of_jwt_starts_does_not_hold_the_hosts_loop(connect_stranger):
 
     async def main():
         async with open_lab() as lab:
-            mallory = await connect_stranger(lab, "mallory")
-            await mallory.initialize("mallory")
-            await mallory.call("subscribe", {"channel": lab.session})
+            mallory = await joined(connect_stranger, lab, "mallory")
             title = "eyJ-" * 60_000
             started = time.monotonic()
             mallory.dispatch(lab.session, 1, {"type": "session/titleChanged", "title": title})
@@ -159,9 +151,7 @@ def test_keys_that_mask_alike_stay_apart_at_the_cost_of_the_message(connect_stra
 
     async def main():
         async with open_lab() as lab:
-            mallory = await connect_stranger(lab, "mallory")
-            await mallory.initialize("mallory")
-            await mallory.call("subscribe", {"channel": lab.session})
+            mallory = await joined(connect_stranger, lab, "mallory")
             keys = {f"sk-{n:020d}abcdef": n for n in range(6_000)}
             started = time.monotonic()
             title = {"type": "session/titleChanged", "title": "t", "_meta": keys}
@@ -214,6 +204,17 @@ def test_plugins_read_at_once_share_their_clients_room(connect_stranger):
     arun(main())
 
 
+#: SK with its "p"s written as JSON escapes: the same key to the host.
+ESCAPED = SK.replace("p", "\\u0070")
+
+
+async def _served_stranger(connect_stranger, lab):
+    """An initialized stranger, when it reached the lab over a socket (``None`` otherwise)."""
+    mallory = await connect_stranger(lab, "mallory")
+    await mallory.initialize("mallory")
+    return mallory if lab.frames is not None else None
+
+
 def test_the_wire_log_keeps_no_secret_a_stranger_sent_escaped_or_had_quoted_back(connect_stranger):
     """The served connections' frame log kept the errors the host sent back as they were, and they
     quote what the stranger sent (``method sk-… is not supported``); and an inbound key written
@@ -221,18 +222,16 @@ def test_the_wire_log_keeps_no_secret_a_stranger_sent_escaped_or_had_quoted_back
 
     async def main():
         async with open_lab() as lab:
-            mallory = await connect_stranger(lab, "mallory")
-            await mallory.initialize("mallory")
-            if lab.frames is None:
+            mallory = await _served_stranger(connect_stranger, lab)
+            if mallory is None:
                 return  # only the served connections have a wire log
             answer = await mallory.call(SK, {"channel": "ahp-root://"})
             assert "error" in answer
-            escaped = SK.replace("p", "\\u0070")
             mallory.send(
                 '{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":"'
                 + lab.session
                 + '","clientSeq":1,"action":{"type":"session/titleChanged","title":"'
-                + escaped
+                + ESCAPED
                 + '"}}}'
             )
             await mallory.echo(1)
@@ -289,13 +288,11 @@ def test_a_strangers_extra_tool_input_members_are_text_like_any(connect_stranger
 def test_the_wire_log_masks_an_escaped_key_in_a_frame_it_cuts_or_cannot_parse(connect_stranger):
     async def main():
         async with open_lab() as lab:
-            mallory = await connect_stranger(lab, "mallory")
-            await mallory.initialize("mallory")
-            if lab.frames is None:
+            mallory = await _served_stranger(connect_stranger, lab)
+            if mallory is None:
                 return  # only the served connections have a wire log
-            escaped = SK.replace("p", "\\u0070")
-            mallory.send('{"jsonrpc":"2.0","id":7,"method":"listSessions","params":{"x":"' + escaped + '"')
-            title = escaped + " " + "z" * 70_000
+            mallory.send('{"jsonrpc":"2.0","id":7,"method":"listSessions","params":{"x":"' + ESCAPED + '"')
+            title = ESCAPED + " " + "z" * 70_000
             mallory.send(
                 '{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":"'
                 + lab.session

@@ -283,42 +283,56 @@ def test_the_last_approved_edit_is_remembered_per_tool():
 # -- an approval goes out only for the call the person saw ----------------------------------------
 
 
-def test_an_approval_of_a_call_whose_input_changed_after_it_was_shown_is_refused():
-    """An agent may send new input (``toolCallReady`` again, T4) while a person reads the old one:
-    the Approve clicked on the old card must not approve the new input."""
-    import asyncio
-
+async def _a_call_waiting_for_a_person():
+    """A lab whose turn waits for a person to confirm ``zap name=a``, its input queue, the card the
+    queue shows for the call, and ``resend(**fields)``: the agent sending the call again (T4)."""
     from ahp_lab import Lab
 
-    async def main():
-        lab = await Lab.open()
+    lab = await Lab.open()
 
-        @lab.tool(annotations={"destructiveHint": True})
-        def zap(name: str) -> str:
-            """Zap something (asks for confirmation)."""
-            return f"zapped {name}"
+    @lab.tool(annotations={"destructiveHint": True})
+    def zap(name: str) -> str:
+        """Zap something (asks for confirmation)."""
+        return f"zapped {name}"
 
-        pending = lab.start("call zap name=a")
-        await pending.until_blocked()
-        queue = InputQueue(lab)
-        [seen] = [e for e in queue.model["entries"] if e["kind"] == "toolConfirmation"]
-        assert '"a"' in seen["inputText"]
-        runner = lab.host.turns[lab.chat]  # the agent's own turn: what an agent emits through
+    pending = lab.start("call zap name=a")
+    await pending.until_blocked()
+    queue = InputQueue(lab)
+    [seen] = [e for e in queue.model["entries"] if e["kind"] == "toolConfirmation"]
+    runner = lab.host.turns[lab.chat]  # the agent's own turn: what an agent emits through
+
+    def resend(**fields):
         runner.emit(
             {
                 "type": "chat/toolCallReady",
                 "turnId": runner.turn_id,
                 "toolCallId": seen["toolCallId"],
-                "invocationMessage": "Zap",
-                "toolInput": '{"name": "everything"}',
+                **fields,
             }
         )
+
+    return lab, pending, queue, seen, resend
+
+
+def _click(queue, target, seen):
+    queue._on_custom_msg(queue, {"type": "dispatch", **target, "shown": seen["shown"]})
+
+
+def test_an_approval_of_a_call_whose_input_changed_after_it_was_shown_is_refused():
+    """An agent may send new input (``toolCallReady`` again, T4) while a person reads the old one:
+    the Approve clicked on the old card must not approve the new input."""
+    import asyncio
+
+    async def main():
+        lab, pending, queue, seen, resend = await _a_call_waiting_for_a_person()
+        assert '"a"' in seen["inputText"]
+        resend(invocationMessage="Zap", toolInput='{"name": "everything"}')
         await lab.wait_for(
             lab.session,
             lambda s: any("everything" in str(e.get("toolCall")) for e in s.get("inputNeeded") or ()) or None,
         )
         before = len(lab.transitions)
-        queue._on_custom_msg(queue, {"type": "dispatch", **seen["approve"], "shown": seen["shown"]})
+        _click(queue, seen["approve"], seen)
         assert queue.error == (
             f"the tool call {seen['toolCallId']} changed after it was shown: look at it again before approving"
         )
@@ -327,7 +341,7 @@ def test_an_approval_of_a_call_whose_input_changed_after_it_was_shown_is_refused
         queue.refresh()
         [now] = [e for e in queue.model["entries"] if e["kind"] == "toolConfirmation"]
         assert '"everything"' in now["inputText"] and now["shown"] != seen["shown"]
-        queue._on_custom_msg(queue, {"type": "dispatch", **now["approve"], "shown": now["shown"]})
+        _click(queue, now["approve"], now)
         assert queue.error == ""
         turn = await pending
         assert turn.tool_calls[0].result_text == "zapped everything"
@@ -339,31 +353,10 @@ def test_an_approval_of_a_call_whose_input_changed_after_it_was_shown_is_refused
 def test_a_denial_of_a_changed_call_still_goes_out():
     import asyncio
 
-    from ahp_lab import Lab
-
     async def main():
-        lab = await Lab.open()
-
-        @lab.tool(annotations={"destructiveHint": True})
-        def zap(name: str) -> str:
-            """Zap something (asks for confirmation)."""
-            return f"zapped {name}"
-
-        pending = lab.start("call zap name=a")
-        await pending.until_blocked()
-        queue = InputQueue(lab)
-        [seen] = [e for e in queue.model["entries"] if e["kind"] == "toolConfirmation"]
-        runner = lab.host.turns[lab.chat]
-        runner.emit(
-            {
-                "type": "chat/toolCallReady",
-                "turnId": runner.turn_id,
-                "toolCallId": seen["toolCallId"],
-                "invocationMessage": "Zap",
-                "toolInput": '{"name": "b"}',
-            }
-        )
-        queue._on_custom_msg(queue, {"type": "dispatch", **seen["deny"], "shown": seen["shown"]})
+        lab, pending, queue, seen, resend = await _a_call_waiting_for_a_person()
+        resend(invocationMessage="Zap", toolInput='{"name": "b"}')
+        _click(queue, seen["deny"], seen)
         assert queue.error == ""
         turn = await pending
         assert turn.tool_calls[0].status == "cancelled"
@@ -375,28 +368,14 @@ def test_a_denial_of_a_changed_call_still_goes_out():
 def test_the_same_input_sent_again_with_other_spacing_is_still_what_was_shown():
     import asyncio
 
-    from ahp_lab import Lab
-
     async def main():
-        lab = await Lab.open()
-
-        @lab.tool(annotations={"destructiveHint": True})
-        def zap(name: str) -> str:
-            """Zap something (asks for confirmation)."""
-            return f"zapped {name}"
-
-        pending = lab.start("call zap name=a")
-        await pending.until_blocked()
-        queue = InputQueue(lab)
-        [seen] = [e for e in queue.model["entries"] if e["kind"] == "toolConfirmation"]
-        runner = lab.host.turns[lab.chat]
-        ready = {"type": "chat/toolCallReady", "turnId": runner.turn_id, "toolCallId": seen["toolCallId"]}
-        runner.emit({**ready, "invocationMessage": 'Zap(name="a")', "toolInput": '{ "name" :  "a" }'})
+        lab, pending, queue, seen, resend = await _a_call_waiting_for_a_person()
+        resend(invocationMessage='Zap(name="a")', toolInput='{ "name" :  "a" }')
         await lab.wait_for(
             lab.session,
             lambda s: any('"name" :' in str(e.get("toolCall")) for e in s.get("inputNeeded") or ()) or None,
         )
-        queue._on_custom_msg(queue, {"type": "dispatch", **seen["approve"], "shown": seen["shown"]})
+        _click(queue, seen["approve"], seen)
         assert queue.error == ""
         assert (await pending).tool_calls[0].result_text == "zapped a"
         await lab.aclose()
