@@ -101,7 +101,7 @@ _KNOWN_TOKEN = re.compile(
 def _begun(literal: str, body: str) -> str:
     """A pattern for the start of a token that begins with ``literal`` and goes on in ``body``
     characters, cut anywhere after its first two: ``sk``, ``sk-``, ``sk-abc``, … for
-    ``_begun("sk-", ...)``. (A single letter is not held: "x", "s" or "A" end too many chunks.)"""
+    ``_begun("sk-", ...)``. (A first letter alone is held by :meth:`Redactor.credential_begun`.)"""
     out = f"{body}*"
     for ch in reversed(literal[2:]):
         out = f"{re.escape(ch)}(?:{out})?"
@@ -139,6 +139,10 @@ _SECRET_WORDS = (
 #: Their starts of two characters or more: a name cut there ("API" then "_KEY=...") is held whole.
 _SECRET_WORD_STARTS = frozenset(word[:k] for word in _SECRET_WORDS for k in range(2, len(word)))
 _SECRET_WORD_FIRSTS = frozenset(word[0] for word in _SECRET_WORDS)
+#: The first letters of those words and of the tokens of a known shape (``sk-``, ``gh…``, ``AKIA``,
+#: ``AIza``, ``xox…``, ``eyJ``), lower case: a text ending in one of them alone is held, since a
+#: stream sent a character at a time cuts every key after its first letter.
+_FIRST_LETTERS = _SECRET_WORD_FIRSTS | frozenset("sgaxe")
 _NAME_HELD_MAX = 64
 _ASSIGNMENT_HINTS = ("key", "secret", "pass", "pwd", "credential", "token", "bearer", "basic")
 #: The longest end a stream holds back for a credential begun: a run of token characters longer
@@ -344,6 +348,8 @@ class Redactor:
         size = len(text)
         run = size - len(text.rstrip(_RUN_CHARACTERS))  # the end's run of token characters
         begun = _token_begun(text, run)
+        if run == 1 and text[-1].lower() in _FIRST_LETTERS:
+            begun = 1  # "s" of "sk-…", "A" of "API_KEY=…": a key sent a character at a time
         lead = max(0, size - min(run, _VALUE_HELD_MAX) - _LEAD)
         found = None
         end = text[lead:].lower()

@@ -83,6 +83,8 @@ approved_then_changed  asks permission for call r1 (rawInput {"v": 1}); once all
 twice_asked      asks permission for call p1 twice at once; once the first is answered, completes
                  p1, asks permission for it again, reports every answer and ends the turn
 odd_ids          announces a tool call whose id is 300 characters long, and ends the turn
+char_key         streams a message and a thought one character a chunk, each with credentials
+                 in them (an sk- key, API_KEY=…, a Bearer token, a ghp_ token), and ends the turn
 """
 
 import base64
@@ -92,6 +94,11 @@ import sys
 
 MODE = sys.argv[1]
 MARKER = sys.argv[2] if len(sys.argv) > 2 else None
+
+
+#: What char_key streams, one character a chunk.
+CHAR_KEY_MESSAGE = "use sk-proj-Q7xW9zR2tY4uI6oP8aS1 with API_KEY=hunter2xyz, then Bearer abcdef123456789 ok"
+CHAR_KEY_THOUGHT = "the token ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8 is set"
 
 
 def send(message: dict) -> None:
@@ -475,6 +482,15 @@ for line in sys.stdin:
             update("s1", thought("thinking sk-"))
             update("s1", thought("proj-Q7xW9zR2tY4uI6oP8aS1dF3gH5jK7lZ0xC2vB4nM6 done"))
             update("s1", chunk(key[10:] + " done; the other: sk-proj-Q7xW9zR2"))
+            send(end_turn(mid))
+        elif MODE == "char_key":
+            for character in CHAR_KEY_MESSAGE:
+                update("s1", chunk(character))
+            for character in CHAR_KEY_THOUGHT:
+                update(
+                    "s1",
+                    {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": character}},
+                )
             send(end_turn(mid))
         elif MODE == "garbage":
             sys.stdout.write("this is not JSON at all\n")

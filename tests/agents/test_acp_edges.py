@@ -472,6 +472,36 @@ def test_a_key_a_command_writes_in_two_parts_reaches_no_terminal_state(tmp_path:
     arun(go())
 
 
+def test_credentials_an_agent_streams_a_character_at_a_time_reach_no_record(tmp_path: Path) -> None:
+    """An agent sending one character a chunk cut every key after its first letter: the "s" of an
+    sk- key went out alone, and the rest ("k-proj-…") no rule knew, so every credential reached the
+    chat, the export and the frames whole. The text is masked as if it had come in one chunk."""
+    secrets = ("Q7xW9zR2tY4uI6oP8aS1", "hunter2xyz", "abcdef123456789", "A1b2C3d4E5f6G7h8I9j0")
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("char_key")) as lab:
+            turn = await lab.send("go")
+            assert turn.status == "complete", turn.error
+            lab.export(tmp_path / "log.jsonl")
+            records = {
+                "state": json.dumps(lab.state(lab.chat)),
+                "export": (tmp_path / "log.jsonl").read_text(),
+                "frames": json.dumps([f.to_json() for f in lab.acp_frames]),
+            }
+            for name, text in records.items():
+                for secret in secrets:
+                    assert secret[:8] not in text, (name, secret)
+            parts = lab.state(lab.chat)["turns"][-1]["responseParts"]
+            shown = {
+                p.get("kind"): p.get("content") for p in parts if p.get("kind") in ("markdown", "reasoning")
+            }
+            assert shown["markdown"].endswith("use *** with API_KEY=***, then Bearer *** ok"), shown
+            assert shown["reasoning"] == "the token *** is set", shown
+            assert len(lab.acp_frames) > 100  # a frame a character
+
+    arun(go())
+
+
 def test_a_key_streamed_in_pieces_reaches_no_record_in_any_piece(tmp_path: Path) -> None:
     """A key the host knows, cut by a thought between its two message chunks, left its tail in
     the next markdown part (a new stream); each frame of ``lab.acp_frames`` was redacted alone,
