@@ -78,6 +78,30 @@ def introduced(action_type: Any) -> tuple[int, ...] | None:
     return NEWER_ACTIONS.get(action_type)
 
 
+#: Action types that a client which negotiated a version older than theirs is sent in an older form
+#: with the same effect on its state (overview §3.6), by the version it needs: the MCP start and
+#: stop requests (0.5.2) are state changes (0.3.0) to ``starting`` and ``stopped``. Without them,
+#: such a client's copy of an MCP server kept the state from before the request.
+_OLDER_FORMS: dict[str, tuple[tuple[int, ...], str]] = {
+    "session/mcpServerStartRequested": ((0, 3, 0), "starting"),
+    "session/mcpServerStopRequested": ((0, 3, 0), "stopped"),
+}
+
+
+def older_envelope(transition: Any, negotiated: str | None) -> dict | None:
+    """The envelope of ``transition`` in the older form a client that negotiated ``negotiated`` is
+    sent instead (host-originated, the host's own translation), or ``None`` when it has none."""
+    older = _OLDER_FORMS.get(transition.type)
+    if older is None or not transition.accepted or _version(negotiated or PROTOCOL_VERSION) < older[0]:
+        return None
+    action = {
+        "type": "session/mcpServerStateChanged",
+        "id": transition.action.get("id"),
+        "state": {"kind": older[1]},
+    }
+    return {"channel": transition.channel, "action": action, "serverSeq": transition.seq}
+
+
 #: The notifications a client sends the host (overview §2): sent with an id, they are refused.
 _CLIENT_NOTIFICATIONS = ("dispatchAction", "unsubscribe")
 #: Invalid notifications whose reasons the host logs in a minute, all connections together; the
@@ -531,14 +555,16 @@ class Connection:
         start = max(last + 1, store.first_seq)
         paged = self.host.paged_seqs  # history sent to the clients that lacked it, not to this one
         me = self.client_id
-        actions = [
-            t.envelope()
-            for t in store.transitions[start:]
+        actions = []
+        for t in store.transitions[start:]:
             # and its own actions on channels it did not subscribe to: their echoes were its own
-            if (t.channel in chosen or t.origin.get("clientId") == me)
-            and t.seq not in paged
-            and ((since := introduced(t.type)) is None or self.receives(t, since))
-        ]
+            if (t.channel not in chosen and t.origin.get("clientId") != me) or t.seq in paged:
+                continue
+            since = introduced(t.type)
+            if since is None or self.receives(t, since):
+                actions.append(t.envelope())
+            elif (older := older_envelope(t, self.protocol_version)) is not None:
+                actions.append(older)
         return {"type": "replay", "actions": actions, "missing": missing}
 
     # -- channel commands -----------------------------------------------------------------------

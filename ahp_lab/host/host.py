@@ -29,7 +29,7 @@ from ..waiting import StateWaiters
 from . import mirror
 from .agent_sessions import AgentSessions
 from .client_content import ClientContent
-from .connection import ROOT, Connection, introduced
+from .connection import ROOT, Connection, introduced, older_envelope
 from .redaction import STREAMED_FIELDS, Redactor, StreamedText
 from .roots import WorkingDirectories
 from .sessions import SessionRuntime, SessionsAndChats
@@ -507,6 +507,11 @@ class Host(SessionsAndChats):
         for conn in tuple(subscribers):
             if since is None or conn.receives(transition, since):
                 conn.send_text(text, history=history)
+            elif (older := older_envelope(transition, conn.protocol_version)) is not None:
+                older_text = dumps(
+                    {"jsonrpc": "2.0", "method": "action", "params": older}, separators=(",", ":")
+                )
+                conn.send_text(older_text, history=history)
 
     def _after(self, transition: Transition) -> None:
         """Host follow-ups of an accepted transition (mirroring, waiters, extensions)."""

@@ -95,6 +95,46 @@ def test_a_replay_keeps_to_the_version_the_client_negotiated():
     asyncio.run(main())
 
 
+def test_a_client_on_an_older_version_is_sent_an_mcp_stop_request_as_the_state_change_it_makes():
+    """``session/mcpServerStopRequested`` came in 0.5.2: a 0.5.1 client was sent nothing in its
+    place, and its copy of the server stayed in the state from before (found by a client written
+    from the spec). It is sent the change to ``stopped`` (0.3.0) instead, live and in a replay, so
+    its state stays the host's."""
+
+    async def main():
+        host = Host()
+        session = "ahp-session:/m"
+        current, old = RawClient(host), RawClient(host)
+        await current.initialize("current")
+        await old.call(
+            "initialize", {"channel": "ahp-root://", "protocolVersions": ["0.5.1"], "clientId": "old"}
+        )
+        await current.call("createSession", {"channel": session})
+        server = {"type": "mcpServer", "id": "mcp-1", "uri": "https://mcp.example/a", "name": "A",
+                  "enabled": True, "state": {"kind": "error", "message": "crashed"}}  # fmt: skip
+        host.dispatch(session, {"type": "session/customizationsChanged", "customizations": [server]})
+        state = (await old.call("subscribe", {"channel": session}))["result"]["snapshot"]["state"]
+        last = host.store.last_seq
+        current.dispatch(session, 1, {"type": "session/mcpServerStopRequested", "id": "mcp-1"})
+        await settle()
+        sent = old.actions()
+        assert [e["action"] for e in sent][:1] == [
+            {"type": "session/mcpServerStateChanged", "id": "mcp-1", "state": {"kind": "stopped"}}
+        ]
+        for envelope in sent:
+            state = reduce("session", state, envelope["action"], 0)
+        assert state["customizations"] == host.store.state(session)["customizations"]
+        assert state["customizations"][0]["state"] == {"kind": "stopped"}
+
+        old.transport.close()
+        await settle()
+        _, result = await _reconnect(host, "old", last, [session])
+        assert [e["action"] for e in result["actions"]] == [e["action"] for e in sent]
+        assert [e["serverSeq"] for e in result["actions"]] == [e["serverSeq"] for e in sent]
+
+    asyncio.run(main())
+
+
 def test_the_rejected_echo_of_a_type_no_version_has_goes_to_its_sender_only():
     """No version introduced ``session/futureThing``: its rejected echo is its sender's (whose
     pending list waits for it), and a client that negotiated an older version is not sent an action
