@@ -11,7 +11,7 @@ from typing import Any
 
 from ..protocol import CLIENT_DISPATCHABLE, ProtocolError, validate_action
 from ..protocol.actions import channel_kind_of_action
-from ..protocol.chat import ANSWER_KINDS, ANSWER_STATES, INPUT_RESPONSES
+from ..protocol.chat import ANSWER_KINDS, ANSWER_STATES, CONFIRMED, DENIAL_REASONS, INPUT_RESPONSES
 from ..protocol.jsonvalue import dumps
 from ..protocol.limits import DEFAULT_LIMITS, Limits
 from ..reducers.chat import tool_call_parts
@@ -247,6 +247,15 @@ def _check_chat(
             f"chat/inputCompleted: response is one of {', '.join(map(repr, INPUT_RESPONSES))}, "
             f"not {action.get('response')!r}"
         )
+    if kind == "chat/toolCallConfirmed":
+        # a value outside the enum went into state and to every subscriber, whose typed client
+        # could not read it (chat-channel §2.1, §2.2)
+        field, allowed = (
+            ("confirmed", CONFIRMED) if action.get("approved") is True else ("reason", DENIAL_REASONS)
+        )
+        value = action.get(field)
+        if value is not None and value not in allowed:
+            return f"{kind}: {field} is one of {', '.join(map(repr, allowed))}, not {value!r}"
     if kind == "chat/turnStarted" and _active_turn(chat) is not None:
         return (
             "a turn is already in progress: cancel it first or queue the message with chat/pendingMessageSet"

@@ -34,6 +34,11 @@ ANSWER_KINDS: dict[str, str] = {
 #: An answer's ``state`` and an input request's ``response`` (chat-channel §3).
 ANSWER_STATES: tuple[str, ...] = ("draft", "submitted", "skipped")
 INPUT_RESPONSES: tuple[str, ...] = ("accept", "decline", "cancel")
+#: How an approved tool call was confirmed (``chat/toolCallConfirmed``'s ``confirmed``).
+CONFIRMED: tuple[str, ...] = ("not-needed", "user-action", "setting")
+#: Why a client denied a tool call (``chat/toolCallConfirmed``'s ``reason``; ``"result-denied"`` is
+#: the host's, for a denied result).
+DENIAL_REASONS: tuple[str, ...] = ("denied", "skipped")
 
 __all__ = [
     "ANSWER_KINDS",

@@ -360,8 +360,9 @@ def test_a_truncation_to_a_turn_outside_a_clients_window_pages_the_history_in_fi
 
 
 def test_values_outside_an_actions_allowed_lists_are_refused_and_change_nothing():
-    """An answer's state, an input request's response and a pending message's kind are closed
-    lists: a client that sends another value gets a reason, and the transcript stays decodable."""
+    """An answer's state, an input request's response, a pending message's kind and how a tool call
+    was confirmed or why it was denied are closed lists: a client that sends another value gets a
+    reason, and the transcript stays decodable."""
 
     async def main():
         host, client, chat = await _client_with_chat("odd", "ahp-session:/odd", 0)
@@ -376,6 +377,11 @@ def test_values_outside_an_actions_allowed_lists_are_refused_and_change_nothing(
                 "turnId": "t",
                 "request": {"id": "r", "message": "?", "questions": [question]},
             },
+        )
+        call = {"turnId": "t", "toolCallId": "c"}
+        host.dispatch(chat, {"type": "chat/toolCallStart", **call, "toolName": "rm", "displayName": "Remove"})
+        host.dispatch(
+            chat, {"type": "chat/toolCallReady", **call, "invocationMessage": "rm", "toolInput": "{}"}
         )
         before = host.store.state(chat)
         bad = [
@@ -403,6 +409,8 @@ def test_values_outside_an_actions_allowed_lists_are_refused_and_change_nothing(
                 "questionId": "name",
                 "answer": {"state": "skipped", "value": {"kind": "bogus"}},
             },
+            {"type": "chat/toolCallConfirmed", **call, "approved": True, "confirmed": "bogus"},
+            {"type": "chat/toolCallConfirmed", **call, "approved": False, "reason": "bogusreason"},
         ]
         for seq, action in enumerate(bad):
             client.dispatch(chat, seq, action)
@@ -410,9 +418,10 @@ def test_values_outside_an_actions_allowed_lists_are_refused_and_change_nothing(
         reasons = [
             e.get("rejectionReason") for e in client.actions() if e.get("origin", {}).get("clientId") == "odd"
         ]
-        assert len(reasons) == 6 and all(reasons), reasons
+        assert len(reasons) == 8 and all(reasons), reasons
         assert "'weird'" in reasons[0] and "'maybe'" in reasons[1] and "'bogus'" in reasons[2]
         assert "no question 'nope'" in reasons[4] and "skipped answer has no value" in reasons[5]
+        assert "confirmed is one of" in reasons[6] and "'bogusreason'" in reasons[7]
         assert host.store.state(chat) is before
 
     asyncio.run(main())
