@@ -628,7 +628,9 @@ class Connection:
                 ),
                 len(items),
             )
-        end = len(items) if not isinstance(limit, int) or limit <= 0 else start + limit
+        if limit is not None and limit < 1:  # (an integer: the command's schema checked it)
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"listSessions: limit must be 1 or more, got {limit}")
+        end = len(items) if limit is None else start + limit
         result: dict[str, Any] = {"items": items[start:end]}
         if end < len(items):
             result["nextCursor"] = "after:" + json.dumps(

@@ -523,6 +523,11 @@ def test_list_sessions_pages_neither_repeat_nor_skip_while_sessions_change():
             cursor = page.get("nextCursor")
         assert len(seen) == len(set(seen))  # none twice
         assert set(uris) - {oldest} <= set(seen)  # none pushed out but the one that moved ahead
+        # a limit that is no count of sessions is refused, not read as "all of them"
+        for limit in (0, -1, 1e30, 2.5, "2", True):
+            answer = await client.call("listSessions", {"channel": "ahp-root://", "limit": limit})
+            assert answer["error"]["code"] == ErrorCode.INVALID_PARAMS, limit
+            assert "limit" in answer["error"]["message"], answer
         bad = await client.call("listSessions", {"channel": "ahp-root://", "cursor": "offset:2"})
         assert bad["error"]["code"] == ErrorCode.INVALID_PARAMS
 
