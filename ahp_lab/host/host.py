@@ -448,9 +448,12 @@ class Host(SessionsAndChats):
             reason = self.client_content.refusal(channel, measured)
         if reason is not None:  # it may quote what an agent or a client wrote: masked, then cut
             reason = clipped(self.redactor.text(reason), self.limits.max_logged_action_chars)
+            if not conn.trusted:  # masked whole, then cut: a key cut first was no longer one
+                if type(raw) is dict:
+                    raw = self.redactor.action(raw, from_client=True, rejected=True)
+                else:
+                    raw = self.redactor.redact(raw)
             logged = _logged_form(raw, self.limits)
-            if not conn.trusted:
-                logged = self.redactor.action(logged, from_client=True, rejected=True)
             transition = self.store.reject(channel, logged, origin, reason)
             if action is not None:
                 self._after_rejection(channel, action, client_id, reason)

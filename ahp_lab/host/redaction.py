@@ -15,8 +15,12 @@ client mirrors nor the views with a secret in them. It removes:
 * free-text assignments to secret-looking names, as programs print them (``API_KEY=…``,
   ``"password": "…"``, ``client_secret: …``), whatever the value's source (a file the server read,
   not only the env the host passed);
-* tokens in well-known shapes (``sk-…``, ``ghp_…``, ``github_pat_…``, ``AKIA…``, ``xoxb-…``,
-  ``AIza…``, JWTs).
+* tokens in well-known shapes (``sk-…``, ``ghp_…``, ``github_pat_…``, ``AKIA…``/``ASIA…``,
+  ``xoxb-…``, ``AIza…``, Stripe ``sk_live_…``/``rk_live_…``, ``glpat-…``, ``hf_…``, ``npm_…``, Slack
+  webhook URLs, JWTs, PEM private keys);
+* the string value of an object's member whose name looks like it holds a secret
+  (``{"password": "…"}``, ``{"OPENAI_API_KEY": "…"}``, ``{"clientSecret": "…"}``), as the same
+  assignment written in text is.
 
 It also makes the text valid Unicode (a lone surrogate, which no UTF-8 export or wire can carry,
 becomes U+FFFD), since clients' text is refused for it at the wire but agents' is not.
@@ -27,6 +31,7 @@ will run with, so only the literal secrets are masked there.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -75,8 +80,9 @@ _CREDENTIAL = re.compile(r"(?i)\b(bearer|basic)(\s+)(?=[A-Za-z.\-]*[0-9+/=_~])[A
 # NAME = value / "name": "value" / name: value, where NAME looks like it holds a secret; the value
 # must be 6+ characters and not only digits (so "max_tokens=4096" or "tokens: 1200" stay).
 _SECRET_WORD = (
-    r"(?:api[_\-]?key|apikey|secret|passw(?:or)?d|pwd|credentials?|private[_\-]?key|"
-    r"access[_\-]?key|auth[_\-]?token|access[_\-]?token|refresh[_\-]?token|session[_\-]?token|token)"
+    r"(?:api[_\-]?key|apikey|secret(?:[_\-]?key)?|signing[_\-]?key|passw(?:or)?d|pwd|credentials?|"
+    r"private[_\-]?key|access[_\-]?key|auth[_\-]?token|access[_\-]?token|refresh[_\-]?token|"
+    r"session[_\-]?token|token)"
 )
 # The secret word first, then the rest of the name found backwards (:func:`_masked_assignment`): the
 # name first tried every word of the text, 160 ms a megabyte, which a stranger's large message
@@ -92,9 +98,13 @@ _SECRET_NAME_HINT = re.compile(r"(?i)key|secret|passw|pwd|credential|token")
 # (possessive): with a start after every "-" of "eyJ-eyJ-…", each scanned the rest of the run for
 # a "." that never came, 2.5 s for 100 KB of a stranger's title.
 _KNOWN_TOKEN = re.compile(
-    r"\b(?:sk-[A-Za-z0-9_\-]{16,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|AKIA[0-9A-Z]{16}|"
-    r"xox[abprs]-[A-Za-z0-9\-]{10,}|AIza[0-9A-Za-z_\-]{30,})"
+    r"\b(?:sk-[A-Za-z0-9_\-]{16,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|A(?:KIA|SIA)[0-9A-Z]{16}|"
+    r"xox[abprs]-[A-Za-z0-9\-]{10,}|AIza[0-9A-Za-z_\-]{30,}|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}|"
+    r"glpat-[A-Za-z0-9_\-]{20,}|hf_[A-Za-z0-9]{30,}|npm_[A-Za-z0-9]{36,}|"
+    r"hooks\.slack\.com/services/[A-Za-z0-9_/]{20,})"
     r"|(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]++"
+    # a PEM private key, to its end marker (or to the next "-" when it has none: a cut one)
+    r"|-----BEGIN [A-Z ]{0,24}PRIVATE KEY-----[^-]*+(?:-----END [A-Z ]{0,24}PRIVATE KEY-----)?"
 )
 
 
@@ -120,7 +130,15 @@ _TOKEN_BEGUN = re.compile(
             ("AKIA", r"[0-9A-Z]"),
             ("xox", r"(?:[abprs](?:-[A-Za-z0-9\-]*)?)"),
             ("AIza", r"[0-9A-Za-z_\-]"),
+            ("ASIA", r"[0-9A-Z]"),
             ("eyJ", r"[A-Za-z0-9_\-.]"),
+            ("sk_live_", r"[A-Za-z0-9]"),
+            ("sk_test_", r"[A-Za-z0-9]"),
+            ("rk_live_", r"[A-Za-z0-9]"),
+            ("rk_test_", r"[A-Za-z0-9]"),
+            ("glpat-", r"[A-Za-z0-9_\-]"),
+            ("hf_", r"[A-Za-z0-9]"),
+            ("npm_", r"[A-Za-z0-9]"),
         )
     )
     + r")\Z"
@@ -135,14 +153,15 @@ _ASSIGNMENT_BEGUN = re.compile(
 _SECRET_WORDS = (
     "api_key", "api-key", "apikey", "secret", "password", "passwd", "pwd", "credential", "private_key",
     "private-key", "privatekey", "access_key", "access-key", "accesskey", "token", "bearer", "basic",
+    "secret_key", "secret-key", "secretkey", "signing_key", "signing-key", "signingkey",
 )  # fmt: skip
 #: Their starts of two characters or more: a name cut there ("API" then "_KEY=...") is held whole.
 _SECRET_WORD_STARTS = frozenset(word[:k] for word in _SECRET_WORDS for k in range(2, len(word)))
 _SECRET_WORD_FIRSTS = frozenset(word[0] for word in _SECRET_WORDS)
 #: The first letters of those words and of the tokens of a known shape (``sk-``, ``gh…``, ``AKIA``,
-#: ``AIza``, ``xox…``, ``eyJ``), lower case: a text ending in one of them alone is held, since a
+#: ``AIza``, ``xox…``, ``eyJ``, ``rk_…``, ``hf_``, ``npm_``), lower case: a text ending in one of them alone is held, since a
 #: stream sent a character at a time cuts every key after its first letter.
-_FIRST_LETTERS = _SECRET_WORD_FIRSTS | frozenset("sgaxe")
+_FIRST_LETTERS = _SECRET_WORD_FIRSTS | frozenset("sgaxerhn")
 _NAME_HELD_MAX = 64
 _ASSIGNMENT_HINTS = ("key", "secret", "pass", "pwd", "credential", "token", "bearer", "basic")
 #: The longest end a stream holds back for a credential begun: a run of token characters longer
@@ -243,6 +262,31 @@ def _redacting_records() -> None:
         return record
 
     logging.setLogRecordFactory(factory)
+
+
+#: A member's name that says its value is a secret: it ends in a secret word ("password",
+#: "OPENAI_API_KEY", "clientSecret", "accessToken").
+_SECRET_MEMBER = re.compile(rf"(?i){_SECRET_WORD}\Z")
+#: Names that end so but hold no secret: the protocol's progress token, the shell's folders.
+_NOT_SECRET_MEMBERS = frozenset({"progressToken", *_WORKING_DIRECTORY_NAMES})
+
+
+@functools.lru_cache(maxsize=4096)
+def _secret_name(key: Any) -> bool:
+    return type(key) is str and key not in _NOT_SECRET_MEMBERS and _SECRET_MEMBER.search(key) is not None
+
+
+def _secret_member(key: Any, value: str) -> bool:
+    """Whether member ``key`` with string ``value`` is a secret to mask whole: a secret's name, and a
+    value as the assignment rule takes one (6 characters or more, not only digits, not a word such
+    as "true" or "none", not already masked)."""
+    return (
+        len(value) >= 6
+        and _secret_name(key)
+        and not value.isdigit()
+        and value.lower() not in _TRIVIAL
+        and value != MASK
+    )
 
 
 #: How many clean object keys a :class:`Redactor` remembers (a stranger's keys cannot grow it past).
@@ -420,7 +464,10 @@ class Redactor:
                     shown = f"{shown}#{n}"
                 kind = type(item)
                 if kind is str:  # most members: read here, without a call per value
-                    out[shown] = self.text(item, generic=generic and key not in inputs) if item else item
+                    if item and generic and key not in inputs and _secret_member(key, item):
+                        out[shown] = MASK
+                    else:
+                        out[shown] = self.text(item, generic=generic and key not in inputs) if item else item
                 elif kind is int or kind is bool or item is None or kind is float:
                     out[shown] = item
                 else:

@@ -97,6 +97,8 @@ class SessionsAndChats:
         title = params.get("title")  # an ahp_lab extension: the session's first title
         if title is not None and not isinstance(title, str):
             raise RpcError(ErrorCode.INVALID_PARAMS, "createSession: field 'title' must be a string")
+        if title and conn is not None and not conn.trusted:  # a stranger's text, as its titleChanged is
+            title = self.redactor.text(title)
         state: dict[str, Any] = {
             "provider": provider,
             "title": title or "New session",
@@ -366,9 +368,11 @@ class SessionsAndChats:
         caps = self.agent_capabilities(session)
         if runtime.chats and "multipleChats" not in caps and origin is None:
             raise RpcError(ErrorCode.INVALID_PARAMS, "this agent supports a single chat per session")
+        if title and conn is not None and not conn.trusted:  # a stranger's text, as its titleChanged is
+            title = self.redactor.text(title)
         state: dict[str, Any] = {
             "resource": chat,
-            "title": params.get("title") or "Chat",
+            "title": title or "Chat",
             "status": 1,
             "modifiedAt": iso_ms(self.store.clock_ms()),
             "turns": [],
@@ -380,6 +384,9 @@ class SessionsAndChats:
             state["origin"] = dict(origin)
         elif source is not None:
             state = self._chat_from_source(session, chat, state, source, caps)
+            selection = state["origin"].get("selection")
+            if selection is not None and conn is not None and not conn.trusted:
+                state["origin"]["selection"] = self.redactor.redact(selection)
         elif runtime.chats:
             state["origin"] = {"kind": "user"}
         dirs = params.get("workingDirectories")
