@@ -18,7 +18,8 @@ strings:
   copying or pickling it gives a plain list. It has no mutating methods.
 * :meth:`find` and :meth:`candidates` look entries up through an index keyed by a function of the
   entry (an id). The index is built on first use and shared, as a superset, by every version
-  derived through :meth:`appended` and :meth:`replaced`; each lookup checks its candidates against
+  later derived from that one through :meth:`appended` and :meth:`replaced` (never by the versions
+  it was derived from, which may hold entries it lacks); each lookup checks its candidates against
   the version it is asked on, so a shared index never gives a wrong answer, only a rare stale
   candidate. :meth:`sole` answers the common lookup by id (one candidate, nothing a search could
   stop at) in one call. :meth:`count` keeps a per-version count of entries matching a predicate.
@@ -410,9 +411,11 @@ class Vector:
                                     index[k] = [positions, i]
                             elif positions[-1] != i:
                                 positions.append(i)
-            if shared is None:
-                shared = self._index = {}
-            shared[key_fn] = (multi, index)
+            # A new index is this version's (and its later derivations'), in a new table: built
+            # here, it lacks what older versions sharing the table held at removed or replaced
+            # positions, and what newer ones added; put in the shared table, a lookup on one of
+            # those missed their entries (a toggle on an older state dropped).
+            self._index = {key_fn: (multi, index)} if shared is None else {**shared, key_fn: (multi, index)}
             return index
         return entry[1]
 

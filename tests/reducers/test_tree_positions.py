@@ -122,3 +122,14 @@ def test_children_stay_exact_after_their_container_is_replaced_removed_or_change
     }
     # older versions still find their own children
     assert session(base, {**toggle, "enabled": 1})["customizations"][4]["children"][7]["enabled"] == 1
+
+
+def test_an_older_state_finds_its_children_after_a_newer_one_built_the_index():
+    """The reducers are pure: the child index built on a state without plugin p21 was put in the
+    table the older states share, and a toggle of p21's child on an older state was dropped (found
+    by a differential hunt; the client reduces foreign envelopes on an older, confirmed state)."""
+    s0 = {"status": 1, "customizations": _tree(22, 3)}
+    s1 = session(s0, {"type": "session/customizationRemoved", "id": "p21"}, 0)
+    session(s1, {"type": "session/mcpServerStateChanged", "id": "none", "state": {"kind": "ready"}}, 0)
+    toggled = session(s0, {"type": "session/customizationToggled", "id": "p21/s1", "enabled": False}, 0)
+    assert toggled["customizations"][21]["children"][1]["enabled"] is False

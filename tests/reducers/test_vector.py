@@ -119,6 +119,14 @@ def test_every_version_equals_its_list_model_and_never_changes(size, program):
         if m:
             assert v[-1] == m[-1] and v[len(m) // 2] == m[len(m) // 2] and v[1:3] == m[1:3]
 
+    def late_key(item):  # an index first built on the newest version, then used on the older ones
+        return item % 5 if isinstance(item, int) else NO_KEY
+
+    vec.find(late_key, 0)
+    for v, m in reversed(versions):  # it held only the newest version's entries: older ones missed theirs
+        for k in range(5):
+            assert v.find(late_key, k) == next((i for i, x in enumerate(m) if late_key(x) == k), -1)
+
 
 def test_it_reads_serializes_and_copies_as_a_plain_list():
     v = Vector.of([{"a": 1}, "x", 2])
