@@ -156,8 +156,10 @@ class Sending:
             return
         action = transition.action
         if action.get("type") == "chat/pendingMessageRemoved" and action.get("kind") == "queued":
+            # by a client: it will not start; by the host, it is starting (chat-channel §10: the
+            # removal, then the turnStarted naming it, which a remote client reads apart)
             sent = self._queued.get(action.get("id"))
-            if sent is not None:
+            if sent is not None and type(origin) is dict and origin.get("clientId") is not None:
                 sent.removed = True
         elif action.get("type") == "chat/turnStarted":
             sent = self._queued.pop(action.get("queuedMessageId"), None)

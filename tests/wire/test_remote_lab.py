@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import os
 import subprocess
@@ -11,7 +12,7 @@ import pytest
 
 import ahp_lab
 from ahp_lab import Lab
-from ahp_lab.agents.scripted import call, say
+from ahp_lab.agents.scripted import ask, call, say, text_question
 from ahp_lab.lab.clientlog import ClientLog
 from ahp_lab.lab.remote import NotAvailableRemotely, RemoteLab
 from ahp_lab.protocol.jsonvalue import to_json
@@ -287,3 +288,27 @@ def test_serve_in_a_plain_script_warns_that_nothing_serves_between_calls():
         assert url.startswith("ws://127.0.0.1:")
     finally:
         lab.close()
+
+
+def test_a_remote_labs_queued_message_the_host_starts_becomes_its_turn():
+    """The host starts a queued message by removing it from the queue and then starting its turn
+    (chat-channel §10); a remote lab reads the two apart, and took the removal for a client's: the
+    message's turn ran, and awaiting it raised "removed before its turn started"."""
+
+    async def main():
+        lab = await Lab.open()
+        url = await lab.aserve()
+        remote = await RemoteLab.open(url, session=lab.session, client_id="phone")
+        first = lab.start("q", script=[ask(text_question("name", "Name?", required=True)), say("ok")])
+        await first.until_blocked()
+        await remote.client.wait_for(remote.chat, lambda s: s.get("activeTurn"), timeout=30)
+        second = remote.start("hello")
+        assert second.queued
+        lab.answer(answers={"name": "x"})
+        assert (await first).status == "complete"
+        turn = await asyncio.wait_for(second, 30)
+        assert turn.status == "complete" and "You said" in turn.text
+        await remote.aclose()
+        await lab.aclose()
+
+    run(main())
