@@ -139,6 +139,7 @@ class Host(SessionsAndChats):
         self.stranger_chats: set[str] = set()  # chats created by connections other than the notebook's
         self.stranger_opening: set[str] = set()  # sessions strangers asked for, their agents still opening
         self.turns: dict[str, TurnRunner] = {}
+        self.closing = False  # set by stop_turns: no turn starts any more
         self.turn_clients: dict[tuple[str, str], str] = {}
         self._waiters = StateWaiters()
         self.connections: set[Connection] = set()
@@ -615,6 +616,12 @@ class Host(SessionsAndChats):
         runner.start()
         return runner
 
+    def stop_turns(self) -> list[asyncio.Task]:
+        """Start no more turns (not a queued message either), and end the running ones as
+        cancelled: the lab is closing. Returns their tasks, to wait for."""
+        self.closing = True
+        return [task for runner in list(self.turns.values()) if (task := runner.stop()) is not None]
+
     def _turn_finished(self, runner: TurnRunner) -> None:
         if self.turns.get(runner.chat) is runner:
             del self.turns[runner.chat]
@@ -625,7 +632,7 @@ class Host(SessionsAndChats):
     def _consume_queue(self, chat: str) -> None:
         """Start the first queued message as a new turn when the chat is idle (chat-channel §10)."""
         state = self.store.state(chat)
-        if state is None or state.get("activeTurn") is not None or chat in self.turns:
+        if state is None or state.get("activeTurn") is not None or chat in self.turns or self.closing:
             return
         queued = state.get("queuedMessages") or []
         if not queued:

@@ -103,6 +103,15 @@ class TurnRunner:
         if self.task is not None:
             self.task.cancel()
 
+    def stop(self) -> asyncio.Task | None:
+        """End the turn as cancelled and cancel it (the host is closing); its task, to wait for, or
+        ``None`` when it is done."""
+        if self.task is None or self.task.done():
+            return None
+        self._end("chat/turnCancelled")
+        self.cancel()
+        return self.task
+
     def _cancel_tools(self) -> None:
         for task, ctx in list(self.tool_tasks.items()):
             ctx.cancelled.set()

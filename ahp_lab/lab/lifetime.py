@@ -48,7 +48,13 @@ def weakly(method: Callable[..., Any]) -> Callable[..., None]:
 
 async def close_extensions(host: Any) -> None:
     """Stop what a host runs outside this process: its extensions' MCP servers and directory
-    watchers, and its sessions' agent processes (an ACP agent's ``close_session``)."""
+    watchers, and its sessions' agent processes (an ACP agent's ``close_session``). Its turns
+    stop first: a queued message starting as the lab closed spawned an agent after it had."""
+    stop_turns = getattr(host, "stop_turns", None)  # none for a lab attached to another host
+    if stop_turns is not None:
+        running = stop_turns()
+        if running:
+            await asyncio.wait(running, timeout=10)
     for ext in list(host.extensions):
         close = getattr(ext, "aclose", None)
         if close is not None:

@@ -8,6 +8,7 @@ import asyncio
 import os
 import select
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -180,3 +181,27 @@ def test_an_agent_clearing_its_title_gives_the_session_its_title_back(tmp_path: 
             assert lab.session_state["title"] == before != "Agent title"
 
     arun(go())
+
+
+def test_closing_the_lab_as_a_queued_message_starts_leaves_no_turn_running(tmp_path: Path) -> None:
+    """Closing right after a cancel, as the message queued behind the cancelled turn started: the
+    lab closed, but that turn's runner went on and started an agent process after it, and the
+    script's ``asyncio.run`` then hung waiting for it. Closing stops the host's turns first."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("ask")) as lab:
+            first = lab.start("go")
+            await pending_call(lab)
+            second = lab.start("next")
+            assert second.queued
+            await lab.cancel()
+            assert (await asyncio.wait_for(first, 10)).status == "cancelled"
+            await asyncio.wait_for(lab.aclose(), 15)
+            running = [t for t in asyncio.all_tasks() if "TurnRunner" in repr(t.get_coro())]
+            assert running == []
+
+    done: list = []
+    runs = threading.Thread(target=lambda: done.append(arun(go())), daemon=True)
+    runs.start()
+    runs.join(60)
+    assert done == [None], "asyncio.run did not return: a task of the closed lab still runs"
