@@ -161,9 +161,14 @@ class HostTerminal:
             else:
                 self.exit_code = code
             if host.store.has_channel(self.uri):
+                # A command a signal ended has no exit code of its own; AHP has no field for the
+                # signal, and an absent exitCode reads as "still running": the shell's 128 + the
+                # signal's number says it ended (137 for a kill).
+                if self.exit_code is None and code is not None:
+                    code = 128 - code  # (code is minus the signal's number)
                 action: dict[str, Any] = {"type": "terminal/exited"}
-                if self.exit_code is not None:
-                    action["exitCode"] = self.exit_code
+                if code is not None:
+                    action["exitCode"] = code
                 host.dispatch(self.uri, action, self.ctx.origin)
                 self.ctx.publish_terminals()
             self._notify()

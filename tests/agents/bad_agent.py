@@ -71,6 +71,10 @@ leaks            says its key (BAD_AGENT_KEY) where the host cuts or serves what
                  16,384th character of a frame's JSON (where a large frame is cut to a preview)
 write_between    first prompt: ends the turn, then writes MARKER (between turns); next prompt:
                  says how the client answered that write, then ends the turn
+command_between  as write_between, with a terminal whose command writes MARKER
+odd_commands     asks for four terminals the operating system cannot run (an environment variable
+                 named "A=B", a NUL in a value, a lone surrogate in an argument, an empty command),
+                 reports each answer and ends the turn
 read_then_fail   starts tool call "Analyse", reads MARKER while it runs, then fails the call with
                  no content of its own and ends the turn
 close_stdout     on the prompt closes its stdout and stays alive (until it is stopped)
@@ -165,6 +169,13 @@ def ask(what, method: str, params: dict) -> None:
     send({"jsonrpc": "2.0", "id": _next_id[0], "method": method, "params": {"sessionId": "s1", **params}})
 
 
+#: What odd_commands asks to run: nothing the operating system can take.
+ODD_COMMANDS = [
+    {"command": "sh", "args": ["-c", "echo hi"], "env": [{"name": "A=B", "value": "1"}]},
+    {"command": "sh", "args": ["-c", "echo hi"], "env": [{"name": "X", "value": "a\u0000b"}]},
+    {"command": "sh", "args": ["-c", "echo \udcff"]},
+    {"command": ""},
+]
 TERMINAL_COMMANDS = {  # what each terminal mode runs (MARKER: where the command writes a pid)
     "terminal_group": "sleep 1000 & echo $! > {}; echo started; wait",
     "terminal_background": "sleep 1000 & echo $! > {}; echo bye",
@@ -234,6 +245,9 @@ def request(mode: str, mid) -> None:
     elif mode == "twice_asked":
         permission("first_ask", "p1", title="First ask", kind="edit")
         permission("second_ask", "p1", title="Second ask", kind="delete")
+    elif mode == "odd_commands":
+        for i, params in enumerate(ODD_COMMANDS):
+            ask(("odd", i), "terminal/create", params)
     elif mode == "odd_ids":
         update(
             "s1", {"sessionUpdate": "tool_call", "toolCallId": "x" * 300, "title": "Long id", "kind": "other"}
@@ -292,6 +306,11 @@ def answered(what, msg: dict) -> None:
             "terminal/wait_for_exit",
             {"terminalId": result["terminalId"]},
         )
+        return
+    elif isinstance(what, tuple) and what[0] == "odd":  # odd_commands: each refusal is told above
+        asked.append(what)
+        if len(asked) == len(ODD_COMMANDS):
+            send(end_turn(prompt_id))
         return
     elif isinstance(what, tuple) and what[0] == "background_exit":
         update("s1", chunk(f"exited={json.dumps(result, sort_keys=True)}"))
@@ -599,6 +618,7 @@ for line in sys.stdin:
             "approved_then_changed",
             "twice_asked",
             "odd_ids",
+            "odd_commands",
         ):
             prompt_id = mid
             request(MODE, mid)
@@ -635,12 +655,17 @@ for line in sys.stdin:
             frame["params"]["update"]["content"]["text"] = "z" * (16_384 - start - 20) + key
             send(frame)
             send(end_turn(mid))
-        elif MODE == "write_between":
+        elif MODE in ("write_between", "command_between"):
             if "between" not in pending_answers:
                 send(end_turn(mid))
                 pending_answers["between"] = None
-                params = {"sessionId": "s1", "path": MARKER, "content": "written between turns"}
-                send({"jsonrpc": "2.0", "id": 950, "method": "fs/write_text_file", "params": params})
+                if MODE == "write_between":
+                    method = "fs/write_text_file"
+                    params = {"sessionId": "s1", "path": MARKER, "content": "written between turns"}
+                else:
+                    method = "terminal/create"
+                    params = {"sessionId": "s1", "command": "sh", "args": ["-c", f"echo changed > {MARKER}"]}
+                send({"jsonrpc": "2.0", "id": 950, "method": method, "params": params})
             elif pending_answers["between"] is None:  # its answer is not here yet: reported when it is
                 pending_answers["waiting"] = mid
             else:
@@ -678,7 +703,7 @@ for line in sys.stdin:
                 },
             }
         )
-    elif mid == 950 and MODE == "write_between":
+    elif mid == 950 and MODE in ("write_between", "command_between"):
         pending_answers["between"] = msg.get("error") or msg.get("result")
         if "waiting" in pending_answers:  # the next prompt came first
             update("s1", chunk(f"the write between turns: {json.dumps(pending_answers['between'])}"))

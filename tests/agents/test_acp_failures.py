@@ -453,20 +453,24 @@ def test_an_agents_key_is_masked_where_the_host_cuts_or_serves_what_it_says(tmp_
     arun(go())
 
 
-def test_a_write_between_turns_is_refused_and_leaves_the_file_alone(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("mode", "method"), [("write_between", "fs/write_text_file"), ("command_between", "terminal/create")]
+)
+def test_a_write_or_a_command_between_turns_is_refused_and_leaves_the_file_alone(
+    mode: str, method: str, tmp_path: Path
+) -> None:
     """An ACP agent of our own (round 3): a write sent after its turn ended was served, with
-    nothing in the timeline (no turn to show it in), so the person's file changed unseen."""
+    nothing in the timeline (no turn to show it in), so the person's file changed unseen; and
+    (round 7) a command was run then, which could change or delete any file, as unseen."""
     target = tmp_path / "between.txt"
 
     async def go() -> None:
-        async with acp_lab(tmp_path, bad_agent("write_between", str(target))) as lab:
+        async with acp_lab(tmp_path, bad_agent(mode, str(target))) as lab:
             assert (await lab.send("first")).status == "complete"
-            # the write reaches the host between the turns: the agent sends it after its answer,
+            # the request reaches the host between the turns: the agent sends it after its answer,
             # and on a loaded machine it may come only after the next prompt went out, when no
             # host can tell it from that turn's (the next prompt waits for it here)
-            await lab.agent.frames.wait_for(
-                lambda f: f.direction == "in" and f.method == "fs/write_text_file"
-            )
+            await lab.agent.frames.wait_for(lambda f: f.direction == "in" and f.method == method)
             second = await lab.send("second")
             assert '"code": -32602' in second.text and "no prompt turn is running" in second.text
             assert not target.exists()
@@ -499,5 +503,26 @@ def test_an_agent_that_closes_its_output_alive_is_said_to_have_done_so(tmp_path:
             turn = await lab.send("go")
             assert turn.status == "error"
             assert "the agent closed its output while still running; it was stopped" in turn.error["message"]
+
+    arun(go())
+
+
+def test_commands_the_system_cannot_run_are_refused_with_a_reason(tmp_path: Path, caplog) -> None:
+    """An ACP agent of our own (round 7): an environment variable named "A=B", a NUL or a lone
+    surrogate in a command got "Internal error" (-32603) and a traceback in the host's log."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("odd_commands")) as lab:
+            turn = await asyncio.wait_for(lab.send("go"), 20)
+            assert turn.status == "complete", turn.error
+            assert turn.text.count("failed (-32602)") == 4, turn.text
+            for reason in (
+                "is empty or holds '='",
+                "holds a NUL character",
+                "lone surrogate",
+                "command is empty",
+            ):
+                assert reason in turn.text
+            assert "Traceback" not in caplog.text
 
     arun(go())

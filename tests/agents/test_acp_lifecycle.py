@@ -50,7 +50,7 @@ def test_a_restart_and_closing_the_lab_stop_the_terminals_the_agent_left_running
             assert second != first and not _exits(second, 0)
             await asyncio.wait_for(lab.aclose(), 15)
             assert _exits(second)
-            terminals = lab.host.store.state("ahp-root:/") or {}
+            terminals = lab.host.store.state("ahp-root://")
             assert not [
                 t for t in terminals.get("terminals") or () if t.get("exitCode") is None and "exited" not in t
             ]

@@ -141,6 +141,14 @@ class WorkspaceServices:
         """``terminal/create``: the host runs the command in a working directory, as an AHP terminal."""
         if not self._check_session(session_id) or not self.agent.terminal:
             raise RequestError.method_not_found("terminal/create")
+        if self.frame_turn() is None:  # as a write: no turn would show what the command changes
+            log.warning("refused the agent's command %.200s: no turn is running", command)
+            raise RequestError(
+                -32602, "no prompt turn is running: commands run during a turn only", {"command": command}
+            )
+        refused = _command_refusal(command, args, env)
+        if refused is not None:
+            raise RequestError(-32602, refused, {"command": command})
         try:
             terminal = await self.ctx.create_terminal(
                 command,
@@ -223,3 +231,27 @@ def _lines(text: str) -> str:
     ``\\n`` (a form feed, U+2028 or a lone ``\\r`` ends none), and a last one may have no end."""
     count = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
     return f"{count} line" if count == 1 else f"{count} lines"
+
+
+def _command_refusal(command: str, args: list[str] | None, env: list | None) -> str | None:
+    """Why a command cannot be run as given (one sentence), or ``None``: the operating system
+    takes no NUL, no lone surrogate and no variable name that is empty or holds "="."""
+    texts = [("the command", command), *((f"argument {i + 1}", a) for i, a in enumerate(args or ()))]
+    for variable in env or ():
+        name = variable.name
+        if not name or "=" in name:
+            return f"environment variable name {name!r:.80} is empty or holds '='"
+        texts += [
+            (f"environment variable {name!r:.80}", name),
+            (f"environment variable {name!r:.80}", variable.value),
+        ]
+    if not command:
+        return "the command is empty"
+    for what, text in texts:
+        if "\0" in text:
+            return f"{what} holds a NUL character"
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{what} is not valid Unicode (a lone surrogate)"
+    return None
