@@ -29,6 +29,7 @@ from ..extensions.custom_tools import (
 from ..extensions.runtime import AgentRun
 from ..extensions.session import ExtensionSession, described
 from ..protocol.jsonvalue import to_json
+from ..protocol.uris import file_uri
 from ..tools import FAILURES, ResolvedTool, ToolError
 
 if TYPE_CHECKING:
@@ -48,13 +49,6 @@ class SubagentSpec:
     instructions: str
     exclude: frozenset
     run: AgentRun
-
-
-def _file_uri(path: Any) -> str:
-    from pathlib import Path
-    from urllib.parse import quote
-
-    return "file://" + quote(str(Path(path).absolute()), safe="/:@!$&'()*+,;=-._~")
 
 
 def _defined_in(tool: Any, otherwise: Any) -> Any:
@@ -276,7 +270,7 @@ class LoopHost:
                         {
                             "type": "tool",
                             "id": f"customTool-{len(children) + 1}-{n}",
-                            "uri": _file_uri(_defined_in(t, source.path) if source.given else source.path),
+                            "uri": file_uri(_defined_in(t, source.path) if source.given else source.path),
                             "name": t.name,
                             "description": t.description,
                         }
@@ -287,7 +281,7 @@ class LoopHost:
             entry: dict[str, Any] = {
                 "type": "directory",
                 "id": f"customTools-{n + 1}",
-                "uri": _file_uri(sources[0].directory if directory is None else directory),
+                "uri": file_uri(sources[0].directory if directory is None else directory),
                 "name": "Custom tools (given in code)"
                 if directory is None
                 else f"Custom tools ({directory})",

@@ -24,10 +24,11 @@ from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
 from ..protocol.jsonrpc import ErrorCode
 from ..protocol.limits import DEFAULT_LIMITS, Limits
+from ..protocol.uris import file_uri
 from ..transport import RpcError
 
 __all__ = ["ResourceService", "file_uri", "uri_path"]
@@ -41,12 +42,6 @@ _METHODS = (
     "resourceDelete",
     "resourceRequest",
 )
-
-
-def file_uri(path: str | os.PathLike) -> str:
-    """The ``file://`` URI of an absolute path (percent-encoded)."""
-    p = os.path.abspath(os.fspath(path))
-    return "file://" + quote(p, safe="/:@!$&'()*+,;=-._~")
 
 
 def uri_path(uri: Any) -> Path:

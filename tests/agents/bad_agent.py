@@ -72,6 +72,8 @@ leaks            says its key (BAD_AGENT_KEY) where the host cuts or serves what
 write_between    first prompt: ends the turn, then writes MARKER (between turns); next prompt:
                  says how the client answered that write, then ends the turn
 command_between  as write_between, with a terminal whose command writes MARKER
+odd_path         shows an edit of MARKER/\udcff.txt (a name that is not UTF-8, as Python reads it)
+                 with its location, reads that file, and ends the turn
 odd_commands     asks for four terminals the operating system cannot run (an environment variable
                  named "A=B", a NUL in a value, a lone surrogate in an argument, an empty command),
                  reports each answer and ends the turn
@@ -245,6 +247,12 @@ def request(mode: str, mid) -> None:
     elif mode == "twice_asked":
         permission("first_ask", "p1", title="First ask", kind="edit")
         permission("second_ask", "p1", title="Second ask", kind="delete")
+    elif mode == "odd_path":  # a file name that is not UTF-8, as Python reads it: a lone surrogate
+        path = os.path.join(MARKER, "\udcff.txt")
+        diff = {"type": "diff", "path": path, "oldText": "a", "newText": "b"}
+        call = {"toolCallId": "o1", "title": "Edit", "kind": "edit", "status": "completed"}
+        update("s1", {"sessionUpdate": "tool_call", **call, "locations": [{"path": path}], "content": [diff]})
+        ask("odd_read", "fs/read_text_file", {"path": path})
     elif mode == "odd_commands":
         for i, params in enumerate(ODD_COMMANDS):
             ask(("odd", i), "terminal/create", params)
@@ -306,6 +314,9 @@ def answered(what, msg: dict) -> None:
             "terminal/wait_for_exit",
             {"terminalId": result["terminalId"]},
         )
+        return
+    elif what == "odd_read":  # its answer is told above
+        send(end_turn(prompt_id))
         return
     elif isinstance(what, tuple) and what[0] == "odd":  # odd_commands: each refusal is told above
         asked.append(what)
@@ -619,6 +630,7 @@ for line in sys.stdin:
             "twice_asked",
             "odd_ids",
             "odd_commands",
+            "odd_path",
         ):
             prompt_id = mid
             request(MODE, mid)

@@ -526,3 +526,22 @@ def test_commands_the_system_cannot_run_are_refused_with_a_reason(tmp_path: Path
             assert "Traceback" not in caplog.text
 
     arun(go())
+
+
+def test_a_file_name_that_is_not_utf8_is_shown_and_read_without_failing_the_agent(
+    tmp_path: Path, caplog
+) -> None:
+    """An ACP agent of our own (round 7): a Python agent names a file whose name is not UTF-8 with a
+    lone surrogate ("\\udcff"), valid JSON; its location or diff failed the agent (its process
+    killed, "the host could not show the agent's tool_call"), and a read of it an internal error."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("odd_path", str(tmp_path))) as lab:
+            turn = await asyncio.wait_for(lab.send("go"), 20)
+            assert turn.status == "complete", turn.error
+            [call, *_] = turn.tool_calls
+            assert "%FF.txt" in json.dumps(call.state)  # the name's byte, in the file's URI
+            assert "failed (-32002)" in turn.text  # the file is not there: ACP's own answer
+            assert "Traceback" not in caplog.text
+
+    arun(go())

@@ -35,6 +35,7 @@ from acp.schema import (
 )
 from pydantic import ValidationError
 
+from ...protocol.uris import file_uri
 from ...tools import first_error
 from ..base import SessionContext, TurnContext
 from . import mapping
@@ -709,7 +710,7 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
     def _path_uri(self, path: str) -> str:
         """A ``file://`` URI for a path the agent names (ACP's are absolute; a relative one is read
         from the session's first working directory, as the agent's own cwd)."""
-        return _file_uri(os.path.join((self.ctx.working_directories or [os.getcwd()])[0], path))
+        return file_uri(os.path.join((self.ctx.working_directories or [os.getcwd()])[0], path))
 
     def _clip(self, text: str, most: int) -> str:
         return self.ctx.redact(text)[:most]
@@ -723,9 +724,3 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
             except ValueError:
                 return self.ctx.put_content(data, content_type)
         return self.ctx.put_content(data, content_type)
-
-
-def _file_uri(path: str) -> str:
-    from urllib.parse import quote
-
-    return "file://" + quote(os.path.abspath(path), safe="/:@!$&'()*+,;=-._~")
