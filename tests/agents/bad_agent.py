@@ -72,6 +72,8 @@ leaks            says its key (BAD_AGENT_KEY) where the host cuts or serves what
 write_between    first prompt: ends the turn, then writes MARKER (between turns); next prompt:
                  says how the client answered that write, then ends the turn
 command_between  as write_between, with a terminal whose command writes MARKER
+big_call         shows a completed tool call with a 1,000,000-character title, and 2,000,000
+                 characters of input, of text content and of raw output, and ends the turn
 odd_path         shows an edit of MARKER/\udcff.txt (a name that is not UTF-8, as Python reads it)
                  with its location, reads that file, and ends the turn
 odd_commands     asks for four terminals the operating system cannot run (an environment variable
@@ -521,6 +523,16 @@ for line in sys.stdin:
                     "s1",
                     {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": character}},
                 )
+            send(end_turn(mid))
+        elif MODE == "big_call":
+            text = {"type": "content", "content": {"type": "text", "text": "t" * 2_000_000}}
+            call = {"toolCallId": "b1", "title": "T" * 1_000_000, "kind": "other", "status": "completed"}
+            big = {
+                "rawInput": {"data": "x" * 2_000_000},
+                "rawOutput": {"out": "y" * 2_000_000},
+                "content": [text],
+            }
+            update("s1", {"sessionUpdate": "tool_call", **call, **big})
             send(end_turn(mid))
         elif MODE == "garbage":
             sys.stdout.write("this is not JSON at all\n")

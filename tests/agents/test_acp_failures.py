@@ -15,6 +15,7 @@ import pytest
 
 from ahp_lab import Lab
 from ahp_lab.agents.acp import AcpAgent
+from ahp_lab.lab.remote import RemoteLab
 
 from .conftest import SECRET_ENV, acp_lab, arun, bad_agent
 
@@ -543,5 +544,27 @@ def test_a_file_name_that_is_not_utf8_is_shown_and_read_without_failing_the_agen
             assert "%FF.txt" in json.dumps(call.state)  # the name's byte, in the file's URI
             assert "failed (-32002)" in turn.text  # the file is not there: ACP's own answer
             assert "Traceback" not in caplog.text
+
+    arun(go())
+
+
+def test_a_tool_call_of_megabytes_is_shown_cut_and_the_chat_stays_joinable(tmp_path: Path) -> None:
+    """An ACP agent of our own (round 7): a tool call's 20-million-character input became one action
+    over every client's message limit; a remote client was disconnected and none could join the
+    chat again. Its title, input, text and raw output are shown cut, saying how much more came."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("big_call")) as lab:
+            turn = await asyncio.wait_for(lab.send("go"), 30)
+            assert turn.status == "complete", turn.error
+            [call] = turn.tool_calls
+            state = json.dumps(call.state)
+            assert len(state) < 1_000_000  # 7 MB came
+            assert "more characters]" in call.state["toolInput"] and len(call.state["displayName"]) < 1100
+            assert "structuredContent" not in json.dumps(call.state)
+            url = await lab.aserve()
+            remote = await RemoteLab.open(url, session=lab.session, client_id="late")
+            assert [t["id"] for t in remote.state(remote.chat)["turns"]] == [turn.id]
+            await remote.aclose()
 
     arun(go())

@@ -352,7 +352,7 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
             block = item.get("content") or {}
             btype = block.get("type")
             if btype == "text":
-                out.append({"type": "text", "text": str(block.get("text", ""))})
+                out.append({"type": "text", "text": cut_shown(str(block.get("text", "")))})
             elif btype in ("image", "audio") and isinstance(block.get("data"), str):
                 out.append(
                     {
@@ -369,7 +369,7 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
             elif btype == "resource":
                 res = block.get("resource") or {}
                 if isinstance(res.get("text"), str):
-                    out.append({"type": "text", "text": res["text"]})
+                    out.append({"type": "text", "text": cut_shown(res["text"])})
                 elif isinstance(res.get("blob"), str):
                     out.append(
                         {
@@ -441,7 +441,7 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
 
 def _merge(call: ToolCall, update: dict) -> None:
     if isinstance(update.get("title"), str):
-        call.title = update["title"]
+        call.title = cut_shown(update["title"], MAX_TITLE_CHARS)
     if isinstance(update.get("kind"), str):
         call.kind = update["kind"]
     if isinstance(
@@ -459,8 +459,23 @@ def _merge(call: ToolCall, update: dict) -> None:
         call.raw_output = update["rawOutput"]
 
 
+#: The most characters of one piece of a tool call shown (its input, a text of its content, its
+#: raw output as JSON): an agent's 20-million-character input made one action over every client's
+#: message limit, and no client could join the chat again.
+MAX_SHOWN_CHARS = MAX_DELTA_CHARS
+#: The most characters of a tool call's title (its invocation message and past-tense message).
+MAX_TITLE_CHARS = 1000
+
+
+def cut_shown(text: str, most: int = MAX_SHOWN_CHARS) -> str:
+    """``text``, cut to ``most`` characters with a note of how many more there were."""
+    return text if len(text) <= most else f"{text[:most]}…[{len(text) - most:,} more characters]"
+
+
 def _input_json(call: ToolCall) -> str:
-    return json.dumps(call.raw_input if call.raw_input is not None else {}, ensure_ascii=False, default=str)
+    return cut_shown(
+        json.dumps(call.raw_input if call.raw_input is not None else {}, ensure_ascii=False, default=str)
+    )
 
 
 def _base(turn: TurnMap, call: ToolCall) -> dict:
@@ -480,8 +495,8 @@ def _complete(turn: TurnMap, call: ToolCall, resolver: Resolver) -> dict:
     content = tool_content(call, resolver)
     if content:
         result["content"] = content
-    if isinstance(call.raw_output, dict):
-        result["structuredContent"] = call.raw_output
+    if isinstance(call.raw_output, dict) and len(json.dumps(call.raw_output, default=str)) <= MAX_SHOWN_CHARS:
+        result["structuredContent"] = call.raw_output  # (a larger one is the agent's, not shown)
     if not ok:  # the agent's own words: its text content, not a diff or terminal rendered as text
         texts = [
             c["content"]["text"]
@@ -574,8 +589,8 @@ def _start(turn: TurnMap, update: dict) -> tuple[ToolCall, list[dict]]:
     problem = id_problem(update.get("toolCallId"))
     if problem is not None:
         raise ProtocolViolation(f"the agent's tool call id {problem}")
-    kind = str(update.get("kind") or "other")
-    title = str(update.get("title") or kind)
+    kind = cut_shown(str(update.get("kind") or "other"), MAX_TITLE_CHARS)
+    title = cut_shown(str(update.get("title") or kind), MAX_TITLE_CHARS)
     call = ToolCall(str(update["toolCallId"]), title, kind)
     turn.calls[call.id] = call
     ended = end_run(turn)
