@@ -284,11 +284,13 @@ def _check_chat(
             return f"tool call {action.get('toolCallId')!r} is not waiting for confirmation (it is {status})"
         contributor = tc.get("contributor") or {}
         runner = contributor.get("clientId") if contributor.get("kind") == "client" else None
-        if kind == "chat/toolCallConfirmed" and not trusted and runner not in (None, client_id):
+        confirms = kind in ("chat/toolCallConfirmed", "chat/toolCallResultConfirmed")
+        if confirms and not trusted and runner not in (None, client_id):
             # a client's tool runs in that client: a stranger approving it (and editing its input)
-            # made another client, the notebook included, run what the stranger chose
+            # made another client, the notebook included, run what the stranger chose; approving
+            # its result passed it to the agent before that client's person had read it
             return (
-                f"chat/toolCallConfirmed: tool call {action.get('toolCallId')!r} runs client {runner}'s "
+                f"{kind}: tool call {action.get('toolCallId')!r} runs client {runner}'s "
                 f"tool: {runner} or the notebook confirms it, not client {client_id}"
             )
         if kind == "chat/toolCallResultConfirmed" and status != "pending-result-confirmation":

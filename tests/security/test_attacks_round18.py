@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 
+from ahp_lab.agents.scripted import call
+
 from .conftest import ROOT, arun, joined, open_lab
 
 SK = "sk-proj-A1b2C3d4E5f6G7h8I9j0KLMNopqr"
@@ -143,5 +145,62 @@ def test_names_and_shapes_people_paste_every_day_are_masked(connect_stranger):
                 assert "rejectionReason" not in echo
                 title = echo["action"]["title"]
                 assert secrets[text] not in title and "***" in title and title.endswith(" ok"), title
+
+    arun(main())
+
+
+def test_a_stranger_cannot_approve_the_result_of_another_clients_tool(connect_stranger):
+    """Bob's tool returned a result that waits for Bob's person; a stranger's
+    ``toolCallResultConfirmed`` passed it to the agent before that person had read it (only the
+    call's own confirmation was checked against its owner)."""
+
+    async def main():
+        async with open_lab() as lab:
+            mallory = await joined(connect_stranger, lab, "mallory")
+            bob = await joined(connect_stranger, lab, "bob")
+            tool = {
+                "name": "peek",
+                "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}},
+            }
+            bob.dispatch(
+                lab.session,
+                1,
+                {"type": "session/activeClientSet", "activeClient": {"clientId": "bob", "tools": [tool]}},
+            )
+            assert "rejectionReason" not in await bob.echo(1)
+            for s in (mallory, bob):
+                await s.call("subscribe", {"channel": lab.chat})
+            pending = lab.start("peek", script=[call("peek", q="a")])
+
+            def call_in(status):
+                active = lab.host.store.state(lab.chat).get("activeTurn") or {}
+                calls = [
+                    p["toolCall"] for p in active.get("responseParts") or () if p.get("kind") == "toolCall"
+                ]
+                return calls[0] if calls and calls[0]["status"] == status else None
+
+            tc = await bob.wait(lambda: call_in("running"))
+            ids = {"turnId": pending.turn_id, "toolCallId": tc["toolCallId"]}
+            result = {
+                "success": True,
+                "pastTenseMessage": "peeked",
+                "content": [{"type": "text", "text": "42"}],
+            }
+            complete = {
+                "type": "chat/toolCallComplete",
+                **ids,
+                "result": result,
+                "requiresResultConfirmation": True,
+            }
+            bob.dispatch(lab.chat, 2, complete)
+            assert "rejectionReason" not in await bob.echo(2)
+            await bob.wait(lambda: call_in("pending-result-confirmation"))
+            mallory.dispatch(lab.chat, 10, {"type": "chat/toolCallResultConfirmed", **ids, "approved": True})
+            refused = (await mallory.echo(10))["rejectionReason"]
+            assert "runs client bob's tool: bob or the notebook confirms it, not client mallory" in refused
+            assert call_in("pending-result-confirmation") is not None  # still Bob's person's to decide
+            bob.dispatch(lab.chat, 3, {"type": "chat/toolCallResultConfirmed", **ids, "approved": True})
+            assert "rejectionReason" not in await bob.echo(3)
+            assert (await pending).tool_calls[0].status == "completed"
 
     arun(main())
