@@ -26,6 +26,7 @@ from ..transport import RpcError
 from . import mirror
 from .agent_sessions import working_directory_paths
 from .connection import ROOT, Connection
+from .client_content import NODE_BYTES, nodes
 from .resources import file_uri
 from .validation import (
     check_client_action,
@@ -269,12 +270,15 @@ class SessionsAndChats:
 
     def _creation_charge(self, conn: Connection | None, channel: str, state: dict) -> tuple | None:
         """What a stranger's ``createSession``/``createChat`` parameters put into the new channel's
-        state (its title and working directories), measured for the channel's ``created`` slot and
+        state (its title, working directories and a side chat's selection), measured for the channel's ``created`` slot and
         refused past ``max_client_content_bytes``; ``None`` for the notebook's own."""
         if conn is None or conn.trusted:
             return None
         given = {k: state[k] for k in ("title", "workingDirectories") if k in state}
-        measured = (("created",), False, len(dumps(given)))
+        selection = (state.get("origin") or {}).get("selection")  # a side chat's: the client's text
+        if selection is not None:
+            given["selection"] = selection
+        measured = (("created",), False, len(dumps(given)) + NODE_BYTES * nodes(given))
         refused = self.client_content.refusal(channel, measured)
         if refused is not None:
             raise RpcError(ErrorCode.INVALID_PARAMS, refused)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 
-from ahp_lab.agents.scripted import call
+from ahp_lab.agents.scripted import ask, call, text_question
 
 from .conftest import ROOT, arun, joined, open_lab
 
@@ -202,5 +202,36 @@ def test_a_stranger_cannot_approve_the_result_of_another_clients_tool(connect_st
             bob.dispatch(lab.chat, 3, {"type": "chat/toolCallResultConfirmed", **ids, "approved": True})
             assert "rejectionReason" not in await bob.echo(3)
             assert (await pending).tool_calls[0].status == "completed"
+
+    arun(main())
+
+
+def test_a_strangers_empty_arrays_are_charged_as_the_memory_they_take(connect_stranger):
+    """Queued messages whose ``_meta`` held 24,000 empty arrays: 3 bytes of JSON each, some 56 of
+    memory. Charged as JSON text, 43 MB of them held the host at 1 GB and made every snapshot of
+    the chat cost its loop 11 s to encode. Each value is charged what it takes in memory."""
+
+    async def main():
+        async with open_lab(limits={"max_client_content_bytes": 4_000_000}) as lab:
+            blocked = lab.start("ask", script=[ask(text_question("name", "Name?"))])
+            await blocked.until_blocked()
+            mallory = await joined(connect_stranger, lab, "mallory")
+            meta = {"pad": [[] for _ in range(20_000)]}  # 60 KB of JSON
+            refused_at = None
+            for seq in range(1, 30):
+                message = {"text": f"m{seq}", "origin": {"kind": "user"}, "_meta": meta}
+                action = {
+                    "type": "chat/pendingMessageSet",
+                    "kind": "queued",
+                    "id": f"q{seq}",
+                    "message": message,
+                }
+                mallory.dispatch(lab.chat, seq, action)
+                if "rejectionReason" in await mallory.echo(seq):
+                    refused_at = seq
+                    break
+            assert refused_at is not None and refused_at <= 5, refused_at  # 60 KB each: 66 would fit
+            lab.answer(answers={"name": "x"})
+            await blocked
 
     arun(main())
