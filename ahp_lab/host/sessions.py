@@ -25,8 +25,8 @@ from ..tools import failure_result
 from ..transport import RpcError
 from . import mirror
 from .agent_sessions import working_directory_paths
-from .connection import ROOT, Connection
 from .client_content import NODE_BYTES, nodes
+from .connection import ROOT, Connection
 from .resources import file_uri
 from .validation import (
     check_client_action,
