@@ -394,6 +394,8 @@ def _summary_of_last_tool(scope: Scope) -> str:
 #: The built-in scenarios are chosen, and tool arguments read, from this many first characters of a
 #: prompt: a stranger's megabyte of prompt costs the host's loop no more than a short one.
 PROMPT_READ = 4096
+#: The greeting quotes this many first characters of the prompt.
+_QUOTED = 200
 #: At most this many places where a tool's name appears in a prompt are checked for word
 #: boundaries (a name inside longer words, repeated, is checked place by place).
 _PLACES = 20_000
@@ -593,9 +595,12 @@ class ScriptedAgent:
         shown = ", ".join(f"`{t.name}`" for t in tools[:5])  # a few: a greeting, not a catalogue
         more = f" and {len(tools) - 5} more" if len(tools) > 5 else ""
         names = shown + more or "none yet (register one with `@lab.tool`)"
+        # the prompt quoted back, cut: a stranger's megabyte prompts came back whole as the agent's
+        # text, which no client's budget counts (115 MB of prompts held a served host at 900 MB)
+        quoted = prompt if len(prompt) <= _QUOTED else f"{prompt[:_QUOTED]}… ({len(prompt):,} characters)"
         return [
             say(
-                f"Hello! I am the scripted agent behind this AHP host. You said: “{prompt}”.\n\n"
+                f"Hello! I am the scripted agent behind this AHP host. You said: “{quoted}”.\n\n"
                 f"Mention a tool by name to make me call it (available: {names}); write arguments as `key=value`. "
                 "Say *ask* for an input request, *think* for reasoning, or *fail* to see a failed turn."
             )

@@ -235,3 +235,28 @@ def test_a_strangers_empty_arrays_are_charged_as_the_memory_they_take(connect_st
             await blocked
 
     arun(main())
+
+
+def test_the_scripted_agent_does_not_echo_a_strangers_megabyte_prompt_back(connect_stranger):
+    """The scripted agent (``ahp-lab serve``'s) quoted the whole prompt back as its own text, which
+    no client's budget counts: 115 MB of prompts held the host at 900 MB and 127 s of its CPU."""
+
+    async def main():
+        async with open_lab() as lab:
+            mallory = await joined(connect_stranger, lab, "mallory")
+            await mallory.call("subscribe", {"channel": lab.chat})
+            message = {"text": "z" * 1_000_000, "origin": {"kind": "user"}}
+            start = {"type": "chat/turnStarted", "turnId": "big", "startedAt": "x", "message": message}
+            mallory.dispatch(lab.chat, 1, start)
+            assert "rejectionReason" not in await mallory.echo(1)
+            done = await lab.wait_for(
+                lab.chat,
+                lambda s: next((t for t in s.get("turns") or () if t["id"] == "big"), None),
+                timeout=30,
+            )
+            said = "".join(
+                p.get("content") or "" for p in done["responseParts"] if p.get("kind") == "markdown"
+            )
+            assert "1,000,000 characters" in said and len(said) < 1000
+
+    arun(main())
