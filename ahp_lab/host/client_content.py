@@ -4,7 +4,7 @@ The log's bound does not shrink state, and what a client dispatches stays there:
 its answers, its tools' results and ``_meta``, pending messages, its ``activeClient`` entry with
 its tools (a stranger took the host to 1.3 GB in 60 turns, then to 1.5 GB through input drafts).
 So the host counts the size of every accepted action of an untrusted connection (its JSON text,
-plus :data:`NODE_BYTES` for each value in it, which costs memory the text does not show), in the
+plus the memory its values take that the text does not show, :func:`unseen_bytes`), in the
 *slot* of state it fills:
 
 * a value the action replaces (a draft, a title, a pending message, one answer, one tool call's
@@ -45,26 +45,29 @@ def _name(value: Any) -> Any:
     return value if value is None or isinstance(value, (str, int, float)) else dumps(value)
 
 
-#: What one JSON value costs in memory beyond its text: an array, an object, a string or a number
-#: is a Python object of some 50 bytes (an empty array is 2 bytes of JSON and 56 of memory), and so
-#: is an object's key. Counted JSON text alone, 43 MB of queued messages of 24,000 empty arrays
-#: each held the host at 1 GB, and a snapshot of them cost the loop 11 s to encode.
+#: What an array, an object, an object's key or a string costs in memory beyond its JSON text: a
+#: Python object of some 50 bytes (an empty array is 2 bytes of JSON and 56 of memory). Counted as
+#: JSON text alone, 43 MB of queued messages of 24,000 empty arrays each held the host at 1 GB,
+#: and a snapshot of them cost the loop 11 s to encode. A number costs ``NUMBER_BYTES``.
 NODE_BYTES = 48
+NUMBER_BYTES = 16
 
 
-def nodes(value: Any) -> int:
-    """How many JSON values ``value`` holds (itself, its members and elements, and objects' keys)."""
-    count = 0
+def unseen_bytes(value: Any) -> int:
+    """The memory ``value`` takes beyond its JSON text (see :data:`NODE_BYTES`)."""
+    total = 0
     stack = [value]
     while stack:
         item = stack.pop()
-        count += 1
         if isinstance(item, dict):
-            count += len(item)
+            total += NODE_BYTES * (1 + len(item))
             stack.extend(item.values())
         elif isinstance(item, list):
+            total += NODE_BYTES
             stack.extend(item)
-    return count
+        else:
+            total += NODE_BYTES if isinstance(item, str) else NUMBER_BYTES
+    return total
 
 
 def slot(action: dict) -> tuple[tuple, bool]:
@@ -111,7 +114,7 @@ class ClientContent:
         if action.get("type") in _REMOVALS:
             return None
         key, appends = slot(action)
-        return key, appends, len(dumps(action)) + NODE_BYTES * nodes(action)
+        return key, appends, len(dumps(action)) + unseen_bytes(action)
 
     def refusal(self, channel: str, measured: tuple[tuple, bool, int] | None) -> str | None:
         """Why a measured action on ``channel`` is refused (it would take the total past the

@@ -98,13 +98,14 @@ _SECRET_NAME_HINT = re.compile(r"(?i)key|secret|passw|pwd|credential|token")
 # (possessive): with a start after every "-" of "eyJ-eyJ-…", each scanned the rest of the run for
 # a "." that never came, 2.5 s for 100 KB of a stranger's title.
 _KNOWN_TOKEN = re.compile(
-    r"\b(?:sk-[A-Za-z0-9_\-]{16,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|A(?:KIA|SIA)[0-9A-Z]{16}|"
+    r"\b(?:sk-[A-Za-z0-9_\-]{16,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|A(?:KIA|SIA)[0-9A-Z]{16}(?![0-9A-Za-z])|"
     r"xox[abprs]-[A-Za-z0-9\-]{10,}|AIza[0-9A-Za-z_\-]{30,}|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}|"
     r"glpat-[A-Za-z0-9_\-]{20,}|hf_[A-Za-z0-9]{30,}|npm_[A-Za-z0-9]{36,}|"
     r"hooks\.slack\.com/services/[A-Za-z0-9_/]{20,})"
     r"|(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]++"
-    # a PEM private key, to its end marker (or to the next "-" when it has none: a cut one)
-    r"|-----BEGIN [A-Z ]{0,24}PRIVATE KEY-----[^-]*+(?:-----END [A-Z ]{0,24}PRIVATE KEY-----)?"
+    # a PEM private key, to its end marker (or to the next "-----" when it has none: a cut one);
+    # an encrypted one's headers ("Proc-Type: 4,ENCRYPTED") have single dashes
+    r"|-----BEGIN [A-Z ]{0,24}PRIVATE KEY-----(?:[^-]|-(?!----))*+(?:-----END [A-Z ]{0,24}PRIVATE KEY-----)?"
 )
 
 
@@ -267,25 +268,37 @@ def _redacting_records() -> None:
 #: A member's name that says its value is a secret: it ends in a secret word ("password",
 #: "OPENAI_API_KEY", "clientSecret", "accessToken").
 _SECRET_MEMBER = re.compile(rf"(?i){_SECRET_WORD}\Z")
-#: Names that end so but hold no secret: the protocol's progress token, the shell's folders.
-_NOT_SECRET_MEMBERS = frozenset({"progressToken", *_WORKING_DIRECTORY_NAMES})
+#: Names that end so but hold no secret (lower case, without ``_``/``-``): the protocol's progress
+#: token, pagination tokens, a tokenizer's special tokens.
+_NOT_SECRET_MEMBERS = frozenset(
+    {"progresstoken", "pagetoken", "nextpagetoken", "prevpagetoken", "nexttoken", "continuationtoken"}
+    | {f"{special}token" for special in ("eos", "bos", "pad", "unk", "sep", "cls", "mask")}
+)
+#: A value that names where the secret is, not the secret: ``${GITHUB_TOKEN}``, ``$API_KEY``.
+_PLACEHOLDER = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
 
 
 @functools.lru_cache(maxsize=4096)
 def _secret_name(key: Any) -> bool:
-    return type(key) is str and key not in _NOT_SECRET_MEMBERS and _SECRET_MEMBER.search(key) is not None
+    return (
+        type(key) is str
+        and key not in _WORKING_DIRECTORY_NAMES
+        and key.lower().replace("_", "").replace("-", "") not in _NOT_SECRET_MEMBERS
+        and _SECRET_MEMBER.search(key) is not None
+    )
 
 
 def _secret_member(key: Any, value: str) -> bool:
     """Whether member ``key`` with string ``value`` is a secret to mask whole: a secret's name, and a
     value as the assignment rule takes one (6 characters or more, not only digits, not a word such
-    as "true" or "none", not already masked)."""
+    as "true" or "none", not a placeholder such as ``${GITHUB_TOKEN}``, not already masked)."""
     return (
         len(value) >= 6
         and _secret_name(key)
         and not value.isdigit()
         and value.lower() not in _TRIVIAL
         and value != MASK
+        and _PLACEHOLDER.fullmatch(value) is None
     )
 
 
@@ -565,7 +578,9 @@ class StreamedText:
             earlier = next((k for k in self.held if k[:2] == stream[:2] and k[3] == stream[3]), None)
             if earlier is not None:
                 held = self._take(earlier)
-                if not self._spans(held[0], content):  # its part's text ends there
+                # its part's text ends there (a first letter alone always does: "plan B", then a
+                # thought, then "asked for it" made "plan " and "Basked for it")
+                if self._letter(held[0]) or not self._spans(held[0], content):
                     self.flushed.append((self._given_back(earlier, held[0]), held[1]))
                     held = None
         if held is None and not self.redactor.secrets and not self.redactor.credential_begun(content):
@@ -575,6 +590,10 @@ class StreamedText:
             self.held[stream] = (kept, origin)
             self.chats[channel] = self.chats.get(channel, 0) + 1
         return {**self.redactor.action({**action, field: ""}), field: shown}
+
+    def _letter(self, held: str) -> bool:
+        """Whether ``held`` is a first letter held alone, not the start of a secret the host knows."""
+        return len(held) == 1 and not self.redactor.secret_prefix(held)
 
     def _spans(self, held: str, content: str) -> bool:
         """Whether ``held`` (the end a part held back) and ``content`` (the next chunk of its kind,
@@ -596,15 +615,23 @@ class StreamedText:
 
     def ending(self, channel: str, action: dict) -> list[tuple[dict, dict]]:
         """The deltas (with their origins) to apply before ``action`` on ``channel``: what the
-        parts of the turn it ends held (none for any other action)."""
-        if channel not in self.chats or action.get("type") not in _STREAM_ENDS:
+        parts of the turn it ends held; before any other action but streamed text (a tool call, a
+        question for the person), a first letter a part holds alone ("plan A" showed "plan " while
+        the turn waited for the person)."""
+        if channel not in self.chats:
             return []
-        return self.drop(channel)
+        kind = action.get("type")
+        if kind in _STREAM_ENDS:
+            return self.drop(channel)
+        return [] if kind in STREAMED_FIELDS else self.drop(channel, letters=True)
 
-    def drop(self, channel: str) -> list[tuple[dict, dict]]:
-        """Every part of ``channel`` gives up what it held, as deltas to apply with their origins."""
+    def drop(self, channel: str, letters: bool = False) -> list[tuple[dict, dict]]:
+        """Every part of ``channel`` gives up what it held (with ``letters``, only a first letter
+        held alone), as deltas to apply with their origins."""
         out = []
-        for stream in [s for s in self.held if s[0] == channel]:
+        for stream in [
+            s for s, h in self.held.items() if s[0] == channel and (not letters or self._letter(h[0]))
+        ]:
             raw, origin = self._take(stream)
             out.append((self._given_back(stream, raw), origin))
         return out

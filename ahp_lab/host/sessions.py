@@ -25,7 +25,7 @@ from ..tools import failure_result
 from ..transport import RpcError
 from . import mirror
 from .agent_sessions import working_directory_paths
-from .client_content import NODE_BYTES, nodes
+from .client_content import unseen_bytes
 from .connection import ROOT, Connection
 from .resources import file_uri
 from .validation import (
@@ -278,7 +278,7 @@ class SessionsAndChats:
         selection = (state.get("origin") or {}).get("selection")  # a side chat's: the client's text
         if selection is not None:
             given["selection"] = selection
-        measured = (("created",), False, len(dumps(given)) + NODE_BYTES * nodes(given))
+        measured = (("created",), False, len(dumps(given)) + unseen_bytes(given))
         refused = self.client_content.refusal(channel, measured)
         if refused is not None:
             raise RpcError(ErrorCode.INVALID_PARAMS, refused)

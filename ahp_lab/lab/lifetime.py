@@ -46,12 +46,13 @@ def weakly(method: Callable[..., Any]) -> Callable[..., None]:
     return call
 
 
-async def close_extensions(host: Any) -> None:
+async def close_extensions(host: Any, owner: bool = True) -> None:
     """Stop what a host runs outside this process: its extensions' MCP servers and directory
     watchers, and its sessions' agent processes (an ACP agent's ``close_session``). Its turns
-    stop first: a queued message starting as the lab closed spawned an agent after it had."""
+    stop first, when the lab closing is the ``owner`` of the host: a queued message starting as
+    the lab closed spawned an agent after it had (a lab given another lab's host leaves its turns)."""
     stop_turns = getattr(host, "stop_turns", None)  # none for a lab attached to another host
-    if stop_turns is not None:
+    if stop_turns is not None and owner:
         running = stop_turns()
         if running:
             await asyncio.wait(running, timeout=10)
@@ -83,7 +84,7 @@ def _release(host: Any, state: dict) -> None:
     if loop.is_running():  # in a cell, or collected on another thread: close on the lab's loop
 
         def schedule() -> None:
-            task = asyncio.ensure_future(close_extensions(host))
+            task = asyncio.ensure_future(close_extensions(host, state["owner"]))
             _closing.add(task)
             task.add_done_callback(_closing.discard)
 
@@ -91,7 +92,7 @@ def _release(host: Any, state: dict) -> None:
             loop.call_soon_threadsafe(schedule)
     else:  # interpreter exit (a kernel shutting down, a script ending): the loop can still run
         with contextlib.suppress(Exception):
-            loop.run_until_complete(asyncio.wait_for(close_extensions(host), 10))
+            loop.run_until_complete(asyncio.wait_for(close_extensions(host, state["owner"]), 10))
 
 
 class LabLifetime:
@@ -102,7 +103,7 @@ class LabLifetime:
 
     def __init__(self, lab: Any, host: Any, owns_host: bool) -> None:
         self.host = host
-        self.state: dict[str, Any] = {"closed": False, "loop": None}
+        self.state: dict[str, Any] = {"closed": False, "loop": None, "owner": owns_host}
         self._finalizer = weakref.finalize(lab, _release, host, self.state) if owns_host else None
         _track_cell(lab)
 
@@ -126,7 +127,7 @@ class LabLifetime:
         self.state["closed"] = True
         if self._finalizer is not None:
             self._finalizer.detach()
-        await close_extensions(self.host)
+        await close_extensions(self.host, self.state["owner"])
 
 
 def _current_cell() -> list[str]:

@@ -221,3 +221,24 @@ def test_a_script_ending_on_a_turn_that_waits_for_a_person_prints_only_its_error
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("ahp_lab.lab.turns.HumanInputNeeded"), done.stderr[-2000:]
     assert "Task was destroyed" not in done.stderr and "Exception ignored" not in done.stderr
+
+
+def test_closing_a_lab_given_another_labs_host_leaves_that_labs_turns_and_queue():
+    """Closing a lab stops its host's turns, but a lab given another lab's host (``host=``) does not
+    own it: closing it cancelled the other lab's running turn and stopped its queue for good."""
+    from ahp_lab.agents.scripted import ask, say, text_question
+
+    async def main():
+        first = await Lab.open()
+        second = await Lab.open(host=first.host, client_id="second")
+        running = first.start("one", script=[ask(text_question("q", "Name?"))])
+        await running.until_blocked()
+        queued = first.start("two", script=[say("hi")])
+        assert queued.queued
+        await second.aclose()
+        first.answer(answers={"q": "x"})
+        assert (await asyncio.wait_for(running, 10)).status == "complete"
+        assert (await asyncio.wait_for(queued, 10)).text == "hi"
+        await first.aclose()
+
+    asyncio.run(main())

@@ -72,6 +72,10 @@ def test_a_secret_written_as_an_objects_member_is_masked_like_the_same_assignmen
                 "password": PASSWORD,
                 "env": {"OPENAI_API_KEY": api_key, "PWD": "/home/me"},
                 "retries": "3",
+                # named like secrets, but none: pagination, a tokenizer's, a placeholder
+                "nextPageToken": "page-2-of-9",
+                "eos_token": "<|endoftext|>",
+                "GITHUB_TOKEN": "${GITHUB_TOKEN}",
             }
             draft = {"text": "hello", "origin": {"kind": "user"}, "_meta": meta}
             mallory.dispatch(lab.chat, 1, {"type": "chat/draftChanged", "draft": draft})
@@ -90,11 +94,7 @@ def test_a_secret_written_as_an_objects_member_is_masked_like_the_same_assignmen
             ):
                 assert _leaks(text, api_key) == []
             kept = lab.state(lab.chat)["draft"]["_meta"]
-            assert kept == {
-                "password": "***",
-                "env": {"OPENAI_API_KEY": "***", "PWD": "/home/me"},
-                "retries": "3",
-            }
+            assert kept == {**meta, "password": "***", "env": {"OPENAI_API_KEY": "***", "PWD": "/home/me"}}
 
     arun(main())
 
@@ -132,6 +132,8 @@ def test_names_and_shapes_people_paste_every_day_are_masked(connect_stranger):
         "ASIA" + "ABCDEFGH12345678": "ABCDEFGH1234",
         "https://hooks.slack.com/services/T0001/B0002/XXXXyyyyZZZZ": "XXXXyyyyZZZZ",
         "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA75qq\nZm9vYmFy\n-----END RSA PRIVATE KEY-----": "MIIEpAIBAAKC",
+        "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,0A1B\n\n"
+        "MIIEpQIBAAKCAQEA99zz\n-----END RSA PRIVATE KEY-----": "MIIEpQIBAAKC",
     }
 
     async def main():
@@ -145,6 +147,9 @@ def test_names_and_shapes_people_paste_every_day_are_masked(connect_stranger):
                 assert "rejectionReason" not in echo
                 title = echo["action"]["title"]
                 assert secrets[text] not in title and "***" in title and title.endswith(" ok"), title
+            words = "ASIAPACIFICREGIONALHUB runs hf_hub_download and npm_install"  # words, not keys
+            mallory.dispatch(lab.session, 99, {"type": "session/titleChanged", "title": words})
+            assert (await mallory.echo(99))["action"]["title"] == words
 
     arun(main())
 

@@ -535,3 +535,44 @@ def test_a_cut_preview_keeps_a_last_word_shaped_like_a_token_start(text):
     redactor = Redactor()
     assert redactor.cut(text) == text
     assert redactor.cut("the other: sk-proj-Q7xW9zR2") == "the other: ***"
+
+
+@pytest.mark.parametrize(
+    ("first", "second"), [("Use plan B", "asked for it"), ("Press t", "oken ok"), ("plan A", "PI is up")]
+)
+def test_a_first_letter_a_part_holds_alone_stays_in_its_part(first, second):
+    """A part ending in a first letter alone holds it (a key sent a character at a time starts so);
+    with a tool call between, the letter went on into the next part when the two read like a key's
+    start together: "Use plan " and "Basked for it"."""
+    from ahp_lab.agents.scripted import call, say
+
+    async def main():
+        async with open_lab() as lab:
+
+            @lab.tool
+            def lookup(q: str) -> str:
+                return "ok"
+
+            script = [say(first, chunk_size=2), call("lookup", q="x"), say(second, chunk_size=2)]
+            turn = await lab.send("go", script=script)
+            parts = [p["content"] for p in turn.state["responseParts"] if p.get("kind") == "markdown"]
+            assert parts == [first, second]
+
+    arun(main())
+
+
+def test_a_first_letter_held_alone_shows_while_the_turn_waits_for_a_person():
+    from ahp_lab.agents.scripted import ask, say, text_question
+
+    async def main():
+        async with open_lab() as lab:
+            pending = lab.start(
+                "go", script=[say("Shall I use plan A", chunk_size=1), ask(text_question("n", "Name?"))]
+            )
+            await pending.until_blocked()
+            parts = (lab.state(lab.chat).get("activeTurn") or {}).get("responseParts") or []
+            assert [p.get("content") for p in parts if p.get("kind") == "markdown"] == ["Shall I use plan A"]
+            lab.answer(answers={"n": "x"})
+            await pending
+
+    arun(main())
