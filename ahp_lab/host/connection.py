@@ -79,25 +79,25 @@ def introduced(action_type: Any) -> tuple[int, ...] | None:
 
 
 #: Action types that a client which negotiated a version older than theirs is sent in an older form
-#: with the same effect on its state (overview §3.6), by the version it needs: the MCP start and
-#: stop requests (0.5.2) are state changes (0.3.0) to ``starting`` and ``stopped``. Without them,
-#: such a client's copy of an MCP server kept the state from before the request.
-_OLDER_FORMS: dict[str, tuple[tuple[int, ...], str]] = {
-    "session/mcpServerStartRequested": ((0, 3, 0), "starting"),
-    "session/mcpServerStopRequested": ((0, 3, 0), "stopped"),
+#: with the same effect on its state (overview §3.6): the MCP start and stop requests (0.5.2) are
+#: state changes (0.3.0, older than every version this host speaks) to ``starting`` and
+#: ``stopped``. Without them, such a client's copy of an MCP server kept the state from before.
+_OLDER_FORMS: dict[str, str] = {
+    "session/mcpServerStartRequested": "starting",
+    "session/mcpServerStopRequested": "stopped",
 }
 
 
-def older_envelope(transition: Any, negotiated: str | None) -> dict | None:
-    """The envelope of ``transition`` in the older form a client that negotiated ``negotiated`` is
-    sent instead (host-originated, the host's own translation), or ``None`` when it has none."""
-    older = _OLDER_FORMS.get(transition.type)
-    if older is None or not transition.accepted or _version(negotiated or PROTOCOL_VERSION) < older[0]:
+def older_envelope(transition: Any) -> dict | None:
+    """The envelope of ``transition`` in the older form a client that negotiated a version before
+    its type is sent instead (the host's own translation), or ``None`` when it has none."""
+    kind = _OLDER_FORMS.get(transition.type)
+    if kind is None or not transition.accepted:
         return None
     action = {
         "type": "session/mcpServerStateChanged",
         "id": transition.action.get("id"),
-        "state": {"kind": older[1]},
+        "state": {"kind": kind},
     }
     return {"channel": transition.channel, "action": action, "serverSeq": transition.seq}
 
@@ -563,7 +563,7 @@ class Connection:
             since = introduced(t.type)
             if since is None or self.receives(t, since):
                 actions.append(t.envelope())
-            elif (older := older_envelope(t, self.protocol_version)) is not None:
+            elif (older := older_envelope(t)) is not None:
                 actions.append(older)
         return {"type": "replay", "actions": actions, "missing": missing}
 

@@ -508,14 +508,19 @@ class Host(SessionsAndChats):
         since = introduced(transition.type)  # most types: None, every subscriber is sent it
         self.broadcast_chars += len(text) * len(subscribers)
         history = self._recipients is not None
+        older_text = None  # the older form, for clients of a version before the type: built once
         for conn in tuple(subscribers):
             if since is None or conn.receives(transition, since):
                 conn.send_text(text, history=history)
-            elif (older := older_envelope(transition, conn.protocol_version)) is not None:
+                continue
+            if older_text is None:
+                older = older_envelope(transition)
+                if older is None:
+                    continue
                 older_text = dumps(
                     {"jsonrpc": "2.0", "method": "action", "params": older}, separators=(",", ":")
                 )
-                conn.send_text(older_text, history=history)
+            conn.send_text(older_text, history=history)
 
     def _after(self, transition: Transition) -> None:
         """Host follow-ups of an accepted transition (mirroring, waiters, extensions)."""

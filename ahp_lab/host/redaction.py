@@ -278,14 +278,23 @@ _NOT_SECRET_MEMBERS = frozenset(
 _PLACEHOLDER = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
 
 
-@functools.lru_cache(maxsize=4096)
 def _secret_name(key: Any) -> bool:
+    """Whether member name ``key`` says its value is a secret; a short one is looked up once (most
+    are the protocol's own names), a long one is read each time, not kept (a stranger's keys)."""
+    if type(key) is not str:
+        return False
+    return _short_secret_name(key) if len(key) < 64 else _reads_secret_name(key)
+
+
+def _reads_secret_name(key: str) -> bool:
     return (
-        type(key) is str
-        and key not in _WORKING_DIRECTORY_NAMES
+        key not in _WORKING_DIRECTORY_NAMES
         and key.lower().replace("_", "").replace("-", "") not in _NOT_SECRET_MEMBERS
         and _SECRET_MEMBER.search(key) is not None
     )
+
+
+_short_secret_name = functools.lru_cache(maxsize=4096)(_reads_secret_name)
 
 
 def _secret_member(key: Any, value: str) -> bool:

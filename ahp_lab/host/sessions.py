@@ -98,8 +98,7 @@ class SessionsAndChats:
         title = params.get("title")  # an ahp_lab extension: the session's first title
         if title is not None and not isinstance(title, str):
             raise RpcError(ErrorCode.INVALID_PARAMS, "createSession: field 'title' must be a string")
-        if title and conn is not None and not conn.trusted:  # a stranger's text, as its titleChanged is
-            title = self.redactor.text(title)
+        title = self._strangers(conn, title)
         state: dict[str, Any] = {
             "provider": provider,
             "title": title or "New session",
@@ -268,10 +267,16 @@ class SessionsAndChats:
                     {"field": f"workingDirectories[{index}]", "rule": refused},
                 )
 
+    def _strangers(self, conn: Connection | None, value: Any) -> Any:
+        """``value`` (a title, a side chat's selection) redacted when a stranger gave it, as its
+        action would be: it enters state by the host's own path, not as one."""
+        return value if conn is None or conn.trusted or not value else self.redactor.redact(value)
+
     def _creation_charge(self, conn: Connection | None, channel: str, state: dict) -> tuple | None:
         """What a stranger's ``createSession``/``createChat`` parameters put into the new channel's
-        state (its title, working directories and a side chat's selection), measured for the channel's ``created`` slot and
-        refused past ``max_client_content_bytes``; ``None`` for the notebook's own."""
+        state (its title, working directories and a side chat's selection), measured for the
+        channel's ``created`` slot and refused past ``max_client_content_bytes``; ``None`` for the
+        notebook's own."""
         if conn is None or conn.trusted:
             return None
         given = {k: state[k] for k in ("title", "workingDirectories") if k in state}
@@ -372,8 +377,7 @@ class SessionsAndChats:
         caps = self.agent_capabilities(session)
         if runtime.chats and "multipleChats" not in caps and origin is None:
             raise RpcError(ErrorCode.INVALID_PARAMS, "this agent supports a single chat per session")
-        if title and conn is not None and not conn.trusted:  # a stranger's text, as its titleChanged is
-            title = self.redactor.text(title)
+        title = self._strangers(conn, title)
         state: dict[str, Any] = {
             "resource": chat,
             "title": title or "Chat",
@@ -388,9 +392,8 @@ class SessionsAndChats:
             state["origin"] = dict(origin)
         elif source is not None:
             state = self._chat_from_source(session, chat, state, source, caps)
-            selection = state["origin"].get("selection")
-            if selection is not None and conn is not None and not conn.trusted:
-                state["origin"]["selection"] = self.redactor.redact(selection)
+            if "selection" in state["origin"]:
+                state["origin"]["selection"] = self._strangers(conn, state["origin"]["selection"])
         elif runtime.chats:
             state["origin"] = {"kind": "user"}
         dirs = params.get("workingDirectories")

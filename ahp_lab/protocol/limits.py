@@ -37,6 +37,7 @@ __all__ = [
     "check_json",
     "check_text",
     "clipped",
+    "cut_noted",
     "items_exceed",
     "nesting_exceeds",
     "truncated",
@@ -419,12 +420,14 @@ def valid_seq(value: Any) -> bool:
     return type(value) is int and 0 <= value <= MAX_SAFE_INTEGER
 
 
+def cut_noted(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, saying how many more there were."""
+    return text if len(text) <= limit else f"{text[:limit]}…[{len(text) - limit:,} more characters]"
+
+
 def clipped(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters, saying how many more there were (lone surrogates become ``?``)."""
-    text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates become "?"
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}…[{len(text) - limit:,} more characters]"
+    """:func:`cut_noted`, with lone surrogates made ``?`` (text for a log or a reason)."""
+    return cut_noted(text.encode("utf-8", "replace").decode("utf-8"), limit)
 
 
 def truncated(value: Any, max_chars: int = DEFAULT_LIMITS.max_logged_action_chars) -> Any:

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...protocol.jsonvalue import held_back
+from ...protocol.limits import cut_noted
 from ..base import COMMAND_META, FileAccessDenied
 
 __all__ = [
@@ -352,7 +353,7 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
             block = item.get("content") or {}
             btype = block.get("type")
             if btype == "text":
-                out.append({"type": "text", "text": cut_shown(str(block.get("text", "")))})
+                out.append({"type": "text", "text": cut_noted(str(block.get("text", "")), MAX_SHOWN_CHARS)})
             elif btype in ("image", "audio") and isinstance(block.get("data"), str):
                 out.append(
                     {
@@ -369,7 +370,7 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
             elif btype == "resource":
                 res = block.get("resource") or {}
                 if isinstance(res.get("text"), str):
-                    out.append({"type": "text", "text": cut_shown(res["text"])})
+                    out.append({"type": "text", "text": cut_noted(res["text"], MAX_SHOWN_CHARS)})
                 elif isinstance(res.get("blob"), str):
                     out.append(
                         {
@@ -441,7 +442,7 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
 
 def _merge(call: ToolCall, update: dict) -> None:
     if isinstance(update.get("title"), str):
-        call.title = cut_shown(update["title"], MAX_TITLE_CHARS)
+        call.title = cut_noted(update["title"], MAX_TITLE_CHARS)
     if isinstance(update.get("kind"), str):
         call.kind = update["kind"]
     if isinstance(
@@ -467,14 +468,10 @@ MAX_SHOWN_CHARS = MAX_DELTA_CHARS
 MAX_TITLE_CHARS = 1000
 
 
-def cut_shown(text: str, most: int = MAX_SHOWN_CHARS) -> str:
-    """``text``, cut to ``most`` characters with a note of how many more there were."""
-    return text if len(text) <= most else f"{text[:most]}…[{len(text) - most:,} more characters]"
-
-
 def _input_json(call: ToolCall) -> str:
-    return cut_shown(
-        json.dumps(call.raw_input if call.raw_input is not None else {}, ensure_ascii=False, default=str)
+    return cut_noted(
+        json.dumps(call.raw_input if call.raw_input is not None else {}, ensure_ascii=False, default=str),
+        MAX_SHOWN_CHARS,
     )
 
 
@@ -589,8 +586,8 @@ def _start(turn: TurnMap, update: dict) -> tuple[ToolCall, list[dict]]:
     problem = id_problem(update.get("toolCallId"))
     if problem is not None:
         raise ProtocolViolation(f"the agent's tool call id {problem}")
-    kind = cut_shown(str(update.get("kind") or "other"), MAX_TITLE_CHARS)
-    title = cut_shown(str(update.get("title") or kind), MAX_TITLE_CHARS)
+    kind = cut_noted(str(update.get("kind") or "other"), MAX_TITLE_CHARS)
+    title = cut_noted(str(update.get("title") or kind), MAX_TITLE_CHARS)
     call = ToolCall(str(update["toolCallId"]), title, kind)
     turn.calls[call.id] = call
     ended = end_run(turn)
