@@ -555,16 +555,19 @@ class Lab(Sending, Answering, LabBase):
         """Close the lab: stop its MCP servers, watchers and agent processes, and wait until they exit.
 
         Afterwards :attr:`closed` is true, its views say so and send nothing, and sending or
-        dispatching raises ``RuntimeError``; reading its state and log still works. A lab that
+        dispatching raises ``RuntimeError``, as does awaiting a message still queued (it stays in the
+        chat's queue); reading its state and log still works. A lab that
         is garbage-collected, replaced by a new run of its cell, or alive when the kernel shuts
         down is closed the same way (see :mod:`ahp_lab.lab.lifetime`). A served lab stops serving.
         """
         await self.astop_serving()
         await self._lifetime.aclose()
+        self._wake_queued()
 
     def close(self) -> None:
         """Close the lab without waiting: like :meth:`aclose`, its processes stop in the background."""
         self._lifetime.close()
+        self._wake_queued()
 
     # -- serving over WebSocket (ahp_lab.lab.remote) --------------------------------------------
 

@@ -272,9 +272,11 @@ class RemoteLab(Lab):
         self._closed = True
         if self.client is not None:
             self.client.close()
+            self._wake_queued()
 
     async def aclose(self) -> None:
         """Close the connection to the remote host and wait until it has shut down."""
         self._closed = True
         if self.client is not None:
             await self.client.aclose()
+            self._wake_queued()

@@ -194,6 +194,11 @@ class Sending:
                 return rejection["reason"]
         return None
 
+    def _wake_queued(self) -> None:
+        """Called once the lab is closed: a queued message's wait ends now, as its turn never starts."""
+        for chat in {sent.chat for sent in self._queued.values()}:
+            self.client.recheck(chat)
+
     async def _wait_sent(self, sent: Sent, stop_when_blocked: bool = False) -> Turn:
         if sent.kind == "queued":
             await self._wait_started(sent, stop_when_blocked)
@@ -210,6 +215,8 @@ class Sending:
                 return ("started", None)
             if sent.removed:
                 return ("removed", None)
+            if self.closed:
+                return ("closed", None)
             ahead = ((state or {}).get("activeTurn") or {}).get("id")
             if stop_when_blocked and ahead not in self._policies:
                 reason = self._queued_behind(sent.chat, ahead)
@@ -218,7 +225,7 @@ class Sending:
             return None
 
         kind, value = await self.client.wait_for(sent.chat, started)
-        if kind in ("rejected", "removed", "lost"):  # it will never start (blocked: it still may)
+        if kind in ("rejected", "removed", "lost", "closed"):  # it will never start (blocked: it still may)
             self._queued.pop(sent.message_id, None)
         if kind == "rejected":
             raise ActionRejected(value)
@@ -226,6 +233,11 @@ class Sending:
             raise ConnectionError(value)
         if kind == "removed":
             raise LookupError(f"the queued message {sent.message_id} was removed before its turn started")
+        if kind == "closed":
+            raise RuntimeError(
+                f"the lab closed before the queued message {sent.message_id} started its turn; "
+                "the message stays in the chat's queue"
+            )
         if kind == "blocked":
             raise HumanInputNeeded(f"the message is {value}; {_AWAIT_INSTEAD}")
 

@@ -214,3 +214,20 @@ def test_until_blocked_on_a_queued_message_names_the_turn_ahead_that_waits_for_a
         await lab.aclose()
 
     arun(main())
+
+
+def test_closing_the_lab_ends_the_wait_of_a_message_still_queued_and_keeps_the_message():
+    """Awaiting a message still queued when its lab closed waited forever (its turn never starts:
+    closing stops the host's turns and queue); it now fails at once, saying the message is kept."""
+
+    async def main():
+        lab, first = await _busy_lab()
+        second = lab.start("and then say hi", script=[say("hi!")])
+        assert second.queued
+        await lab.aclose()
+        assert (await asyncio.wait_for(first, 10)).status == "cancelled"
+        with pytest.raises(RuntimeError, match="closed before the queued message .* started its turn"):
+            await asyncio.wait_for(second, 10)
+        return [m["message"]["text"] for m in lab.chat_state["queuedMessages"]]
+
+    assert arun(main()) == ["and then say hi"]

@@ -312,3 +312,26 @@ def test_a_remote_labs_queued_message_the_host_starts_becomes_its_turn():
         await lab.aclose()
 
     run(main())
+
+
+def test_closing_a_remote_lab_ends_the_wait_of_its_message_still_queued():
+    """A remote lab's queued message, still behind a turn when the remote lab closed, was awaited
+    forever: the connection is gone, so no state says it started."""
+
+    async def main():
+        lab = await Lab.open()
+        url = await lab.aserve()
+        remote = await RemoteLab.open(url, session=lab.session, client_id="phone")
+        first = lab.start("q", script=[ask(text_question("name", "Name?", required=True)), say("ok")])
+        await first.until_blocked()
+        await remote.client.wait_for(remote.chat, lambda s: s.get("activeTurn"), timeout=30)
+        second = remote.start("hello")
+        await remote.client.wait_for(remote.chat, lambda s: s.get("queuedMessages"), timeout=30)
+        await remote.aclose()
+        with pytest.raises(RuntimeError, match="closed before the queued message"):
+            await asyncio.wait_for(second, 10)
+        queued = [m["message"]["text"] for m in lab.chat_state["queuedMessages"]]
+        await lab.aclose()
+        return queued
+
+    assert run(main()) == ["hello"]
