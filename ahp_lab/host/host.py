@@ -435,6 +435,8 @@ class Host(SessionsAndChats):
                 limits=self.limits,
                 working_directories=self.roots.checker(conn.trusted),
             )
+        if reason is None and self.closing and action["type"] == "chat/turnStarted":
+            reason = "chat/turnStarted: the host is closing, so no new turn starts"
         if reason is None and action["type"] == "chat/toolCallConfirmed" and session_uri in self.sessions:
             refusal = getattr(self.agent_for(session_uri), "confirmation_refusal", None)
             if refusal is not None:  # the agent asks through options of its own (an ACP agent)
