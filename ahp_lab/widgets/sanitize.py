@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ahp_lab.protocol.jsonvalue import valid_unicode
+from ahp_lab.protocol.printable import printable
 from ahp_lab.protocol.text import Text
 from ahp_lab.protocol.vector import Vector
 
@@ -32,23 +32,6 @@ __all__ = [
 BLOCK_LIMIT = 64 * 1024
 """Default cap, in characters, of one rendered text block."""
 
-# ESC-introduced sequences: CSI (ESC [ ... final), OSC (ESC ] ... BEL | ST | end), DCS/SOS/PM/APC
-# (ESC P/X/^/_ ... ST | end), and two-byte escapes (ESC + one char in @-_ or a charset designator).
-_ESCAPES = re.compile(
-    r"""
-    \x1b\[[0-?]*[ -/]*[@-~]?            # CSI
-  | \x9b[0-?]*[ -/]*[@-~]?              # 8-bit CSI
-  | \x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?   # OSC, terminated by BEL / ST or unterminated
-  | \x9d[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?     # 8-bit OSC
-  | \x1b[PX^_][^\x1b\x9c]*(?:\x1b\\|\x9c)?        # DCS, SOS, PM, APC
-  | \x1b[()*+\-./][ -~]?                # charset designation
-  | \x1b[ -~]?                          # any other two-byte escape (or a lone ESC)
-    """,
-    re.VERBOSE,
-)
-# Remaining C0 controls except \t and \n, DEL, C1 controls, and bidi overrides/isolates.
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
 
 def clean_text(value: Any) -> str:
     """Return ``value`` as a string with ANSI CSI/OSC sequences and control characters removed.
@@ -56,15 +39,8 @@ def clean_text(value: Any) -> str:
     ``\\n`` and ``\\t`` are kept; ``\\r\\n`` and lone ``\\r`` become ``\\n``. Non-strings are
     converted with :func:`as_text` first.
     """
-    s = value if isinstance(value, str) else as_text(value)
-    if not s:
-        return ""
-    if "\x1b" in s or "\x9b" in s or "\x9d" in s:
-        s = _ESCAPES.sub("", s)
-    if "\r" in s:
-        s = s.replace("\r\n", "\n").replace("\r", "\n")
-    s = valid_unicode(s)  # a lone surrogate (a remote host's) could not be sent to the browser
-    return _CONTROLS.sub("", s)
+    # a lone surrogate (a remote host's) could not be sent to the browser: printable replaces it
+    return printable(value if isinstance(value, str) else as_text(value))
 
 
 def clip(s: str, limit: int) -> tuple[str, bool]:

@@ -19,6 +19,7 @@ key_tail         on the prompt writes its key, then 2,030 bytes, to stderr and e
                  falls inside the key)
 key_retries      on the prompt writes "retry N: connecting with key <its key>" 200 times to stderr
                  and exits (the stderr buffer's cut falls inside a key)
+escapes          on the prompt writes terminal escape sequences to stderr, one inside its key, and exits
 silent           never answers initialize
 env              answers with the names of its environment variables
 future           answers initialize with a protocol version this host does not speak
@@ -573,6 +574,14 @@ for line in sys.stdin:
             send(end_turn(mid))
         elif MODE == "key_tail":
             sys.stderr.write(os.environ.get("BAD_AGENT_KEY", "") + "B" * 2030)
+            sys.stderr.flush()
+            os._exit(1)
+        elif MODE == "escapes":
+            key = os.environ.get("BAD_AGENT_KEY", "")
+            sys.stderr.write(
+                "\x1b[31mfatal\x1b[0m: \x1b]0;owned\x07\x1b]8;;https://evil.example\x1b\\link\x1b]8;;\x1b\\"
+                f" \x1b[2Jcleared\rover\x07 key={key[:6]}\x1b[0m{key[6:]}\n"
+            )
             sys.stderr.flush()
             os._exit(1)
         elif MODE == "key_retries":

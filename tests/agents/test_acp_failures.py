@@ -359,6 +359,25 @@ def test_a_stderr_tail_cut_through_the_agents_key_shows_none_of_it(tmp_path: Pat
     arun(go())
 
 
+def test_a_stderr_tail_is_shown_without_escape_sequences_and_a_key_split_by_one_is_masked(
+    tmp_path: Path,
+) -> None:
+    """The stderr tail went into the chat's error raw: colours, a window title, a hyperlink to
+    another site and a clear-screen, which a client printing it to a terminal runs; and a key with
+    an escape sequence inside it was not recognised, so redaction left it in."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("escapes")) as lab:
+            turn = await lab.send("go")
+            message = turn.error["message"]
+            assert turn.status == "error" and "fatal: link cleared\nover key=" in message, message
+            assert not any(c in message for c in "\x1b\x07\r") and "evil.example" not in message
+            key = SECRET_ENV["BAD_AGENT_KEY"]
+            assert key[6:] not in message
+
+    arun(go())
+
+
 LONG_KEY = "sk-proj-" + "Q7xZ" * 20 + "-tail-of-the-key"
 
 

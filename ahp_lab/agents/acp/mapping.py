@@ -41,7 +41,6 @@ import contextlib
 import difflib
 import json
 import logging
-import re
 import unicodedata
 from collections.abc import Callable, Container
 from dataclasses import dataclass, field
@@ -49,6 +48,7 @@ from typing import Any
 
 from ...protocol.jsonvalue import held_back
 from ...protocol.limits import cut_noted
+from ...protocol.printable import ESCAPES
 from ..base import COMMAND_META, FileAccessDenied
 
 __all__ = [
@@ -67,9 +67,6 @@ log = logging.getLogger(__name__)
 
 #: Characters of a terminal's output a tool call shows (its ``text`` item and ``result.preview``).
 TERMINAL_PREVIEW = 4000
-#: Terminal escape sequences (CSI such as colours and clear-screen, OSC such as titles and shell
-#: integration, and two-character ones): raw in a tool call's text, a client would print them.
-_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
 
 MAX_ID = 200  # longest ACP id (tool call, option) the bridge accepts
 
@@ -402,7 +399,9 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
             text, truncated, code, signal = terminal.output()
             # the tool call shows the output's tail, readable: the whole of it is the terminal
             # channel's (the output so far, up to 1 MiB, sent again at each read grew the log 15-fold)
-            text = _ESCAPES.sub("", text[-2 * TERMINAL_PREVIEW :])
+            text = ESCAPES.sub(
+                "", text[-2 * TERMINAL_PREVIEW :]
+            )  # escapes raw in a tool call, a client would print them
             cut = truncated or len(text) > TERMINAL_PREVIEW
             text = text[-TERMINAL_PREVIEW:]
             entry: dict[str, Any] = {

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ...protocol.printable import printable
 from ...tools import first_error
 from .context import _BRIDGE
 
@@ -157,7 +158,9 @@ class AgentOutput:
         secrets): a cut through a key would leave its end, too short to be recognised, in the
         error. It starts at a line when one begins within the tail.
         """
-        text = self.ctx.redact(bytes(self._stderr).decode("utf-8", "replace"))
+        # printable first: an escape sequence inside a key hid it from redaction, and raw in a
+        # chat's error a client printing it to a terminal would run it
+        text = self.ctx.redact(printable(bytes(self._stderr).decode("utf-8", "replace")))
         if self._stderr_total > len(self._stderr):  # its start was cut, maybe inside a key
             line = text.find("\n")
             text = text[line + 1 :] if line >= 0 else text[_STDERR_MARGIN:]
