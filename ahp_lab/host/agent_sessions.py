@@ -44,6 +44,9 @@ log = logging.getLogger("ahp_lab.host")
 __all__ = ["AgentSessions", "HostSessionContext", "HostTerminal", "CONTENT_SCHEME"]
 
 CONTENT_SCHEME = "ahp-content:/"
+#: Inputs of ``put_content`` this long or longer are remembered, the last few, with where they went.
+_RECENT_INPUT_MIN = 64 * 1024
+_RECENT_INPUTS = 8
 MAX_COMMANDS = 200
 _SEQ_SEARCH = 2000  # how far back latest_seq looks
 #: After a terminal's command exits, how long its output is still read when something it started
@@ -490,6 +493,8 @@ class AgentSessions:
         self.opening: dict[str, asyncio.Future] = {}
         self._content: dict[str, tuple[str | bytes, str, int]] = {}  # uri -> (data, type, bytes)
         self._content_bytes = 0
+        # a large input -> (uri, bytes, secrets known when it was masked)
+        self._recent_inputs: dict[str | bytes, tuple[str, int, int]] = {}
         self._evicted: set[str] = set()  # content given up for newer (resourceRead says so)
         self._last_config: dict[str, dict] = {}  # provider -> the schema its last opened session had
         self._tasks: set[asyncio.Task] = set()
@@ -651,12 +656,25 @@ class AgentSessions:
     # -- content for resourceRead ---------------------------------------------------------------
 
     def put_content(self, data: str | bytes, content_type: str = "text/plain") -> dict:
-        # what resourceRead serves is masked as state is (a diff's sides, an embedded blob)
+        # A large input given again (a call's diff sides at each of its updates, its completion and
+        # its confirmation) is not masked again: masking a megabyte takes the loop some 0.2 s.
+        # (unless the host learnt a secret since, which the content may hold)
         redactor = self.host.redactor
+        recent = self._recent_inputs.get(data) if len(data) >= _RECENT_INPUT_MIN else None
+        if recent is not None and recent[0] in self._content and recent[2] == redactor.secrets:
+            uri, size, _ = recent
+            self._content[uri] = self._content.pop(uri)  # the most recent again
+            return {"uri": uri, "sizeHint": size, "contentType": content_type}
+        source = data
+        # what resourceRead serves is masked as state is (a diff's sides, an embedded blob)
         data = redactor.masked_bytes(data) if isinstance(data, bytes) else redactor.text(data)
         raw = data if isinstance(data, bytes) else data.encode("utf-8", "replace")
         uri = f"{CONTENT_SCHEME}{hashlib.sha256(raw).hexdigest()[:32]}"
         size = len(raw)
+        if len(source) >= _RECENT_INPUT_MIN:
+            if len(self._recent_inputs) >= _RECENT_INPUTS:
+                del self._recent_inputs[next(iter(self._recent_inputs))]
+            self._recent_inputs[source] = (uri, size, redactor.secrets)
         kept = self._content.pop(uri, None)
         if kept is not None:
             self._content[uri] = kept  # the most recent again

@@ -31,6 +31,7 @@ will run with, so only the literal secrets are masked there.
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import logging
@@ -380,6 +381,18 @@ class Redactor:
             for secret in sorted(self._secrets, key=len, reverse=True):
                 data = data.replace(secret.encode("utf-8", "replace"), MASK.encode())
         return data
+
+    def masked_base64(self, text: str) -> str:
+        """``text``, when it is base64 whose bytes hold a known secret, encoded again with the secret
+        masked (an embedded image or blob as the agent sent it); else as it was."""
+        if not self._secrets or len(text) < 8:
+            return text
+        try:
+            raw = base64.b64decode(text, validate=True)
+        except ValueError:
+            return text
+        masked = self.masked_bytes(raw)
+        return text if masked == raw else base64.b64encode(masked).decode("ascii")
 
     def cut(self, text: str) -> str:
         """``text``, cut at its end, redacted: a known secret cut there is masked from where it

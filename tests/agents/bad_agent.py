@@ -92,6 +92,11 @@ approved_then_changed  asks permission for call r1 (rawInput {"v": 1}); once all
 twice_asked      asks permission for call p1 twice at once; once the first is answered, completes
                  p1, asks permission for it again, reports every answer and ends the turn
 odd_ids          announces a tool call whose id is 300 characters long, and ends the turn
+big_content      shows a completed tool call with content of every kind, each past its bound: a 6 MB
+                 image, a blob holding its key, a 20,000-character link, 80 texts of 100,000
+                 characters, 200 locations and an edit of two 1.6 MB sides; then ends the turn
+fenced_edit      asks permission for an edit of README.md whose diff has a ``` line in its context,
+                 then ends the turn
 char_key         streams a message and a thought one character a chunk, each with credentials
                  in them (an sk- key, API_KEY=…, a Bearer token, a ghp_ token), and ends the turn
 """
@@ -247,6 +252,10 @@ def request(mode: str, mid) -> None:
         call = {"toolCallId": "r1", "title": "Run tests", "kind": "execute", "rawInput": {"v": 1}}
         update("s1", {"sessionUpdate": "tool_call", **call, "status": "pending"})
         permission("approved", "r1", title="Run tests")
+    elif mode == "fenced_edit":
+        old = "# Tool\n\n```\npip install tool\n```\n\nOld usage line\n"
+        diff = {"type": "diff", "path": "/w/README.md", "oldText": old, "newText": old.replace("Old", "New")}
+        permission("permission", "f1", title="Edit README.md", kind="edit", content=[diff])
     elif mode == "twice_asked":
         permission("first_ask", "p1", title="First ask", kind="edit")
         permission("second_ask", "p1", title="Second ask", kind="delete")
@@ -535,6 +544,32 @@ for line in sys.stdin:
             }
             update("s1", {"sessionUpdate": "tool_call", **call, **big})
             send(end_turn(mid))
+        elif MODE == "big_content":
+            key = os.environ.get("BAD_AGENT_KEY", "")
+            image = base64.b64encode(b"\x89PNG" + key.encode() + bytes(6_000_000)).decode()
+            blob = base64.b64encode(f"OPENAI_API_KEY={key}\n".encode()).decode()
+            env = {"uri": "file:///w/.env", "mimeType": "text/plain", "blob": blob}
+            items = [
+                {"type": "content", "content": {"type": "image", "mimeType": "image/png", "data": image}},
+                {"type": "content", "content": {"type": "resource", "resource": env}},
+                {
+                    "type": "content",
+                    "content": {"type": "resource_link", "name": "l", "uri": "https://x/" + "l" * 20_000},
+                },
+                *({"type": "content", "content": {"type": "text", "text": "t" * 100_000}} for _ in range(80)),
+                {
+                    "type": "diff",
+                    "path": "/w/big.txt",
+                    "oldText": "a\n" * 800_000,
+                    "newText": "b\n" * 800_000,
+                },
+            ]
+            call = {"toolCallId": "c1", "title": "Everything", "kind": "other", "status": "completed"}
+            locations = [{"path": f"/w/f{i}.txt", "line": i} for i in range(200)]
+            update("s1", {"sessionUpdate": "tool_call", **call, "content": items, "locations": locations})
+            small = {"toolCallId": "c2", "title": "Read .env", "kind": "read", "status": "completed"}
+            update("s1", {"sessionUpdate": "tool_call", **small, "content": [items[1]]})  # a frame kept whole
+            send(end_turn(mid))
         elif MODE == "garbage":
             sys.stdout.write("this is not JSON at all\n")
             sys.stdout.flush()
@@ -648,6 +683,7 @@ for line in sys.stdin:
             "read_then_fail",
             "write_odd",
             "approved_then_changed",
+            "fenced_edit",
             "twice_asked",
             "odd_ids",
             "odd_commands",

@@ -5,6 +5,7 @@ can be restarted, and the kernel's event loop keeps running throughout."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import signal
@@ -585,5 +586,59 @@ def test_a_tool_call_of_megabytes_is_shown_cut_and_the_chat_stays_joinable(tmp_p
             remote = await RemoteLab.open(url, session=lab.session, client_id="late")
             assert [t["id"] for t in remote.state(remote.chat)["turns"]] == [turn.id]
             await remote.aclose()
+
+    arun(go())
+
+
+def test_a_tool_call_of_every_content_kind_past_its_bound_stays_small_and_masked(tmp_path: Path) -> None:
+    """Round 7 bounded a tool call's title, input and texts; the rest went into state whole (round
+    8): a 20 MB image, a blob, a diff, a link, any number of locations and items. Each made the chat
+    larger than a client's message limit, so no client could join it again; the blob's key was
+    not masked (it is in state as base64), and a 9 MB diff held the loop 11 s."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("big_content")) as lab:
+            turn = await asyncio.wait_for(lab.send("go"), 60)
+            assert turn.status == "complete", turn.error
+            call, small = turn.tool_calls
+            content = call.state["content"]
+            shown = json.dumps(turn.state)
+            assert len(shown) < 1_500_000  # 16 MB came
+            assert not any(c["type"] == "embeddedResource" for c in content)
+            kept = [c for c in content if c["type"] == "resource" and c["uri"].startswith("ahp-content:/")]
+            assert [c["contentType"] for c in kept] == ["image/png", "text/plain"]
+            key = SECRET_ENV["BAD_AGENT_KEY"]
+            blob = await lab.client.request("resourceRead", {"uri": kept[1]["uri"]})
+            assert key not in base64.b64decode(blob["data"]).decode() and key not in shown
+            notes = [c["text"] for c in content if c["type"] == "text" and c["text"].startswith("[")]
+            assert any("link of 20,010 characters" in n for n in notes)
+            assert any("more content items" in n for n in notes)
+            assert small.state["content"][0]["uri"] == kept[1]["uri"]  # the same bytes, kept once
+            frames = json.dumps([f.to_json() for f in lab.acp_frames])
+            assert "Read .env" in frames
+            assert (
+                "OPENAI_API_KEY=***" in base64.b64decode(frames.split('"blob": "')[1].split('"')[0]).decode()
+            )
+            url = await lab.aserve()
+            remote = await RemoteLab.open(url, session=lab.session, client_id="late")
+            assert [t["id"] for t in remote.state(remote.chat)["turns"]] == [turn.id]
+            await remote.aclose()
+
+    arun(go())
+
+
+def test_a_diff_with_a_code_fence_stays_inside_its_block_in_the_confirmation(tmp_path: Path) -> None:
+    """The confirmation put each diff in a ``` block: a ``` line of the file (a README) closed it
+    early, and the change itself showed as a paragraph, in the text the person decides on."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("fenced_edit")) as lab:
+            pending = lab.start("go")
+            await asyncio.wait_for(pending.until_blocked(), 30)
+            call = next(c for c in pending.state["responseParts"] if c.get("kind") == "toolCall")["toolCall"]
+            markdown = call["confirmationTitle"]["markdown"]
+            assert "\n````diff\n" in markdown and markdown.endswith("+New usage line\n````")
+            lab.approve()
+            assert (await pending).status == "complete"
 
     arun(go())

@@ -65,7 +65,7 @@ class AcpFrame:
     def redacted(self, redactor: Any) -> AcpFrame:
         """A copy with secrets masked by ``redactor`` (a host's), a preview's cut end included:
         what views, cells and exports get."""
-        message = redactor.redact(self.message)
+        message = _blobs_masked(redactor.redact(self.message), redactor)
         if isinstance(message, dict) and isinstance(self.message.get("preview"), str):
             message["preview"] = redactor.cut(self.message["preview"])
         return replace(self, message=message, seqs=list(self.seqs))
@@ -82,6 +82,21 @@ class AcpFrame:
             "seqs": list(self.seqs),
             "message": self.message,
         }
+
+
+def _blobs_masked(value: Any, redactor: Any) -> Any:
+    """``value`` (a fresh copy, :meth:`Redactor.redact`'s) with the known secrets inside its base64
+    members masked too: an image's ``data`` and a resource's ``blob``, as state keeps them."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k in ("data", "blob") and isinstance(v, str):
+                value[k] = redactor.masked_base64(v)
+            else:
+                _blobs_masked(v, redactor)
+    elif isinstance(value, list):
+        for v in value:
+            _blobs_masked(v, redactor)
+    return value
 
 
 def _bounded(message: Any) -> tuple[Any, int]:

@@ -39,8 +39,10 @@ from __future__ import annotations
 import base64
 import contextlib
 import difflib
+import functools
 import json
 import logging
+import re
 import unicodedata
 from collections.abc import Callable, Container
 from dataclasses import dataclass, field
@@ -311,8 +313,18 @@ def on_thought_chunk(turn: TurnMap, update: dict, resolver: Resolver) -> list[di
 # -- tool calls ------------------------------------------------------------------------------------
 
 
-def unified_diff(path: str, old: str | None, new: str) -> str:
-    """A unified diff of one file (``/dev/null`` for a created file)."""
+#: The most characters (both sides together) of a file edit whose unified diff is computed:
+#: difflib runs on the event loop, and the rewrite of a 1.7 MB lock file held it 4.7 s.
+MAX_DIFFED_CHARS = 400_000
+
+
+@functools.lru_cache(maxsize=16)
+def unified_diff(path: str, old: str | None, new: str) -> str | None:
+    """A unified diff of one file (``/dev/null`` for a created file), or ``None`` when its sides
+    are over :data:`MAX_DIFFED_CHARS`. Computed once for a call's content, its counts and its
+    confirmation, which all show it."""
+    if len(old or "") + len(new) > MAX_DIFFED_CHARS:
+        return None
     lines = difflib.unified_diff(
         (old or "").splitlines(keepends=True),
         new.splitlines(keepends=True),
@@ -324,27 +336,58 @@ def unified_diff(path: str, old: str | None, new: str) -> str:
     )
 
 
+#: The longest side of a file edit kept for ``resourceRead``: it is masked on the event loop
+#: first (some 0.2 s a megabyte), and a 9 MB file's two sides held the loop 2 s.
+MAX_KEPT_SIDE_CHARS = 1024 * 1024
+
+
 def file_edit(item: dict, resolver: Resolver) -> dict:
-    """An ACP ``diff`` as an AHP ``FileEdit``, its sides kept for ``resourceRead``."""
+    """An ACP ``diff`` as an AHP ``FileEdit``, its sides kept for ``resourceRead``
+    (``FileAccessDenied`` when a side is too large to keep)."""
     path = str(item.get("path", ""))
     old, new = item.get("oldText"), str(item.get("newText", ""))
+    longest = max(len(new), len(str(old or "")))
+    if longest > MAX_KEPT_SIDE_CHARS:
+        raise FileAccessDenied(f"a side of {longest:,} characters is over {MAX_KEPT_SIDE_CHARS:,}")
     uri = resolver.file_uri(path)
     edit: dict[str, Any] = {"after": {"uri": uri, "content": resolver.put_content(new, "text/plain")}}
     if old is not None:
         edit["before"] = {"uri": uri, "content": resolver.put_content(str(old), "text/plain")}
-    added = removed = 0
-    for line in unified_diff(path, old, new).splitlines()[2:]:
-        added += line.startswith("+")
-        removed += line.startswith("-")
-    edit["diff"] = {"added": added, "removed": removed}
+    diff = unified_diff(shown(path), None if old is None else str(old), new)
+    if diff is not None:  # (counts of a diff too large to compute are not known)
+        added = removed = 0
+        for line in diff.splitlines()[2:]:
+            added += line.startswith("+")
+            removed += line.startswith("-")
+        edit["diff"] = {"added": added, "removed": removed}
     return edit
+
+
+def _diff_text(item: dict) -> str:
+    """The unified diff an ACP ``diff`` shows as text, or a note when it is too large."""
+    path, old, new = shown(str(item.get("path", ""))), item.get("oldText"), str(item.get("newText", ""))
+    diff = unified_diff(path, None if old is None else str(old), new)
+    if diff is None:
+        size = len(str(old or "")) + len(new)
+        return f"[the diff of {path} is not shown: its two sides have {size:,} characters]"
+    return diff
+
+
+def _embedded(data: str, content_type: str, resolver: Resolver) -> dict:
+    """A tool call's binary content (image, audio, blob) as a ``resource`` item: its bytes are kept
+    for ``resourceRead``, masked as state is, never inlined (20 MB of base64 inlined made the
+    chat larger than a client's message limit, and a key inside it stayed unmasked)."""
+    try:
+        return {"type": "resource", **resolver.put_content(data, content_type, True)}
+    except FileAccessDenied as exc:
+        return {"type": "text", "text": f"[{content_type or 'binary'} content not kept: {exc}]"}
 
 
 def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
     """Display-ready ``ToolResultContent[]``: text, diffs (a unified diff + a ``fileEdit``),
     terminals (the terminal + its output so far), then the call's locations as resources."""
     out: list[dict] = []
-    for item in call.content:
+    for item in call.content[:MAX_CALL_ITEMS]:
         kind = item.get("type") if isinstance(item, dict) else None
         if kind == "content":
             block = item.get("content") or {}
@@ -352,39 +395,24 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
             if btype == "text":
                 out.append({"type": "text", "text": cut_noted(str(block.get("text", "")), MAX_SHOWN_CHARS)})
             elif btype in ("image", "audio") and isinstance(block.get("data"), str):
-                out.append(
-                    {
-                        "type": "embeddedResource",
-                        "data": block["data"],
-                        "contentType": str(block.get("mimeType")),
-                    }
-                )
+                out.append(_embedded(block["data"], str(block.get("mimeType") or ""), resolver))
             elif btype == "resource_link":
-                ref = {"type": "resource", "uri": str(block.get("uri"))}
-                if block.get("mimeType"):
-                    ref["contentType"] = block["mimeType"]
+                uri = str(block.get("uri"))
+                if len(uri) > MAX_URI_CHARS:
+                    out.append({"type": "text", "text": f"[a link of {len(uri):,} characters is not shown]"})
+                    continue
+                ref = {"type": "resource", "uri": uri}
+                if isinstance(block.get("mimeType"), str):
+                    ref["contentType"] = block["mimeType"][:MAX_TITLE_CHARS]
                 out.append(ref)
             elif btype == "resource":
                 res = block.get("resource") or {}
                 if isinstance(res.get("text"), str):
                     out.append({"type": "text", "text": cut_noted(res["text"], MAX_SHOWN_CHARS)})
                 elif isinstance(res.get("blob"), str):
-                    out.append(
-                        {
-                            "type": "embeddedResource",
-                            "data": res["blob"],
-                            "contentType": str(res.get("mimeType")),
-                        }
-                    )
+                    out.append(_embedded(res["blob"], str(res.get("mimeType") or ""), resolver))
         elif kind == "diff":
-            out.append(
-                {
-                    "type": "text",
-                    "text": unified_diff(
-                        str(item.get("path")), item.get("oldText"), str(item.get("newText", ""))
-                    ),
-                }
-            )
+            out.append({"type": "text", "text": _diff_text(item)})
             try:
                 out.append({"type": "fileEdit", **file_edit(item, resolver)})
             except FileAccessDenied as exc:  # the diff above stays; its sides are not kept
@@ -427,8 +455,10 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
             elif cut:
                 text = "…" + text
             out.append({"type": "text", "text": text})
-    for loc in call.locations:
-        if isinstance(loc, dict) and isinstance(loc.get("path"), str):
+    if len(call.content) > MAX_CALL_ITEMS:
+        out.append({"type": "text", "text": f"[{len(call.content) - MAX_CALL_ITEMS:,} more content items]"})
+    for loc in call.locations[:MAX_CALL_ITEMS]:
+        if isinstance(loc, dict) and isinstance(loc.get("path"), str) and len(loc["path"]) <= MAX_URI_CHARS:
             uri = resolver.file_uri(loc["path"])
             out.append(
                 {
@@ -436,7 +466,20 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
                     "uri": f"{uri}#L{loc['line']}" if isinstance(loc.get("line"), int) else uri,
                 }
             )
-    return out
+    if len(call.locations) > MAX_CALL_ITEMS:
+        out.append({"type": "text", "text": f"[{len(call.locations) - MAX_CALL_ITEMS:,} more locations]"})
+    return _within_budget(out)
+
+
+def _within_budget(items: list[dict]) -> list[dict]:
+    """``items`` up to :data:`MAX_CALL_CHARS` of text in all, then a note of what is left out: each
+    is bounded, and 70 texts of 262,000 characters made an 18 MB call no client could take."""
+    left = MAX_CALL_CHARS
+    for i, item in enumerate(items):
+        left -= len(item.get("text") or "") + len(item.get("uri") or "") + 200
+        if left < 0:
+            return [*items[:i], {"type": "text", "text": f"[{len(items) - i:,} more content items]"}]
+    return items
 
 
 def _merge(call: ToolCall, update: dict) -> None:
@@ -465,6 +508,12 @@ def _merge(call: ToolCall, update: dict) -> None:
 MAX_SHOWN_CHARS = MAX_DELTA_CHARS
 #: The most characters of a tool call's title (its invocation message and past-tense message).
 MAX_TITLE_CHARS = 1000
+#: The most content items, and the most locations, of one tool call shown.
+MAX_CALL_ITEMS = 64
+#: The most characters of text all the content of one tool call (or its confirmation) shows.
+MAX_CALL_CHARS = 1 << 20
+#: The longest link (a ``resource_link``'s URI, a location's path) a tool call shows.
+MAX_URI_CHARS = 8192
 
 
 def _input_json(call: ToolCall) -> str:
@@ -661,6 +710,9 @@ def confirmation_options(options: list[dict]) -> list[dict]:
     return out
 
 
+_BACKTICKS = re.compile("`{3,}")
+
+
 def confirmation(turn: TurnMap, call: ToolCall, options: list[dict], resolver: Resolver) -> dict:
     """The ``toolCallReady`` (no ``confirmed``) that puts a call in pending-confirmation."""
     title_md = f"**{call.title}**"
@@ -674,10 +726,11 @@ def confirmation(turn: TurnMap, call: ToolCall, options: list[dict], resolver: R
     ]
     for text in texts:
         title_md += f"\n\n{text}"
-    for d in diffs:
-        title_md += (
-            f"\n\n```diff\n{unified_diff(str(d.get('path')), d.get('oldText'), str(d.get('newText', '')))}```"
-        )
+    for d in diffs[:MAX_CALL_ITEMS]:
+        diff = _diff_text(d)
+        fence = "`" * max(3, 1 + max((len(run) for run in _BACKTICKS.findall(diff)), default=0))
+        title_md += f"\n\n{fence}diff\n{diff}{fence}"  # a longer fence than any run of ` in it
+    title_md = cut_noted(title_md, MAX_CALL_CHARS)
     extra: dict[str, Any] = {
         "confirmationTitle": {"markdown": title_md},
         "options": confirmation_options(options),
@@ -686,7 +739,7 @@ def confirmation(turn: TurnMap, call: ToolCall, options: list[dict], resolver: R
     if diffs:
         # the diffs are in the confirmation's text: when their sides cannot be kept, that is all
         with contextlib.suppress(FileAccessDenied):
-            extra["edits"] = {"items": [file_edit(d, resolver) for d in diffs]}
+            extra["edits"] = {"items": [file_edit(d, resolver) for d in diffs[:MAX_CALL_ITEMS]]}
     return _ready(turn, call, **extra)
 
 
