@@ -92,6 +92,8 @@ approved_then_changed  asks permission for call r1 (rawInput {"v": 1}); once all
 twice_asked      asks permission for call p1 twice at once; once the first is answered, completes
                  p1, asks permission for it again, reports every answer and ends the turn
 odd_ids          announces a tool call whose id is 300 characters long, and ends the turn
+terminal_call    runs a command printing 600 lines, one every 2 ms or so, shown in running tool call t1, waits for its
+                 exit, completes t1 and ends the turn
 big_content      shows a completed tool call with content of every kind, each past its bound: a 6 MB
                  image, a blob holding its key, a 20,000-character link, 80 texts of 100,000
                  characters, 200 locations and an edit of two 1.6 MB sides; then ends the turn
@@ -191,6 +193,7 @@ TERMINAL_COMMANDS = {  # what each terminal mode runs (MARKER: where the command
     "terminal_background": "sleep 1000 & echo $! > {}; echo bye",
     "terminal_left": "echo $$ > {}; echo started; exec sleep 1000",
     "terminal_slow": "sleep 2; echo finished",
+    "terminal_call": "i=0; while [ $i -lt 600 ]; do echo line $i; sleep 0.002; i=$((i+1)); done",
     # a shaped key and the agent's own key, each written in two parts a while apart
     "terminal_key": (
         "printf 'key sk-A1b2C3d4E5A1b2C3d4'; sleep 0.3; printf 'E5A1b2C3d4E5A1b2C3d4E5 and '; "
@@ -339,6 +342,12 @@ def answered(what, msg: dict) -> None:
         update("s1", chunk(f"exited={json.dumps(result, sort_keys=True)}"))
         ask("release", "terminal/release", {"terminalId": what[1]})
         return
+    elif what == "create" and MODE == "terminal_call":  # shown in a running call while it runs
+        shown = [{"type": "terminal", "terminalId": result["terminalId"]}]
+        call = {"toolCallId": "t1", "title": "Print", "kind": "execute", "status": "in_progress"}
+        update("s1", {"sessionUpdate": "tool_call", **call, "content": shown})
+        ask("exit", "terminal/wait_for_exit", {"terminalId": result["terminalId"]})
+        return
     elif what == "create" and MODE in ("terminal_slow", "terminal_key"):  # silent while it runs
         ask("exit", "terminal/wait_for_exit", {"terminalId": result["terminalId"]})
         return
@@ -357,6 +366,8 @@ def answered(what, msg: dict) -> None:
         ask("exit", "terminal/wait_for_exit", {"terminalId": terminal})
         return
     elif what == "exit":
+        if MODE == "terminal_call":
+            update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"})
         update("s1", chunk(f"exited={json.dumps(result, sort_keys=True)}"))
     elif what == "read_then_fail":
         update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "a1", "status": "failed"})
@@ -678,6 +689,7 @@ for line in sys.stdin:
             "terminal_left",
             "terminal_slow",
             "terminal_key",
+            "terminal_call",
             "files",
             "read_all",
             "read_then_fail",

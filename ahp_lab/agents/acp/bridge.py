@@ -80,6 +80,8 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
         self.prompt_task: asyncio.Task | None = None
         self.always: dict[tuple[str, str], str] = {}
         self.terminals: dict[str, Any] = {}
+        # terminal -> [the call_later that shows its output next, whether more came meanwhile]
+        self._preview_later: dict[Any, list] = {}
         self.failure: str | None = None
         self._failed_from = 0  # the index of the first frame after the failure (see fail)
         # whether the person was told of the failure (a turn's or a config change's error, say): one
