@@ -110,6 +110,8 @@ _LOGGED_REFUSALS = 20
 _refusals = PerMinute()  # notifications dropped
 #: A client id travels in every envelope the client dispatches; it stays short.
 MAX_CLIENT_ID_CHARS = 256
+#: The longest token ``authenticate`` takes (a JWT is some 1 to 4 KB).
+MAX_TOKEN_CHARS = 16 * 1024
 #: The message of the error (-32600 InvalidRequest) for requests before ``initialize``; the spec
 #: defines no dedicated code for it.
 NOT_INITIALIZED = "not initialized: send initialize (or reconnect) first"
@@ -465,6 +467,12 @@ class Connection:
                 ErrorCode.INVALID_PARAMS,
                 f"field 'clientId' must be printable text (no control characters), got {client_id!r}",
             )
+        if self.host.redactor.text(client_id) != client_id:  # an id is kept as it is, never masked
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                "field 'clientId' looks like it holds a credential (a key, a password, a URL's "
+                "user:password), which the host would mask wherever it shows it; choose another id",
+            )
         if self.host.try_claim_client_id(self, client_id):
             self.client_id = client_id
             self.phase = "ready"
@@ -717,10 +725,15 @@ class Connection:
         return {"items": _in_units(text, items)}
 
     def _cmd_authenticate(self, params: dict) -> dict:
-        resource = params["resource"]
+        resource, token = params["resource"], params["token"]
+        if not 0 < len(token) <= MAX_TOKEN_CHARS:
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                f"authenticate: field 'token' must be 1 to {MAX_TOKEN_CHARS:,} characters long, got {len(token):,}",
+            )
         for ext in self.host.extensions:
             handle = getattr(ext, "authenticate", None)
-            if handle is not None and handle(self, resource, params["token"], params.get("scopes")):
+            if handle is not None and handle(self, resource, token, params.get("scopes")):
                 return {}
         raise RpcError(
             ErrorCode.INVALID_PARAMS,

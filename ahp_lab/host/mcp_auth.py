@@ -80,7 +80,12 @@ class McpAuthorization:
             if not hit:
                 continue
             matched = True
-            self.host.redactor.add(token)
+            if getattr(connection, "trusted", False):
+                self.host.redactor.add(token)  # masked everywhere: the notebook's own secret
+            # A stranger's token is masked only in what that server returns (run_tool): added to
+            # the redactor every client's text goes through, any string a stranger chose as its
+            # "token" (a chat's URI, an action's type) was masked in everyone's actions, and 100,000
+            # words of one held the loop 8 s and made every later action 150 times slower.
             rt.token = token
             if rt.auth is not None and (rt.auth.get("resource") or {}).get("resource") == resource:
                 rt.auth = None

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..tools import bounded_result, failure_result, success_result
+from .redaction import masked_literal
 
 if TYPE_CHECKING:
     from .mcp import _Runtime
@@ -112,6 +113,8 @@ class McpToolCalls:
         base = {"turnId": runner.turn_id, "toolCallId": call_id}
 
         def complete(result: dict) -> None:
+            if rt is not None and rt.token:  # the token a client gave, should the server quote it
+                result = masked_literal(result, rt.token)
             current = runner._tool_call(call_id)
             if current is None or current.get("status") not in ("running", "auth-required"):
                 return

@@ -42,7 +42,7 @@ from urllib.parse import quote
 
 from ..protocol.jsonvalue import valid_unicode
 
-__all__ = ["Redactor", "MASK"]
+__all__ = ["Redactor", "MASK", "masked_literal"]
 
 MASK = "***"
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]{0,30}://)[^\s/?#@\"'<>\[\]]+@")
@@ -499,7 +499,9 @@ class Redactor:
                     shown = f"{shown}#{n}"
                 kind = type(item)
                 if kind is str:  # most members: read here, without a call per value
-                    if item and generic and key not in inputs and _secret_member(key, item):
+                    if key == "clientId":  # identity, checked against the connection: never masked
+                        out[shown] = item  # (an id that redaction would change is refused at initialize)
+                    elif item and generic and key not in inputs and _secret_member(key, item):
                         out[shown] = MASK
                     else:
                         out[shown] = self.text(item, generic=generic and key not in inputs) if item else item
@@ -676,3 +678,15 @@ class StreamedText:
             else:
                 del self.chats[stream[0]]
         return held
+
+
+def masked_literal(value: Any, secret: str) -> Any:
+    """``value`` (a JSON value) with every occurrence of ``secret`` in its strings masked: one
+    secret, for one source's output (an MCP server's result and the token a client gave it)."""
+    if isinstance(value, str):
+        return value.replace(secret, MASK) if secret in value else value
+    if isinstance(value, dict):
+        return {k: masked_literal(v, secret) for k, v in value.items()}
+    if isinstance(value, list):
+        return [masked_literal(v, secret) for v in value]
+    return value

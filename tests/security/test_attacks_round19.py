@@ -7,7 +7,7 @@ import asyncio
 from ahp_lab import Lab
 from ahp_lab.agents.scripted import ScriptedAgent
 
-from .conftest import arun, joined
+from .conftest import ROOT, arun, demo_server_config, joined, open_lab
 
 
 class Lingering(ScriptedAgent):
@@ -51,5 +51,79 @@ def test_a_stranger_cannot_start_a_turn_while_the_lab_closes(connect_stranger):
         assert agent.turns == 1
         assert not any(t["id"] == "late" for t in lab.host.store.state(lab.chat).get("turns") or ())
         await lab.aclose()
+
+    arun(main())
+
+
+RESOURCE = "https://mcp.example.invalid/protected"
+
+
+def _server(state: dict, name: str) -> dict | None:
+    return next((c for c in state.get("customizations") or () if c.get("name") == name), None)
+
+
+def _auth_required(state: dict) -> bool | None:
+    return True if (_server(state, "owner") or {}).get("state", {}).get("kind") == "authRequired" else None
+
+
+def _left(state: dict) -> bool | None:
+    return True if all(c["clientId"] != "vscode://laptop/alice" for c in state["activeClients"]) else None
+
+
+def test_a_strangers_token_masks_nothing_of_anyone_elses_and_is_bounded(connect_stranger):
+    """``authenticate`` added a stranger's token to the redactor every client's text goes through:
+    the "token" ``ahp-chat:/`` masked every chat URI in later actions (a new chat was catalogued
+    as ``***0f1e…``, a URI that names no channel), and 100,000 words of one held the loop 8 s and
+    made every later action 150 times slower. A stranger's token now only reaches its server."""
+
+    async def main():
+        servers = {"owner": demo_server_config("--require-auth", "--resource", RESOURCE)}
+        async with open_lab(mcp_servers=servers) as lab:
+            await lab.wait_for(lab.session, _auth_required, timeout=30)
+            mallory = await joined(connect_stranger, lab, "mallory")
+            words = " ".join(f"word{i:05d}xx" for i in range(2_000))  # 24,000 characters
+            refused = await mallory.call(
+                "authenticate", {"channel": ROOT, "resource": RESOURCE, "token": words}
+            )
+            assert "at most" in refused["error"]["message"] or "16,384" in refused["error"]["message"]
+            answer = await mallory.call(
+                "authenticate", {"channel": ROOT, "resource": RESOURCE, "token": "ahp-chat:/"}
+            )
+            assert "error" not in answer, answer
+            assert lab.host.redactor.secrets == 0
+            editor = await joined(connect_stranger, lab, "editor")
+            chat = "ahp-chat:/0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9"
+            made = await editor.call("createChat", {"channel": lab.session, "chat": chat})
+            assert "error" not in made, made
+            assert chat in [c["resource"] for c in lab.session_state["chats"]]
+            turn = await lab.send("please echo ahp-chat:/abc")
+            assert "ahp-chat:/abc" in turn.text
+
+    arun(main())
+
+
+def test_a_client_id_is_never_masked_and_one_that_would_be_is_refused(connect_stranger):
+    """The host checked that an ``activeClientSet`` was the client's own entry, then redaction
+    rewrote its ``clientId`` (``vscode://alice@laptop`` became ``vscode://laptop``): the client's
+    own tool results were refused and its turn ran for ever, the entry outlived it, and a stranger
+    that took the rewritten id answered its tool calls. An id with a credential's shape (``sk-…``,
+    masked to ``***``) left a ghost entry holding 2,000 tools that locked every other client out."""
+
+    async def main():
+        async with open_lab() as lab:
+            ghost = await connect_stranger(lab, "ghost")
+            answer = await ghost.initialize("sk-ghostghostghost1234567890")
+            assert "looks like it holds a credential" in answer["error"]["message"], answer
+            for shaped in ("vscode://alice:hunter2@laptop", "vscode://alice@laptop"):  # a URL's user too
+                answer = await ghost.initialize(shaped)
+                assert "looks like it holds a credential" in answer["error"]["message"], answer
+            editor = await joined(connect_stranger, lab, "vscode://laptop/alice")
+            tool = {"name": "lint", "description": "Lint", "inputSchema": {"type": "object"}}
+            active = {"clientId": "vscode://laptop/alice", "tools": [tool]}
+            editor.dispatch(lab.session, 1, {"type": "session/activeClientSet", "activeClient": active})
+            assert "rejectionReason" not in await editor.echo(1)
+            assert [c["clientId"] for c in lab.session_state["activeClients"]][-1] == "vscode://laptop/alice"
+            editor.close()
+            await lab.wait_for(lab.session, _left, timeout=10)
 
     arun(main())
