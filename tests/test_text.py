@@ -63,3 +63,16 @@ def test_append_text_accepts_str_and_rejects_other_values():
         assert "int" in str(exc)
     else:
         raise AssertionError("appending to a number must fail")
+
+
+def test_two_halves_of_a_character_appended_apart_are_that_character():
+    """``"\\ud83d" + "\\ude00"`` is ``"😀"`` in JavaScript; here it stayed two halves, which compare
+    unequal to it: a snapshot (which joins them) and the same state reduced differed, and
+    ``conformance run`` failed such a fixture (a reducer divergence hunt)."""
+    assert append_text("a", "\ud83d") + "" != "a😀"
+    assert append_text(append_text("a", "\ud83d"), "\ude00b") == "a😀b"
+    long = Text.of("x" * 600).append("\ud83d")
+    assert long.append("\ude00") == "x" * 600 + "😀" and long == "x" * 600 + "\ud83d"  # unchanged
+    flushed = Text.of("x" * 10).append("y" * 300 + "\ud83d")  # the half sits in a chunk, not the tail
+    assert flushed.append("\ude00!") == "x" * 10 + "y" * 300 + "😀!"
+    assert append_text("\ude00", "\ud83d") == "\ude00\ud83d"  # the other order is no character

@@ -56,6 +56,8 @@ class Text:
         """Return a new ``Text`` equal to ``self + more``; ``self`` is unchanged."""
         if not more:
             return self
+        if "\udc00" <= more < "\ue000" and self._ends_high():  # one string comparison, nearly always false
+            return self._trimmed().append(_joined(str(self)[-1], more))
         tail = self._tail + more
         out = _new(Text)
         if len(tail) <= TAIL_MAX:
@@ -69,6 +71,19 @@ class Text:
             tail = ""
         out._tail = tail
         return out
+
+    def _ends_high(self) -> bool:
+        """Whether the text ends with the first half of a surrogate pair."""
+        last = self._tail[-1:] or str(self)[-1:]
+        return "\ud800" <= last < "\udc00" if last else False
+
+    def _trimmed(self) -> Text:
+        """The text without its last character."""
+        if self._tail:
+            out = _new(Text)
+            out._head, out._tail = self._head, self._tail[:-1]
+            return out
+        return Text.of(str(self)[:-1])
 
     def __str__(self) -> str:
         pages, page, _ = self._head
@@ -123,6 +138,14 @@ class Text:
 _new = object.__new__
 
 
+def _joined(high: str, more: str) -> str:
+    """``high + more`` where ``high`` is the first half of a surrogate pair and ``more`` starts with
+    the second: the two halves become the one character they are, as in a JavaScript string, where
+    ``"\ud83d" + "\ude00"`` is ``"😀"`` (two deltas that split a character between them)."""
+    low = more[0]
+    return chr(0x10000 + ((ord(high) - 0xD800) << 10) + (ord(low) - 0xDC00)) + more[1:]
+
+
 def append_text(current: object, more: str) -> str | Text:
     """Append ``more`` to a ``str`` or :class:`Text` value.
 
@@ -132,6 +155,8 @@ def append_text(current: object, more: str) -> str | Text:
     if type(current) is Text:
         return current.append(more)
     if isinstance(current, str):
+        if "\udc00" <= more < "\ue000" and "\ud800" <= current[-1:] < "\udc00":
+            current, more = current[:-1], _joined(current[-1], more)
         if len(current) + len(more) <= TAIL_MAX:
             return current + more
         return Text.of(current).append(more)

@@ -288,17 +288,17 @@ class Vector:
             out._tail = _with(tail, j, item)
         else:
             old = src._get(i) if counts or not same_keys else None
-            i -= src._nb
+            k = i - src._nb  # the position in the trie (the index keeps storage positions, i)
             root = src._root
             if shift == _BITS:  # _assoc at the common depth, written out: a root over leaves
-                sub = i >> _BITS
+                sub = k >> _BITS
                 leaf = [*root[sub]]
-                leaf[i & _MASK] = item
+                leaf[k & _MASK] = item
                 root = [*root]
                 root[sub] = tuple(leaf)
                 out._root = tuple(root)
             else:
-                out._root = _assoc(shift, root, i, item)
+                out._root = _assoc(shift, root, k, item)
             out._tail = tail
         if index is not None and not same_keys:
             for key_fn, (multi, positions) in index.items():

@@ -724,9 +724,13 @@ def _tool_call_action(transform, rederive: bool):
                             out = _with_parts(state, active, new_parts)
                 else:
                     stops = vec.candidates(_part_key, STOP)
-                    for i in stops:  # parts the map cannot read (rare)
+                    for i in stops:  # parts the map cannot read (rare; a candidate may be stale)
                         part = vec[i]
-                        if part is None or (type(part) is dict and part.get("toolCall") is None):
+                        if part is None or (
+                            type(part) is dict
+                            and part.get("kind") == "toolCall"
+                            and part.get("toolCall") is None
+                        ):
                             raise TypeError("the reference's map reaches a part it cannot read")
                     new_parts = vec
                     for i in vec.candidates(_part_key, wanted):

@@ -73,6 +73,20 @@ def test_a_reducer_that_raises_exits_3_naming_the_action(tmp_path):
 def test_usage_errors_exit_2(tmp_path):
     out = _replay(tmp_path, CHAT, [START], "--repeat", "0")
     assert out.returncode == 2 and "--repeat" in out.stderr
+    out = _replay(tmp_path, CHAT, [START, "{not json"])  # exited 1 (a reducer divergence hunt)
+    assert out.returncode == 2 and "line 2 is not JSON" in out.stderr
+    deep = '{"type": "chat/draftChanged", "draft": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    out = _replay(tmp_path, CHAT, [deep])  # a RecursionError traceback, exit 1
+    assert out.returncode == 2 and "nested deeper than" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_state_2500_levels_deep_is_written_as_the_reference_writes_it(tmp_path):
+    """The state was reduced, then writing it overflowed Python's stack (exit 1, a traceback);
+    the reference reads and writes the same value."""
+    deep = "[" * 2500 + "]" * 2500
+    out = _replay(tmp_path, CHAT, ['{"type": "chat/draftChanged", "draft": ' + deep + "}"])
+    assert out.returncode == 0, out.stderr
+    assert f'"draft": {deep}' in out.stdout
 
 
 def test_what_only_a_javascript_reader_and_writer_would_do_is_done_as_there(tmp_path):

@@ -594,3 +594,28 @@ def test_radix_strings_and_stored_infinities_read_as_javascript_numbers():
     assert out["status"] == 0
     # 1e400 parses to Infinity, which JSON.stringify writes as null: the member is absent.
     assert strip_nulls({"durationMs": float("inf"), "values": [float("-inf"), 1]}) == {"values": [None, 1]}
+
+
+def test_a_tool_call_action_on_a_long_turn_ignores_a_part_another_version_appended():
+    """The reducers are pure: a tool-call action on a turn of more than 16 parts took a part that
+    another version of the chat appended at the same position (a null part, on a client's optimistic
+    branch) for one of its own, and was dropped as if the reference had thrown (a reducer divergence
+    hunt, round 7): the call stayed running."""
+    chat = REDUCERS["chat"]
+    parts = [{"kind": "markdown", "id": f"m{i}", "content": "x"} for i in range(16)]
+    call = {
+        "toolCallId": "tc",
+        "toolName": "t",
+        "displayName": "T",
+        "status": "running",
+        "invocationMessage": "m",
+    }
+    parts.append({"kind": "toolCall", "toolCall": call})
+    s0 = {"title": "c", "status": 8, "turns": [], "activeTurn": {"id": "A", "responseParts": parts}}
+    chat(s0, {"type": "chat/toolCallDelta", "turnId": "A", "toolCallId": "zz", "content": "x"}, 0)  # indexes
+    markdown = {"kind": "markdown", "id": "m99", "content": "y"}
+    b = chat(s0, {"type": "chat/responsePart", "turnId": "A", "part": markdown}, 0)
+    chat(s0, {"type": "chat/responsePart", "turnId": "A", "part": None}, 0)  # another branch, same position
+    result = {"success": True, "pastTenseMessage": "done"}
+    done = chat(b, {"type": "chat/toolCallComplete", "turnId": "A", "toolCallId": "tc", "result": result}, 0)
+    assert done["activeTurn"]["responseParts"][16]["toolCall"]["status"] == "completed"

@@ -133,3 +133,21 @@ def test_an_older_state_finds_its_children_after_a_newer_one_built_the_index():
     session(s1, {"type": "session/mcpServerStateChanged", "id": "none", "state": {"kind": "ready"}}, 0)
     toggled = session(s0, {"type": "session/customizationToggled", "id": "p21/s1", "enabled": False}, 0)
     assert toggled["customizations"][21]["children"][1]["enabled"] is False
+
+
+def test_a_plugin_appended_past_a_large_tree_and_replaced_finds_its_new_children():
+    """A tree of more than 64 entries grew by 33 plugins, then one of them was given a child: the
+    child index recorded the child at the plugin's position in the trie, not in the tree (70 became
+    0), and the child's toggle was dropped (a reducer divergence hunt, round 7)."""
+    state = {
+        "status": 1,
+        "customizations": [{"id": f"s{i}", "type": "skill", "name": "n"} for i in range(70)],
+    }
+    for k in range(40):
+        plugin = {"id": f"p{k}", "type": "plugin", "children": []}
+        state = session(state, {"type": "session/customizationUpdated", "customization": plugin}, 0)
+    state = session(state, {"type": "session/customizationToggled", "id": "nothing", "enabled": True}, 0)
+    plugin = {"id": "p0", "type": "plugin", "children": [{"id": "kid", "type": "skill", "name": "k"}]}
+    state = session(state, {"type": "session/customizationUpdated", "customization": plugin}, 0)
+    state = session(state, {"type": "session/customizationToggled", "id": "kid", "enabled": False}, 0)
+    assert state["customizations"][70]["children"][0]["enabled"] is False
