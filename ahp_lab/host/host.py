@@ -18,7 +18,7 @@ from ..agents.base import Agent, ToolInfo
 from ..protocol import PROTOCOL_VERSION, SUPPORTED_VERSIONS
 from ..protocol.clock import iso_ms
 from ..protocol.jsonrpc import ErrorCode
-from ..protocol.jsonvalue import dumps, to_json
+from ..protocol.jsonvalue import dumps, to_json, utf8_bytes
 from ..protocol.limits import Limits, clipped, truncated
 from ..protocol.names import new_turn_id
 from ..reducers.chat import touched_tool_call
@@ -90,6 +90,10 @@ def _logged_form(raw: Any, limits: Limits) -> dict:
     if isinstance(short, dict) and isinstance(short.get("type"), str) and len(short["type"]) <= 100:
         return short
     return {"type": "(invalid action)", "value": short}
+
+
+#: Room kept for an action's envelope in a message (its channel, origin and serverSeq).
+ENVELOPE_BYTES = 4096
 
 
 class Host(SessionsAndChats):
@@ -466,11 +470,34 @@ class Host(SessionsAndChats):
             # pasted reaches neither state, the log, the export nor the other clients (listSessions
             # gives every connection the session's title). The notebook's own text is the person's.
             action = self.redactor.action(action, from_client=True)
+            reason = self._over_a_message(action, measured)
+            if reason is not None:
+                transition = self.store.reject(channel, _logged_form(action, self.limits), origin, reason)
+                self._after_rejection(channel, action, client_id, reason)
+                return transition
         transition = self._apply(channel, action, origin)
         if transition.accepted:
             self.client_content.count(channel, measured)
         self._client_side_effects(transition, client_id)
         return transition
+
+    def _over_a_message(self, action: dict, measured: Any) -> str | None:
+        """Why a stranger's action, as the host would send it, is over one message (``None``: it is
+        not). A message within the limit as it came may not be as it goes out: masking grows text
+        (``&sid=1`` is ``&sid=***``), and the inbound check counted characters, not bytes (5
+        million emoji were 20 MB). Every ahp_lab client, and most others, closes on a message over
+        its limit, and a resume would send it again: one action cut every subscriber off for good."""
+        size = measured[2] if measured is not None else 0
+        room = self.limits.max_message_bytes - ENVELOPE_BYTES
+        if size * 6 <= room:  # masking grows text at most 4/3, and a character is 4 bytes at most
+            return None
+        sent = utf8_bytes(dumps(action))
+        if sent <= room:
+            return None
+        return (
+            f"{action['type']}: the action is {sent:,} bytes of UTF-8 once masked, over the limit of one "
+            f"message ({self.limits.max_message_bytes:,} bytes, max_message_bytes, with its envelope)"
+        )
 
     def _after_rejection(self, chat: str, action: dict, client_id: str, reason: str) -> None:
         """A tool call whose owner sent a result over the size limit fails instead of hanging."""

@@ -19,7 +19,7 @@ from ..host import ROOT
 from ..protocol.jsonvalue import to_json
 from ..protocol.limits import Limits
 from ..transport.tap import FrameLog
-from ..transport.websocket import redact_url
+from ..transport.websocket import FRAME_MARGIN_BYTES, redact_url
 from ..transport.websocket_server import WebSocketServer
 from ..waiting import check_wait_arguments
 from .clientlog import ClientLog
@@ -56,9 +56,10 @@ def serve_host(
     naming the interface); every accepted socket is recorded in ``frames``.
 
     Bounds come from the host's limits: a peer falls at most ``max_send_buffer_bytes`` behind; a
-    frame is read up to four times ``max_message_bytes`` (what a message of that many characters
-    can take in UTF-8), so that an over-limit message still gets the host's JSON-RPC error with its
-    id, and a larger frame closes the socket unread (1009).
+    frame is read up to ``max_message_bytes`` and a margin, so that a message just over the limit
+    still gets the host's JSON-RPC error with its id, and a larger frame closes the socket unread
+    (1009). (Frames were read up to four times the limit, which counted characters: 64 MiB held
+    per connection, 644 MB for six.)
     """
     frames = frames if frames is not None else FrameLog()
     redactor = getattr(host, "redactor", None)
@@ -66,7 +67,7 @@ def serve_host(
         frames.redact = partial(redacted_frame, redactor)  # the frame log is shown and saved
     limits = getattr(host, "limits", None)
     if limits is not None:
-        options.setdefault("max_frame_bytes", 4 * limits.max_message_bytes)
+        options.setdefault("max_frame_bytes", limits.max_message_bytes + FRAME_MARGIN_BYTES)
         options.setdefault("max_send_buffer_bytes", limits.max_send_buffer_bytes)
         options.setdefault("max_unsent_bytes_total", limits.max_unsent_bytes_total)
 

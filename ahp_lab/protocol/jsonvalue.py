@@ -15,6 +15,7 @@ __all__ = [
     "strip_nulls",
     "dumps",
     "utf8_json",
+    "utf8_bytes",
     "valid_unicode",
     "held_back",
     "loads",
@@ -103,6 +104,11 @@ def dumps(value: Any, **kwargs: Any) -> str:
     """``json.dumps`` that understands :class:`Text`. Keeps non-ASCII characters as they are."""
     kwargs.setdefault("ensure_ascii", False)
     return json.dumps(value, default=_default, **kwargs)
+
+
+def utf8_bytes(text: str) -> int:
+    """How many bytes ``text`` takes in UTF-8 (a lone surrogate as 3, as its escape-free form)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

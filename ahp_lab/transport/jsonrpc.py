@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from ..protocol.jsonrpc import ErrorCode
-from ..protocol.jsonvalue import dumps
+from ..protocol.jsonvalue import dumps, utf8_bytes
 from ..protocol.limits import (
     ENVELOPE_DEPTH,
     Limits,
@@ -322,11 +322,13 @@ class JsonRpcPeer:
         if not isinstance(text, str):
             return None, RpcError(ErrorCode.INVALID_REQUEST, "a message must be one JSON text")
         limits = self.limits
-        if limits is not None and len(text) > limits.max_message_bytes:
-            return _leading_id(text), RpcError(
-                ErrorCode.INVALID_REQUEST,
-                f"the message is {len(text):,} characters long, over the limit of {limits.max_message_bytes:,}",
-            )
+        if limits is not None and len(text) * 4 > limits.max_message_bytes:  # (a character is 1 to 4 bytes)
+            size = utf8_bytes(text)
+            if size > limits.max_message_bytes:
+                return _leading_id(text), RpcError(
+                    ErrorCode.INVALID_REQUEST,
+                    f"the message is {size:,} bytes of UTF-8, over the limit of {limits.max_message_bytes:,}",
+                )
         if self.max_items is not None and items_exceed(text, self.max_items):
             return _leading_id(text), RpcError(
                 ErrorCode.INVALID_REQUEST, f"the message holds more than {self.max_items:,} values and keys"

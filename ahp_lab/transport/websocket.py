@@ -35,6 +35,8 @@ from websockets.protocol import State
 
 __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
+    "FRAME_MARGIN_BYTES",
+    "CLIENT_MAX_FRAME_BYTES",
     "DEFAULT_MAX_SEND_BUFFER_BYTES",
     "HandshakeRefused",
     "WebSocketTransport",
@@ -47,6 +49,14 @@ log = logging.getLogger("ahp_lab.transport.websocket")
 #: Largest incoming frame (one JSON-RPC message) accepted, in bytes (a snapshot of a long chat is
 #: one message, so a client needs room too).
 DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
+#: What a host reads beyond ``max_message_bytes`` in one frame, so that a message just over the limit
+#: still gets a JSON-RPC error with its id (a larger frame closes the socket unread, 1009).
+FRAME_MARGIN_BYTES = 1024 * 1024
+#: The largest frame a client reads from its host. A host sends no action over its message limit,
+#: but a snapshot holds a channel's whole state, which many clients' entries together can make
+#: larger than one message (two strangers' 9 MB entries made an 18 MB session): at the host's
+#: limit, a client that subscribed closed on it (1009) and never reconnected.
+CLIENT_MAX_FRAME_BYTES = 256 * 1024 * 1024
 #: How far (in characters of queued messages) a client may fall behind before it is disconnected.
 DEFAULT_MAX_SEND_BUFFER_BYTES = 16 * 1024 * 1024
 #: Seconds between the host's WebSocket pings, and seconds a peer has to answer one. A peer that
@@ -609,7 +619,7 @@ async def connect_websocket(
     origin: str | None = None,
     ssl: ssl_module.SSLContext | None = None,
     open_timeout: float = 10.0,
-    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    max_frame_bytes: int = CLIENT_MAX_FRAME_BYTES,
     max_send_buffer_bytes: int = DEFAULT_MAX_SEND_BUFFER_BYTES,
 ) -> WebSocketTransport:
     """Open a WebSocket to an AHP host and return it as a started transport.

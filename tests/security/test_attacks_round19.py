@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 from ahp_lab import Lab
 from ahp_lab.agents.scripted import ScriptedAgent
@@ -125,5 +126,76 @@ def test_a_client_id_is_never_masked_and_one_that_would_be_is_refused(connect_st
             assert [c["clientId"] for c in lab.session_state["activeClients"]][-1] == "vscode://laptop/alice"
             editor.close()
             await lab.wait_for(lab.session, _left, timeout=10)
+
+    arun(main())
+
+
+def test_no_action_a_stranger_sends_goes_out_over_one_message(connect_stranger):
+    """The host bounded what came in, in characters, and not what it sent: 5 million emoji (5 million
+    characters, 20 MB) and 13 MB of ``&sid=1`` (masked to ``&sid=***``, 17 MB) were broadcast over
+    every client's message limit, and every subscriber closed on them for good (a resume would send
+    them again). Both are refused, each with its reason, and the subscriber stays."""
+
+    async def main():
+        async with open_lab() as lab:
+            mallory = await joined(connect_stranger, lab, "mallory")
+            bob = await joined(connect_stranger, lab, "bob")
+            emoji = "\U0001f600" * 860_000  # 17.2 MB in all: within the frame a socket reads, over a message
+            tools = [
+                {"name": f"t{i}", "description": emoji, "inputSchema": {"type": "object"}} for i in range(5)
+            ]
+            action = {
+                "type": "session/activeClientSet",
+                "activeClient": {"clientId": "mallory", "tools": tools},
+            }
+            params = {"channel": lab.session, "clientSeq": 1, "action": action}
+            mallory.send(
+                json.dumps(
+                    {"jsonrpc": "2.0", "method": "dispatchAction", "params": params}, ensure_ascii=False
+                )
+            )
+            refused = await mallory.wait(lambda: mallory.errors_without_id())
+            assert "bytes of UTF-8, over the limit" in refused[-1]["message"]
+            grows = "&sid=1" * 158_000  # 948,000 characters, 1,264,000 once masked
+            tools = [
+                {"name": f"t{i}", "description": grows, "inputSchema": {"type": "object"}} for i in range(14)
+            ]
+            mallory.dispatch(lab.session, 2, {"type": "session/activeClientSet",
+                                              "activeClient": {"clientId": "mallory", "tools": tools}})  # fmt: skip
+            echo = await mallory.echo(2, timeout=30)
+            assert "once masked, over the limit of one message" in echo["rejectionReason"]
+            assert all(c["clientId"] != "mallory" for c in lab.session_state["activeClients"])
+            assert not bob.closed and "result" in await bob.call("ping", {"channel": ROOT})
+
+    arun(main())
+
+
+def test_a_session_larger_than_one_message_can_still_be_joined():
+    """A snapshot holds a channel's whole state: two strangers' 9 MB entries made an 18 MB session,
+    and an attached lab, reading frames up to the host's 16 MiB message limit, closed on its
+    snapshot and never joined. Clients read frames up to 256 MiB."""
+    from ahp_lab.lab.remote import RemoteLab
+
+    async def main():
+        async with open_lab() as lab:
+            url = await lab.aserve()
+            peers = []
+            for name in ("mallory", "trudy"):
+                peer = await RemoteLab.open(url, session=lab.session, client_id=name)
+                peers.append(peer)
+                tools = [
+                    {"name": f"t{i}", "description": "d" * 900_000, "inputSchema": {"type": "object"}}
+                    for i in range(10)
+                ]
+                action = {
+                    "type": "session/activeClientSet",
+                    "activeClient": {"clientId": name, "tools": tools},
+                }
+                assert (await peer.adispatch(action, lab.session)).accepted
+            assert len(json.dumps(lab.session_state)) > 18_000_000
+            editor = await RemoteLab.open(url, session=lab.session, client_id="editor")
+            assert {"mallory", "trudy"} <= {c["clientId"] for c in editor.state(lab.session)["activeClients"]}
+            for remote in (editor, *peers):
+                await remote.aclose()
 
     arun(main())

@@ -251,8 +251,11 @@ def test_a_served_lab_takes_its_bounds_from_the_hosts_limits():
 
         lab = await Lab.open(limits={"max_send_buffer_bytes": 123_456, "max_message_bytes": 1_000_000})
         await lab.aserve()
-        # a frame may hold a message of max_message_bytes characters in UTF-8 (up to 4 bytes each)
-        assert (lab.server.max_send_buffer_bytes, lab.server.max_frame_bytes) == (123_456, 4_000_000)
+        # a frame is read up to the message limit (in bytes) and a margin: one just over it gets an error
+        assert (lab.server.max_send_buffer_bytes, lab.server.max_frame_bytes) == (
+            123_456,
+            1_000_000 + 1024 * 1024,
+        )
         await lab.aclose()
 
     run(main())
