@@ -404,6 +404,15 @@ class Redactor:
             return text[:-keep] + MASK
         return self.held_end(text)  # a token's start cut there, as a stream's end gives it
 
+    def cut_eagerly(self, text: str) -> str:
+        """:meth:`cut`, masking whatever at the end may begin a credential, however short (the
+        start of an ``sk-`` key, a secret-looking name's value): for text cut where its rest will
+        never be read (a rejected action's logged form), where an 11-character start of a key is
+        too much to show."""
+        text = self.text(text)
+        keep = max(self.secret_prefix(text), self.credential_begun(text))
+        return text[:-keep] + MASK if keep else text
+
     def secret_prefix(self, text: str) -> int:
         """How many characters at the end of ``text`` could be the start of a known secret (the
         longest such tail, shorter than the secret), which a stream holds back until it sees how

@@ -21,7 +21,7 @@ import dataclasses
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from itertools import accumulate
 from typing import Any
 
@@ -430,20 +430,32 @@ def clipped(text: str, limit: int) -> str:
     return cut_noted(text.encode("utf-8", "replace").decode("utf-8"), limit)
 
 
-def truncated(value: Any, max_chars: int = DEFAULT_LIMITS.max_logged_action_chars) -> Any:
+def truncated(
+    value: Any,
+    max_chars: int = DEFAULT_LIMITS.max_logged_action_chars,
+    cut: Callable[[str], str] | None = None,
+) -> Any:
     """A short, always-encodable form of a (possibly huge or malformed) payload, for the log.
 
     Strings are cut, long arrays and objects elided, deep nesting replaced by ``"…"``, lone
     surrogates replaced; the result is valid JSON of roughly ``max_chars`` characters at most.
+    ``cut`` is applied to the kept start of each string cut short (a redactor's, which masks a
+    secret the cut fell inside): what is dropped is never read again.
     """
     budget = [max(64, max_chars)]
     piece = max(16, max_chars // 8)
+
+    def clip(text: str, limit: int) -> str:
+        if cut is None or len(text) <= limit:
+            return clipped(text, limit)
+        kept = cut(text[:limit].encode("utf-8", "replace").decode("utf-8"))
+        return f"{kept}…[{len(text) - limit:,} more characters]"
 
     def walk(v: Any, depth: int) -> Any:
         if budget[0] <= 0:
             return "…"
         if isinstance(v, str):
-            out = clipped(v, min(piece, budget[0]))
+            out = clip(v, min(piece, budget[0]))
             budget[0] -= len(out) + 2
             return out
         if isinstance(v, bool) or v is None:
@@ -463,7 +475,7 @@ def truncated(value: Any, max_chars: int = DEFAULT_LIMITS.max_logged_action_char
                 if budget[0] <= 0 or i >= 50:
                     out["…"] = f"{len(v) - i} more members"
                     break
-                key = clipped(str(k), 80)
+                key = clip(str(k), 80)
                 budget[0] -= len(key) + 3
                 out[key] = walk(item, depth + 1)
             return out
@@ -475,7 +487,7 @@ def truncated(value: Any, max_chars: int = DEFAULT_LIMITS.max_logged_action_char
                     break
                 items.append(walk(item, depth + 1))
             return items
-        return clipped(repr(v), piece)
+        return clip(repr(v), piece)
 
     out = walk(value, 0)
     json.dumps(out, allow_nan=False)  # the contract: always encodable
