@@ -4,6 +4,7 @@ sequence of ACP updates maps to actions the chat reducer applies, ending where A
 from __future__ import annotations
 
 import base64
+import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -300,3 +301,61 @@ def test_a_chat_attachment_is_said_not_passed_and_a_path_shows_its_control_chara
     }
     assert mapping.shown("/w/rtl\u202eevil.txt") == "/w/rtl\\u202eevil.txt"
     assert mapping.shown("/w/plain é.txt") == "/w/plain é.txt"
+
+
+_HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+def _patched(old: str, diff: str) -> str:
+    """``old`` with a unified diff applied (each hunk's header and context checked)."""
+    a, out, i, previous = old.splitlines(keepends=True), [], 0, " "
+    lines = diff.splitlines(keepends=True)[2:]
+    for line in lines:
+        header = _HUNK_HEADER.match(line)
+        if header:
+            start = int(header[1]) - (1 if header[2] != "0" else 0)
+            out += a[i:start]
+            i = start
+        elif line.startswith("\\"):  # no newline at the end of the line before
+            out[-1] = out[-1].rstrip("\n") if previous in " +" else out[-1]
+        else:
+            previous = line[0]
+            if line[0] in " -":
+                assert a[i].rstrip("\n") == line[1:].rstrip("\n")
+                if line[0] == " ":
+                    out.append(a[i])
+                i += 1
+            else:
+                out.append(line[1:])
+    return "".join(out + a[i:])
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    st.lists(st.sampled_from(["a\n", "b\n", "c\n", "d\n", "}\n", "\n"]), max_size=40),
+    st.lists(st.tuples(st.integers(0, 50), st.sampled_from(["x\n", "y\n", "a\n", None])), max_size=6),
+    st.booleans(),
+)
+def test_a_diff_of_only_the_changed_middle_still_turns_one_side_into_the_other(lines, edits, cut_end):
+    """The diff compares only the lines between the sides' common start and end (difflib's cost grows
+    with the pairs it compares: 200,000 characters of 150 distinct lines held the loop 21 s), and
+    numbers its hunks as in the whole files."""
+    new_lines = list(lines)
+    for at, line in edits:
+        if line is None and new_lines:
+            del new_lines[at % len(new_lines)]
+        elif line is not None:
+            new_lines.insert(at % (len(new_lines) + 1), line)
+    old, new = "".join(lines), "".join(new_lines)
+    new = new.rstrip("\n") if cut_end else new
+    diff = mapping.unified_diff("/f", old, new)
+    assert _patched(old, diff) == new
+
+
+def test_a_diff_that_would_compare_too_many_lines_is_not_computed():
+    old = "".join(f"{i % 150:06d}\n" for i in range(14_000))
+    new = "".join(f"{i * 7 % 150:06d}\n" for i in range(14_000))
+    assert mapping.unified_diff("/lock", old, new) is None
+    assert mapping.unified_diff("/lock", old, old[:-7] + "999999\n").endswith(
+        "+999999\n"
+    )  # one change: shown

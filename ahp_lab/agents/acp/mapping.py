@@ -316,24 +316,52 @@ def on_thought_chunk(turn: TurnMap, update: dict, resolver: Resolver) -> list[di
 #: The most characters (both sides together) of a file edit whose unified diff is computed:
 #: difflib runs on the event loop, and the rewrite of a 1.7 MB lock file held it 4.7 s.
 MAX_DIFFED_CHARS = 400_000
+#: The most pairs of lines difflib compares (the lines of one side times the other's, past their
+#: common start and end): its cost grows with them where lines repeat, and 200,000 characters of
+#: 150 distinct lines held the loop 21 s.
+MAX_DIFFED_PAIRS = 1_000_000
+_CONTEXT = 3  # lines of context around a change
+_HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=128)  # more than the diffs one call shows (MAX_CALL_ITEMS)
 def unified_diff(path: str, old: str | None, new: str) -> str | None:
-    """A unified diff of one file (``/dev/null`` for a created file), or ``None`` when its sides
-    are over :data:`MAX_DIFFED_CHARS`. Computed once for a call's content, its counts and its
-    confirmation, which all show it."""
+    """A unified diff of one file (``/dev/null`` for a created file), or ``None`` when it would cost
+    too much to compute (:data:`MAX_DIFFED_CHARS`, :data:`MAX_DIFFED_PAIRS`). Only the lines
+    between the sides' common start and end are compared. Computed once for a call's content, its
+    counts and its confirmation, which all show it."""
     if len(old or "") + len(new) > MAX_DIFFED_CHARS:
         return None
+    a, b = (old or "").splitlines(keepends=True), new.splitlines(keepends=True)
+    same = min(len(a), len(b))
+    lo = next((k for k in range(same) if a[k] != b[k]), same)
+    hi = next((k for k in range(same - lo) if a[-1 - k] != b[-1 - k]), same - lo)
+    if (len(a) - lo - hi) * (len(b) - lo - hi) > MAX_DIFFED_PAIRS:
+        return None
+    start, end = max(0, lo - _CONTEXT), max(0, hi - _CONTEXT)
     lines = difflib.unified_diff(
-        (old or "").splitlines(keepends=True),
-        new.splitlines(keepends=True),
+        a[start : len(a) - end],
+        b[start : len(b) - end],
         fromfile="/dev/null" if old is None else f"a{path}",
         tofile=f"b{path}",
+        n=_CONTEXT,
     )
     return "".join(
-        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
+        _shifted(line, start)
+        if line.startswith("@@")
+        else line
+        if line.endswith("\n")
+        else line + "\n\\ No newline at end of file\n"
+        for line in lines
     )
+
+
+def _shifted(header: str, by: int) -> str:
+    """A hunk header of a diff of the sides from line ``by`` on, numbered as in the whole files."""
+    if not by:
+        return header
+    m = _HUNK.match(header)
+    return f"@@ -{int(m[1]) + by}{m[2] or ''} +{int(m[3]) + by}{m[4] or ''} @@{header[m.end() :]}"
 
 
 #: The longest side of a file edit kept for ``resourceRead``: it is masked on the event loop
