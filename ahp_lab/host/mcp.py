@@ -41,7 +41,7 @@ from typing import Any
 import anyio
 
 from ..protocol.customizations import MCP_NOT_ALLOWED, effective_enabled
-from .mcp_auth import AuthAtConnect, McpAuthorization
+from .mcp_auth import AuthAtConnect, McpAuthorization, masked_tokens
 from .mcp_tools import McpToolCalls, _Tool, one_line
 
 log = logging.getLogger("ahp_lab.host.mcp")
@@ -119,6 +119,9 @@ class _Runtime:
     client: ClientSession | None = None
     tools: list[_Tool] = field(default_factory=list)
     token: str | None = None
+    # the tokens connections other than the notebook gave it (the last few): masked in what the
+    # server says, which is all they reach (the notebook's own go to the host's redactor)
+    given: list[str] = field(default_factory=list)
     auth: dict | None = None  # the live server-level requirement
     auth_mid_turn: bool = False
     wake: asyncio.Event = field(default_factory=asyncio.Event)
@@ -364,6 +367,7 @@ class McpManager(McpToolCalls, McpAuthorization):
     def _set_state(self, rt: _Runtime, gen: int, state: dict) -> None:
         if gen != rt.gen or not self.host.store.has_channel(rt.session):
             return
+        state = masked_tokens(rt, state)  # an error may quote what the server said
         entry = self._servers(rt.session).get(rt.id)
         if entry is None or entry.get("state") == state:
             return

@@ -17,6 +17,8 @@ import re
 import sys
 from typing import Any
 
+from .redaction import masked_literal
+
 __all__ = ["McpAuthorization", "AuthAtConnect", "auth_requirement"]
 
 
@@ -59,6 +61,20 @@ class AuthAtConnect(Exception):
         self.auth = auth
 
 
+#: A stranger's token shorter than this is not masked in its server's output: one character,
+#: masked, corrupted every result ("own***r"), and no real token is this short.
+MIN_MASKED_TOKEN = 8
+#: The tokens of other connections a server's output is masked for (the last ones given).
+MAX_GIVEN_TOKENS = 4
+
+
+def masked_tokens(rt: Any, value: Any) -> Any:
+    """``value`` (what a server said) with the tokens other connections gave it masked."""
+    for token in rt.given:
+        value = masked_literal(value, token)
+    return value
+
+
 class McpAuthorization:
     """Authorization of MCP servers and their tool calls (mixed into ``McpManager``)."""
 
@@ -82,6 +98,8 @@ class McpAuthorization:
             matched = True
             if getattr(connection, "trusted", False):
                 self.host.redactor.add(token)  # masked everywhere: the notebook's own secret
+            elif len(token) >= MIN_MASKED_TOKEN and token not in rt.given:
+                rt.given = [*rt.given[-(MAX_GIVEN_TOKENS - 1) :], token]
             # A stranger's token is masked only in what that server returns (run_tool): added to
             # the redactor every client's text goes through, any string a stranger chose as its
             # "token" (a chat's URI, an action's type) was masked in everyone's actions, and 100,000

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..tools import bounded_result, failure_result, success_result
-from .redaction import masked_literal
+from .mcp_auth import masked_tokens
 
 if TYPE_CHECKING:
     from .mcp import _Runtime
@@ -113,8 +113,8 @@ class McpToolCalls:
         base = {"turnId": runner.turn_id, "toolCallId": call_id}
 
         def complete(result: dict) -> None:
-            if rt is not None and rt.token:  # the token a client gave, should the server quote it
-                result = masked_literal(result, rt.token)
+            if rt is not None:  # the tokens clients gave it, should the server quote one
+                result = masked_tokens(rt, result)
             current = runner._tool_call(call_id)
             if current is None or current.get("status") not in ("running", "auth-required"):
                 return
@@ -142,6 +142,7 @@ class McpToolCalls:
                 return
             amount = f"{value:g}/{total:g}" if total else f"{value:g}"
             text = f"{message} ({amount})" if message else f"progress {amount}"
+            text = masked_tokens(rt, text) if rt is not None else text
             self.host.dispatch(
                 runner.chat,
                 {"type": "chat/toolCallContentChanged", **base, "content": [{"type": "text", "text": text}]},

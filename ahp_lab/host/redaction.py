@@ -508,9 +508,7 @@ class Redactor:
                     shown = f"{shown}#{n}"
                 kind = type(item)
                 if kind is str:  # most members: read here, without a call per value
-                    if key == "clientId":  # identity, checked against the connection: never masked
-                        out[shown] = item  # (an id that redaction would change is refused at initialize)
-                    elif item and generic and key not in inputs and _secret_member(key, item):
+                    if item and generic and key not in inputs and _secret_member(key, item):
                         out[shown] = MASK
                     else:
                         out[shown] = self.text(item, generic=generic and key not in inputs) if item else item

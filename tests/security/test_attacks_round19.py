@@ -103,7 +103,7 @@ def test_a_strangers_token_masks_nothing_of_anyone_elses_and_is_bounded(connect_
     arun(main())
 
 
-def test_a_client_id_is_never_masked_and_one_that_would_be_is_refused(connect_stranger):
+def test_a_client_id_the_redactor_would_change_is_refused(connect_stranger):
     """The host checked that an ``activeClientSet`` was the client's own entry, then redaction
     rewrote its ``clientId`` (``vscode://alice@laptop`` became ``vscode://laptop``): the client's
     own tool results were refused and its turn ran for ever, the entry outlived it, and a stranger
@@ -199,3 +199,32 @@ def test_a_session_larger_than_one_message_can_still_be_joined():
                 await remote.aclose()
 
     arun(main())
+
+
+def _ready(state: dict) -> bool | None:
+    return True if (_server(state, "owner") or {}).get("state", {}).get("kind") == "ready" else None
+
+
+def test_a_strangers_token_is_masked_in_its_servers_output_and_a_short_one_masks_nothing(connect_stranger):
+    """A stranger's token is masked where it can go: what its server says. A one-character "token"
+    was masked too, in every result of that server (the notebook's turns too): "own***r"."""
+
+    async def echoed(token: str, text: str) -> str:
+        servers = {"owner": demo_server_config("--require-auth", "--resource", RESOURCE)}
+        async with open_lab(mcp_servers=servers) as lab:
+            await lab.wait_for(lab.session, _auth_required, timeout=30)
+            mallory = await joined(connect_stranger, lab, "mallory")
+            answer = await mallory.call(
+                "authenticate", {"channel": ROOT, "resource": RESOURCE, "token": token}
+            )
+            assert "error" not in answer, answer
+            await lab.wait_for(lab.session, _ready, timeout=30)
+            [call] = (await lab.send(f"mcp__owner__echo text={text}")).tool_calls
+            return json.dumps(
+                [call.state.get(k) for k in ("content", "structuredContent", "pastTenseMessage")]
+            )
+
+    shown = arun(echoed("e", "hello_there"))
+    assert "***" not in shown and "hello_there" in shown
+    shown = arun(echoed("TOKEN-s3cr3t-value", "my-TOKEN-s3cr3t-value"))
+    assert "TOKEN-s3cr3t" not in shown and "my-***" in shown
