@@ -44,6 +44,9 @@ from ..protocol.jsonvalue import valid_unicode
 
 __all__ = ["Redactor", "MASK", "masked_literal"]
 
+_BASE64_LAYOUT = re.compile(r"[\s=]+")  # line breaks of MIME base64, and its padding (put back)
+_URL_SAFE = str.maketrans("-_", "+/")
+
 MASK = "***"
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]{0,30}://)[^\s/?#@\"'<>\[\]]+@")
 # A query parameter one of whose words (split at _ . -) names a secret: "access_token",
@@ -387,8 +390,9 @@ class Redactor:
         masked (an embedded image or blob as the agent sent it); else as it was."""
         if not self._secrets or len(text) < 8:
             return text
+        compact = _BASE64_LAYOUT.sub("", text).translate(_URL_SAFE)  # MIME lines, URL-safe letters
         try:
-            raw = base64.b64decode(text, validate=True)
+            raw = base64.b64decode(compact + "=" * (-len(compact) % 4), validate=True)
         except ValueError:
             return text
         masked = self.masked_bytes(raw)

@@ -12,17 +12,19 @@ import re
 
 from .jsonvalue import valid_unicode
 
-__all__ = ["ESCAPES", "printable"]
+__all__ = ["printable"]
 
 #: ESC-introduced sequences: CSI (ESC [ ... final), OSC (ESC ] ... BEL | ST | end), DCS/SOS/PM/APC
 #: (ESC P/X/^/_ ... ST | end), and two-byte escapes (ESC + one char in @-_ or a charset designator).
-ESCAPES = re.compile(
+#: A string sequence without its end takes 1,024 characters at most: unbounded, one stray ``ESC P``
+#: hid everything after it (an agent's error message in its stderr tail).
+_ESCAPES = re.compile(
     r"""
     \x1b\[[0-?]*[ -/]*[@-~]?            # CSI
   | \x9b[0-?]*[ -/]*[@-~]?              # 8-bit CSI
-  | \x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?   # OSC, terminated by BEL / ST or unterminated
-  | \x9d[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?     # 8-bit OSC
-  | \x1b[PX^_][^\x1b\x9c]*(?:\x1b\\|\x9c)?        # DCS, SOS, PM, APC
+  | \x1b\][^\x07\x1b\x9c]{0,1024}(?:\x07|\x1b\\|\x9c)?   # OSC, terminated by BEL / ST or unterminated
+  | \x9d[^\x07\x1b\x9c]{0,1024}(?:\x07|\x1b\\|\x9c)?     # 8-bit OSC
+  | \x1b[PX^_][^\x1b\x9c]{0,1024}(?:\x1b\\|\x9c)?        # DCS, SOS, PM, APC
   | \x1b[()*+\-./][ -~]?                # charset designation
   | \x1b[ -~]?                          # any other two-byte escape (or a lone ESC)
     """,
@@ -41,7 +43,7 @@ def printable(s: str) -> str:
     if not s:
         return ""
     if "\x1b" in s or "\x9b" in s or "\x9d" in s:
-        s = ESCAPES.sub("", s)
+        s = _ESCAPES.sub("", s)
     if "\r" in s:
         s = s.replace("\r\n", "\n").replace("\r", "\n")
     return _CONTROLS.sub("", valid_unicode(s))

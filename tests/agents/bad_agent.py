@@ -96,7 +96,8 @@ terminal_call    runs a command printing 600 lines, one every 2 ms or so, shown 
                  exit, completes t1 and ends the turn
 big_content      shows a completed tool call with content of every kind, each past its bound: a 6 MB
                  image, a blob holding its key, a 20,000-character link, 80 texts of 100,000
-                 characters, 200 locations and an edit of two 1.6 MB sides; then ends the turn
+                 characters, 200 locations, an edit of two 1.6 MB sides and one of a 20,000-character
+                 path; then a small call reading its .env blob; then ends the turn
 fenced_edit      asks permission for an edit of README.md whose diff has a ``` line in its context,
                  then ends the turn
 char_key         streams a message and a thought one character a chunk, each with credentials
@@ -567,13 +568,14 @@ for line in sys.stdin:
                     "type": "content",
                     "content": {"type": "resource_link", "name": "l", "uri": "https://x/" + "l" * 20_000},
                 },
-                *({"type": "content", "content": {"type": "text", "text": "t" * 100_000}} for _ in range(80)),
                 {
                     "type": "diff",
                     "path": "/w/big.txt",
                     "oldText": "a\n" * 800_000,
                     "newText": "b\n" * 800_000,
                 },
+                {"type": "diff", "path": "/w/" + "p" * 20_000, "oldText": "same", "newText": "same"},
+                *({"type": "content", "content": {"type": "text", "text": "t" * 100_000}} for _ in range(80)),
             ]
             call = {"toolCallId": "c1", "title": "Everything", "kind": "other", "status": "completed"}
             locations = [{"path": f"/w/f{i}.txt", "line": i} for i in range(200)]

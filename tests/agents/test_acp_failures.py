@@ -8,6 +8,7 @@ import asyncio
 import base64
 import json
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -613,9 +614,14 @@ def test_a_tool_call_of_every_content_kind_past_its_bound_stays_small_and_masked
             notes = [c["text"] for c in content if c["type"] == "text" and c["text"].startswith("[")]
             assert any("link of 20,010 characters" in n for n in notes)
             assert any("more content items" in n for n in notes)
+            assert any("a path of 20,003 characters is not shown" in n for n in notes)
+            assert any("the diff of /w/big.txt is not shown" in n for n in notes)
             assert small.state["content"][0]["uri"] == kept[1]["uri"]  # the same bytes, kept once
             frames = json.dumps([f.to_json() for f in lab.acp_frames])
             assert "Read .env" in frames
+            assert (
+                re.search("[A-Za-z0-9+/]{300}", frames) is None
+            )  # the image, cut in a preview, is not shown
             assert (
                 "OPENAI_API_KEY=***" in base64.b64decode(frames.split('"blob": "')[1].split('"')[0]).decode()
             )

@@ -85,3 +85,11 @@ def test_a_lone_surrogate_a_remote_host_sent_becomes_a_replacement_character():
     shown = clean_text("a\ud800b \ud83d\ude00")
     assert shown == "a\ufffdb \U0001f600"
     json.dumps(shown, ensure_ascii=False).encode("utf-8")  # what the kernel sends: no error
+
+
+def test_an_unterminated_string_sequence_hides_at_most_a_kilobyte():
+    """An ``ESC P`` (or ``ESC ]``, ``ESC _``) without its end hid everything after it: an agent's
+    error message after a stray one in its stderr tail."""
+    for start in ("\x1bP", "\x1b]", "\x1b_", "\x9d"):
+        shown = clean_text(start + "q" * 2000 + " the real error")
+        assert shown.endswith("the real error") and len(shown) < 1100

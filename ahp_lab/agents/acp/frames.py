@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import re
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -67,7 +68,9 @@ class AcpFrame:
         what views, cells and exports get."""
         message = _blobs_masked(redactor.redact(self.message), redactor)
         if isinstance(message, dict) and isinstance(self.message.get("preview"), str):
-            message["preview"] = redactor.cut(self.message["preview"])
+            # a blob cut in a preview cannot be read to mask what its bytes hold: it is not shown
+            preview = _BASE64_RUN.sub(lambda m: _blob_note(m.group()), self.message["preview"])
+            message["preview"] = redactor.cut(preview)
         return replace(self, message=message, seqs=list(self.seqs))
 
     def to_json(self) -> dict:
@@ -84,13 +87,23 @@ class AcpFrame:
         }
 
 
+#: The longest base64 member a frame shows (its bytes are served, masked, through resourceRead).
+_SHOWN_BLOB = 4096
+#: A run of base64 in a frame's preview (a frame too large to keep whole is kept cut, as text).
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_\-]{256,}={0,2}")
+
+
+def _blob_note(text: str) -> str:
+    return f"[{len(text):,} characters of base64]"
+
+
 def _blobs_masked(value: Any, redactor: Any) -> Any:
     """``value`` (a fresh copy, :meth:`Redactor.redact`'s) with the known secrets inside its base64
     members masked too: an image's ``data`` and a resource's ``blob``, as state keeps them."""
     if isinstance(value, dict):
         for k, v in value.items():
             if k in ("data", "blob") and isinstance(v, str):
-                value[k] = redactor.masked_base64(v)
+                value[k] = redactor.masked_base64(v) if len(v) <= _SHOWN_BLOB else _blob_note(v)
             else:
                 _blobs_masked(v, redactor)
     elif isinstance(value, list):

@@ -50,7 +50,7 @@ from typing import Any
 
 from ...protocol.jsonvalue import held_back
 from ...protocol.limits import cut_noted
-from ...protocol.printable import ESCAPES
+from ...protocol.printable import printable
 from ..base import COMMAND_META, FileAccessDenied
 
 __all__ = [
@@ -440,6 +440,12 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
                 elif isinstance(res.get("blob"), str):
                     out.append(_embedded(res["blob"], str(res.get("mimeType") or ""), resolver))
         elif kind == "diff":
+            if len(str(item.get("path", ""))) > MAX_URI_CHARS:
+                size = len(str(item.get("path")))
+                out.append(
+                    {"type": "text", "text": f"[an edit of a path of {size:,} characters is not shown]"}
+                )
+                continue
             out.append({"type": "text", "text": _diff_text(item)})
             try:
                 out.append({"type": "fileEdit", **file_edit(item, resolver)})
@@ -455,9 +461,8 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
             text, truncated, code, signal = terminal.output()
             # the tool call shows the output's tail, readable: the whole of it is the terminal
             # channel's (the output so far, up to 1 MiB, sent again at each read grew the log 15-fold)
-            text = ESCAPES.sub(
-                "", text[-2 * TERMINAL_PREVIEW :]
-            )  # escapes raw in a tool call, a client would print them
+            # without escapes and control characters: raw in a tool call, a client would print them
+            text = printable(text[-2 * TERMINAL_PREVIEW :])
             cut = truncated or len(text) > TERMINAL_PREVIEW
             text = text[-TERMINAL_PREVIEW:]
             entry: dict[str, Any] = {
@@ -504,7 +509,7 @@ def _within_budget(items: list[dict]) -> list[dict]:
     is bounded, and 70 texts of 262,000 characters made an 18 MB call no client could take."""
     left = MAX_CALL_CHARS
     for i, item in enumerate(items):
-        left -= len(item.get("text") or "") + len(item.get("uri") or "") + 200
+        left -= len(json.dumps(item, ensure_ascii=False))  # every member: a file edit's URIs too
         if left < 0:
             return [*items[:i], {"type": "text", "text": f"[{len(items) - i:,} more content items]"}]
     return items
