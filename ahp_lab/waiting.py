@@ -51,6 +51,10 @@ class StateWaiters:
     def has(self, channel: str) -> bool:
         return bool(self._by_channel.get(channel))
 
+    def channels(self) -> list[str]:
+        """The channels something waits on."""
+        return [channel for channel, waiting in self._by_channel.items() if waiting]
+
     async def wait(self, channel: str, check: Check, current: Any, timeout: float | None = None) -> Any:
         check_wait_arguments(channel, check)
         result = check(current)

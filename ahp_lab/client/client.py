@@ -503,6 +503,10 @@ class AhpClient(Contributions):
         if self._waiters.has(channel):
             self._waiters.notify(channel, self.state(channel))
 
+    def waited_channels(self) -> list[str]:
+        """The channels some :meth:`wait_for` is waiting on."""
+        return self._waiters.channels()
+
     def recheck(self, channel: str) -> None:
         """Run the checks of every :meth:`wait_for` on ``channel`` again, now: something they read
         besides the state changed (an answer the sender's own code could not give, say)."""

@@ -561,13 +561,26 @@ class Lab(Sending, Answering, LabBase):
         down is closed the same way (see :mod:`ahp_lab.lab.lifetime`). A served lab stops serving.
         """
         await self.astop_serving()
+        self._unqueue()
         await self._lifetime.aclose()
-        self._wake_queued()
+        self._wake_waits()
 
     def close(self) -> None:
         """Close the lab without waiting: like :meth:`aclose`, its processes stop in the background."""
+        self._unqueue()
         self._lifetime.close()
-        self._wake_queued()
+        self._wake_waits()
+
+    def _unqueue(self) -> None:
+        """A lab closing on another lab's host takes its queued messages out of the queue: the host
+        goes on, and would run them without what this lab sent with them (a script, answers)."""
+        if self._lifetime.state["owner"] or self.closed:
+            return
+        self._queued_when_closed = "the message was taken out of the chat's queue (the host is another lab's)"
+        for sent in list(self._queued.values()):
+            if sent.turn_id is None:
+                removal = {"type": "chat/pendingMessageRemoved", "kind": "queued", "id": sent.message_id}
+                self.client.dispatch(sent.chat, removal)
 
     # -- serving over WebSocket (ahp_lab.lab.remote) --------------------------------------------
 

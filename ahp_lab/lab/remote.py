@@ -263,6 +263,9 @@ class RemoteLab(Lab):
         """Ask the host to remove an active client from the session (``session/activeClientRemoved``)."""
         self.dispatch({"type": "session/activeClientRemoved", "clientId": client_id}, self.session)
 
+    _deaf_when_closed = True
+    _queued_when_closed = "the message stays in the host's queue"
+
     @property
     def closed(self) -> bool:
         """Whether this lab's connection was closed (:meth:`aclose` or :meth:`close`)."""
@@ -273,11 +276,11 @@ class RemoteLab(Lab):
         self._closed = True
         if self.client is not None:
             self.client.close()
-            self._wake_queued()
+            self._wake_waits()
 
     async def aclose(self) -> None:
         """Close the connection to the remote host and wait until it has shut down."""
         self._closed = True
         if self.client is not None:
             await self.client.aclose()
-            self._wake_queued()
+            self._wake_waits()

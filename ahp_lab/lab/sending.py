@@ -194,9 +194,16 @@ class Sending:
                 return rejection["reason"]
         return None
 
-    def _wake_queued(self) -> None:
-        """Called once the lab is closed: a queued message's wait ends now, as its turn never starts."""
-        for chat in {sent.chat for sent in self._queued.values()}:
+    #: Whether a closed lab hears nothing more of its host (a remote lab: its connection is closed),
+    #: so that awaiting a turn it started ends when it closes, not never.
+    _deaf_when_closed = False
+    #: What becomes of a message still queued when the lab closes.
+    _queued_when_closed = "the message stays in the chat's queue"
+
+    def _wake_waits(self) -> None:
+        """Called once the lab is closed: waits that can no longer end (a queued message's, whose
+        turn will not start; a remote lab's turns, of which it hears nothing more) end now."""
+        for chat in {sent.chat for sent in self._queued.values()} | set(self.client.waited_channels()):
             self.client.recheck(chat)
 
     async def _wait_sent(self, sent: Sent, stop_when_blocked: bool = False) -> Turn:
@@ -213,10 +220,10 @@ class Sending:
                 return never
             if sent.turn_id is not None:
                 return ("started", None)
-            if sent.removed:
-                return ("removed", None)
             if self.closed:
                 return ("closed", None)
+            if sent.removed:
+                return ("removed", None)
             ahead = ((state or {}).get("activeTurn") or {}).get("id")
             if stop_when_blocked and ahead not in self._policies:
                 reason = self._queued_behind(sent.chat, ahead)
@@ -236,7 +243,7 @@ class Sending:
         if kind == "closed":
             raise RuntimeError(
                 f"the lab closed before the queued message {sent.message_id} started its turn; "
-                "the message stays in the chat's queue"
+                f"{self._queued_when_closed}"
             )
         if kind == "blocked":
             raise HumanInputNeeded(f"the message is {value}; {_AWAIT_INSTEAD}")
@@ -258,6 +265,8 @@ class Sending:
                 return ("unanswerable", policy.error)
             if stop_when_blocked and turn_id not in self._policies and self._blocked(chat, turn_id):
                 return ("blocked", None)
+            if self.closed and self._deaf_when_closed:
+                return ("closed", None)
             return None
 
         try:
@@ -269,6 +278,8 @@ class Sending:
             raise ActionRejected(value)
         if kind == "unanswerable":
             raise ValueError(value)
+        if kind == "closed":
+            raise RuntimeError(f"the lab closed before turn {turn_id} ended; it hears nothing more of it")
         if kind == "blocked":
             raise HumanInputNeeded(
                 f"turn {turn_id} is waiting for a person ({self._blocked(chat, turn_id)}); {_AWAIT_INSTEAD}"

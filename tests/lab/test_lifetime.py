@@ -242,3 +242,27 @@ def test_closing_a_lab_given_another_labs_host_leaves_that_labs_turns_and_queue(
         await first.aclose()
 
     asyncio.run(main())
+
+
+def test_a_lab_closing_on_another_labs_host_takes_its_queued_message_out_of_the_queue():
+    """The host goes on when a lab given it closes: the closed lab's queued message started later,
+    without the script it was sent with (the agent's default reply instead), while awaiting it had
+    said it was kept in the queue (a verification round)."""
+    from ahp_lab.agents.scripted import ask, say, text_question
+
+    async def main():
+        owner = await Lab.open()
+        guest = await Lab.open(host=owner.host, client_id="guest")
+        first = guest.start("q", script=[ask(text_question("name", "Name?", required=True)), say("ok")])
+        await first.until_blocked()
+        queued = guest.start("then say hi", script=[say("hi from the guest's script")])
+        assert queued.queued
+        await guest.aclose()
+        with pytest.raises(RuntimeError, match="taken out of the chat's queue"):
+            await asyncio.wait_for(queued, 10)
+        await owner.wait_for(guest.chat, lambda s: True if not s.get("queuedMessages") else None, timeout=10)
+        chat = owner.host.store.state(guest.chat)  # the guest's turn still waits; nothing queued after it
+        await owner.aclose()
+        return chat["activeTurn"]["message"]["text"], chat.get("queuedMessages") or []
+
+    assert asyncio.run(main()) == ("q", [])

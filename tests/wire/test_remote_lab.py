@@ -335,3 +335,23 @@ def test_closing_a_remote_lab_ends_the_wait_of_its_message_still_queued():
         return queued
 
     assert run(main()) == ["hello"]
+
+
+def test_awaiting_a_remote_labs_turn_after_it_closed_fails_at_once():
+    """A closed remote lab hears nothing more of its host: awaiting a turn it had started (or the
+    turn it steered) waited forever (a verification round)."""
+
+    async def main():
+        lab = await Lab.open()
+        url = await lab.aserve()
+        remote = await RemoteLab.open(url, session=lab.session, client_id="phone")
+        first = lab.start("q", script=[ask(text_question("name", "Name?", required=True)), say("ok")])
+        await first.until_blocked()
+        turn = remote.start("and this", steer=True)  # the remote lab's wait: the steered turn's end
+        await remote.client.wait_for(remote.chat, lambda s: s.get("activeTurn"), timeout=30)
+        await remote.aclose()
+        with pytest.raises(RuntimeError, match="closed before turn .* ended"):
+            await asyncio.wait_for(turn, 10)
+        await lab.aclose()
+
+    run(main())
