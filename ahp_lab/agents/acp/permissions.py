@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from typing import Any
 
@@ -63,8 +64,14 @@ class PermissionRequests:
             self.emit(action)
         # A mode switch (seed 001's "exit plan mode") is never remembered: its options name modes to
         # run in, not standing grants, and each plan it carries is for the person to read.
+        # An "always allow" covers requests of the same kind and title with the same input: by kind
+        # and title only, "Always allow `npm test`" for a call titled "Terminal" let the host approve
+        # `curl … | sh` under that title by itself. An "always reject" covers the kind and title.
         key = None if call.kind == "switch_mode" else (call.kind, call.title)
-        remembered = self.always.get(key) if key is not None else None
+        allowed = None if key is None else (*key, _canonical(call.raw_input))
+        remembered = self.always.get(allowed) if allowed is not None else None
+        if remembered is None and key is not None:
+            remembered = "reject" if self.always.get(key) == "reject" else None
         chosen = _first(opts, "allow_always", "allow_once") if remembered == "allow" else None
         if chosen is not None:  # an earlier "always allow" answers, if the agent offers to allow
             self.emit(mapping._ready(turn, call, confirmed="setting"))
@@ -130,8 +137,10 @@ class PermissionRequests:
         if chosen is None:
             return cancelled
         kind = by_id[chosen].get("kind")
-        if key is not None and chosen == picked and kind in ("allow_always", "reject_always"):  # when chosen
-            self.always[key] = "allow" if kind == "allow_always" else "reject"
+        if key is not None and chosen == picked and kind == "allow_always":  # when chosen
+            self.always[allowed] = "allow"
+        elif key is not None and chosen == picked and kind == "reject_always":
+            self.always[key] = "reject"
         return _selected(chosen)
 
     def confirmation_refusal(self, action: dict) -> str | None:
@@ -192,3 +201,8 @@ def _first(options: list[dict], *kinds: str) -> str | None:
 
 def _selected(option_id: str) -> Any:
     return RequestPermissionResponse(outcome=AllowedOutcome(option_id=option_id, outcome="selected"))
+
+
+def _canonical(value: Any) -> str:
+    """A tool call's input as one text, whatever the order of its members."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
