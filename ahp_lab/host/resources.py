@@ -177,14 +177,15 @@ class ResourceService:
 
     def _resourceWrite(self, connection: Any, params: dict) -> dict:
         uri = params.get("uri")
-        path = self.check(connection, uri, write=True)
-        data = _decode(params)
+        # the request's own fields first (-32602), then whether it may write there (-32009)
         mode = params.get("mode") or "truncate"
         if mode not in ("truncate", "append", "insert"):
             raise RpcError(ErrorCode.INVALID_PARAMS, f"unknown mode {mode!r}; use truncate, append or insert")
         position = params.get("position") or 0
         if not isinstance(position, int) or isinstance(position, bool) or position < 0:
             raise RpcError(ErrorCode.INVALID_PARAMS, "params.position must be a non-negative integer")
+        data = _decode(params)
+        path = self.check(connection, uri, write=True)
         if not path.parent.is_dir():
             raise RpcError(
                 ErrorCode.NOT_FOUND,

@@ -228,3 +228,26 @@ def test_a_strangers_token_is_masked_in_its_servers_output_and_a_short_one_masks
     assert "***" not in shown and "hello_there" in shown
     shown = arun(echoed("TOKEN-s3cr3t-value", "my-TOKEN-s3cr3t-value"))
     assert "TOKEN-s3cr3t" not in shown and "my-***" in shown
+
+
+def test_a_write_with_a_bad_mode_is_bad_params_before_it_is_a_refusal(connect_stranger, tmp_path):
+    """``resourceWrite`` with ``mode: "weird"`` got -32009 (not inside a writable directory) where
+    the spec's -32602 names the field: a client that then asked for access would still send bad
+    params (a client written from the spec, round 7)."""
+
+    async def main():
+        async with open_lab() as lab:
+            mallory = await joined(connect_stranger, lab, "mallory")
+            params = {
+                "channel": ROOT,
+                "uri": (tmp_path / "z").as_uri(),
+                "data": "x",
+                "encoding": "utf-8",
+                "mode": "weird",
+            }
+            answer = await mallory.call("resourceWrite", params)
+            assert answer["error"]["code"] == -32602 and "unknown mode 'weird'" in answer["error"]["message"]
+            answer = await mallory.call("resourceWrite", {**params, "mode": "append"})
+            assert answer["error"]["code"] == -32009
+
+    arun(main())
