@@ -94,6 +94,8 @@ twice_asked      asks permission for call p1 twice at once; once the first is an
 odd_ids          announces a tool call whose id is 300 characters long, and ends the turn
 terminal_call    runs a command printing 600 lines, one every 2 ms or so, shown in running tool call t1, waits for its
                  exit, completes t1 and ends the turn
+killed_call      runs `sleep 30` shown in running tool call k1, kills it, waits for its exit, completes
+                 k1 and ends the turn
 big_content      shows a completed tool call with content of every kind, each past its bound: a 6 MB
                  image, a blob holding its key, a 20,000-character link, 80 texts of 100,000
                  characters, 200 locations, an edit of two 1.6 MB sides and one of a 20,000-character
@@ -197,6 +199,7 @@ TERMINAL_COMMANDS = {  # what each terminal mode runs (MARKER: where the command
     "terminal_background": "sleep 1000 & echo $! > {}; echo bye",
     "terminal_left": "echo $$ > {}; echo started; exec sleep 1000",
     "terminal_slow": "sleep 2; echo finished",
+    "killed_call": "sleep 30",
     "terminal_call": "i=0; while [ $i -lt 600 ]; do echo line $i; sleep 0.002; i=$((i+1)); done",
     # a shaped key and the agent's own key, each written in two parts a while apart
     "terminal_key": (
@@ -361,6 +364,13 @@ def answered(what, msg: dict) -> None:
         update("s1", chunk(f"exited={json.dumps(result, sort_keys=True)}"))
         ask("release", "terminal/release", {"terminalId": what[1]})
         return
+    elif what == "create" and MODE == "killed_call":
+        shown = [{"type": "terminal", "terminalId": result["terminalId"]}]
+        call = {"toolCallId": "k1", "title": "Sleep", "kind": "execute", "status": "in_progress"}
+        update("s1", {"sessionUpdate": "tool_call", **call, "content": shown})
+        ask("kill", "terminal/kill", {"terminalId": result["terminalId"]})
+        ask("exit", "terminal/wait_for_exit", {"terminalId": result["terminalId"]})
+        return
     elif what == "create" and MODE == "terminal_call":  # shown in a running call while it runs
         shown = [{"type": "terminal", "terminalId": result["terminalId"]}]
         call = {"toolCallId": "t1", "title": "Print", "kind": "execute", "status": "in_progress"}
@@ -385,8 +395,9 @@ def answered(what, msg: dict) -> None:
         ask("exit", "terminal/wait_for_exit", {"terminalId": terminal})
         return
     elif what == "exit":
-        if MODE == "terminal_call":
-            update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"})
+        if MODE in ("terminal_call", "killed_call"):
+            done = {"sessionUpdate": "tool_call_update", "status": "completed"}
+            update("s1", {**done, "toolCallId": "t1" if MODE == "terminal_call" else "k1"})
         update("s1", chunk(f"exited={json.dumps(result, sort_keys=True)}"))
     elif what == "read_then_fail":
         update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "a1", "status": "failed"})
@@ -710,6 +721,7 @@ for line in sys.stdin:
             "terminal_slow",
             "terminal_key",
             "terminal_call",
+            "killed_call",
             "files",
             "read_all",
             "read_then_fail",

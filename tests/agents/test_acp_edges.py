@@ -552,3 +552,18 @@ def test_a_command_printing_fast_in_a_tool_call_shows_its_tail_a_few_times_a_sec
             assert call.state["content"][-1]["text"].endswith("line 599\n")
 
     arun(go())
+
+
+def test_a_command_a_signal_ended_shows_its_exit_code_in_its_tool_call(tmp_path: Path) -> None:
+    """The terminal channel said 137 for a killed command (round 7), and its tool call showed no
+    exit code at all, as if it were still running (ACP probe, round 8)."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("killed_call")) as lab:
+            turn = await asyncio.wait_for(lab.send("go"), 30)
+            assert turn.status == "complete", turn.error
+            [call] = turn.tool_calls
+            [item] = [c for c in call.state["content"] if c["type"] == "terminal"]
+            assert item["result"]["exitCode"] == 137
+
+    arun(go())

@@ -43,6 +43,7 @@ import functools
 import json
 import logging
 import re
+import signal as signal_module
 import unicodedata
 from collections.abc import Callable, Container
 from dataclasses import dataclass, field
@@ -473,6 +474,8 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
             }
             if terminal.exited:
                 result: dict[str, Any] = {"preview": text, "truncated": cut}
+                if code is None and signal in _SIGNALS:  # as the terminal channel says it (137: a kill)
+                    code = 128 + _SIGNALS[signal]
                 if code is not None:
                     result["exitCode"] = code
                 entry["result"] = result
@@ -541,6 +544,8 @@ def _merge(call: ToolCall, update: dict) -> None:
 MAX_SHOWN_CHARS = MAX_DELTA_CHARS
 #: The most characters of a tool call's title (its invocation message and past-tense message).
 MAX_TITLE_CHARS = 1000
+#: Signal name -> number, for the exit code of a command a signal ended.
+_SIGNALS = {sig.name: sig.value for sig in signal_module.Signals}
 #: The most content items, and the most locations, of one tool call shown.
 MAX_CALL_ITEMS = 64
 #: The most characters of text all the content of one tool call (or its confirmation) shows.
