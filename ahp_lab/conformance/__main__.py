@@ -73,6 +73,19 @@ _DEPTH = 5_000
 _WRITE_DEPTH = 12_000
 
 
+def _js_numbers(value: object) -> object:
+    """``value`` with each whole float as an int, as ``JSON.stringify`` writes it (``1500`` for
+    ``1500.0``, ``0`` for ``-0.0``, ``10000000000000000`` for ``1e16``; past 1e21 it writes an
+    exponent, as Python does)."""
+    if type(value) is float:
+        return int(value) if value.is_integer() and abs(value) < 1e21 else value
+    if type(value) is dict:
+        return {k: _js_numbers(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_js_numbers(v) for v in value]
+    return value
+
+
 def _why(exc: BaseException) -> str:
     return f"nested deeper than {_DEPTH:,} levels" if isinstance(exc, RecursionError) else str(exc)
 
@@ -150,7 +163,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     # its reducers' own recursion takes (its `+` throws at some 1,200 levels of arrays).
     sys.setrecursionlimit(_WRITE_DEPTH)
     try:
-        text = utf8_json(dumps(strip_nulls(state)))
+        text = utf8_json(dumps(_js_numbers(strip_nulls(state))))
     except RecursionError:
         print(f"error: the final state is nested deeper than {_WRITE_DEPTH:,} levels", file=sys.stderr)
         return 2

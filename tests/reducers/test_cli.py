@@ -118,3 +118,23 @@ def test_what_only_a_javascript_reader_and_writer_would_do_is_done_as_there(tmp_
 
     spread = _replay(tmp_path, ["a", "b"], [{"type": "chat/activityChanged", "activity": "x"}])
     assert json.loads(spread.stdout) == {"0": "a", "1": "b", "activity": "x"}
+
+
+def test_whole_numbers_are_written_as_javascript_writes_them(tmp_path):
+    """``1500.0`` was written as Python writes it, where ``JSON.stringify`` writes ``1500`` (and
+    ``0`` for ``-0.0``, ``10000000000000000`` for ``1e16``): equal values, different text (a
+    reducer divergence hunt)."""
+    usage = {
+        "type": "chat/usage",
+        "turnId": "t1",
+        "usage": {"inputTokens": 1500.0, "outputTokens": -0.0, "cost": 1e16, "x": 0.5},
+    }
+    out = _replay(tmp_path, CHAT, [START, usage])
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert (
+        '"inputTokens": 1500,' in text
+        and '"outputTokens": 0,' in text
+        and '"cost": 10000000000000000' in text
+    )
+    assert '"x": 0.5' in text
