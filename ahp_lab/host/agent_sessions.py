@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from ..agents.base import COMMAND_META, FileAccessDenied, TurnFailed
 from ..protocol.jsonrpc import ErrorCode
 from ..protocol.jsonvalue import to_json
+from ..protocol.printable import printable
 from ..store import agent_origin
 from ..transport import RpcError
 from .resources import ResourceService, file_uri, uri_path
@@ -285,8 +286,10 @@ class HostSessionContext:
                 return None  # never named by the agent, or renamed since by someone else
             title, self._untitled = self._untitled, None
         else:
-            # masked before it is cut: a secret cut in two is no longer recognised whole
-            title = self.redact(str(title))[:200]
+            # one printable line (a newline or a right-to-left override in a title shows in every
+            # client's session list), masked before it is cut: a secret cut in two is no longer
+            # recognised whole
+            title = self.redact(" ".join(printable(str(title)).split()))[:200]
             if self._untitled is None:
                 self._untitled = current if isinstance(current, str) else ""
             self._agent_title = title

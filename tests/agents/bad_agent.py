@@ -94,6 +94,8 @@ twice_asked      asks permission for call p1 twice at once; once the first is an
 odd_ids          announces a tool call whose id is 300 characters long, and ends the turn
 terminal_call    runs a command printing 600 lines, one every 2 ms or so, shown in running tool call t1, waits for its
                  exit, completes t1 and ends the turn
+odd_info         titles the session with a right-to-left override, a newline and an escape sequence,
+                 reports usage past 2^53 and a 5,000-character currency, and ends the turn
 killed_call      runs `sleep 30` shown in running tool call k1, kills it, waits for its exit, completes
                  k1 and ends the turn
 big_content      shows a completed tool call with content of every kind, each past its bound: a 6 MB
@@ -785,6 +787,12 @@ for line in sys.stdin:
             else:
                 update("s1", chunk(f"the write between turns: {json.dumps(pending_answers['between'])}"))
                 send(end_turn(mid))
+        elif MODE == "odd_info":
+            update("s1", {"sessionUpdate": "session_info_update", "title": "\u202eevil\nline\x1b[31mred"})
+            cost = {"amount": 1.5, "currency": "X" * 5000}
+            update("s1", {"sessionUpdate": "usage_update", "size": 2**64, "used": 2**60, "cost": cost})
+            update("s1", {"sessionUpdate": "usage_update", "size": 200_000, "used": 1_000})
+            send(end_turn(mid))
         elif MODE == "title_cleared":
             asked.append(mid)  # counts the prompts
             title = "Agent title" if len(asked) == 1 else None

@@ -567,3 +567,21 @@ def test_a_command_a_signal_ended_shows_its_exit_code_in_its_tool_call(tmp_path:
             assert item["result"]["exitCode"] == 137
 
     arun(go())
+
+
+def test_a_title_and_usage_from_the_agent_are_shown_as_every_client_can_read_them(tmp_path: Path) -> None:
+    """A session title with a right-to-left override, a newline and an escape sequence went to
+    every connection's session list as it was; usage counts past 2^53 (which a JavaScript client
+    reads as other numbers) and a 5,000-character currency were kept (ACP probe, round 8)."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("odd_info")) as lab:
+            turn = await asyncio.wait_for(lab.send("go"), 30)
+            assert turn.status == "complete", turn.error
+            assert lab.session_state["title"] == "evil linered"
+            usage = [t.action["usage"] for t in lab.transitions.where(channel=lab.chat, type="chat/usage")]
+            assert usage[-1]["_meta"]["acp"] == {"used": 1_000, "size": 200_000}
+            assert all(2**53 not in (u.get("_meta", {}).get("acp") or {}).values() for u in usage)
+            assert "XXXX" not in json.dumps(usage)
+
+    arun(go())

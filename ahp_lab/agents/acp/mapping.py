@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...protocol.jsonvalue import held_back
-from ...protocol.limits import cut_noted
+from ...protocol.limits import MAX_SAFE_INTEGER, cut_noted
 from ...protocol.printable import printable
 from ..base import COMMAND_META, FileAccessDenied
 
@@ -846,21 +846,30 @@ def usage_action(turn: TurnMap, tokens: dict | None = None, window: dict | None 
         turn.usage = {
             ahp: tokens[acp_key]
             for acp_key, ahp in _USAGE_FIELDS.items()
-            if isinstance(tokens.get(acp_key), int)
+            if _count(tokens.get(acp_key)) is not None
         }
         turn.usage_meta.update(
             {
                 k: tokens[k]
                 for k in ("thoughtTokens", "cachedWriteTokens", "totalTokens")
-                if tokens.get(k) is not None
+                if _count(tokens.get(k)) is not None
             }
         )
     if window:
-        turn.usage_meta.update({k: window[k] for k in ("used", "size", "cost") if window.get(k) is not None})
+        turn.usage_meta.update({k: window[k] for k in ("used", "size") if _count(window.get(k)) is not None})
+        cost = window.get("cost")
+        if isinstance(cost, dict) and isinstance(cost.get("currency"), str) and len(cost["currency"]) <= 16:
+            turn.usage_meta["cost"] = cost
     usage = dict(turn.usage)
     if turn.usage_meta:
         usage["_meta"] = {"acp": dict(turn.usage_meta)}
     return {"type": "chat/usage", "turnId": turn.turn_id, "usage": usage}
+
+
+def _count(value: Any) -> int | None:
+    """``value`` when it is a count every JSON reader takes exactly (a whole number from 0 to
+    2^53 - 1; a JavaScript client reads a larger one as another number), else ``None``."""
+    return value if type(value) is int and 0 <= value <= MAX_SAFE_INTEGER else None
 
 
 _USAGE_FIELDS = {
