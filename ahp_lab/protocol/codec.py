@@ -26,7 +26,7 @@ from . import (
 from .actions import ACTION_TYPES
 from .errors import ProtocolError, json_type_name, to_protocol_error
 from .jsonvalue import to_json
-from .limits import DEFAULT_LIMITS, Limits, check_json
+from .limits import DEFAULT_LIMITS, MAX_SAFE_INTEGER, Limits, check_json
 
 __all__ = [
     "TYPES",
@@ -245,10 +245,28 @@ def validate_params(method: str, data: Any, limits: Limits = DEFAULT_LIMITS) -> 
     if ta is None:
         raise ProtocolError.build(None, None, f"unknown method {method!r}", "unknown_method")
     check_json(data, limits, method)
+    # (an action's numbers are the reducers' business: they read them as the reference does)
+    unsafe = _unsafe_integer(
+        {k: v for k, v in data.items() if k != "action"} if type(data) is dict else data, ""
+    )
+    if unsafe is not None:  # a count or a limit past it is another number to a JavaScript peer
+        raise ProtocolError.build(method, unsafe or None, "must be an integer from -(2^53 - 1) to 2^53 - 1")
     try:
         return ta.validate_python(data, by_alias=True, by_name=False)
     except ValidationError as exc:
         raise to_protocol_error(exc, method) from None
+
+
+def _unsafe_integer(value: Any, path: str) -> str | None:
+    """The dotted path of the first integer in ``value`` past JSON's safe range, else ``None``."""
+    if type(value) is int:
+        return path if abs(value) > MAX_SAFE_INTEGER else None
+    items = value.items() if type(value) is dict else enumerate(value) if type(value) is list else ()
+    for key, item in items:
+        found = _unsafe_integer(item, f"{path}.{key}" if path else str(key))
+        if found is not None:
+            return found
+    return None
 
 
 def validate_state(kind: str, data: Any) -> BaseModel:

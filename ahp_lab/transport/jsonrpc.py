@@ -344,6 +344,10 @@ class JsonRpcPeer:
                 ErrorCode.INVALID_REQUEST, "the message nests too deep to parse"
             )
         except ValueError as exc:
+            if "integer string conversion" in str(exc):  # Python's advice on its own digit limit
+                return _leading_id(text), RpcError(
+                    ErrorCode.PARSE_ERROR, "invalid JSON: a number has more than 4,300 digits"
+                )
             return _leading_id(text), RpcError(ErrorCode.PARSE_ERROR, f"invalid JSON: {exc}")
 
     def _receive_text(self, text: str) -> None:

@@ -251,3 +251,22 @@ def test_a_write_with_a_bad_mode_is_bad_params_before_it_is_a_refusal(connect_st
             assert answer["error"]["code"] == -32009
 
     arun(main())
+
+
+def test_numbers_past_what_json_carries_get_a_clear_error(connect_stranger):
+    """A 5,000-digit number got Python's advice to call ``sys.set_int_max_str_digits()``, and a
+    count past 2^53 - 1 (which a JavaScript peer reads as another number) was taken as it came."""
+
+    async def main():
+        async with open_lab() as lab:
+            mallory = await joined(connect_stranger, lab, "mallory")
+            mallory.send('{"jsonrpc": "2.0", "id": 5, "method": "ping", "params": {"n": ' + "9" * 5000 + "}}")
+            answer = await mallory.wait(lambda: next((m for m in mallory.received if "error" in m), None))
+            assert answer["error"]["message"] == "invalid JSON: a number has more than 4,300 digits"
+            answer = await mallory.call("subscribe", {"channel": lab.chat, "view": {"turns": 10**30}})
+            assert (
+                answer["error"]["code"] == -32602
+                and "'view.turns' must be an integer" in answer["error"]["message"]
+            )
+
+    arun(main())
