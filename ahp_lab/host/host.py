@@ -458,11 +458,18 @@ class Host(SessionsAndChats):
             if conn.trusted:
                 logged = _logged_form(raw, self.limits)
             else:
-                # Cut, each cut string's kept start masked as an end (a key the cut fell inside is
-                # masked from where it starts), then masked whole: masking the whole action first
-                # held the loop 4 s for each rejected 13 MB one, which costs its sender nothing.
-                short = _logged_form(raw, self.limits, self.redactor.cut_eagerly)
-                logged = self.redactor.action(short, from_client=True, rejected=True)
+                # Cut to eight times the logged size (strings to 2,000 characters, member names to
+                # 500), masked whole there (a name and its value together, a URL's user:password
+                # before its @), then cut to size, each cut string's kept start masked as an end:
+                # masking the whole action first held the loop 4 s for each rejected 13 MB one,
+                # which costs its sender nothing.
+                wide = truncated(raw, 8 * self.limits.max_logged_action_chars, self.redactor.cut_eagerly)
+                masked = (
+                    self.redactor.redact(wide)
+                    if type(wide) is not dict
+                    else (self.redactor.action(wide, from_client=True, rejected=True))
+                )
+                logged = _logged_form(masked, self.limits, self.redactor.cut_eagerly)
             transition = self.store.reject(channel, logged, origin, reason)
             if action is not None:
                 self._after_rejection(channel, action, client_id, reason)

@@ -44,6 +44,10 @@ from ..protocol.jsonvalue import valid_unicode
 
 __all__ = ["Redactor", "MASK", "masked_literal"]
 
+#: A URL's ``user:password`` cut before its ``@`` (group 1: from the user on).
+_BEGUN_USERINFO = re.compile(r"(?i)\b[a-z][a-z0-9+.\-]{0,30}://([^\s/?#@\"'<>\[\]]*:[^\s/?#@\"'<>\[\]]*)\Z")
+#: A PEM private key cut before its END line (group 1: from its BEGIN line on).
+_BEGUN_PRIVATE_KEY = re.compile(r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:(?!-----END )[\s\S])*)\Z")
 _BASE64_LAYOUT = re.compile(r"[\s=]+")  # line breaks of MIME base64, and its padding (put back)
 _URL_SAFE = str.maketrans("-_", "+/")
 
@@ -415,6 +419,9 @@ class Redactor:
         too much to show."""
         text = self.text(text)
         keep = max(self.secret_prefix(text), self.credential_begun(text))
+        begun = _BEGUN_USERINFO.search(text) or _BEGUN_PRIVATE_KEY.search(text)  # cut before its end
+        if begun is not None:
+            keep = max(keep, len(text) - begun.start(1))
         return text[:-keep] + MASK if keep else text
 
     def secret_prefix(self, text: str) -> int:

@@ -475,7 +475,7 @@ def truncated(
                 if budget[0] <= 0 or i >= 50:
                     out["…"] = f"{len(v) - i} more members"
                     break
-                key = clip(str(k), 80)
+                key = clip(str(k), max(80, piece // 4))
                 budget[0] -= len(key) + 3
                 out[key] = walk(item, depth + 1)
             return out

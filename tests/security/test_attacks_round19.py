@@ -270,3 +270,22 @@ def test_numbers_past_what_json_carries_get_a_clear_error(connect_stranger):
             )
 
     arun(main())
+
+
+def test_a_rejected_actions_secrets_are_masked_with_their_names_and_urls_whole(connect_stranger):
+    """Cutting a rejected action before masking it (to spare the loop) cut a long member name
+    before the word that makes it a secret's, and a URL before the ``@`` of its ``user:password``:
+    the values reached the echo whole (a verification round)."""
+
+    async def main():
+        async with open_lab() as lab:
+            mallory = await joined(connect_stranger, lab, "mallory")
+            mallory.dispatch(lab.session, 1, {"type": "bogus/type", "x" * 75 + "_password": "hunter2hunter2"})
+            url = "x" * 200 + " postgres://admin:Xs3cretPassw0rdQ@db.example/app " + "y" * 300
+            mallory.dispatch(lab.session, 2, {"type": "bogus/type", "note": url})
+            echoes = [await mallory.echo(seq) for seq in (1, 2)]
+            assert all("rejectionReason" in e for e in echoes)
+            shown = json.dumps([echoes, [t.envelope() for t in lab.host.store.transitions]])
+            assert "hunter2hunter2" not in shown and "Xs3cret" not in shown
+
+    arun(main())
