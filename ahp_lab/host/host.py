@@ -496,11 +496,13 @@ class Host(SessionsAndChats):
         (``&sid=1`` is ``&sid=***``), and the inbound check counted characters, not bytes (5
         million emoji were 20 MB). Every ahp_lab client, and most others, closes on a message over
         its limit, and a resume would send it again: one action cut every subscriber off for good."""
-        size = measured[2] if measured is not None else 0
+        # (a removal puts nothing into state, so it is not measured for the budget: measured here)
+        text = dumps(action) if measured is None else None
+        size = measured[2] if measured is not None else len(text)
         room = self.limits.max_message_bytes - ENVELOPE_BYTES
         if size * 6 <= room:  # masking grows text at most 4/3, and a character is 4 bytes at most
             return None
-        sent = utf8_bytes(dumps(action))
+        sent = utf8_bytes(text if text is not None else dumps(action))
         if sent <= room:
             return None
         return (

@@ -61,11 +61,22 @@ class AuthAtConnect(Exception):
         self.auth = auth
 
 
-#: A stranger's token shorter than this is not masked in its server's output: one character,
-#: masked, corrupted every result ("own***r"), and no real token is this short.
-MIN_MASKED_TOKEN = 8
+#: A stranger's token is masked in its server's output only when it looks like a credential: this
+#: long at least, with letters and digits, and no spaces, slashes or colons. Any text a stranger
+#: chose, masked, corrupted every result of that server, the notebook's included (the "token" "e"
+#: made "own***r", "https://" and "required" masked links and words).
+MIN_MASKED_TOKEN = 16
 #: The tokens of other connections a server's output is masked for (the last ones given).
 MAX_GIVEN_TOKENS = 4
+
+
+def _credential_like(token: str) -> bool:
+    return (
+        len(token) >= MIN_MASKED_TOKEN
+        and any(c.isdigit() for c in token)
+        and any(c.isalpha() for c in token)
+        and not any(c.isspace() or c in "/:" for c in token)
+    )
 
 
 def masked_tokens(rt: Any, value: Any) -> Any:
@@ -98,7 +109,7 @@ class McpAuthorization:
             matched = True
             if getattr(connection, "trusted", False):
                 self.host.redactor.add(token)  # masked everywhere: the notebook's own secret
-            elif len(token) >= MIN_MASKED_TOKEN and token not in rt.given:
+            elif _credential_like(token) and token not in rt.given:
                 rt.given = [*rt.given[-(MAX_GIVEN_TOKENS - 1) :], token]
             # A stranger's token is masked only in what that server returns (run_tool): added to
             # the redactor every client's text goes through, any string a stranger chose as its

@@ -245,27 +245,29 @@ def validate_params(method: str, data: Any, limits: Limits = DEFAULT_LIMITS) -> 
     if ta is None:
         raise ProtocolError.build(None, None, f"unknown method {method!r}", "unknown_method")
     check_json(data, limits, method)
-    # (an action's numbers are the reducers' business: they read them as the reference does)
-    unsafe = _unsafe_integer(
-        {k: v for k, v in data.items() if k != "action"} if type(data) is dict else data, ""
-    )
+    unsafe = _unsafe_integer(data)
     if unsafe is not None:  # a count or a limit past it is another number to a JavaScript peer
-        raise ProtocolError.build(method, unsafe or None, "must be an integer from -(2^53 - 1) to 2^53 - 1")
+        raise ProtocolError.build(method, unsafe, "must be an integer from -(2^53 - 1) to 2^53 - 1")
     try:
         return ta.validate_python(data, by_alias=True, by_name=False)
     except ValidationError as exc:
         raise to_protocol_error(exc, method) from None
 
 
-def _unsafe_integer(value: Any, path: str) -> str | None:
-    """The dotted path of the first integer in ``value`` past JSON's safe range, else ``None``."""
-    if type(value) is int:
-        return path if abs(value) > MAX_SAFE_INTEGER else None
-    items = value.items() if type(value) is dict else enumerate(value) if type(value) is list else ()
-    for key, item in items:
-        found = _unsafe_integer(item, f"{path}.{key}" if path else str(key))
-        if found is not None:
-            return found
+def _unsafe_integer(params: Any) -> str | None:
+    """The name of the first of a command's own numbers (its params' members, and a subscription's
+    ``view``: ``limit``, ``position``, ``view.turns``, ``lastSeenServerSeq``…) past JSON's safe
+    range, else ``None``. What a client carries through (``_meta``, a tool's schema, an action) is
+    not the host's to read as a number."""
+    if type(params) is not dict:
+        return None
+    view = params.get("view")
+    members = list(params.items())
+    if type(view) is dict:
+        members += [(f"view.{k}", v) for k, v in view.items()]
+    for name, value in members:
+        if type(value) is int and abs(value) > MAX_SAFE_INTEGER:
+            return name
     return None
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import re
+from itertools import dropwhile
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -350,6 +351,24 @@ def test_a_diff_of_only_the_changed_middle_still_turns_one_side_into_the_other(l
     new = new.rstrip("\n") if cut_end else new
     diff = mapping.unified_diff("/f", old, new)
     assert _patched(old, diff) == new
+
+
+def test_a_source_file_edited_at_both_ends_shows_its_diff_and_each_hunk_applies():
+    """Comparing only the middle made a 1,200-line file edited at its top and its end compare the
+    whole file, over a bound of line pairs, so the person approved the edit without its diff; and a
+    diff of the middle alone ended some hunks with less context than they began with, which patch
+    and git apply read as the end of the file (a verification round)."""
+    body = [f"def f{i}(x):\n    return x + {i}\n\n" for i in range(400)]
+    old = "import os\n" + "".join(body)
+    new = "import os\nimport sys\n" + "".join(body) + "def g():\n    pass\n"
+    diff = mapping.unified_diff("/src/m.py", old, new)
+    assert diff.count("@@ ") == 2 and "+import sys\n" in diff and "+def g():\n" in diff
+    assert _patched(old, diff) == new
+    for hunk in diff.split("@@ ")[1:]:  # as much context after a change as before it, in the middle
+        lines = hunk.splitlines()[1:]
+        leading = len(lines) - len(lines_after := list(dropwhile(lambda x: x.startswith(" "), lines)))
+        trailing = len(lines_after) - len(list(dropwhile(lambda x: x.startswith(" "), reversed(lines_after))))
+        assert leading in (0, 1, 3) and trailing in (0, 3), hunk
 
 
 def test_a_diff_that_would_compare_too_many_lines_is_not_computed():

@@ -165,6 +165,12 @@ def test_no_action_a_stranger_sends_goes_out_over_one_message(connect_stranger):
             echo = await mallory.echo(2, timeout=30)
             assert "once masked, over the limit of one message" in echo["rejectionReason"]
             assert all(c["clientId"] != "mallory" for c in lab.session_state["activeClients"])
+            # a removal puts nothing into state, so it was not measured at all (a verification round)
+            await mallory.call("subscribe", {"channel": lab.chat})
+            removal = {"type": "chat/truncated", "_meta": {f"k{i}": grows for i in range(14)}}
+            mallory.dispatch(lab.chat, 3, removal)
+            echo = await mallory.echo(3, timeout=30)
+            assert "once masked, over the limit of one message" in echo["rejectionReason"]
             assert not bob.closed and "result" in await bob.call("ping", {"channel": ROOT})
 
     arun(main())
@@ -226,6 +232,8 @@ def test_a_strangers_token_is_masked_in_its_servers_output_and_a_short_one_masks
 
     shown = arun(echoed("e", "hello_there"))
     assert "***" not in shown and "hello_there" in shown
+    shown = arun(echoed("required", "was_required"))  # a word: not a credential's shape
+    assert "***" not in shown and "was_required" in shown
     shown = arun(echoed("TOKEN-s3cr3t-value", "my-TOKEN-s3cr3t-value"))
     assert "TOKEN-s3cr3t" not in shown and "my-***" in shown
 
@@ -268,6 +276,10 @@ def test_numbers_past_what_json_carries_get_a_clear_error(connect_stranger):
                 answer["error"]["code"] == -32602
                 and "'view.turns' must be an integer" in answer["error"]["message"]
             )
+            # what a client carries through is not the host's number: a nanosecond clock in _meta
+            meta = {"sentAtNs": 1733540000123456789}
+            answer = await mallory.call("subscribe", {"channel": lab.chat, "_meta": meta})
+            assert "result" in answer, answer
 
     arun(main())
 

@@ -42,9 +42,11 @@ import difflib
 import functools
 import json
 import logging
+import math
 import re
 import signal as signal_module
 import unicodedata
+from collections import Counter
 from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import Any
@@ -317,52 +319,68 @@ def on_thought_chunk(turn: TurnMap, update: dict, resolver: Resolver) -> list[di
 #: The most characters (both sides together) of a file edit whose unified diff is computed:
 #: difflib runs on the event loop, and the rewrite of a 1.7 MB lock file held it 4.7 s.
 MAX_DIFFED_CHARS = 400_000
-#: The most pairs of lines difflib compares (the lines of one side times the other's, past their
-#: common start and end): its cost grows with them where lines repeat, and 200,000 characters of
-#: 150 distinct lines held the loop 21 s.
-MAX_DIFFED_PAIRS = 1_000_000
+#: The most comparisons difflib may make between the changed middles of the two sides (the
+#: middle lines of one side times how often each occurs in the other's, leaving out the lines
+#: difflib itself takes for noise): its time grows with them, and 200,000 characters of 150
+#: distinct lines (1.4 million) held the loop 21 s, where the lines of a source file mostly occur
+#: once (a 1,200-line file edited at both ends: some 1,300). At the bound: some 0.2 s.
+MAX_DIFFED_PAIRS = 50_000
 _CONTEXT = 3  # lines of context around a change
-_HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
 
 
 @functools.lru_cache(maxsize=128)  # more than the diffs one call shows (MAX_CALL_ITEMS)
 def unified_diff(path: str, old: str | None, new: str) -> str | None:
     """A unified diff of one file (``/dev/null`` for a created file), or ``None`` when it would cost
-    too much to compute (:data:`MAX_DIFFED_CHARS`, :data:`MAX_DIFFED_PAIRS`). Only the lines
-    between the sides' common start and end are compared. Computed once for a call's content, its
-    counts and its confirmation, which all show it."""
+    too much to compute (:data:`MAX_DIFFED_CHARS`, :data:`MAX_DIFFED_PAIRS`). difflib compares only
+    the lines between the sides' common start and end; the hunks are drawn from the whole files.
+    Computed once for a call's content, its counts and its confirmation, which all show it."""
     if len(old or "") + len(new) > MAX_DIFFED_CHARS:
         return None
     a, b = (old or "").splitlines(keepends=True), new.splitlines(keepends=True)
     same = min(len(a), len(b))
     lo = next((k for k in range(same) if a[k] != b[k]), same)
     hi = next((k for k in range(same - lo) if a[-1 - k] != b[-1 - k]), same - lo)
-    if (len(a) - lo - hi) * (len(b) - lo - hi) > MAX_DIFFED_PAIRS:
+    a_mid, b_mid = a[lo : len(a) - hi], b[lo : len(b) - hi]
+    if _comparisons(a_mid, b_mid) > MAX_DIFFED_PAIRS:
         return None
-    start, end = max(0, lo - _CONTEXT), max(0, hi - _CONTEXT)
-    lines = difflib.unified_diff(
-        a[start : len(a) - end],
-        b[start : len(b) - end],
-        fromfile="/dev/null" if old is None else f"a{path}",
-        tofile=f"b{path}",
-        n=_CONTEXT,
-    )
-    return "".join(
-        _shifted(line, start)
-        if line.startswith("@@")
-        else line
-        if line.endswith("\n")
-        else line + "\n\\ No newline at end of file\n"
-        for line in lines
-    )
+    codes = [("equal", 0, lo, 0, lo)] if lo else []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a_mid, b_mid).get_opcodes():
+        codes.append((tag, i1 + lo, i2 + lo, j1 + lo, j2 + lo))
+    if hi:
+        codes.append(("equal", len(a) - hi, len(a), len(b) - hi, len(b)))
+    whole = difflib.SequenceMatcher(None, (), ())
+    whole.opcodes = codes  # what get_grouped_opcodes reads: the middle's, placed in the whole files
+    out = [f"--- {'/dev/null' if old is None else f'a{path}'}\n", f"+++ b{path}\n"]
+    for group in whole.get_grouped_opcodes(_CONTEXT) if lo < len(a) or lo < len(b) else ():
+        first, last = group[0], group[-1]
+        out.append(f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n")
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                out += (" " + line for line in a[i1:i2])
+                continue
+            if tag in ("replace", "delete"):
+                out += ("-" + line for line in a[i1:i2])
+            if tag in ("replace", "insert"):
+                out += ("+" + line for line in b[j1:j2])
+    if len(out) == 2:
+        return ""
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in out)
 
 
-def _shifted(header: str, by: int) -> str:
-    """A hunk header of a diff of the sides from line ``by`` on, numbered as in the whole files."""
-    if not by:
-        return header
-    m = _HUNK.match(header)
-    return f"@@ -{int(m[1]) + by}{m[2] or ''} +{int(m[3]) + by}{m[4] or ''} @@{header[m.end() :]}"
+def _range(start: int, stop: int) -> str:
+    """A hunk's line range as a unified diff writes it (difflib's own form)."""
+    length = stop - start
+    if length == 1:
+        return str(start + 1)
+    return f"{start + 1 if length else start},{length}"
+
+
+def _comparisons(a: list[str], b: list[str]) -> int:
+    """About how many line comparisons difflib makes for ``a`` and ``b``: how often each line of
+    ``a`` occurs in ``b``, leaving out the lines it takes for noise (more than 1% of 200 or more)."""
+    seen = Counter(b)
+    popular = len(b) // 100 + 1 if len(b) >= 200 else len(b) + 1
+    return sum(n for n in map(seen.get, a) if n is not None and n <= popular)
 
 
 #: The longest side of a file edit kept for ``resourceRead``: it is masked on the event loop
@@ -857,9 +875,15 @@ def usage_action(turn: TurnMap, tokens: dict | None = None, window: dict | None 
         )
     if window:
         turn.usage_meta.update({k: window[k] for k in ("used", "size") if _count(window.get(k)) is not None})
-        cost = window.get("cost")
-        if isinstance(cost, dict) and isinstance(cost.get("currency"), str) and len(cost["currency"]) <= 16:
-            turn.usage_meta["cost"] = cost
+        cost = window.get("cost") if isinstance(window.get("cost"), dict) else {}
+        amount, currency = cost.get("amount"), cost.get("currency")
+        if (
+            type(amount) in (int, float)
+            and math.isfinite(amount)
+            and isinstance(currency, str)
+            and len(currency) <= 16
+        ):
+            turn.usage_meta["cost"] = {"amount": amount, "currency": currency}  # (1e400 was Infinity)
     usage = dict(turn.usage)
     if turn.usage_meta:
         usage["_meta"] = {"acp": dict(turn.usage_meta)}

@@ -69,9 +69,9 @@ class PermissionRequests:
         # `curl … | sh` under that title by itself. An "always reject" covers the kind and title.
         key = None if call.kind == "switch_mode" else (call.kind, call.title)
         allowed = None if key is None else (*key, _canonical(call.raw_input))
-        remembered = self.always.get(allowed) if allowed is not None else None
-        if remembered is None and key is not None:
-            remembered = "reject" if self.always.get(key) == "reject" else None
+        remembered = self.always.get(key) if key is not None else None  # an "always reject"
+        if remembered is None and allowed is not None:
+            remembered = self.always.get(allowed)
         chosen = _first(opts, "allow_always", "allow_once") if remembered == "allow" else None
         if chosen is not None:  # an earlier "always allow" answers, if the agent offers to allow
             self.emit(mapping._ready(turn, call, confirmed="setting"))
@@ -140,7 +140,9 @@ class PermissionRequests:
         if key is not None and chosen == picked and kind == "allow_always":  # when chosen
             self.always[allowed] = "allow"
         elif key is not None and chosen == picked and kind == "reject_always":
-            self.always[key] = "reject"
+            self.always[key] = "reject"  # the newest answer: it ends the kind and title's grants
+            for remembered_key in [k for k in self.always if len(k) == 3 and k[:2] == key]:
+                del self.always[remembered_key]
         return _selected(chosen)
 
     def confirmation_refusal(self, action: dict) -> str | None:
