@@ -669,3 +669,21 @@ def test_always_allow_covers_the_same_input_only(tmp_path: Path) -> None:
             assert '"optionId": "aa"' in turn.text and '"optionId": "ro"' in turn.text
 
     arun(go())
+
+
+def test_a_newer_always_reject_ends_an_always_allow_of_the_same_kind_and_title(tmp_path: Path) -> None:
+    """An "always allow" remembered for one input outlived a later "always reject" of the same kind
+    and title: the first input was approved again without asking (a verification round)."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("always_rejected")) as lab:
+            pending = lab.start("go")
+            await asyncio.wait_for(pending.until_blocked(), 30)
+            lab.approve(option="aa")
+            await asyncio.wait_for(pending.until_blocked(), 30)
+            lab.deny(option="ra")
+            turn = await asyncio.wait_for(pending, 30)
+            assert 'first={"optionId": "aa"' in turn.text and 'second={"optionId": "ra"' in turn.text
+            assert 'outcome={"optionId": "ra"' in turn.text  # npm test again: rejected, not allowed
+
+    arun(go())
