@@ -118,6 +118,10 @@ class HostTerminal:
         self._state_cap = ctx.host.limits.max_terminal_output_bytes
         self.exit_code: int | None = None
         self.signal: str | None = None
+        # The exit code AHP shows once the command ended: its own, or for one a signal ended (no
+        # code of its own; AHP has no field for the signal, and an absent exitCode reads as "still
+        # running") the shell's 128 + the signal's number (137 for a kill).
+        self.shown_exit_code: int | None = None
         self.released = False
         self._pump = asyncio.ensure_future(self._read())
 
@@ -164,15 +168,12 @@ class HostTerminal:
                 self.exit_code = None
             else:
                 self.exit_code = code
+            if code is not None:
+                self.shown_exit_code = 128 - code if code < 0 else code  # (minus the signal's number)
             if host.store.has_channel(self.uri):
-                # A command a signal ended has no exit code of its own; AHP has no field for the
-                # signal, and an absent exitCode reads as "still running": the shell's 128 + the
-                # signal's number says it ended (137 for a kill).
-                if self.exit_code is None and code is not None:
-                    code = 128 - code  # (code is minus the signal's number)
                 action: dict[str, Any] = {"type": "terminal/exited"}
-                if code is not None:
-                    action["exitCode"] = code
+                if self.shown_exit_code is not None:
+                    action["exitCode"] = self.shown_exit_code
                 host.dispatch(self.uri, action, self.ctx.origin)
                 self.ctx.publish_terminals()
             self._notify()

@@ -44,7 +44,6 @@ import json
 import logging
 import math
 import re
-import signal as signal_module
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Container
@@ -459,8 +458,8 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
                 elif isinstance(res.get("blob"), str):
                     out.append(_embedded(res["blob"], str(res.get("mimeType") or ""), resolver))
         elif kind == "diff":
-            if len(str(item.get("path", ""))) > MAX_URI_CHARS:
-                size = len(str(item.get("path")))
+            size = len(str(item.get("path", "")))
+            if size > MAX_URI_CHARS:
                 out.append(
                     {"type": "text", "text": f"[an edit of a path of {size:,} characters is not shown]"}
                 )
@@ -477,7 +476,7 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
                     {"type": "text", "text": f"[terminal {item.get('terminalId')} is not known to this host]"}
                 )
                 continue
-            text, truncated, code, signal = terminal.output()
+            text, truncated, _, _ = terminal.output()
             # the tool call shows the output's tail, readable: the whole of it is the terminal
             # channel's (the output so far, up to 1 MiB, sent again at each read grew the log 15-fold)
             # without escapes and control characters: raw in a tool call, a client would print them
@@ -492,10 +491,8 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
             }
             if terminal.exited:
                 result: dict[str, Any] = {"preview": text, "truncated": cut}
-                if code is None and signal in _SIGNALS:  # as the terminal channel says it (137: a kill)
-                    code = 128 + _SIGNALS[signal]
-                if code is not None:
-                    result["exitCode"] = code
+                if terminal.shown_exit_code is not None:  # as the terminal channel says it (137: a kill)
+                    result["exitCode"] = terminal.shown_exit_code
                 entry["result"] = result
             out.append(entry)
             if not text:  # an exited command's tail may also be cut away whole (inside a character)
@@ -562,8 +559,6 @@ def _merge(call: ToolCall, update: dict) -> None:
 MAX_SHOWN_CHARS = MAX_DELTA_CHARS
 #: The most characters of a tool call's title (its invocation message and past-tense message).
 MAX_TITLE_CHARS = 1000
-#: Signal name -> number, for the exit code of a command a signal ended.
-_SIGNALS = {sig.name: sig.value for sig in signal_module.Signals}
 #: The most content items, and the most locations, of one tool call shown.
 MAX_CALL_ITEMS = 64
 #: The most characters of text all the content of one tool call (or its confirmation) shows.
