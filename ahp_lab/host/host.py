@@ -464,12 +464,11 @@ class Host(SessionsAndChats):
                 # masking the whole action first held the loop 4 s for each rejected 13 MB one,
                 # which costs its sender nothing.
                 wide = truncated(raw, 8 * self.limits.max_logged_action_chars, self.redactor.cut_eagerly)
-                masked = (
-                    self.redactor.redact(wide)
-                    if type(wide) is not dict
-                    else (self.redactor.action(wide, from_client=True, rejected=True))
-                )
-                logged = _logged_form(masked, self.limits, self.redactor.cut_eagerly)
+                if type(wide) is dict:
+                    wide = self.redactor.action(wide, from_client=True, rejected=True)
+                else:
+                    wide = self.redactor.redact(wide)
+                logged = _logged_form(wide, self.limits, self.redactor.cut_eagerly)
             transition = self.store.reject(channel, logged, origin, reason)
             if action is not None:
                 self._after_rejection(channel, action, client_id, reason)
@@ -496,13 +495,12 @@ class Host(SessionsAndChats):
         (``&sid=1`` is ``&sid=***``), and the inbound check counted characters, not bytes (5
         million emoji were 20 MB). Every ahp_lab client, and most others, closes on a message over
         its limit, and a resume would send it again: one action cut every subscriber off for good."""
-        # (a removal puts nothing into state, so it is not measured for the budget: measured here)
-        text = dumps(action) if measured is None else None
-        size = measured[2] if measured is not None else len(text)
         room = self.limits.max_message_bytes - ENVELOPE_BYTES
-        if size * 6 <= room:  # masking grows text at most 4/3, and a character is 4 bytes at most
+        # masking grows text at most 4/3, and a character is 4 bytes at most; a removal, which puts
+        # nothing into state, was not measured for the budget: it is measured here
+        if measured is not None and measured[2] * 6 <= room:
             return None
-        sent = utf8_bytes(text if text is not None else dumps(action))
+        sent = utf8_bytes(dumps(action))
         if sent <= room:
             return None
         return (

@@ -571,12 +571,17 @@ class Lab(Sending, Answering, LabBase):
         self._lifetime.close()
         self._wake_waits()
 
+    @property
+    def _queued_when_closed(self) -> str:
+        if self._lifetime.state["owner"]:
+            return "the message stays in the chat's queue"
+        return "the message was taken out of the chat's queue (the host is another lab's)"
+
     def _unqueue(self) -> None:
         """A lab closing on another lab's host takes its queued messages out of the queue: the host
         goes on, and would run them without what this lab sent with them (a script, answers)."""
         if self._lifetime.state["owner"] or self.closed:
             return
-        self._queued_when_closed = "the message was taken out of the chat's queue (the host is another lab's)"
         for sent in list(self._queued.values()):
             if sent.turn_id is None:
                 removal = {"type": "chat/pendingMessageRemoved", "kind": "queued", "id": sent.message_id}

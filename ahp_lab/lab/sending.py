@@ -197,14 +197,14 @@ class Sending:
     #: Whether a closed lab hears nothing more of its host (a remote lab: its connection is closed),
     #: so that awaiting a turn it started ends when it closes, not never.
     _deaf_when_closed = False
-    #: What becomes of a message still queued when the lab closes.
-    _queued_when_closed = "the message stays in the chat's queue"
+    #: What becomes of a message still queued when the lab closes (each kind of lab says).
+    _queued_when_closed: str
 
     def _wake_waits(self) -> None:
         """Called once the lab is closed: waits that can no longer end (a queued message's, whose
         turn will not start; a remote lab's turns, of which it hears nothing more) end now."""
-        for chat in {sent.chat for sent in self._queued.values()} | set(self.client.waited_channels()):
-            self.client.recheck(chat)
+        for channel in self.client.waited_channels():
+            self.client.recheck(channel)
 
     async def _wait_sent(self, sent: Sent, stop_when_blocked: bool = False) -> Turn:
         if sent.kind == "queued":

@@ -420,9 +420,13 @@ def valid_seq(value: Any) -> bool:
     return type(value) is int and 0 <= value <= MAX_SAFE_INTEGER
 
 
-def cut_noted(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters, saying how many more there were."""
-    return text if len(text) <= limit else f"{text[:limit]}…[{len(text) - limit:,} more characters]"
+def cut_noted(text: str, limit: int, kept: Callable[[str], str] | None = None) -> str:
+    """``text`` cut to ``limit`` characters, saying how many more there were; ``kept`` is applied to
+    the start that is kept (a redactor's, masking a secret the cut fell inside)."""
+    if len(text) <= limit:
+        return text
+    start = text[:limit] if kept is None else kept(text[:limit])
+    return f"{start}…[{len(text) - limit:,} more characters]"
 
 
 def clipped(text: str, limit: int) -> str:
@@ -448,8 +452,7 @@ def truncated(
     def clip(text: str, limit: int) -> str:
         if cut is None or len(text) <= limit:
             return clipped(text, limit)
-        kept = cut(text[:limit].encode("utf-8", "replace").decode("utf-8"))
-        return f"{kept}…[{len(text) - limit:,} more characters]"
+        return cut_noted(text, limit, lambda start: cut(start.encode("utf-8", "replace").decode("utf-8")))
 
     def walk(v: Any, depth: int) -> Any:
         if budget[0] <= 0:

@@ -7,6 +7,8 @@ from urllib.parse import quote
 
 __all__ = ["file_uri"]
 
+_SAFE = "/:@!$&'()*+,;=-._~"  # what a path keeps as it is in a URI
+
 
 def file_uri(path: str | os.PathLike) -> str:
     """The ``file://`` URI of an absolute path (percent-encoded). A name that is not UTF-8 (Python
@@ -14,6 +16,6 @@ def file_uri(path: str | os.PathLike) -> str:
     surrogate becomes U+FFFD."""
     p = os.path.abspath(os.fspath(path))
     try:
-        return "file://" + quote(p, safe="/:@!$&'()*+,;=-._~", errors="surrogateescape")
+        return "file://" + quote(p, safe=_SAFE, errors="surrogateescape")
     except UnicodeEncodeError:
-        return "file://" + quote(p, safe="/:@!$&'()*+,;=-._~", errors="replace")
+        return "file://" + quote(p, safe=_SAFE, errors="replace")

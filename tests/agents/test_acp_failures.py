@@ -569,6 +569,16 @@ def test_a_file_name_that_is_not_utf8_is_shown_and_read_without_failing_the_agen
     arun(go())
 
 
+async def _turns_a_late_client_sees(lab: Lab) -> list[str]:
+    """The turns a client joining the lab's chat now over a socket sees (a snapshot it can read)."""
+    url = await lab.aserve()
+    remote = await RemoteLab.open(url, session=lab.session, client_id="late")
+    try:
+        return [t["id"] for t in remote.state(remote.chat)["turns"]]
+    finally:
+        await remote.aclose()
+
+
 def test_a_tool_call_of_megabytes_is_shown_cut_and_the_chat_stays_joinable(tmp_path: Path) -> None:
     """An ACP agent of our own (round 7): a tool call's 20-million-character input became one action
     over every client's message limit; a remote client was disconnected and none could join the
@@ -583,10 +593,7 @@ def test_a_tool_call_of_megabytes_is_shown_cut_and_the_chat_stays_joinable(tmp_p
             assert len(state) < 1_000_000  # 7 MB came
             assert "more characters]" in call.state["toolInput"] and len(call.state["displayName"]) < 1100
             assert "structuredContent" not in json.dumps(call.state)
-            url = await lab.aserve()
-            remote = await RemoteLab.open(url, session=lab.session, client_id="late")
-            assert [t["id"] for t in remote.state(remote.chat)["turns"]] == [turn.id]
-            await remote.aclose()
+            assert await _turns_a_late_client_sees(lab) == [turn.id]
 
     arun(go())
 
@@ -625,10 +632,7 @@ def test_a_tool_call_of_every_content_kind_past_its_bound_stays_small_and_masked
             assert (
                 "OPENAI_API_KEY=***" in base64.b64decode(frames.split('"blob": "')[1].split('"')[0]).decode()
             )
-            url = await lab.aserve()
-            remote = await RemoteLab.open(url, session=lab.session, client_id="late")
-            assert [t["id"] for t in remote.state(remote.chat)["turns"]] == [turn.id]
-            await remote.aclose()
+            assert await _turns_a_late_client_sees(lab) == [turn.id]
 
     arun(go())
 

@@ -290,18 +290,24 @@ def test_serve_in_a_plain_script_warns_that_nothing_serves_between_calls():
         lab.close()
 
 
+async def _a_phone_behind_a_waiting_turn():
+    """A served lab whose chat's turn waits for a person, and a remote lab ("phone") that sees it."""
+    lab = await Lab.open()
+    url = await lab.aserve()
+    remote = await RemoteLab.open(url, session=lab.session, client_id="phone")
+    first = lab.start("q", script=[ask(text_question("name", "Name?", required=True)), say("ok")])
+    await first.until_blocked()
+    await remote.client.wait_for(remote.chat, lambda s: s.get("activeTurn"), timeout=30)
+    return lab, remote, first
+
+
 def test_a_remote_labs_queued_message_the_host_starts_becomes_its_turn():
     """The host starts a queued message by removing it from the queue and then starting its turn
     (chat-channel §10); a remote lab reads the two apart, and took the removal for a client's: the
     message's turn ran, and awaiting it raised "removed before its turn started"."""
 
     async def main():
-        lab = await Lab.open()
-        url = await lab.aserve()
-        remote = await RemoteLab.open(url, session=lab.session, client_id="phone")
-        first = lab.start("q", script=[ask(text_question("name", "Name?", required=True)), say("ok")])
-        await first.until_blocked()
-        await remote.client.wait_for(remote.chat, lambda s: s.get("activeTurn"), timeout=30)
+        lab, remote, first = await _a_phone_behind_a_waiting_turn()
         second = remote.start("hello")
         assert second.queued
         lab.answer(answers={"name": "x"})
@@ -319,12 +325,7 @@ def test_closing_a_remote_lab_ends_the_wait_of_its_message_still_queued():
     forever: the connection is gone, so no state says it started."""
 
     async def main():
-        lab = await Lab.open()
-        url = await lab.aserve()
-        remote = await RemoteLab.open(url, session=lab.session, client_id="phone")
-        first = lab.start("q", script=[ask(text_question("name", "Name?", required=True)), say("ok")])
-        await first.until_blocked()
-        await remote.client.wait_for(remote.chat, lambda s: s.get("activeTurn"), timeout=30)
+        lab, remote, first = await _a_phone_behind_a_waiting_turn()
         second = remote.start("hello")
         await remote.client.wait_for(remote.chat, lambda s: s.get("queuedMessages"), timeout=30)
         await remote.aclose()
@@ -342,13 +343,8 @@ def test_awaiting_a_remote_labs_turn_after_it_closed_fails_at_once():
     turn it steered) waited forever (a verification round)."""
 
     async def main():
-        lab = await Lab.open()
-        url = await lab.aserve()
-        remote = await RemoteLab.open(url, session=lab.session, client_id="phone")
-        first = lab.start("q", script=[ask(text_question("name", "Name?", required=True)), say("ok")])
-        await first.until_blocked()
+        lab, remote, _ = await _a_phone_behind_a_waiting_turn()
         turn = remote.start("and this", steer=True)  # the remote lab's wait: the steered turn's end
-        await remote.client.wait_for(remote.chat, lambda s: s.get("activeTurn"), timeout=30)
         await remote.aclose()
         with pytest.raises(RuntimeError, match="closed before turn .* ended"):
             await asyncio.wait_for(turn, 10)
