@@ -73,17 +73,57 @@ _DEPTH = 5_000
 _WRITE_DEPTH = 12_000
 
 
-def _js_numbers(value: object) -> object:
-    """``value`` with each whole float as an int, as ``JSON.stringify`` writes it (``1500`` for
-    ``1500.0``, ``0`` for ``-0.0``, ``10000000000000000`` for ``1e16``; past 1e21 it writes an
-    exponent, as Python does)."""
+def _js_text(x: float) -> str:
+    """``x`` as JavaScript's ``Number.prototype.toString`` writes it (ECMA-262 Number::toString):
+    the same shortest digits as Python's ``repr``, placed differently (``1e-7`` for ``1e-07``,
+    ``0.00001`` for ``1e-05``, ``1152921504606847000`` for ``1.152921504606847e+18``)."""
+    if x == 0:
+        return "0"
+    mantissa, _, power = repr(abs(x)).partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = (whole + fraction).lstrip("0")
+    n = int(power or 0) - len(fraction) + len(digits)  # x = 0.digits × 10^n
+    s = digits.rstrip("0")
+    k = len(s)
+    minus = "-" if x < 0 else ""
+    if k <= n <= 21:
+        return minus + s + "0" * (n - k)
+    if 0 < n <= 21:
+        return minus + s[:n] + "." + s[n:]
+    if -6 < n <= 0:
+        return minus + "0." + "0" * -n + s
+    e = n - 1
+    return f"{minus}{s if k == 1 else s[0] + '.' + s[1:]}e{'+' if e >= 0 else '-'}{abs(e)}"
+
+
+def _js_numbers(value: object, marker: str, texts: dict[str, str]) -> object:
+    """``value`` with each float as ``JSON.stringify`` writes it: a whole one below 1e21 as an int
+    (``1500`` for ``1500.0``, ``0`` for ``-0.0``), any other whose text differs from Python's as a
+    string ``marker`` + a number, which ``texts`` maps (quoted) to the text that replaces it."""
     if type(value) is float:
-        return int(value) if value.is_integer() and abs(value) < 1e21 else value
+        text = _js_text(value)
+        if text.lstrip("-").isdigit():
+            return int(text)
+        if text == repr(value):
+            return value
+        placeholder = f"{marker}{len(texts)}"
+        texts[json.dumps(placeholder)] = text
+        return placeholder
     if type(value) is dict:
-        return {k: _js_numbers(v) for k, v in value.items()}
+        return {k: _js_numbers(v, marker, texts) for k, v in value.items()}
     if type(value) is list:
-        return [_js_numbers(v) for v in value]
+        return [_js_numbers(v, marker, texts) for v in value]
     return value
+
+
+def _written(state: object) -> str:
+    """The final state as the reference writes it: ``JSON.stringify``'s text, numbers included."""
+    texts: dict[str, str] = {}
+    marker = f"\x00{os.urandom(16).hex()}:"  # new to each run: no string in the state holds it
+    text = dumps(_js_numbers(strip_nulls(state), marker, texts))
+    for quoted, number in texts.items():
+        text = text.replace(quoted, number)
+    return utf8_json(text)
 
 
 def _why(exc: BaseException) -> str:
@@ -163,7 +203,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     # its reducers' own recursion takes (its `+` throws at some 1,200 levels of arrays).
     sys.setrecursionlimit(_WRITE_DEPTH)
     try:
-        text = utf8_json(dumps(_js_numbers(strip_nulls(state))))
+        text = _written(state)
     except RecursionError:
         print(f"error: the final state is nested deeper than {_WRITE_DEPTH:,} levels", file=sys.stderr)
         return 2

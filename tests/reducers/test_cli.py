@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ahp_lab.conformance.__main__ import _js_text
 
 
 def _replay(tmp_path, initial, actions, *extra):
@@ -138,3 +145,35 @@ def test_whole_numbers_are_written_as_javascript_writes_them(tmp_path):
         and '"cost": 10000000000000000' in text
     )
     assert '"x": 0.5' in text
+
+
+def test_every_number_is_written_as_javascript_writes_it(tmp_path):
+    """The digits of ``repr`` placed as ``JSON.stringify`` places them: ``1e-05`` was written where
+    the reference writes ``0.00001``, ``1e-07`` for ``1e-7``, and 2^60 as its exact integer
+    ``1152921504606846976`` where the reference writes ``1152921504606847000``."""
+    usage = {
+        "type": "chat/usage",
+        "turnId": "t1",
+        "usage": {"a": 1e-05, "b": -1e-07, "c": 2.0**60, "d": 1.5e300, "e": "\u0000 1e-05", "f": 0.001},
+    }
+    out = _replay(tmp_path, CHAT, [START, usage])
+    assert out.returncode == 0, out.stderr
+    written = out.stdout[out.stdout.index('"usage"') :]
+    assert written.startswith(
+        '"usage": {"a": 0.00001, "b": -1e-7, "c": 1152921504606847000, "d": 1.5e+300, '
+        '"e": "\\u0000 1e-05", "f": 0.001}'
+    ), written[:200]
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=300))
+def test_number_text_agrees_with_javascript(numbers):
+    """``_js_text`` against ``String(x)`` in Node, for any double (the reference's writer)."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("needs Node.js (node) on PATH, to compare with JavaScript's own text")
+    numbers += [10.0**e for e in range(-8, 23)] + [2.0**e for e in range(50, 70)]
+    source = "for (const x of JSON.parse(require('fs').readFileSync(0, 'utf8'))) console.log(String(x))"
+    out = subprocess.run([node, "-e", source], input=json.dumps(numbers), capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert [_js_text(x) for x in numbers] == out.stdout.split()
