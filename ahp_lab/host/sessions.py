@@ -303,6 +303,8 @@ class SessionsAndChats:
         )
         measured = self.client_content.measure(action)
         refused = refused or self.client_content.refusal(uri, measured)
+        if refused is None:  # as every stranger's action: measured again once masked
+            refused = self._over_a_message(self.redactor.action(action, from_client=True), measured)
         if refused is not None:
             raise RpcError(ErrorCode.INVALID_PARAMS, f"createSession: activeClient: {refused}")
         return measured
