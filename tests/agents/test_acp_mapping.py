@@ -375,6 +375,10 @@ def test_a_diff_that_would_compare_too_many_lines_is_not_computed():
     old = "".join(f"{i % 150:06d}\n" for i in range(14_000))
     new = "".join(f"{i * 7 % 150:06d}\n" for i in range(14_000))
     assert mapping.unified_diff("/lock", old, new) is None
+    # the note says why: 196,000 characters are not too many (it said only their number)
+    assert mapping._diff_text({"path": "/lock", "oldText": old, "newText": new}).endswith(
+        "its lines repeat too often to compare them quickly]"
+    )
     assert mapping.unified_diff("/lock", old, old[:-7] + "999999\n").endswith(
         "+999999\n"
     )  # one change: shown

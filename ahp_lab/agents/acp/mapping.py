@@ -415,7 +415,9 @@ def _diff_text(item: dict) -> str:
     diff = unified_diff(path, None if old is None else str(old), new)
     if diff is None:
         size = len(str(old or "")) + len(new)
-        return f"[the diff of {path} is not shown: its two sides have {size:,} characters]"
+        if size > MAX_DIFFED_CHARS:
+            return f"[the diff of {path} is not shown: its two sides have {size:,} characters]"
+        return f"[the diff of {path} is not shown: its lines repeat too often to compare them quickly]"
     return diff
 
 
@@ -507,7 +509,7 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
                 text = "…" + text
             out.append({"type": "text", "text": text})
     if len(call.content) > MAX_CALL_ITEMS:
-        out.append({"type": "text", "text": f"[{len(call.content) - MAX_CALL_ITEMS:,} more content items]"})
+        out.append(_left_out(len(call.content) - MAX_CALL_ITEMS, "content items"))
     for loc in call.locations[:MAX_CALL_ITEMS]:
         if isinstance(loc, dict) and isinstance(loc.get("path"), str) and len(loc["path"]) <= MAX_URI_CHARS:
             uri = resolver.file_uri(loc["path"])
@@ -518,7 +520,7 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
                 }
             )
     if len(call.locations) > MAX_CALL_ITEMS:
-        out.append({"type": "text", "text": f"[{len(call.locations) - MAX_CALL_ITEMS:,} more locations]"})
+        out.append(_left_out(len(call.locations) - MAX_CALL_ITEMS, "locations"))
     return _within_budget(out)
 
 
@@ -529,8 +531,13 @@ def _within_budget(items: list[dict]) -> list[dict]:
     for i, item in enumerate(items):
         left -= len(json.dumps(item, ensure_ascii=False))  # every member: a file edit's URIs too
         if left < 0:
-            return [*items[:i], {"type": "text", "text": f"[{len(items) - i:,} more content items]"}]
+            return [*items[:i], _left_out(len(items) - i, "content items")]
     return items
+
+
+def _left_out(n: int, what: str) -> dict:
+    """The text item that says ``n`` more ``what`` were left out of a tool call."""
+    return {"type": "text", "text": f"[{n:,} more {what}]"}
 
 
 def _merge(call: ToolCall, update: dict) -> None:
