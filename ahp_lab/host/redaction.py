@@ -176,6 +176,32 @@ _ASSIGNMENT_HINTS = ("key", "secret", "pass", "pwd", "credential", "token", "bea
 #: The longest end a stream holds back for a credential begun: a run of token characters longer
 #: than this is no credential the rules know, and goes out.
 CREDENTIAL_HELD_MAX = 1024
+#: The longest PEM private key a stream holds back until its END line (an RSA key of 8,192 bits is
+#: some 6,400 characters): the text from a BEGIN line further back goes out, masked to its end.
+PEM_HELD_MAX = 16 * 1024
+#: A PEM private key begun and not ended at the end of a text: from its BEGIN line on, with its END
+#: line cut or not come yet (the shape rule masks a key only whole or cut short of its END line).
+_PEM_BEGUN = re.compile(
+    r"-----BEGIN [A-Z ]{0,24}PRIVATE KEY-----(?:[^-]|-(?!----))*+"
+    r"(?:-{1,5}(?:E(?:N(?:D(?: [A-Z ]{0,40}-{0,4})?)?)?)?)?\Z"
+)
+#: A BEGIN line cut at the end of a text, however short ("-" of "-----BEGIN …", a stream sent a
+#: character at a time); not yet one of a private key's. A line's closing dashes ("KEY-----") are
+#: not one.
+_PEM_LINE_BEGUN = re.compile(r"(?<![A-Z\-])-{1,5}(?:B(?:E(?:G(?:I(?:N(?: [A-Z ]{0,40}-{0,4})?)?)?)?)?)?\Z")
+
+
+def _pem_begun(text: str) -> int:
+    """How many characters at the end of ``text`` may be a PEM private key a stream is still
+    writing: from its last BEGIN line on while no END line closed it, or a BEGIN line cut."""
+    size = len(text)
+    start = text.rfind("-----BEGIN ", max(0, size - PEM_HELD_MAX))
+    if start != -1 and _PEM_BEGUN.match(text, start):
+        return size - start
+    if text[-1:] not in "-ABCDEFGHIJKLMNOPQRSTUVWXYZ ":
+        return 0
+    line = _PEM_LINE_BEGUN.search(text, max(0, size - 64))
+    return size - line.start() if line is not None else 0
 
 
 def _token_begun(text: str, run: int) -> int:
@@ -460,7 +486,8 @@ class Redactor:
             word = word[len(word.rstrip(_NAME_CHARACTERS.lower())) :]
             if (
                 any(word[-k:] in _SECRET_WORD_STARTS for k in range(2, min(len(word), 12) + 1))
-                or (len(word) >= 2 and word[-1] in "_-")  # "client_": a name's next word may be one
+                # "client_": a name's next word may be one ("KEY-----" ends a PEM line: not a name)
+                or (len(word) >= 2 and word[-1] in "_-" and word[-2] not in "_-")
                 or (word[-2:-1] in ("_", "-", ".") and word[-1:] in _SECRET_WORD_FIRSTS)  # "client_s"
             ):
                 begun = max(begun, len(word))
@@ -468,7 +495,7 @@ class Redactor:
             head = text[: found.start()]
             start = len(head.rstrip(_NAME_CHARACTERS)) if found.group(0)[:1].isalpha() else found.start()
             begun = max(begun, size - start)
-        return begun
+        return max(begun, _pem_begun(text))
 
     def streamed(self, text: str) -> tuple[str, str]:
         """A stream's text so far (what it held, then its new chunk) as ``(what goes out, redacted;

@@ -211,6 +211,40 @@ def test_a_known_secret_streamed_in_chunks_never_reaches_state_and_no_other_text
     arun(main())
 
 
+def test_a_private_key_a_model_streams_in_pieces_reaches_neither_state_nor_the_log():
+    """A PEM private key written a few characters a delta went into state and the log whole, BEGIN
+    and END lines included: the shape rule reads one chunk at a time, and no chunk held a whole key.
+    A part holds a key from its BEGIN line (a cut one too) until its END line, then masks it."""
+    from ahp_lab.host import Host
+    from ahp_lab.store import agent_origin
+    from tests.host.test_wire import RawClient, _chat_with_turns
+
+    body = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW"
+    key = f"-----BEGIN OPENSSH PRIVATE KEY-----\n{body}\n-----END OPENSSH PRIVATE KEY-----"
+    text = f"Here is the key:\n{key}\n---\nKeep it safe."
+
+    async def main():
+        host = Host()
+        client = RawClient(host)
+        await client.initialize("c")
+        chat = await _chat_with_turns(host, client, "ahp-session:/s", 0)
+        agent = agent_origin("a")
+        user = {"text": "hi", "origin": {"kind": "user"}}
+        host.dispatch(chat, {"type": "chat/turnStarted", "turnId": "t", "startedAt": "x", "message": user})
+        part = {"kind": "markdown", "id": "p", "content": ""}
+        host.dispatch(chat, {"type": "chat/responsePart", "turnId": "t", "part": part}, agent)
+        for i in range(0, len(text), 7):
+            delta = {"type": "chat/delta", "turnId": "t", "partId": "p", "content": text[i : i + 7]}
+            host.dispatch(chat, delta, agent)
+        host.dispatch(chat, {"type": "chat/turnComplete", "turnId": "t"}, agent)
+        [turn] = host.store.state(chat)["turns"]
+        assert str(turn["responseParts"][0]["content"]) == "Here is the key:\n***\n---\nKeep it safe."
+        logged = json.dumps([t.action for t in host.store.transitions])
+        assert body[:20] not in logged and body[-20:] not in logged
+
+    arun(main())
+
+
 def test_a_generic_rule_does_not_mask_half_a_known_secret_streamed_in_two_chunks():
     """'export API_KEY=hunter2-cor' then 'rect-horse-battery': the generic rule masked the first
     half, so the held end never met the rest, which went out ('API_KEY=***rect-horse-battery').
@@ -244,14 +278,23 @@ _TOKEN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
                 lambda v: any(c.isdigit() for c in v) and any(c.isalpha() for c in v)
             ),
         ).map("".join),
+        st.tuples(
+            st.sampled_from(["", "RSA ", "OPENSSH ", "EC ", "ENCRYPTED "]),
+            st.lists(st.text(_TOKEN_CHARS + "+/", min_size=1, max_size=70), min_size=1, max_size=4),
+        ).map(
+            lambda k: (
+                f"-----BEGIN {k[0]}PRIVATE KEY-----\n{chr(10).join(k[1])}\n-----END {k[0]}PRIVATE KEY-----"
+            )
+        ),
     ),
-    before=st.sampled_from(["", "Here it is: ", "the key (", "export "]),
-    after=st.sampled_from(["", " and done.", "\nnext line", ") ok", '" ok']),
-    cuts=st.lists(st.integers(0, 120), max_size=8),
+    before=st.sampled_from(["", "Here it is: ", "the key (", "export ", "a rule\n---\n"]),
+    after=st.sampled_from(["", " and done.", "\nnext line", ") ok", '" ok', "\n-----\n- item"]),
+    cuts=st.lists(st.integers(0, 400), max_size=12),
 )
 def test_a_credential_streamed_in_chunks_is_masked_as_if_it_came_whole(credential, before, after, cuts):
     """The generic rules read one chunk at a time: a model streaming 'sk-' then 'A1b2C3' then the
-    rest (each too short for the shape rule) put the whole key in state (found with an ACP agent).
+    rest (each too short for the shape rule) put the whole key in state (found with an ACP agent),
+    and a PEM private key streamed in pieces went in whole, BEGIN and END lines included.
     A part holds back the end that may begin a credential of a known shape or form until its next
     chunk or the turn's end, so the text that goes out is what redacting it whole gives, however it
     was cut: anywhere, right after its first letter too ("A" then "PI_KEY=…", "s" then "k-…", as an
