@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+
 from .conftest import ROOT, arun, joined, open_lab
 
 
@@ -28,5 +31,47 @@ def test_a_created_sessions_active_client_is_measured_once_masked(connect_strang
             made = await mallory.call("createSession", {"channel": "ahp-session:/big", "activeClient": entry})
             assert "error" not in made
             assert "result" in await mallory.call("ping", {"channel": ROOT})
+
+    arun(main())
+
+
+def test_an_idle_connection_keeps_neither_its_last_large_frame_nor_unknown_capabilities():
+    """Each connection kept what it sent: its ``initialize.capabilities`` parsed (29 MB for 15 MB of
+    strings), its last frame as text (the reader's loop variable) and as bytes (the library's
+    parser, until the peer's next frame). 40 idle token holders held 2.4 GB. The host keeps the
+    capabilities it knows, drops the text, and pings after a large frame so the library lets its
+    bytes go."""
+    import tracemalloc
+
+    import websockets
+
+    async def main():
+        async with open_lab() as lab:
+            url = await lab.aserve()
+            junk = [f"{i:060d}" for i in range(160_000)]  # 10 MB
+            params = {
+                "protocolVersions": ["0.8.0"],
+                "clientId": "idle",
+                "capabilities": {"x": junk, "mcpApps": {}},
+            }
+            text = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
+            del junk, params
+            tracemalloc.start()
+            try:
+                async with websockets.connect(url, max_size=None) as ws:
+                    before = tracemalloc.get_traced_memory()[0]
+                    await ws.send(text)
+                    assert "result" in json.loads(await ws.recv())
+                    [conn] = [c for c in lab.host.connections if c.client_id == "idle"]
+                    assert conn.capabilities == {"mcpApps": {}}
+                    # the client sends nothing more; the host's ping is answered by its library
+                    deadline = asyncio.get_running_loop().time() + 10
+                    while tracemalloc.get_traced_memory()[0] - before > 4_000_000:
+                        assert asyncio.get_running_loop().time() < deadline, (
+                            "the idle connection holds its frame"
+                        )
+                        await asyncio.sleep(0.01)
+            finally:
+                tracemalloc.stop()
 
     arun(main())
