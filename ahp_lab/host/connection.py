@@ -112,6 +112,31 @@ _LOGGED_REFUSALS = 20
 _refusals = PerMinute()  # notifications dropped
 #: A client id travels in every envelope the client dispatches; it stays short.
 MAX_CLIENT_ID_CHARS = 256
+#: A channel's URI travels in every envelope on the channel, and a session's in its summaries.
+MAX_CHANNEL_URI_CHARS = 2048
+
+
+def check_name(redactor: Any, what: str, name: str, most: int) -> None:
+    """Refuse (``RpcError``) a name a client chooses (its id, a channel's URI) that is empty or
+    longer than ``most``, not printable (it names something in logs, envelopes and the
+    workbench), or that the host would mask where it shows it: a name is kept as it is."""
+    if not 0 < len(name) <= most:
+        raise RpcError(
+            ErrorCode.INVALID_PARAMS, f"{what} must be 1 to {most:,} characters long, got {len(name):,}"
+        )
+    if not name.isprintable():
+        raise RpcError(
+            ErrorCode.INVALID_PARAMS,
+            f"{what} must be printable text (no control characters), got {name!r:.200}",
+        )
+    if redactor.text(name) != name:
+        raise RpcError(
+            ErrorCode.INVALID_PARAMS,
+            f"{what} looks like it holds a credential (a key, a password, a URL's user:password), "
+            "which the host would mask wherever it shows it; choose another",
+        )
+
+
 #: The longest token ``authenticate`` takes (a JWT is some 1 to 4 KB).
 MAX_TOKEN_CHARS = 16 * 1024
 #: The message of the error (-32600 InvalidRequest) for requests before ``initialize``; the spec
@@ -459,22 +484,7 @@ class Connection:
 
     def _claim(self, client_id: str, finish: Any) -> Any:
         """Take ``client_id`` for this connection, then ``finish()``; a contested id is awaited."""
-        if not 0 < len(client_id) <= MAX_CLIENT_ID_CHARS:
-            raise RpcError(
-                ErrorCode.INVALID_PARAMS,
-                f"field 'clientId' must be 1 to {MAX_CLIENT_ID_CHARS} characters long, got {len(client_id):,}",
-            )
-        if not client_id.isprintable():  # it names the client in logs, origins and the workbench
-            raise RpcError(
-                ErrorCode.INVALID_PARAMS,
-                f"field 'clientId' must be printable text (no control characters), got {client_id!r}",
-            )
-        if self.host.redactor.text(client_id) != client_id:  # an id is kept as it is, never masked
-            raise RpcError(
-                ErrorCode.INVALID_PARAMS,
-                "field 'clientId' looks like it holds a credential (a key, a password, a URL's "
-                "user:password), which the host would mask wherever it shows it; choose another id",
-            )
+        check_name(self.host.redactor, "field 'clientId'", client_id, MAX_CLIENT_ID_CHARS)
         if self.host.try_claim_client_id(self, client_id):
             self.client_id = client_id
             self.phase = "ready"

@@ -26,7 +26,7 @@ from ..transport import RpcError
 from . import mirror
 from .agent_sessions import working_directory_paths
 from .client_content import unseen_bytes
-from .connection import ROOT, Connection
+from .connection import MAX_CHANNEL_URI_CHARS, ROOT, Connection, check_name
 from .resources import file_uri
 from .validation import (
     check_client_action,
@@ -81,6 +81,7 @@ class SessionsAndChats:
             raise RpcError(
                 ErrorCode.INVALID_PARAMS, f"a session URI must start with 'ahp-session:/', got {uri!r:.200}"
             )
+        check_name(self.redactor, "createSession: the session URI", uri, MAX_CHANNEL_URI_CHARS)
         if uri in self.sessions or self.store.has_channel(uri) or uri in self.agent_sessions.opening:
             raise RpcError(ErrorCode.SESSION_ALREADY_EXISTS, f"session {uri} already exists")
         self._check_client_channels(conn)
@@ -358,7 +359,10 @@ class SessionsAndChats:
         if self.store.has_channel(chat):
             raise RpcError(ErrorCode.ALREADY_EXISTS, f"chat {chat} already exists")
         if not chat.startswith("ahp-chat:/"):
-            raise RpcError(ErrorCode.INVALID_PARAMS, f"a chat URI must start with 'ahp-chat:/', got {chat!r}")
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS, f"a chat URI must start with 'ahp-chat:/', got {chat!r:.200}"
+            )
+        check_name(self.redactor, "createChat: the chat URI", chat, MAX_CHANNEL_URI_CHARS)
         title = params.get("title")  # an ahp_lab extension, like createSession's
         if title is not None and not isinstance(title, str):
             raise RpcError(ErrorCode.INVALID_PARAMS, "createChat: field 'title' must be a string")

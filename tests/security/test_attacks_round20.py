@@ -75,3 +75,35 @@ def test_an_idle_connection_keeps_neither_its_last_large_frame_nor_unknown_capab
                 tracemalloc.stop()
 
     arun(main())
+
+
+def test_a_channel_uri_a_stranger_chooses_is_short_printable_text_the_host_never_masks(connect_stranger):
+    """A stranger's chat ``ahp-chat:/ghp_…`` was listed in the notebook's session as
+    ``ahp-chat:/***``, a chat that does not exist (two keys made one entry, and disposing one chat
+    removed the other's); a session named by a key showed it in listSessions and the export; escape
+    sequences and NUL went into the notebook's session; and chats with 1,000,000-character URIs
+    made each "hi" turn cost 2 MB for every subscriber and a full core. Each is refused with its
+    reason; a plain URI is taken."""
+
+    async def main():
+        async with open_lab() as lab:
+            mallory = await joined(connect_stranger, lab, "mallory")
+            key = "ghp_" + "Q1w2E3r4" * 5
+            bad = {
+                "ahp-chat:/" + key: "looks like it holds a credential",
+                "ahp-chat:/x\x1b[2J": "must be printable text",
+                "ahp-chat:/a\u202eb": "must be printable text",
+                "ahp-chat:/" + "x" * 900_000: "must be 1 to 2,048 characters long",
+            }
+            for uri, reason in bad.items():
+                answer = await mallory.call("createChat", {"channel": lab.session, "chat": uri})
+                assert answer["error"]["code"] == -32602 and reason in answer["error"]["message"], answer
+            answer = await mallory.call("createSession", {"channel": "ahp-session:/" + key})
+            assert "looks like it holds a credential" in answer["error"]["message"]
+            chats = [c["resource"] for c in lab.session_state["chats"]]
+            assert all(key not in c and "***" not in c and len(c) < 100 for c in chats)
+            answer = await mallory.call("createChat", {"channel": lab.session, "chat": "ahp-chat:/mallory-1"})
+            assert "error" not in answer
+            assert "ahp-chat:/mallory-1" in [c["resource"] for c in lab.session_state["chats"]]
+
+    arun(main())
