@@ -6,8 +6,9 @@ notebook dispatches, before it enters state — so stderr tails, error messages,
 clients' text and customization URIs reach neither the store, the transition log, the export, the
 client mirrors nor the views with a secret in them. It removes:
 
-* the literal values of secrets the host handed out: the ``env`` entries and ``headers`` it
-  passed to each MCP server and the tokens it delivered (also JSON-escaped or percent-encoded);
+* the literal values of secrets the host handed out: the ``env`` entries (but paths that exist
+  here) and ``headers`` it passed to each MCP server and the tokens it delivered (also
+  JSON-escaped or percent-encoded);
 * the userinfo of URLs (``https://user:password@host/`` becomes ``https://host/``);
 * the values of URL query parameters whose names look like secrets (``?api_key=…``,
   ``&token=…``, ``access_token``, ``password``, ``signature``, …);

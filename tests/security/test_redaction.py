@@ -67,6 +67,32 @@ def test_a_servers_stderr_echoing_its_env_secret_is_published_redacted(tmp_path:
     arun(main())
 
 
+def test_a_folder_passed_in_a_servers_env_is_a_place_not_a_secret(tmp_path: Path):
+    """Every ``env`` value was taken for a secret: a plugin passing its own folder
+    (``"${PLUGIN_ROOT}"``, a common pattern) had its URIs turn into ``file://***`` in every session
+    created after its server started, and reading its files was refused ("names another machine").
+    A path that exists on this machine is a place; the key beside it is still masked."""
+    folder = tmp_path / "plugin-root"
+    folder.mkdir()
+    script = "import os, sys; print('in', os.environ['DATA_DIR'], 'with', os.environ['API_KEY'], file=sys.stderr); sys.exit(3)"
+
+    async def main():
+        servers = {
+            "leaky": {
+                "command": sys.executable,
+                "args": ["-c", script],
+                "env": {"API_KEY": ENV_SECRET, "DATA_DIR": str(folder)},
+            }
+        }
+        async with open_lab(mcp_servers=servers) as lab:
+            entry = await wait_error(lab, "leaky")
+            assert f"in {folder} with ***" in entry["state"]["error"]["stack"]
+            assert lab.host.redactor.text(f"file://{folder}/skills/a.md") == f"file://{folder}/skills/a.md"
+            assert ENV_SECRET not in everything_published(lab, tmp_path / "run.jsonl")
+
+    arun(main())
+
+
 def test_server_urls_lose_their_userinfo_and_secret_query_values(tmp_path: Path):
     async def main():
         url = "http://admin:hunter2-pw@127.0.0.1:9/mcp?api_key=AKIA0000SECRET&region=eu&access_token=t0k3n"
