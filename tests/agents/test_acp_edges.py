@@ -251,7 +251,8 @@ def test_a_confirmation_the_agents_options_cannot_carry_is_rejected_and_the_call
     """Another client approving without naming an option, where the agent offers no one-time
     allow, made the chat show the call approved while the agent was told ``cancelled`` (in ACP:
     the whole turn was cancelled). A denial naming the allow option made the agent run the tool
-    that the chat showed denied. Each is rejected with the reason; the call keeps waiting."""
+    that the chat showed denied. An approval with an edited input showed the edit approved while the
+    agent ran its own. Each is rejected with the reason; the call keeps waiting."""
 
     async def go() -> None:
         async with acp_lab(tmp_path, bad_agent("ask", "always")) as lab:
@@ -263,11 +264,15 @@ def test_a_confirmation_the_agents_options_cannot_carry_is_rejected_and_the_call
                 {**base, "approved": True, "confirmed": "user-action"},
                 {**base, "approved": False, "reason": "denied", "selectedOptionId": "aa"},
                 {**base, "approved": True, "confirmed": "user-action", "selectedOptionId": "ro"},
-            ]
+                # ACP answers with an option only: the chat showed the edit approved, the agent ran
+                # its own input (ACP agent round 9)
+                {**base, "approved": True, "confirmed": "user-action", "selectedOptionId": "aa",
+                 "editedToolInput": '{"cmd": "true"}'},
+            ]  # fmt: skip
             for action in attempts:
                 lab.client.dispatch(lab.chat, action)
             await lab.client.settle()
-            reasons = [r["reason"] for r in list(lab.client.rejections)[-3:]]
+            reasons = [r["reason"] for r in list(lab.client.rejections)[-4:]]
             assert (
                 "offers no option that allows tool call" in reasons[0] and "'aa' (Always allow)" in reasons[0]
             )
@@ -278,6 +283,7 @@ def test_a_confirmation_the_agents_options_cannot_carry_is_rejected_and_the_call
                 reasons[2].startswith("option 'ro' rejects tool call")
                 and "the action approves it" in reasons[2]
             )
+            assert "the agent cannot run an edited input" in reasons[3]
             assert (await pending_call(lab))[
                 "status"
             ] == "pending-confirmation"  # still the person's to decide

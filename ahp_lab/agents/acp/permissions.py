@@ -150,7 +150,8 @@ class PermissionRequests:
         be passed on as one of its options, else ``None``: an option that says the opposite of the
         action (a denial naming an allow option would have run the tool), or an approval naming no
         option when the agent offers none that allows just once (it got ``cancelled``, which in
-        ACP cancels the whole turn, while the chat showed the call approved)."""
+        ACP cancels the whole turn, while the chat showed the call approved), or an approval with an
+        edited input, which ACP cannot carry."""
         turn = self.turn
         if turn is None or action.get("turnId") != turn.turn_id:
             return None
@@ -159,6 +160,13 @@ class PermissionRequests:
         if not opts:
             return None
         approved = action.get("approved") is True
+        if approved and action.get("editedToolInput") is not None:
+            # ACP answers a permission request with an option only: the chat showed the edited
+            # input approved while the agent ran its own
+            return (
+                f"the agent cannot run an edited input for tool call {call.id!r} (an ACP permission "
+                "is answered with an option only): approve the call as it is, or deny it"
+            )
         picked = next((o for o in opts if o.get("optionId") == action.get("selectedOptionId")), None)
         if picked is not None:
             allows = str(picked.get("kind")).startswith("allow")
