@@ -753,18 +753,19 @@ def permission_call(turn: TurnMap, update: dict) -> tuple[ToolCall, list[dict]]:
 
 
 def confirmation_options(options: list[dict]) -> list[dict]:
-    """ACP permission options → AHP ``ConfirmationOption[]`` (ids kept, kinds per :data:`OPTION_KINDS`)."""
+    """ACP permission options → AHP ``ConfirmationOption[]`` (ids kept, kinds per :data:`OPTION_KINDS`).
+
+    At most :data:`MAX_CALL_ITEMS` options, labels cut at :data:`MAX_TITLE_CHARS`; an option whose
+    id is longer than that is left out (an answer names it whole): an 18 MB label made a call and
+    an ``inputNeeded`` entry no client could take."""
     out = []
-    for o in options:
+    for o in options[:MAX_CALL_ITEMS]:
+        option_id = str(o["optionId"])
+        if len(option_id) > MAX_TITLE_CHARS:
+            continue
         kind, group = OPTION_KINDS.get(str(o.get("kind")), ("deny", 0))
-        out.append(
-            {
-                "id": str(o["optionId"]),
-                "label": str(o.get("name") or o["optionId"]),
-                "kind": kind,
-                "group": group,
-            }
-        )
+        label = cut_noted(str(o.get("name") or option_id), MAX_TITLE_CHARS)
+        out.append({"id": option_id, "label": label, "kind": kind, "group": group})
     return out
 
 
@@ -806,15 +807,25 @@ def confirmation(turn: TurnMap, call: ToolCall, options: list[dict], resolver: R
 _CHECK = {"completed": "[x]", "in_progress": "[-]", "pending": "[ ]"}
 
 
+#: The most plan entries shown; more are counted in a last line.
+MAX_PLAN_ENTRIES = 256
+
+
 def plan_markdown(entries: list[dict]) -> str:
-    """A checklist, one line per plan entry with its status (and priority when not medium)."""
+    """A checklist, one line per plan entry with its status (and priority when not medium).
+
+    Each entry is cut at :data:`MAX_TITLE_CHARS`, and at most :data:`MAX_PLAN_ENTRIES` are shown: an
+    entry of 20 MB made a call no client could take."""
     lines = []
-    for e in entries:
-        status = str(e.get("status") or "pending")
-        priority = str(e.get("priority") or "medium")
+    for e in entries[:MAX_PLAN_ENTRIES]:
+        status = cut_noted(str(e.get("status") or "pending"), 40)
+        priority = cut_noted(str(e.get("priority") or "medium"), 40)
         note = f" ({status.replace('_', ' ')}{', ' + priority + ' priority' if priority != 'medium' else ''})"
-        text = " ".join(str(e.get("content", "")).split())  # one line per entry, whatever it holds
+        # one line per entry, whatever it holds
+        text = " ".join(cut_noted(str(e.get("content", "")), MAX_TITLE_CHARS).split())
         lines.append(f"- {_CHECK.get(status, '[ ]')} {text}{note}")
+    if len(entries) > MAX_PLAN_ENTRIES:
+        lines.append(f"- [{len(entries) - MAX_PLAN_ENTRIES:,} more plan entries]")
     return "\n".join(lines) or "(the plan is empty)"
 
 
