@@ -111,12 +111,15 @@ fenced_edit      asks permission for an edit of README.md whose diff has a ``` l
                  then ends the turn
 char_key         streams a message and a thought one character a chunk, each with credentials
                  in them (an sk- key, API_KEY=…, a Bearer token, a ghp_ token), and ends the turn
+steered          first prompt: says "working... ", waits until the file MARKER exists, ends the turn;
+                 each later prompt: says "heard: " and the prompt's text, and ends the turn
 """
 
 import base64
 import json
 import os
 import sys
+import time
 
 MODE = sys.argv[1]
 MARKER = sys.argv[2] if len(sys.argv) > 2 else None
@@ -152,6 +155,7 @@ options = {"verbosity": "normal", "fast": False}
 
 
 offered_levels = ["normal", "terse", "detailed"]
+steered = False  # steered: the first prompt has come
 
 
 def config_options() -> list:
@@ -546,6 +550,15 @@ for line in sys.stdin:
                 "s1",
                 {**call, "status": "completed", "content": [{"type": "terminal", "terminalId": "term-1"}]},
             )
+            send(end_turn(mid))
+            continue
+        if MODE == "steered":
+            if not steered:
+                steered = True
+                while not os.path.exists(MARKER):  # the test sets the steering message, then this
+                    time.sleep(0.01)
+            else:
+                update("s1", chunk("heard: " + msg["params"]["prompt"][0].get("text", "")))
             send(end_turn(mid))
             continue
         if MODE in ("options", "deaf_once"):

@@ -591,3 +591,25 @@ def test_a_title_and_usage_from_the_agent_are_shown_as_every_client_can_read_the
             assert "XXXX" not in json.dumps(usage)
 
     arun(go())
+
+
+def test_a_steering_message_reaches_the_agent_once_its_prompt_ends(tmp_path: Path) -> None:
+    """A steering message sent while an ACP agent worked was accepted, then never delivered nor
+    removed: it stayed in the chat through the next turns. ACP takes a person's words only between
+    prompts: the host takes it once the agent's prompt ends and sends it as a further prompt of
+    the same turn (chat-channel §10: the host consumes steering messages during a turn)."""
+
+    async def go() -> None:
+        marker = tmp_path / "go-on"
+        async with acp_lab(tmp_path, bad_agent("steered", str(marker))) as lab:
+            pending = lab.start("first")
+            await lab.wait_for(lab.chat, lambda c: c.get("activeTurn") or None)
+            lab.start("bananas", steer=True)
+            await lab.wait_for(lab.chat, lambda c: c.get("steeringMessage") or None)
+            marker.touch()  # the agent ends its first prompt
+            turn = await pending
+            assert turn.status == "complete", turn.error
+            assert "heard: bananas" in turn.text
+            assert "steeringMessage" not in lab.state(lab.chat)
+
+    arun(go())

@@ -162,7 +162,8 @@ class AcpAgent:
     # -- turns ---------------------------------------------------------------------------------
 
     async def run_turn(self, ctx: TurnContext) -> None:
-        """One ``session/prompt``; its stop reason ends the AHP turn (see ``mapping.STOP_REASONS``)."""
+        """One ``session/prompt`` (and one more for each steering message the chat is given meanwhile);
+        the last one's stop reason ends the AHP turn (see ``mapping.STOP_REASONS``)."""
         bridge = self._bridge(ctx.session)
         try:
             await bridge.settle()  # a prompt cancelled before this turn ends first, or the agent failed
@@ -181,6 +182,9 @@ class AcpAgent:
                 notice, bridge.notice = bridge.notice, None
                 await ctx.notify(notice)
             response = await bridge.prompt(ctx)
+            # a steering message goes to the agent as soon as ACP lets it: once a prompt has ended
+            while response.stop_reason == "end_turn" and (steering := ctx.take_steering()) is not None:
+                response = await bridge.steer(ctx, steering)
         except asyncio.CancelledError:
             bridge.cancel(ctx.chat, ctx.turn_id)
             raise

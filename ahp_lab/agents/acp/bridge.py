@@ -430,6 +430,7 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
                 self._new_session_request = message.get("id")
             elif message.get("method") == "session/prompt":
                 self._prompt_request = message.get("id")
+                self._answered_turn = None  # a steering message's prompt goes on with the same turn
             self.agent.frames.record("out", self.ctx.session, message, list(_CAUSE.get()))
 
     def frame_turn(self) -> TurnMap | None:
@@ -507,9 +508,20 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
         await self._read_what_came_before()
         self.turn, self.turn_ctx = TurnMap(ctx.turn_id, ended_calls=self._ended_calls), ctx
         self._turn_over = asyncio.Event()
+        return await self._prompted(ctx.message, self._seq(ctx.chat, "chat/turnStarted", turnId=ctx.turn_id))
+
+    async def steer(self, ctx: TurnContext, message: dict) -> Any:
+        """Send the turn's steering ``message`` (taken from the chat) to the agent as a further
+        ``session/prompt`` of the same AHP turn, once its last one ended: ACP takes a person's
+        words only between prompts. Returns its ``PromptResponse``."""
+        self.end_text_run()
+        cause = self._seq(ctx.chat, "chat/pendingMessageRemoved", kind="steering")
+        return await self._prompted(message, cause)
+
+    async def _prompted(self, message: dict, cause: tuple[int, ...]) -> Any:
         self._last_in = time.monotonic()
-        blocks = mapping.prompt_blocks(ctx.message, self.capabilities.get("promptCapabilities") or {})
-        token = _CAUSE.set(self._seq(ctx.chat, "chat/turnStarted", turnId=ctx.turn_id))
+        blocks = mapping.prompt_blocks(message, self.capabilities.get("promptCapabilities") or {})
+        token = _CAUSE.set(cause)
         try:
             self.prompt_task = asyncio.ensure_future(
                 self.conn.prompt(session_id=self.session_id, prompt=blocks)
