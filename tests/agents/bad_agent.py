@@ -111,6 +111,10 @@ fenced_edit      asks permission for an edit of README.md whose diff has a ``` l
                  then ends the turn
 char_key         streams a message and a thought one character a chunk, each with credentials
                  in them (an sk- key, API_KEY=…, a Bearer token, a ghp_ token), and ends the turn
+background_wait  first prompt: runs `exec sleep 1000`, asks to wait for its exit (never answered
+                 while it runs) and ends the turn at once; later prompts: never answered, nothing sent
+ends_own_call    asks permission for call c1, then at once fails c1 itself; reports the permission's
+                 answer and ends the turn
 steered          first prompt: says "working... ", waits until the file MARKER exists, ends the turn;
                  each later prompt: says "heard: " and the prompt's text, and ends the turn
 """
@@ -156,6 +160,7 @@ options = {"verbosity": "normal", "fast": False}
 
 offered_levels = ["normal", "terse", "detailed"]
 steered = False  # steered: the first prompt has come
+background = [False]  # background_wait: its command runs, waited on
 
 
 def config_options() -> list:
@@ -207,6 +212,7 @@ TERMINAL_COMMANDS = {  # what each terminal mode runs (MARKER: where the command
     "terminal_background": "sleep 1000 & echo $! > {}; echo bye",
     "terminal_left": "echo $$ > {}; echo started; exec sleep 1000",
     "terminal_slow": "sleep 2; echo finished",
+    "background_wait": "exec sleep 1000",
     "killed_call": "sleep 30",
     "terminal_call": "i=0; while [ $i -lt 600 ]; do echo line $i; sleep 0.002; i=$((i+1)); done",
     # a shaped key and the agent's own key, each written in two parts a while apart
@@ -258,6 +264,9 @@ def request(mode: str, mid) -> None:
         ask(what, "terminal/create", {"command": "sh", "args": ["-c", command]})
     elif mode == "read_all":
         ask("read_all", "fs/read_text_file", {"path": MARKER})
+    elif mode == "ends_own_call":
+        permission("permission", "c1", title="Edit notes", kind="edit")
+        update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "failed"})
     elif mode == "read_then_fail":
         call = {"sessionUpdate": "tool_call", "toolCallId": "a1", "title": "Analyse", "kind": "read"}
         update("s1", {**call, "status": "in_progress"})
@@ -378,6 +387,13 @@ def answered(what, msg: dict) -> None:
     elif isinstance(what, tuple) and what[0] == "background_exit":
         update("s1", chunk(f"exited={json.dumps(result, sort_keys=True)}"))
         ask("release", "terminal/release", {"terminalId": what[1]})
+        return
+    elif what == "create" and MODE == "background_wait":  # a dev server: waited on, not awaited
+        background[0] = True
+        ask("left_waiting", "terminal/wait_for_exit", {"terminalId": result["terminalId"]})
+        send(end_turn(prompt_id))
+        return
+    elif what == "left_waiting":
         return
     elif what == "create" and MODE == "killed_call":
         shown = [{"type": "terminal", "terminalId": result["terminalId"]}]
@@ -758,8 +774,12 @@ for line in sys.stdin:
             "odd_ids",
             "odd_commands",
             "odd_path",
+            "background_wait",
+            "ends_own_call",
         ):
             prompt_id = mid
+            if MODE == "background_wait" and background[0]:
+                continue  # a later prompt: hangs
             request(MODE, mid)
         elif MODE == "leaks":
             key = os.environ.get("BAD_AGENT_KEY", "")

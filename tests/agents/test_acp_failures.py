@@ -691,3 +691,34 @@ def test_a_newer_always_reject_ends_an_always_allow_of_the_same_kind_and_title(t
             assert 'outcome={"optionId": "ra"' in turn.text  # npm test again: rejected, not allowed
 
     arun(go())
+
+
+def test_a_wait_left_from_an_earlier_turn_does_not_hide_a_hang(tmp_path: Path) -> None:
+    """An agent that left a wait for a dev server's exit in one turn was never taken for hung
+    again: the host counted the agent's unanswered waits for the whole process. Only the turn's
+    own waits count (ACP agent round 9)."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("background_wait"), idle_timeout=1.0) as lab:
+            first = await lab.send("start the server")
+            assert first.status == "complete", first.error
+            second = await asyncio.wait_for(lab.send("now hang"), 30)  # it waited for ever
+            assert second.status == "error" and "sent nothing for 1 s" in second.error["message"], (
+                second.error
+            )
+
+    arun(go())
+
+
+def test_a_permission_the_agent_ended_itself_is_answered_at_once(tmp_path: Path) -> None:
+    """An agent that failed its own call while the person decided got its answer (``cancelled``)
+    only 5 s later, and an agent with a shorter idle limit was failed as hung meanwhile, though it
+    waited on the host (ACP agent round 9)."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("ends_own_call"), idle_timeout=2.0) as lab:
+            turn = await lab.send("go")
+            assert turn.status == "complete", turn.error
+            assert 'outcome={"outcome": "cancelled"}' in turn.text
+
+    arun(go())

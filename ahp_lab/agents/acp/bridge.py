@@ -94,7 +94,6 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
         self._last_in = time.monotonic()
         # requests of the agent the host is still answering (a person deciding on a permission, a
         # command it waits to exit): the agent is waiting on us then, and its silence does not count
-        self._waiting_on_host = 0
         self._cancel_deadline = 0.0  # when a cancelled prompt must have ended (monotonic)
         # set once the current turn is over for the agent: ended, or its session/cancel sent (a
         # permission request that the cancel ends is answered after that, as ACP orders them)
@@ -349,9 +348,8 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
                     break
                 if idle:
                     if (
-                        self._waiting_on_host == 0
-                        and time.monotonic() - self._last_in >= self.agent.idle_timeout
-                    ):
+                        self.turn is None or self.turn.waiting_on_host == 0
+                    ) and time.monotonic() - self._last_in >= self.agent.idle_timeout:
                         self.fail(f"the agent sent nothing for {self.agent.idle_timeout:g} s during a turn")
                         raise AgentFailure(self.failure)
                 elif time.monotonic() - started >= (timeout or 0):

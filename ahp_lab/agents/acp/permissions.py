@@ -93,7 +93,7 @@ class PermissionRequests:
             )
             call.status = "cancelled"
             return _selected(chosen) if chosen else cancelled
-        self._waiting_on_host += 1
+        turn.waiting_on_host += 1
         waiting = asyncio.ensure_future(ctx.wait_tool_call(call.id, {"pending-confirmation"}))
         self._asking.add(waiting)
         try:
@@ -108,7 +108,7 @@ class PermissionRequests:
             call.options = None
             waiting.cancel()
             self._asking.discard(waiting)
-            self._waiting_on_host -= 1
+            turn.waiting_on_host -= 1
             self._last_in = time.monotonic()
         status = state.get("status")
         picked = (state.get("selectedOption") or {}).get("id")
@@ -132,7 +132,9 @@ class PermissionRequests:
             chosen = picked if picked in by_id else _first(opts, "reject_once", "reject_always")
         else:
             call.status = str(status)
-            await _cancel_told(over)
+            if status != "completed":  # the turn's end skipped it: its session/cancel goes first
+                await _cancel_told(over)
+            # else the agent ended the call itself while the person decided: answered at once
             return cancelled
         if chosen is None:
             return cancelled

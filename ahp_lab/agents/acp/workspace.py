@@ -228,11 +228,14 @@ class WorkspaceServices:
         """``terminal/wait_for_exit``: however long the command runs (a test suite), the agent waits
         on the host meanwhile, so its silence is not taken for a hang."""
         terminal = self._terminal(session_id, terminal_id)
-        self._waiting_on_host += 1
+        turn = self.turn  # a wait begun in an earlier turn (a dev server's) is not this turn's
+        if turn is not None:
+            turn.waiting_on_host += 1
         try:
             code, signal = await terminal.wait_for_exit()
         finally:
-            self._waiting_on_host -= 1
+            if turn is not None:
+                turn.waiting_on_host -= 1
             self._last_in = time.monotonic()
         return WaitForTerminalExitResponse(exit_code=code, signal=signal)
 
