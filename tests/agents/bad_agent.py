@@ -111,6 +111,9 @@ fenced_edit      asks permission for an edit of README.md whose diff has a ``` l
                  then ends the turn
 char_key         streams a message and a thought one character a chunk, each with credentials
                  in them (an sk- key, API_KEY=…, a Bearer token, a ghp_ token), and ends the turn
+racing           options' config options and ask/code modes; a set_config_option or set_mode is
+                 first answered by a report of its own of the old value (an update it sent just
+                 before it took the new one), then taken; a prompt is answered with its mode and options
 background_wait  first prompt: runs `exec sleep 1000`, asks to wait for its exit (never answered
                  while it runs) and ends the turn at once; later prompts: never answered, nothing sent
 ends_own_call    asks permission for call c1, then at once fails c1 itself; reports the permission's
@@ -161,6 +164,7 @@ options = {"verbosity": "normal", "fast": False}
 offered_levels = ["normal", "terse", "detailed"]
 steered = False  # steered: the first prompt has come
 background = [False]  # background_wait: its command runs, waited on
+current_mode = ["ask"]  # racing: the mode it runs in
 
 
 def config_options() -> list:
@@ -499,7 +503,7 @@ for line in sys.stdin:
             )
             new_id = mid
             continue
-        if MODE == "options":
+        if MODE in ("options", "racing"):
             result["configOptions"] = config_options()
         if MODE == "mode_option":  # a mode-category option: it is the mode, the legacy modes are not
             choices = [{"value": "careful", "name": "Careful"}, {"value": "quick", "name": "Quick"}]
@@ -538,10 +542,17 @@ for line in sys.stdin:
                 }
             )
             continue
+        if MODE == "racing":  # its own report of the value it had, sent before it takes the new one
+            update("s1", {"sessionUpdate": "config_option_update", "configOptions": config_options()})
         options[msg["params"]["configId"]] = msg["params"]["value"]
         send({"jsonrpc": "2.0", "id": mid, "result": {"configOptions": config_options()}})
     elif method == "session/set_mode":
         if MODE == "mode_hang":
+            continue
+        if MODE == "racing":
+            update("s1", {"sessionUpdate": "current_mode_update", "currentModeId": current_mode[0]})
+            current_mode[0] = msg["params"]["modeId"]
+            send({"jsonrpc": "2.0", "id": mid, "result": {}})
             continue
         send(
             {
@@ -575,6 +586,10 @@ for line in sys.stdin:
                     time.sleep(0.01)
             else:
                 update("s1", chunk("heard: " + msg["params"]["prompt"][0].get("text", "")))
+            send(end_turn(mid))
+            continue
+        if MODE == "racing":
+            update("s1", chunk(json.dumps({"mode": current_mode[0], **options}, sort_keys=True)))
             send(end_turn(mid))
             continue
         if MODE in ("options", "deaf_once"):

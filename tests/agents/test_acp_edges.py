@@ -613,3 +613,23 @@ def test_a_steering_message_reaches_the_agent_once_its_prompt_ends(tmp_path: Pat
             assert "steeringMessage" not in lab.state(lab.chat)
 
     arun(go())
+
+
+def test_a_config_change_racing_the_agents_own_report_ends_as_the_agent_runs(tmp_path: Path) -> None:
+    """A client set a verbosity and a mode while the agent, slow to answer, reported the values it
+    had then: the host kept the agent's stale reports, though the agents' answers to the set
+    requests came after them, and showed ask/normal while the agent ran code/terse, turn after turn
+    (ACP agent round 9)."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("racing")) as lab:
+            change = {"type": "session/configChanged", "config": {"verbosity": "terse", "mode": "code"}}
+            assert (await lab.adispatch(change, lab.session)).accepted
+            turn = await lab.send("which?")  # sent once the change has reached the agent
+            assert json.loads(turn.text.removeprefix("working... ")) == {
+                "fast": False, "mode": "code", "verbosity": "terse"
+            }  # fmt: skip
+            values = lab.session_state["config"]["values"]
+            assert (values["mode"], values["verbosity"]) == ("code", "terse")
+
+    arun(go())

@@ -100,6 +100,7 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
         self._turn_over: asyncio.Event | None = None
         self._prompt_request: Any = None  # the id of the last session/prompt sent
         self._answered_turn: TurnMap | None = None  # the turn whose prompt the agent answered
+        self._mode_reported = False  # the agent reported its mode since the last set_mode was sent
         self._stderr = bytearray()
         self._stderr_total = 0
         self._stack: contextlib.AsyncExitStack | None = None
@@ -600,8 +601,10 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
         """Send one config property to the agent (``session/set_mode`` or ``set_config_option``).
 
         The agent answers an option with the current values of all its options: those it changed
-        on its own become an agent change, but not ``key`` nor the ``pending`` keys of the same
-        change, which it has not been sent yet.
+        on its own become an agent change (``key`` too: its own update of it may have come before
+        the answer), but not the ``pending`` keys of the same change, which it has not been sent
+        yet. A mode's answer carries nothing: when the agent reported another mode while the
+        request was open, the mode it was sent is what it runs once it answered.
         """
         route = self.routes.get(key)
         if route is None:
@@ -609,11 +612,14 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
         token = _CAUSE.set(self._seq(self.ctx.session, "session/configChanged"))
         try:
             if route[0] == "mode":
+                self._mode_reported = False
                 await self.until(
                     self.conn.set_session_mode(session_id=self.session_id, mode_id=str(value)),
                     self.agent.initialize_timeout,
                     "session/set_mode",
                 )
+                if self._mode_reported:  # an update of its own came first: the answer is newer
+                    self._agent_config({key: str(value)})
             else:
                 value = bool(value) if route[2] == "boolean" else str(value)
                 response = await self.until(
@@ -623,7 +629,7 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
                 )
                 options = mapping.as_json(response.config_options) if response else []
                 values = values_from_options(options, self.routes)
-                for sent in (key, *pending):
+                for sent in pending:
                     values.pop(sent, None)
                 if values:
                     self._agent_config(values, offered_values(options, self.routes))
@@ -667,6 +673,7 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
         kind = data.get("sessionUpdate")
         if kind == "current_mode_update":
             if self.routes.get(MODE_PROPERTY) == ("mode",):  # else a mode option is the mode
+                self._mode_reported = True
                 self._link(self._agent_config({MODE_PROPERTY: data.get("currentModeId")}))
         elif kind == "config_option_update":
             options = data.get("configOptions")
