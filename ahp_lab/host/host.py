@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -156,6 +157,7 @@ class Host(SessionsAndChats):
         self.versions: dict[str, str] = {}
         #: seqs of the history pages sent to some connections only: a reconnect's replay skips them
         self.paged_seqs: set[int] = set()
+        self._paged_order: deque[int] = deque()  # the same seqs, oldest first: dropped with the log
         self._recipients: set | None = None  # while paging history in: the connections sent it
         self._echo_to: Connection | None = None  # a client acting on a channel it did not subscribe to
         # objects with optional on_session_created / on_transition / run_tool hooks; the first one
@@ -369,11 +371,13 @@ class Host(SessionsAndChats):
             for chunk in reversed(pages):
                 transition = self.dispatch(chat, {"type": "chat/turnsLoaded", "turns": chunk})
                 self.paged_seqs.add(transition.seq)
+                self._paged_order.append(transition.seq)
         finally:
             self._recipients = None
-        first = self.store.first_seq
-        if len(self.paged_seqs) > 1024 and min(self.paged_seqs) < first:  # the log dropped them
-            self.paged_seqs = {seq for seq in self.paged_seqs if seq >= first}
+        # those the log dropped (min() over the set, each fetch, grew with every fetch ever made)
+        order, first = self._paged_order, self.store.first_seq
+        while order and order[0] < first:
+            self.paged_seqs.discard(order.popleft())
         for conn in recipients:
             if chat in conn.windows and (turn_index(turns, conn.windows[chat]) or 0) < end:
                 del conn.windows[chat]
