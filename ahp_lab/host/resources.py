@@ -2,7 +2,8 @@
 
 Roots are per session and per connection: a connection may read under the plugin folders,
 directory customizations and working directories of the sessions *it is subscribed to*, and
-write (``resourceWrite``, ``resourceMkdir``, ``resourceDelete``) only under their ``writable``
+write (``resourceWrite``, ``resourceMkdir``, ``resourceDelete``, ``resourceCopy``'s destination,
+``resourceMove``'s source and destination) only under their ``writable``
 directory customizations. A path that resolves outside every allowed root — through ``..``
 (encoded or not), an absolute path elsewhere or a symlink pointing out — or that holds a NUL is
 refused with -32009 PermissionDenied and a one-sentence reason (``data.request`` names the grant
@@ -40,6 +41,8 @@ _METHODS = (
     "resourceMkdir",
     "resourceResolve",
     "resourceDelete",
+    "resourceCopy",
+    "resourceMove",
     "resourceRequest",
 )
 
@@ -279,6 +282,51 @@ class ResourceService:
             raise _os_error(exc, uri) from None
         return {}
 
+    def _resourceCopy(self, connection: Any, params: dict) -> Awaitable[dict]:
+        source, destination = self._source_and_destination(connection, params, move=False)
+        return _off_the_loop(_copied, source, destination, self.limits.max_write_bytes, params["destination"])
+
+    def _resourceMove(self, connection: Any, params: dict) -> dict:
+        source, destination = self._source_and_destination(connection, params, move=True)
+        try:
+            _clear(destination)
+            os.rename(source, destination)  # within one folder tree: the same file system
+        except OSError as exc:
+            raise _os_error(exc, params["destination"]) from None
+        return {}
+
+    def _source_and_destination(self, connection: Any, params: dict, *, move: bool) -> tuple[Path, Path]:
+        """``resourceCopy``/``resourceMove``'s paths, checked: the source readable (writable for a
+        move, which removes it), the destination writable, its folder there, and no existing
+        destination when ``failIfExists``."""
+        source_uri, destination_uri = params.get("source"), params.get("destination")
+        source = self.check(connection, source_uri, write=move)
+        destination = self.check(connection, destination_uri, write=True)
+        if not os.path.lexists(source):
+            raise RpcError(ErrorCode.NOT_FOUND, f"{source_uri} does not exist")
+        roots = [_real(Path(os.fspath(root))) for root in self._write_roots(connection)]
+        if move and _real(source) in roots:
+            raise RpcError(
+                ErrorCode.PERMISSION_DENIED, f"{source_uri} is a writable root itself and cannot be moved"
+            )
+        if _real(destination) in roots:
+            raise RpcError(
+                ErrorCode.PERMISSION_DENIED,
+                f"{destination_uri} is a writable root itself and cannot be replaced",
+            )
+        if _inside(_real(destination), _real(source)):
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"{destination_uri} is inside {source_uri}")
+        if not destination.parent.is_dir():
+            raise RpcError(
+                ErrorCode.NOT_FOUND,
+                f"the folder {file_uri(destination.parent)} does not exist; create it with resourceMkdir first",
+            )
+        if os.path.lexists(destination) and params.get("failIfExists"):
+            raise RpcError(
+                ErrorCode.ALREADY_EXISTS, f"{destination_uri} already exists and failIfExists is set"
+            )
+        return source, destination
+
     def _resourceResolve(self, connection: Any, params: dict) -> dict:
         uri = params.get("uri")
         path = self.check(connection, uri)
@@ -345,6 +393,53 @@ def _removed_tree(path: Path, real: str, uri: str) -> dict:
     except OSError as exc:
         raise _os_error(exc, uri) from None
     return {}
+
+
+#: The most entries ``resourceCopy`` copies from one folder tree.
+MAX_COPIED_ENTRIES = 10_000
+
+
+def _copied(source: Path, destination: Path, most_bytes: int, uri: str) -> dict:
+    """``resourceCopy`` of ``source`` to ``destination`` (in a worker thread), at most ``most_bytes``
+    and :data:`MAX_COPIED_ENTRIES` entries in all, as a write is bounded. Links are copied as links,
+    never followed: a link pointing out of the roots stays a link the roots' checks refuse."""
+    import shutil
+
+    try:
+        if source.is_dir() and not source.is_symlink():
+            size = count = 0
+            for folder, folders, files in os.walk(source):
+                count += len(folders) + len(files)
+                size += sum(os.lstat(os.path.join(folder, name)).st_size for name in files)
+                if count > MAX_COPIED_ENTRIES or size > most_bytes:
+                    raise RpcError(
+                        ErrorCode.INVALID_PARAMS,
+                        f"copying to {uri} is refused: more than {MAX_COPIED_ENTRIES:,} entries or "
+                        f"{most_bytes:,} bytes (the write limit)",
+                    )
+            _clear(destination)
+            shutil.copytree(source, destination, symlinks=True)
+        else:
+            if os.lstat(source).st_size > most_bytes:
+                raise RpcError(
+                    ErrorCode.INVALID_PARAMS,
+                    f"copying to {uri} is refused: over the write limit of {most_bytes:,} bytes",
+                )
+            _clear(destination)
+            shutil.copy2(source, destination, follow_symlinks=False)
+    except OSError as exc:
+        raise _os_error(exc, uri) from None
+    return {}
+
+
+def _clear(destination: Path) -> None:
+    """Remove what ``destination`` holds, which a copy or a move replaces."""
+    import shutil
+
+    if destination.is_dir() and not destination.is_symlink():
+        shutil.rmtree(destination)
+    elif os.path.lexists(destination):
+        destination.unlink()
 
 
 #: The lone surrogates ``os.listdir`` makes of bytes that are not UTF-8.

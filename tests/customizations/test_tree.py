@@ -12,6 +12,7 @@ import pytest
 from ahp_lab import Lab
 from ahp_lab.host.resources import ResourceService
 from ahp_lab.protocol.customizations import effective_enabled
+from ahp_lab.protocol.limits import Limits
 from ahp_lab.transport import RpcError
 from ahp_lab.widgets.tree import effective_customizations
 
@@ -371,6 +372,70 @@ def test_resource_commands_inside_a_writable_directory(tmp_path, demo_plugin):
             assert skill["encoding"] == "utf-8" and skill["contentType"] == "text/markdown"
             await req("resourceDelete", {"uri": (writable / "notes").as_uri(), "recursive": True})
             assert not (writable / "notes").exists()
+        finally:
+            await lab.aclose()
+
+    arun(main())
+
+
+def test_resource_copy_and_move_inside_a_writable_directory(tmp_path):
+    """``resourceCopy`` and ``resourceMove`` (overview §3.1) answered "not supported" (spec client
+    round 8). They copy or move within the writable folders, replace what is there unless
+    ``failIfExists``, copy links as links (one pointing out stays refused), and never move a root
+    nor copy past the write limit."""
+    writable = tmp_path / "w"
+    (tmp_path / "secret.txt").write_text("keep out")
+
+    async def main():
+        lab = await Lab.open(
+            directories=[{"path": writable, "contents": "skill", "writable": True}],
+            limits=Limits(max_write_bytes=1000),
+        )
+        try:
+            req = lab.client.request
+            await req("resourceMkdir", {"uri": (writable / "a").as_uri()})
+            await req(
+                "resourceWrite", {"uri": (writable / "a/x.txt").as_uri(), "data": "hi", "encoding": "utf-8"}
+            )
+            (writable / "a/out").symlink_to(tmp_path / "secret.txt")
+            await req(
+                "resourceCopy",
+                {"source": (writable / "a").as_uri(), "destination": (writable / "b").as_uri()},
+            )
+            assert (writable / "b/x.txt").read_text() == "hi" and (writable / "b/out").is_symlink()
+            with pytest.raises(RpcError) as err:
+                await req("resourceRead", {"uri": (writable / "b/out").as_uri()})
+            assert err.value.code == -32009
+            with pytest.raises(RpcError) as err:
+                params = {"source": (writable / "a").as_uri(), "destination": (writable / "b").as_uri()}
+                await req("resourceCopy", {**params, "failIfExists": True})
+            assert err.value.code == -32010
+            await req(
+                "resourceMove",
+                {"source": (writable / "b/x.txt").as_uri(), "destination": (writable / "a/y.txt").as_uri()},
+            )
+            assert (writable / "a/y.txt").read_text() == "hi" and not (writable / "b/x.txt").exists()
+            refused = [
+                ({"source": writable.as_uri(), "destination": (writable / "c").as_uri()}, -32009),  # a root
+                ({"source": (writable / "a").as_uri(), "destination": (writable / "a/in").as_uri()}, -32602),
+                (
+                    {"source": (writable / "a/y.txt").as_uri(), "destination": (tmp_path / "o.txt").as_uri()},
+                    -32009,
+                ),
+                ({"source": (writable / "nope").as_uri(), "destination": (writable / "c").as_uri()}, -32008),
+            ]
+            for params, code in refused:
+                with pytest.raises(RpcError) as err:
+                    await req("resourceMove", params)
+                assert err.value.code == code, (params, err.value)
+            (writable / "big.bin").write_bytes(b"x" * 2000)
+            with pytest.raises(RpcError) as err:
+                await req(
+                    "resourceCopy",
+                    {"source": (writable / "big.bin").as_uri(), "destination": (writable / "c").as_uri()},
+                )
+            assert err.value.code == -32602 and "write limit" in str(err.value)
+            assert not (writable / "c").exists()
         finally:
             await lab.aclose()
 
