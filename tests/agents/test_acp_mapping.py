@@ -234,6 +234,19 @@ def test_tool_call_updates_keep_input_error_text_and_plain_links() -> None:
     link = {"type": "resource_link", "name": "odd] (title", "uri": "https://e.x/a b"}
     text = mapping.on_message_chunk(turn, {"content": link}, resolver)[-1]["content"]
     assert text == "[odd\\] (title](<https://e.x/a b>)"
+    # a title and a target on several lines made no link (ACP agent round 9)
+    link = {"type": "resource_link", "title": "multi\nline", "uri": "file:///tmp/a b\nc.txt"}
+    text = mapping.on_message_chunk(turn, {"content": link}, resolver)[-1]["content"]
+    assert text == "[multi line](<file:///tmp/a b%0Ac.txt>)"
+    # a file's text was glued into the sentence and read as markdown (its "# " line a heading)
+    embedded = {
+        "type": "resource",
+        "resource": {"uri": "file:///w/README.md", "text": "# Title\n```sh\nls\n```"},
+    }
+    text = mapping.on_message_chunk(turn, {"content": embedded}, resolver)[-1]["content"]
+    assert text == (
+        "\n\n[file:///w/README.md](<file:///w/README.md>)\n\n````\n# Title\n```sh\nls\n```\n````\n\n"
+    )
 
 
 def test_empty_chunks_and_plan_entries_on_several_lines() -> None:

@@ -214,11 +214,8 @@ def _chunk_text(content: dict, resolver: Resolver) -> str | dict:
     kind = content.get("type")
     if kind == "text":
         return str(content.get("text", ""))
-    if kind == "resource_link":  # a markdown link whose text and target survive brackets and spaces
-        label = str(content.get("title") or content.get("name") or content.get("uri"))
-        label = label.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
-        target = str(content.get("uri")).replace("<", "%3C").replace(">", "%3E")
-        return f"[{label}](<{target}>)"
+    if kind == "resource_link":
+        return _link(content.get("title") or content.get("name") or content.get("uri"), content.get("uri"))
     try:
         if kind in ("image", "audio") and isinstance(content.get("data"), str):
             ref = resolver.put_content(
@@ -227,8 +224,9 @@ def _chunk_text(content: dict, resolver: Resolver) -> str | dict:
             return {"kind": "contentRef", **ref}
         if kind == "resource":
             res = content.get("resource") or {}
-            if isinstance(res.get("text"), str):
-                return res["text"]
+            if isinstance(res.get("text"), str):  # a file's text, set apart and named (not prose)
+                fence = _fence(res["text"])
+                return f"\n\n{_link(res.get('uri'), res.get('uri'))}\n\n{fence}\n{res['text']}\n{fence}\n\n"
             if isinstance(res.get("blob"), str):
                 return {
                     "kind": "contentRef",
@@ -237,6 +235,22 @@ def _chunk_text(content: dict, resolver: Resolver) -> str | dict:
     except FileAccessDenied as exc:  # too large to keep: said in place of the content
         return f"[{kind} content not kept: {exc}]"
     return f"[{kind} content]"
+
+
+def _link(label: Any, uri: Any) -> str:
+    """A markdown link whose text and target survive brackets, spaces and line breaks."""
+    label = " ".join(str(label).split())
+    label = label.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+    target = str(uri).replace("<", "%3C").replace(">", "%3E").replace("\n", "%0A").replace("\r", "%0D")
+    return f"[{label}](<{target}>)"
+
+
+_BACKTICKS = re.compile("`{3,}")
+
+
+def _fence(text: str) -> str:
+    """A code fence longer than any run of backticks in ``text``, which stays inside it."""
+    return "`" * max(3, 1 + max((len(run) for run in _BACKTICKS.findall(text)), default=0))
 
 
 #: The action that appends to a text part of each kind.
@@ -770,9 +784,6 @@ def confirmation_options(options: list[dict]) -> list[dict]:
     return out
 
 
-_BACKTICKS = re.compile("`{3,}")
-
-
 def confirmation(turn: TurnMap, call: ToolCall, options: list[dict], resolver: Resolver) -> dict:
     """The ``toolCallReady`` (no ``confirmed``) that puts a call in pending-confirmation."""
     title_md = f"**{call.title}**"
@@ -788,8 +799,8 @@ def confirmation(turn: TurnMap, call: ToolCall, options: list[dict], resolver: R
         title_md += f"\n\n{text}"
     for d in diffs[:MAX_CALL_ITEMS]:
         diff = _diff_text(d)
-        fence = "`" * max(3, 1 + max((len(run) for run in _BACKTICKS.findall(diff)), default=0))
-        title_md += f"\n\n{fence}diff\n{diff}{fence}"  # a longer fence than any run of ` in it
+        fence = _fence(diff)
+        title_md += f"\n\n{fence}diff\n{diff}{fence}"
     title_md = cut_noted(title_md, MAX_CALL_CHARS)
     extra: dict[str, Any] = {
         "confirmationTitle": {"markdown": title_md},
