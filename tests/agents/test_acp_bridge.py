@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -461,5 +462,32 @@ def test_a_turn_cancelled_during_a_permission_request_sends_session_cancel_befor
             await pending_call(lab)
             lab.approve(option="aa")
             assert (await again).status == "complete"
+
+    arun(go())
+
+
+def test_a_call_an_always_allow_approves_shows_its_content_while_it_runs(tmp_path: Path) -> None:
+    """A person's approval showed the call's content again once it ran; an approval remembered from
+    "always allow" left the running call without it (running drops it, T3), so what it runs could
+    not be seen (ACP agent round 9)."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("always_twice")) as lab:
+            pending = lab.start("go")
+            await asyncio.wait_for(pending.until_blocked(), 30)
+            lab.approve(option="aa")
+            turn = await asyncio.wait_for(pending, 30)
+            assert 'outcome={"optionId": "aa"' in turn.text  # t2: approved by the host
+            ready = [
+                t for t in transitions(lab, "chat/toolCallReady") if t.action.get("confirmed") == "setting"
+            ]
+            shown = [
+                t
+                for t in lab.transitions
+                if t.seq > ready[-1].seq
+                and t.type == "chat/toolCallContentChanged"
+                and t.action.get("toolCallId") == ready[-1].action["toolCallId"]
+            ]
+            assert shown and "will run npm test" in json.dumps(shown[0].action["content"])
 
     arun(go())

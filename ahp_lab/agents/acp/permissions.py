@@ -76,6 +76,7 @@ class PermissionRequests:
         if chosen is not None:  # an earlier "always allow" answers, if the agent offers to allow
             self.emit(mapping._ready(turn, call, confirmed="setting"))
             call.status, call.asked = "running", True
+            self._show_content(turn, call)  # running drops it (T3), as a person's approval does
             return _selected(chosen)
         self.emit(mapping.confirmation(turn, call, opts, self.resolver))
         call.status, call.options = "pending-confirmation", opts
@@ -117,15 +118,7 @@ class PermissionRequests:
         if status == "running":
             call.status, call.asked = "running", True
             chosen = picked if picked in by_id else _first(opts, "allow_once")  # never an "always" unasked
-            if call.content or call.locations:
-                self.emit(
-                    {
-                        "type": "chat/toolCallContentChanged",
-                        "turnId": turn.turn_id,
-                        "toolCallId": call.id,
-                        "content": mapping.tool_content(call, self.resolver),
-                    }
-                )
+            self._show_content(turn, call)
         elif status == "cancelled" and state.get("reason") == "denied":
             call.status = "cancelled"
             # a denial is always carried: "always reject" when that is the only way to reject
@@ -146,6 +139,18 @@ class PermissionRequests:
             for remembered_key in [k for k in self.always if len(k) == 3 and k[:2] == key]:
                 del self.always[remembered_key]
         return _selected(chosen)
+
+    def _show_content(self, turn: Any, call: Any) -> None:
+        """The content a call had while it waited, shown again now that it runs."""
+        if call.content or call.locations:
+            self.emit(
+                {
+                    "type": "chat/toolCallContentChanged",
+                    "turnId": turn.turn_id,
+                    "toolCallId": call.id,
+                    "content": mapping.tool_content(call, self.resolver),
+                }
+            )
 
     def confirmation_refusal(self, action: dict) -> str | None:
         """Why a client's ``chat/toolCallConfirmed`` of a call the agent asks permission for cannot
