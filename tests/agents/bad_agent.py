@@ -111,6 +111,8 @@ fenced_edit      asks permission for an edit of README.md whose diff has a ``` l
                  then ends the turn
 char_key         streams a message and a thought one character a chunk, each with credentials
                  in them (an sk- key, API_KEY=…, a Bearer token, a ghp_ token), and ends the turn
+plan_terminal    sends a plan, runs `echo hi` in a terminal, then shows it in call e1, which it
+                 completes, and ends the turn
 always_twice     asks permission for "Terminal" call t1 running `npm test` (with content), offering
                  "always allow"; once answered, completes t1 and asks the same for t2; reports the
                  answer and ends the turn (t2 left running)
@@ -288,6 +290,10 @@ def request(mode: str, mid) -> None:
         permission("approved", "r1", title="Run tests")
     elif mode in ("always_scope", "always_rejected"):
         always_ask("always_first", "a1", "npm test")
+    elif mode == "plan_terminal":  # a plan first: its call is the turn's only running one
+        entry = {"content": "run it", "status": "in_progress", "priority": "medium"}
+        update("s1", {"sessionUpdate": "plan", "entries": [entry]})
+        ask("plan_create", "terminal/create", {"command": "sh", "args": ["-c", "echo hi"]})
     elif mode == "always_twice":
         always_ask("twice_first", "t1", "npm test")
     elif mode == "fenced_edit":
@@ -410,6 +416,11 @@ def answered(what, msg: dict) -> None:
         return
     elif what == "left_waiting":
         return
+    elif what == "plan_create":
+        shown = [{"type": "terminal", "terminalId": result["terminalId"]}]
+        call = {"toolCallId": "e1", "title": "Echo", "kind": "execute", "status": "in_progress"}
+        update("s1", {"sessionUpdate": "tool_call", **call, "content": shown})
+        update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "e1", "status": "completed"})
     elif what == "create" and MODE == "killed_call":
         shown = [{"type": "terminal", "terminalId": result["terminalId"]}]
         call = {"toolCallId": "k1", "title": "Sleep", "kind": "execute", "status": "in_progress"}
@@ -796,6 +807,7 @@ for line in sys.stdin:
             "always_scope",
             "always_rejected",
             "always_twice",
+            "plan_terminal",
             "fenced_edit",
             "twice_asked",
             "odd_ids",

@@ -205,3 +205,19 @@ def test_closing_the_lab_as_a_queued_message_starts_leaves_no_turn_running(tmp_p
     runs.start()
     runs.join(60)
     assert done == [None], "asyncio.run did not return: a task of the closed lab still runs"
+
+
+def test_a_terminal_is_claimed_by_the_call_that_shows_it_not_the_plan(tmp_path: Path) -> None:
+    """A terminal created while only the turn's plan ran was claimed by the plan (a call of the
+    host's, which runs no command), and the claim was never corrected once call e1 showed it (ACP
+    agent round 9)."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("plan_terminal")) as lab:
+            turn = await lab.send("go")
+            assert turn.status == "complete", turn.error
+            [terminal] = lab.host.store.state("ahp-root://")["terminals"]
+            claim = lab.host.store.state(terminal["resource"])["claim"]
+            assert claim["toolCallId"] == "e1", claim
+
+    arun(go())

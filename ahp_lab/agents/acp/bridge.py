@@ -45,7 +45,7 @@ from .frames import AcpFrame
 from .mapping import ProtocolViolation, Resolver, TurnMap
 from .output import AgentOutput, _jsonrpc_problem, not_jsonrpc
 from .permissions import PermissionRequests
-from .workspace import WorkspaceServices
+from .workspace import OPEN_CALL, WorkspaceServices
 
 if TYPE_CHECKING:
     from .agent import AcpAgent
@@ -101,6 +101,7 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
         self._prompt_request: Any = None  # the id of the last session/prompt sent
         self._answered_turn: TurnMap | None = None  # the turn whose prompt the agent answered
         self._mode_reported = False  # the agent reported its mode since the last set_mode was sent
+        self.claims: dict[Any, str | None] = {}  # terminal -> the tool call that claimed it
         self._stderr = bytearray()
         self._stderr_total = 0
         self._stack: contextlib.AsyncExitStack | None = None
@@ -711,6 +712,28 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
                 return
             for action in actions:
                 self.emit(action)
+            if kind in ("tool_call", "tool_call_update"):
+                self._claim_shown_terminals(str(data.get("toolCallId")))
+
+    def _claim_shown_terminals(self, call_id: str) -> None:
+        """A terminal a call shows is that call's (``terminal/claimed``), when no other call of the
+        turn has it: one created before the call that runs it was claimed by the session, or by
+        the turn's plan."""
+        turn = self.turn
+        call = turn.calls.get(call_id) if turn is not None else None
+        if call is None or call.id == turn.plan_call:
+            return
+        for item in call.content:
+            terminal = self.terminals.get(item.get("terminalId")) if isinstance(item, dict) else None
+            if terminal is None or item.get("type") != "terminal":
+                continue
+            owner = turn.calls.get(self.claims.get(terminal) or "")
+            if owner is call or (
+                owner is not None and owner.id != turn.plan_call and owner.status in OPEN_CALL
+            ):
+                continue
+            self.claims[terminal] = call.id
+            self.ctx.claim_terminal(terminal, turn.turn_id, call.id)
 
     # -- the SDK's Client interface: the rest --------------------------------------------------
 

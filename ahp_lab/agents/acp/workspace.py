@@ -26,6 +26,9 @@ from acp.schema import (
 from ..base import FileAccessDenied
 from . import mapping
 
+#: The statuses of a tool call that has not ended.
+OPEN_CALL = ("running", "streaming", "pending-confirmation")
+
 __all__ = ["WorkspaceServices"]
 
 log = logging.getLogger(__name__)
@@ -173,10 +176,11 @@ class WorkspaceServices:
         self.terminals[terminal_id] = terminal
         turn = self.turn
         if turn is not None:
-            running = [
-                c for c in turn.calls.values() if c.status in ("running", "streaming", "pending-confirmation")
+            running = [  # the turn's plan is a call of the host's, which runs no command
+                c for c in turn.calls.values() if c.status in OPEN_CALL and c.id != turn.plan_call
             ]
             if running:
+                self.claims[terminal] = running[-1].id
                 self.ctx.claim_terminal(terminal, turn.turn_id, running[-1].id)
         return CreateTerminalResponse(terminal_id=terminal_id)
 
