@@ -12,7 +12,9 @@ where ``n`` is the number of actions applied over all runs, ``seconds`` sums the
 loops only (no file reading, parsing or output) and ``max_rss_mb`` is the process's peak resident
 memory. Exit status: 0 on success, 2 for usage errors, 3 when a reducer raised, with
 ``{"error", "index", "type"}`` (the message, the action's 0-based index and its type) as the last
-stderr line.
+stderr line: where the reference's reducers throw (reading a member of ``null``, an array method of
+what is not an array), which the host's reducers take for a no-op, the replay stops. The state is
+written as ``JSON.stringify`` writes its numbers.
 
 JSON is read as JavaScript's ``JSON.parse`` reads it: an integer beyond 2^53 becomes the nearest
 double, as the reference holds it.
@@ -157,7 +159,7 @@ def _read_actions(path: Path) -> list:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    reducer = REDUCERS.get(args.reducer)
+    reducer = getattr(REDUCERS.get(args.reducer), "raising", None)  # it stops where the reference throws
     if reducer is None:
         print(
             f"error: unknown reducer {args.reducer!r}; expected one of {', '.join(REDUCERS)}", file=sys.stderr

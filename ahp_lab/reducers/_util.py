@@ -165,41 +165,53 @@ def make_reducer(channel: str, handlers: dict[str, Handler]):
     that trips a handler is a no-op too, whatever it raises (a ``TypeError`` where the reference's
     JavaScript would throw, an ``OverflowError``, …): handlers never mutate, so the input state is
     intact. Only ``RecursionError`` (input nested past Python's stack) propagates.
+
+    ``reduce.raising`` is the same reducer for a replay that must stop where the reference throws
+    (the replay CLI): the ``TypeError`` that models a throw propagates.
     """
 
     get_handler = handlers.get
 
-    def reduce(state: Any, action: Any, now_ms: int = 0, log: Log | None = None) -> Any:
-        if type(action) is dict:
-            kind = action.get("type")
-            if type(kind) is str and type(state) is dict:
-                handler = get_handler(kind)
-                if handler is not None:
-                    try:
-                        return handler(state, action, now_ms)
-                    except RecursionError:  # input nested past Python's stack: the caller's limits' business
-                        raise
-                    except Exception as exc:  # noqa: BLE001 - handlers never mutate their input: a no-op
-                        if log is not None:
-                            log(f"Malformed {kind} action ignored by the {channel} reducer: {exc}")
-                        return state
-            elif type(kind) is str and get_handler(kind) is not None:
-                # A state that is not an object reads as its spread, as the reference's
-                # ``{...state, ...}`` makes it (an array's or a string's entries by index, else
-                # nothing); where that makes no change, the state is returned as it was.
-                view = spread(state)
-                out = reduce(view, action, now_ms, log)
-                return state if out is view else out
-        else:
-            kind = None
-        if log is not None:
-            log(f"Unhandled action type: {kind!r} on the {channel} reducer")
-        return state
+    def build(total: bool):
+        def reduce(state: Any, action: Any, now_ms: int = 0, log: Log | None = None) -> Any:
+            if type(action) is dict:
+                kind = action.get("type")
+                if type(kind) is str and type(state) is dict:
+                    handler = get_handler(kind)
+                    if handler is not None:
+                        try:
+                            return handler(state, action, now_ms)
+                        except (
+                            RecursionError
+                        ):  # input nested past Python's stack: the caller's limits' business
+                            raise
+                        except Exception as exc:  # noqa: BLE001 - handlers never mutate their input: a no-op
+                            if not total and isinstance(exc, TypeError):
+                                raise
+                            if log is not None:
+                                log(f"Malformed {kind} action ignored by the {channel} reducer: {exc}")
+                            return state
+                elif type(kind) is str and get_handler(kind) is not None:
+                    # A state that is not an object reads as its spread, as the reference's
+                    # ``{...state, ...}`` makes it (an array's or a string's entries by index, else
+                    # nothing); where that makes no change, the state is returned as it was.
+                    view = spread(state)
+                    out = reduce(view, action, now_ms, log)
+                    return state if out is view else out
+            else:
+                kind = None
+            if log is not None:
+                log(f"Unhandled action type: {kind!r} on the {channel} reducer")
+            return state
 
+        return reduce
+
+    reduce = build(total=True)
     reduce.__name__ = f"reduce_{channel}"
     reduce.__qualname__ = reduce.__name__
     reduce.__doc__ = f"Pure reducer for the {channel} channel: ``(state, action, now_ms) -> state``."
     reduce.handled_types = frozenset(handlers)  # type: ignore[attr-defined]
+    reduce.raising = build(total=False)  # type: ignore[attr-defined]
     return reduce
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from ahp_lab.conformance.__main__ import _js_text
 
 
-def _replay(tmp_path, initial, actions, *extra):
+def _replay(tmp_path, initial, actions, *extra, reducer="chat"):
     (tmp_path / "initial.json").write_text(json.dumps(initial))
     lines = (a if isinstance(a, str) else json.dumps(a) for a in actions)
     (tmp_path / "actions.jsonl").write_text("".join(line + "\n" for line in lines))
@@ -25,7 +25,7 @@ def _replay(tmp_path, initial, actions, *extra):
             "ahp_lab.conformance",
             "replay",
             "--reducer",
-            "chat",
+            reducer,
             "--initial",
             str(tmp_path / "initial.json"),
             "--actions",
@@ -75,6 +75,31 @@ def test_a_reducer_that_raises_exits_3_naming_the_action(tmp_path):
     assert out.returncode == 3, out.stderr[-500:]
     report = json.loads(out.stderr.strip().splitlines()[-1])
     assert report["index"] == 2 and report["type"] == "chat/delta" and "Recursion" in report["error"]
+
+
+def test_the_replay_stops_where_the_reference_throws(tmp_path):
+    """The reducers take an action the reference throws on (reading a member of null) for a no-op,
+    as a host must; the replay printed a state and exit 0, and went on to the next actions, where
+    the reference stops with exit 3 (a reducer divergence hunt)."""
+    chat = {
+        **CHAT,
+        "activeTurn": {"id": "t1", "startedAt": "s", "message": START["message"], "responseParts": [None]},
+    }
+    out = _replay(tmp_path, chat, [{"type": "chat/turnComplete", "turnId": "t1"}])
+    assert out.returncode == 3 and out.stdout == "", out.stderr[-300:]
+    report = json.loads(out.stderr.strip().splitlines()[-1])
+    assert report == {
+        "error": "TypeError: cannot read 'kind' of null",
+        "index": 0,
+        "type": "chat/turnComplete",
+    }
+    session = {"provider": "p", "title": "t", "status": 1, "lifecycle": "ready", "activeClients": [],
+               "chats": [], "customizations": [None, {"type": "plugin", "id": "a", "enabled": True}]}  # fmt: skip
+    toggle = {"type": "session/customizationToggled", "id": "zz", "enabled": False}
+    out = _replay(
+        tmp_path, session, [toggle, {"type": "session/titleChanged", "title": "after"}], reducer="session"
+    )
+    assert out.returncode == 3 and json.loads(out.stderr.strip().splitlines()[-1])["index"] == 0
 
 
 def test_usage_errors_exit_2(tmp_path):
