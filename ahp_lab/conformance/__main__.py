@@ -14,7 +14,7 @@ memory. Exit status: 0 on success, 2 for usage errors, 3 when a reducer raised, 
 ``{"error", "index", "type"}`` (the message, the action's 0-based index and its type) as the last
 stderr line: where the reference's reducers throw (reading a member of ``null``, an array method of
 what is not an array), which the host's reducers take for a no-op, the replay stops. The state is
-written as ``JSON.stringify`` writes its numbers.
+written as ``JSON.stringify`` writes it: no spaces between members, numbers as JavaScript writes them.
 
 JSON is read as JavaScript's ``JSON.parse`` reads it: an integer beyond 2^53 becomes the nearest
 double, as the reference holds it.
@@ -122,7 +122,7 @@ def _written(state: object) -> str:
     """The final state as the reference writes it: ``JSON.stringify``'s text, numbers included."""
     texts: dict[str, str] = {}
     marker = f"\x00{os.urandom(16).hex()}:"  # new to each run: no string in the state holds it
-    text = dumps(_js_numbers(strip_nulls(state), marker, texts))
+    text = dumps(_js_numbers(strip_nulls(state), marker, texts), separators=(",", ":"))
     for quoted, number in texts.items():
         text = text.replace(quoted, number)
     return utf8_json(text)
