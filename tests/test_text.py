@@ -76,3 +76,33 @@ def test_two_halves_of_a_character_appended_apart_are_that_character():
     flushed = Text.of("x" * 10).append("y" * 300 + "\ud83d")  # the half sits in a chunk, not the tail
     assert flushed.append("\ude00!") == "x" * 10 + "y" * 300 + "😀!"
     assert append_text("\ude00", "\ud83d") == "\ude00\ud83d"  # the other order is no character
+
+
+def test_two_halves_streamed_apart_are_that_character_on_every_path_of_the_reducers():
+    """The reducers' own fast paths appended without joining the halves: a long part's streamed
+    delta and a tool call's short partial input kept two halves where the checked path (and
+    JavaScript's ``+``) gives one character (a reducer divergence hunt)."""
+    from ahp_lab.reducers import REDUCERS
+
+    chat = REDUCERS["chat"]
+    message = {"text": "m", "origin": {"kind": "user"}}
+    part = {"kind": "markdown", "id": "p", "content": "a" * 300}
+    state = {"resource": "r", "title": "t", "status": 8, "modifiedAt": "x", "turns": [],
+             "activeTurn": {"id": "t1", "startedAt": "s", "message": message, "responseParts": [part]}}  # fmt: skip
+    for content in ("x", "\ud83d", "\ude00"):  # the second and third take the stream's fast path
+        state = chat(state, {"type": "chat/delta", "turnId": "t1", "partId": "p", "content": content}, 0)
+    assert str(state["activeTurn"]["responseParts"][0]["content"]).endswith("x😀")
+    start = {
+        "type": "chat/toolCallStart",
+        "turnId": "t1",
+        "toolCallId": "c",
+        "toolName": "t",
+        "displayName": "T",
+    }
+    state = chat(state, start, 0)
+    for content in ('{"a": "\ud83d', '\ude00"}'):
+        state = chat(
+            state, {"type": "chat/toolCallDelta", "turnId": "t1", "toolCallId": "c", "content": content}, 0
+        )
+    [call] = [p["toolCall"] for p in state["activeTurn"]["responseParts"] if p["kind"] == "toolCall"]
+    assert call["partialInput"] == '{"a": "😀"}'

@@ -283,7 +283,12 @@ def _append_to_part(kind: str):
             if part["id"] == action.get("partId") and active["id"] == action.get("turnId"):
                 more = action.get("content")
                 current = part["content"]
-                if type(more) is str and more and len(tail := current._tail + more) <= TAIL_MAX:
+                if (
+                    type(more) is str
+                    and more
+                    and len(tail := current._tail + more) <= TAIL_MAX
+                    and not "\udc00" <= more < "\ue000"  # a second half joins its first: Text.append
+                ):
                     # Text.append written out, for an append that fits the tail (most deltas of a
                     # long part), and the turn's one part not copied to be replaced: at 0.8 µs an
                     # action, those calls and copies were a fifth of it (delta@content=1000000)

@@ -90,7 +90,12 @@ def delta(tc: dict, action: dict) -> dict | None:  # T2
         partial = tc.get("partialInput")
         if partial is None:
             partial = ""
-        if type(content) is str and type(partial) is str and len(partial) + len(content) <= TAIL_MAX:
+        if (
+            type(content) is str
+            and type(partial) is str
+            and len(partial) + len(content) <= TAIL_MAX
+            and not "\udc00" <= content < "\ue000"  # a character's second half joins its first in plus
+        ):
             out["partialInput"] = partial + content  # plus, for two short strings
         else:
             out["partialInput"] = plus(partial, content)
