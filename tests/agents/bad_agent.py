@@ -116,6 +116,7 @@ plan_terminal    sends a plan, runs `echo hi` in a terminal, then shows it in ca
 always_twice     asks permission for "Terminal" call t1 running `npm test` (with content), offering
                  "always allow"; once answered, completes t1 and asks the same for t2; reports the
                  answer and ends the turn (t2 left running)
+bad_image        says an image whose data is not base64, and ends the turn
 racing           options' config options and ask/code modes; a set_config_option or set_mode is
                  first answered by a report of its own of the old value (an update it sent just
                  before it took the new one), then taken; a prompt is answered with its mode and options
@@ -608,6 +609,11 @@ for line in sys.stdin:
                     time.sleep(0.01)
             else:
                 update("s1", chunk("heard: " + msg["params"]["prompt"][0].get("text", "")))
+            send(end_turn(mid))
+            continue
+        if MODE == "bad_image":
+            image = {"type": "image", "mimeType": "image/png", "data": "!!!not base64!!!"}
+            update("s1", {"sessionUpdate": "agent_message_chunk", "content": image})
             send(end_turn(mid))
             continue
         if MODE == "racing":

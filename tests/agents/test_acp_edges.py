@@ -633,3 +633,18 @@ def test_a_config_change_racing_the_agents_own_report_ends_as_the_agent_runs(tmp
             assert (values["mode"], values["verbosity"]) == ("code", "terse")
 
     arun(go())
+
+
+def test_an_image_whose_data_is_not_base64_is_said_not_served_as_an_image(tmp_path: Path) -> None:
+    """An image chunk whose data was not base64 was served through resourceRead as UTF-8 text
+    labelled image/png (ACP agent round 9). The turn says what came instead."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("bad_image")) as lab:
+            turn = await lab.send("show me")
+            assert turn.status == "complete", turn.error
+            assert "[image content not kept: its data is not base64 (as image/png)]" in turn.text
+            parts = turn.state["responseParts"]
+            assert not [p for p in parts if p.get("kind") == "contentRef"]
+
+    arun(go())

@@ -37,7 +37,7 @@ from pydantic import ValidationError
 
 from ...protocol.uris import file_uri
 from ...tools import first_error
-from ..base import SessionContext, TurnContext
+from ..base import FileAccessDenied, SessionContext, TurnContext
 from . import mapping
 from .config import MODE_PROPERTY, config_from_acp, offered_values, values_from_options
 from .context import _BRIDGE, _CAUSE, _FRAME, _TURN
@@ -762,7 +762,7 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
             import base64
 
             try:
-                return self.ctx.put_content(base64.b64decode(data), content_type)
-            except ValueError:
-                return self.ctx.put_content(data, content_type)
+                data = base64.b64decode("".join(data.split()), validate=True)  # MIME line breaks too
+            except ValueError:  # served as the text it is, not as the image it claims to be
+                raise FileAccessDenied(f"its data is not base64 (as {content_type or 'binary'})") from None
         return self.ctx.put_content(data, content_type)
