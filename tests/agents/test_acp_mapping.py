@@ -413,3 +413,19 @@ def test_plans_and_permission_options_are_bounded_like_every_tool_call() -> None
     shown = mapping.confirmation_options(options)
     assert len(shown) == 63 and shown[0]["id"] == "ok" and len(shown[0]["label"]) < 1100
     assert all(len(o["id"]) < 100 for o in shown)
+
+
+def test_a_call_with_more_items_than_shown_keeps_its_own_and_the_newest_notes() -> None:
+    """The host's notes of the files a running call read are appended to it: 80 reads showed the
+    first 64 and hid the newest (ACP agent round 9)."""
+    turn, resolver = TurnMap("t1"), _resolver()
+    call, _ = mapping.permission_call(turn, {"toolCallId": "c1", "title": "Analyse", "kind": "read"})
+    own = {"type": "content", "content": {"type": "text", "text": "the agent's words"}}
+    notes = [
+        {"type": "content", "content": {"type": "text", "text": f"read f{i}"}, "_host": True}
+        for i in range(80)
+    ]
+    call.content = [own, *notes]
+    texts = [item.get("text") for item in mapping.tool_content(call, resolver)]
+    assert texts[0] == "the agent's words" and texts[1] == "read f17" and texts[63] == "read f79"
+    assert texts[-1] == "[17 more content items]"

@@ -450,7 +450,7 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
     """Display-ready ``ToolResultContent[]``: text, diffs (a unified diff + a ``fileEdit``),
     terminals (the terminal + its output so far), then the call's locations as resources."""
     out: list[dict] = []
-    for item in call.content[:MAX_CALL_ITEMS]:
+    for item in _shown_items(call.content):
         kind = item.get("type") if isinstance(item, dict) else None
         if kind == "content":
             block = item.get("content") or {}
@@ -537,6 +537,20 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
     if len(call.locations) > MAX_CALL_ITEMS:
         out.append(_left_out(len(call.locations) - MAX_CALL_ITEMS, "locations"))
     return _within_budget(out)
+
+
+def _shown_items(items: list) -> list:
+    """At most :data:`MAX_CALL_ITEMS` of a call's content items, in order: the agent's own first,
+    then the host's newest notes of the files it read or wrote (80 reads showed the first 64 and
+    hid the newest)."""
+    if len(items) <= MAX_CALL_ITEMS:
+        return items
+    notes = [i for i, c in enumerate(items) if isinstance(c, dict) and c.get("_host")]
+    kept = [i for i, c in enumerate(items) if not (isinstance(c, dict) and c.get("_host"))][:MAX_CALL_ITEMS]
+    room = MAX_CALL_ITEMS - len(kept)
+    if room:
+        kept += notes[-room:]
+    return [items[i] for i in sorted(kept)]
 
 
 def _within_budget(items: list[dict]) -> list[dict]:
