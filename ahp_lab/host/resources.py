@@ -23,6 +23,7 @@ import stat as statmod
 import tempfile
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -283,49 +284,53 @@ class ResourceService:
         return {}
 
     def _resourceCopy(self, connection: Any, params: dict) -> Awaitable[dict]:
-        source, destination = self._source_and_destination(connection, params, move=False)
-        return _off_the_loop(_copied, source, destination, self.limits.max_write_bytes, params["destination"])
+        return _off_the_loop(_transferred, self._transfer(connection, params, move=False), pool=_TRANSFERS)
 
-    def _resourceMove(self, connection: Any, params: dict) -> dict:
-        source, destination = self._source_and_destination(connection, params, move=True)
-        try:
-            _clear(destination)
-            os.rename(source, destination)  # within one folder tree: the same file system
-        except OSError as exc:
-            raise _os_error(exc, params["destination"]) from None
-        return {}
+    def _resourceMove(self, connection: Any, params: dict) -> Awaitable[dict]:
+        return _off_the_loop(_transferred, self._transfer(connection, params, move=True), pool=_TRANSFERS)
 
-    def _source_and_destination(self, connection: Any, params: dict, *, move: bool) -> tuple[Path, Path]:
-        """``resourceCopy``/``resourceMove``'s paths, checked: the source readable (writable for a
-        move, which removes it), the destination writable, its folder there, and no existing
-        destination when ``failIfExists``."""
+    def _transfer(self, connection: Any, params: dict, *, move: bool) -> _Transfer:
+        """``resourceCopy``/``resourceMove`` checked: the source readable (writable for a move, which
+        removes it), the destination writable and its folder there, no root moved nor replaced (nor
+        one inside what is: a root nested in another), nothing put inside itself, a move within one
+        file system, and no existing destination when ``failIfExists``."""
         source_uri, destination_uri = params.get("source"), params.get("destination")
         source = self.check(connection, source_uri, write=move)
         destination = self.check(connection, destination_uri, write=True)
         if not os.path.lexists(source):
             raise RpcError(ErrorCode.NOT_FOUND, f"{source_uri} does not exist")
-        roots = [_real(Path(os.fspath(root))) for root in self._write_roots(connection)]
-        if move and _real(source) in roots:
-            raise RpcError(
-                ErrorCode.PERMISSION_DENIED, f"{source_uri} is a writable root itself and cannot be moved"
-            )
-        if _real(destination) in roots:
-            raise RpcError(
-                ErrorCode.PERMISSION_DENIED,
-                f"{destination_uri} is a writable root itself and cannot be replaced",
-            )
-        if _inside(_real(destination), _real(source)):
-            raise RpcError(ErrorCode.INVALID_PARAMS, f"{destination_uri} is inside {source_uri}")
         if not destination.parent.is_dir():
             raise RpcError(
                 ErrorCode.NOT_FOUND,
                 f"the folder {file_uri(destination.parent)} does not exist; create it with resourceMkdir first",
             )
-        if os.path.lexists(destination) and params.get("failIfExists"):
+        source_real, parent_real = _real(source.parent), _real(destination.parent)
+        at_source = os.path.join(source_real, source.name)  # the entry itself, a link not followed
+        at_destination = os.path.join(parent_real, destination.name)
+        roots = {
+            _real(Path(os.fspath(r))) for r in (*self._read_roots(connection), *self._write_roots(connection))
+        }
+        for uri, path, moved in ((source_uri, at_source, move), (destination_uri, at_destination, True)):
+            if moved and any(_inside(root, path) for root in roots):
+                raise RpcError(
+                    ErrorCode.PERMISSION_DENIED,
+                    f"{uri} is or holds a folder the host serves, which stays where it is",
+                )
+        if _inside(at_destination, _real(source)):
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"{destination_uri} is inside {source_uri}")
+        if move and os.lstat(at_source).st_dev != os.stat(parent_real).st_dev:
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                f"{source_uri} and {destination_uri} are on two file systems: copy it, then delete it",
+            )
+        if params.get("failIfExists") and os.path.lexists(at_destination):
             raise RpcError(
                 ErrorCode.ALREADY_EXISTS, f"{destination_uri} already exists and failIfExists is set"
             )
-        return source, destination
+        return _Transfer(
+            at_source, source_real, source.parent, at_destination, parent_real, destination.parent, move,
+            bool(params.get("failIfExists")), self.limits.max_write_bytes, str(destination_uri),
+        )  # fmt: skip
 
     def _resourceResolve(self, connection: Any, params: dict) -> dict:
         uri = params.get("uri")
@@ -372,10 +377,16 @@ def _content_type(path: Path) -> str | None:
 #: The resource commands' file work runs here, apart from the default executor that sync tools,
 #: customization resolution and the SDKs share: a stranger's burst of listings queues behind itself.
 _FILE_WORK = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ahp-resources")
+#: Copies and moves, one at a time: each can put a link where a folder was (a folder holding a link,
+#: moved over it), and one running beside another let a copy's destination, checked inside the
+#: writable folder, lead out of it by the time it was written (9,000 files written outside).
+_TRANSFERS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ahp-transfers")
 
 
-def _off_the_loop(work: Callable[..., dict], *args: Any) -> Awaitable[dict]:
-    return asyncio.get_running_loop().run_in_executor(_FILE_WORK, work, *args)
+def _off_the_loop(
+    work: Callable[..., dict], *args: Any, pool: ThreadPoolExecutor = _FILE_WORK
+) -> Awaitable[dict]:
+    return asyncio.get_running_loop().run_in_executor(pool, work, *args)
 
 
 def _removed_tree(path: Path, real: str, uri: str) -> dict:
@@ -399,47 +410,89 @@ def _removed_tree(path: Path, real: str, uri: str) -> dict:
 MAX_COPIED_ENTRIES = 10_000
 
 
-def _copied(source: Path, destination: Path, most_bytes: int, uri: str) -> dict:
-    """``resourceCopy`` of ``source`` to ``destination`` (in a worker thread), at most ``most_bytes``
-    and :data:`MAX_COPIED_ENTRIES` entries in all, as a write is bounded. Links are copied as links,
-    never followed: a link pointing out of the roots stays a link the roots' checks refuse."""
+@dataclass(frozen=True)
+class _Transfer:
+    """A checked ``resourceCopy``/``resourceMove``, carried out by :func:`_transferred`."""
+
+    source: str  # the source's real folder joined with its name
+    source_folder: str  # that real folder, as it was when checked
+    source_parent: Path  # the folder as the request named it
+    destination: str
+    destination_folder: str
+    destination_parent: Path
+    move: bool
+    fail_if_exists: bool
+    most_bytes: int
+    uri: str
+
+
+def _transferred(t: _Transfer) -> dict:
+    """Carry out ``t`` in a worker thread, and lose nothing when it fails: a copy is built beside the
+    destination, then put in its place; what it replaces is moved aside first, and put back if the
+    new one cannot take its place; it is deleted last. The folders are checked again first: a
+    folder on the way swapped for a link since the check is refused, not followed."""
     import shutil
 
+    if _real(t.source_parent) != t.source_folder or _real(t.destination_parent) != t.destination_folder:
+        raise RpcError(
+            ErrorCode.PERMISSION_DENIED, f"a folder on the way to {t.uri} changed meanwhile; nothing was done"
+        )
+    if t.fail_if_exists and os.path.lexists(t.destination):
+        raise RpcError(ErrorCode.ALREADY_EXISTS, f"{t.uri} already exists and failIfExists is set")
+    work = tempfile.mkdtemp(prefix=".ahp-transfer-", dir=t.destination_folder)
     try:
-        if source.is_dir() and not source.is_symlink():
-            size = count = 0
-            for folder, folders, files in os.walk(source):
-                count += len(folders) + len(files)
-                size += sum(os.lstat(os.path.join(folder, name)).st_size for name in files)
-                if count > MAX_COPIED_ENTRIES or size > most_bytes:
-                    raise RpcError(
-                        ErrorCode.INVALID_PARAMS,
-                        f"copying to {uri} is refused: more than {MAX_COPIED_ENTRIES:,} entries or "
-                        f"{most_bytes:,} bytes (the write limit)",
-                    )
-            _clear(destination)
-            shutil.copytree(source, destination, symlinks=True)
+        new = os.path.join(work, "new")
+        if t.move:
+            new = t.source
         else:
-            if os.lstat(source).st_size > most_bytes:
-                raise RpcError(
-                    ErrorCode.INVALID_PARAMS,
-                    f"copying to {uri} is refused: over the write limit of {most_bytes:,} bytes",
-                )
-            _clear(destination)
-            shutil.copy2(source, destination, follow_symlinks=False)
+            _copy_bounded(t.source, new, t.most_bytes, t.uri)
+        replaced = os.path.lexists(t.destination)
+        if replaced:
+            os.rename(t.destination, os.path.join(work, "old"))
+        try:
+            os.rename(new, t.destination)
+        except OSError:
+            if replaced:  # put back what was there
+                os.rename(os.path.join(work, "old"), t.destination)
+            raise
+    except shutil.Error as exc:
+        raise RpcError(
+            ErrorCode.INVALID_PARAMS,
+            f"{t.uri}: {len(exc.args[0]) if exc.args and isinstance(exc.args[0], list) else 'some'} entries "
+            "could not be copied (a pipe, a socket or an unreadable file); nothing was",
+        ) from None
     except OSError as exc:
-        raise _os_error(exc, uri) from None
+        raise _os_error(exc, t.uri) from None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     return {}
 
 
-def _clear(destination: Path) -> None:
-    """Remove what ``destination`` holds, which a copy or a move replaces."""
+def _copy_bounded(source: str, target: str, most_bytes: int, uri: str) -> None:
+    """Copy ``source`` to ``target`` (which does not exist), at most ``most_bytes`` and
+    :data:`MAX_COPIED_ENTRIES` entries in all, as a write is bounded. Links are copied as links,
+    never followed: a link pointing out of the roots stays a link the roots' checks refuse."""
     import shutil
 
-    if destination.is_dir() and not destination.is_symlink():
-        shutil.rmtree(destination)
-    elif os.path.lexists(destination):
-        destination.unlink()
+    if os.path.isdir(source) and not os.path.islink(source):
+        size = count = 0
+        for folder, folders, files in os.walk(source):
+            count += len(folders) + len(files)
+            size += sum(os.lstat(os.path.join(folder, name)).st_size for name in files)
+            if count > MAX_COPIED_ENTRIES or size > most_bytes:
+                raise RpcError(
+                    ErrorCode.INVALID_PARAMS,
+                    f"copying to {uri} is refused: more than {MAX_COPIED_ENTRIES:,} entries or "
+                    f"{most_bytes:,} bytes (the write limit)",
+                )
+        shutil.copytree(source, target, symlinks=True)
+    else:
+        if os.lstat(source).st_size > most_bytes:
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                f"copying to {uri} is refused: over the write limit of {most_bytes:,} bytes",
+            )
+        shutil.copy2(source, target, follow_symlinks=False)
 
 
 #: The lone surrogates ``os.listdir`` makes of bytes that are not UTF-8.

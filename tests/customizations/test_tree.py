@@ -3,6 +3,7 @@ client-published plugins, toggles and effective enablement, and the resource per
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 import shutil
@@ -436,6 +437,81 @@ def test_resource_copy_and_move_inside_a_writable_directory(tmp_path):
                 )
             assert err.value.code == -32602 and "write limit" in str(err.value)
             assert not (writable / "c").exists()
+        finally:
+            await lab.aclose()
+
+    arun(main())
+
+
+def test_a_copy_or_move_that_fails_or_races_loses_nothing_and_writes_nothing_outside(tmp_path):
+    """A verification round's attacks on resourceCopy/resourceMove: a copy racing a move that put a
+    link where a folder of its destination was wrote 9,000 files outside the writable folder and
+    deleted one there; a copy of a folder holding a pipe, over an existing folder, deleted it first;
+    a folder holding a nested root was moved or wiped."""
+    writable, outside = tmp_path / "w", tmp_path / "outside"
+    (writable / "x" / "p").mkdir(parents=True)
+    (outside / "victim").mkdir(parents=True)
+    (outside / "victim" / "precious.txt").write_text("keep")
+    (writable / "holder").mkdir()
+    (writable / "holder" / "p").symlink_to(outside)
+    (writable / "big").mkdir()
+    for i in range(300):
+        (writable / "big" / f"f{i}").write_text("x")
+    (writable / "target").mkdir()
+    (writable / "target" / "old.txt").write_text("old")
+    (writable / "piped").mkdir()
+    (writable / "piped" / "a.txt").write_text("a")
+    os.mkfifo(writable / "piped" / "fifo")
+    (writable / "sub" / "nested").mkdir(parents=True)
+
+    async def main():
+        lab = await Lab.open(
+            directories=[
+                {"path": writable, "contents": "skill", "writable": True},
+                {"path": writable / "sub" / "nested", "contents": "skill", "writable": True},
+            ]
+        )
+        try:
+            req = lab.client.request
+            copy = asyncio.ensure_future(
+                req(
+                    "resourceCopy",
+                    {
+                        "source": (writable / "big").as_uri(),
+                        "destination": (writable / "x/p/victim").as_uri(),
+                    },
+                )
+            )
+            move = asyncio.ensure_future(
+                req(
+                    "resourceMove",
+                    {"source": (writable / "holder").as_uri(), "destination": (writable / "x").as_uri()},
+                )
+            )
+            await asyncio.gather(copy, move, return_exceptions=True)
+            assert os.listdir(outside / "victim") == ["precious.txt"]
+            with pytest.raises(RpcError) as err:
+                await req(
+                    "resourceCopy",
+                    {"source": (writable / "piped").as_uri(), "destination": (writable / "target").as_uri()},
+                )
+            assert err.value.code == -32602 and "nothing was" in str(err.value)
+            assert os.listdir(writable / "target") == ["old.txt"]
+            for method, params in [
+                (
+                    "resourceMove",
+                    {"source": (writable / "sub").as_uri(), "destination": (writable / "sub2").as_uri()},
+                ),
+                (
+                    "resourceCopy",
+                    {"source": (writable / "target").as_uri(), "destination": (writable / "sub").as_uri()},
+                ),
+            ]:
+                with pytest.raises(RpcError) as err:
+                    await req(method, params)
+                assert err.value.code == -32009
+            assert (writable / "sub" / "nested").is_dir()
+            assert not [n for n in os.listdir(writable) if n.startswith(".ahp-transfer-")]
         finally:
             await lab.aclose()
 
