@@ -102,6 +102,11 @@ _SECRET_ASSIGNMENT = re.compile(
 #: The characters of a name (``API_KEY``, ``client.secret``, ``X-Token``).
 _NAME_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 _SECRET_NAME_HINT = re.compile(r"(?i)key|secret|passw|pwd|credential|token")
+# The lines of a PEM private key after its BEGIN line: headers ("Proc-Type: 4,ENCRYPTED") and
+# base64, each on its line (a line break may be JSON-escaped). Prose is not one: a BEGIN line
+# mentioned in a sentence masks that line, not the text after it.
+_PEM_BREAK = r"(?:\r?\n|\\r\\n|\\n)"
+_PEM_LINE = r"[ \t]*+(?:[A-Za-z][A-Za-z0-9-]*+:[^\r\n\\]*+|[A-Za-z0-9+/=]*+)[ \t]*+"
 # Tokens recognisable by their shape alone.
 # A JWT starts only where a run of token characters starts, and its segments do not give back
 # (possessive): with a start after every "-" of "eyJ-eyJ-…", each scanned the rest of the run for
@@ -112,9 +117,9 @@ _KNOWN_TOKEN = re.compile(
     r"glpat-[A-Za-z0-9_\-]{20,}|hf_[A-Za-z0-9]{30,}|npm_[A-Za-z0-9]{36,}|"
     r"hooks\.slack\.com/services/[A-Za-z0-9_/]{20,})"
     r"|(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]++"
-    # a PEM private key, to its end marker (or to the next "-----" when it has none: a cut one);
-    # an encrypted one's headers ("Proc-Type: 4,ENCRYPTED") have single dashes
-    r"|-----BEGIN [A-Z ]{0,24}PRIVATE KEY-----(?:[^-]|-(?!----))*+(?:-----END [A-Z ]{0,24}PRIVATE KEY-----)?"
+    # a PEM private key, its lines to its END line (a cut one: as far as its lines go)
+    + rf"|-----BEGIN [A-Z ]{{0,24}}PRIVATE KEY-----(?:{_PEM_BREAK}{_PEM_LINE})*+"
+    + rf"(?:{_PEM_BREAK}?[ \t]*+-----END [A-Z ]{{0,24}}PRIVATE KEY-----)?"
 )
 
 
@@ -183,8 +188,9 @@ PEM_HELD_MAX = 16 * 1024
 #: A PEM private key begun and not ended at the end of a text: from its BEGIN line on, with its END
 #: line cut or not come yet (the shape rule masks a key only whole or cut short of its END line).
 _PEM_BEGUN = re.compile(
-    r"-----BEGIN [A-Z ]{0,24}PRIVATE KEY-----(?:[^-]|-(?!----))*+"
-    r"(?:-{1,5}(?:E(?:N(?:D(?: [A-Z ]{0,40}-{0,4})?)?)?)?)?\Z"
+    rf"-----BEGIN [A-Z ]{{0,24}}PRIVATE KEY-----(?:{_PEM_BREAK}{_PEM_LINE})*+"
+    r"(?:\r|\\|\\r|\\r\\)?"  # a line break cut
+    r"(?:[ \t]*+-{1,5}(?:E(?:N(?:D(?: [A-Z ]{0,40}-{0,4})?)?)?)?)?\Z"
 )
 #: A BEGIN line cut at the end of a text, however short ("-" of "-----BEGIN …", a stream sent a
 #: character at a time); not yet one of a private key's. A line's closing dashes ("KEY-----") are

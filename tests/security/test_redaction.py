@@ -645,3 +645,21 @@ def test_a_first_letter_held_alone_shows_while_the_turn_waits_for_a_person():
             await pending
 
     arun(main())
+
+
+def test_a_begin_line_mentioned_in_prose_masks_that_line_not_the_rest():
+    """A PEM key's shape took everything after a BEGIN line to the next five dashes: a model
+    explaining "the file begins with `-----BEGIN OPENSSH PRIVATE KEY-----`" lost the rest of its
+    answer, whole and streamed (held to the turn's end, then masked). Only a key's own lines are."""
+    from ahp_lab.host.redaction import StreamedText
+
+    text = "Check that the file begins with `-----BEGIN OPENSSH PRIVATE KEY-----`. Then run ssh-add.\nDone."
+    redactor = Redactor()
+    assert redactor.text(text) == "Check that the file begins with `***`. Then run ssh-add.\nDone."
+    streamed, out = StreamedText(redactor), []
+    for i in range(0, len(text), 5):
+        action = {"type": "chat/delta", "turnId": "t", "partId": "p", "content": text[i : i + 5]}
+        out.append(streamed.delta("ahp-chat:/c", action, {"kind": "agent"})["content"])
+    assert "".join(out).endswith("Then run ssh-add.\nDone") or "".join(out).endswith("Done.")
+    out += [d["content"] for d, _ in streamed.ending("ahp-chat:/c", {"type": "chat/turnComplete"})]
+    assert "".join(out) == redactor.text(text)
