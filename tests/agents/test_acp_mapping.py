@@ -425,7 +425,13 @@ def test_a_call_with_more_items_than_shown_keeps_its_own_and_the_newest_notes() 
         {"type": "content", "content": {"type": "text", "text": f"read f{i}"}, "_host": True}
         for i in range(80)
     ]
-    call.content = [own, *notes]
+    changed = {
+        "type": "content",
+        "content": {"type": "text", "text": "the agent changed the input"},
+        "_host": "input",
+    }
+    call.content = [own, *notes, changed]
     texts = [item.get("text") for item in mapping.tool_content(call, resolver)]
-    assert texts[0] == "the agent's words" and texts[1] == "read f17" and texts[63] == "read f79"
-    assert texts[-1] == "[17 more content items]"
+    assert texts[0] == "the agent's words" and texts[1] == "read f18" and texts[62] == "read f79"
+    assert texts[63] == "the agent changed the input"  # never pushed out (a verification round)
+    assert texts[-1] == "[18 more content items]"

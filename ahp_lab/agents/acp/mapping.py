@@ -540,13 +540,16 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
 
 
 def _shown_items(items: list) -> list:
-    """At most :data:`MAX_CALL_ITEMS` of a call's content items, in order: the agent's own first,
-    then the host's newest notes of the files it read or wrote (80 reads showed the first 64 and
-    hid the newest)."""
+    """At most :data:`MAX_CALL_ITEMS` of a call's content items, in order: the agent's own and the
+    host's note of a changed input first, then the host's newest notes of the files it read or
+    wrote (80 reads showed the first 64 and hid the newest)."""
     if len(items) <= MAX_CALL_ITEMS:
         return items
-    notes = [i for i, c in enumerate(items) if isinstance(c, dict) and c.get("_host")]
-    kept = [i for i, c in enumerate(items) if not (isinstance(c, dict) and c.get("_host"))][:MAX_CALL_ITEMS]
+    # the file notes give way; the note that the agent changed an approved input never does
+    notes = [i for i, c in enumerate(items) if isinstance(c, dict) and c.get("_host") is True]
+    kept = [i for i, c in enumerate(items) if not (isinstance(c, dict) and c.get("_host") is True)][
+        :MAX_CALL_ITEMS
+    ]
     room = MAX_CALL_ITEMS - len(kept)
     if room:
         kept += notes[-room:]
