@@ -430,8 +430,12 @@ def test_a_call_with_more_items_than_shown_keeps_its_own_and_the_newest_notes() 
         "content": {"type": "text", "text": "the agent changed the input"},
         "_host": "input",
     }
-    call.content = [own, *notes, changed]
+    call.content = [own, *notes[:10], changed, *notes[10:]]  # more files read after the change
     texts = [item.get("text") for item in mapping.tool_content(call, resolver)]
-    assert texts[0] == "the agent's words" and texts[1] == "read f18" and texts[62] == "read f79"
-    assert texts[63] == "the agent changed the input"  # never pushed out (a verification round)
+    assert texts[:3] == [
+        "the agent's words",
+        "the agent changed the input",
+        "read f18",
+    ]  # (a verification round)
+    assert texts[63] == "read f79"
     assert texts[-1] == "[18 more content items]"
