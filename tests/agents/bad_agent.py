@@ -116,6 +116,8 @@ plan_terminal    sends a plan, runs `echo hi` in a terminal, then shows it in ca
 always_twice     asks permission for "Terminal" call t1 running `npm test` (with content), offering
                  "always allow"; once answered, completes t1 and asks the same for t2; reports the
                  answer and ends the turn (t2 left running)
+switches_back    as racing, but a set_mode is answered, then followed in the same write by a
+                 report of its own switch back to ask
 bad_image        says an image whose data is not base64, and ends the turn
 racing           options' config options and ask/code modes; a set_config_option or set_mode is
                  first answered by a report of its own of the old value (an update it sent just
@@ -526,7 +528,7 @@ for line in sys.stdin:
             )
             new_id = mid
             continue
-        if MODE in ("options", "racing"):
+        if MODE in ("options", "racing", "switches_back"):
             result["configOptions"] = config_options()
         if MODE == "mode_option":  # a mode-category option: it is the mode, the legacy modes are not
             choices = [{"value": "careful", "name": "Careful"}, {"value": "quick", "name": "Quick"}]
@@ -577,6 +579,11 @@ for line in sys.stdin:
             current_mode[0] = msg["params"]["modeId"]
             send({"jsonrpc": "2.0", "id": mid, "result": {}})
             continue
+        if MODE == "switches_back":  # takes the mode, then switches back to ask, in the same write
+            current_mode[0] = "ask"
+            back = notification("s1", {"sessionUpdate": "current_mode_update", "currentModeId": "ask"})
+            lines({"jsonrpc": "2.0", "id": mid, "result": {}}, back)
+            continue
         send(
             {
                 "jsonrpc": "2.0",
@@ -616,7 +623,7 @@ for line in sys.stdin:
             update("s1", {"sessionUpdate": "agent_message_chunk", "content": image})
             send(end_turn(mid))
             continue
-        if MODE == "racing":
+        if MODE in ("racing", "switches_back"):
             update("s1", chunk(json.dumps({"mode": current_mode[0], **options}, sort_keys=True)))
             send(end_turn(mid))
             continue

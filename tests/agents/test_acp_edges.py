@@ -648,3 +648,19 @@ def test_an_image_whose_data_is_not_base64_is_said_not_served_as_an_image(tmp_pa
             assert not [p for p in parts if p.get("kind") == "contentRef"]
 
     arun(go())
+
+
+def test_a_mode_the_agent_switches_to_after_its_answer_is_the_mode_shown(tmp_path: Path) -> None:
+    """A report of its own the agent sends after answering set_mode (read with the answer) is newer
+    than the answer: the host put the sent mode back over it, and showed code while the agent ran
+    ask (a verification round)."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("switches_back")) as lab:
+            change = {"type": "session/configChanged", "config": {"mode": "code"}}
+            assert (await lab.adispatch(change, lab.session)).accepted
+            turn = await lab.send("which?")
+            assert json.loads(turn.text.removeprefix("working... "))["mode"] == "ask"
+            assert lab.session_state["config"]["values"]["mode"] == "ask"
+
+    arun(go())

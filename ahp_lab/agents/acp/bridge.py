@@ -100,7 +100,12 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
         self._turn_over: asyncio.Event | None = None
         self._prompt_request: Any = None  # the id of the last session/prompt sent
         self._answered_turn: TurnMap | None = None  # the turn whose prompt the agent answered
-        self._mode_reported = False  # the agent reported its mode since the last set_mode was sent
+        #: config property -> the frame index of the agent's last report of it, and of the last
+        #: config request sent and its answer: a report between the two is older than the answer,
+        #: one after the answer newer (the SDK handles it before the answer's waiter resumes)
+        self._reported_at: dict[str, tuple[int, Any]] = {}  # key -> (frame index, value reported)
+        self._config_sent = (None, -1)
+        self._config_answered = -1
         self.claims: dict[Any, str | None] = {}  # terminal -> the tool call that claimed it
         self._stderr = bytearray()
         self._stderr_total = 0
@@ -422,6 +427,8 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
                 if message["id"] == self._prompt_request:
                     self._answered_turn = self.turn  # the agent's turn is over, whatever it sends next
             frame = self.agent.frames.record("in", self.ctx.session, message)
+            if "method" not in message and message.get("id") == self._config_sent[0]:
+                self._config_answered = frame.index
             _FRAME.set(frame)
             # the turn this frame belongs to: none once the agent has answered the turn's prompt
             _TURN.set(None if self.turn is self._answered_turn else self.turn)
@@ -431,7 +438,9 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
             elif message.get("method") == "session/prompt":
                 self._prompt_request = message.get("id")
                 self._answered_turn = None  # a steering message's prompt goes on with the same turn
-            self.agent.frames.record("out", self.ctx.session, message, list(_CAUSE.get()))
+            frame = self.agent.frames.record("out", self.ctx.session, message, list(_CAUSE.get()))
+            if message.get("method") in ("session/set_mode", "session/set_config_option"):
+                self._config_sent = (message.get("id"), frame.index)
 
     def frame_turn(self) -> TurnMap | None:
         """The turn the frame being handled belongs to (``None``: between turns, or after the
@@ -604,8 +613,9 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
         The agent answers an option with the current values of all its options: those it changed
         on its own become an agent change (``key`` too: its own update of it may have come before
         the answer), but not the ``pending`` keys of the same change, which it has not been sent
-        yet. A mode's answer carries nothing: when the agent reported another mode while the
-        request was open, the mode it was sent is what it runs once it answered.
+        yet, nor a key the agent reported after the answer (newer). A mode's answer carries
+        nothing: when the agent reported another mode while the request was open, the mode it was
+        sent is what it runs once it answered.
         """
         route = self.routes.get(key)
         if route is None:
@@ -613,13 +623,12 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
         token = _CAUSE.set(self._seq(self.ctx.session, "session/configChanged"))
         try:
             if route[0] == "mode":
-                self._mode_reported = False
                 await self.until(
                     self.conn.set_session_mode(session_id=self.session_id, mode_id=str(value)),
                     self.agent.initialize_timeout,
                     "session/set_mode",
                 )
-                if self._mode_reported:  # an update of its own came first: the answer is newer
+                if self._stale_report(key):
                     self._agent_config({key: str(value)})
             else:
                 value = bool(value) if route[2] == "boolean" else str(value)
@@ -632,10 +641,31 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
                 values = values_from_options(options, self.routes)
                 for sent in pending:
                     values.pop(sent, None)
+                for reported in [
+                    k for k in values if self._reported_at.get(k, (-1,))[0] > self._config_answered
+                ]:
+                    del values[reported]  # the agent reported it since: newer than the answer
+                if key not in values and self._stale_report(key):
+                    values[key] = value  # an answer that omits it: it runs what it was sent
                 if values:
                     self._agent_config(values, offered_values(options, self.routes))
         finally:
             _CAUSE.reset(token)
+
+    def _stale_report(self, key: str) -> bool:
+        """Whether the agent's last report of ``key`` came while the config request was open (older
+        than its answer) and is still what the session shows (no client changed it since)."""
+        at, reported = self._reported_at.get(key, (-1, None))
+        return (
+            self._config_sent[1] < at < self._config_answered
+            and self.ctx.config_values().get(key) == reported
+        )
+
+    def _reported(self, values: dict) -> None:
+        """The agent reported these config values in the frame being handled."""
+        frame = _FRAME.get()
+        for key, value in values.items():
+            self._reported_at[key] = (frame.index if frame is not None else -1, value)
 
     def _agent_config(self, values: dict, offered: dict | None = None) -> int | None:
         """Apply the config values the agent reports (``session/configChanged``, agent origin);
@@ -674,16 +704,14 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
         kind = data.get("sessionUpdate")
         if kind == "current_mode_update":
             if self.routes.get(MODE_PROPERTY) == ("mode",):  # else a mode option is the mode
-                self._mode_reported = True
-                self._link(self._agent_config({MODE_PROPERTY: data.get("currentModeId")}))
+                values = {MODE_PROPERTY: data.get("currentModeId")}
+                self._reported(values)
+                self._link(self._agent_config(values))
         elif kind == "config_option_update":
             options = data.get("configOptions")
-            self._link(
-                self._agent_config(
-                    values_from_options(options, self.routes),
-                    offered_values(options, self.routes),
-                )
-            )
+            values = values_from_options(options, self.routes)
+            self._reported(values)
+            self._link(self._agent_config(values, offered_values(options, self.routes)))
         elif kind == "available_commands_update":
             self.ctx.set_commands(
                 [
