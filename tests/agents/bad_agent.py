@@ -127,7 +127,9 @@ background_wait  first prompt: runs `exec sleep 1000`, asks to wait for its exit
 ends_own_call    asks permission for call c1, then at once fails c1 itself; reports the permission's
                  answer and ends the turn
 steered          first prompt: says "working... ", waits until the file MARKER exists, ends the turn;
-                 each later prompt: says "heard: " and the prompt's text, and ends the turn
+                 each later prompt: says "heard: " and the prompt's text, and ends the turn; each
+                 reports its usage (100 in, 10 out the first, then 5 and 2)
+steered_dies     steered, exiting once it answered its first prompt
 """
 
 import base64
@@ -609,14 +611,18 @@ for line in sys.stdin:
             )
             send(end_turn(mid))
             continue
-        if MODE == "steered":
+        if MODE in ("steered", "steered_dies"):
+            usage = {"inputTokens": 5, "outputTokens": 2, "totalTokens": 7}
             if not steered:
                 steered = True
+                usage = {"inputTokens": 100, "outputTokens": 10, "totalTokens": 110}
                 while not os.path.exists(MARKER):  # the test sets the steering message, then this
                     time.sleep(0.01)
             else:
                 update("s1", chunk("heard: " + msg["params"]["prompt"][0].get("text", "")))
-            send(end_turn(mid))
+            send({"jsonrpc": "2.0", "id": mid, "result": {"stopReason": "end_turn", "usage": usage}})
+            if MODE == "steered_dies":
+                sys.exit(3)
             continue
         if MODE == "bad_image":
             image = {"type": "image", "mimeType": "image/png", "data": "!!!not base64!!!"}

@@ -611,6 +611,28 @@ def test_a_steering_message_reaches_the_agent_once_its_prompt_ends(tmp_path: Pat
             assert turn.status == "complete", turn.error
             assert "heard: bananas" in turn.text
             assert "steeringMessage" not in lab.state(lab.chat)
+            # the turn's usage is its prompts' together (it kept the last one's: a verification round)
+            assert lab.state(lab.chat)["turns"][-1]["usage"]["inputTokens"] == 105
+
+    arun(go())
+
+
+def test_a_steering_message_the_agent_dies_before_getting_is_said_not_lost(tmp_path: Path) -> None:
+    """The steering message was taken from the chat before the agent had it: an agent that exited
+    after its first prompt failed the turn, and the message was gone from the chat, the turn and
+    the error (a verification round). The error names it."""
+
+    async def go() -> None:
+        marker = tmp_path / "go-on"
+        async with acp_lab(tmp_path, bad_agent("steered_dies", str(marker))) as lab:
+            pending = lab.start("first")
+            await lab.wait_for(lab.chat, lambda c: c.get("activeTurn") or None)
+            lab.start("bananas", steer=True)
+            await lab.wait_for(lab.chat, lambda c: c.get("steeringMessage") or None)
+            marker.touch()
+            turn = await pending
+            assert turn.status == "error"
+            assert "the steering message 'bananas' was not delivered" in turn.error["message"]
 
     arun(go())
 

@@ -6,6 +6,7 @@ import asyncio
 import os
 import shlex
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from acp import RequestError
 
@@ -182,9 +183,17 @@ class AcpAgent:
                 notice, bridge.notice = bridge.notice, None
                 await ctx.notify(notice)
             response = await bridge.prompt(ctx)
+            usage = _tokens(None, response)
             # a steering message goes to the agent as soon as ACP lets it: once a prompt has ended
             while response.stop_reason == "end_turn" and (steering := ctx.take_steering()) is not None:
-                response = await bridge.steer(ctx, steering)
+                try:
+                    response = await bridge.steer(ctx, steering)
+                except AgentFailure as exc:  # taken from the chat, never delivered: said, not lost
+                    text = " ".join(str(steering.get("text", "")).split())
+                    raise AgentFailure(
+                        f"{exc}; the steering message {text[:200]!r} was not delivered: send it again"
+                    ) from None
+                usage = _tokens(usage, response)  # the turn's, over its prompts
         except asyncio.CancelledError:
             bridge.cancel(ctx.chat, ctx.turn_id)
             raise
@@ -200,8 +209,8 @@ class AcpAgent:
             bridge.end_turn()
             raise TurnFailed(str(exc), "agentError") from None
         bridge.finish_turn()
-        if response.usage is not None:
-            bridge.emit(mapping.usage_action(bridge.turn, tokens=response.usage.model_dump(by_alias=True)))
+        if usage is not None:
+            bridge.emit(mapping.usage_action(bridge.turn, tokens=usage))
         bridge.end_turn()
         outcome = mapping.STOP_REASONS.get(
             response.stop_reason, ("stopReason", f"The agent stopped: {response.stop_reason}")
@@ -210,3 +219,18 @@ class AcpAgent:
             raise TurnFailed("The agent cancelled the turn on its own", "cancelled")
         if outcome is not None:
             raise TurnFailed(outcome[1], outcome[0])
+
+
+def _tokens(total: dict | None, response: Any) -> dict | None:
+    """``total`` (prompt responses' ``usage``, as JSON) with ``response``'s added: a turn that
+    sends a steering message is several prompts, and each reports its own."""
+    usage = response.usage.model_dump(by_alias=True) if response.usage is not None else None
+    if usage is None or total is None:
+        return usage or total
+    out = dict(total)
+    for key, value in usage.items():
+        if isinstance(value, int) and isinstance(out.get(key), int):
+            out[key] += value
+        elif value is not None:
+            out[key] = value
+    return out
