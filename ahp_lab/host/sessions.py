@@ -445,7 +445,8 @@ class SessionsAndChats:
         active = (src_state.get("activeTurn") or {}).get("id") == source.get("turnId")
         if index is None and not (kind == "sideChat" and active):
             raise RpcError(
-                ErrorCode.INVALID_PARAMS, f"turn {source.get('turnId')!r} is not a completed turn of {src}"
+                ErrorCode.INVALID_PARAMS,
+                f"turn {source.get('turnId')!r:.100} is not a completed turn of {src}",
             )
         selection = source.get("selection")
         if selection is not None and not (isinstance(selection, dict) and selection.get("text")):

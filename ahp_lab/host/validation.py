@@ -488,3 +488,21 @@ def config_value_problem(schema: dict, value: Any) -> str | None:
     ):
         return f"must be a {schema.get('type')}, not {type(value).__name__}"
     return None
+
+
+def named_ids(action: dict) -> list[tuple[str, Any]]:
+    """The ids a client names for something it brings (label, value): a new turn's, a pending
+    message's, its tools' names and its plugins' ids. Host code checks them as it checks client ids."""
+    kind = action.get("type")
+    if kind == "chat/turnStarted":
+        return [("turnId", action.get("turnId"))]
+    if kind == "chat/pendingMessageSet":
+        return [("id", action.get("id"))]
+    if kind == "session/activeClientSet":
+        entry = action.get("activeClient") if isinstance(action.get("activeClient"), dict) else {}
+        tools = entry.get("tools") if isinstance(entry.get("tools"), list) else []
+        plugins = entry.get("customizations") if isinstance(entry.get("customizations"), list) else []
+        return [(f"tools[{i}].name", t.get("name")) for i, t in enumerate(tools) if isinstance(t, dict)] + [
+            (f"customizations[{i}].id", p.get("id")) for i, p in enumerate(plugins) if isinstance(p, dict)
+        ]
+    return []

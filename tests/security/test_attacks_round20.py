@@ -107,3 +107,40 @@ def test_a_channel_uri_a_stranger_chooses_is_short_printable_text_the_host_never
             assert "ahp-chat:/mallory-1" in [c["resource"] for c in lab.session_state["chats"]]
 
     arun(main())
+
+
+def test_the_ids_a_stranger_names_for_what_it_brings_are_printable_and_never_masked(connect_stranger):
+    """A turn a stranger named by a key was kept as ``***``; two tools so named became two tools
+    of one name; a tool, a turn and a pending message named with escape sequences, or 100,000
+    characters long, went into every client's workbench (a verification round). Each is refused
+    with its reason, like a client id; a plain id is taken."""
+
+    async def main():
+        async with open_lab() as lab:
+            mallory = await joined(connect_stranger, lab, "mallory")
+            await mallory.call("subscribe", {"channel": lab.chat})
+            key = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+            message = {"text": "hi", "origin": {"kind": "user"}}
+            attempts = [
+                (lab.chat, {"type": "chat/turnStarted", "turnId": key, "startedAt": "x", "message": message},
+                 "turnId looks like it holds a credential"),
+                (lab.chat, {"type": "chat/turnStarted", "turnId": "t\x1b]0;x\x07", "startedAt": "x", "message": message},
+                 "with control characters"),
+                (lab.chat, {"type": "chat/pendingMessageSet", "kind": "queued", "id": "q" * 100_000, "message": message},
+                 "got 100,000 characters"),
+                (lab.session, {"type": "session/activeClientSet", "activeClient": {"clientId": "mallory", "tools": [
+                    {"name": key, "description": "d", "inputSchema": {"type": "object"}}]}},
+                 "tools[0].name looks like it holds a credential"),
+            ]  # fmt: skip
+            for seq, (channel, action, reason) in enumerate(attempts, 1):
+                mallory.dispatch(channel, seq, action)
+                echo = await mallory.echo(seq)
+                assert reason in echo.get("rejectionReason", ""), echo
+            assert not lab.state(lab.chat).get("queuedMessages")
+            assert all(c["clientId"] != "mallory" for c in lab.session_state["activeClients"])
+            tools = [{"name": "lookup", "description": "d", "inputSchema": {"type": "object"}}]
+            mallory.dispatch(lab.session, 9, {"type": "session/activeClientSet",
+                                              "activeClient": {"clientId": "mallory", "tools": tools}})  # fmt: skip
+            assert "rejectionReason" not in await mallory.echo(9)
+
+    arun(main())
