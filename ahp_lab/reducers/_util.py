@@ -257,12 +257,25 @@ def directory_set(state: dict, action: Action, now_ms: int) -> dict:
 
 
 def directory_removed(state: dict, action: Action, now_ms: int) -> dict:
-    """``session|chat/workingDirectoryRemoved``: remove the first equal entry (may leave ``[]``)."""
+    """``session|chat/workingDirectoryRemoved``: remove the first equal entry (may leave ``[]``).
+
+    Off-type lists behave as the reference's ``indexOf`` then ``splice`` do: a falsy one is left
+    alone; a string's ``indexOf`` finds a substring, and then it has no ``splice``; a number,
+    boolean or object has no ``indexOf``. Either throws.
+    """
     dirs = state.get("workingDirectories")
-    i = find_index(dirs, lambda d, wanted=key(action.get("directory")): key(d) == wanted)
-    if not isinstance(dirs, list) or i < 0:
+    if not truthy(dirs):
         return state
-    return put(state, "workingDirectories", remove_at(dirs, i))
+    directory = action.get("directory")
+    if isinstance(dirs, str):
+        if to_string(directory) in dirs:
+            raise TypeError("workingDirectories.splice is not a function")
+        return state
+    if not isinstance(dirs, list):
+        raise TypeError("workingDirectories.indexOf is not a function")
+    wanted = key(directory)
+    i = find_index(dirs, lambda d: key(d) == wanted)
+    return state if i < 0 else put(state, "workingDirectories", remove_at(dirs, i))
 
 
 def set_field(field: str, key: str | None = None) -> Handler:

@@ -619,3 +619,31 @@ def test_a_tool_call_action_on_a_long_turn_ignores_a_part_another_version_append
     result = {"success": True, "pastTenseMessage": "done"}
     done = chat(b, {"type": "chat/toolCallComplete", "turnId": "A", "toolCallId": "tc", "result": result}, 0)
     assert done["activeTurn"]["responseParts"][16]["toolCall"]["status"] == "completed"
+
+
+@pytest.mark.parametrize(
+    ("dirs", "directory", "throws"),
+    [
+        ({}, "a", True),
+        (True, "a", True),
+        (7, "a", True),
+        ("a/b", "b", True),
+        ("a/b", "z", False),
+        (0, "a", False),
+    ],
+)
+def test_a_working_directory_removed_from_an_off_type_list_throws_where_the_reference_does(
+    dirs, directory, throws
+):
+    """The reference reads ``workingDirectories.indexOf``, then ``splice``s a copy: an object, a
+    number or ``true`` has no ``indexOf``, a string finds a substring and has no ``splice``; a
+    falsy one is left as it is. ``{}`` was a no-op here and ``true`` threw by accident (a
+    verification round)."""
+    state = {**SESSION, "workingDirectories": dirs}
+    action = {"type": "session/workingDirectoryRemoved", "directory": directory}
+    assert session(state, action, 0) is state  # a host's reducer: a throw is a no-op
+    if throws:
+        with pytest.raises(TypeError, match="is not a function"):
+            session.raising(state, action, 0)
+    else:
+        assert session.raising(state, action, 0) is state
