@@ -111,6 +111,8 @@ fenced_edit      asks permission for an edit of README.md whose diff has a ``` l
                  then ends the turn
 char_key         streams a message and a thought one character a chunk, each with credentials
                  in them (an sk- key, API_KEY=…, a Bearer token, a ghp_ token), and ends the turn
+two_calls_terminal  starts calls x1 then y1, runs `echo hi` in a terminal, shows it in x1, completes
+                 both and ends the turn
 plan_terminal    sends a plan, runs `echo hi` in a terminal, then shows it in call e1, which it
                  completes, and ends the turn
 always_twice     asks permission for "Terminal" call t1 running `npm test` (with content), offering
@@ -295,6 +297,11 @@ def request(mode: str, mid) -> None:
         permission("approved", "r1", title="Run tests")
     elif mode in ("always_scope", "always_rejected"):
         always_ask("always_first", "a1", "npm test")
+    elif mode == "two_calls_terminal":  # y started last: the terminal's first claim is a guess
+        for call_id in ("x1", "y1"):
+            call = {"toolCallId": call_id, "title": call_id, "kind": "execute", "status": "in_progress"}
+            update("s1", {"sessionUpdate": "tool_call", **call})
+        ask("two_create", "terminal/create", {"command": "sh", "args": ["-c", "echo hi"]})
     elif mode == "plan_terminal":  # a plan first: its call is the turn's only running one
         entry = {"content": "run it", "status": "in_progress", "priority": "medium"}
         update("s1", {"sessionUpdate": "plan", "entries": [entry]})
@@ -421,6 +428,11 @@ def answered(what, msg: dict) -> None:
         return
     elif what == "left_waiting":
         return
+    elif what == "two_create":
+        shown = [{"type": "terminal", "terminalId": result["terminalId"]}]
+        update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "x1", "content": shown})
+        for call_id in ("x1", "y1"):
+            update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "completed"})
     elif what == "plan_create":
         shown = [{"type": "terminal", "terminalId": result["terminalId"]}]
         call = {"toolCallId": "e1", "title": "Echo", "kind": "execute", "status": "in_progress"}
@@ -827,6 +839,7 @@ for line in sys.stdin:
             "always_rejected",
             "always_twice",
             "plan_terminal",
+            "two_calls_terminal",
             "fenced_edit",
             "twice_asked",
             "odd_ids",

@@ -213,11 +213,12 @@ def test_a_terminal_is_claimed_by_the_call_that_shows_it_not_the_plan(tmp_path: 
     agent round 9)."""
 
     async def go() -> None:
-        async with acp_lab(tmp_path, bad_agent("plan_terminal")) as lab:
-            turn = await lab.send("go")
-            assert turn.status == "complete", turn.error
-            [terminal] = lab.host.store.state("ahp-root://")["terminals"]
-            claim = lab.host.store.state(terminal["resource"])["claim"]
-            assert claim["toolCallId"] == "e1", claim
+        for mode, shown_by in (("plan_terminal", "e1"), ("two_calls_terminal", "x1")):
+            async with acp_lab(tmp_path, bad_agent(mode)) as lab:
+                turn = await lab.send("go")
+                assert turn.status == "complete", turn.error
+                [terminal] = lab.host.store.state("ahp-root://")["terminals"]
+                claim = lab.host.store.state(terminal["resource"])["claim"]
+                assert claim["toolCallId"] == shown_by, claim  # not y1, the call started last
 
     arun(go())

@@ -744,9 +744,9 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
                 self._claim_shown_terminals(str(data.get("toolCallId")))
 
     def _claim_shown_terminals(self, call_id: str) -> None:
-        """A terminal a call shows is that call's (``terminal/claimed``), when no other call of the
-        turn has it: one created before the call that runs it was claimed by the session, or by
-        the turn's plan."""
+        """A terminal a call shows is that call's (``terminal/claimed``), unless another open call
+        shows it too: one created before the call that runs it was claimed by the session, by the
+        turn's plan, or by the call last started, which may not be the one that shows it."""
         turn = self.turn
         call = turn.calls.get(call_id) if turn is not None else None
         if call is None or call.id == turn.plan_call:
@@ -756,10 +756,8 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
             if terminal is None or item.get("type") != "terminal":
                 continue
             owner = turn.calls.get(self.claims.get(terminal) or "")
-            if owner is call or (
-                owner is not None and owner.id != turn.plan_call and owner.status in OPEN_CALL
-            ):
-                continue
+            if owner is call or (owner is not None and owner.status in OPEN_CALL and _shows(owner, item)):
+                continue  # another open call shows it: it keeps it (the claim at creation is a guess)
             self.claims[terminal] = call.id
             self.ctx.claim_terminal(terminal, turn.turn_id, call.id)
 
@@ -794,3 +792,11 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
             except ValueError:  # served as the text it is, not as the image it claims to be
                 raise FileAccessDenied(f"its data is not base64 (as {content_type or 'binary'})") from None
         return self.ctx.put_content(data, content_type)
+
+
+def _shows(call: Any, item: dict) -> bool:
+    """Whether ``call``'s content shows the terminal that ``item`` (a terminal item) names."""
+    return any(
+        isinstance(c, dict) and c.get("type") == "terminal" and c.get("terminalId") == item.get("terminalId")
+        for c in call.content
+    )
