@@ -116,25 +116,28 @@ MAX_CLIENT_ID_CHARS = 256
 MAX_CHANNEL_URI_CHARS = 2048
 
 
-def check_name(redactor: Any, what: str, name: str, most: int) -> None:
-    """Refuse (``RpcError``) a name a client chooses (its id, a channel's URI) that is empty or
-    longer than ``most``, not printable (it names something in logs, envelopes and the
-    workbench), or that the host would mask where it shows it: a name is kept as it is."""
+def name_problem(redactor: Any, what: str, name: str, most: int) -> str | None:
+    """Why a name a client chooses (its id, a channel's URI, an id of what it brings) is refused,
+    else ``None``: it is empty or longer than ``most``, not printable (it names something in logs,
+    envelopes and the workbench), or the host would mask it where it shows it: a name is kept as
+    it is."""
     if not 0 < len(name) <= most:
-        raise RpcError(
-            ErrorCode.INVALID_PARAMS, f"{what} must be 1 to {most:,} characters long, got {len(name):,}"
-        )
+        return f"{what} must be 1 to {most:,} characters long, got {len(name):,} characters"
     if not name.isprintable():
-        raise RpcError(
-            ErrorCode.INVALID_PARAMS,
-            f"{what} must be printable text (no control characters), got {name!r:.200}",
-        )
+        return f"{what} must be printable text, not one with control characters ({name!r:.200})"
     if redactor.text(name) != name:
-        raise RpcError(
-            ErrorCode.INVALID_PARAMS,
+        return (
             f"{what} looks like it holds a credential (a key, a password, a URL's user:password), "
-            "which the host would mask wherever it shows it; choose another",
+            "which the host would mask wherever it shows it; choose another"
         )
+    return None
+
+
+def check_name(redactor: Any, what: str, name: str, most: int) -> None:
+    """:func:`name_problem` as an ``RpcError`` (-32602), for a command's params."""
+    problem = name_problem(redactor, what, name, most)
+    if problem is not None:
+        raise RpcError(ErrorCode.INVALID_PARAMS, problem)
 
 
 #: The longest token ``authenticate`` takes (a JWT is some 1 to 4 KB).

@@ -30,7 +30,7 @@ from ..waiting import StateWaiters
 from . import mirror
 from .agent_sessions import AgentSessions
 from .client_content import ClientContent
-from .connection import MAX_CLIENT_ID_CHARS, ROOT, Connection, introduced, older_envelope
+from .connection import MAX_CLIENT_ID_CHARS, ROOT, Connection, introduced, name_problem, older_envelope
 from .redaction import STREAMED_FIELDS, Redactor, StreamedText
 from .roots import WorkingDirectories
 from .sessions import SessionRuntime, SessionsAndChats
@@ -487,9 +487,8 @@ class Host(SessionsAndChats):
             # Another client's text is text the host did not write either: a key an editor's user
             # pasted reaches neither state, the log, the export nor the other clients (listSessions
             # gives every connection the session's title). The notebook's own text is the person's.
-            named = named_ids(action)
+            reason = self._named_ids_problem(action)
             action = self.redactor.action(action, from_client=True)
-            reason = _named_id_problem(action["type"], named, named_ids(action))
             reason = reason or self._over_a_message(action, measured)
             if reason is not None:
                 transition = self.store.reject(channel, _logged_form(action, self.limits), origin, reason)
@@ -500,6 +499,20 @@ class Host(SessionsAndChats):
             self.client_content.count(channel, measured)
         self._client_side_effects(transition, client_id)
         return transition
+
+    def _named_ids_problem(self, action: dict) -> str | None:
+        """Why ids a stranger names for something it brings (a turn, a pending message, a tool, a
+        plugin) are refused, else ``None``: each is a name as a client id is (:func:`name_problem`).
+        A turn named by a key was kept as ``***``, two tools so named were one name, and escape
+        sequences went into every client's workbench."""
+        for label, value in named_ids(action):
+            if type(value) is str:  # (the protocol's own checks say what else it must be)
+                problem = name_problem(
+                    self.redactor, f"{action['type']}: {label}", value, MAX_CLIENT_ID_CHARS
+                )
+                if problem is not None:
+                    return problem
+        return None
 
     def _over_a_message(self, action: dict, measured: Any) -> str | None:
         """Why a stranger's action, as the host would send it, is over one message (``None``: it is
@@ -784,23 +797,3 @@ class Host(SessionsAndChats):
     @property
     def protocol_version(self) -> str:
         return PROTOCOL_VERSION
-
-
-def _named_id_problem(kind: str, named: list[tuple[str, Any]], masked: list[tuple[str, Any]]) -> str | None:
-    """Why ids a stranger names for something new (a turn, a pending message, a tool, a plugin) are
-    refused, else ``None``: one is printable text of at most ``MAX_CLIENT_ID_CHARS`` characters that
-    the redactor leaves as it is, like a client id. A turn named by a key was kept as ``***``, two
-    tools so named were one name, and escape sequences went into every client's workbench."""
-    for (label, value), (_, shown) in zip(named, masked, strict=True):
-        if type(value) is not str:
-            continue  # the protocol's own checks say what it must be
-        if not 0 < len(value) <= MAX_CLIENT_ID_CHARS or not value.isprintable():
-            return (
-                f"{kind}: {label} must be 1 to {MAX_CLIENT_ID_CHARS} characters of printable text, got "
-                f"{len(value):,} characters{'' if value.isprintable() else ' with control characters'}"
-            )
-        if shown != value:
-            return (
-                f"{kind}: {label} looks like it holds a credential, which the host would mask; choose another"
-            )
-    return None
