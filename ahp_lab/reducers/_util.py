@@ -181,9 +181,8 @@ def make_reducer(channel: str, handlers: dict[str, Handler]):
                     if handler is not None:
                         try:
                             return handler(state, action, now_ms)
-                        except (
-                            RecursionError
-                        ):  # input nested past Python's stack: the caller's limits' business
+                        # input nested past Python's stack: the caller's limits' business
+                        except RecursionError:
                             raise
                         except Exception as exc:  # noqa: BLE001 - handlers never mutate their input: a no-op
                             if not total and isinstance(exc, TypeError):

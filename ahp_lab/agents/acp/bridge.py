@@ -45,7 +45,7 @@ from .frames import AcpFrame
 from .mapping import ProtocolViolation, Resolver, TurnMap
 from .output import AgentOutput, _jsonrpc_problem, not_jsonrpc
 from .permissions import PermissionRequests
-from .workspace import OPEN_CALL, WorkspaceServices
+from .workspace import OPEN_CALL, WorkspaceServices, shows_terminal
 
 if TYPE_CHECKING:
     from .agent import AcpAgent
@@ -756,7 +756,11 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
             if terminal is None or item.get("type") != "terminal":
                 continue
             owner = turn.calls.get(self.claims.get(terminal) or "")
-            if owner is call or (owner is not None and owner.status in OPEN_CALL and _shows(owner, item)):
+            if owner is call or (
+                owner is not None
+                and owner.status in OPEN_CALL
+                and shows_terminal(owner, item.get("terminalId"))
+            ):
                 continue  # another open call shows it: it keeps it (the claim at creation is a guess)
             self.claims[terminal] = call.id
             self.ctx.claim_terminal(terminal, turn.turn_id, call.id)
@@ -792,11 +796,3 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
             except ValueError:  # served as the text it is, not as the image it claims to be
                 raise FileAccessDenied(f"its data is not base64 (as {content_type or 'binary'})") from None
         return self.ctx.put_content(data, content_type)
-
-
-def _shows(call: Any, item: dict) -> bool:
-    """Whether ``call``'s content shows the terminal that ``item`` (a terminal item) names."""
-    return any(
-        isinstance(c, dict) and c.get("type") == "terminal" and c.get("terminalId") == item.get("terminalId")
-        for c in call.content
-    )

@@ -207,11 +207,7 @@ class WorkspaceServices:
             return
         tid = next((k for k, v in self.terminals.items() if v is terminal), None)
         for call in turn.calls.values():
-            shows = any(
-                isinstance(c, dict) and c.get("type") == "terminal" and c.get("terminalId") == tid
-                for c in call.content
-            )
-            if shows and call.status == "running":
+            if call.status == "running" and shows_terminal(call, tid):
                 self.emit(
                     {
                         "type": "chat/toolCallContentChanged",
@@ -283,3 +279,11 @@ def _command_refusal(command: str, args: list[str] | None, env: list | None) -> 
         except UnicodeEncodeError:
             return f"{what} is not valid Unicode (a lone surrogate)"
     return None
+
+
+def shows_terminal(call: Any, terminal_id: Any) -> bool:
+    """Whether ``call``'s content shows the terminal ``terminal_id``."""
+    return any(
+        isinstance(c, dict) and c.get("type") == "terminal" and c.get("terminalId") == terminal_id
+        for c in call.content
+    )
