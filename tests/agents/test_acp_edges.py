@@ -593,6 +593,17 @@ def test_a_title_and_usage_from_the_agent_are_shown_as_every_client_can_read_the
     arun(go())
 
 
+async def _steered(lab, marker: Path):
+    """The turn "first", steered with "bananas" while the agent works on it; the agent ends its first
+    prompt once ``marker`` exists (bad_agent's steered modes)."""
+    pending = lab.start("first")
+    await lab.wait_for(lab.chat, lambda c: c.get("activeTurn") or None)
+    lab.start("bananas", steer=True)
+    await lab.wait_for(lab.chat, lambda c: c.get("steeringMessage") or None)
+    marker.touch()  # the agent ends its first prompt
+    return await pending
+
+
 def test_a_steering_message_reaches_the_agent_once_its_prompt_ends(tmp_path: Path) -> None:
     """A steering message sent while an ACP agent worked was accepted, then never delivered nor
     removed: it stayed in the chat through the next turns. ACP takes a person's words only between
@@ -602,12 +613,7 @@ def test_a_steering_message_reaches_the_agent_once_its_prompt_ends(tmp_path: Pat
     async def go() -> None:
         marker = tmp_path / "go-on"
         async with acp_lab(tmp_path, bad_agent("steered", str(marker))) as lab:
-            pending = lab.start("first")
-            await lab.wait_for(lab.chat, lambda c: c.get("activeTurn") or None)
-            lab.start("bananas", steer=True)
-            await lab.wait_for(lab.chat, lambda c: c.get("steeringMessage") or None)
-            marker.touch()  # the agent ends its first prompt
-            turn = await pending
+            turn = await _steered(lab, marker)
             assert turn.status == "complete", turn.error
             assert "heard: bananas" in turn.text
             assert "steeringMessage" not in lab.state(lab.chat)
@@ -625,12 +631,7 @@ def test_a_steering_message_the_agent_dies_before_getting_is_said_not_lost(tmp_p
     async def go() -> None:
         marker = tmp_path / "go-on"
         async with acp_lab(tmp_path, bad_agent("steered_dies", str(marker))) as lab:
-            pending = lab.start("first")
-            await lab.wait_for(lab.chat, lambda c: c.get("activeTurn") or None)
-            lab.start("bananas", steer=True)
-            await lab.wait_for(lab.chat, lambda c: c.get("steeringMessage") or None)
-            marker.touch()
-            turn = await pending
+            turn = await _steered(lab, marker)
             assert turn.status == "error"
             assert "the steering message 'bananas' was not delivered" in turn.error["message"]
 

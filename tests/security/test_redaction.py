@@ -237,13 +237,27 @@ def test_a_known_secret_streamed_in_chunks_never_reaches_state_and_no_other_text
     arun(main())
 
 
+async def _streamed_part(host, client, session: str, turns: int) -> tuple[str, dict]:
+    """A chat of ``session`` (with ``turns`` done) whose turn "t" an agent streams into its markdown
+    part "p"; returns the chat and the agent's origin."""
+    from ahp_lab.store import agent_origin
+    from tests.host.test_wire import _chat_with_turns
+
+    chat = await _chat_with_turns(host, client, session, turns)
+    agent = agent_origin("a")
+    user = {"text": "hi", "origin": {"kind": "user"}}
+    host.dispatch(chat, {"type": "chat/turnStarted", "turnId": "t", "startedAt": "x", "message": user})
+    part = {"kind": "markdown", "id": "p", "content": ""}
+    host.dispatch(chat, {"type": "chat/responsePart", "turnId": "t", "part": part}, agent)
+    return chat, agent
+
+
 def test_a_private_key_a_model_streams_in_pieces_reaches_neither_state_nor_the_log():
     """A PEM private key written a few characters a delta went into state and the log whole, BEGIN
     and END lines included: the shape rule reads one chunk at a time, and no chunk held a whole key.
     A part holds a key from its BEGIN line (a cut one too) until its END line, then masks it."""
     from ahp_lab.host import Host
-    from ahp_lab.store import agent_origin
-    from tests.host.test_wire import RawClient, _chat_with_turns
+    from tests.host.test_wire import RawClient
 
     body = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW"
     key = f"-----BEGIN OPENSSH PRIVATE KEY-----\n{body}\n-----END OPENSSH PRIVATE KEY-----"
@@ -253,12 +267,7 @@ def test_a_private_key_a_model_streams_in_pieces_reaches_neither_state_nor_the_l
         host = Host()
         client = RawClient(host)
         await client.initialize("c")
-        chat = await _chat_with_turns(host, client, "ahp-session:/s", 0)
-        agent = agent_origin("a")
-        user = {"text": "hi", "origin": {"kind": "user"}}
-        host.dispatch(chat, {"type": "chat/turnStarted", "turnId": "t", "startedAt": "x", "message": user})
-        part = {"kind": "markdown", "id": "p", "content": ""}
-        host.dispatch(chat, {"type": "chat/responsePart", "turnId": "t", "part": part}, agent)
+        chat, agent = await _streamed_part(host, client, "ahp-session:/s", 0)
         for i in range(0, len(text), 7):
             delta = {"type": "chat/delta", "turnId": "t", "partId": "p", "content": text[i : i + 7]}
             host.dispatch(chat, delta, agent)
@@ -460,20 +469,14 @@ def test_held_text_reaches_every_subscriber_when_another_client_pages_history_in
     season'). Only a turn's end lets held text go."""
     from ahp_lab.host import Host
     from ahp_lab.reducers import reduce
-    from ahp_lab.store import agent_origin
-    from tests.host.test_wire import RawClient, _chat_with_turns, settle
+    from tests.host.test_wire import RawClient, settle
 
     async def main():
         host = Host()
         host.redactor.add("hunter2-correct-horse-battery")
         owner = RawClient(host)
         await owner.initialize("owner")
-        chat = await _chat_with_turns(host, owner, "ahp-session:/p", 1)
-        agent = agent_origin("a")
-        user = {"text": "hi", "origin": {"kind": "user"}}
-        host.dispatch(chat, {"type": "chat/turnStarted", "turnId": "t", "startedAt": "x", "message": user})
-        part = {"kind": "markdown", "id": "p", "content": ""}
-        host.dispatch(chat, {"type": "chat/responsePart", "turnId": "t", "part": part}, agent)
+        chat, agent = await _streamed_part(host, owner, "ahp-session:/p", 1)
         state = (await owner.call("subscribe", {"channel": chat}))["result"]["snapshot"]["state"]
         stranger = RawClient(host)
         await stranger.initialize("stranger")
