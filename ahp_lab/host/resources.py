@@ -267,11 +267,7 @@ class ResourceService:
         path = self.check(connection, uri, write=True)
         if not os.path.lexists(path):
             raise RpcError(ErrorCode.NOT_FOUND, f"{uri} does not exist")
-        for root in self._write_roots(connection):
-            if _real(path) == _real(Path(os.fspath(root))):
-                raise RpcError(
-                    ErrorCode.PERMISSION_DENIED, f"{uri} is a writable root itself and cannot be deleted"
-                )
+        self._keeps_roots(connection, uri, os.path.join(_real(path.parent), path.name))
         if path.is_dir() and not path.is_symlink() and params.get("recursive"):
             return _off_the_loop(_removed_tree, path, _real(path), uri)  # a large tree
         try:
@@ -307,15 +303,9 @@ class ResourceService:
         source_real, parent_real = _real(source.parent), _real(destination.parent)
         at_source = os.path.join(source_real, source.name)  # the entry itself, a link not followed
         at_destination = os.path.join(parent_real, destination.name)
-        roots = {
-            _real(Path(os.fspath(r))) for r in (*self._read_roots(connection), *self._write_roots(connection))
-        }
-        for uri, path, moved in ((source_uri, at_source, move), (destination_uri, at_destination, True)):
-            if moved and any(_inside(root, path) for root in roots):
-                raise RpcError(
-                    ErrorCode.PERMISSION_DENIED,
-                    f"{uri} is or holds a folder the host serves, which stays where it is",
-                )
+        if move:
+            self._keeps_roots(connection, source_uri, at_source)
+        self._keeps_roots(connection, destination_uri, at_destination)
         if _inside(at_destination, _real(source)):
             raise RpcError(ErrorCode.INVALID_PARAMS, f"{destination_uri} is inside {source_uri}")
         if move and os.lstat(at_source).st_dev != os.stat(parent_real).st_dev:
@@ -331,6 +321,17 @@ class ResourceService:
             at_source, source_real, source.parent, at_destination, parent_real, destination.parent, move,
             bool(params.get("failIfExists")), self.limits.max_write_bytes, str(destination_uri),
         )  # fmt: skip
+
+    def _keeps_roots(self, connection: Any, uri: Any, entry: str) -> None:
+        """Refuse (-32009) to delete, move or replace ``entry`` (a real folder joined with a name, a
+        link not followed) when it is or holds a folder the host serves to ``connection``: a root,
+        or one nested inside another, stays where it is."""
+        for root in (*self._read_roots(connection), *self._write_roots(connection)):
+            if _inside(_real(Path(os.fspath(root))), entry):
+                raise RpcError(
+                    ErrorCode.PERMISSION_DENIED,
+                    f"{uri} is or holds a folder the host serves, which stays where it is",
+                )
 
     def _resourceResolve(self, connection: Any, params: dict) -> dict:
         uri = params.get("uri")

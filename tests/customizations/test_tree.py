@@ -447,7 +447,7 @@ def test_a_copy_or_move_that_fails_or_races_loses_nothing_and_writes_nothing_out
     """A verification round's attacks on resourceCopy/resourceMove: a copy racing a move that put a
     link where a folder of its destination was wrote 9,000 files outside the writable folder and
     deleted one there; a copy of a folder holding a pipe, over an existing folder, deleted it first;
-    a folder holding a nested root was moved or wiped."""
+    a folder holding a nested root was moved or wiped, and so was one deleted recursively."""
     writable, outside = tmp_path / "w", tmp_path / "outside"
     (writable / "x" / "p").mkdir(parents=True)
     (outside / "victim").mkdir(parents=True)
@@ -463,12 +463,15 @@ def test_a_copy_or_move_that_fails_or_races_loses_nothing_and_writes_nothing_out
     (writable / "piped" / "a.txt").write_text("a")
     os.mkfifo(writable / "piped" / "fifo")
     (writable / "sub" / "nested").mkdir(parents=True)
+    (writable / "ro").mkdir()
+    (writable / "ro" / "SKILL.md").write_text("a plugin's own file")
 
     async def main():
         lab = await Lab.open(
             directories=[
                 {"path": writable, "contents": "skill", "writable": True},
                 {"path": writable / "sub" / "nested", "contents": "skill", "writable": True},
+                {"path": writable / "ro", "contents": "skill"},
             ]
         )
         try:
@@ -506,11 +509,14 @@ def test_a_copy_or_move_that_fails_or_races_loses_nothing_and_writes_nothing_out
                     "resourceCopy",
                     {"source": (writable / "target").as_uri(), "destination": (writable / "sub").as_uri()},
                 ),
+                ("resourceDelete", {"uri": (writable / "sub").as_uri(), "recursive": True}),
+                ("resourceDelete", {"uri": (writable / "sub" / "nested").as_uri(), "recursive": True}),
+                ("resourceDelete", {"uri": (writable / "ro").as_uri(), "recursive": True}),
             ]:
                 with pytest.raises(RpcError) as err:
                     await req(method, params)
                 assert err.value.code == -32009
-            assert (writable / "sub" / "nested").is_dir()
+            assert (writable / "sub" / "nested").is_dir() and (writable / "ro" / "SKILL.md").is_file()
             assert not [n for n in os.listdir(writable) if n.startswith(".ahp-transfer-")]
         finally:
             await lab.aclose()
