@@ -18,7 +18,7 @@ client mirrors nor the views with a secret in them. It removes:
   not only the env the host passed);
 * tokens in well-known shapes (``sk-…``, ``ghp_…``, ``github_pat_…``, ``AKIA…``/``ASIA…``,
   ``xoxb-…``, ``AIza…``, Stripe ``sk_live_…``/``rk_live_…``, ``glpat-…``, ``hf_…``, ``npm_…``, Slack
-  webhook URLs, JWTs, PEM private keys);
+  webhook URLs, JWTs, PEM and armored PGP private keys, a PuTTY key's private lines);
 * the string value of an object's member whose name looks like it holds a secret
   (``{"password": "…"}``, ``{"OPENAI_API_KEY": "…"}``, ``{"clientSecret": "…"}``), as the same
   assignment written in text is.
@@ -48,7 +48,9 @@ __all__ = ["Redactor", "MASK", "masked_literal"]
 #: A URL's ``user:password`` cut before its ``@`` (group 1: from the user on).
 _BEGUN_USERINFO = re.compile(r"(?i)\b[a-z][a-z0-9+.\-]{0,30}://([^\s/?#@\"'<>\[\]]*:[^\s/?#@\"'<>\[\]]*)\Z")
 #: A PEM private key cut before its END line (group 1: from its BEGIN line on).
-_BEGUN_PRIVATE_KEY = re.compile(r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:(?!-----END )[\s\S])*)\Z")
+_BEGUN_PRIVATE_KEY = re.compile(
+    r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:(?!-----END )[\s\S])*)\Z"
+)
 _BASE64_LAYOUT = re.compile(r"[\s=]+")  # line breaks of MIME base64, and its padding (put back)
 _URL_SAFE = str.maketrans("-_", "+/")
 
@@ -107,6 +109,10 @@ _SECRET_NAME_HINT = re.compile(r"(?i)key|secret|passw|pwd|credential|token")
 # mentioned in a sentence masks that line, not the text after it.
 _PEM_BREAK = r"(?:\r?\n|\\r\\n|\\n)"
 _PEM_LINE = r"[ \t]*+(?:[A-Za-z][A-Za-z0-9-]*+:[^\r\n\\]*+|[A-Za-z0-9+/=]*+)[ \t]*+"
+# The label of a private key's BEGIN or END line: "RSA PRIVATE KEY", "PGP PRIVATE KEY BLOCK".
+_PEM_LABEL = r"[A-Z ]{0,24}PRIVATE KEY(?: BLOCK)?-----"
+# The private lines of a PuTTY key file (.ppk), after its "Private-Lines: N" header.
+_PPK_LINES = rf"Private-Lines:[ \t]*+\d++(?:{_PEM_BREAK}[A-Za-z0-9+/=]++(?![:-]))++"
 # Tokens recognisable by their shape alone.
 # A JWT starts only where a run of token characters starts, and its segments do not give back
 # (possessive): with a start after every "-" of "eyJ-eyJ-…", each scanned the rest of the run for
@@ -118,8 +124,9 @@ _KNOWN_TOKEN = re.compile(
     r"hooks\.slack\.com/services/[A-Za-z0-9_/]{20,})"
     r"|(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]++"
     # a PEM private key, its lines to its END line (a cut one: as far as its lines go)
-    + rf"|-----BEGIN [A-Z ]{{0,24}}PRIVATE KEY-----(?:{_PEM_BREAK}{_PEM_LINE})*+"
-    + rf"(?:{_PEM_BREAK}?[ \t]*+-----END [A-Z ]{{0,24}}PRIVATE KEY-----)?"
+    + rf"|-----BEGIN {_PEM_LABEL}(?:{_PEM_BREAK}{_PEM_LINE})*+"
+    + rf"(?:{_PEM_BREAK}?[ \t]*+-----END {_PEM_LABEL})?"
+    + rf"|{_PPK_LINES}"
 )
 
 
@@ -188,7 +195,7 @@ PEM_HELD_MAX = 16 * 1024
 #: A PEM private key begun and not ended at the end of a text: from its BEGIN line on, with its END
 #: line cut or not come yet (the shape rule masks a key only whole or cut short of its END line).
 _PEM_BEGUN = re.compile(
-    rf"-----BEGIN [A-Z ]{{0,24}}PRIVATE KEY-----(?:{_PEM_BREAK}{_PEM_LINE})*+"
+    rf"-----BEGIN {_PEM_LABEL}(?:{_PEM_BREAK}{_PEM_LINE})*+"
     r"(?:\r|\\|\\r|\\r\\)?"  # a line break cut
     r"(?:[ \t]*+-{1,5}(?:E(?:N(?:D(?: [A-Z ]{0,40}-{0,4})?)?)?)?)?\Z"
 )
@@ -196,19 +203,33 @@ _PEM_BEGUN = re.compile(
 #: character at a time); not yet one of a private key's. A line's closing dashes ("KEY-----") are
 #: not one.
 _PEM_LINE_BEGUN = re.compile(r"(?<![A-Z\-])-{1,5}(?:B(?:E(?:G(?:I(?:N(?: [A-Z ]{0,40}-{0,4})?)?)?)?)?)?\Z")
+#: A PuTTY key's private lines begun and not ended at the end of a text (a line break may be cut).
+_PPK_BEGUN = re.compile(rf"Private-Lines:[ \t]*+\d*+(?:{_PEM_BREAK}[A-Za-z0-9+/=]*+)*+(?:\r|\\|\\r|\\r\\)?\Z")
+#: Their header cut at the end of a text ("P", "Priv", "Private-Li", …), not inside a word.
+_PPK_HEADER_BEGUN = re.compile(
+    "(?<![A-Za-z])" + "".join(f"(?:{c}" for c in "Private-Lines") + ")?" * 12 + ")" + r"\Z"
+)
 
 
 def _pem_begun(text: str) -> int:
     """How many characters at the end of ``text`` may be a PEM private key a stream is still
-    writing: from its last BEGIN line on while no END line closed it, or a BEGIN line cut."""
+    writing: from its last BEGIN line on while no END line closed it, or a BEGIN line cut; or the
+    private lines of a PuTTY key, from their header (a cut one too) to the last of them."""
     size = len(text)
     start = text.rfind("-----BEGIN ", max(0, size - PEM_HELD_MAX))
     if start != -1 and _PEM_BEGUN.match(text, start):
         return size - start
-    if text[-1:] not in "-ABCDEFGHIJKLMNOPQRSTUVWXYZ ":
-        return 0
-    line = _PEM_LINE_BEGUN.search(text, max(0, size - 64))
-    return size - line.start() if line is not None else 0
+    start = text.rfind("Private-Lines:", max(0, size - PEM_HELD_MAX))
+    if start != -1 and _PPK_BEGUN.match(text, start):
+        return size - start
+    begun = 0
+    if text[-1:] in "Privatens-L" and (header := _PPK_HEADER_BEGUN.search(text, max(0, size - 13))):
+        begun = size - header.start()
+    if text[-1:] in "-ABCDEFGHIJKLMNOPQRSTUVWXYZ " and (
+        line := _PEM_LINE_BEGUN.search(text, max(0, size - 64))
+    ):
+        begun = max(begun, size - line.start())
+    return begun
 
 
 def _token_begun(text: str, run: int) -> int:

@@ -297,6 +297,8 @@ def test_a_generic_rule_does_not_mask_half_a_known_secret_streamed_in_two_chunks
 
 
 _TOKEN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+_BLOCK = {"PGP ": " BLOCK"}  # an armored PGP key's label ends so
+_BLOCK.update({k: "" for k in ("", "RSA ", "OPENSSH ", "EC ", "ENCRYPTED ")})
 
 
 @settings(max_examples=examples(300), deadline=None)
@@ -314,12 +316,16 @@ _TOKEN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
             ),
         ).map("".join),
         st.tuples(
-            st.sampled_from(["", "RSA ", "OPENSSH ", "EC ", "ENCRYPTED "]),
+            st.sampled_from(["", "RSA ", "OPENSSH ", "EC ", "ENCRYPTED ", "PGP "]),
             st.lists(st.text(_TOKEN_CHARS + "+/", min_size=1, max_size=70), min_size=1, max_size=4),
         ).map(
             lambda k: (
-                f"-----BEGIN {k[0]}PRIVATE KEY-----\n{chr(10).join(k[1])}\n-----END {k[0]}PRIVATE KEY-----"
+                f"-----BEGIN {k[0]}PRIVATE KEY{_BLOCK[k[0]]}-----\n{chr(10).join(k[1])}\n"
+                f"-----END {k[0]}PRIVATE KEY{_BLOCK[k[0]]}-----"
             )
+        ),
+        st.lists(st.text(_TOKEN_CHARS + "+/", min_size=1, max_size=70), min_size=1, max_size=4).map(
+            lambda lines: f"Private-Lines: {len(lines)}\n{chr(10).join(lines)}"
         ),
     ),
     before=st.sampled_from(["", "Here it is: ", "the key (", "export ", "a rule\n---\n"]),
@@ -329,7 +335,8 @@ _TOKEN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 def test_a_credential_streamed_in_chunks_is_masked_as_if_it_came_whole(credential, before, after, cuts):
     """The generic rules read one chunk at a time: a model streaming 'sk-' then 'A1b2C3' then the
     rest (each too short for the shape rule) put the whole key in state (found with an ACP agent),
-    and a PEM private key streamed in pieces went in whole, BEGIN and END lines included.
+    and a PEM private key streamed in pieces went in whole, BEGIN and END lines included (an
+    armored PGP key, and a PuTTY key's private lines, whole or in pieces, as well).
     A part holds back the end that may begin a credential of a known shape or form until its next
     chunk or the turn's end, so the text that goes out is what redacting it whole gives, however it
     was cut: anywhere, right after its first letter too ("A" then "PI_KEY=…", "s" then "k-…", as an
