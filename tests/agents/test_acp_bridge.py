@@ -326,7 +326,7 @@ def test_a_long_output_shows_its_tail_in_the_tool_call_and_whole_in_the_terminal
     """Each read of a command's output sent the output so far (up to 1 MiB) again in the tool
     call: 3 MB of output made a 45 MB log (an ACP agent of our own). The tool call shows the last
     4,000 characters; the terminal channel has all of it."""
-    from ahp_lab.agents.acp.mapping import TERMINAL_PREVIEW
+    from ahp_lab.agents.acp.content import TERMINAL_PREVIEW
 
     async def go() -> None:
         script = tmp_path / "long.py"

@@ -10,9 +10,10 @@ from itertools import dropwhile
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ahp_lab.agents.acp import mapping
+from ahp_lab.agents.acp import content, mapping
 from ahp_lab.agents.acp.config import config_from_acp, values_from_options
-from ahp_lab.agents.acp.mapping import ProtocolViolation, Resolver, TurnMap
+from ahp_lab.agents.acp.content import Resolver
+from ahp_lab.agents.acp.mapping import ProtocolViolation, TurnMap
 from ahp_lab.reducers import reduce_chat
 from tests.conftest import examples
 
@@ -313,8 +314,8 @@ def test_a_chat_attachment_is_said_not_passed_and_a_path_shows_its_control_chara
         "type": "text",
         "text": "[attachment earlier (another chat's transcript) not supported by the agent]",
     }
-    assert mapping.shown("/w/rtl\u202eevil.txt") == "/w/rtl\\u202eevil.txt"
-    assert mapping.shown("/w/plain é.txt") == "/w/plain é.txt"
+    assert content.shown("/w/rtl\u202eevil.txt") == "/w/rtl\\u202eevil.txt"
+    assert content.shown("/w/plain é.txt") == "/w/plain é.txt"
 
 
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -362,7 +363,7 @@ def test_a_diff_of_only_the_changed_middle_still_turns_one_side_into_the_other(l
             new_lines.insert(at % (len(new_lines) + 1), line)
     old, new = "".join(lines), "".join(new_lines)
     new = new.rstrip("\n") if cut_end else new
-    diff = mapping.unified_diff("/f", old, new)
+    diff = content.unified_diff("/f", old, new)
     assert _patched(old, diff) == new
 
 
@@ -374,7 +375,7 @@ def test_a_source_file_edited_at_both_ends_shows_its_diff_and_each_hunk_applies(
     body = [f"def f{i}(x):\n    return x + {i}\n\n" for i in range(400)]
     old = "import os\n" + "".join(body)
     new = "import os\nimport sys\n" + "".join(body) + "def g():\n    pass\n"
-    diff = mapping.unified_diff("/src/m.py", old, new)
+    diff = content.unified_diff("/src/m.py", old, new)
     assert diff.count("@@ ") == 2 and "+import sys\n" in diff and "+def g():\n" in diff
     assert _patched(old, diff) == new
     for hunk in diff.split("@@ ")[1:]:  # as much context after a change as before it, in the middle
@@ -387,12 +388,12 @@ def test_a_source_file_edited_at_both_ends_shows_its_diff_and_each_hunk_applies(
 def test_a_diff_that_would_compare_too_many_lines_is_not_computed():
     old = "".join(f"{i % 150:06d}\n" for i in range(14_000))
     new = "".join(f"{i * 7 % 150:06d}\n" for i in range(14_000))
-    assert mapping.unified_diff("/lock", old, new) is None
+    assert content.unified_diff("/lock", old, new) is None
     # the note says why: 196,000 characters are not too many (it said only their number)
-    assert mapping._diff_text({"path": "/lock", "oldText": old, "newText": new}).endswith(
+    assert content.diff_text({"path": "/lock", "oldText": old, "newText": new}).endswith(
         "its lines repeat too often to compare them quickly]"
     )
-    assert mapping.unified_diff("/lock", old, old[:-7] + "999999\n").endswith(
+    assert content.unified_diff("/lock", old, old[:-7] + "999999\n").endswith(
         "+999999\n"
     )  # one change: shown
 
@@ -428,7 +429,7 @@ def test_a_call_with_more_items_than_shown_keeps_its_own_and_the_newest_notes() 
         "_host": "input",
     }
     call.content = [own, *notes[:10], changed, *notes[10:]]  # more files read after the change
-    texts = [item.get("text") for item in mapping.tool_content(call, resolver)]
+    texts = [item.get("text") for item in content.tool_content(call, resolver)]
     assert texts[:3] == [
         "the agent's words",
         "the agent changed the input",

@@ -40,9 +40,10 @@ from ...tools import first_error
 from ..base import FileAccessDenied, SessionContext, TurnContext
 from . import mapping
 from .config import MODE_PROPERTY, config_from_acp, offered_values, values_from_options
+from .content import Resolver
 from .context import _BRIDGE, _CAUSE, _FRAME, _TURN
 from .frames import AcpFrame
-from .mapping import ProtocolViolation, Resolver, TurnMap
+from .mapping import ProtocolViolation, TurnMap
 from .output import AgentOutput, _jsonrpc_problem, not_jsonrpc
 from .permissions import PermissionRequests
 from .workspace import OPEN_CALL, WorkspaceServices, shows_terminal

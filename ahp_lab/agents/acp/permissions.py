@@ -16,7 +16,7 @@ from typing import Any
 from acp import RequestError
 from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
 
-from . import mapping
+from . import content, mapping
 from .context import _CAUSE, _TURN
 
 __all__ = ["PermissionRequests", "MAX_PERMISSION_OPTIONS"]
@@ -148,7 +148,7 @@ class PermissionRequests:
                     "type": "chat/toolCallContentChanged",
                     "turnId": turn.turn_id,
                     "toolCallId": call.id,
-                    "content": mapping.tool_content(call, self.resolver),
+                    "content": content.tool_content(call, self.resolver),
                 }
             )
 

@@ -24,7 +24,7 @@ from acp.schema import (
 )
 
 from ..base import FileAccessDenied
-from . import mapping
+from . import content, mapping
 
 #: The statuses of a tool call that has not ended.
 OPEN_CALL = ("running", "streaming", "pending-confirmation")
@@ -48,7 +48,7 @@ class WorkspaceServices:
         turn = self.turn
         if turn is None:
             return
-        named = mapping.shown(path)  # as shown; the location keeps the path itself
+        named = content.shown(path)  # as shown; the location keeps the path itself
         text = f"{verb} {named}: {detail}"
         open_calls = [c for c in turn.calls.values() if c.status == "running" and c.id != turn.plan_call]
         if open_calls and ok:
@@ -213,7 +213,7 @@ class WorkspaceServices:
                         "type": "chat/toolCallContentChanged",
                         "turnId": turn.turn_id,
                         "toolCallId": call.id,
-                        "content": mapping.tool_content(call, self.resolver),
+                        "content": content.tool_content(call, self.resolver),
                     }
                 )
 
