@@ -16,11 +16,13 @@ import asyncio
 import base64
 import binascii
 import contextlib
+import inspect
 import mimetypes
 import os
 import re
 import stat as statmod
 import tempfile
+import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -97,9 +99,10 @@ class ResourceService:
 
     # -- host extension hook --------------------------------------------------------------------
 
-    def handle_request(self, connection: Any, method: str, params: dict) -> Any:
-        """Serve one ``resource*`` request of an initialized connection (its params validated)."""
-        return getattr(self, "_" + method)(connection, params)
+    def handle_request(self, connection: Any, method: str, params: dict) -> Awaitable[dict]:
+        """Serve one ``resource*`` request of an initialized connection (its params validated), once
+        the resource commands before it on this loop, every host's, are done."""
+        return _in_turn(getattr(self, "_" + method), connection, params)
 
     # -- permissions ----------------------------------------------------------------------------
 
@@ -280,10 +283,10 @@ class ResourceService:
         return {}
 
     def _resourceCopy(self, connection: Any, params: dict) -> Awaitable[dict]:
-        return _off_the_loop(_transferred, self._transfer(connection, params, move=False), pool=_TRANSFERS)
+        return _off_the_loop(_transferred, self._transfer(connection, params, move=False))
 
     def _resourceMove(self, connection: Any, params: dict) -> Awaitable[dict]:
-        return _off_the_loop(_transferred, self._transfer(connection, params, move=True), pool=_TRANSFERS)
+        return _off_the_loop(_transferred, self._transfer(connection, params, move=True))
 
     def _transfer(self, connection: Any, params: dict, *, move: bool) -> _Transfer:
         """``resourceCopy``/``resourceMove`` checked: the source readable (writable for a move, which
@@ -375,19 +378,31 @@ def _content_type(path: Path) -> str | None:
     return mimetypes.guess_type(path.name)[0]
 
 
-#: The resource commands' file work runs here, apart from the default executor that sync tools,
-#: customization resolution and the SDKs share: a stranger's burst of listings queues behind itself.
-_FILE_WORK = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ahp-resources")
-#: Copies and moves, one at a time: each can put a link where a folder was (a folder holding a link,
-#: moved over it), and one running beside another let a copy's destination, checked inside the
-#: writable folder, lead out of it by the time it was written (9,000 files written outside).
-_TRANSFERS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ahp-transfers")
+#: The resource commands' file work that may take long runs here, apart from the default executor
+#: that sync tools, customization resolution and the SDKs share.
+_FILE_WORK = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ahp-resources")
+#: Each loop's turn for resource commands. A command checks its paths, then acts on them, and no
+#: other command's file work may run in between: a move can put a link where a folder was (a folder
+#: holding a link, moved over it), and one running in its thread beside a write, a read, a listing,
+#: a deletion or a copy checked inside a root made it act outside (files written, read and deleted
+#: outside every root; 9,000 files written outside by a copy).
+_TURNS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
 
 
-def _off_the_loop(
-    work: Callable[..., dict], *args: Any, pool: ThreadPoolExecutor = _FILE_WORK
-) -> Awaitable[dict]:
-    return asyncio.get_running_loop().run_in_executor(pool, work, *args)
+async def _in_turn(command: Callable[[Any, dict], Any], connection: Any, params: dict) -> dict:
+    """``command(connection, params)``, checks and file work, alone among this loop's resource
+    commands (a queue, in order: a burst of them waits behind itself, not the host's loop)."""
+    loop = asyncio.get_running_loop()
+    turn = _TURNS.get(loop)
+    if turn is None:
+        turn = _TURNS[loop] = asyncio.Lock()
+    async with turn:
+        out = command(connection, params)
+        return await out if inspect.isawaitable(out) else out
+
+
+def _off_the_loop(work: Callable[..., dict], *args: Any) -> Awaitable[dict]:
+    return asyncio.get_running_loop().run_in_executor(_FILE_WORK, work, *args)
 
 
 def _removed_tree(path: Path, real: str, uri: str) -> dict:

@@ -1,0 +1,66 @@
+"""Attacker round 21 (and this stop's own finds)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from ahp_lab import Lab
+from ahp_lab.transport import RpcError
+
+from .conftest import arun
+
+
+def test_resource_commands_act_one_at_a_time_in_the_order_they_came(tmp_path):
+    """A stranger pipelined a ``resourceMove`` of a folder holding a link to outside over ``x``
+    with writes, reads and a recursive delete under ``x/p``: each was checked while ``x/p`` was a
+    folder of the writable one and acted after the move, through the link (files written, read
+    and deleted outside every root). Commands now run one at a time, each checked when its turn
+    comes: a read pipelined behind a copy sees the copy done, and a write behind the move that
+    puts the link there is refused."""
+    writable, outside = tmp_path / "w", tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("outside every root")
+    (writable / "big").mkdir(parents=True)
+    for i in range(2000):
+        (writable / "big" / f"f{i}").write_text("x")
+    (writable / "x" / "p").mkdir(parents=True)
+    (writable / "holder").mkdir()
+    (writable / "holder" / "p").symlink_to(outside)
+
+    async def main():
+        lab = await Lab.open(directories=[{"path": writable, "contents": "skill", "writable": True}])
+        try:
+            req = lab.client.request
+            copy = asyncio.ensure_future(
+                req(
+                    "resourceCopy",
+                    {"source": (writable / "big").as_uri(), "destination": (writable / "c").as_uri()},
+                )
+            )
+            read = asyncio.ensure_future(req("resourceRead", {"uri": (writable / "c" / "f1999").as_uri()}))
+            await copy
+            assert (await read)["data"] == "x"
+
+            move = asyncio.ensure_future(
+                req(
+                    "resourceMove",
+                    {"source": (writable / "holder").as_uri(), "destination": (writable / "x").as_uri()},
+                )
+            )
+            write = asyncio.ensure_future(
+                req(
+                    "resourceWrite",
+                    {"uri": (writable / "x/p/new.txt").as_uri(), "data": "in", "encoding": "utf-8"},
+                )
+            )
+            await move
+            with pytest.raises(RpcError) as err:
+                await write
+            assert err.value.code == -32009 and "symlink points out" in str(err.value)
+            assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
+        finally:
+            await lab.aclose()
+
+    arun(main())
