@@ -525,22 +525,28 @@ class Redactor:
             begun = max(begun, size - start)
         return max(begun, _pem_begun(text))
 
-    def streamed(self, text: str) -> tuple[str, str]:
+    def streamed(self, text: str, *, generic: bool = True) -> tuple[str, str]:
         """A stream's text so far (what it held, then its new chunk) as ``(what goes out, redacted;
         the end held back, raw)``: the known secrets first (whole ones masked), then the end that
         could begin one, or begin a credential of a known shape, is held, and the generic rules
-        see the rest."""
+        see the rest. Without ``generic`` (a tool's input, streamed), only the known secrets."""
         text = self.text(text, generic=False)
-        keep = max(self.secret_prefix(text), self.credential_begun(text))
-        return self.text(text[: len(text) - keep]), text[len(text) - keep :]
+        keep = (
+            max(self.secret_prefix(text), self.credential_begun(text))
+            if generic
+            else self.secret_prefix(text)
+        )
+        return self.text(text[: len(text) - keep], generic=generic), text[len(text) - keep :]
 
-    def held_end(self, raw: str) -> str:
+    def held_end(self, raw: str, *, generic: bool = True) -> str:
         """What the text a stream held becomes when the stream ends without its rest: masked when
         it is ``HELD_MASKED`` characters or more of a known secret's start, or ends in the start of
         a token of a known shape of 12 characters or more with a digit (its start came, its end
-        never did); redacted as it is otherwise."""
+        never did); redacted as it is otherwise (without ``generic``: for the known secrets only)."""
         if len(raw) >= HELD_MASKED and self.secret_prefix(raw) == len(raw):
             return MASK
+        if not generic:
+            return self.text(raw, generic=False)
         token = _token_begun(raw, len(raw) - len(raw.rstrip(_RUN_CHARACTERS)))
         if token >= _TOKEN_END_MASKED and any(c.isdigit() for c in raw[-token:]):
             return self.text(raw[:-token]) + MASK  # not a word: "sk-learn", "AKIAEXAMPLE" stay
@@ -633,14 +639,22 @@ _STREAM_ENDS = frozenset(
     {"chat/turnComplete", "chat/turnCancelled", "chat/error", "chat/truncated", "terminal/exited"}
 )
 #: The streamed action types, and the field each streams its text in.
-STREAMED_FIELDS = {"chat/delta": "content", "chat/reasoning": "content", "terminal/data": "data"}
+STREAMED_FIELDS = {
+    "chat/delta": "content",
+    "chat/reasoning": "content",
+    "terminal/data": "data",
+    "chat/toolCallDelta": "content",
+}
+#: A streamed tool input: only the secrets the host knows are masked in it (a tool runs with it),
+#: and it is held for them alone.
+_TOOL_INPUT_DELTA = "chat/toolCallDelta"
 
 
 class StreamedText:
     """Redaction of text streamed a chunk at a time (``chat/delta``, ``chat/reasoning``, a
-    terminal's ``terminal/data``) across its chunks: a model streams token by token, and a command
-    writes when it likes, so a key in two chunks would enter state as two halves, each too short to
-    be recognised.
+    terminal's ``terminal/data``, a tool call's input in ``chat/toolCallDelta``) across its chunks:
+    a model streams token by token, and a command writes when it likes, so a key in two chunks
+    would enter state as two halves, each too short to be recognised.
 
     The end of a part's text that could begin a known secret is held back and read again with the
     part's next chunk; the rest is redacted and goes out. Each part holds its own, so nothing
@@ -665,9 +679,12 @@ class StreamedText:
         content = action.get(field)
         if type(content) is not str:
             return self.redactor.action(action)
-        stream = (channel, action.get("turnId"), action.get("partId"), action["type"])
+        kind = action["type"]
+        tool_input = kind == _TOOL_INPUT_DELTA
+        part = action.get("toolCallId" if tool_input else "partId")
+        stream = (channel, action.get("turnId"), part, kind)
         held = self._take(stream) if self.held else None
-        if held is None and self.held and stream[1] is not None:
+        if held is None and self.held and stream[1] is not None and not tool_input:
             # the turn's text of this kind goes on in a new part (another part came between, a
             # thought in a message, say): when the earlier part's held end reads differently
             # with this chunk after it (a key cut by the thought), it goes on here and is read
@@ -680,9 +697,14 @@ class StreamedText:
                 if self._letter(held[0]) or not self._spans(held[0], content):
                     self.flushed.append((self._given_back(earlier, held[0]), held[1]))
                     held = None
-        if held is None and not self.redactor.secrets and not self.redactor.credential_begun(content):
+        if (
+            held is None
+            and not self.redactor.secrets
+            and (tool_input or not self.redactor.credential_begun(content))
+        ):
             return self.redactor.action(action)  # most chunks: nothing held, nothing to hold
-        shown, kept = self.redactor.streamed(held[0] + content if held is not None else content)
+        text = held[0] + content if held is not None else content
+        shown, kept = self.redactor.streamed(text, generic=not tool_input)
         if kept:
             self.held[stream] = (kept, origin)
             self.chats[channel] = self.chats.get(channel, 0) + 1
@@ -714,7 +736,8 @@ class StreamedText:
         """The deltas (with their origins) to apply before ``action`` on ``channel``: what the
         parts of the turn it ends held; before any other action but streamed text (a tool call, a
         question for the person), a first letter a part holds alone ("plan A" showed "plan " while
-        the turn waited for the person)."""
+        the turn waited for the person), and what a tool call's input held (the call's own next
+        action ends its input's stream)."""
         if channel not in self.chats:
             return []
         kind = action.get("type")
@@ -727,7 +750,9 @@ class StreamedText:
         held alone), as deltas to apply with their origins."""
         out = []
         for stream in [
-            s for s, h in self.held.items() if s[0] == channel and (not letters or self._letter(h[0]))
+            s
+            for s, h in self.held.items()
+            if s[0] == channel and (not letters or s[3] == _TOOL_INPUT_DELTA or self._letter(h[0]))
         ]:
             raw, origin = self._take(stream)
             out.append((self._given_back(stream, raw), origin))
@@ -737,9 +762,11 @@ class StreamedText:
         """The delta that gives part ``stream`` what it held, as its text's end (a key's start
         masked, :meth:`Redactor.held_end`)."""
         _, turn_id, part_id, kind = stream
-        text = self.redactor.held_end(raw)
+        text = self.redactor.held_end(raw, generic=kind != _TOOL_INPUT_DELTA)
         if kind == "terminal/data":
             return {"type": kind, "data": text}
+        if kind == _TOOL_INPUT_DELTA:
+            return {"type": kind, "turnId": turn_id, "toolCallId": part_id, "content": text}
         return {"type": kind, "turnId": turn_id, "partId": part_id, STREAMED_FIELDS[kind]: text}
 
     def _take(self, stream: tuple) -> tuple[str, dict] | None:

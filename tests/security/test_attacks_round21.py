@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
 from ahp_lab import Lab
+from ahp_lab.protocol.jsonvalue import to_json
 from ahp_lab.transport import RpcError
 
 from .conftest import arun
@@ -60,6 +62,40 @@ def test_resource_commands_act_one_at_a_time_in_the_order_they_came(tmp_path):
                 await write
             assert err.value.code == -32009 and "symlink points out" in str(err.value)
             assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
+        finally:
+            await lab.aclose()
+
+    arun(main())
+
+
+def test_a_known_secret_in_a_tool_calls_streamed_input_never_enters_state_or_the_log():
+    """A secret the host knows (an MCP server's env value) that an agent put in a tool's arguments
+    went into ``partialInput``, the log and the export whole: each ``chat/toolCallDelta`` chunk was
+    masked alone, and the secret was cut across two. A call's streamed input now holds the end
+    that could begin a known secret until its next chunk (or the call's next action), as streamed
+    text does; the input that is not a secret all arrives."""
+    from ahp_lab.agents.scripted import call
+
+    secret = "Zq7-hunter2-correct-horse-battery-4411"
+
+    async def main():
+        lab = await Lab.open()
+        try:
+            lab.host.redactor.add(secret)  # as an MCP server's env value is
+
+            @lab.tool
+            async def lookup(query: str = "", note: str = "") -> str:
+                return "done"
+
+            await lab.send("go", script=[call("lookup", query=secret, note="x" * 20)])
+            logged = json.dumps([to_json(t.action) for t in lab.host.store.transitions])
+            assert secret[:12] not in logged and secret[-12:] not in logged
+            streamed = "".join(
+                to_json(t.action)["content"]
+                for t in lab.host.store.transitions
+                if t.action.get("type") == "chat/toolCallDelta"
+            )
+            assert streamed == json.dumps({"query": "***", "note": "x" * 20})
         finally:
             await lab.aclose()
 
