@@ -90,8 +90,12 @@ class AhpClient(Contributions):
         reconnect: Callable[[], Awaitable[Any]] | None = None,
         request_timeout: float | None = 30.0,
         limits: Limits | None = None,
+        max_items: int | None = None,
     ) -> None:
         self.client_id = client_id or f"client-{uuid.uuid4().hex[:8]}"
+        #: A message from the host holding more values and keys is refused unread (a host elsewhere:
+        #: :data:`~ahp_lab.client.connect.HOST_MAX_ITEMS`); ``None``: not counted (the in-kernel host)
+        self.max_items = max_items
         #: What :meth:`dispatch` checks an action against before sending it: the host's own limits
         #: for a client of the in-kernel host (``Lab(limits=...)`` raises them for its cells too),
         #: the defaults for a host elsewhere, which checks again with its own.
@@ -145,7 +149,14 @@ class AhpClient(Contributions):
         self.peer = self._peer_for(transport)
 
     def _peer_for(self, transport) -> JsonRpcPeer:
-        return JsonRpcPeer(transport, self._request, self._notification, self._closed, name=self.client_id)
+        return JsonRpcPeer(
+            transport,
+            self._request,
+            self._notification,
+            self._closed,
+            name=self.client_id,
+            max_items=self.max_items,
+        )
 
     # -- connection -----------------------------------------------------------------------------
 

@@ -183,6 +183,12 @@ class Reconnector:
         self.client._notify("ahp-root://", {"type": "$closed", "reason": str(exc)})
 
 
+#: The most values and keys a message from a host elsewhere may hold (a chat of 100,000 turns is
+#: some 3.6 million): one frame of 100 MB of ``[],[],…`` took an attached kernel to 3 GB and held
+#: its loop over 20 s. Such a message is refused unread.
+HOST_MAX_ITEMS = 5_000_000
+
+
 async def connect(
     url: str,
     token: str | None = None,
@@ -221,6 +227,7 @@ async def connect(
         trusted_host=trusted_host,
         reconnect=open_transport if reconnect else None,
         request_timeout=request_timeout,
+        max_items=HOST_MAX_ITEMS,
     )
     client.url = redact_url(url)
     try:

@@ -728,3 +728,37 @@ def test_a_resume_that_fails_gives_back_what_its_channels_held_before_their_snap
             return pool
 
     assert run(main()) == [0]
+
+
+def test_a_message_of_millions_of_values_is_refused_unread_and_the_client_goes_on():
+    """One frame of 100 MB of empty arrays from a host took an attached kernel to 3 GB and held its
+    loop over 20 s (attacker round 21): the client parsed any message up to its frame limit. A
+    message from a host elsewhere holding more than HOST_MAX_ITEMS values and keys is refused
+    unread: a subscribe answered so fails at once with the reason, and the connection goes on."""
+    from ahp_lab.client.connect import HOST_MAX_ITEMS
+
+    bomb = "[" + "[]," * HOST_MAX_ITEMS + "[]]"
+
+    async def flood(ws, message):
+        if message.get("method") == "initialize":
+            await _with_session(ws, message)
+        elif message.get("method") == "subscribe":
+            head = '{"provider": "x", "title": "t", "status": 1, "lifecycle": "ready", "chats": '
+            snapshot = '{"resource": "ahp-session:/s2", "state": ' + head + bomb + '}, "fromSeq": 1}'
+            await ws.send(
+                f'{{"jsonrpc": "2.0", "id": {message["id"]}, "result": {{"snapshot": {snapshot}}}}}'
+            )
+        elif message.get("method") == "ping":
+            await _answer(ws, message, {})
+
+    async def main():
+        async with foreign_host(flood) as url:
+            client = await connect(url, reconnect=False)
+            try:
+                with pytest.raises(RpcError, match=f"more than {HOST_MAX_ITEMS:,} values and keys"):
+                    await client.subscribe("ahp-session:/s2")
+                assert client.connected and client.state("ahp-root://") == ROOT_STATE
+            finally:
+                client.close()
+
+    run(main())
