@@ -424,6 +424,9 @@ def _removed_tree(path: Path, real: str, uri: str) -> dict:
 
 #: The most entries ``resourceCopy`` copies from one folder tree.
 MAX_COPIED_ENTRIES = 10_000
+#: The deepest folder tree ``resourceCopy`` copies (Python's copy recurses: a tree of 1,500 levels
+#: failed with an internal error).
+MAX_COPIED_DEPTH = 256
 
 
 @dataclass(frozen=True)
@@ -492,7 +495,13 @@ def _copy_bounded(source: str, target: str, most_bytes: int, uri: str) -> None:
 
     if os.path.isdir(source) and not os.path.islink(source):
         size = count = 0
+        top = source.count(os.sep)
         for folder, folders, files in os.walk(source):
+            if folders and folder.count(os.sep) - top >= MAX_COPIED_DEPTH:
+                raise RpcError(
+                    ErrorCode.INVALID_PARAMS,
+                    f"copying to {uri} is refused: its folders nest deeper than {MAX_COPIED_DEPTH} levels",
+                )
             count += len(folders) + len(files)
             size += sum(os.lstat(os.path.join(folder, name)).st_size for name in files)
             if count > MAX_COPIED_ENTRIES or size > most_bytes:

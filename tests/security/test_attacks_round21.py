@@ -100,3 +100,29 @@ def test_a_known_secret_in_a_tool_calls_streamed_input_never_enters_state_or_the
             await lab.aclose()
 
     arun(main())
+
+
+def test_a_folder_tree_too_deep_to_copy_is_refused_with_the_reason(tmp_path):
+    """One ``resourceMkdir`` made 1,500 nested folders, and their ``resourceCopy`` failed with an
+    internal error (Python's copy recursed past its stack). It is refused before anything is
+    copied, and the folder can still be deleted."""
+    writable = tmp_path / "w"
+    writable.mkdir()
+    deep = writable.joinpath("a", *["d"] * 1500)
+
+    async def main():
+        lab = await Lab.open(directories=[{"path": writable, "contents": "skill", "writable": True}])
+        try:
+            req = lab.client.request
+            await req("resourceMkdir", {"uri": deep.as_uri()})
+            with pytest.raises(RpcError) as err:
+                params = {"source": (writable / "a").as_uri(), "destination": (writable / "b").as_uri()}
+                await req("resourceCopy", params)
+            assert err.value.code == -32602 and "nest deeper than 256 levels" in str(err.value)
+            assert sorted(p.name for p in writable.iterdir()) == ["a"]
+            await req("resourceDelete", {"uri": (writable / "a").as_uri(), "recursive": True})
+            assert not list(writable.iterdir())
+        finally:
+            await lab.aclose()
+
+    arun(main())
