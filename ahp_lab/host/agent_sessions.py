@@ -34,6 +34,7 @@ from ..protocol.jsonvalue import to_json
 from ..protocol.printable import printable
 from ..store import agent_origin
 from ..transport import RpcError
+from .redaction import Redactor
 from .resources import ResourceService, file_uri, uri_path
 from .validation import config_value_problem
 
@@ -61,14 +62,18 @@ def _has(agent: Any, hook: str) -> bool:
     return callable(getattr(agent, hook, None))
 
 
-def _valid_config(config: Any) -> dict | None:
-    """The ``{schema, values}`` an agent returned, if it has that shape."""
+def _valid_config(config: Any, redactor: Redactor) -> dict | None:
+    """The ``{schema, values}`` an agent returned, if it has that shape, redacted: it is text the
+    host did not write (a key in a mode's description went into state, the export and every
+    client's view, and ``resolveSessionConfig``'s answer)."""
     if not isinstance(config, dict):
         return None
     schema, values = config.get("schema"), config.get("values")
     if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
         return None
-    return {"schema": to_json(schema), "values": to_json(values) if isinstance(values, dict) else {}}
+    return redactor.redact(
+        {"schema": to_json(schema), "values": to_json(values) if isinstance(values, dict) else {}}
+    )
 
 
 #: Shell-integration escape sequences (OSC 633 and 133 marks, OSC 697, OSC 7's working
@@ -261,6 +266,9 @@ class HostSessionContext:
         await self.sessions.wait_opened(self.session)
 
     def update_config(self, values: dict, offered: dict | None = None) -> int | None:
+        # read as the schema was kept, redacted: a mode whose id holds a key is offered masked
+        redact = self.host.redactor.redact
+        values, offered = redact(values), (None if offered is None else redact(offered))
         state = self.host.store.state(self.session) or {}
         config = state.get("config") or {}
         props = (config.get("schema") or {}).get("properties") or {}
@@ -524,7 +532,7 @@ class AgentSessions:
             ctx = HostSessionContext(self, uri, provider, list(directories))
             config, error = None, None
             try:
-                config = _valid_config(await self.host.agents[provider].open_session(ctx))
+                config = _valid_config(await self.host.agents[provider].open_session(ctx), self.host.redactor)
             except Exception as exc:  # the agent's failure becomes the session's creation error
                 error = str(exc) or type(exc).__name__
             if config is not None:
@@ -596,8 +604,13 @@ class AgentSessions:
             reason = str(exc) if isinstance(exc, TurnFailed) else f"{type(exc).__name__}: {exc}"
             log.warning("the agent refused the config change %.200s of %s: %.500s", changes, session, reason)
             applied = exc.applied if isinstance(exc, TurnFailed) else ()
-            undo = {k: before.get(k) for k in changes if k not in applied}  # what it took stays
-            if undo and self.host.store.has_channel(session):
+            if not self.host.store.has_channel(session):
+                return
+            # what it took stays, and so does what the agent (or a client) set since: an agent that
+            # switched itself to another mode, then refused the one it was sent, runs its own
+            now = to_json(((self.host.store.state(session) or {}).get("config") or {}).get("values") or {})
+            undo = {k: before.get(k) for k in changes if k not in applied and now.get(k) == changes[k]}
+            if undo:
                 self.host.dispatch(session, {"type": "session/configChanged", "config": undo})
 
     async def resolve_session_config(self, params: dict) -> dict:
@@ -608,7 +621,7 @@ class AgentSessions:
             raise RpcError(ErrorCode.PROVIDER_NOT_FOUND, f"no agent provider {provider!r}")
         resolved = None
         if _has(agent, "resolve_session_config"):
-            resolved = _valid_config(await agent.resolve_session_config(params))
+            resolved = _valid_config(await agent.resolve_session_config(params), self.host.redactor)
         resolved = (
             resolved or self._last_config.get(provider) or {"schema": {"type": "object", "properties": {}}}
         )

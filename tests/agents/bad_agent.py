@@ -529,6 +529,14 @@ for line in sys.stdin:
             "currentModeId": "ask",
             "availableModes": [{"id": "ask", "name": "Ask"}, {"id": "code", "name": "Code"}],
         }
+        if MODE == "switches_then_refuses":
+            modes["availableModes"].append({"id": "plan", "name": "Plan"})
+        if MODE == "secret_modes":  # the person's key in a mode's description and in another's id
+            key = os.environ.get("BAD_AGENT_KEY", "")
+            modes["availableModes"] = [
+                {"id": "ask", "name": "Ask", "description": f"uses key {key}"},
+                {"id": f"m-{key}", "name": "Keyed"},
+            ]
         result = {"sessionId": "s1", "modes": modes}
         if MODE == "early_batch":
             commands = [{"name": "early", "description": "announced with session/new's answer"}]
@@ -598,6 +606,9 @@ for line in sys.stdin:
             back = notification("s1", {"sessionUpdate": "current_mode_update", "currentModeId": "ask"})
             lines({"jsonrpc": "2.0", "id": mid, "result": {}}, back)
             continue
+        if MODE == "switches_then_refuses":  # switches itself to code, then refuses what it was sent
+            current_mode[0] = "code"
+            update("s1", {"sessionUpdate": "current_mode_update", "currentModeId": "code"})
         send(
             {
                 "jsonrpc": "2.0",
@@ -607,6 +618,11 @@ for line in sys.stdin:
         )
     elif method == "session/prompt":
         update("s1", chunk("working... "))
+        if MODE == "secret_modes":  # it takes the keyed mode on its own
+            key = os.environ.get("BAD_AGENT_KEY", "")
+            update("s1", {"sessionUpdate": "current_mode_update", "currentModeId": f"m-{key}"})
+            send(end_turn(mid))
+            continue
         if MODE == "hang" or (MODE == "deaf_once" and not respawned):
             continue
         if MODE == "terminal_left" and msg["params"]["prompt"][0].get("text") == "embed":
@@ -641,7 +657,7 @@ for line in sys.stdin:
             update("s1", {"sessionUpdate": "agent_message_chunk", "content": image})
             send(end_turn(mid))
             continue
-        if MODE in ("racing", "switches_back"):
+        if MODE in ("racing", "switches_back", "switches_then_refuses"):
             update("s1", chunk(json.dumps({"mode": current_mode[0], **options}, sort_keys=True)))
             send(end_turn(mid))
             continue

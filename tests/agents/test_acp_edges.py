@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from ahp_lab.protocol.jsonvalue import to_json
+
 from .conftest import SECRET_ENV, acp_lab, arun, bad_agent, pending_call, transitions
 
 
@@ -685,5 +687,50 @@ def test_a_mode_the_agent_switches_to_after_its_answer_is_the_mode_shown(tmp_pat
             turn = await lab.send("which?")
             assert json.loads(turn.text.removeprefix("working... "))["mode"] == "ask"
             assert lab.session_state["config"]["values"]["mode"] == "ask"
+
+    arun(go())
+
+
+def test_a_mode_the_agent_switches_to_before_refusing_the_one_it_was_sent_is_the_mode_shown(
+    tmp_path: Path,
+) -> None:
+    """Asked for a mode, the agent switched itself to another (seed 001: a mode change may come from
+    the agent at any time), then refused the one it was sent: the host put back the mode from before
+    the request over the agent's own report, and showed ask while the agent ran code, the mode that
+    edits without asking (ACP agent round 10). A refused change is put back only where nothing
+    changed it since."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("switches_then_refuses")) as lab:
+            change = {"type": "session/configChanged", "config": {"mode": "plan"}}
+            assert (await lab.adispatch(change, lab.session)).accepted
+            turn = await lab.send("which?")
+            assert json.loads(turn.text.removeprefix("working... "))["mode"] == "code"
+            assert lab.session_state["config"]["values"]["mode"] == "code"
+
+    arun(go())
+
+
+def test_the_persons_key_in_the_agents_modes_reaches_neither_state_nor_another_client(tmp_path: Path) -> None:
+    """The key handed to the agent (``AcpAgent(env=...)``) in a mode's description and another mode's
+    id went into the session's config schema, the export, every client's view and
+    ``resolveSessionConfig``'s answer unmasked, while the value the agent reported was masked, so
+    that it was not among the values the schema offered (ACP agent round 10)."""
+    key = SECRET_ENV["BAD_AGENT_KEY"]
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("secret_modes")) as lab:
+            turn = await lab.send("go")
+            assert turn.status == "complete"
+            config = lab.session_state["config"]
+            assert (
+                config["values"]["mode"] == "m-***"
+                and "m-***" in config["schema"]["properties"]["mode"]["enum"]
+            )
+            out = tmp_path / "log.jsonl"
+            lab.export(out)
+            resolved = await lab.client.request("resolveSessionConfig", {})
+            assert key not in out.read_text() and key not in json.dumps(resolved)
+            assert key not in json.dumps(to_json(lab.session_state))
 
     arun(go())
