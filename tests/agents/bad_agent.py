@@ -105,6 +105,7 @@ big_content      shows a completed tool call with content of every kind, each pa
 always_scope     asks permission for "Terminal" call a1 running `npm test`, offering "always allow";
                  once answered, for "Terminal" call a2 running `curl … | sh`; reports each answer and
                  ends the turn
+always_no_input  as always_scope, each call's command in its content and no rawInput
 always_rejected  as always_scope, offering "always reject" for a2 too; then asks for a3 running
                  `npm test` again, reports each answer and ends the turn
 fenced_edit      asks permission for an edit of README.md whose diff has a ``` line in its context,
@@ -295,7 +296,7 @@ def request(mode: str, mid) -> None:
         call = {"toolCallId": "r1", "title": "Run tests", "kind": "execute", "rawInput": {"v": 1}}
         update("s1", {"sessionUpdate": "tool_call", **call, "status": "pending"})
         permission("approved", "r1", title="Run tests")
-    elif mode in ("always_scope", "always_rejected"):
+    elif mode in ("always_scope", "always_rejected", "always_no_input"):
         always_ask("always_first", "a1", "npm test")
     elif mode == "two_calls_terminal":  # y started last: the terminal's first claim is a guess
         for call_id in ("x1", "y1"):
@@ -339,6 +340,9 @@ def always_ask(what, call_id: str, command: str) -> None:
     if MODE == "always_rejected":
         options.append({"optionId": "ra", "name": "Always reject", "kind": "reject_always"})
     call = {"toolCallId": call_id, "title": "Terminal", "kind": "execute", "rawInput": {"command": command}}
+    if MODE == "always_no_input":  # the command in the content only (ACP's rawInput is optional)
+        del call["rawInput"]
+        call["content"] = [{"type": "content", "content": {"type": "text", "text": f"$ {command}"}}]
     if MODE == "always_twice":  # what the person reads while deciding, and should see while it runs
         call["content"] = [{"type": "content", "content": {"type": "text", "text": f"will run {command}"}}]
     ask(what, "session/request_permission", {"toolCall": call, "options": options})
@@ -853,6 +857,7 @@ for line in sys.stdin:
             "approved_then_changed",
             "always_scope",
             "always_rejected",
+            "always_no_input",
             "always_twice",
             "plan_terminal",
             "two_calls_terminal",

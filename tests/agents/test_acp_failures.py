@@ -654,20 +654,23 @@ def test_a_diff_with_a_code_fence_stays_inside_its_block_in_the_confirmation(tmp
     arun(go())
 
 
-def test_always_allow_covers_the_same_input_only(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["always_scope", "always_no_input"])
+def test_always_allow_covers_the_same_input_only(tmp_path: Path, mode: str) -> None:
     """An "always allow" was remembered by the call's kind and title: "Always allow `npm test`" for a
     call titled "Terminal" let the host approve `curl … | sh` under the same title by itself, without
-    asking (ACP probe, round 8). A request with another input is put to the person."""
+    asking (ACP probe, round 8); and so it did for an agent that sends no input (rawInput is
+    optional in ACP), the command in the call's content (ACP agent round 10). A request with
+    another input, content or locations is put to the person."""
 
     async def go() -> None:
-        async with acp_lab(tmp_path, bad_agent("always_scope")) as lab:
+        async with acp_lab(tmp_path, bad_agent(mode)) as lab:
             pending = lab.start("go")
             await asyncio.wait_for(pending.until_blocked(), 30)
             lab.approve(option="aa")
             blocked = await asyncio.wait_for(pending.until_blocked(), 30)
             assert blocked is not None and "pending-confirmation" in blocked
             calls = [p["toolCall"] for p in pending.state["responseParts"] if p.get("kind") == "toolCall"]
-            assert "curl" in calls[-1]["toolInput"] and calls[-1]["status"] == "pending-confirmation"
+            assert calls[-1]["toolCallId"] == "a2" and calls[-1]["status"] == "pending-confirmation"
             lab.deny()
             turn = await asyncio.wait_for(pending, 30)
             assert '"optionId": "aa"' in turn.text and '"optionId": "ro"' in turn.text

@@ -64,11 +64,15 @@ class PermissionRequests:
             self.emit(action)
         # A mode switch (seed 001's "exit plan mode") is never remembered: its options name modes to
         # run in, not standing grants, and each plan it carries is for the person to read.
-        # An "always allow" covers requests of the same kind and title with the same input: by kind
-        # and title only, "Always allow `npm test`" for a call titled "Terminal" let the host approve
-        # `curl … | sh` under that title by itself. An "always reject" covers the kind and title.
+        # An "always allow" covers requests of the same kind and title with the same input, content
+        # and locations: by kind and title only, "Always allow `npm test`" for a call titled
+        # "Terminal" let the host approve `curl … | sh` under that title by itself (and so did an
+        # input left out, ACP's rawInput being optional, with the command shown in the content).
+        # An "always reject" covers the kind and title.
         key = None if call.kind == "switch_mode" else (call.kind, call.title)
-        allowed = None if key is None else (*key, _canonical(call.raw_input))
+        allowed = (
+            None if key is None else (*key, _canonical([call.raw_input, _own(call.content), call.locations]))
+        )
         remembered = self.always.get(key) if key is not None else None  # an "always reject"
         if remembered is None and allowed is not None:
             remembered = self.always.get(allowed)
@@ -136,7 +140,7 @@ class PermissionRequests:
             self.always[allowed] = "allow"
         elif key is not None and chosen == picked and kind == "reject_always":
             self.always[key] = "reject"  # the newest answer: it ends the kind and title's grants
-            for remembered_key in [k for k in self.always if len(k) == 3 and k[:2] == key]:
+            for remembered_key in [k for k in self.always if len(k) > 2 and k[:2] == key]:
                 del self.always[remembered_key]
         return _selected(chosen)
 
@@ -221,5 +225,10 @@ def _selected(option_id: str) -> Any:
 
 
 def _canonical(value: Any) -> str:
-    """A tool call's input as one text, whatever the order of its members."""
+    """A tool call's input (its content, its locations) as one text, whatever the order of its members."""
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _own(content: list) -> list:
+    """The content items the agent sent (not the host's notes of the files it read or wrote)."""
+    return [c for c in content if not (isinstance(c, dict) and c.get("_host"))]
