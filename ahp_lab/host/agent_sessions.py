@@ -252,6 +252,7 @@ class HostSessionContext:
         self._agent_title: str | None = None  # the title the agent gave last
         self.commands: list[dict] = []
         self.terminals: dict[str, HostTerminal] = {}
+        self._starting = 0  # terminals whose process is being started
         # the host's one path check, with the session's working directories as the only roots
         roots = lambda _connection: self.working_directories  # noqa: E731
         self._files = ResourceService(roots, roots, self.host.limits)
@@ -423,23 +424,29 @@ class HostSessionContext:
     ) -> HostTerminal:
         live = [t for t in self.terminals.values() if not t.released]
         most = self.host.limits.max_agent_terminals
-        if len(live) >= most:
+        # the ones still starting count too: 60 requests sent at once all passed the check, made
+        # before the first process had started
+        if len(live) + self._starting >= most:
             raise FileAccessDenied(f"this session already has {most} terminals; release one first")
         workdir = self.check_path(cwd or self.working_directories[0])
         if not os.path.isdir(workdir):
             raise FileAccessDenied(f"{workdir} is not a folder")
         base = {k: os.environ[k] for k in _TERMINAL_ENV if k in os.environ}
         base.update({str(k): str(v) for k, v in (env or {}).items()})
-        process = await asyncio.create_subprocess_exec(
-            command,
-            *(args or []),
-            cwd=workdir,
-            env=base,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-        )
+        self._starting += 1
+        try:
+            process = await asyncio.create_subprocess_exec(
+                command,
+                *(args or []),
+                cwd=workdir,
+                env=base,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+            )
+        finally:
+            self._starting -= 1
         uri = f"ahp-terminal:/{uuid.uuid4()}"
         # the channel's first state is not an action the host redacts: masked here, before the cut
         title = self.redact(" ".join([command, *(args or [])]))[:200]

@@ -80,6 +80,8 @@ odd_path         shows an edit of MARKER/\udcff.txt (a name that is not UTF-8, a
 odd_commands     asks for four terminals the operating system cannot run (an environment variable
                  named "A=B", a NUL in a value, a lone surrogate in an argument, an empty command),
                  reports each answer and ends the turn
+terminal_burst   asks for 24 terminals running `sleep 30` at once, says how many it got, and ends
+                 the turn
 read_then_fail   starts tool call "Analyse", reads MARKER while it runs, then fails the call with
                  no content of its own and ends the turn
 close_stdout     on the prompt closes its stdout and stays alive (until it is stopped)
@@ -217,6 +219,8 @@ def ask(what, method: str, params: dict) -> None:
     send({"jsonrpc": "2.0", "id": _next_id[0], "method": method, "params": {"sessionId": "s1", **params}})
 
 
+#: How many terminals terminal_burst asks for at once.
+TERMINAL_BURST = 24
 #: What odd_commands asks to run: nothing the operating system can take.
 ODD_COMMANDS = [
     {"command": "sh", "args": ["-c", "echo hi"], "env": [{"name": "A=B", "value": "1"}]},
@@ -325,6 +329,9 @@ def request(mode: str, mid) -> None:
     elif mode == "odd_commands":
         for i, params in enumerate(ODD_COMMANDS):
             ask(("odd", i), "terminal/create", params)
+    elif mode == "terminal_burst":  # more terminals than a session may have, asked for at once
+        for i in range(TERMINAL_BURST):
+            ask(("burst", i), "terminal/create", {"command": "sleep", "args": ["30"]})
     elif mode == "odd_ids":
         update(
             "s1", {"sessionUpdate": "tool_call", "toolCallId": "x" * 300, "title": "Long id", "kind": "other"}
@@ -415,6 +422,12 @@ def answered(what, msg: dict) -> None:
         return
     elif what == "odd_read":  # its answer is told above
         send(end_turn(prompt_id))
+        return
+    elif isinstance(what, tuple) and what[0] == "burst":
+        asked.append("error" not in msg)
+        if len(asked) == TERMINAL_BURST:
+            update("s1", chunk(f"created={sum(asked)}"))
+            send(end_turn(prompt_id))
         return
     elif isinstance(what, tuple) and what[0] == "odd":  # odd_commands: each refusal is told above
         asked.append(what)
@@ -865,6 +878,7 @@ for line in sys.stdin:
             "twice_asked",
             "odd_ids",
             "odd_commands",
+            "terminal_burst",
             "odd_path",
             "background_wait",
             "ends_own_call",

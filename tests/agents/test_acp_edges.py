@@ -734,3 +734,20 @@ def test_the_persons_key_in_the_agents_modes_reaches_neither_state_nor_another_c
             assert key not in json.dumps(to_json(lab.session_state))
 
     arun(go())
+
+
+def test_terminals_asked_for_at_once_stay_within_the_sessions_limit(tmp_path: Path) -> None:
+    """Sixty ``terminal/create`` requests sent at once all started a process, against a limit of 16
+    a session may have: each was checked before the first process had started, and recorded
+    after (ACP agent round 10). The ones still starting count."""
+    from ahp_lab.protocol.limits import Limits
+
+    async def go() -> None:
+        async with acp_lab(
+            tmp_path, bad_agent("terminal_burst"), limits=Limits(max_agent_terminals=5)
+        ) as lab:
+            turn = await lab.send("go")
+            assert "created=5" in turn.text and turn.text.count("release one first") == 19
+            assert len(lab.host.store.state("ahp-root://")["terminals"]) == 5
+
+    arun(go())
