@@ -221,6 +221,10 @@ def test_cancel_mid_turn_sends_session_cancel_and_the_next_turn_works(tmp_path: 
 
 
 def test_crash_mid_turn_then_restart_restores_the_mode(tmp_path: Path) -> None:
+    """A crash, then ``restart_agent()`` or a next turn, starts a fresh process with the session's
+    mode; the turn after a crash says that the process does not have the conversation (ACP agent
+    round 10: it said so only after a cancel's grace ran out)."""
+
     async def go() -> None:
         async with acp_lab(tmp_path) as lab:
             await lab.adispatch({"type": "session/configChanged", "config": {"mode": "code"}})
@@ -235,9 +239,18 @@ def test_crash_mid_turn_then_restart_restores_the_mode(tmp_path: Path) -> None:
             await lab.restart_agent()
             turn = await lab.send("config")
             assert turn.text == "mode=code verbosity=brief"
-            # a crash without restart_agent(): the next turn respawns by itself
+            # a crash without restart_agent(): the next turn respawns by itself, and says first that
+            # the fresh process does not have the conversation (the chat read as one going on)
             await lab.send("crash")
-            assert (await lab.send("hello")).status == "complete"
+            turn = await lab.send("hello")
+            assert turn.status == "complete"
+            [notice] = [p for p in turn.state["responseParts"] if p.get("kind") == "systemNotification"]
+            assert "fresh agent process, which does not have the conversation" in str(notice["content"])
+            assert not [
+                p
+                for p in (await lab.send("again")).state["responseParts"]
+                if p.get("kind") == "systemNotification"
+            ]
 
     arun(go())
 

@@ -61,6 +61,10 @@ MAX_EARLY_UPDATES = 64
 MAX_ENDED_CALLS = 10_000
 
 
+#: What the first turn on a restarted agent process says first (a ``systemNotification``).
+FRESH_PROCESS = "This turn runs on a fresh agent process, which does not have the conversation so far."
+
+
 class AgentFailure(Exception):
     """The agent failed in a way that ends the turn and the process (the message says how)."""
 
@@ -259,10 +263,14 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
         self.conn = None
 
     async def restart(self) -> None:
-        """Stop, start afresh and restore the session's config values (those that differ) onto it."""
+        """Stop, start afresh and restore the session's config values (those that differ) onto it.
+        The next turn says first that the fresh process does not have the conversation (after a
+        crash, the chat read as one conversation going on)."""
         async with self._life:
             await self._stop()
             config = await self._start() or {}
+        if self.notice is None:
+            self.notice = FRESH_PROCESS
         wanted = self.ctx.config_values()  # the session's values, before the fresh process's own
         self._flush_early()  # the session's channel exists: what the process sent early is mapped now
         fresh = config.get("values") or {}
