@@ -494,6 +494,10 @@ class Host(SessionsAndChats):
                 transition = self.store.reject(channel, _logged_form(action, self.limits), origin, reason)
                 self._after_rejection(channel, action, client_id, reason)
                 return transition
+        if action["type"] == "chat/turnCancelled" and session_uri in self.sessions:
+            ending = getattr(self.agent_for(session_uri), "turn_cancelling", None)
+            if ending is not None:  # the agent's open calls that changed files end first, with it said
+                ending(session_uri, action.get("turnId"))
         transition = self._apply(channel, action, origin)
         if transition.accepted:
             self.client_content.count(channel, measured)

@@ -257,6 +257,12 @@ class Sending:
             rejected = self._rejection(sent)
             if rejected is not None:
                 return ("rejected", rejected)
+            # the turn as the host ended it: a cancel this client sent ends it in its own view at
+            # once, before the host's last actions of the turn (a call that wrote a file, ended
+            # first) are read; while connected, the host's word is waited for
+            replica = self.client.channels.get(chat)
+            if replica is not None and replica.pending and self.client.connected:
+                state = replica.confirmed
             for t in (state or {}).get("turns") or ():
                 if t.get("id") == turn_id:
                     return ("done", t)

@@ -80,6 +80,8 @@ odd_path         shows an edit of MARKER/\udcff.txt (a name that is not UTF-8, a
 odd_commands     asks for four terminals the operating system cannot run (an environment variable
                  named "A=B", a NUL in a value, a lone surrogate in an argument, an empty command),
                  reports each answer and ends the turn
+write_then_wait  starts edit call e1, writes MARKER/important.py while it runs, then waits for the
+                 cancel, which it answers
 terminal_burst   asks for 24 terminals running `sleep 30` at once, says how many it got, and ends
                  the turn
 read_then_fail   starts tool call "Analyse", reads MARKER while it runs, then fails the call with
@@ -329,6 +331,14 @@ def request(mode: str, mid) -> None:
     elif mode == "odd_commands":
         for i, params in enumerate(ODD_COMMANDS):
             ask(("odd", i), "terminal/create", params)
+    elif mode == "write_then_wait":  # rewrites a file inside its call, then works on until cancelled
+        call = {"toolCallId": "e1", "title": "Refactor", "kind": "edit", "status": "in_progress"}
+        update("s1", {"sessionUpdate": "tool_call", **call})
+        ask(
+            "rewrite",
+            "fs/write_text_file",
+            {"path": os.path.join(MARKER, "important.py"), "content": "new\n"},
+        )
     elif mode == "terminal_burst":  # more terminals than a session may have, asked for at once
         for i in range(TERMINAL_BURST):
             ask(("burst", i), "terminal/create", {"command": "sleep", "args": ["30"]})
@@ -494,8 +504,8 @@ def answered(what, msg: dict) -> None:
         update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "a1", "status": "failed"})
     elif what == "read_all" and result is not None:
         update("s1", chunk(f"read {len(result['content'])} characters"))
-    elif what == "write_odd":
-        pass  # its answer is told above
+    elif what in ("write_odd", "rewrite"):
+        pass  # its answer is told above; rewrite: works on until cancelled
     elif what == "read":
         if result is not None:
             update("s1", chunk(f"line3={result['content']!r} "))
@@ -879,6 +889,7 @@ for line in sys.stdin:
             "odd_ids",
             "odd_commands",
             "terminal_burst",
+            "write_then_wait",
             "odd_path",
             "background_wait",
             "ends_own_call",
@@ -963,6 +974,8 @@ for line in sys.stdin:
             for i in range(200):
                 update("s1", chunk(f"[{i:03}]" + "y" * 16_000))
             send({"jsonrpc": "2.0", "id": mid, "result": {"stopReason": "end_turn"}})
+    elif method == "session/cancel" and MODE == "write_then_wait":
+        send({"jsonrpc": "2.0", "id": prompt_id, "result": {"stopReason": "cancelled"}})
     elif method == "session/cancel" and MODE == "late_permission":
         send(
             {

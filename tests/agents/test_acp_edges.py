@@ -751,3 +751,30 @@ def test_terminals_asked_for_at_once_stay_within_the_sessions_limit(tmp_path: Pa
             assert len(lab.host.store.state("ahp-root://")["terminals"]) == 5
 
     arun(go())
+
+
+def test_a_call_that_wrote_a_file_keeps_saying_so_when_its_turn_is_cancelled(tmp_path: Path) -> None:
+    """An agent rewrote a file inside a running call (the host noted it in the call), and the person
+    cancelled: the cancel dropped the open call's content (chat-channel T13), so nothing in the chat
+    said the file had changed (ACP agent round 10). Such a call now ends first, its note kept,
+    saying it was cancelled and the file stays written."""
+    (tmp_path / "important.py").write_text("old\n")
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("write_then_wait", str(tmp_path))) as lab:
+            pending = lab.start("go")
+
+            def wrote(chat: dict) -> bool:
+                parts = (chat.get("activeTurn") or {}).get("responseParts") or []
+                return "important.py: wrote" in json.dumps(to_json(parts))
+
+            await lab.wait_for(lab.chat, wrote, timeout=30)
+            await lab.cancel()
+            turn = await asyncio.wait_for(pending, 30)
+            assert turn.status == "cancelled" and (tmp_path / "important.py").read_text() == "new\n"
+            [call] = turn.tool_calls
+            assert call.state["status"] == "completed" and call.state["success"] is False
+            assert "important.py: wrote 4 bytes" in json.dumps(call.state["content"])
+            assert "the files it wrote stay written" in call.state["error"]["message"]
+
+    arun(go())

@@ -136,6 +136,13 @@ class AcpAgent:
             await bridge.stop()
             raise RuntimeError(message) from None
 
+    def turn_cancelling(self, session: str, turn_id: Any) -> None:
+        """A client is cancelling turn ``turn_id`` of ``session`` (a host hook, before the cancel is
+        applied): its calls that wrote files end first, saying so (see :meth:`Bridge.cancelling`)."""
+        bridge = self.bridges.get(session)
+        if bridge is not None:
+            bridge.cancelling(turn_id)
+
     def confirmation_refusal(self, session: str, action: dict) -> str | None:
         """Why a client's ``chat/toolCallConfirmed`` cannot reach this session's agent as one of
         the permission options it offered (the host rejects it with this reason), else ``None``."""

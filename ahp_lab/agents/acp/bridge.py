@@ -575,6 +575,18 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
                 del self._ended_calls[next(iter(self._ended_calls))]
         self.turn, self.turn_ctx = None, None
 
+    def cancelling(self, turn_id: Any) -> None:
+        """Turn ``turn_id`` is about to be cancelled: each open call of it that wrote a file ends
+        first, its content kept, saying that it was cancelled and the files stay written. A
+        cancel drops an open call's content (chat-channel T13), and the person saw no sign of a
+        file the agent had rewritten."""
+        turn = self.turn
+        if turn is None or turn.turn_id != turn_id:
+            return
+        for call in turn.calls.values():
+            if call.wrote and call.status not in ("completed", "cancelled"):
+                self.emit(mapping.interrupted(turn, call, self.resolver))
+
     def cancel(self, chat: str, turn_id: str) -> None:
         """The AHP turn was cancelled: tell the agent (``session/cancel``) without waiting."""
         over = self._turn_over

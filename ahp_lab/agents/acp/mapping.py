@@ -113,6 +113,7 @@ class ToolCall:
     raw_output: Any = None
     options: list | None = None  # the permission options while a person is asked
     asked: bool = False  # a person (or a remembered answer) confirmed it, not the bridge
+    wrote: bool = False  # the agent wrote a file while it ran
 
 
 ToolCalls = dict[str, ToolCall]
@@ -381,6 +382,14 @@ def _complete(turn: TurnMap, call: ToolCall, resolver: Resolver) -> dict:
             "message": (resolver.clip(texts[0], 500) if texts else "") or f"{call.title} failed"
         }
     return {"type": "chat/toolCallComplete", **_base(turn, call), "result": result}
+
+
+def interrupted(turn: TurnMap, call: ToolCall, resolver: Resolver) -> dict:
+    """``toolCallComplete`` of a call that wrote files, for a turn being cancelled while it runs."""
+    call.acp_status, call.status = "failed", "completed"
+    action = _complete(turn, call, resolver)
+    action["result"]["error"] = {"message": "cancelled while it ran; the files it wrote stay written"}
+    return action
 
 
 def advance(

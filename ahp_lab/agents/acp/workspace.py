@@ -53,6 +53,7 @@ class WorkspaceServices:
         open_calls = [c for c in turn.calls.values() if c.status == "running" and c.id != turn.plan_call]
         if open_calls and ok:
             call = open_calls[-1]
+            call.wrote = call.wrote or verb == "write"
             # the host's note ("_host"): shown with the call, never taken for the agent's own words
             note = {"type": "content", "content": {"type": "text", "text": text}, "_host": True}
             call.content = [*call.content, note]
