@@ -472,6 +472,17 @@ class SessionsAndChats:
         self._may_dispose(
             conn, (self.chat_creators.get(chat), self.sessions[session].creator), f"chat {chat}"
         )
+        if (
+            self.sessions[session].chats == [chat]
+            and (self.store.state(session) or {}).get("lifecycle") == "ready"
+        ):
+            # a ready session has a default chat (session-channel §4); without one, a client has no
+            # chat to subscribe to, and one of an agent without multipleChats may not create one
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                f"{chat} is the only chat of {session}, which keeps a default chat while it is ready: "
+                "dispose the session instead, or create another chat first",
+            )
         for action in mirror.input_needed_actions(chat, {}, self.store.state(session)):
             self.dispatch(session, action)
         was_default = (self.store.state(session) or {}).get("defaultChat") == chat
@@ -479,8 +490,7 @@ class SessionsAndChats:
         runtime = self.sessions[session]
         runtime.chats.remove(chat)
         self.dispatch(session, {"type": "session/chatRemoved", "chat": chat})
-        if was_default and runtime.chats:
-            # the oldest chat left becomes the default (none left: the next one created will)
+        if was_default and runtime.chats:  # the oldest chat left becomes the default
             self.dispatch(session, {"type": "session/defaultChatChanged", "defaultChat": runtime.chats[0]})
 
     def _forget_chat(self, chat: str) -> None:

@@ -536,7 +536,9 @@ def test_list_sessions_pages_neither_repeat_nor_skip_while_sessions_change():
 
 def test_a_session_keeps_a_default_chat_when_its_default_chat_is_disposed():
     """Disposing the default chat left the session without one for good, and chats created later
-    never became it (found by an independent client)."""
+    never became it (found by an independent client). A ready session's only chat is not disposed
+    at all (spec client round 9: "a ready session has a default chat", session-channel §4; a
+    client of an agent without multipleChats could not create another)."""
 
     async def main():
         host = Host()
@@ -550,9 +552,12 @@ def test_a_session_keeps_a_default_chat_when_its_default_chat_is_disposed():
         await client.call("createChat", {"channel": session, "chat": "ahp-chat:/second"})
         await client.call("disposeChat", {"channel": first})
         assert host.store.state(session)["defaultChat"] == "ahp-chat:/second"
-        await client.call("disposeChat", {"channel": "ahp-chat:/second"})
-        assert "defaultChat" not in host.store.state(session)
+        refused = await client.call("disposeChat", {"channel": "ahp-chat:/second"})
+        assert refused["error"]["code"] == -32602 and "only chat" in refused["error"]["message"]
+        state = host.store.state(session)
+        assert state["defaultChat"] == "ahp-chat:/second" and len(state["chats"]) == 1
         await client.call("createChat", {"channel": session, "chat": "ahp-chat:/third"})
+        await client.call("disposeChat", {"channel": "ahp-chat:/second"})
         assert host.store.state(session)["defaultChat"] == "ahp-chat:/third"
 
     asyncio.run(main())
