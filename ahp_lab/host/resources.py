@@ -338,8 +338,19 @@ class ResourceService:
 
     def _resourceResolve(self, connection: Any, params: dict) -> dict:
         uri = params.get("uri")
-        path = self.check(connection, uri)
         follow = params.get("followSymlinks", True) is not False
+        try:
+            path = self.check(connection, uri)
+        except RpcError as refused:
+            # the entry itself, a link not followed, is read where it is: a link in a root that
+            # points out resolves to "symlink" (its target is neither read nor named)
+            entry = uri_path(uri)
+            if follow or not entry.name:
+                raise
+            try:
+                path = self.check(connection, file_uri(entry.parent)) / entry.name
+            except RpcError:
+                raise refused from None
         try:
             st = os.stat(path) if follow else os.lstat(path)
         except OSError as exc:

@@ -522,3 +522,33 @@ def test_a_copy_or_move_that_fails_or_races_loses_nothing_and_writes_nothing_out
             await lab.aclose()
 
     arun(main())
+
+
+def test_resolving_a_link_that_points_out_without_following_it_says_symlink(tmp_path):
+    """``resourceResolve`` with ``followSymlinks: false`` reads the entry itself (overview §3.1:
+    ``type: "symlink"``): a link in a writable folder pointing outside was refused (-32009), as
+    if its target were read (spec client round 9). Followed, it still is."""
+    writable = tmp_path / "w"
+    writable.mkdir()
+    (tmp_path / "secret.txt").write_text("keep out")
+    (writable / "out").symlink_to(tmp_path / "secret.txt")
+
+    async def main():
+        lab = await Lab.open(directories=[{"path": writable, "contents": "skill", "writable": True}])
+        try:
+            req = lab.client.request
+            link = (writable / "out").as_uri()
+            resolved = await req("resourceResolve", {"uri": link, "followSymlinks": False})
+            assert resolved["type"] == "symlink" and resolved["uri"] == link and "size" not in resolved
+            with pytest.raises(RpcError) as err:
+                await req("resourceResolve", {"uri": link})
+            assert err.value.code == -32009
+            with pytest.raises(RpcError) as err:  # a link's folder outside the roots stays refused
+                await req(
+                    "resourceResolve", {"uri": (tmp_path / "secret.txt").as_uri(), "followSymlinks": False}
+                )
+            assert err.value.code == -32009
+        finally:
+            await lab.aclose()
+
+    arun(main())
