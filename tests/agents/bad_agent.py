@@ -80,6 +80,7 @@ odd_path         shows an edit of MARKER/\udcff.txt (a name that is not UTF-8, a
 odd_commands     asks for four terminals the operating system cannot run (an environment variable
                  named "A=B", a NUL in a value, a lone surrogate in an argument, an empty command),
                  reports each answer and ends the turn
+reuses_id        completes call t1, announces t1 again, fails it with "boom", and ends the turn
 write_then_wait  starts edit call e1, writes MARKER/important.py while it runs, then waits for the
                  cancel, which it answers
 terminal_burst   asks for 24 terminals running `sleep 30` at once, says how many it got, and ends
@@ -645,6 +646,22 @@ for line in sys.stdin:
         )
     elif method == "session/prompt":
         update("s1", chunk("working... "))
+        if MODE == "reuses_id":  # a call ended, then announced again under its id and failed
+            done = {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "first", "kind": "read"}
+            update("s1", {**done, "status": "completed"})
+            update("s1", {**done, "title": "again", "status": "in_progress"})
+            boom = [{"type": "content", "content": {"type": "text", "text": "boom"}}]
+            update(
+                "s1",
+                {
+                    "sessionUpdate": "tool_call_update",
+                    "toolCallId": "t1",
+                    "status": "failed",
+                    "content": boom,
+                },
+            )
+            send(end_turn(mid))
+            continue
         if MODE == "secret_modes":  # it takes the keyed mode on its own
             key = os.environ.get("BAD_AGENT_KEY", "")
             update("s1", {"sessionUpdate": "current_mode_update", "currentModeId": f"m-{key}"})

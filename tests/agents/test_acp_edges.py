@@ -778,3 +778,23 @@ def test_a_call_that_wrote_a_file_keeps_saying_so_when_its_turn_is_cancelled(tmp
             assert "the files it wrote stay written" in call.state["error"]["message"]
 
     arun(go())
+
+
+def test_what_the_agent_reports_of_an_ended_call_is_said_beside_it(tmp_path: Path) -> None:
+    """An agent announced a call again under the id of one that had completed, then failed it with
+    "boom": AHP kept the first call's success and nothing in the chat said the failure (it was
+    only logged; ACP agent round 10). An ended call stays as it ended (AHP's end is final), and a
+    notification beside it says each status the agent reported after."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("reuses_id")) as lab:
+            turn = await lab.send("go")
+            [call] = turn.tool_calls
+            assert call.state["status"] == "completed" and call.state["success"] is True
+            notes = [
+                p["content"] for p in turn.state["responseParts"] if p.get("kind") == "systemNotification"
+            ]
+            assert len(notes) == 2 and "after it had ended: it is running" in notes[0]
+            assert "(t1) after it had ended: it failed, boom" in notes[1]
+
+    arun(go())

@@ -114,6 +114,7 @@ class ToolCall:
     options: list | None = None  # the permission options while a person is asked
     asked: bool = False  # a person (or a remembered answer) confirmed it, not the bridge
     wrote: bool = False  # the agent wrote a file while it ran
+    late: set = field(default_factory=set)  # the statuses it was reported in after it had ended (said)
 
 
 ToolCalls = dict[str, ToolCall]
@@ -493,17 +494,55 @@ def on_tool_call_update(turn: TurnMap, update: dict, resolver: Resolver) -> list
             f"the agent updated tool call {update.get('toolCallId')!r}, which it never announced"
         )
     before = call.raw_input
-    if call.status in ("completed", "cancelled"):  # AHP's end is final: the update is only logged
-        log.info(
-            "ACP: tool call %s already ended (%s); the agent's later update is not shown",
-            call.id,
-            call.status,
-        )
+    late = []
+    if call.status in ("completed", "cancelled"):  # AHP's end is final: the update is said beside it
+        log.info("ACP: tool call %s already ended (%s); the agent updated it again", call.id, call.status)
+        status = update.get("status")
+        if status in _LATE_STATUS and status not in call.late:  # each status once: an agent reusing
+            call.late.add(status)  # an ended call's id, or reporting on it late
+            late = [*end_run(turn), _late_notice(turn, call, update, resolver)]
     _merge(call, update)
     if isinstance(update.get("status"), str):
         call.acp_status = update["status"]
     changed = any(update.get(k) is not None for k in ("content", "locations"))
-    return advance(turn, call, resolver, content_changed=changed, input_changed=call.raw_input != before)
+    return [
+        *late,
+        *advance(turn, call, resolver, content_changed=changed, input_changed=call.raw_input != before),
+    ]
+
+
+_LATE_STATUS = {
+    "failed": "it failed",
+    "completed": "it completed",
+    "in_progress": "it is running",
+    "pending": "it is pending",
+}
+
+
+def _late_notice(turn: TurnMap, call: ToolCall, update: dict, resolver: Resolver) -> dict:
+    """A ``systemNotification`` part saying what the agent reported of a call after it had ended
+    (a failure reported then was nowhere in the chat: ACP call ids are unique in a session, and
+    AHP's end of a call is final)."""
+    texts = [
+        c["content"]["text"]
+        for c in update.get("content") or ()
+        if isinstance(c, dict)
+        and isinstance(c.get("content"), dict)
+        and isinstance(c["content"].get("text"), str)
+    ]
+    said = [_LATE_STATUS[update["status"]]]
+    if texts:
+        said.append(resolver.clip(texts[0], 500))
+    text = (
+        f"The agent reported on tool call {call.title!r} ({call.id}) after it had ended"
+        + f": {', '.join(said)}"
+        + ". The call stays as it ended."
+    )
+    return {
+        "type": "chat/responsePart",
+        "turnId": turn.turn_id,
+        "part": {"kind": "systemNotification", "content": text},
+    }
 
 
 def permission_call(turn: TurnMap, update: dict) -> tuple[ToolCall, list[dict]]:
