@@ -329,7 +329,20 @@ class HostSessionContext:
         return self.host.redactor.text(text)
 
     def set_commands(self, commands: list[dict]) -> None:
-        self.commands = [c for c in commands if isinstance(c, dict) and c.get("name")][:MAX_COMMANDS]
+        """The agent's slash commands, each name once, and only names a ``/`` word can be (no
+        whitespace or control character: a name with a line break was offered as a completion
+        whose text held one)."""
+        named = {}
+        for c in commands:
+            name = c.get("name") if isinstance(c, dict) else None
+            if (
+                isinstance(name, str)
+                and name
+                and printable(name) == name
+                and not any(ch.isspace() for ch in name)
+            ):
+                named.setdefault(name, c)
+        self.commands = list(named.values())[:MAX_COMMANDS]
 
     def put_content(self, data: str | bytes, content_type: str = "text/plain") -> dict:
         return self.sessions.put_content(data, content_type)

@@ -550,8 +550,9 @@ for line in sys.stdin:
                 {"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": version, "agentCapabilities": {}}}
             )
     elif method == "session/new":
-        if MODE == "early_update":
-            commands = [{"name": "early", "description": "announced before session/new was answered"}]
+        if MODE == "early_update":  # one listed twice, and a name no / word can be
+            early = {"name": "early", "description": "announced before session/new was answered"}
+            commands = [early, early, {"name": "ea\nrly", "description": "a line break in its name"}]
             update("s1", {"sessionUpdate": "available_commands_update", "availableCommands": commands})
         modes = {
             "currentModeId": "ask",

@@ -18,6 +18,9 @@ from .conftest import SECRET_ENV, acp_lab, arun, bad_agent, pending_call, transi
 
 
 def test_commands_announced_before_the_session_is_answered_are_offered(tmp_path: Path) -> None:
+    """Each once, and only those a ``/`` word can name: one listed twice was offered twice, and a
+    name with a line break gave a completion whose text held one (ACP agent round 10)."""
+
     async def go() -> None:
         async with acp_lab(tmp_path, bad_agent("early_update")) as lab:
             assert lab.session_state["lifecycle"] == "ready"

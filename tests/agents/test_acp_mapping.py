@@ -375,6 +375,7 @@ def test_a_source_file_edited_at_both_ends_shows_its_diff_and_each_hunk_applies(
     body = [f"def f{i}(x):\n    return x + {i}\n\n" for i in range(400)]
     old = "import os\n" + "".join(body)
     new = "import os\nimport sys\n" + "".join(body) + "def g():\n    pass\n"
+    assert content.unified_diff("rel.txt", "a\n", "b\n").startswith("--- a/rel.txt\n+++ b/rel.txt\n")
     diff = content.unified_diff("/src/m.py", old, new)
     assert diff.count("@@ ") == 2 and "+import sys\n" in diff and "+def g():\n" in diff
     assert _patched(old, diff) == new

@@ -77,7 +77,8 @@ def unified_diff(path: str, old: str | None, new: str) -> str | None:
         codes.append(("equal", len(a) - hi, len(a), len(b) - hi, len(b)))
     whole = difflib.SequenceMatcher(None, (), ())
     whole.opcodes = codes  # what get_grouped_opcodes reads: the middle's, placed in the whole files
-    out = [f"--- {'/dev/null' if old is None else f'a{path}'}\n", f"+++ b{path}\n"]
+    named = path if path.startswith("/") else f"/{path}"  # a/rel.txt, not arel.txt
+    out = [f"--- {'/dev/null' if old is None else f'a{named}'}\n", f"+++ b{named}\n"]
     for group in whole.get_grouped_opcodes(_CONTEXT) if lo < len(a) or lo < len(b) else ():
         first, last = group[0], group[-1]
         out.append(f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n")
