@@ -686,14 +686,19 @@ for line in sys.stdin:
             continue
         if MODE in ("steered", "steered_dies"):
             usage = {"inputTokens": 5, "outputTokens": 2, "totalTokens": 7}
-            if not steered:
+            first = not steered
+            if first:
                 steered = True
                 usage = {"inputTokens": 100, "outputTokens": 10, "totalTokens": 110}
                 while not os.path.exists(MARKER):  # the test sets the steering message, then this
                     time.sleep(0.01)
             else:
                 update("s1", chunk("heard: " + msg["params"]["prompt"][0].get("text", "")))
-            send({"jsonrpc": "2.0", "id": mid, "result": {"stopReason": "end_turn", "usage": usage}})
+            answer = {"jsonrpc": "2.0", "id": mid, "result": {"stopReason": "end_turn", "usage": usage}}
+            if MODE == "steered" and first:  # a chunk read together with its first answer
+                lines(answer, notification("s1", chunk("[said with the first answer] ")))
+            else:
+                send(answer)
             if MODE == "steered_dies":
                 sys.exit(3)
             continue

@@ -621,6 +621,8 @@ def test_a_steering_message_reaches_the_agent_once_its_prompt_ends(tmp_path: Pat
             turn = await _steered(lab, marker)
             assert turn.status == "complete", turn.error
             assert "heard: bananas" in turn.text
+            # what it sent with its first answer goes on in the turn (it was dropped: ACP agent round 10)
+            assert "[said with the first answer] " in turn.text
             assert "steeringMessage" not in lab.state(lab.chat)
             # the turn's usage is its prompts' together (it kept the last one's: a verification round)
             assert lab.state(lab.chat)["turns"][-1]["usage"]["inputTokens"] == 105

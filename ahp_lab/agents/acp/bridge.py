@@ -433,7 +433,7 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
                 if message["id"] == self._new_session_request and isinstance(message.get("result"), dict):
                     # known before any later update is handled (they may follow the response at once)
                     self.session_id = message["result"].get("sessionId")
-                if message["id"] == self._prompt_request:
+                if message["id"] == self._prompt_request and not self._steered(message):
                     self._answered_turn = self.turn  # the agent's turn is over, whatever it sends next
             frame = self.agent.frames.record("in", self.ctx.session, message)
             if "method" not in message and message.get("id") == self._config_sent[0]:
@@ -450,6 +450,15 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
             frame = self.agent.frames.record("out", self.ctx.session, message, list(_CAUSE.get()))
             if message.get("method") in ("session/set_mode", "session/set_config_option"):
                 self._config_sent = (message.get("id"), frame.index)
+
+    def _steered(self, message: dict) -> bool:
+        """Whether the agent's answer to its prompt leaves the turn going on: it ended its turn and
+        the chat has a steering message, which goes to it next as a further prompt (what it sent
+        with the answer, read before that prompt, was dropped)."""
+        result, ctx = message.get("result"), self.turn_ctx
+        if ctx is None or not isinstance(result, dict) or result.get("stopReason") != "end_turn":
+            return False
+        return isinstance((ctx.host.store.state(ctx.chat) or {}).get("steeringMessage"), dict)
 
     def frame_turn(self) -> TurnMap | None:
         """The turn the frame being handled belongs to (``None``: between turns, or after the
