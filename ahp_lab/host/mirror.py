@@ -141,12 +141,14 @@ def aggregate_status(session: dict, chats: dict[str, dict]) -> tuple[int, str | 
     source = default or {}
     activity_bits = int(source.get("status") or IDLE) & ACTIVITY_MASK
     activity = source.get("activity")
-    for chat in chats.values():
-        bits = int(chat.get("status") or 0) & ACTIVITY_MASK
-        if bits == INPUT_NEEDED and activity_bits != ERROR:
-            activity_bits, activity = INPUT_NEEDED, chat.get("activity")
-    for chat in chats.values():
-        if int(chat.get("status") or 0) & ACTIVITY_MASK == ERROR:
-            activity_bits, activity = ERROR, chat.get("activity")
-            break
+    # promoted by the first chat that needs input, then by the first in error, each only when the
+    # source is not there already: the activity is the chat's that supplied the bits (the default
+    # chat's when it needs input itself, not another's that does too)
+    for promoted in (INPUT_NEEDED, ERROR):
+        if activity_bits in (promoted, ERROR):
+            continue
+        for chat in chats.values():
+            if int(chat.get("status") or 0) & ACTIVITY_MASK == promoted:
+                activity_bits, activity = promoted, chat.get("activity")
+                break
     return flags | (activity_bits or IDLE), activity

@@ -604,6 +604,40 @@ def test_a_session_snapshot_shows_its_chats_activity_as_the_catalogue_does():
     asyncio.run(main())
 
 
+def test_the_catalogue_takes_a_sessions_activity_from_the_chat_that_supplied_its_status():
+    """With the default chat and another both waiting for a person, the catalogue showed the other
+    chat's activity: every chat needing input took the activity over, though the default chat
+    supplied the bits and nothing was promoted (session-channel §6; reducer hunt round 9). The
+    default chat's stays, and a promotion takes the first promoting chat's."""
+
+    async def main():
+        session = "ahp-session:/two"
+        host, client, first = await _client_with_chat("c", session, 0)
+        await client.call("createChat", {"channel": session, "chat": "ahp-chat:/other"})
+        user = {"text": "hi", "origin": {"kind": "user"}}
+        call = {"turnId": "t", "toolCallId": "c1"}
+
+        def waiting(chat: str, activity: str) -> None:
+            host.dispatch(
+                chat, {"type": "chat/turnStarted", "turnId": "t", "startedAt": "x", "message": user}
+            )
+            host.dispatch(chat, {"type": "chat/activityChanged", "activity": activity})
+            host.dispatch(chat, {"type": "chat/toolCallStart", **call, "toolName": "w", "displayName": "W"})
+            host.dispatch(chat, {"type": "chat/toolCallReady", **call, "invocationMessage": "write"})
+
+        async def listed() -> tuple[int, str]:
+            items = (await client.call("listSessions", {"channel": "ahp-root://"}))["result"]["items"]
+            entry = next(s for s in items if s["resource"] == session)
+            return entry["status"] & 31, entry.get("activity")
+
+        waiting("ahp-chat:/other", "the other asks")
+        assert await listed() == (24, "the other asks")  # promoted by the other chat
+        waiting(first, "the default asks")
+        assert await listed() == (24, "the default asks")  # the default chat supplies it itself
+
+    asyncio.run(main())
+
+
 def test_a_client_acting_on_a_chat_it_did_not_subscribe_to_gets_its_own_echo():
     """A phone subscribed to the session answers on the chat (session-channel §1 allows it): it
     was sent no echo, neither the acceptance nor the rejection, so it could never tell whether its
