@@ -136,10 +136,6 @@ def upsert(items: list | None, key: str, item: Any) -> list:
     return replace_at(items, i, item) if i >= 0 else [*items, item]
 
 
-def as_list(value: Any) -> list:
-    return value if isinstance(value, list) else []
-
-
 def array_of(value: Any) -> list:
     """``value`` as the array an array method (``find``, ``filter``, ``map``) is called on: anything
     else has no such method, and the call throws (``TypeError``)."""
@@ -287,9 +283,7 @@ def upsert_handler(field: str, payload: str, key: str) -> Handler:
     """Handler upserting ``action[payload]`` into the list ``state[field]`` by ``key``."""
 
     def handler(state: dict, action: Action, now_ms: int) -> dict:
-        items = state.get(field)
-        if not isinstance(items, list):  # the reference searches the list: anything else throws
-            return state
+        items = array_of(state.get(field))  # the reference searches the list: anything else throws
         return put(state, field, upsert(items, key, action.get(payload)))
 
     return handler
@@ -299,7 +293,7 @@ def remove_handler(field: str, id_field: str, key: str) -> Handler:
     """Handler removing the first element of ``state[field]`` whose ``key`` is ``action[id_field]``."""
 
     def handler(state: dict, action: Action, now_ms: int) -> dict:
-        items = as_list(state.get(field))
+        items = array_of(state.get(field))  # the reference searches the list: anything else throws
         i = find_index(items, keyed(key, action.get(id_field)))
         return state if i < 0 else put(state, field, remove_at(items, i))
 

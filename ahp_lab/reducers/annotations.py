@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ._js import spread
 from ._util import (
-    as_list,
+    array_of,
     find_index,
     keyed,
     make_reducer,
@@ -20,7 +20,7 @@ from ._util import (
 
 
 def _annotation(state, action):
-    annotations = as_list(state.get("annotations"))
+    annotations = array_of(state.get("annotations"))  # the reference searches it: anything else throws
     return annotations, find_index(annotations, keyed("id", action.get("annotationId")))
 
 
@@ -36,9 +36,7 @@ def _entry_set(state, action, now_ms):
     annotations, i = _annotation(state, action)
     if i < 0:
         return state
-    entries = member(annotations[i], "entries")
-    if not isinstance(entries, list):  # the reference searches the entries: a missing list throws
-        return state
+    entries = array_of(member(annotations[i], "entries"))  # the reference searches them too
     updated = put(spread(annotations[i]), "entries", upsert(entries, "id", action.get("entry")))
     return put(state, "annotations", replace_at(annotations, i, updated))
 
@@ -47,7 +45,7 @@ def _entry_removed(state, action, now_ms):
     annotations, i = _annotation(state, action)
     if i < 0:
         return state
-    entries = as_list(member(annotations[i], "entries"))
+    entries = array_of(member(annotations[i], "entries"))
     j = find_index(entries, keyed("id", action.get("entryId")))
     if j < 0:
         return state

@@ -47,9 +47,9 @@ def _content_changed(state, action, now_ms):
 
 
 def _operation_status_changed(state, action, now_ms):
-    operations = state.get("operations")
-    if not isinstance(operations, list):  # absent: unchanged; anything else has no findIndex
+    if "operations" not in state:  # absent: unchanged; anything else (null too) has no findIndex
         return state
+    operations = array_of(state["operations"])
     i = find_index(operations, keyed("id", action.get("operationId")))
     if i < 0:
         return state

@@ -90,29 +90,35 @@ def _find(entries: list | Vector, key_fn, wanted: Any) -> int:
     return entries.find(key_fn, wanted) if type(entries) is Vector else find(entries, key_fn, wanted)
 
 
-def _upsert_into(state: dict, field: str, key_fn, item: Any, *, create: bool) -> list | Vector | None:
-    """``state[field]`` with ``item`` upserted by key; ``None`` when it cannot be.
+def _upsert_into(state: dict, field: str, key_fn, item: Any, *, create: bool) -> list | Vector:
+    """``state[field]`` with ``item`` upserted by key.
 
     An absent list is created only for the actions that create one (reducer-rules §3.6:
-    ``inputNeededSet`` among them); ``chatAdded`` and ``activeClientSet`` leave the state unchanged.
+    ``inputNeededSet``, as ``?? []``); anything else that is not an array has no ``findIndex``, and
+    the reference's search throws (``TypeError``; the total reducer leaves the state unchanged).
 
     As in the reference, an item that is not an object is upserted too: its key reads as undefined,
     so it replaces the first entry without one, else it is appended. The reference reads a missing
-    item's key inside its search, so it throws (the state is unchanged here) unless the list is
-    empty, where the missing item is appended as ``null``.
+    item's key inside its search, so it throws unless the list is empty, where the missing item is
+    appended as ``null``.
     """
     entries = state.get(field)
-    entries = ([] if create else None) if entries is None else _seq(entries)
-    return None if entries is None else _upserted(entries, key_fn, item)
+    if type(entries) is not list and type(entries) is not Vector:
+        if entries is not None or not create:
+            raise TypeError(f"{field}.findIndex is not a function")
+        entries = []
+    return _upserted(entries, key_fn, item)
 
 
-def _upserted(entries: list | Vector, key_fn, item: Any, replacing=None) -> list | Vector | None:
-    """``entries`` with ``item`` upserted by key (see :func:`_upsert_into`); ``None`` when unchanged.
+def _upserted(entries: list | Vector, key_fn, item: Any, replacing=None) -> list | Vector:
+    """``entries`` with ``item`` upserted by key (see :func:`_upsert_into`).
 
     ``replacing``, when given, is called with the entry that ``item`` replaces.
     """
     if item is None:
-        return None if len(entries) else appended(entries, None)
+        if len(entries):
+            raise TypeError("cannot read the key of a missing item")
+        return appended(entries, None)
     i = _find(entries, key_fn, key_fn(item))
     if i < 0:
         return appended(entries, item)
@@ -122,21 +128,28 @@ def _upserted(entries: list | Vector, key_fn, item: Any, replacing=None) -> list
     return out
 
 
-def _remove_from(state: dict, field: str, key_fn, wanted: Any) -> list | Vector | None:
-    """``state[field]`` without its first entry keyed ``wanted``; ``None`` when there is none."""
+def _remove_from(
+    state: dict, field: str, key_fn, wanted: Any, *, falsy: bool = False
+) -> list | Vector | None:
+    """``state[field]`` without its first entry keyed ``wanted``; ``None`` when there is none (or,
+    with ``falsy``, when the list is falsy: the reference's guard). Anything else that is not an
+    array has no ``findIndex``: ``TypeError``, as the reference's search throws."""
     entries = state.get(field)
     if type(entries) is Vector:
         i = entries.find(key_fn, key(wanted))
         return None if i < 0 else entries.removed(i)
     if type(entries) is not list:
-        return None
+        if falsy and not truthy(entries):
+            return None
+        raise TypeError(f"{field}.findIndex is not a function")
     i = _find(entries, key_fn, key(wanted))
     return None if i < 0 else removed(entries, i)
 
 
 def _chat_added(state, action, now_ms):
-    chats = _upsert_into(state, "chats", _resource_key, action.get("summary"), create=False)
-    return state if chats is None else put(state, "chats", chats)
+    return put(
+        state, "chats", _upsert_into(state, "chats", _resource_key, action.get("summary"), create=False)
+    )
 
 
 def _chat_removed(state, action, now_ms):
@@ -152,9 +165,13 @@ def _chat_removed(state, action, now_ms):
 
 def _chat_updated(state, action, now_ms):
     chats = _seq(state.get("chats"))
-    i = _find(chats, _resource_key, key(action.get("chat"))) if chats is not None else -1
-    if i < 0 or action.get("changes") is None:  # the reference destructures the changes: undefined throws
+    if chats is None:
+        raise TypeError("chats.findIndex is not a function")
+    i = _find(chats, _resource_key, key(action.get("chat")))
+    if i < 0:
         return state
+    if action.get("changes") is None:
+        raise TypeError("cannot destructure the changes")  # as the reference does, once found
     changes = {k: v for k, v in spread(action.get("changes")).items() if k != "resource"}
     return put(state, "chats", replaced(chats, i, merge(spread(chats[i]), changes), same_keys=True))
 
@@ -182,10 +199,8 @@ def _flag(field: str, flag: int):
 
 def _input_needed_set(state, action, now_ms):
     if action.get("request") is None:  # even on an empty list: the status reads its kind, and throws
-        return state
+        raise TypeError("cannot read 'kind' of a missing request")
     entries = _upsert_into(state, "inputNeeded", _id_key, action.get("request"), create=True)
-    if entries is None:
-        return state
     out = state.copy()
     out["inputNeeded"] = entries
     out["status"] = input_needed_status(state.get("status"), entries)
@@ -193,7 +208,7 @@ def _input_needed_set(state, action, now_ms):
 
 
 def _input_needed_removed(state, action, now_ms):
-    remaining = _remove_from(state, "inputNeeded", _id_key, action.get("id"))
+    remaining = _remove_from(state, "inputNeeded", _id_key, action.get("id"), falsy=True)
     if remaining is None:
         return state
     out = state.copy()
@@ -212,7 +227,7 @@ _client_key = key_of("clientId")
 
 def _active_client_set(state, action, now_ms):
     clients = _upsert_into(state, "activeClients", _client_key, action.get("activeClient"), create=False)
-    return state if clients is None else put(state, "activeClients", clients)
+    return put(state, "activeClients", clients)
 
 
 def _active_client_removed(state, action, now_ms):
@@ -464,9 +479,10 @@ def _customizations_changed(state, action, now_ms):
 
 def _customization_updated(state, action, now_ms):
     item = action.get("customization")
-    tree = [] if state.get("customizations") is None else _tree(state)
-    out = None if tree is None else _upserted(tree, _id_key, item, _forget)
-    return state if out is None else put(state, "customizations", out)
+    tree = [] if state.get("customizations") is None else _tree(state)  # as ``?? []``
+    if tree is None:
+        raise TypeError("customizations.findIndex is not a function")
+    return put(state, "customizations", _upserted(tree, _id_key, item, _forget))
 
 
 def _customization_removed(state, action, now_ms):

@@ -647,3 +647,76 @@ def test_a_working_directory_removed_from_an_off_type_list_throws_where_the_refe
             session.raising(state, action, 0)
     else:
         assert session.raising(state, action, 0) is state
+
+
+_CHATS = {**SESSION, "chats": [{"resource": "c1", "title": "x", "status": 1}]}
+
+
+@pytest.mark.parametrize(
+    ("channel", "state", "action"),
+    [
+        # a list searched with findIndex: anything else has none
+        ("annotations", {"annotations": "str"}, {"type": "annotations/set", "annotation": {"id": "a"}}),
+        ("annotations", {}, {"type": "annotations/removed", "annotationId": "a"}),
+        ("changeset", {"status": "ready", "files": {}}, {"type": "changeset/fileSet", "file": {"id": "f"}}),
+        ("changeset", {"status": "ready", "files": None}, {"type": "changeset/fileRemoved", "fileId": "f"}),
+        (
+            "changeset",
+            {"status": "ready", "files": [], "operations": None},
+            {"type": "changeset/operationStatusChanged", "operationId": "o", "status": "idle"},
+        ),
+        (
+            "annotations",
+            {"annotations": [{"id": "a", "turnId": "t", "resource": "r", "resolved": False}]},
+            {"type": "annotations/entrySet", "annotationId": "a", "entry": {"id": "e"}},
+        ),
+        ("session", SESSION, {"type": "session/chatAdded", "summary": {"resource": "c2"}}),
+        ("session", SESSION, {"type": "session/chatRemoved", "chat": "c1"}),
+        (
+            "session",
+            {**SESSION, "activeClients": 7},
+            {"type": "session/activeClientRemoved", "clientId": "x"},
+        ),
+        ("session", {**SESSION, "inputNeeded": {}}, {"type": "session/inputNeededRemoved", "id": "x"}),
+        (
+            "session",
+            {**SESSION, "customizations": "x"},
+            {"type": "session/customizationUpdated", "customization": {"id": "a"}},
+        ),
+        # a missing item's key read inside the search of a non-empty list, or a missing request's kind
+        ("session", _CHATS, {"type": "session/chatAdded"}),
+        ("session", {**SESSION, "activeClients": [{"clientId": "x"}]}, {"type": "session/activeClientSet"}),
+        ("session", SESSION, {"type": "session/inputNeededSet"}),
+        # the changes of a chat found, destructured
+        ("session", _CHATS, {"type": "session/chatUpdated", "chat": "c1"}),
+    ],
+)
+def test_an_action_the_reference_throws_on_stops_the_replay_and_changes_nothing(channel, state, action):
+    """Each of these throws in the reference (a search on what is not an array, a missing item's key
+    read, the changes of a found chat destructured): a host's reducer leaves the state as it was,
+    and the replay stops there (exit 3). They were no-ops in both, so a replay went on past them
+    (reducer hunt round 9)."""
+    reduce = REDUCERS[channel]
+    assert reduce(state, action, 0) is state
+    with pytest.raises(TypeError):
+        reduce.raising(state, action, 0)
+
+
+@pytest.mark.parametrize(
+    ("channel", "state", "action"),
+    [
+        ("session", {**SESSION, "inputNeeded": None}, {"type": "session/inputNeededRemoved", "id": "x"}),
+        ("session", {**SESSION, "chats": []}, {"type": "session/chatAdded"}),  # appended as null
+        ("session", SESSION, {"type": "session/customizationUpdated", "customization": {"id": "a"}}),
+        (
+            "changeset",
+            {"status": "ready", "files": []},
+            {"type": "changeset/operationStatusChanged", "operationId": "o"},
+        ),
+        ("session", _CHATS, {"type": "session/chatUpdated", "chat": "c9"}),  # not found: not destructured
+    ],
+)
+def test_their_neighbours_the_reference_takes_do_not_stop_the_replay(channel, state, action):
+    """The guards the reference has: a falsy ``inputNeeded`` on removal, ``?? []`` for a missing
+    customization tree, absent operations, an empty list searched, a chat not found."""
+    REDUCERS[channel].raising(state, action, 0)
