@@ -587,7 +587,9 @@ class Store:
     def export(self, target: str | Path | IO[str]) -> int:
         """Write the log as JSON Lines (initial channel states + envelopes); returns the line count."""
         if isinstance(target, (str, Path)):
-            with open(target, "w", encoding="utf-8") as fh:
+            # a lone UTF-16 half (a client's text may hold one) has no UTF-8: written as its JSON
+            # escape, inside the string it is in, so that the line reads back the same
+            with open(target, "w", encoding="utf-8", errors="backslashreplace") as fh:
                 return self.export(fh)
         if not callable(getattr(target, "write", None)):
             raise TypeError(

@@ -379,7 +379,10 @@ class TransitionList(list):
             "expected": strip_nulls(state),
         }
         if path is not None:
-            Path(path).write_text(dumps(fixture, indent=2) + "\n", encoding="utf-8")
+            # a lone UTF-16 half has no UTF-8: written as its JSON escape, as Store.export does
+            Path(path).write_text(
+                dumps(fixture, indent=2) + "\n", encoding="utf-8", errors="backslashreplace"
+            )
         return fixture
 
     def to_pytest(

@@ -210,3 +210,27 @@ def test_a_diff_applies_to_one_place_when_the_state_shares_a_subtree():
     after = {"activeTurn": {"message": {}}, "queuedMessages": [{"id": "q1", "message": message}]}
     assert apply_patch(before, json_patch(before, after)) == after
     assert before["queuedMessages"][0]["message"] == {"text": "hi", "origin": {"kind": "user"}}
+
+
+def test_a_lone_utf16_half_a_client_sent_is_exported_and_read_back(tmp_path):
+    """A client's draft holding half of a character (JSON ``"\\ud83d"``, which JSON.parse reads) made
+    the export to a file raise half-way, leaving a log that loaded to another state (reducer hunt
+    round 9). The half is written as its JSON escape; the log and a fixture read back the same."""
+    import json
+
+    chat = "ahp-chat:/1"
+    store = Store(clock_ms=lambda: 0)
+    store.add_channel(
+        chat, "chat", {"resource": chat, "title": "t", "status": 1, "modifiedAt": "x", "turns": []}
+    )
+    draft = json.loads(
+        '{"type": "chat/draftChanged", "draft": {"text": "half \\ud83d", "origin": {"kind": "user"}}}'
+    )
+    store.apply(chat, draft)
+    store.apply(chat, {"type": "chat/activityChanged", "activity": "after"})
+    path = tmp_path / "log.jsonl"
+    assert store.export(path) == 4
+    loaded = Store.load(path)
+    assert loaded.last_seq == 2 and loaded.state(chat) == store.state(chat)
+    store.transitions[:].to_fixture(tmp_path / "f.json", channel=chat)
+    assert json.loads((tmp_path / "f.json").read_text())["expected"]["draft"]["text"] == "half \ud83d"
