@@ -62,9 +62,11 @@ _LONG_NUMBER = re.compile(r"\d{16}")  # the shortest run of digits that can exce
 _SAFE = 2**53
 
 
-def _js_int(text: str) -> int:
+def _js_int(text: str) -> int | float:
+    """An integer as ``JSON.parse`` reads it: beyond 2^53, the double nearest to it (written back
+    as JavaScript writes that double: ``12345678901234567000``, ``1.2345678901234569e+23``)."""
     value = int(text)
-    return value if -_SAFE <= value <= _SAFE else int(float(text))
+    return value if -_SAFE <= value <= _SAFE else float(text)
 
 
 #: The recursion limit the CLI reads and reduces with: the reference's reader and reducers take
@@ -112,10 +114,19 @@ def _js_numbers(value: object, marker: str, texts: dict[str, str]) -> object:
         texts[json.dumps(placeholder)] = text
         return placeholder
     if type(value) is dict:
-        return {k: _js_numbers(v, marker, texts) for k, v in value.items()}
+        keys = sorted(value, key=_index_first) if any(k[:1].isdigit() for k in value) else value
+        return {k: _js_numbers(value[k], marker, texts) for k in keys}
     if type(value) is list:
         return [_js_numbers(v, marker, texts) for v in value]
     return value
+
+
+def _index_first(name: str) -> tuple[int, int]:
+    """The order JavaScript gives an object's keys: array indices (``"0"``, ``"17"``: canonical
+    integers below 2^32 - 1) first, ascending, then the others as they came (a stable sort)."""
+    if name.isdigit() and (name == "0" or name[0] != "0") and int(name) < 0xFFFFFFFF:
+        return (0, int(name))
+    return (1, 0)
 
 
 def _written(state: object) -> str:

@@ -66,6 +66,22 @@ def test_numbers_are_read_as_javascript_reads_them(tmp_path):
     assert json.loads(small.stdout)["activity"] == "id 12345678901234567"  # digits in a string stay
 
 
+def test_the_final_state_is_written_as_json_stringify_writes_it(tmp_path):
+    """Integer keys first, ascending, as a JavaScript object holds them; an integer beyond 2^53 as
+    the double JSON.parse made of it, written as JavaScript writes that double. Keys came as they
+    were inserted, and 12345678901234567890 as 12345678901234567168 (reducer hunt round 9)."""
+    numbers = "[12345678901234567890, 123456789012345678901234]"
+    actions = [
+        '{"type": "chat/activityChanged", "activity": {"b": 1, "10": 2, "a": 3, "2": 4, "01": '
+        + numbers
+        + "}}"
+    ]
+    out = _replay(tmp_path, CHAT, actions)
+    assert out.returncode == 0, out.stderr
+    written = '"activity":{"2":4,"10":2,"b":1,"a":3,"01":[12345678901234567000,1.2345678901234569e+23]}'
+    assert written in out.stdout
+
+
 def test_a_reducer_that_raises_exits_3_naming_the_action(tmp_path):
     # content nested 3,000 arrays deep (the reference takes some 1,200): turning it into a string, as
     # JavaScript's + would, recurses past the stack, and the reducer raises instead of returning a state
