@@ -495,11 +495,14 @@ def on_tool_call_update(turn: TurnMap, update: dict, resolver: Resolver) -> list
         )
     before = call.raw_input
     late = []
-    if call.status in ("completed", "cancelled"):  # AHP's end is final: the update is said beside it
+    if call.status in ("completed", "cancelled"):  # AHP's end is final: the update is only logged,
         log.info("ACP: tool call %s already ended (%s); the agent updated it again", call.id, call.status)
         status = update.get("status")
-        if status in _LATE_STATUS and status not in call.late:  # each status once: an agent reusing
-            call.late.add(status)  # an ended call's id, or reporting on it late
+        # but for a call that completed, each status the agent reports after is said beside it, once
+        # (an agent reusing a completed call's id, or reporting on it late): a call denied or
+        # cancelled here is one the agent then reports failed, as it should
+        if call.status == "completed" and status in _LATE_STATUS and status not in call.late:
+            call.late.add(status)
             late = [*end_run(turn), _late_notice(turn, call, update, resolver)]
     _merge(call, update)
     if isinstance(update.get("status"), str):
