@@ -10,6 +10,7 @@ starts a queued message.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Coroutine
 from typing import Any
@@ -57,6 +58,9 @@ class Unsent(Coroutine):
         )
 
 
+#: Seconds an awaited turn waits for the host's echo of this client's own actions on its chat
+#: (its cancel) before the client's own view of the turn stands.
+HOST_ECHO_S = 5.0
 _AWAIT_INSTEAD = (
     "a blocked cell cannot receive widget clicks, so use `await lab.send(...)` in the notebook, "
     "or pass approve=/answers= to answer programmatically"
@@ -257,12 +261,6 @@ class Sending:
             rejected = self._rejection(sent)
             if rejected is not None:
                 return ("rejected", rejected)
-            # the turn as the host ended it: a cancel this client sent ends it in its own view at
-            # once, before the host's last actions of the turn (a call that wrote a file, ended
-            # first) are read; while connected, the host's word is waited for
-            replica = self.client.channels.get(chat)
-            if replica is not None and replica.pending and self.client.connected:
-                state = replica.confirmed
             for t in (state or {}).get("turns") or ():
                 if t.get("id") == turn_id:
                     return ("done", t)
@@ -290,7 +288,26 @@ class Sending:
             raise HumanInputNeeded(
                 f"turn {turn_id} is waiting for a person ({self._blocked(chat, turn_id)}); {_AWAIT_INSTEAD}"
             )
-        return Turn(value, chat, self)
+        return Turn(await self._as_the_host_ended(chat, turn_id, value), chat, self)
+
+    async def _as_the_host_ended(self, chat: str, turn_id: str, turn: dict) -> dict:
+        """``turn`` as the host ended it. A cancel this client sent ends the turn in its own view at
+        once, before the host's last actions of the turn are read (a call that wrote a file ends
+        first): while actions of this client on the chat wait for the host's echo, the echo is
+        waited for, up to ``HOST_ECHO_S``; past that, or with the connection lost, the client's own
+        view stands."""
+        replica = self.client.channels.get(chat)
+        if replica is None or not replica.pending or not self.client.connected:
+            return turn
+
+        def echoed(_state: Any) -> Any:
+            return True if not replica.pending or not self.client.connected else None
+
+        with contextlib.suppress(TimeoutError):
+            await self.client.wait_for(chat, echoed, timeout=HOST_ECHO_S)
+        if replica.pending:
+            return turn
+        return next((t for t in (replica.confirmed or {}).get("turns") or () if t.get("id") == turn_id), turn)
 
     async def _wait_echo(self, sent: Sent) -> None:
         """Wait (bounded) until the host has sequenced the turn's start: a host that never echoes

@@ -424,3 +424,32 @@ def test_a_wide_state_from_a_host_counts_its_copies_against_the_clients_log_budg
     grown, logged = run(main())
     assert logged <= budget
     assert grown < 2 * budget  # without the count: 60 copies of a 1.3 MB dict, about 80 MB
+
+
+def test_an_awaited_turn_a_host_never_echoes_the_cancel_of_ends_as_this_client_saw_it(monkeypatch):
+    """A turn this client cancelled is waited for as the host ended it (the host's last actions of
+    the turn come before its echo of the cancel), but a host that never echoes the cancel kept
+    ``await lab.start(...)`` waiting for ever (a review of this stop's commits). Past HOST_ECHO_S,
+    or with the connection gone, the turn ends as this client saw it."""
+    from ahp_lab.lab import sending
+
+    monkeypatch.setattr(sending, "HOST_ECHO_S", 0.3)
+    host = SpecHost()
+
+    async def main():
+        async with foreign_host(host) as url:
+            lab = await RemoteLab.open(url, reconnect=False)
+            try:
+                pending = lab.start("hello")
+                await lab.wait_for(lab.chat, lambda c: c.get("activeTurn") or None, timeout=10)
+                host.echo = False  # the host sequences nothing more
+                turn_id = lab.state(lab.chat)["activeTurn"]["id"]
+                lab.client.dispatch(
+                    lab.chat, {"type": "chat/turnCancelled", "turnId": turn_id, "duration": 1}
+                )
+                turn = await asyncio.wait_for(pending, 10)
+                return turn.status, turn.id == turn_id
+            finally:
+                await lab.aclose()
+
+    assert run(main()) == ("cancelled", True)
