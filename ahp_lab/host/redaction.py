@@ -743,16 +743,21 @@ class StreamedText:
         kind = action.get("type")
         if kind in _STREAM_ENDS:
             return self.drop(channel)
-        return [] if kind in STREAMED_FIELDS else self.drop(channel, letters=True)
+        if kind in STREAMED_FIELDS:
+            return []
+        return self.drop(channel, letters=True, call=(action.get("turnId"), action.get("toolCallId")))
 
-    def drop(self, channel: str, letters: bool = False) -> list[tuple[dict, dict]]:
-        """Every part of ``channel`` gives up what it held (with ``letters``, only a first letter
-        held alone), as deltas to apply with their origins."""
+    def drop(self, channel: str, letters: bool = False, call: tuple | None = None) -> list[tuple[dict, dict]]:
+        """Every part of ``channel`` gives up what it held, as deltas to apply with their origins;
+        with ``letters``, only a first letter held alone, and the input of tool call ``call``
+        (turn id, call id), whose own next action ends its input's stream: another's action
+        gave back the start of a secret the call's next chunk went on with, raw."""
         out = []
         for stream in [
             s
             for s, h in self.held.items()
-            if s[0] == channel and (not letters or s[3] == _TOOL_INPUT_DELTA or self._letter(h[0]))
+            if s[0] == channel
+            and (not letters or (s[1:3] == call if s[3] == _TOOL_INPUT_DELTA else self._letter(h[0])))
         ]:
             raw, origin = self._take(stream)
             out.append((self._given_back(stream, raw), origin))

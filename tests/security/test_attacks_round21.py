@@ -126,3 +126,74 @@ def test_a_folder_tree_too_deep_to_copy_is_refused_with_the_reason(tmp_path):
             await lab.aclose()
 
     arun(main())
+
+
+def test_another_calls_action_does_not_give_back_the_start_of_a_secret_a_call_holds():
+    """Every held tool input was given back at any other action on the chat: call B's start, while
+    call A held ``Zq7-`` (too short to mask), sent it out raw, and A's next chunk brought the rest,
+    so A's ``partialInput`` held the secret whole (a review of this stop's commits). A call's input
+    is given back at its own next action, or the turn's end."""
+    from ahp_lab.store import agent_origin
+
+    secret = "Zq7-hunter2-correct-horse-battery-4411"
+
+    async def main():
+        lab = await Lab.open()
+        try:
+            lab.host.redactor.add(secret)
+            agent, chat = agent_origin("a"), lab.chat
+            user = {"text": "go", "origin": {"kind": "user"}}
+            steps = [
+                {"type": "chat/turnStarted", "turnId": "t", "startedAt": "x", "message": user},
+                {
+                    "type": "chat/toolCallStart",
+                    "turnId": "t",
+                    "toolCallId": "a",
+                    "toolName": "q",
+                    "displayName": "Q",
+                },
+                {
+                    "type": "chat/toolCallDelta",
+                    "turnId": "t",
+                    "toolCallId": "a",
+                    "content": '{"query": "Zq7-',
+                },
+                {
+                    "type": "chat/toolCallStart",
+                    "turnId": "t",
+                    "toolCallId": "b",
+                    "toolName": "q",
+                    "displayName": "Q",
+                },
+                {
+                    "type": "chat/toolCallDelta",
+                    "turnId": "t",
+                    "toolCallId": "b",
+                    "content": '{"query": "other"}',
+                },
+                {
+                    "type": "chat/toolCallDelta",
+                    "turnId": "t",
+                    "toolCallId": "a",
+                    "content": secret[4:] + '"}',
+                },
+                {"type": "chat/toolCallReady", "turnId": "t", "toolCallId": "a", "invocationMessage": "Q"},
+            ]
+            for action in steps:
+                lab.host.dispatch(chat, action, agent)
+            store = lab.host.store
+            states = [
+                json.dumps(to_json(store.state_at(seq).get(chat)))
+                for seq in range(store.first_seq, store.last_seq + 1)
+            ]
+            assert not [s for s in states if secret in s]
+            inputs = "".join(
+                to_json(t.action)["content"]
+                for t in store.transitions
+                if t.action.get("type") == "chat/toolCallDelta"
+            )
+            assert inputs == '{"query": "' + '{"query": "other"}' + '***"}'  # nothing lost, nothing raw
+        finally:
+            await lab.aclose()
+
+    arun(main())
