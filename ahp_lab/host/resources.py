@@ -330,7 +330,9 @@ class ResourceService:
         link not followed) when it is or holds a folder the host serves to ``connection``: a root,
         or one nested inside another, stays where it is."""
         for root in (*self._read_roots(connection), *self._write_roots(connection)):
-            if _inside(_real(Path(os.fspath(root))), entry):
+            given = Path(os.path.abspath(os.fspath(root)))
+            # where it leads, and the entry it is (a root given as a link: the link itself)
+            if _inside(_real(given), entry) or _inside(os.path.join(_real(given.parent), given.name), entry):
                 raise RpcError(
                     ErrorCode.PERMISSION_DENIED,
                     f"{uri} is or holds a folder the host serves, which stays where it is",

@@ -197,3 +197,32 @@ def test_another_calls_action_does_not_give_back_the_start_of_a_secret_a_call_ho
             await lab.aclose()
 
     arun(main())
+
+
+def test_a_root_given_as_a_link_is_neither_deleted_nor_replaced(tmp_path):
+    """The check that keeps a root in place compared where each root leads with the entry a
+    command names, its link not followed: a writable root given as a link was deleted (a review
+    of this stop's commits; before that stop, deleting a root itself had been refused)."""
+    real = tmp_path / "real"
+    (real / "sub").mkdir(parents=True)
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    (tmp_path / "other").mkdir()
+
+    async def main():
+        lab = await Lab.open(directories=[{"path": link, "contents": "skill", "writable": True}])
+        try:
+            req = lab.client.request
+            for method, params in [
+                ("resourceDelete", {"uri": link.as_uri(), "recursive": True}),
+                ("resourceDelete", {"uri": real.as_uri(), "recursive": True}),
+                ("resourceMove", {"source": (real / "sub").as_uri(), "destination": link.as_uri()}),
+            ]:
+                with pytest.raises(RpcError) as err:
+                    await req(method, params)
+                assert err.value.code == -32009, (method, params, err.value)
+            assert link.is_symlink() and (real / "sub").is_dir()
+        finally:
+            await lab.aclose()
+
+    arun(main())
