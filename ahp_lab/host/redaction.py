@@ -87,7 +87,9 @@ _QUERY_WORDS = frozenset(
 _QUERY_SEPARATORS = re.compile(r"[_.\-]")
 # A Bearer/Basic credential: a token with a digit or one of + / = _ ~ in it ("Basic dXNlcjpw...",
 # "Bearer eyJ..."), not a word ("a basic example", "bearer bonds").
-_CREDENTIAL = re.compile(r"(?i)\b(bearer|basic)(\s+)(?=[A-Za-z.\-]*[0-9+/=_~])[A-Za-z0-9._~+/=\-]{8,}")
+_CREDENTIAL = re.compile(
+    r"(?i)(?:\b|(?<=\\[nrt]))(bearer|basic)(\s+)(?=[A-Za-z.\-]*[0-9+/=_~])[A-Za-z0-9._~+/=\-]{8,}"
+)
 # NAME = value / "name": "value" / name: value, where NAME looks like it holds a secret; the value
 # must be 6+ characters and not only digits (so "max_tokens=4096" or "tokens: 1200" stay).
 _SECRET_WORD = (
@@ -112,13 +114,17 @@ _PEM_LINE = r"[ \t]*+(?:[A-Za-z][A-Za-z0-9-]*+:[^\r\n\\]*+|[A-Za-z0-9+/=]*+)[ \t
 # The label of a private key's BEGIN or END line: "RSA PRIVATE KEY", "PGP PRIVATE KEY BLOCK".
 _PEM_LABEL = r"[A-Z ]{0,24}PRIVATE KEY(?: BLOCK)?-----"
 # The private lines of a PuTTY key file (.ppk), after its "Private-Lines: N" header.
-_PPK_LINES = rf"Private-Lines:[ \t]*+\d++(?:{_PEM_BREAK}[A-Za-z0-9+/=]++(?![:-]))++"
+# The first is a key's (16 base64 characters or more): prose after the header is not masked.
+_PPK_LINES = (
+    rf"Private-Lines:[ \t]*+\d++{_PEM_BREAK}[A-Za-z0-9+/=]{{16,}}+(?![:-])"
+    rf"(?:{_PEM_BREAK}[A-Za-z0-9+/=]++(?![:-]))*+"
+)
 # Tokens recognisable by their shape alone.
 # A JWT starts only where a run of token characters starts, and its segments do not give back
 # (possessive): with a start after every "-" of "eyJ-eyJ-…", each scanned the rest of the run for
 # a "." that never came, 2.5 s for 100 KB of a stranger's title.
 _KNOWN_TOKEN = re.compile(
-    r"\b(?:sk-[A-Za-z0-9_\-]{16,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|A(?:KIA|SIA)[0-9A-Z]{16}(?![0-9A-Za-z])|"
+    r"(?:\b|(?<=\\[nrt]))(?:sk-[A-Za-z0-9_\-]{16,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|A(?:KIA|SIA)[0-9A-Z]{16}(?![0-9A-Za-z])|"
     r"xox[abprs]-[A-Za-z0-9\-]{10,}|AIza[0-9A-Za-z_\-]{30,}|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}|"
     r"glpat-[A-Za-z0-9_\-]{20,}|hf_[A-Za-z0-9]{30,}|npm_[A-Za-z0-9]{36,}|"
     r"hooks\.slack\.com/services/[A-Za-z0-9_/]{20,})"
@@ -142,7 +148,7 @@ def _begun(literal: str, body: str) -> str:
 
 #: A token of a known shape, cut anywhere after its first two letters, reaching the end of a text.
 _TOKEN_BEGUN = re.compile(
-    r"(?<!\w)(?:"
+    r"(?:(?<!\w)|(?<=\\[nrt]))(?:"  # after a JSON-escaped line break or tab too
     + "|".join(
         _begun(literal, body)
         for literal, body in (
@@ -169,7 +175,7 @@ _TOKEN_BEGUN = re.compile(
 #: last word on (:meth:`Redactor.credential_begun` finds where the name begins), or of a
 #: ``Bearer``/``Basic`` credential.
 _ASSIGNMENT_BEGUN = re.compile(
-    rf"(?i)(?:{_SECRET_WORD}[\"']?\s*(?:[:=]\s*[\"']?[^\s\"'&,;]*)?|\b(?:bearer|basic)(?:\s+[A-Za-z0-9._~+/=\-]*)?)\Z"
+    rf"(?i)(?:{_SECRET_WORD}[\"']?\s*(?:[:=]\s*[\"']?[^\s\"'&,;]*)?|(?:\b|(?<=\\[nrt]))(?:bearer|basic)(?:\s+[A-Za-z0-9._~+/=\-]*)?)\Z"
 )
 #: The words that make a name secret-looking (:data:`_SECRET_ASSIGNMENT`), and ``Bearer``/``Basic``.
 _SECRET_WORDS = (
@@ -207,7 +213,11 @@ _PEM_LINE_BEGUN = re.compile(r"(?<![A-Z\-])-{1,5}(?:B(?:E(?:G(?:I(?:N(?: [A-Z ]{
 _PPK_BEGUN = re.compile(rf"Private-Lines:[ \t]*+\d*+(?:{_PEM_BREAK}[A-Za-z0-9+/=]*+)*+(?:\r|\\|\\r|\\r\\)?\Z")
 #: Their header cut at the end of a text ("P", "Priv", "Private-Li", …), not inside a word.
 _PPK_HEADER_BEGUN = re.compile(
-    "(?<![A-Za-z])" + "".join(f"(?:{c}" for c in "Private-Lines") + ")?" * 12 + ")" + r"\Z"
+    r"(?:(?<![A-Za-z])|(?<=\\n))"  # not inside a word; a line break may be JSON-escaped
+    + "".join(f"(?:{c}" for c in "Private-Lines")
+    + ")?" * 12
+    + ")"
+    + r"\Z"
 )
 
 
@@ -225,6 +235,8 @@ def _pem_begun(text: str) -> int:
     begun = 0
     if text[-1:] in "Privatens-L" and (header := _PPK_HEADER_BEGUN.search(text, max(0, size - 13))):
         begun = size - header.start()
+    elif text[-1:] == "\\" or text[-2:] == "\\n":  # a JSON-escaped line break, which a header may follow
+        begun = 1 if text[-1:] == "\\" else 2
     if text[-1:] in "-ABCDEFGHIJKLMNOPQRSTUVWXYZ " and (
         line := _PEM_LINE_BEGUN.search(text, max(0, size - 64))
     ):
@@ -500,6 +512,8 @@ class Redactor:
         a model writes token by token is masked whole. Only the end is read."""
         size = len(text)
         run = size - len(text.rstrip(_RUN_CHARACTERS))  # the end's run of token characters
+        if 0 < run < size and text[-run - 1] == "\\":
+            run -= 1  # the letter of an escape before it ("\\n") is not the run's
         begun = _token_begun(text, run)
         if run == 1 and text[-1].lower() in _FIRST_LETTERS:
             begun = 1  # "s" of "sk-…", "A" of "API_KEY=…": a key sent a character at a time
@@ -536,6 +550,8 @@ class Redactor:
             if generic
             else self.secret_prefix(text)
         )
+        if 0 < keep < len(text) and text[-keep - 1] == "\\":
+            keep += 1  # an escape ("\\n") is held whole: what follows it is read with it
         return self.text(text[: len(text) - keep], generic=generic), text[len(text) - keep :]
 
     def held_end(self, raw: str, *, generic: bool = True) -> str:

@@ -324,11 +324,15 @@ _BLOCK.update({k: "" for k in ("", "RSA ", "OPENSSH ", "EC ", "ENCRYPTED ")})
                 f"-----END {k[0]}PRIVATE KEY{_BLOCK[k[0]]}-----"
             )
         ),
-        st.lists(st.text(_TOKEN_CHARS + "+/", min_size=1, max_size=70), min_size=1, max_size=4).map(
-            lambda lines: f"Private-Lines: {len(lines)}\n{chr(10).join(lines)}"
-        ),
+        st.tuples(
+            st.sampled_from(["\n", "\\n"]),  # a line break, or one JSON-escaped (a tool's arguments)
+            st.text(_TOKEN_CHARS + "+/", min_size=16, max_size=70),
+            st.lists(st.text(_TOKEN_CHARS + "+/", min_size=1, max_size=70), max_size=3),
+        ).map(lambda k: f"Private-Lines: {len(k[2]) + 1}{k[0]}{k[0].join([k[1], *k[2]])}"),
     ),
-    before=st.sampled_from(["", "Here it is: ", "the key (", "export ", "a rule\n---\n"]),
+    before=st.sampled_from(
+        ["", "Here it is: ", "the key (", "export ", "a rule\n---\n", "Public-Lines: 1\\nAAAA\\n"]
+    ),
     after=st.sampled_from(["", " and done.", "\nnext line", ") ok", '" ok', "\n-----\n- item"]),
     cuts=st.lists(st.integers(0, 400), max_size=12),
 )
