@@ -259,8 +259,17 @@ class ResourceService:
         path = self.check(connection, uri, write=True)
         if os.path.lexists(path) and not path.is_dir():
             raise RpcError(ErrorCode.ALREADY_EXISTS, f"{uri} exists and is not a folder")
+        missing = []  # the folders to make, deepest first (a loop: Path.mkdir recurses on each)
+        at = path
+        while not os.path.lexists(at) and at != at.parent:
+            missing.append(at)
+            at = at.parent
         try:
-            path.mkdir(parents=True, exist_ok=True)
+            for folder in reversed(missing):
+                with contextlib.suppress(FileExistsError):  # made meanwhile: as exist_ok
+                    os.mkdir(folder)
+            if not path.is_dir():
+                raise RpcError(ErrorCode.ALREADY_EXISTS, f"{uri} exists and is not a folder")
         except OSError as exc:
             raise _os_error(exc, uri) from None
         return {}

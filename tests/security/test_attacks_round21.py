@@ -105,10 +105,11 @@ def test_a_known_secret_in_a_tool_calls_streamed_input_never_enters_state_or_the
 def test_a_folder_tree_too_deep_to_copy_is_refused_with_the_reason(tmp_path):
     """One ``resourceMkdir`` made 1,500 nested folders, and their ``resourceCopy`` failed with an
     internal error (Python's copy recursed past its stack). It is refused before anything is
-    copied, and the folder can still be deleted."""
+    copied, and the folder can still be deleted. (``resourceMkdir`` itself recursed once for each
+    folder it made: it makes them in a loop.)"""
     writable = tmp_path / "w"
     writable.mkdir()
-    deep = writable.joinpath("a", *["d"] * 1500)
+    deep = writable.joinpath("a", *["d"] * 1200)
 
     async def main():
         lab = await Lab.open(directories=[{"path": writable, "contents": "skill", "writable": True}])
