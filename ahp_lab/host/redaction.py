@@ -87,9 +87,21 @@ _QUERY_WORDS = frozenset(
 _QUERY_SEPARATORS = re.compile(r"[_.\-]")
 # A Bearer/Basic credential: a token with a digit or one of + / = _ ~ in it ("Basic dXNlcjpw...",
 # "Bearer eyJ..."), not a word ("a basic example", "bearer bonds").
-_CREDENTIAL = re.compile(
-    r"(?i)(?:\b|(?<=\\[nrt]))(bearer|basic)(\s+)(?=[A-Za-z.\-]*[0-9+/=_~])[A-Za-z0-9._~+/=\-]{8,}"
-)
+_CREDENTIAL_PATTERN = r"(?i)START(bearer|basic)(\s+)(?=[A-Za-z.\-]*[0-9+/=_~])[A-Za-z0-9._~+/=\-]{8,}"
+#: Where a word starts: after no word character, and, in text holding a backslash, right after a
+#: JSON-escaped line break or tab too ("\\nsk-…", as a tool's arguments carry text). Two versions of
+#: each pattern: the escape-aware one scans a third slower, and most text holds no backslash.
+_WORD_START, _WORD_START_ESCAPED = r"\b", r"(?:\b|(?<=\\[nrt]))"
+
+
+def _word_patterns(pattern: str) -> tuple[re.Pattern, re.Pattern]:
+    """``pattern`` (its word start written ``START``) compiled for plain text and for escaped text."""
+    return re.compile(pattern.replace("START", _WORD_START, 1)), re.compile(
+        pattern.replace("START", _WORD_START_ESCAPED, 1)
+    )
+
+
+_CREDENTIAL, _CREDENTIAL_ESCAPED = _word_patterns(_CREDENTIAL_PATTERN)
 # NAME = value / "name": "value" / name: value, where NAME looks like it holds a secret; the value
 # must be 6+ characters and not only digits (so "max_tokens=4096" or "tokens: 1200" stay).
 _SECRET_WORD = (
@@ -123,8 +135,8 @@ _PPK_LINES = (
 # A JWT starts only where a run of token characters starts, and its segments do not give back
 # (possessive): with a start after every "-" of "eyJ-eyJ-…", each scanned the rest of the run for
 # a "." that never came, 2.5 s for 100 KB of a stranger's title.
-_KNOWN_TOKEN = re.compile(
-    r"(?:\b|(?<=\\[nrt]))(?:sk-[A-Za-z0-9_\-]{16,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|A(?:KIA|SIA)[0-9A-Z]{16}(?![0-9A-Za-z])|"
+_KNOWN_TOKEN, _KNOWN_TOKEN_ESCAPED = _word_patterns(
+    r"START(?:sk-[A-Za-z0-9_\-]{16,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|A(?:KIA|SIA)[0-9A-Z]{16}(?![0-9A-Za-z])|"
     r"xox[abprs]-[A-Za-z0-9\-]{10,}|AIza[0-9A-Za-z_\-]{30,}|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}|"
     r"glpat-[A-Za-z0-9_\-]{20,}|hf_[A-Za-z0-9]{30,}|npm_[A-Za-z0-9]{36,}|"
     r"hooks\.slack\.com/services/[A-Za-z0-9_/]{20,})"
@@ -437,14 +449,14 @@ class Redactor:
                 text = _URL_USERINFO.sub(r"\1", text)
             if "=" in text and ("?" in text or "&" in text or ";" in text):
                 text = _QUERY_PARAMETER.sub(_masked_query, text)
-            if (
-                "earer" in text or "asic" in text or "EARER" in text or "ASIC" in text
-            ) and _CREDENTIAL.search(text):
-                text = _CREDENTIAL.sub(rf"\1\2{MASK}", text)
+            if "earer" in text or "asic" in text or "EARER" in text or "ASIC" in text:
+                credential = _CREDENTIAL_ESCAPED if "\\" in text else _CREDENTIAL
+                if credential.search(text):
+                    text = credential.sub(rf"\1\2{MASK}", text)
             if ("=" in text or ":" in text) and _SECRET_NAME_HINT.search(text):
                 text = _SECRET_ASSIGNMENT.sub(_masked_assignment, text)
             if len(text) >= 15:  # the shortest token of a known shape: "xoxb-" and 10 more
-                text = _KNOWN_TOKEN.sub(MASK, text)
+                text = (_KNOWN_TOKEN_ESCAPED if "\\" in text else _KNOWN_TOKEN).sub(MASK, text)
         return text
 
     def masked_bytes(self, data: bytes) -> bytes:
