@@ -341,7 +341,7 @@ class ClientLog:
     def export(self, target: str | Path | IO[str]) -> int:
         """Write the log as JSON Lines (snapshots + envelopes with their clock values); returns lines."""
         if isinstance(target, (str, Path)):
-            with open(target, "w", encoding="utf-8", errors="backslashreplace") as fh:  # as Store.export
+            with open(target, "w", encoding="utf-8") as fh:
                 return self.export(fh)
         head = {"format": CLIENT_LOG_FORMAT, "version": 1, "clientId": self.client_id}
         target.write(utf8_json(dumps(head)) + "\n")  # a host's lone surrogate is written escaped

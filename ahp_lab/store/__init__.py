@@ -31,7 +31,7 @@ from sys import getsizeof
 from typing import IO, Any
 
 from ..protocol import PROTOCOL_VERSION
-from ..protocol.jsonvalue import dumps, to_json
+from ..protocol.jsonvalue import dumps, to_json, utf8_json
 from ..reducers import REDUCERS
 from .transitions import Transition, TransitionList, TransitionLog, summarize_action
 
@@ -587,9 +587,7 @@ class Store:
     def export(self, target: str | Path | IO[str]) -> int:
         """Write the log as JSON Lines (initial channel states + envelopes); returns the line count."""
         if isinstance(target, (str, Path)):
-            # a lone UTF-16 half (a client's text may hold one) has no UTF-8: written as its JSON
-            # escape, inside the string it is in, so that the line reads back the same
-            with open(target, "w", encoding="utf-8", errors="backslashreplace") as fh:
+            with open(target, "w", encoding="utf-8") as fh:
                 return self.export(fh)
         if not callable(getattr(target, "write", None)):
             raise TypeError(
@@ -599,7 +597,9 @@ class Store:
 
         def write(obj: dict) -> None:
             nonlocal lines
-            target.write(dumps(obj, separators=(",", ":")) + "\n")
+            # a lone UTF-16 half (a client's text may hold one) is written escaped, as UTF-8 can
+            # carry it, so that the line reads back the same
+            target.write(utf8_json(dumps(obj, separators=(",", ":"))) + "\n")
             lines += 1
 
         write(

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..protocol.jsonvalue import dumps, json_patch, strip_nulls, to_json
+from ..protocol.jsonvalue import dumps, json_patch, strip_nulls, to_json, utf8_json
 from ..reducers import FIXTURE_NOW_MS, REDUCERS
 
 if TYPE_CHECKING:
@@ -379,10 +379,7 @@ class TransitionList(list):
             "expected": strip_nulls(state),
         }
         if path is not None:
-            # a lone UTF-16 half has no UTF-8: written as its JSON escape, as Store.export does
-            Path(path).write_text(
-                dumps(fixture, indent=2) + "\n", encoding="utf-8", errors="backslashreplace"
-            )
+            Path(path).write_text(utf8_json(dumps(fixture, indent=2)) + "\n", encoding="utf-8")
         return fixture
 
     def to_pytest(
