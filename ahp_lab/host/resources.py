@@ -78,6 +78,12 @@ def _real(path: Path) -> str:
     return os.path.realpath(path)
 
 
+def _entry(path: Path) -> str:
+    """Where the entry ``path`` names is: its folder resolved, its own name kept (a link itself,
+    not what it leads to)."""
+    return os.path.join(_real(path.parent), path.name)
+
+
 class ResourceService:
     """Serves ``resource*`` requests; a host extension (``methods`` + ``handle_request``).
 
@@ -257,8 +263,6 @@ class ResourceService:
     def _resourceMkdir(self, connection: Any, params: dict) -> dict:
         uri = params.get("uri")
         path = self.check(connection, uri, write=True)
-        if os.path.lexists(path) and not path.is_dir():
-            raise RpcError(ErrorCode.ALREADY_EXISTS, f"{uri} exists and is not a folder")
         missing = []  # the folders to make, deepest first (a loop: Path.mkdir recurses on each)
         at = path
         while not os.path.lexists(at) and at != at.parent:
@@ -279,7 +283,7 @@ class ResourceService:
         path = self.check(connection, uri, write=True)
         if not os.path.lexists(path):
             raise RpcError(ErrorCode.NOT_FOUND, f"{uri} does not exist")
-        self._keeps_roots(connection, uri, os.path.join(_real(path.parent), path.name))
+        self._keeps_roots(connection, uri, _entry(path))
         if path.is_dir() and not path.is_symlink() and params.get("recursive"):
             return _off_the_loop(_removed_tree, path, _real(path), uri)  # a large tree
         try:
@@ -313,8 +317,7 @@ class ResourceService:
                 f"the folder {file_uri(destination.parent)} does not exist; create it with resourceMkdir first",
             )
         source_real, parent_real = _real(source.parent), _real(destination.parent)
-        at_source = os.path.join(source_real, source.name)  # the entry itself, a link not followed
-        at_destination = os.path.join(parent_real, destination.name)
+        at_source, at_destination = _entry(source), _entry(destination)
         if move:
             self._keeps_roots(connection, source_uri, at_source)
         self._keeps_roots(connection, destination_uri, at_destination)
@@ -335,13 +338,13 @@ class ResourceService:
         )  # fmt: skip
 
     def _keeps_roots(self, connection: Any, uri: Any, entry: str) -> None:
-        """Refuse (-32009) to delete, move or replace ``entry`` (a real folder joined with a name, a
-        link not followed) when it is or holds a folder the host serves to ``connection``: a root,
-        or one nested inside another, stays where it is."""
+        """Refuse (-32009) to delete, move or replace ``entry`` (an :func:`_entry`) when it is or holds
+        a folder the host serves to ``connection``: a root, or one nested inside another, stays where
+        it is."""
         for root in (*self._read_roots(connection), *self._write_roots(connection)):
             given = Path(os.path.abspath(os.fspath(root)))
             # where it leads, and the entry it is (a root given as a link: the link itself)
-            if _inside(_real(given), entry) or _inside(os.path.join(_real(given.parent), given.name), entry):
+            if _inside(_real(given), entry) or _inside(_entry(given), entry):
                 raise RpcError(
                     ErrorCode.PERMISSION_DENIED,
                     f"{uri} is or holds a folder the host serves, which stays where it is",
