@@ -160,7 +160,7 @@ def _begun(literal: str, body: str) -> str:
 
 #: A token of a known shape, cut anywhere after its first two letters, reaching the end of a text.
 _TOKEN_BEGUN = re.compile(
-    r"(?:(?<!\w)|(?<=\\[nrt]))(?:"  # after a JSON-escaped line break or tab too
+    rf"{_WORD_START_ESCAPED}(?:"  # after a JSON-escaped line break or tab too
     + "|".join(
         _begun(literal, body)
         for literal, body in (
@@ -187,7 +187,7 @@ _TOKEN_BEGUN = re.compile(
 #: last word on (:meth:`Redactor.credential_begun` finds where the name begins), or of a
 #: ``Bearer``/``Basic`` credential.
 _ASSIGNMENT_BEGUN = re.compile(
-    rf"(?i)(?:{_SECRET_WORD}[\"']?\s*(?:[:=]\s*[\"']?[^\s\"'&,;]*)?|(?:\b|(?<=\\[nrt]))(?:bearer|basic)(?:\s+[A-Za-z0-9._~+/=\-]*)?)\Z"
+    rf"(?i)(?:{_SECRET_WORD}[\"']?\s*(?:[:=]\s*[\"']?[^\s\"'&,;]*)?|{_WORD_START_ESCAPED}(?:bearer|basic)(?:\s+[A-Za-z0-9._~+/=\-]*)?)\Z"
 )
 #: The words that make a name secret-looking (:data:`_SECRET_ASSIGNMENT`), and ``Bearer``/``Basic``.
 _SECRET_WORDS = (
@@ -247,8 +247,6 @@ def _pem_begun(text: str) -> int:
     begun = 0
     if text[-1:] in "Privatens-L" and (header := _PPK_HEADER_BEGUN.search(text, max(0, size - 13))):
         begun = size - header.start()
-    elif text[-1:] == "\\" or text[-2:] == "\\n":  # a JSON-escaped line break, which a header may follow
-        begun = 1 if text[-1:] == "\\" else 2
     if text[-1:] in "-ABCDEFGHIJKLMNOPQRSTUVWXYZ " and (
         line := _PEM_LINE_BEGUN.search(text, max(0, size - 64))
     ):
@@ -549,6 +547,8 @@ class Redactor:
             head = text[: found.start()]
             start = len(head.rstrip(_NAME_CHARACTERS)) if found.group(0)[:1].isalpha() else found.start()
             begun = max(begun, size - start)
+        if text[-1:] == "\\" or text[-2:] == "\\n":  # a JSON-escaped line break (a cut one too), which
+            begun = max(begun, 1 if text[-1:] == "\\" else 2)  # a key's header or a token may follow
         return max(begun, _pem_begun(text))
 
     def streamed(self, text: str, *, generic: bool = True) -> tuple[str, str]:
