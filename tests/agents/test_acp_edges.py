@@ -685,15 +685,19 @@ def test_a_mode_the_agent_switches_to_after_its_answer_is_the_mode_shown(tmp_pat
     than the answer: the host put the sent mode back over it, and showed code while the agent ran
     ask (a verification round)."""
 
-    async def go() -> None:
-        async with acp_lab(tmp_path, bad_agent("switches_back")) as lab:
-            change = {"type": "session/configChanged", "config": {"mode": "code"}}
-            assert (await lab.adispatch(change, lab.session)).accepted
-            turn = await lab.send("which?")
-            assert json.loads(turn.text.removeprefix("working... "))["mode"] == "ask"
-            assert lab.session_state["config"]["values"]["mode"] == "ask"
+    assert arun(_mode_after_asking(tmp_path, "switches_back", "code")) == ("ask", "ask")
 
-    arun(go())
+
+async def _mode_after_asking(tmp_path: Path, agent_mode: str, asked: str) -> tuple[str, str]:
+    """(the mode the bad agent in ``agent_mode`` says it runs, the mode the session shows) after a
+    client asked for mode ``asked``."""
+    async with acp_lab(tmp_path, bad_agent(agent_mode)) as lab:
+        change = {"type": "session/configChanged", "config": {"mode": asked}}
+        assert (await lab.adispatch(change, lab.session)).accepted
+        turn = await lab.send("which?")
+        return json.loads(turn.text.removeprefix("working... "))["mode"], lab.session_state["config"][
+            "values"
+        ]["mode"]
 
 
 def test_a_mode_the_agent_switches_to_before_refusing_the_one_it_was_sent_is_the_mode_shown(
@@ -705,15 +709,7 @@ def test_a_mode_the_agent_switches_to_before_refusing_the_one_it_was_sent_is_the
     edits without asking (ACP agent round 10). A refused change is put back only where nothing
     changed it since."""
 
-    async def go() -> None:
-        async with acp_lab(tmp_path, bad_agent("switches_then_refuses")) as lab:
-            change = {"type": "session/configChanged", "config": {"mode": "plan"}}
-            assert (await lab.adispatch(change, lab.session)).accepted
-            turn = await lab.send("which?")
-            assert json.loads(turn.text.removeprefix("working... "))["mode"] == "code"
-            assert lab.session_state["config"]["values"]["mode"] == "code"
-
-    arun(go())
+    assert arun(_mode_after_asking(tmp_path, "switches_then_refuses", "plan")) == ("code", "code")
 
 
 def test_the_persons_key_in_the_agents_modes_reaches_neither_state_nor_another_client(tmp_path: Path) -> None:
