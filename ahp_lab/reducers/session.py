@@ -67,8 +67,12 @@ _resource_key = key_of("resource")
 _id_key = key_of("id")
 
 
-def _seq(value: Any) -> list | Vector | None:
-    return value if type(value) is list or type(value) is Vector else None
+def _array(value: Any, field: str) -> list | Vector:
+    """``value`` (``state[field]``) as the array the reference's ``findIndex`` searches: anything
+    else has no such method, and the search throws (``TypeError``)."""
+    if type(value) is list or type(value) is Vector:
+        return value
+    raise TypeError(f"{field}.findIndex is not a function")
 
 
 def _find(entries: list | Vector, key_fn, wanted: Any) -> int:
@@ -104,9 +108,7 @@ def _upsert_into(state: dict, field: str, key_fn, item: Any, *, create: bool) ->
     """
     entries = state.get(field)
     if type(entries) is not list and type(entries) is not Vector:
-        if entries is not None or not create:
-            raise TypeError(f"{field}.findIndex is not a function")
-        entries = []
+        entries = [] if entries is None and create else _array(entries, field)
     return _upserted(entries, key_fn, item)
 
 
@@ -141,7 +143,7 @@ def _remove_from(
     if type(entries) is not list:
         if falsy and not truthy(entries):
             return None
-        raise TypeError(f"{field}.findIndex is not a function")
+        entries = _array(entries, field)
     i = _find(entries, key_fn, key(wanted))
     return None if i < 0 else removed(entries, i)
 
@@ -164,9 +166,7 @@ def _chat_removed(state, action, now_ms):
 
 
 def _chat_updated(state, action, now_ms):
-    chats = _seq(state.get("chats"))
-    if chats is None:
-        raise TypeError("chats.findIndex is not a function")
+    chats = _array(state.get("chats"), "chats")
     i = _find(chats, _resource_key, key(action.get("chat")))
     if i < 0:
         return state
@@ -479,9 +479,7 @@ def _customizations_changed(state, action, now_ms):
 
 def _customization_updated(state, action, now_ms):
     item = action.get("customization")
-    tree = [] if state.get("customizations") is None else _tree(state)  # as ``?? []``
-    if tree is None:
-        raise TypeError("customizations.findIndex is not a function")
+    tree = [] if state.get("customizations") is None else _array(_tree(state), "customizations")  # ?? []
     return put(state, "customizations", _upserted(tree, _id_key, item, _forget))
 
 
