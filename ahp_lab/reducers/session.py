@@ -15,6 +15,7 @@ from ..protocol import vector
 from ..protocol.vector import STOP, Vector, appended, find, removed, replaced
 from ._js import key, spread, truthy
 from ._util import (
+    array_of,
     as_int,
     config_changed,
     directory_removed,
@@ -67,14 +68,6 @@ _resource_key = key_of("resource")
 _id_key = key_of("id")
 
 
-def _array(value: Any, field: str) -> list | Vector:
-    """``value`` (``state[field]``) as the array the reference's ``findIndex`` searches: anything
-    else has no such method, and the search throws (``TypeError``)."""
-    if type(value) is list or type(value) is Vector:
-        return value
-    raise TypeError(f"{field}.findIndex is not a function")
-
-
 def _find(entries: list | Vector, key_fn, wanted: Any) -> int:
     """:func:`~ahp_lab.protocol.vector.find`, with a short list's scan inlined for a string key.
 
@@ -108,7 +101,7 @@ def _upsert_into(state: dict, field: str, key_fn, item: Any, *, create: bool) ->
     """
     entries = state.get(field)
     if type(entries) is not list and type(entries) is not Vector:
-        entries = [] if entries is None and create else _array(entries, field)
+        entries = [] if entries is None and create else array_of(entries)
     return _upserted(entries, key_fn, item)
 
 
@@ -143,7 +136,7 @@ def _remove_from(
     if type(entries) is not list:
         if falsy and not truthy(entries):
             return None
-        entries = _array(entries, field)
+        entries = array_of(entries)
     i = _find(entries, key_fn, key(wanted))
     return None if i < 0 else removed(entries, i)
 
@@ -166,7 +159,7 @@ def _chat_removed(state, action, now_ms):
 
 
 def _chat_updated(state, action, now_ms):
-    chats = _array(state.get("chats"), "chats")
+    chats = array_of(state.get("chats"))
     i = _find(chats, _resource_key, key(action.get("chat")))
     if i < 0:
         return state
@@ -479,7 +472,7 @@ def _customizations_changed(state, action, now_ms):
 
 def _customization_updated(state, action, now_ms):
     item = action.get("customization")
-    tree = [] if state.get("customizations") is None else _array(_tree(state), "customizations")  # ?? []
+    tree = [] if state.get("customizations") is None else array_of(_tree(state))  # ?? []
     return put(state, "customizations", _upserted(tree, _id_key, item, _forget))
 
 
