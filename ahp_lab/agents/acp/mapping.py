@@ -370,19 +370,23 @@ def _complete(turn: TurnMap, call: ToolCall, resolver: Resolver) -> dict:
     if isinstance(call.raw_output, dict) and len(json.dumps(call.raw_output, default=str)) <= MAX_SHOWN_CHARS:
         result["structuredContent"] = call.raw_output  # (a larger one is the agent's, not shown)
     if not ok:  # the agent's own words: its text content, not a diff or terminal rendered as text
-        texts = [
-            c["content"]["text"]
-            for c in call.content
-            if isinstance(c, dict)
+        said = _first_text(call.content)
+        result["error"] = {"message": (resolver.clip(said, 500) if said else "") or f"{call.title} failed"}
+    return {"type": "chat/toolCallComplete", **_base(turn, call), "result": result}
+
+
+def _first_text(items: Any) -> str | None:
+    """The first text the agent wrote among a call's content ``items`` (not the host's notes)."""
+    for c in items or ():
+        if (
+            isinstance(c, dict)
             and c.get("type") == "content"
             and not c.get("_host")
             and isinstance(c.get("content"), dict)
             and isinstance(c["content"].get("text"), str)
-        ]
-        result["error"] = {
-            "message": (resolver.clip(texts[0], 500) if texts else "") or f"{call.title} failed"
-        }
-    return {"type": "chat/toolCallComplete", **_base(turn, call), "result": result}
+        ):
+            return c["content"]["text"]
+    return None
 
 
 def interrupted(turn: TurnMap, call: ToolCall, resolver: Resolver) -> dict:
@@ -526,21 +530,10 @@ def _late_notice(turn: TurnMap, call: ToolCall, update: dict, resolver: Resolver
     """A ``systemNotification`` part saying what the agent reported of a call after it had ended
     (a failure reported then was nowhere in the chat: ACP call ids are unique in a session, and
     AHP's end of a call is final)."""
-    texts = [
-        c["content"]["text"]
-        for c in update.get("content") or ()
-        if isinstance(c, dict)
-        and isinstance(c.get("content"), dict)
-        and isinstance(c["content"].get("text"), str)
-    ]
-    said = [_LATE_STATUS[update["status"]]]
-    if texts:
-        said.append(resolver.clip(texts[0], 500))
-    text = (
-        f"The agent reported on tool call {call.title!r} ({call.id}) after it had ended"
-        + f": {', '.join(said)}"
-        + ". The call stays as it ended."
-    )
+    said = _LATE_STATUS[update["status"]]
+    if (first := _first_text(update.get("content"))) is not None:
+        said += f", {resolver.clip(first, 500)}"
+    text = f"The agent reported on tool call {call.title!r} ({call.id}) after it had ended: {said}. The call stays as it ended."
     return {
         "type": "chat/responsePart",
         "turnId": turn.turn_id,
