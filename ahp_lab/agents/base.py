@@ -225,6 +225,10 @@ class SessionContext(Protocol):
     def put_content(self, data: str | bytes, content_type: str = "text/plain") -> dict:
         """Keep ``data`` for ``resourceRead`` and return its ``ContentRef`` (diff sides, images)."""
 
+    def file_turn(self) -> Any:
+        """An async context manager: while it is held, no resource command's file work runs (take
+        it around a path check and the file work on that path, as the ACP bridge's file requests do)."""
+
     def check_path(self, path: str, *, write: bool = False) -> str:
         """The absolute path if it is inside the working directories, else :class:`FileAccessDenied`."""
 

@@ -35,7 +35,7 @@ from ..protocol.printable import printable
 from ..store import agent_origin
 from ..transport import RpcError
 from .redaction import Redactor
-from .resources import ResourceService, file_uri, uri_path
+from .resources import ResourceService, file_turn, file_uri, uri_path
 from .validation import config_value_problem
 
 if TYPE_CHECKING:
@@ -353,6 +353,9 @@ class HostSessionContext:
         if not isinstance(path, str) or not os.path.isabs(path):
             raise FileAccessDenied(f"{path!r} is refused because it is not an absolute path")
         return file_uri(path)
+
+    def file_turn(self) -> Any:
+        return file_turn()
 
     def check_path(self, path: str, *, write: bool = False) -> str:
         try:

@@ -414,14 +414,21 @@ _FILE_WORK = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ahp-resources
 _TURNS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
 
 
-async def _in_turn(command: Callable[[Any, dict], Any], connection: Any, params: dict) -> dict:
-    """``command(connection, params)``, checks and file work, alone among this loop's resource
-    commands (a queue, in order: a burst of them waits behind itself, not the host's loop)."""
+def file_turn() -> asyncio.Lock:
+    """The running loop's turn for file work that checks paths, then acts on them: resource
+    commands take it for their checks and file work, an agent's file requests for theirs (an
+    agent's write checked while a stranger's move ran in its thread could land outside). A queue,
+    in order: a burst waits behind itself, not the host's loop."""
     loop = asyncio.get_running_loop()
     turn = _TURNS.get(loop)
     if turn is None:
         turn = _TURNS[loop] = asyncio.Lock()
-    async with turn:
+    return turn
+
+
+async def _in_turn(command: Callable[[Any, dict], Any], connection: Any, params: dict) -> dict:
+    """``command(connection, params)``, checks and file work, in this loop's :func:`file_turn`."""
+    async with file_turn():
         out = command(connection, params)
         return await out if inspect.isawaitable(out) else out
 

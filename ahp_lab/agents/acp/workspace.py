@@ -74,17 +74,23 @@ class WorkspaceServices:
         for action in [*actions, *mapping.advance(turn, call, self.resolver, content_changed=False)]:
             self.emit(action)
 
-    def _serve_file(self, session_id: str, verb: str, path: str, do: Any, done: Any) -> Any:
-        """Run one file request through the session context; show it in the timeline either way."""
+    async def _serve_file(self, session_id: str, verb: str, path: str, do: Any, done: Any) -> Any:
+        """Run one file request through the session context, in the host's turn for file work (a
+        stranger's move running meanwhile could turn a checked folder into a link out); show it in
+        the timeline either way."""
         if not self._check_session(session_id) or not self.agent.fs:
             raise RequestError.method_not_found(f"fs/{verb}_text_file")
-        if verb == "write" and self.frame_turn() is None:  # no turn would show it
-            log.warning("refused the agent's write of %s: no turn is running", path)
-            raise RequestError(
-                -32602, "no prompt turn is running: files are written during a turn only", {"path": path}
-            )
         try:
-            result = do()
+            async with self.ctx.file_turn():
+                if verb == "write" and self.frame_turn() is None:  # no turn would show it (asked
+                    # when its turn comes: a turn cancelled while the write waited has ended)
+                    log.warning("refused the agent's write of %s: no turn is running", path)
+                    raise RequestError(
+                        -32602,
+                        "no prompt turn is running: files are written during a turn only",
+                        {"path": path},
+                    )
+                result = do()
         except FileAccessDenied as exc:
             self._fs_call(verb, path, f"refused: {exc}", False)
             raise RequestError(-32602, str(exc), {"path": path}) from None
@@ -105,7 +111,7 @@ class WorkspaceServices:
         self, session_id: str, path: str, line: int | None = None, limit: int | None = None, **kwargs: Any
     ) -> Any:
         """``fs/read_text_file`` inside the session's working directories only."""
-        content = self._serve_file(
+        content = await self._serve_file(
             session_id,
             "read",
             path,
@@ -118,7 +124,7 @@ class WorkspaceServices:
         """``fs/write_text_file`` inside the session's working directories only (nothing else is
         touched), while a turn runs: a write between turns, or after a cancel, would change the
         person's files with nothing in the timeline to show it."""
-        self._serve_file(
+        await self._serve_file(
             session_id,
             "write",
             path,
