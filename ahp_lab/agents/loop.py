@@ -30,13 +30,15 @@ import copy
 import hashlib
 import json
 import math
+import os
 import re
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..extensions import catalog as cat
-from ..extensions.config import Workspace
+from ..extensions.config import PROJECT_CONFIG, USER_CONFIG, Workspace
 from ..extensions.contract import Extension
 from ..extensions.custom_tools import USER_TOOLS
 from ..extensions.session import (
@@ -211,6 +213,20 @@ class LoopAgent:
         redactor = getattr(host, "redactor", None)
         if redactor is not None:  # what the model-call record shows is masked as the host's state is
             self.model_calls.redact = redactor.redact
+
+    def code_folders(self) -> list[Path]:
+        """The folders this agent loads code or configuration from (its custom tools, the project's
+        and the user's ``.ahp_lab``): the host lets no stranger write there, even inside a writable
+        folder, or a stranger's file would run in this kernel with the next session."""
+        folders = [self.workspace.root / PROJECT_CONFIG.parent, _expanded(USER_CONFIG).parent]
+        if self.user_config is not None:
+            folders.append(_expanded(self.user_config))
+        if self.user_tools is not None:
+            folders.append(_expanded(self.user_tools))
+        for given in self.tool_paths:
+            path = _expanded(given)
+            folders.append(path if path.is_absolute() else self.workspace.root / path)
+        return folders
 
     def info(self) -> dict:
         """The ``AgentInfo`` published on the root channel."""
@@ -661,3 +677,7 @@ def _function(name: str, description: str, schema: dict) -> dict:
             "parameters": schema or {"type": "object"},
         },
     }
+
+
+def _expanded(path: Any) -> Path:
+    return Path(os.path.expanduser(os.fspath(path)))

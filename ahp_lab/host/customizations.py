@@ -216,6 +216,18 @@ class CustomizationManager:
             if c.type == "directory" and c.writable and c.path is not None
         ]
 
+    def executed(self) -> list[Path]:
+        """The folders the host runs or imports code from: the person's plugins (their MCP servers),
+        MCP server directories, and what the host's agents load (a ``LoopAgent``'s custom tools and
+        configuration). No stranger writes there, even inside a writable directory: the host would
+        run what it wrote as the person's own, without asking (``docs/security.md`` §2)."""
+        folders = [*self.plugins, *(d["path"] for d in self.directories if d["contents"] == "mcpServer")]
+        for agent in list(getattr(self.host, "agents", {}).values()):
+            code = getattr(agent, "code_folders", None)
+            if code is not None:
+                folders.extend(code())
+        return folders
+
     # -- host hooks -----------------------------------------------------------------------------
 
     def on_session_created(self, session: str) -> None:

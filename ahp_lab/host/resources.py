@@ -69,6 +69,12 @@ def uri_path(uri: Any) -> Path:
     return Path(path)
 
 
+def _stranger(connection: Any) -> bool:
+    """Whether ``connection`` is a client other than the notebook's own (``None``: the host's own
+    file helpers for an agent, confined to its working directories)."""
+    return connection is not None and not getattr(connection, "trusted", False)
+
+
 def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
@@ -98,10 +104,12 @@ class ResourceService:
         read_roots: Callable[[Any], Iterable[str | os.PathLike]],
         write_roots: Callable[[Any], Iterable[str | os.PathLike]],
         limits: Limits = DEFAULT_LIMITS,
+        executed: Callable[[], Iterable[str | os.PathLike]] = tuple,
     ) -> None:
         self._read_roots = read_roots
         self._write_roots = write_roots
         self.limits = limits
+        self._executed = executed
 
     # -- host extension hook --------------------------------------------------------------------
 
@@ -137,6 +145,14 @@ class ResourceService:
                     raise RpcError(
                         ErrorCode.PERMISSION_DENIED,
                         f"{uri} is refused because it resolves to {real}, outside {root_abs} (a symlink points out)",
+                        {"request": request},
+                    )
+                executed = self._executed_by_host(path, real) if write and _stranger(connection) else ()
+                if executed:
+                    raise RpcError(
+                        ErrorCode.PERMISSION_DENIED,
+                        f"{uri} is refused because the host runs what {executed[0]} holds (a plugin, MCP "
+                        "servers or an agent's tools), so only the notebook may write there",
                         {"request": request},
                     )
                 return path
@@ -340,15 +356,28 @@ class ResourceService:
     def _keeps_roots(self, connection: Any, uri: Any, entry: str) -> None:
         """Refuse (-32009) to delete, move or replace ``entry`` (an :func:`_entry`) when it is or holds
         a folder the host serves to ``connection``: a root, or one nested inside another, stays where
-        it is."""
-        for root in (*self._read_roots(connection), *self._write_roots(connection)):
+        it is; so does, for a stranger, a folder the host runs code from (replaced, it would run
+        the stranger's)."""
+        kept = [*self._read_roots(connection), *self._write_roots(connection)]
+        if _stranger(connection):
+            kept += self._executed()
+        for root in kept:
             given = Path(os.path.abspath(os.fspath(root)))
             # where it leads, and the entry it is (a root given as a link: the link itself)
             if _inside(_real(given), entry) or _inside(_entry(given), entry):
                 raise RpcError(
                     ErrorCode.PERMISSION_DENIED,
-                    f"{uri} is or holds a folder the host serves, which stays where it is",
+                    f"{uri} is or holds a folder the host serves or runs code from, which stays where it is",
                 )
+
+    def _executed_by_host(self, path: Path, real: str) -> list[str]:
+        """The folders the host runs code from that ``path`` (resolved: ``real``) is in."""
+        out = []
+        for folder in self._executed():
+            given = os.path.abspath(os.fspath(folder))
+            if _inside(real, _real(Path(given))) or _inside(os.path.abspath(path), given):
+                out.append(given)
+        return out
 
     def _resourceResolve(self, connection: Any, params: dict) -> dict:
         uri = params.get("uri")

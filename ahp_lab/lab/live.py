@@ -702,7 +702,11 @@ def _attach_customizations(host: Host, plugins: Any, directories: Any, mcp_serve
         )
         mcp = McpManager(host, manager)
         host.extensions.extend(
-            [manager, mcp, ResourceService(manager.read_roots, manager.write_roots, host.limits)]
+            [
+                manager,
+                mcp,
+                ResourceService(manager.read_roots, manager.write_roots, host.limits, manager.executed),
+            ]
         )
     else:
         extra = CustomizationManager(

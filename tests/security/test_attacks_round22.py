@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 from pathlib import Path
+
+import pytest
 
 from ahp_lab import Lab
 from ahp_lab.agents.acp import AcpAgent
+from ahp_lab.protocol.jsonrpc import ErrorCode
 
 from ..agents.conftest import bad_agent
-from .conftest import arun
+from .conftest import arun, joined, open_lab
 
 
 def test_an_agents_file_request_waits_for_the_resource_command_before_it(tmp_path: Path) -> None:
@@ -44,3 +49,92 @@ def test_an_agents_file_request_waits_for_the_resource_command_before_it(tmp_pat
             await lab.aclose()
 
     arun(go())
+
+
+def _evil_servers(marker: Path) -> str:
+    command = f"open({str(marker)!r}, 'w').write('ran')"
+    return json.dumps({"mcpServers": {"evil": {"command": sys.executable, "args": ["-c", command]}}})
+
+
+@pytest.mark.parametrize("layout", ["mcp-directory", "plugin-also-writable", "plugin-inside-writable"])
+def test_a_stranger_cannot_write_where_the_host_runs_code_from(connect_stranger, tmp_path: Path, layout: str):
+    """A writable directory that was (or held) a folder the host runs code from let a stranger
+    write an MCP server there, which the host started as the person's own, no ``allow_mcp``
+    asked (attacker round 22). Writes there, and moving or deleting what holds it, are refused to
+    strangers; the notebook still writes there."""
+    folder = tmp_path / "servers"
+    folder.mkdir()
+    marker = tmp_path / "ran.txt"
+    if layout == "mcp-directory":
+        options = {"directories": [{"path": folder, "contents": "mcpServer", "writable": True}]}
+        target, executed = folder / "evil.json", folder
+    elif layout == "plugin-also-writable":
+        options = {
+            "plugins": [folder],
+            "directories": [{"path": folder, "contents": "skill", "writable": True}],
+        }
+        target, executed = folder / ".mcp.json", folder
+    else:
+        executed = folder / "sub" / "plugin"
+        (executed / "skills").mkdir(parents=True)
+        options = {
+            "plugins": [executed],
+            "directories": [{"path": folder, "contents": "skill", "writable": True}],
+        }
+        target = executed / ".mcp.json"
+    (tmp_path / "mine").mkdir()
+
+    async def main():
+        async with open_lab(**options) as lab:
+            s = await joined(connect_stranger, lab, "mallory")
+            write = {"uri": target.as_uri(), "data": _evil_servers(marker), "encoding": "utf-8"}
+            answer = await s.call("resourceWrite", write)
+            assert answer["error"]["code"] == ErrorCode.PERMISSION_DENIED, answer
+            assert f"the host runs what {executed} holds" in answer["error"]["message"]
+            assert not target.exists()
+            for method, params in [
+                ("resourceMkdir", {"uri": (executed / "hooks").as_uri()}),
+                ("resourceDelete", {"uri": executed.as_uri(), "recursive": True}),
+            ]:
+                answer = await s.call(method, params)
+                assert answer["error"]["code"] == ErrorCode.PERMISSION_DENIED, (method, answer)
+            if executed != folder:  # what holds it is no root: moved, a stranger's would take its place
+                answer = await s.call(
+                    "resourceMove",
+                    {"source": executed.parent.as_uri(), "destination": (folder / "away").as_uri()},
+                )
+                assert "which stays where it is" in answer["error"]["message"], answer
+            assert executed.is_dir()
+            # the person's own client writes there as before
+            await lab.client.request("resourceWrite", {**write, "data": "{}"})
+            assert target.read_text() == "{}" and not marker.exists()
+
+    arun(main())
+
+
+def test_a_stranger_cannot_plant_a_custom_tool_in_a_trusted_workspace(connect_stranger, tmp_path: Path):
+    """A trusted LoopAgent workspace that was also a writable folder let a stranger make
+    ``.ahp_lab/tools/evil.py``, which the next session's discovery imported into the kernel
+    (attacker round 22). The agent's code folders are the host's to run from: refused."""
+    from ahp_lab.agents.loop import LoopAgent
+    from ahp_lab.extensions.config import Workspace
+
+    agent = LoopAgent(workspace=Workspace.at(tmp_path, trusted=True), user_tools=None)
+
+    async def main():
+        options = {"agent": agent, "directories": [{"path": tmp_path, "contents": "skill", "writable": True}]}
+        async with open_lab(**options) as lab:
+            s = await joined(connect_stranger, lab, "mallory")
+            tools = tmp_path / ".ahp_lab" / "tools"
+            answer = await s.call("resourceMkdir", {"uri": tools.as_uri()})
+            assert answer["error"]["code"] == ErrorCode.PERMISSION_DENIED, answer
+            assert "an agent's tools" in answer["error"]["message"]
+            assert not tools.exists()
+            (tmp_path / "evil").mkdir()
+            answer = await s.call(
+                "resourceMove", {"source": (tmp_path / "evil").as_uri(), "destination": tools.parent.as_uri()}
+            )
+            assert answer["error"]["code"] == ErrorCode.PERMISSION_DENIED, answer
+            assert not tools.parent.exists()
+
+    arun(main())
