@@ -116,8 +116,10 @@ class FrameLog:
     """The newest ``capacity`` frames of one side's connections, oldest first, with listeners.
 
     ``redact(text, cut)`` (a host's redaction) masks the secrets of the frames received, and of the
-    errors sent (they may quote what a peer sent), before they are kept; ``cut`` says the text is
-    the first :data:`KEPT_CHARS` characters of a longer frame.
+    answers and errors sent (an answer may hold a file's text, read by ``resourceRead``; an error
+    may quote what a peer sent), before they are kept; ``cut`` says the text is the first
+    :data:`KEPT_CHARS` characters of a longer frame. The actions sent are the host's state's,
+    redacted already.
 
     At most ``max_chars`` characters of frame text are kept in all (each frame's first
     :data:`KEPT_CHARS`): a peer sending large frames pushes the oldest out sooner, so what a
@@ -171,7 +173,7 @@ class FrameLog:
         """Append a frame and tell the listeners."""
         self.count += 1
         kept = text if len(text) <= KEPT_CHARS else text[:KEPT_CHARS]
-        if self.redact is not None and (direction == "in" or '"error"' in kept):
+        if self.redact is not None and (direction == "in" or '"error"' in kept or '"result"' in kept):
             kept = self.redact(kept, len(kept) < len(text))
         if '"token"' in kept or "\\u" in kept:
             kept = _without_tokens(kept)

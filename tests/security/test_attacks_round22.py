@@ -138,3 +138,29 @@ def test_a_stranger_cannot_plant_a_custom_tool_in_a_trusted_workspace(connect_st
             assert not tools.parent.exists()
 
     arun(main())
+
+
+SK = "sk-proj-" + "Ab3dE5gH7jK9mN1pQ3sT5vX7zA9cE1g"
+PEM_BODY = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7" * 3
+
+
+def test_a_file_read_over_the_socket_keeps_no_secret_in_the_wire_log(connect_stranger, tmp_path: Path):
+    """The frame log (``lab.frames``, shown and saved with the notebook) redacted what came in and
+    errors, but kept the host's answers as sent: a stranger's ``resourceRead`` of a ``.env`` or
+    a key file in a working directory put the key there whole (attacker round 22)."""
+    (tmp_path / ".env").write_text(f"OPENAI_API_KEY={SK}\nDATABASE_URL=postgres://admin:pw1234@db/app\n")
+    key = "-----BEGIN PRIVATE KEY-----\n" + PEM_BODY + "\n-----END PRIVATE KEY-----\n"
+    (tmp_path / "id.pem").write_text(key)
+
+    async def main():
+        async with open_lab(roots=[tmp_path], working_directories=[tmp_path]) as lab:
+            s = await joined(connect_stranger, lab, "mallory")
+            for name in (".env", "id.pem"):
+                answer = await s.call("resourceRead", {"uri": (tmp_path / name).as_uri()})
+                assert "data" in answer["result"], answer  # the stranger may read it: a root's file
+            if lab.frames is not None:  # the socket's frames: what the raw wire view shows
+                sent = "\n".join(f.text for f in lab.frames.frames if f.direction == "out")
+                assert sent.count('"encoding":"utf-8"') >= 2  # both answers are there, masked
+                assert SK not in sent and "pw1234" not in sent and PEM_BODY[:40] not in sent
+
+    arun(main())
