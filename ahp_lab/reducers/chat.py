@@ -178,6 +178,13 @@ def _part_key(part: Any) -> Any:
     return None if isinstance(part, list) else STOP
 
 
+def _same_id(new_tc: dict, wanted: Any) -> bool:
+    """Whether an updated call is found by the id it was found by (``wanted``, a key): a
+    completion writes every key of its ``result`` over the call (T7), its ``toolCallId`` too."""
+    new = new_tc.get("toolCallId")
+    return (new if type(new) is str else key(new)) == wanted
+
+
 def touched_tool_call(action: dict) -> str | None:
     """The id of the one tool call a ``chat/toolCall*`` action changes (``None`` for other actions,
     and for an id that is not a string): what follows that call need not read the whole turn."""
@@ -725,7 +732,12 @@ def _tool_call_action(transform, rederive: bool):
                             new_part["toolCall"] = new_tc
                             status = tc.get("status")
                             same_status = type(status) is str and new_tc.get("status") == status
-                            new_parts = vec.replaced(i, new_part, same_keys=True, same_counts=same_status)
+                            new_parts = vec.replaced(
+                                i,
+                                new_part,
+                                same_keys=new_tc.get("toolCallId") is ident or _same_id(new_tc, wanted),
+                                same_counts=same_status,
+                            )
                             out = _with_parts(state, active, new_parts)
                 else:
                     stops = vec.candidates(_part_key, STOP)
@@ -756,7 +768,10 @@ def _tool_call_action(transform, rederive: bool):
                             status = tc.get("status")
                             same_status = type(status) is str and new_tc.get("status") == status
                             new_parts = new_parts.replaced(
-                                i, new_part, same_keys=True, same_counts=same_status
+                                i,
+                                new_part,
+                                same_keys=new_tc.get("toolCallId") is ident or _same_id(new_tc, wanted),
+                                same_counts=same_status,
                             )
                     if new_parts is not vec:
                         out = _with_parts(state, active, new_parts)

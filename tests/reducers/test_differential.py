@@ -14,6 +14,7 @@ import contextlib
 import copy
 import json
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -442,3 +443,35 @@ def _chat_part(i: str) -> dict:
 def test_searches_through_odd_parts_agree_in_both_forms(parts, actions):
     state = chat_state(status=8, activeTurn={"id": "t1", "responseParts": parts})
     _agree("chat", state, copy.deepcopy(actions))
+
+
+@pytest.mark.parametrize(
+    ("written", "then"),
+    [
+        (
+            "NEW",
+            {"type": "chat/toolCallResultConfirmed", "turnId": "T", "toolCallId": "NEW", "approved": True},
+        ),
+        (None, {"type": "chat/toolCallResultConfirmed", "turnId": "T", "approved": False}),
+        ("p", {"type": "chat/delta", "turnId": "T", "partId": "p", "content": "b"}),
+    ],
+)
+def test_a_completion_that_writes_another_call_id_is_found_by_it_in_both_forms(written, then):
+    """``chat/toolCallComplete`` writes every key of its ``result`` over the call (T7), its
+    ``toolCallId`` too: a turn long enough to index its parts kept the call under its old id, so
+    the next action on the new one missed it (reducer hunt round 10); a markdown part ``p`` after
+    it took a delta that the call, first with that id now, stops (§6.3)."""
+    calls = [
+        {"kind": "toolCall", "toolCall": {"toolCallId": f"c{i}", "toolName": "t", "status": "running"}}
+        for i in range(20)
+    ]
+    parts = [*calls, {"kind": "markdown", "id": "p", "content": "a"}]
+    initial = {"resource": "c", "title": "t", "status": 8, "activeTurn": {"id": "T", "responseParts": parts}}
+    complete = {
+        "type": "chat/toolCallComplete",
+        "turnId": "T",
+        "toolCallId": "c5",
+        "requiresResultConfirmation": True,
+        "result": {"success": True, "toolCallId": written},
+    }
+    _agree("chat", initial, [complete, then])
