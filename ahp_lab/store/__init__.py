@@ -290,6 +290,7 @@ class Store:
         self.checkpoint_every = checkpoint_every
         self.max_log_bytes = max_log_bytes
         self._dropped = 0  # log indices below this were dropped (the columns start here)
+        self._lost = False  # loaded from a log that had dropped its start (its header says so)
         self._bytes = 0  # what the kept log holds, about
         self._channels: dict[str, _Channel] = {}
         self._history: list[_Channel] = []  # every channel ever added, in order
@@ -386,7 +387,7 @@ class Store:
         ch = self._channels.get(channel)
         if ch is None:
             raise KeyError(f"no channel {channel}")
-        now = self.clock_ms() if now_ms is None else now_ms
+        now = _checked_now(self.clock_ms() if now_ms is None else now_ms)
         before = self._states[channel]
         t0 = time.perf_counter_ns()
         after = ch.reducer(before, action, now)
@@ -408,7 +409,7 @@ class Store:
         ch = self._channels.get(channel)
         if ch is None:
             raise KeyError(f"no channel {channel}")
-        now = self.clock_ms() if now_ms is None else now_ms
+        now = _checked_now(self.clock_ms() if now_ms is None else now_ms)
         index = self._record(ch, action, origin, now, 0, 64 + len(reason))
         self._rejections[index] = reason
         state = self._states[channel]
@@ -546,7 +547,8 @@ class Store:
         return self._state_after_count(ch, count if after else count - 1)
 
     def _state_after_count(self, ch: _Channel, count: int) -> Any:
-        if count == len(ch.positions) and ch.uri in self._channels:
+        if count == len(ch.positions) and self._channels.get(ch.uri) is ch:  # live: not a channel
+            # removed, its URI since taken by another
             return self._states[ch.uri]
         key = (ch.index, count)  # type: ignore[attr-defined]
         cached = self._cache.get(key)
@@ -608,7 +610,7 @@ class Store:
                 "version": LOG_VERSION,
                 "protocolVersion": PROTOCOL_VERSION,
                 "firstSeq": self.first_seq,
-                **({"droppedBefore": self.first_seq} if self._dropped else {}),
+                **({"droppedBefore": self.first_seq} if self._dropped or self._lost else {}),
             }
         )
         events = iter(self._events)
@@ -652,6 +654,7 @@ class Store:
                         f"line {lineno}: not an ahp_lab transition log (no {LOG_FORMAT!r} header)"
                     )
                 store = cls(first_seq=int(record.get("firstSeq", 1)), **kwargs)
+                store._lost = "droppedBefore" in record
                 continue
             if not isinstance(record, dict):
                 raise ValueError(f"line {lineno}: a record is a JSON object, not {type(record).__name__}")
@@ -694,3 +697,11 @@ class Store:
         if store is None:
             raise ValueError("empty transition log")
         return store
+
+
+def _checked_now(now: Any) -> int:
+    """The clock's reading for a transition: epoch milliseconds, an integer the log's column holds
+    (a float from a clock of one's own was refused half-way, with the state already changed)."""
+    if type(now) is not int or not -(2**63) <= now < 2**63:
+        raise TypeError(f"now_ms must be an integer number of epoch milliseconds, not {now!r}")
+    return now

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import io
+import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -234,3 +235,60 @@ def test_a_lone_utf16_half_a_client_sent_is_exported_and_read_back(tmp_path):
     assert loaded.last_seq == 2 and loaded.state(chat) == store.state(chat)
     store.transitions[:].to_fixture(tmp_path / "f.json", channel=chat)
     assert json.loads((tmp_path / "f.json").read_text())["expected"]["draft"]["text"] == "half \ud83d"
+
+
+def _terminal_title(title: str) -> dict:
+    return {"type": "terminal/titleChanged", "title": title}
+
+
+def test_a_channel_removed_then_added_again_under_its_uri_keeps_its_own_history():
+    """Time travel answered the old channel's last state with the live state of the one that took
+    its URI since (a session's URI can be reused after it is disposed), and the log budget's cut
+    made that the old one's initial state in the export (reducer hunt round 10)."""
+    store = Store(clock_ms=lambda: 0, max_log_bytes=40_000)
+    store.add_channel("ahp-root://", "root", {"agents": [], "activeSessions": 0})
+    store.add_channel("t", "terminal", {"content": [], "title": "old"})
+    first = store.apply("t", _terminal_title("OLD-1"))
+    for n in range(100):
+        store.apply("ahp-root://", {"type": "root/activeSessionsChanged", "activeSessions": n})
+    store.remove_channel("t")
+    removed = store.last_seq
+    store.add_channel("t", "terminal", {"content": [], "title": "NEW-0"})
+    store.apply("t", _terminal_title("NEW-1"))
+    assert store.state_at(first.seq)["t"]["title"] == "OLD-1"
+    assert first.after["title"] == "OLD-1"
+    while store.first_seq <= first.seq:  # push the old channel's transition out of the budget
+        store.apply("ahp-root://", {"type": "root/activeSessionsChanged", "activeSessions": 1})
+    assert store.first_seq < removed  # the cut came while the old channel was there
+    text = io.StringIO()
+    store.export(text)
+    records = [json.loads(line) for line in text.getvalue().splitlines()]
+    titles = [r["state"]["title"] for r in records if r.get("channel") == "t" and "kind" in r]
+    assert titles == ["OLD-1", "NEW-0"]
+    assert Store.load(io.StringIO(text.getvalue())).state("t")["title"] == "NEW-1"
+
+
+def test_a_clock_that_is_not_integer_milliseconds_changes_nothing():
+    """A float from a clock of one's own was refused by the log's column after the state had
+    changed: the live state showed the action, its seq was given again, time travel failed."""
+    store = Store(clock_ms=lambda: 1.5)
+    store.add_channel("t", "terminal", {"content": [], "title": "old"})
+    for bad in (lambda: store.apply("t", _terminal_title("new")), lambda: store.reject("t", {}, HOST, "no")):
+        with pytest.raises(TypeError, match="now_ms must be an integer number of epoch milliseconds"):
+            bad()
+    assert store.state("t")["title"] == "old" and store.last_seq == 0
+    done = store.apply("t", _terminal_title("new"), now_ms=7)
+    assert done.seq == 1 and store.state_at(1)["t"]["title"] == "new"
+
+
+def test_a_log_loaded_from_one_that_had_dropped_its_start_says_so_when_exported():
+    store = Store(clock_ms=lambda: 0, max_log_bytes=5_000)
+    store.add_channel("t", "terminal", {"content": [], "title": "old"})
+    while store.first_seq == 1:
+        store.apply("t", _terminal_title("x" * 100))
+    text = io.StringIO()
+    store.export(text)
+    again = io.StringIO()
+    Store.load(io.StringIO(text.getvalue())).export(again)
+    assert again.getvalue() == text.getvalue()
+    assert '"droppedBefore"' in again.getvalue().splitlines()[0]
