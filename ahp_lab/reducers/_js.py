@@ -219,7 +219,9 @@ def key(value: Any) -> Any:
 
 
 def same(a: Any, b: Any) -> bool:
-    """JavaScript ``a === b`` for ids (the common case, two strings, first)."""
+    """JavaScript ``a === b`` for ids (the common case, two strings, first). Two objects or arrays
+    are never the same: JSON never gives one object twice, and a Python caller reusing one would
+    see its state differ from the log's replay, which reads each action's own copy."""
     if type(a) is str and type(b) is str:
         return a == b
-    return a is b or key(a) == key(b)
+    return key(a) == key(b)

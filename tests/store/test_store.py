@@ -292,3 +292,19 @@ def test_a_log_loaded_from_one_that_had_dropped_its_start_says_so_when_exported(
     Store.load(io.StringIO(text.getvalue())).export(again)
     assert again.getvalue() == text.getvalue()
     assert '"droppedBefore"' in again.getvalue().splitlines()[0]
+
+
+def test_an_action_reusing_an_object_of_the_state_reduces_as_its_replay_does():
+    """``===`` matched one Python object used as the turn id of two actions, live; the log keeps
+    each action's own copy, so time travel and a loaded export gave another state."""
+    turn_id = ["t"]
+    store = Store(clock_ms=lambda: 0)
+    store.add_channel("c", "chat", {"title": "x", "status": 1})
+    store.apply("c", {"type": "chat/turnStarted", "turnId": turn_id})
+    part = {"kind": "markdown", "id": "p", "content": "hi"}
+    done = store.apply("c", {"type": "chat/responsePart", "turnId": turn_id, "part": part})
+    text = io.StringIO()
+    store.export(text)
+    live = to_json(store.state("c"))
+    assert to_json(store.state_at(done.seq)["c"]) == live
+    assert to_json(Store.load(io.StringIO(text.getvalue())).state("c")) == live
