@@ -448,6 +448,7 @@ class Host(SessionsAndChats):
                 trusted=conn.trusted,
                 limits=self.limits,
                 working_directories=self.roots.checker(conn.trusted),
+                is_trusted=self.is_trusted,
             )
         if reason is None and self.closing and action["type"] == "chat/turnStarted":
             reason = "chat/turnStarted: the host is closing, so no new turn starts"

@@ -153,12 +153,14 @@ def check_client_action(
     trusted: bool = False,
     limits: Limits = DEFAULT_LIMITS,
     working_directories: Callable[[Any], str | None] | None = None,
+    is_trusted: Callable[[Any], bool] = lambda client_id: True,
 ) -> str | None:
     """Validate a client dispatch; ``action`` must already be normalized by ``validate_action``.
 
     ``client_id`` is the id bound to the dispatching connection and ``trusted`` whether that is
     the notebook's own connection (it may remove other clients and name any working directory);
-    ``working_directories(uri)`` says why a directory may not be used (``None``: it may).
+    ``working_directories(uri)`` says why a directory may not be used (``None``: it may);
+    ``is_trusted(client_id)`` whether that client is the notebook's (its tools run in the kernel).
     """
     kind = action["type"]
     if kind not in CLIENT_DISPATCHABLE:
@@ -168,7 +170,7 @@ def check_client_action(
     caps = agent_capabilities or {}
     if channel_kind == "chat":
         reason = _check_tool_result_size(action, kind, limits) or _check_queue(action, kind, state, limits)
-        return reason or _check_chat(action, kind, state, client_id, session, caps, trusted)
+        return reason or _check_chat(action, kind, state, client_id, session, caps, trusted, is_trusted)
     if channel_kind == "session":
         published = (
             (action.get("activeClient") or {}).get("customizations")
@@ -231,6 +233,7 @@ def _check_chat(
     session: dict | None,
     caps: dict,
     trusted: bool = False,
+    is_trusted: Callable[[Any], bool] = lambda client_id: True,
 ) -> str | None:
     if kind in ("chat/turnStarted", "chat/pendingMessageSet", "chat/draftChanged"):
         message = action.get("message") if kind != "chat/draftChanged" else action.get("draft")
@@ -285,13 +288,14 @@ def _check_chat(
         contributor = tc.get("contributor") or {}
         runner = contributor.get("clientId") if contributor.get("kind") == "client" else None
         confirms = kind in ("chat/toolCallConfirmed", "chat/toolCallResultConfirmed")
-        if confirms and not trusted and runner not in (None, client_id):
-            # a client's tool runs in that client: a stranger approving it (and editing its input)
-            # made another client, the notebook included, run what the stranger chose; approving
-            # its result passed it to the agent before that client's person had read it
+        if confirms and not trusted and runner not in (None, client_id) and is_trusted(runner):
+            # The notebook's tool runs in the kernel: a stranger approving it (and editing its
+            # input) made the kernel run what the stranger chose, and approving its result passed
+            # it to the agent before the person had read it. Any other client's call is anyone's
+            # to confirm, first accepted wins (chat-channel §6.5: a phone answers for an IDE).
             return (
-                f"{kind}: tool call {action.get('toolCallId')!r} runs client {runner}'s "
-                f"tool: {runner} or the notebook confirms it, not client {client_id}"
+                f"{kind}: tool call {action.get('toolCallId')!r} runs the notebook's tool "
+                f"({runner}): the notebook confirms it, not client {client_id}"
             )
         if kind == "chat/toolCallResultConfirmed" and status != "pending-result-confirmation":
             return f"tool call {action.get('toolCallId')!r} has no result waiting for confirmation (it is {status})"

@@ -85,7 +85,10 @@ def test_a_stranger_cannot_approve_a_call_of_another_clients_tool(connect_strang
             }
             mallory.dispatch(lab.chat, 2, approve)
             refused = (await mallory.echo(2))["rejectionReason"]
-            assert "tool: " in refused and "or the notebook confirms it, not client mallory" in refused
+            assert (
+                "runs the notebook's tool" in refused
+                and "the notebook confirms it, not client mallory" in refused
+            )
             assert waiting() is not None and ran == []
             lab.approve()  # the notebook's person decides
             done = await mallory.wait(

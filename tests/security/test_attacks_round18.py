@@ -154,10 +154,12 @@ def test_names_and_shapes_people_paste_every_day_are_masked(connect_stranger):
     arun(main())
 
 
-def test_a_stranger_cannot_approve_the_result_of_another_clients_tool(connect_stranger):
-    """Bob's tool returned a result that waits for Bob's person; a stranger's
-    ``toolCallResultConfirmed`` passed it to the agent before that person had read it (only the
-    call's own confirmation was checked against its owner)."""
+def test_the_result_of_another_strangers_tool_is_anyones_to_confirm_first_accepted_wins(connect_stranger):
+    """Bob's tool returned a result that waits for confirmation. Round 18 let only Bob confirm it;
+    the spec lets any client (chat-channel §6.5: "any client (first accepted wins)", a phone
+    answering for an IDE), and an independent client found Bob's calls blocked until Bob answered
+    (spec client round 10). Only the notebook's own tools, which run in the kernel, are the
+    notebook's alone to confirm (round 14)."""
 
     async def main():
         async with open_lab() as lab:
@@ -201,11 +203,9 @@ def test_a_stranger_cannot_approve_the_result_of_another_clients_tool(connect_st
             assert "rejectionReason" not in await bob.echo(2)
             await bob.wait(lambda: call_in("pending-result-confirmation"))
             mallory.dispatch(lab.chat, 10, {"type": "chat/toolCallResultConfirmed", **ids, "approved": True})
-            refused = (await mallory.echo(10))["rejectionReason"]
-            assert "runs client bob's tool: bob or the notebook confirms it, not client mallory" in refused
-            assert call_in("pending-result-confirmation") is not None  # still Bob's person's to decide
-            bob.dispatch(lab.chat, 3, {"type": "chat/toolCallResultConfirmed", **ids, "approved": True})
-            assert "rejectionReason" not in await bob.echo(3)
+            assert "rejectionReason" not in await mallory.echo(10)
+            bob.dispatch(lab.chat, 3, {"type": "chat/toolCallResultConfirmed", **ids, "approved": False})
+            assert "rejectionReason" in await bob.echo(3)  # the first accepted won
             assert (await pending).tool_calls[0].status == "completed"
 
     arun(main())
