@@ -30,9 +30,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 import os
+import re
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -137,6 +139,7 @@ class _Runtime:
     call_waiters: list[tuple[str, asyncio.Future]] = field(default_factory=list)
     http_challenge: dict | None = None
     tools_stale: bool = False  # the server said notifications/tools/list_changed
+    shown_key: str | None = None  # the configuration the last "not allowed" notice showed
 
     @property
     def name(self) -> str:
@@ -149,6 +152,16 @@ class _Runtime:
 
 def _key(config: dict) -> str:
     return json.dumps(config, sort_keys=True, default=str)
+
+
+#: At most this much of what a client's server would run is shown in its "not allowed" notice.
+_SHOWN_COMMAND = 400
+_QUOTED = re.compile(r"[\s'\"\\`]")
+
+
+def fingerprint(key: str) -> str:
+    """A configuration's short fingerprint, shown with it and given back by the tree's "Allow"."""
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:8]
 
 
 def _unwrap(exc: BaseException) -> BaseException:
@@ -389,24 +402,50 @@ class McpManager(McpToolCalls, McpAuthorization):
             )
         client_id = config.get("clientId")
         if client_id and not config.get("trusted") and self.allowed.get((rt.session, rt.id)) != rt.config_key:
+            rt.shown_key = rt.config_key
             raise _Failure(
-                f"The MCP server {rt.name} was published by remote client {client_id} and was not started: "
-                "the host starts a client's server only when the person at the kernel allows it "
+                f"The MCP server {rt.name} (configuration {fingerprint(rt.config_key)}) was published by "
+                f"remote client {client_id} and was not started: it would run {self._what_runs(config)}. "
+                "The host starts a client's server only when the person at the kernel allows it "
                 f"(lab.allow_mcp({rt.name!r}) or the Allow button in the customization tree).",
                 NOT_ALLOWED,
             )
 
-    def allow(self, session: str, cid: str) -> dict:
+    def _what_runs(self, config: dict) -> str:
+        """What a server would run, as the person reads it before allowing it (its environment left
+        out: values there are often secrets), masked and cut."""
+        if config.get("url"):
+            what = f"the URL {config.get('url')}"
+        else:
+            args = config.get("args") if isinstance(config.get("args"), list) else []
+            # each word as it reads, in JSON quotes when it holds a space or a quote
+            words = [str(a) for a in [config.get("command"), *args]]
+            what = "`" + " ".join(w if w and not _QUOTED.search(w) else json.dumps(w) for w in words) + "`"
+        what = self.host.redactor.text(what)
+        return what if len(what) <= _SHOWN_COMMAND else what[: _SHOWN_COMMAND - 1] + "…"
+
+    def allow(self, session: str, cid: str, shown: str | None = None) -> dict:
         """Record the local decision to run the MCP server ``cid`` of ``session`` and start it.
 
-        The decision covers the server's configuration as it is now (command, arguments,
-        environment, URL): if its client publishes a different one, it must be allowed again.
-        Returns the record (also kept in :attr:`decisions`).
+        The decision covers the configuration the person was shown (command, arguments,
+        environment, URL): ``shown`` is its fingerprint as the tree showed it, else the one the
+        server's last "not allowed" notice named. A configuration the client published since is
+        refused (``PermissionError``, saying what it would run now): the person looks again. If
+        the client publishes another one later, it must be allowed again. Returns the record
+        (also kept in :attr:`decisions`).
         """
         config = self.customizations.mcp_config(session, cid)
         if config is None:
             raise LookupError(f"no MCP server {cid!r} in session {session}")
         key = _key(config)
+        rt = self.runtimes.get((session, cid))
+        seen = shown if shown is not None else fingerprint(rt.shown_key) if rt and rt.shown_key else None
+        if seen is not None and seen != fingerprint(key):
+            raise PermissionError(
+                f"the MCP server {config.get('server') or cid} changed since it was shown to you: its "
+                f"configuration is now {fingerprint(key)} and it would run {self._what_runs(config)}; "
+                "look at it again, then allow it again"
+            )
         self.allowed[(session, cid)] = key
         record = {
             "session": session,
@@ -414,13 +453,13 @@ class McpManager(McpToolCalls, McpAuthorization):
             "server": config.get("server"),
             "clientId": config.get("clientId"),
             "command": config.get("command") or config.get("url"),
+            "configuration": fingerprint(key),
             "at": self.host.store.clock_ms(),
         }
         self.decisions.append(record)
         log.info(
             "the notebook allowed MCP server %s of client %s", config.get("server"), config.get("clientId")
         )
-        rt = self.runtimes.get((session, cid))
         if rt is not None:
             rt.wanted, rt.failed = True, False
         self._schedule(session)

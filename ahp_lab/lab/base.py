@@ -215,9 +215,10 @@ class LabSource:
     def authenticate(self, resource: str, token: str) -> None:
         self._live().authenticate(resource, token)
 
-    def allow_mcp(self, server: str) -> None:
-        """The person allows a remote client's MCP server (the tree's "Allow" button)."""
-        self._live().allow_mcp(server)
+    def allow_mcp(self, server: str, shown: str | None = None) -> None:
+        """The person allows a remote client's MCP server (the tree's "Allow" button, which gives
+        the fingerprint of the configuration it showed)."""
+        self._live().allow_mcp(server, shown)
 
     # -- model calls (a LoopAgent's record, not host state; see ahp_lab.widgets.model_calls) -----
 

@@ -433,12 +433,15 @@ class Lab(Sending, Answering, LabBase):
         """Remove an active client from the session (its running tool calls fail)."""
         self.host.remove_client(self.session, client_id, "was removed from the session")
 
-    def allow_mcp(self, server: str) -> dict:
+    def allow_mcp(self, server: str, shown: str | None = None) -> dict:
         """Let a remote client's MCP server run: a local decision, recorded in ``lab.mcp.decisions``.
 
         ``server`` is the server's customization id, its name in the tree (``plugin:server``) or
-        its bare name. The decision covers the configuration the client published; if the client
-        publishes a different one, it must be allowed again. Returns the decision record.
+        its bare name. The decision covers the configuration the tree showed (its notice says what
+        the server would run, and names the configuration's fingerprint; ``shown`` is that
+        fingerprint, which the tree's "Allow" gives): one the client published since is refused
+        with what it would run now. If the client publishes a different one later, it must be
+        allowed again. Returns the decision record.
         """
         matches = []
         for entry in (self.session_state or {}).get("customizations") or ():
@@ -455,7 +458,7 @@ class Lab(Sending, Answering, LabBase):
         if len(matches) > 1:
             ids = ", ".join(str(c.get("id")) for c in matches)
             raise LookupError(f"{server!r} names several MCP servers ({ids}); pass the id")
-        return self.mcp.allow(self.session, matches[0]["id"])
+        return self.mcp.allow(self.session, matches[0]["id"], shown)
 
     def authenticate(self, resource: str, token: str) -> None:
         """Send the AHP ``authenticate`` command for a protected resource (does not wait)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -104,6 +105,10 @@ CLOSED_MCP = {
 }
 
 
+#: The fingerprint a "not allowed" notice names (``ahp_lab.host.mcp.fingerprint``).
+_CONFIGURATION = re.compile(r"\(configuration ([0-9a-f]{8})\)")
+
+
 def mcp_state_view(state: Any) -> dict[str, Any]:
     """Display form of an ``McpServerState`` (tolerates anything)."""
     st = state if isinstance(state, Mapping) else {}
@@ -123,6 +128,12 @@ def mcp_state_view(state: Any) -> dict[str, Any]:
             view["allowable"] = True  # only the person at the kernel can start it: "Allow"
             view["canStart"] = False
             view["label"] = "not allowed yet"
+            # what it would run is read before allowing it: the whole notice, and the fingerprint
+            # it names, which "Allow" gives back (a configuration published since is refused)
+            view["message"] = _str(err.get("message"), 1000)
+            named = _CONFIGURATION.search(view["message"])
+            if named:
+                view["configuration"] = named.group(1)
     if kind == "authRequired":
         res = st.get("resource")
         resource = res.get("resource") if isinstance(res, Mapping) else None

@@ -82,8 +82,9 @@ class CustomizationTree(SourceView):
         if not isinstance(server, str) or not server or len(server) > 300:
             self._show_error("allow needs the id of an MCP server")
             return
+        shown = content.get("shown")
         try:
-            allow(server)
+            allow(server, shown if isinstance(shown, str) else None)
         except Exception as exc:  # LookupError, PermissionError: shown, never raised into the kernel
             self._show_error(str(exc) or type(exc).__name__)
         else:

@@ -70,7 +70,8 @@ export function renderTree({ model, el }) {
       parts.push(h("button", {
         class: "ahp-btn ahp-btn-small", type: "button", disabled: ro, "aria-label": `Allow ${node.name}`,
         "data-focus": `allow:${node.id}`,
-        onclick: () => model.send({ type: "allow_mcp", id: node.id }),
+        // the configuration this card showed: one published since is refused, to be read again
+        onclick: () => model.send({ type: "allow_mcp", id: node.id, shown: m.configuration }),
       }, "Allow"));
     const out = [h("span", { class: "ahp-mcp" }, parts)];
     if (m.message) out.push(h("div", { class: "ahp-load-msg ahp-err-text" }, m.message));

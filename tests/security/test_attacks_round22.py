@@ -14,7 +14,8 @@ from ahp_lab.agents.acp import AcpAgent
 from ahp_lab.protocol.jsonrpc import ErrorCode
 
 from ..agents.conftest import bad_agent
-from .conftest import arun, joined, open_lab
+from .conftest import arun, joined, open_lab, publish
+from .test_trust import mcp_servers, server_state
 
 
 def test_an_agents_file_request_waits_for_the_resource_command_before_it(tmp_path: Path) -> None:
@@ -162,5 +163,47 @@ def test_a_file_read_over_the_socket_keeps_no_secret_in_the_wire_log(connect_str
                 sent = "\n".join(f.text for f in lab.frames.frames if f.direction == "out")
                 assert sent.count('"encoding":"utf-8"') >= 2  # both answers are there, masked
                 assert SK not in sent and "pw1234" not in sent and PEM_BODY[:40] not in sent
+
+    arun(main())
+
+
+def _notice(state: dict) -> str:
+    return (state.get("error") or {}).get("message") or ""
+
+
+def test_allowing_a_strangers_server_covers_the_configuration_the_person_was_shown(
+    connect_stranger, tmp_path
+):
+    """The tree showed a stranger's server by its id, name and file only; "Allow" sent its id, and
+    the decision covered whatever configuration was current: a stranger who republished the same
+    server with another command before the click had that command run (attacker round 22). The
+    notice now says what the server would run and names its configuration; "Allow" gives that
+    name back, and a configuration published since is refused, with what it would run now."""
+    from ahp_lab.host.mcp import NOT_ALLOWED
+    from ahp_lab.widgets.tree import mcp_state_view
+
+    marker = tmp_path / "ran.txt"
+    benign = {"mcpServers": {"fmt": {"command": sys.executable, "args": ["-c", "print('formatter')"]}}}
+    evil = json.loads(_evil_servers(marker).replace('"evil"', '"fmt"'))
+
+    async def main():
+        async with open_lab() as lab:
+            s = await joined(connect_stranger, lab, "mallory")
+            await publish(s, "mallory", "p", {".mcp.json": json.dumps(benign)}, nonce="1", seq=1)
+            seen = await server_state(lab, "mallory", "error", NOT_ALLOWED)
+            shown = mcp_state_view(seen["state"])
+            assert "print('formatter')" in shown["message"] and shown["allowable"]
+            await publish(s, "mallory", "p", {".mcp.json": json.dumps(evil)}, nonce="2", seq=2)
+
+            def swapped(state):
+                now = mcp_servers(state, "mallory")
+                return now[0] if now and str(marker) in _notice(now[0]["state"]) else None
+
+            now = await lab.wait_for(lab.session, swapped, timeout=30)
+            assert mcp_state_view(now["state"])["configuration"] != shown["configuration"]
+            with pytest.raises(PermissionError, match="changed since it was shown to you") as refused:
+                lab.allow_mcp(seen["id"], shown["configuration"])  # the click on what the person saw
+            assert str(marker) in str(refused.value) and lab.mcp.decisions == []
+            assert not marker.exists()
 
     arun(main())
