@@ -105,7 +105,7 @@ _CREDENTIAL, _CREDENTIAL_ESCAPED = _word_patterns(_CREDENTIAL_PATTERN)
 # NAME = value / "name": "value" / name: value, where NAME looks like it holds a secret; the value
 # must be 6+ characters and not only digits (so "max_tokens=4096" or "tokens: 1200" stay).
 _SECRET_WORD = (
-    r"(?:api[_\-]?key|apikey|secret(?:[_\-]?key)?|signing[_\-]?key|passw(?:or)?d|pwd|credentials?|"
+    r"(?:api[_\-]?key|apikey|account[_\-]?key|secret(?:[_\-]?key)?|signing[_\-]?key|passw(?:or)?d|pwd|credentials?|"
     r"private[_\-]?key|access[_\-]?key|auth[_\-]?token|access[_\-]?token|refresh[_\-]?token|"
     r"session[_\-]?token|token)"
 )
@@ -139,12 +139,29 @@ _KNOWN_TOKEN, _KNOWN_TOKEN_ESCAPED = _word_patterns(
     r"START(?:sk-[A-Za-z0-9_\-]{16,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|A(?:KIA|SIA)[0-9A-Z]{16}(?![0-9A-Za-z])|"
     r"xox[abprs]-[A-Za-z0-9\-]{10,}|AIza[0-9A-Za-z_\-]{30,}|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}|"
     r"glpat-[A-Za-z0-9_\-]{20,}|hf_[A-Za-z0-9]{30,}|npm_[A-Za-z0-9]{36,}|"
-    r"hooks\.slack\.com/services/[A-Za-z0-9_/]{20,})"
+    r"hooks\.slack\.com/services/[A-Za-z0-9_/]{20,}|"
+    # SendGrid, Twilio and Discord (bot) keys
+    r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}|SK[0-9a-f]{32}(?![0-9A-Za-z])|"
+    r"[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,})"
     r"|(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]++"
     # a PEM private key, its lines to its END line (a cut one: as far as its lines go)
     + rf"|-----BEGIN {_PEM_LABEL}(?:{_PEM_BREAK}{_PEM_LINE})*+"
     + rf"(?:{_PEM_BREAK}?[ \t]*+-----END {_PEM_LABEL})?"
     + rf"|{_PPK_LINES}"
+)
+
+#: Secrets known by what comes before them: (a literal the text must hold, the pattern, what
+#: replaces it). Each starts with its literal, so that looking for it costs little: a Telegram
+#: bot's token (in a URL, after "bot"), the credential of an "Authorization: Token …" or
+#: "… Bot …" header (Bearer and Basic are :data:`_CREDENTIAL`'s), and a .netrc line's password.
+_AFTER_NAME = (
+    (":AA", re.compile(r"(?<![0-9])[0-9]{6,12}:AA[A-Za-z0-9_\-]{30,}"), MASK),
+    (
+        "uthorization: ",
+        re.compile(r"([Aa]uthorization: (?:Token|Bot) )[A-Za-z0-9._~+/=\-]{8,}"),
+        rf"\1{MASK}",
+    ),
+    (" password ", re.compile(r"( password )(?=[^\s]*[0-9!@#$%^&*])[^\s\"']{6,}"), rf"\1{MASK}"),
 )
 
 
@@ -194,6 +211,7 @@ _SECRET_WORDS = (
     "api_key", "api-key", "apikey", "secret", "password", "passwd", "pwd", "credential", "private_key",
     "private-key", "privatekey", "access_key", "access-key", "accesskey", "token", "bearer", "basic",
     "secret_key", "secret-key", "secretkey", "signing_key", "signing-key", "signingkey",
+    "account_key", "account-key", "accountkey",
 )  # fmt: skip
 #: Their starts of two characters or more: a name cut there ("API" then "_KEY=...") is held whole.
 _SECRET_WORD_STARTS = frozenset(word[:k] for word in _SECRET_WORDS for k in range(2, len(word)))
@@ -455,6 +473,9 @@ class Redactor:
                 text = _SECRET_ASSIGNMENT.sub(_masked_assignment, text)
             if len(text) >= 15:  # the shortest token of a known shape: "xoxb-" and 10 more
                 text = (_KNOWN_TOKEN_ESCAPED if "\\" in text else _KNOWN_TOKEN).sub(MASK, text)
+                for literal, pattern, masked in _AFTER_NAME:
+                    if literal in text:
+                        text = pattern.sub(masked, text)
         return text
 
     def masked_bytes(self, data: bytes) -> bytes:

@@ -207,3 +207,33 @@ def test_allowing_a_strangers_server_covers_the_configuration_the_person_was_sho
             assert not marker.exists()
 
     arun(main())
+
+
+def test_more_credential_shapes_people_paste_are_masked(connect_stranger):
+    """Each reached state, the export and every client whole (attacker round 22)."""
+    secrets = {
+        "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZg==;"
+        "EndpointSuffix=core.windows.net": "Zm9vYmFyYmF6cXV4",
+        "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": "TwL2iGABf9DHoTf",
+        "SK2a8f9e7d6c5b4a3f2e1d0c9b8a7f6e5d": "2a8f9e7d6c5b4a3f",
+        "Authorization: Bot MTA1NzYxMjM0NTY3ODkwMTIzNA.GaBcDe.abcdefghijklmnopqrstuvwxyz0123456789AB": "MTA1NzYx",
+        "Authorization: Token 9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b": "9944b09199c6",
+        "https://api.telegram.org/bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/sendMessage": "AAHdqTcvCH1v",
+        "machine api.example.com login bob password S3cretPassw0rd": "S3cretPassw0rd",
+    }
+    words = "Skip the SKU list: the password field is required. Token 12 of 40, the bot 2024 edition."
+
+    async def main():
+        async with open_lab() as lab:
+            mallory = await joined(connect_stranger, lab, "mallory")
+            for seq, text in enumerate([*secrets, words], 1):
+                mallory.dispatch(
+                    lab.session, seq, {"type": "session/titleChanged", "title": f"see {text} ok"}
+                )
+                title = (await mallory.echo(seq))["action"]["title"]
+                if text == words:
+                    assert title == f"see {words} ok"
+                else:
+                    assert secrets[text] not in title and "***" in title and title.endswith(" ok"), title
+
+    arun(main())
