@@ -82,7 +82,9 @@ odd_commands     asks for four terminals the operating system cannot run (an env
                  reports each answer and ends the turn
 reuses_id        completes call t1, announces t1 again, fails it with "boom", and ends the turn
 write_then_wait  starts edit call e1, writes MARKER/important.py while it runs, then waits for the
-                 cancel, which it answers
+                 cancel, which it answers; with a third argument, once written it instead: "exit"s
+                 (status 3), breaks ACP ("violation": updates a call it never announced), or ends
+                 the turn with that stop reason ("end_turn", "max_tokens"), e1 left running
 terminal_burst   asks for 24 terminals running `sleep 30` at once, says how many it got, and ends
                  the turn
 read_then_fail   starts tool call "Analyse", reads MARKER while it runs, then fails the call with
@@ -148,6 +150,7 @@ import time
 
 MODE = sys.argv[1]
 MARKER = sys.argv[2] if len(sys.argv) > 2 else None
+HOW = sys.argv[3] if len(sys.argv) > 3 else None  # write_then_wait: what it does once it wrote
 
 
 #: What char_key streams, one character a chunk.
@@ -505,6 +508,12 @@ def answered(what, msg: dict) -> None:
         update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "a1", "status": "failed"})
     elif what == "read_all" and result is not None:
         update("s1", chunk(f"read {len(result['content'])} characters"))
+    elif what == "rewrite" and HOW == "exit":
+        os._exit(3)
+    elif what == "rewrite" and HOW == "violation":
+        update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "ghost", "status": "completed"})
+    elif what == "rewrite" and HOW in ("end_turn", "max_tokens"):  # e1 still running
+        send({"jsonrpc": "2.0", "id": prompt_id, "result": {"stopReason": HOW}})
     elif what in ("write_odd", "rewrite"):
         pass  # its answer is told above; rewrite: works on until cancelled
     elif what == "read":

@@ -575,10 +575,13 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
 
     def end_turn(self, *, agent_told: bool = True) -> None:
         """The turn is over (``agent_told``: nothing more need reach the agent before a pending
-        permission request is answered ``cancelled``)."""
+        permission request is answered ``cancelled``). Its open calls that wrote files end first,
+        saying so, however the turn ended (the agent failed, was restarted, stopped early, or ended
+        its turn with the call running)."""
         if agent_told and self._turn_over is not None:
             self._turn_over.set()
         if self.turn is not None:
+            self.end_written(self.turn, "the turn ended")
             self._ended_calls.update(dict.fromkeys(self.turn.calls))
             while len(self._ended_calls) > MAX_ENDED_CALLS:
                 del self._ended_calls[next(iter(self._ended_calls))]
@@ -590,11 +593,16 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
         cancel drops an open call's content (chat-channel T13), and the person saw no sign of a
         file the agent had rewritten."""
         turn = self.turn
-        if turn is None or turn.turn_id != turn_id:
-            return
+        if turn is not None and turn.turn_id == turn_id:
+            self.end_written(turn, "cancelled")
+
+    def end_written(self, turn: TurnMap, how: str) -> None:
+        """End each open call of ``turn`` that wrote a file, its content kept, saying ``how`` the
+        turn ended while it ran and that the files stay written (a turn's end drops an open call's
+        content: chat-channel T13)."""
         for call in turn.calls.values():
             if call.wrote and call.status not in ("completed", "cancelled"):
-                self.emit(mapping.interrupted(turn, call, self.resolver))
+                self.emit(mapping.interrupted(turn, call, self.resolver, how))
 
     def cancel(self, chat: str, turn_id: str) -> None:
         """The AHP turn was cancelled: tell the agent (``session/cancel``) without waiting."""

@@ -389,11 +389,12 @@ def _first_text(items: Any) -> str | None:
     return None
 
 
-def interrupted(turn: TurnMap, call: ToolCall, resolver: Resolver) -> dict:
-    """``toolCallComplete`` of a call that wrote files, for a turn being cancelled while it runs."""
+def interrupted(turn: TurnMap, call: ToolCall, resolver: Resolver, how: str = "cancelled") -> dict:
+    """``toolCallComplete`` of a call that wrote files, for a turn that ends while it runs (``how``
+    it ended: ``cancelled``, or the turn's end by any other way)."""
     call.acp_status, call.status = "failed", "completed"
     action = _complete(turn, call, resolver)
-    action["result"]["error"] = {"message": "cancelled while it ran; the files it wrote stay written"}
+    action["result"]["error"] = {"message": f"{how} while it ran; the files it wrote stay written"}
     return action
 
 

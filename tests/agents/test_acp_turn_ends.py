@@ -1,0 +1,50 @@
+"""What a turn's end, however it comes, does to the agent's open work: the calls that wrote files,
+the terminals a cancelled call ran, a call the agent reports on after it ended (real subprocesses)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from ahp_lab.protocol.jsonvalue import to_json
+
+from .conftest import acp_lab, arun, bad_agent
+
+
+def _wrote(chat: dict) -> bool:
+    parts = (chat.get("activeTurn") or {}).get("responseParts") or []
+    return "important.py: wrote" in json.dumps(to_json(parts))
+
+
+@pytest.mark.parametrize("how", ["exit", "violation", "end_turn", "max_tokens", "idle", "restart"])
+def test_a_call_that_wrote_a_file_keeps_saying_so_however_its_turn_ends(tmp_path: Path, how: str) -> None:
+    """An agent rewrote a file inside a running call, then its turn ended another way than a cancel
+    (it exited, broke ACP, ended its turn with the call running, went silent, was restarted): the
+    turn's end dropped the open call's content (chat-channel T13) and the chat no longer said the
+    file had changed (ACP agent round 11). Such a call now ends first, as on a cancel, its note
+    kept, saying the turn ended while it ran and the file stays written."""
+    (tmp_path / "important.py").write_text("old\n")
+    extra = () if how in ("idle", "restart") else (how,)
+
+    async def go() -> None:
+        idle = 1.0 if how == "idle" else 20.0
+        async with acp_lab(
+            tmp_path, bad_agent("write_then_wait", str(tmp_path), *extra), idle_timeout=idle
+        ) as lab:
+            pending = lab.start("go")
+            if how == "restart":
+                await lab.wait_for(lab.chat, _wrote, timeout=30)
+                await lab.restart_agent()
+            turn = await asyncio.wait_for(pending, 30)
+            assert turn.status != "cancelled" and (tmp_path / "important.py").read_text() == "new\n"
+            [call] = [c for c in turn.tool_calls if c.state.get("toolCallId") == "e1"]
+            assert call.state["status"] == "completed" and call.state["success"] is False
+            assert "important.py: wrote 4 bytes" in json.dumps(call.state["content"])
+            assert call.state["error"]["message"] == (
+                "the turn ended while it ran; the files it wrote stay written"
+            )
+
+    arun(go())
