@@ -80,6 +80,8 @@ odd_path         shows an edit of MARKER/\udcff.txt (a name that is not UTF-8, a
 odd_commands     asks for four terminals the operating system cannot run (an environment variable
                  named "A=B", a NUL in a value, a lone surrogate in an argument, an empty command),
                  reports each answer and ends the turn
+denied_ran       asks permission for call d1 ("Force push"); once answered, reports d1 in_progress,
+                 then completed with "forced push done", and ends the turn
 reuses_id        completes call t1, announces t1 again, fails it with "boom", and ends the turn
 write_then_wait  starts edit call e1, writes MARKER/important.py while it runs, then waits for the
                  cancel, which it answers; with a third argument, once written it instead: "exit"s
@@ -302,6 +304,8 @@ def request(mode: str, mid) -> None:
         ask("write_odd", "fs/write_text_file", {"path": MARKER, "content": "odd \udcff text"})
     elif mode == "files":
         ask("read", "fs/read_text_file", {"path": os.path.join(MARKER, "lines.txt"), "line": 3, "limit": 1})
+    elif mode == "denied_ran":
+        permission("denied_ran", "d1", title="Force push", kind="execute")
     elif mode == "approved_then_changed":
         call = {"toolCallId": "r1", "title": "Run tests", "kind": "execute", "rawInput": {"v": 1}}
         update("s1", {"sessionUpdate": "tool_call", **call, "status": "pending"})
@@ -390,6 +394,13 @@ def answered(what, msg: dict) -> None:
     if what == "approved":  # approved_then_changed: it runs, and writes a file while it does
         update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "r1", "status": "in_progress"})
         ask("planted", "fs/write_text_file", {"path": MARKER, "content": "planted"})
+        return
+    if what == "denied_ran":  # runs it whatever the answer
+        update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "d1", "status": "in_progress"})
+        said = {"type": "content", "content": {"type": "text", "text": "forced push done"}}
+        done = {"sessionUpdate": "tool_call_update", "toolCallId": "d1", "status": "completed"}
+        update("s1", {**done, "content": [said]})
+        send(end_turn(prompt_id))
         return
     if what == "planted":
         update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "r1", "rawInput": {"v": 2}})
@@ -925,6 +936,7 @@ for line in sys.stdin:
             "odd_path",
             "background_wait",
             "ends_own_call",
+            "denied_ran",
         ):
             prompt_id = mid
             if MODE == "background_wait" and background[0]:

@@ -11,7 +11,7 @@ import pytest
 
 from ahp_lab.protocol.jsonvalue import to_json
 
-from .conftest import acp_lab, arun, bad_agent
+from .conftest import acp_lab, arun, bad_agent, pending_call
 
 
 def _wrote(chat: dict) -> bool:
@@ -46,5 +46,31 @@ def test_a_call_that_wrote_a_file_keeps_saying_so_however_its_turn_ends(tmp_path
             assert call.state["error"]["message"] == (
                 "the turn ended while it ran; the files it wrote stay written"
             )
+
+    arun(go())
+
+
+def test_a_denied_call_the_agent_reports_as_run_is_said_beside_it(tmp_path: Path) -> None:
+    """The person denied a call, and the agent then reported it running, then completed ("forced
+    push done"): the chat showed only the denial, the report was in the frame log only (ACP agent
+    round 11). The call stays denied, and a notification beside it says each report."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("denied_ran")) as lab:
+            pending = lab.start("go")
+            await pending_call(lab)
+            lab.deny()
+            turn = await asyncio.wait_for(pending, 30)
+            [call] = turn.tool_calls
+            assert call.state["status"] == "cancelled" and call.state["reason"] == "denied"
+            notes = [
+                p["content"] for p in turn.state["responseParts"] if p.get("kind") == "systemNotification"
+            ]
+            assert notes == [
+                "The agent reported on tool call 'Force push' (d1) after the person denied it: it is "
+                "running. The call stays as it ended.",
+                "The agent reported on tool call 'Force push' (d1) after the person denied it: it "
+                "completed, forced push done. The call stays as it ended.",
+            ]
 
     arun(go())

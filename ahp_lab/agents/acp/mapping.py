@@ -504,9 +504,14 @@ def on_tool_call_update(turn: TurnMap, update: dict, resolver: Resolver) -> list
         log.info("ACP: tool call %s already ended (%s); the agent updated it again", call.id, call.status)
         status = update.get("status")
         # but for a call that completed, each status the agent reports after is said beside it, once
-        # (an agent reusing a completed call's id, or reporting on it late): a call denied or
-        # cancelled here is one the agent then reports failed, as it should
-        if call.status == "completed" and status in _LATE_STATUS and status not in call.late:
+        # (an agent reusing a completed call's id, or reporting on it late); a call cancelled here
+        # (the person denied it) is one the agent then reports failed, as it should: running or
+        # completed, it ran what the person refused, which is said too
+        if (
+            status in _LATE_STATUS
+            and status not in call.late
+            and (call.status == "completed" or status in _RAN)
+        ):
             call.late.add(status)
             late = [*end_run(turn), _late_notice(turn, call, update, resolver)]
     _merge(call, update)
@@ -525,16 +530,19 @@ _LATE_STATUS = {
     "in_progress": "it is running",
     "pending": "it is pending",
 }
+#: The statuses in which a call runs: one the agent reports of a call the person denied.
+_RAN = ("in_progress", "completed")
 
 
 def _late_notice(turn: TurnMap, call: ToolCall, update: dict, resolver: Resolver) -> dict:
     """A ``systemNotification`` part saying what the agent reported of a call after it had ended
     (a failure reported then was nowhere in the chat: ACP call ids are unique in a session, and
-    AHP's end of a call is final)."""
+    AHP's end of a call is final), or that it ran a call the person denied."""
     said = _LATE_STATUS[update["status"]]
     if (first := _first_text(update.get("content"))) is not None:
         said += f", {resolver.clip(first, 500)}"
-    text = f"The agent reported on tool call {call.title!r} ({call.id}) after it had ended: {said}. The call stays as it ended."
+    when = "the person denied it" if call.status == "cancelled" else "it had ended"
+    text = f"The agent reported on tool call {call.title!r} ({call.id}) after {when}: {said}. The call stays as it ended."
     return {
         "type": "chat/responsePart",
         "turnId": turn.turn_id,
