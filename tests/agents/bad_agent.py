@@ -57,6 +57,9 @@ terminal_background  runs `sh -c 'sleep 1000 & echo $! > MARKER; echo bye'`, wai
 terminal_left    runs `sh -c 'echo $$ > MARKER; echo started; exec sleep 1000'` and, once it has
                  started, ends the turn, never releasing it; the prompt "embed" instead shows
                  term-1 in a completed tool call, without creating a terminal
+cancelled_terminal  starts call c1 and runs `sh -c 'echo $$ > MARKER; echo started; exec sleep
+                 1000'` in it; once it has started, says "running" and waits for the cancel, which it
+                 answers, leaving the terminal alone (neither kill nor release)
 terminal_slow    runs `sh -c 'sleep 2; echo finished'`, waits for its exit (sending nothing
                  meanwhile), reports it and ends the turn
 terminal_key     as terminal_slow, with a command that writes an sk- key and $BAD_AGENT_KEY, each in
@@ -240,6 +243,7 @@ TERMINAL_COMMANDS = {  # what each terminal mode runs (MARKER: where the command
     "terminal_group": "sleep 1000 & echo $! > {}; echo started; wait",
     "terminal_background": "sleep 1000 & echo $! > {}; echo bye",
     "terminal_left": "echo $$ > {}; echo started; exec sleep 1000",
+    "cancelled_terminal": "echo $$ > {}; echo started; exec sleep 1000",
     "terminal_slow": "sleep 2; echo finished",
     "background_wait": "exec sleep 1000",
     "killed_call": "sleep 30",
@@ -287,6 +291,9 @@ def request(mode: str, mid) -> None:
             },
         )
     elif mode in TERMINAL_COMMANDS:
+        if mode == "cancelled_terminal":
+            call = {"toolCallId": "c1", "title": "npm install", "kind": "execute", "status": "in_progress"}
+            update("s1", {"sessionUpdate": "tool_call", **call})
         what = "background" if mode == "terminal_background" else "create"
         key = os.environ.get("BAD_AGENT_KEY", "")
         command = TERMINAL_COMMANDS[mode].replace("{key1}", key[:9]).replace("{key2}", key[9:]).format(MARKER)
@@ -496,13 +503,18 @@ def answered(what, msg: dict) -> None:
     elif what == "create" and MODE in ("terminal_slow", "terminal_key"):  # silent while it runs
         ask("exit", "terminal/wait_for_exit", {"terminalId": result["terminalId"]})
         return
-    elif what == "create" and MODE in ("terminal_group", "terminal_left"):
+    elif what == "create" and MODE in ("terminal_group", "terminal_left", "cancelled_terminal"):
         ask(("started?", result["terminalId"]), "terminal/output", {"terminalId": result["terminalId"]})
         return
     elif isinstance(what, tuple) and what[0] == "started?":  # asks again until the command has started
         terminal = what[1]
         if "started" not in result["output"]:
             ask(what, "terminal/output", {"terminalId": terminal})
+            return
+        if MODE == "cancelled_terminal":  # works on until cancelled
+            shown = [{"type": "terminal", "terminalId": terminal}]
+            update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "content": shown})
+            update("s1", chunk("running"))
             return
         if MODE == "terminal_left":  # the pid is written: the turn ends with the terminal running
             send(end_turn(prompt_id))
@@ -912,6 +924,7 @@ for line in sys.stdin:
             "terminal_group",
             "terminal_background",
             "terminal_left",
+            "cancelled_terminal",
             "terminal_slow",
             "terminal_key",
             "terminal_call",
@@ -1018,7 +1031,7 @@ for line in sys.stdin:
             for i in range(200):
                 update("s1", chunk(f"[{i:03}]" + "y" * 16_000))
             send({"jsonrpc": "2.0", "id": mid, "result": {"stopReason": "end_turn"}})
-    elif method == "session/cancel" and MODE == "write_then_wait":
+    elif method == "session/cancel" and MODE in ("write_then_wait", "cancelled_terminal"):
         send({"jsonrpc": "2.0", "id": prompt_id, "result": {"stopReason": "cancelled"}})
     elif method == "session/cancel" and MODE == "late_permission":
         send(

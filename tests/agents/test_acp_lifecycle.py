@@ -222,3 +222,32 @@ def test_a_terminal_is_claimed_by_the_call_that_shows_it_not_the_plan(tmp_path: 
                 assert claim["toolCallId"] == shown_by, claim  # not y1, the call started last
 
     arun(go())
+
+
+def test_a_cancel_stops_the_command_a_cancelled_call_runs(tmp_path: Path) -> None:
+    """The person cancelled a turn while a call ran a command, and the agent answered ``cancelled``
+    leaving its terminal alone: the command ran on, and the chat said nothing (ACP agent round
+    11). The cancel stops the commands of the calls it cancels, and a notice says so."""
+    marker = tmp_path / "pid"
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("cancelled_terminal", str(marker))) as lab:
+            pending = lab.start("go")
+
+            def said_running(chat: dict) -> bool:
+                parts = (chat.get("activeTurn") or {}).get("responseParts") or ()
+                return any(p.get("kind") == "markdown" and p.get("content") == "running" for p in parts)
+
+            await lab.wait_for(lab.chat, said_running, timeout=20)
+            await lab.cancel()
+            turn = await asyncio.wait_for(pending, 20)
+            assert turn.status == "cancelled" and _exits(_pid(marker))
+            notes = [
+                p["content"] for p in turn.state["responseParts"] if p.get("kind") == "systemNotification"
+            ]
+            assert notes == [
+                "The cancel stopped the command 'sh -c echo $$ > "
+                f"{marker}; echo started; exec sleep 1000' that tool call 'npm install' (c1) ran."
+            ]
+
+    arun(go())

@@ -191,6 +191,24 @@ class WorkspaceServices:
                 self.ctx.claim_terminal(terminal, turn.turn_id, running[-1].id)
         return CreateTerminalResponse(terminal_id=terminal_id)
 
+    def stop_commands(self, turn: Any) -> None:
+        """On a cancel: kill the commands the turn's open calls run (each terminal a call claimed
+        that still runs), each said in a notice. The cancel ends the agent's work, and an agent
+        that answered ``cancelled`` leaving its terminal alone had its command run on, unseen."""
+        for terminal, owner in list(self.claims.items()):
+            call = turn.calls.get(owner or "")
+            if call is None or call.status not in OPEN_CALL or terminal.exited or terminal.released:
+                continue
+            terminal.kill()
+            said = f"The cancel stopped the command {terminal.title!r} that tool call {call.title!r} ({call.id}) ran."
+            self.emit(
+                {
+                    "type": "chat/responsePart",
+                    "turnId": turn.turn_id,
+                    "part": {"kind": "systemNotification", "content": said},
+                }
+            )
+
     def _terminal_output(self, terminal: Any) -> None:
         """Show a terminal's output as it grows, in every running tool call that shows it: now, then
         at most every :data:`PREVIEW_EVERY_S` while more comes. Each showing sends the call's whole
