@@ -85,6 +85,9 @@ odd_commands     asks for four terminals the operating system cannot run (an env
                  reports each answer and ends the turn
 denied_ran       asks permission for call d1 ("Force push"); once answered, reports d1 in_progress,
                  then completed with "forced push done", and ends the turn
+big_texts        offers modes and config options whose names, labels and descriptions are 3,000,000
+                 characters long, and answers the prompt with a JSON-RPC error whose message holds its
+                 key across the 1,000th character, with 3,000,000 characters of data
 reuses_id        completes call t1, announces t1 again, fails it with "boom", and ends the turn
 write_then_wait  starts edit call e1, writes MARKER/important.py while it runs, then waits for the
                  cancel, which it answers; with a third argument, once written it instead: "exit"s
@@ -230,6 +233,8 @@ def ask(what, method: str, params: dict) -> None:
     send({"jsonrpc": "2.0", "id": _next_id[0], "method": method, "params": {"sessionId": "s1", **params}})
 
 
+#: How long big_texts's texts are.
+BIG_TEXT = 3_000_000
 #: How many terminals terminal_burst asks for at once.
 TERMINAL_BURST = 24
 #: What odd_commands asks to run: nothing the operating system can take.
@@ -598,7 +603,26 @@ for line in sys.stdin:
                 {"id": "ask", "name": "Ask", "description": f"uses key {key}"},
                 {"id": f"m-{key}", "name": "Keyed"},
             ]
+        if MODE == "big_texts":
+            big = "b" * BIG_TEXT
+            modes["availableModes"] = [
+                {"id": "ask", "name": big, "description": big},
+                {"id": "code", "name": "Code"},
+            ]
         result = {"sessionId": "s1", "modes": modes}
+        if MODE == "big_texts":
+            choices = [{"value": "normal", "name": big, "description": big}]
+            result["configOptions"] = [
+                {
+                    "type": "select",
+                    "id": "v",
+                    "name": big,
+                    "description": big,
+                    "currentValue": "normal",
+                    "options": choices,
+                },
+                {"type": "boolean", "id": "f", "name": big, "description": big, "currentValue": False},
+            ]
         if MODE == "early_batch":
             commands = [{"name": "early", "description": "announced with session/new's answer"}]
             lines(
@@ -818,6 +842,10 @@ for line in sys.stdin:
             small = {"toolCallId": "c2", "title": "Read .env", "kind": "read", "status": "completed"}
             update("s1", {"sessionUpdate": "tool_call", **small, "content": [items[1]]})  # a frame kept whole
             send(end_turn(mid))
+        elif MODE == "big_texts":
+            key = os.environ.get("BAD_AGENT_KEY", "")
+            error = {"code": -32000, "message": "e" * 990 + key, "data": {"blob": "z" * BIG_TEXT}}
+            send({"jsonrpc": "2.0", "id": mid, "error": error})
         elif MODE == "garbage":
             sys.stdout.write("this is not JSON at all\n")
             sys.stdout.flush()

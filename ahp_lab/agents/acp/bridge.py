@@ -40,11 +40,11 @@ from ...tools import first_error
 from ..base import FileAccessDenied, SessionContext, TurnContext
 from . import mapping
 from .config import MODE_PROPERTY, config_from_acp, offered_values, values_from_options
-from .content import Resolver
+from .content import MAX_TITLE_CHARS, Resolver
 from .context import _BRIDGE, _CAUSE, _FRAME, _TURN
 from .frames import AcpFrame
 from .mapping import ProtocolViolation, TurnMap
-from .output import AgentOutput, _jsonrpc_problem, not_jsonrpc
+from .output import AgentOutput, _jsonrpc_problem, masked_cut, not_jsonrpc
 from .permissions import PermissionRequests
 from .workspace import OPEN_CALL, WorkspaceServices, shows_terminal
 
@@ -207,7 +207,9 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
         )
         self.session_id = session.session_id
         config, self.routes = config_from_acp(
-            mapping.as_json(session.modes), mapping.as_json(session.config_options)
+            mapping.as_json(session.modes),
+            mapping.as_json(session.config_options),
+            lambda text: masked_cut(text, MAX_TITLE_CHARS, self.ctx.redact),
         )
         # updates sent before the answer (an agent's first commands, say) and until the session's
         # channel exists (the host creates it from the config this returns) wait for it
@@ -391,11 +393,10 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
                 f"the agent answered {what} with a message that is not valid ACP: {': '.join(first_error(exc, 'message'))}"
             )
             raise AgentFailure(self.failure) from None
-        except RequestError as exc:
+        except RequestError as exc:  # the agent's words, cut as a title is (20 MB of data in one)
             detail = f" ({exc.data})" if exc.data else ""
-            raise RequestError(
-                exc.code, f"the agent answered {what} with an error: {exc}{detail}", exc.data
-            ) from None
+            said = masked_cut(f"{exc}{detail}", MAX_TITLE_CHARS, self.ctx.redact)
+            raise RequestError(exc.code, f"the agent answered {what} with an error: {said}") from None
         except ConnectionError:
             if self.process is not None:
                 with contextlib.suppress(asyncio.TimeoutError):

@@ -8,6 +8,7 @@ config options more properties, keyed by option id; an option of category ``mode
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["MODE_PROPERTY", "config_from_acp", "values_from_options", "offered_values", "option_key"]
@@ -15,17 +16,19 @@ __all__ = ["MODE_PROPERTY", "config_from_acp", "values_from_options", "offered_v
 MODE_PROPERTY = "mode"
 
 
-def _enum_property(title: str, description: str | None, choices: list[tuple[str, str, str | None]]) -> dict:
+def _enum_property(
+    title: str, description: Any, choices: list[tuple[str, str, Any]], cut: Callable[[str], str]
+) -> dict:
     prop: dict[str, Any] = {
         "type": "string",
-        "title": title,
+        "title": cut(title),
         "enum": [c[0] for c in choices],
-        "enumLabels": [c[1] for c in choices],
-        "enumDescriptions": [c[2] or "" for c in choices],
+        "enumLabels": [cut(c[1]) for c in choices],
+        "enumDescriptions": [cut(str(c[2] or "")) for c in choices],
         "sessionMutable": True,
     }
     if description:
-        prop["description"] = description
+        prop["description"] = cut(str(description))
     return prop
 
 
@@ -46,12 +49,15 @@ def option_key(option: dict, legacy_modes: bool) -> str:
     return option["id"] if option["id"] != MODE_PROPERTY else "mode-option"
 
 
-def config_from_acp(modes: dict | None, options: list[dict] | None) -> tuple[dict | None, dict[str, tuple]]:
+def config_from_acp(
+    modes: dict | None, options: list[dict] | None, cut: Callable[[str], str] = lambda text: text
+) -> tuple[dict | None, dict[str, tuple]]:
     """``(config, routes)`` from ``session/new``'s ``modes`` and ``configOptions`` (JSON, camelCase).
 
     ``config`` is ``{schema, values}`` (``None`` when the agent offers neither); ``routes`` maps a
     property to how a change reaches the agent: ``("mode",)`` → ``session/set_mode``,
-    ``("option", id, type)`` → ``session/set_config_option``.
+    ``("option", id, type)`` → ``session/set_config_option``. ``cut`` bounds each name, label and
+    description (a 20 MB mode description made a 20 MB session state; ids and values stay whole).
     """
     props: dict[str, dict] = {}
     values: dict[str, Any] = {}
@@ -65,7 +71,7 @@ def config_from_acp(modes: dict | None, options: list[dict] | None) -> tuple[dic
             for m in modes.get("availableModes") or ()
             if isinstance(m, dict) and isinstance(m.get("id"), str)
         ]
-        props[MODE_PROPERTY] = _enum_property("Mode", "How the agent works: its session mode", choices)
+        props[MODE_PROPERTY] = _enum_property("Mode", "How the agent works: its session mode", choices, cut)
         values[MODE_PROPERTY] = modes.get("currentModeId")
         routes[MODE_PROPERTY] = ("mode",)
     for option in options:
@@ -73,16 +79,17 @@ def config_from_acp(modes: dict | None, options: list[dict] | None) -> tuple[dic
         if option.get("type") == "boolean":
             prop: dict[str, Any] = {
                 "type": "boolean",
-                "title": str(option.get("name") or key),
+                "title": cut(str(option.get("name") or key)),
                 "sessionMutable": True,
             }
             if option.get("description"):
-                prop["description"] = option["description"]
+                prop["description"] = cut(str(option["description"]))
         elif option.get("type") == "select":
             prop = _enum_property(
                 str(option.get("name") or key),
                 option.get("description"),
                 _select_choices(option.get("options")),
+                cut,
             )
         else:
             continue  # an option type this host does not know: not offered

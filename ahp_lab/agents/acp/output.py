@@ -19,11 +19,22 @@ from ...protocol.printable import printable
 from ...tools import first_error
 from .context import _BRIDGE
 
-__all__ = ["AgentOutput", "not_jsonrpc"]
+__all__ = ["AgentOutput", "masked_cut", "not_jsonrpc"]
+
+#: Past a cut, how much more of the text is masked first: a secret the cut falls in is masked whole.
+CUT_MARGIN = 1024
 
 #: How much of a stdout line that is not JSON-RPC the failure's reason shows.
 MAX_GARBAGE_SHOWN = 80
 _JSON_KINDS = {list: "a JSON array", str: "a JSON string", bool: "a JSON boolean", type(None): "JSON null"}
+
+
+def masked_cut(text: str, most: int, redact: Callable[[str], str]) -> str:
+    """``text`` cut at ``most`` characters, saying how many more came, masked before the cut
+    (only up to :data:`CUT_MARGIN` past it: masking 20 MB of an agent's error held the loop)."""
+    if len(text) <= most:
+        return text
+    return f"{redact(text[: most + CUT_MARGIN])[:most]}…[{len(text) - most:,} more characters]"
 
 
 def not_jsonrpc(line: str, what: str, redact: Callable[[str], str]) -> str:
