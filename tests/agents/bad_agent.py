@@ -88,6 +88,9 @@ denied_ran       asks permission for call d1 ("Force push"); once answered, repo
 big_texts        offers modes and config options whose names, labels and descriptions are 3,000,000
                  characters long, and answers the prompt with a JSON-RPC error whose message holds its
                  key across the 1,000th character, with 3,000,000 characters of data
+odd_titles       completes call o1 and asks permission for call p1 (its option named the same), each
+                 titled ODD_TITLE (a NUL, an escape sequence, a right-to-left override, a line break),
+                 once allowed completes p1 and ends the turn
 reuses_id        completes call t1, announces t1 again, fails it with "boom", and ends the turn
 write_then_wait  starts edit call e1, writes MARKER/important.py while it runs, then waits for the
                  cancel, which it answers; with a third argument, once written it instead: "exit"s
@@ -233,6 +236,8 @@ def ask(what, method: str, params: dict) -> None:
     send({"jsonrpc": "2.0", "id": _next_id[0], "method": method, "params": {"sessionId": "s1", **params}})
 
 
+#: odd_titles's title for its calls.
+ODD_TITLE = "\u202eevil\nline \x1b[31mred\x1b[0m nul\x00 end"
 #: How long big_texts's texts are.
 BIG_TEXT = 3_000_000
 #: How many terminals terminal_burst asks for at once.
@@ -316,6 +321,12 @@ def request(mode: str, mid) -> None:
         ask("write_odd", "fs/write_text_file", {"path": MARKER, "content": "odd \udcff text"})
     elif mode == "files":
         ask("read", "fs/read_text_file", {"path": os.path.join(MARKER, "lines.txt"), "line": 3, "limit": 1})
+    elif mode == "odd_titles":
+        call = {"toolCallId": "o1", "title": ODD_TITLE, "kind": "other", "status": "completed"}
+        update("s1", {"sessionUpdate": "tool_call", **call})
+        options = [{"optionId": "ao", "name": ODD_TITLE, "kind": "allow_once"}]
+        call = {"toolCallId": "p1", "title": ODD_TITLE, "kind": "edit"}
+        ask("odd_asked", "session/request_permission", {"toolCall": call, "options": options})
     elif mode == "denied_ran":
         permission("denied_ran", "d1", title="Force push", kind="execute")
     elif mode == "approved_then_changed":
@@ -406,6 +417,10 @@ def answered(what, msg: dict) -> None:
     if what == "approved":  # approved_then_changed: it runs, and writes a file while it does
         update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "r1", "status": "in_progress"})
         ask("planted", "fs/write_text_file", {"path": MARKER, "content": "planted"})
+        return
+    if what == "odd_asked":
+        update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "p1", "status": "completed"})
+        send(end_turn(prompt_id))
         return
     if what == "denied_ran":  # runs it whatever the answer
         update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "d1", "status": "in_progress"})
@@ -978,6 +993,7 @@ for line in sys.stdin:
             "background_wait",
             "ends_own_call",
             "denied_ran",
+            "odd_titles",
         ):
             prompt_id = mid
             if MODE == "background_wait" and background[0]:

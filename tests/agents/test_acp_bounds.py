@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ahp_lab.protocol.jsonvalue import to_json
 
-from .conftest import SECRET_ENV, acp_lab, arun, bad_agent
+from .conftest import SECRET_ENV, acp_lab, arun, bad_agent, pending_call
 
 
 def test_an_agents_error_answer_is_cut(tmp_path: Path) -> None:
@@ -45,5 +45,30 @@ def test_the_names_and_descriptions_of_an_agents_modes_and_options_are_cut(tmp_p
                 props["v"]["enumDescriptions"][0],
             ]
             assert texts == ["b" * 1000 + "…[2,999,000 more characters]"] * len(texts)
+
+    arun(go())
+
+
+def test_a_tool_calls_titles_are_one_clean_line(tmp_path: Path) -> None:
+    """An agent titled its calls with a NUL, an escape sequence, a right-to-left override and a
+    line break: they reached the call's displayName, invocationMessage, pastTenseMessage and
+    confirmation title unchanged, while the session's title was cleaned (ACP agent round 11).
+    They are made one line without them, as the session's title is; so is an option's label."""
+    clean = "evil line red nul end"
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("odd_titles")) as lab:
+            pending = lab.start("go")
+            asked = await pending_call(lab)
+            assert asked["confirmationTitle"]["markdown"] == f"**{clean}**"
+            assert [o["label"] for o in asked["options"]] == [clean]
+            lab.approve()
+            turn = await pending
+            shown = [
+                c.state.get(field)
+                for c in turn.tool_calls
+                for field in ("displayName", "invocationMessage", "pastTenseMessage")
+            ]
+            assert shown == [clean] * 6
 
     arun(go())

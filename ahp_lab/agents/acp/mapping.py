@@ -50,6 +50,7 @@ from typing import Any
 
 from ...protocol.jsonvalue import held_back
 from ...protocol.limits import MAX_SAFE_INTEGER, cut_noted
+from ...protocol.printable import printable
 from ..base import COMMAND_META, FileAccessDenied
 from .content import (
     MAX_CALL_CHARS,
@@ -325,7 +326,7 @@ def on_thought_chunk(turn: TurnMap, update: dict, resolver: Resolver) -> list[di
 
 def _merge(call: ToolCall, update: dict) -> None:
     if isinstance(update.get("title"), str):
-        call.title = cut_noted(update["title"], MAX_TITLE_CHARS)
+        call.title = _line(update["title"])
     if isinstance(update.get("kind"), str):
         call.kind = update["kind"]
     if isinstance(
@@ -458,13 +459,19 @@ def id_problem(value: Any) -> str | None:
     return None
 
 
+def _line(text: str) -> str:
+    """A title the agent wrote as one line without escape sequences, control or bidi characters
+    (as the session's title is), cut at :data:`MAX_TITLE_CHARS`."""
+    return cut_noted(" ".join(printable(text).split()), MAX_TITLE_CHARS)
+
+
 def _start(turn: TurnMap, update: dict) -> tuple[ToolCall, list[dict]]:
     """A new tool call: the run of text ends, and ``toolCallStart``."""
     problem = id_problem(update.get("toolCallId"))
     if problem is not None:
         raise ProtocolViolation(f"the agent's tool call id {problem}")
-    kind = cut_noted(str(update.get("kind") or "other"), MAX_TITLE_CHARS)
-    title = cut_noted(str(update.get("title") or kind), MAX_TITLE_CHARS)
+    kind = _line(str(update.get("kind") or "other"))
+    title = _line(str(update.get("title") or kind))
     call = ToolCall(str(update["toolCallId"]), title, kind)
     turn.calls[call.id] = call
     ended = end_run(turn)
@@ -571,7 +578,7 @@ def confirmation_options(options: list[dict]) -> list[dict]:
     for o in options:
         option_id = str(o["optionId"])
         kind, group = OPTION_KINDS.get(str(o.get("kind")), ("deny", 0))
-        label = cut_noted(str(o.get("name") or option_id), MAX_TITLE_CHARS)
+        label = _line(str(o.get("name") or option_id))
         out.append({"id": option_id, "label": label, "kind": kind, "group": group})
     return out
 
@@ -593,7 +600,7 @@ def confirmation(turn: TurnMap, call: ToolCall, options: list[dict], resolver: R
         diff = diff_text(d)
         fence = _fence(diff)
         title_md += f"\n\n{fence}diff\n{diff}{fence}"
-    title_md = cut_noted(title_md, MAX_CALL_CHARS)
+    title_md = cut_noted(printable(title_md), MAX_CALL_CHARS)  # its texts: no escape or control
     extra: dict[str, Any] = {
         "confirmationTitle": {"markdown": title_md},
         "options": confirmation_options(options),
