@@ -60,6 +60,8 @@ terminal_left    runs `sh -c 'echo $$ > MARKER; echo started; exec sleep 1000'` 
 cancelled_terminal  starts call c1 and runs `sh -c 'echo $$ > MARKER; echo started; exec sleep
                  1000'` in it; once it has started, says "running" and waits for the cancel, which it
                  answers, leaving the terminal alone (neither kill nor release)
+bare_terminal    runs `sh -c 'echo hello'` with no tool call open, waits for its exit, and ends the
+                 turn; the prompt "leave" instead runs `sleep 30` and ends the turn at once
 terminal_slow    runs `sh -c 'sleep 2; echo finished'`, waits for its exit (sending nothing
                  meanwhile), reports it and ends the turn
 terminal_key     as terminal_slow, with a command that writes an sk- key and $BAD_AGENT_KEY, each in
@@ -327,6 +329,9 @@ def request(mode: str, mid) -> None:
         options = [{"optionId": "ao", "name": ODD_TITLE, "kind": "allow_once"}]
         call = {"toolCallId": "p1", "title": ODD_TITLE, "kind": "edit"}
         ask("odd_asked", "session/request_permission", {"toolCall": call, "options": options})
+    elif mode == "bare_terminal":
+        command = "exec sleep 30" if prompt_text == "leave" else "echo hello"
+        ask("bare_create", "terminal/create", {"command": "sh", "args": ["-c", command]})
     elif mode == "denied_ran":
         permission("denied_ran", "d1", title="Force push", kind="execute")
     elif mode == "approved_then_changed":
@@ -417,6 +422,12 @@ def answered(what, msg: dict) -> None:
     if what == "approved":  # approved_then_changed: it runs, and writes a file while it does
         update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "r1", "status": "in_progress"})
         ask("planted", "fs/write_text_file", {"path": MARKER, "content": "planted"})
+        return
+    if what == "bare_create" and prompt_text == "leave":
+        send(end_turn(prompt_id))
+        return
+    if what == "bare_create":
+        ask("exit", "terminal/wait_for_exit", {"terminalId": result["terminalId"]})
         return
     if what == "odd_asked":
         update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "p1", "status": "completed"})
@@ -994,8 +1005,10 @@ for line in sys.stdin:
             "ends_own_call",
             "denied_ran",
             "odd_titles",
+            "bare_terminal",
         ):
             prompt_id = mid
+            prompt_text = msg["params"]["prompt"][0].get("text")
             if MODE == "background_wait" and background[0]:
                 continue  # a later prompt: hangs
             request(MODE, mid)

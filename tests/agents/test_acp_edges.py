@@ -474,9 +474,13 @@ def test_a_key_a_command_writes_in_two_parts_reaches_no_terminal_state(tmp_path:
                 t.action.get("data", "") for t in lab.transitions if t.channel == terminal and t.accepted
             )
             assert data == "key *** and *** done\n"
-            # the output as every view has it (the command line, the terminal's title, holds the
-            # halves as the agent wrote them: they are its text, not output)
-            shown = json.dumps([lab.store.state(terminal)["content"], [c.state for c in turn.tool_calls]])
+            # the output as every view has it (the command line, the terminal's title and the title
+            # of the call that shows it, holds the halves as the agent wrote them: they are its
+            # text, not output)
+            [call] = turn.tool_calls
+            outputs = [i.get("text") or i["result"]["preview"] for i in call.state["content"]]
+            assert "key *** and *** done" in outputs[0]
+            shown = json.dumps([lab.store.state(terminal)["content"], outputs])
             for fragment in ("C3d4E5A1b2", "E5A1b2C3d4E5", SECRET_ENV["BAD_AGENT_KEY"][:9], "ecret-value"):
                 assert fragment not in shown and fragment not in data, fragment
 

@@ -251,3 +251,33 @@ def test_a_cancel_stops_the_command_a_cancelled_call_runs(tmp_path: Path) -> Non
             ]
 
     arun(go())
+
+
+@pytest.mark.parametrize("prompt", ["go", "leave"])
+def test_a_command_no_call_runs_gets_a_call_of_its_own(tmp_path: Path, prompt: str) -> None:
+    """An agent ran a command while no tool call was open, and no call of its showed it: nothing in
+    the chat did (ACP agent round 11), where a bare file request gets a call of its own. So does
+    such a command, once it exits (its output and exit code), or when the turn ends first (saying
+    it still runs)."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("bare_terminal")) as lab:
+            turn = await asyncio.wait_for(lab.send(prompt), 20)
+            [call] = turn.tool_calls
+            state = call.state
+            [terminal, output, *note] = state["content"]
+            assert state["status"] == "completed" and state["success"] is True
+            assert terminal["type"] == "terminal" and output["type"] == "text"
+            if prompt == "go":
+                assert state["displayName"] == "run sh -c echo hello"
+                assert terminal["result"]["exitCode"] == 0 and "hello" in terminal["result"]["preview"]
+                assert note == []
+            else:
+                assert state["displayName"] == "run sh -c exec sleep 30" and "result" not in terminal
+                assert note[0]["text"] == (
+                    "The command was still running when the turn ended; its terminal shows the rest."
+                )
+            claims = lab.host.store.state(terminal["resource"])["claim"]
+            assert claims["toolCallId"] == state["toolCallId"]
+
+    arun(go())

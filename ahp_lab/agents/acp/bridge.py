@@ -582,6 +582,7 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
         if agent_told and self._turn_over is not None:
             self._turn_over.set()
         if self.turn is not None:
+            self.end_command_calls(self.turn)
             self.end_written(self.turn, "the turn ended")
             self._ended_calls.update(dict.fromkeys(self.turn.calls))
             while len(self._ended_calls) > MAX_ENDED_CALLS:

@@ -135,6 +135,7 @@ class TurnMap:
     usage_meta: dict = field(default_factory=dict)  # what chat/usage keeps in _meta.acp
     ended_calls: Container[str] = ()  # ids of the agent's calls in turns that ended
     waiting_on_host: int = 0  # the agent's requests of this turn the host has not answered yet
+    commands: dict = field(default_factory=dict)  # terminal id -> one started while no call was open
 
     def new_id(self, prefix: str) -> str:
         self.parts += 1

@@ -189,7 +189,40 @@ class WorkspaceServices:
             if running:
                 self.claims[terminal] = running[-1].id
                 self.ctx.claim_terminal(terminal, turn.turn_id, running[-1].id)
+            else:  # shown once it exits, or the turn ends, unless a call of the agent's shows it
+                turn.commands[terminal_id] = terminal
+                self._spawn(self._show_on_exit(turn, terminal_id, terminal))
         return CreateTerminalResponse(terminal_id=terminal_id)
+
+    async def _show_on_exit(self, turn: Any, terminal_id: str, terminal: Any) -> None:
+        await terminal.wait_for_exit()
+        if self.turn is turn:
+            self._command_call(turn, terminal_id)
+
+    def end_command_calls(self, turn: Any) -> None:
+        """Before the turn ends: show each command started while no call was open, still running."""
+        for terminal_id in list(turn.commands):
+            self._command_call(turn, terminal_id)
+
+    def _command_call(self, turn: Any, terminal_id: str) -> None:
+        """Show a command started while no call was open, and that no call of the agent's showed, as
+        a completed tool call of its own (as a bare file request is): its terminal, with its output
+        and exit code, or saying it still runs when the turn ended first."""
+        terminal = turn.commands.pop(terminal_id, None)
+        if terminal is None or any(shows_terminal(c, terminal_id) for c in turn.calls.values()):
+            return
+        call, actions = mapping.permission_call(
+            turn, {"toolCallId": turn.new_id("term"), "kind": "execute", "title": f"run {terminal.title}"}
+        )
+        call.content = [{"type": "terminal", "terminalId": terminal_id}]
+        if not terminal.exited:
+            note = "The command was still running when the turn ended; its terminal shows the rest."
+            call.content.append({"type": "content", "content": {"type": "text", "text": note}})
+        call.acp_status = "completed"
+        for action in [*actions, *mapping.advance(turn, call, self.resolver, content_changed=False)]:
+            self.emit(action)
+        self.claims[terminal] = call.id
+        self.ctx.claim_terminal(terminal, turn.turn_id, call.id)
 
     def stop_commands(self, turn: Any) -> None:
         """On a cancel: kill the commands the turn's open calls run (each terminal a call claimed
