@@ -61,7 +61,8 @@ cancelled_terminal  starts call c1 and runs `sh -c 'echo $$ > MARKER; echo start
                  1000'` in it; once it has started, says "running" and waits for the cancel, which it
                  answers, leaving the terminal alone (neither kill nor release)
 bare_terminal    runs `sh -c 'echo hello'` with no tool call open, waits for its exit, and ends the
-                 turn; the prompt "leave" instead runs `sleep 30` and ends the turn at once
+                 turn; the prompt "leave" instead runs `sleep 30` and ends the turn at once, and the
+                 prompt "wait" runs it, says "running" and waits for the cancel, which it answers
 terminal_slow    runs `sh -c 'sleep 2; echo finished'`, waits for its exit (sending nothing
                  meanwhile), reports it and ends the turn
 terminal_key     as terminal_slow, with a command that writes an sk- key and $BAD_AGENT_KEY, each in
@@ -330,7 +331,7 @@ def request(mode: str, mid) -> None:
         call = {"toolCallId": "p1", "title": ODD_TITLE, "kind": "edit"}
         ask("odd_asked", "session/request_permission", {"toolCall": call, "options": options})
     elif mode == "bare_terminal":
-        command = "exec sleep 30" if prompt_text == "leave" else "echo hello"
+        command = "exec sleep 30" if prompt_text in ("leave", "wait") else "echo hello"
         ask("bare_create", "terminal/create", {"command": "sh", "args": ["-c", command]})
     elif mode == "denied_ran":
         permission("denied_ran", "d1", title="Force push", kind="execute")
@@ -425,6 +426,9 @@ def answered(what, msg: dict) -> None:
         return
     if what == "bare_create" and prompt_text == "leave":
         send(end_turn(prompt_id))
+        return
+    if what == "bare_create" and prompt_text == "wait":
+        update("s1", chunk("running"))
         return
     if what == "bare_create":
         ask("exit", "terminal/wait_for_exit", {"terminalId": result["terminalId"]})
@@ -1088,7 +1092,7 @@ for line in sys.stdin:
             for i in range(200):
                 update("s1", chunk(f"[{i:03}]" + "y" * 16_000))
             send({"jsonrpc": "2.0", "id": mid, "result": {"stopReason": "end_turn"}})
-    elif method == "session/cancel" and MODE in ("write_then_wait", "cancelled_terminal"):
+    elif method == "session/cancel" and MODE in ("write_then_wait", "cancelled_terminal", "bare_terminal"):
         send({"jsonrpc": "2.0", "id": prompt_id, "result": {"stopReason": "cancelled"}})
     elif method == "session/cancel" and MODE == "late_permission":
         send(

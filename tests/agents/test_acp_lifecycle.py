@@ -5,6 +5,7 @@ permission request still waiting for a person. Real agent subprocesses (``bad_ag
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import select
 import sys
@@ -253,16 +254,20 @@ def test_a_cancel_stops_the_command_a_cancelled_call_runs(tmp_path: Path) -> Non
     arun(go())
 
 
-@pytest.mark.parametrize("prompt", ["go", "leave"])
+@pytest.mark.parametrize("prompt", ["go", "leave", "wait"])
 def test_a_command_no_call_runs_gets_a_call_of_its_own(tmp_path: Path, prompt: str) -> None:
     """An agent ran a command while no tool call was open, and no call of its showed it: nothing in
     the chat did (ACP agent round 11), where a bare file request gets a call of its own. So does
     such a command, once it exits (its output and exit code), or when the turn ends first (saying
-    it still runs)."""
+    it still runs), a cancel too."""
 
     async def go() -> None:
         async with acp_lab(tmp_path, bad_agent("bare_terminal")) as lab:
-            turn = await asyncio.wait_for(lab.send(prompt), 20)
+            pending = lab.start(prompt)
+            if prompt == "wait":
+                await lab.wait_for(lab.chat, lambda chat: "running" in json.dumps(chat.get("activeTurn")), 20)
+                await lab.cancel()
+            turn = await asyncio.wait_for(pending, 20)
             [call] = turn.tool_calls
             state = call.state
             [terminal, output, *note] = state["content"]

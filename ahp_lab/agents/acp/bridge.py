@@ -591,13 +591,15 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
 
     def cancelling(self, turn_id: Any) -> None:
         """Turn ``turn_id`` is about to be cancelled: the commands its open calls run are stopped,
-        each said (see :meth:`stop_commands`), and each open call of it that wrote a file ends
+        each said (see :meth:`stop_commands`), those no call shows get a call (see
+        :meth:`end_command_calls`), and each open call of it that wrote a file ends
         first, its content kept, saying that it was cancelled and the files stay written. A
         cancel drops an open call's content (chat-channel T13), and the person saw no sign of a
         file the agent had rewritten."""
         turn = self.turn
         if turn is not None and turn.turn_id == turn_id:
             self.stop_commands(turn)
+            self.end_command_calls(turn)
             self.end_written(turn, "cancelled")
 
     def end_written(self, turn: TurnMap, how: str) -> None:
