@@ -47,9 +47,9 @@ lone_halves      streams two runs of text, each ending in the first half of a ch
                  other half never comes: the first before a tool call, the second before the turn ends
 lone_half_dies   streams text ending in the first half of a character, then exits (status 1)
 ask              asks permission (kinds per MARKER: "always" = allow_always + reject_once, and only
-                 reject_once from the third prompt on; "reject" = reject_once only; "leaky" =
-                 allow_always named with $BAD_AGENT_KEY; "reject_always" = allow_once + reject_always;
-                 default allow_once + reject_once), waits for the answer, reports it as text, ends the turn
+                 reject_once from the third prompt on; "reject" = reject_once only; "allow_only" =
+                 allow_once + allow_always; "leaky" = allow_always named with $BAD_AGENT_KEY;
+                 "reject_always" = allow_once + reject_always; default allow_once + reject_once), waits for the answer, reports it as text, ends the turn
 terminal_group   runs `sh -c 'sleep 1000 & echo $! > MARKER; echo started; wait'`; once it printed
                  "started", kills the terminal, waits for its exit, reports it and ends the turn
 terminal_background  runs `sh -c 'sleep 1000 & echo $! > MARKER; echo bye'`, waits for its exit
@@ -270,6 +270,7 @@ TERMINAL_COMMANDS = {  # what each terminal mode runs (MARKER: where the command
 PERMISSION_OPTIONS = {
     "always": [("aa", "Always allow", "allow_always"), ("ro", "Reject", "reject_once")],
     "reject": [("ro", "Reject", "reject_once")],
+    "allow_only": [("ao", "Allow", "allow_once"), ("aa", "Always allow", "allow_always")],
     # an option's name is the agent's text: this one quotes the secret the person gave the agent
     "leaky": [("aa", "Always allow using " + os.environ.get("BAD_AGENT_KEY", "?"), "allow_always")],
     "reject_always": [("ao", "Allow", "allow_once"), ("ra", "Always reject", "reject_always")],

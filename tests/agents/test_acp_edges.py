@@ -327,7 +327,7 @@ def test_a_refusal_quoting_the_agents_options_never_carries_a_secret(tmp_path: P
             exported = io.StringIO()
             lab.store.export(exported)
             assert secret not in exported.getvalue()
-            lab.deny()
+            lab.approve(option="aa")  # (it offers no way to deny: that is refused too)
             assert (await pending).status == "complete"
 
     arun(go())

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ahp_lab.lab.turns import ActionRejected
 from ahp_lab.protocol.jsonvalue import to_json
 
 from .conftest import acp_lab, arun, bad_agent, pending_call
@@ -72,5 +73,29 @@ def test_a_denied_call_the_agent_reports_as_run_is_said_beside_it(tmp_path: Path
                 "The agent reported on tool call 'Force push' (d1) after the person denied it: it "
                 "completed, forced push done. The call stays as it ended.",
             ]
+
+    arun(go())
+
+
+def test_a_denial_the_agent_offers_no_way_to_take_is_refused(tmp_path: Path) -> None:
+    """The person denied a call whose permission request offered only ways to allow it: the agent
+    was told ``cancelled``, which in ACP cancels the whole turn, and the turn ended as "The agent
+    cancelled the turn on its own" (ACP agent round 11). The denial is refused with the reason, as
+    an approval is when the agent offers no way to allow; the call keeps waiting."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("ask", "allow_only")) as lab:
+            pending = lab.start("go")
+            call = await pending_call(lab)
+            with pytest.raises(ActionRejected) as refused:
+                lab.deny()
+            assert str(refused.value) == (
+                f"the agent offers no option that refuses tool call {call['toolCallId']!r}: approve it, "
+                "or cancel the turn"
+            )
+            assert (await pending_call(lab))["status"] == "pending-confirmation"
+            lab.approve()
+            turn = await asyncio.wait_for(pending, 20)
+            assert turn.status == "complete" and 'outcome={"optionId": "ao"' in turn.text
 
     arun(go())

@@ -161,8 +161,9 @@ class PermissionRequests:
         be passed on as one of its options, else ``None``: an option that says the opposite of the
         action (a denial naming an allow option would have run the tool), or an approval naming no
         option when the agent offers none that allows just once (it got ``cancelled``, which in
-        ACP cancels the whole turn, while the chat showed the call approved), or an approval with an
-        edited input, which ACP cannot carry."""
+        ACP cancels the whole turn, while the chat showed the call approved), or a denial when the
+        agent offers no option that rejects (the same ``cancelled``: the turn ended as cancelled
+        by the agent), or an approval with an edited input, which ACP cannot carry."""
         turn = self.turn
         if turn is None or action.get("turnId") != turn.turn_id:
             return None
@@ -187,7 +188,16 @@ class PermissionRequests:
                 f"option {picked['optionId']!r} {'allows' if allows else 'rejects'} tool call {call.id!r}, "
                 f"but the action {'approves' if approved else 'denies'} it"
             )
-        if not approved or _first(opts, "allow_once") is not None:
+        if not approved:
+            if _first(opts, "reject_once", "reject_always") is not None:
+                return None
+            # the denial would go as ``cancelled``, which in ACP cancels the whole turn, and the
+            # turn ended as "the agent cancelled the turn on its own"
+            return (
+                f"the agent offers no option that refuses tool call {call.id!r}: approve it, or cancel "
+                "the turn"
+            )
+        if _first(opts, "allow_once") is not None:
             return None
         allowing = [
             f"{o['optionId']!r} ({o.get('name') or o.get('kind')})"
