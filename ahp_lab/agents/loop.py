@@ -239,10 +239,22 @@ class LoopAgent:
         }
 
     async def wait_ready(self, session: str, timeout: float = 30.0) -> None:
-        """Wait until the session's extensions are active and its tools are published."""
+        """Wait until the session's custom tools are loaded, its extensions are active and its
+        tools are published; past ``timeout`` seconds, a ``TimeoutError`` saying what was awaited."""
         es = self.extension_session(session)
-        await asyncio.wait_for(es.ready.wait(), timeout)
-        await asyncio.wait_for(asyncio.shield(self.bridge.activation(session)), timeout)
+        deadline = asyncio.timeout(timeout)
+        try:
+            async with deadline:
+                await es.ready.wait()
+                await asyncio.shield(self.bridge.activation(session))
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            raise TimeoutError(
+                f"The session's custom tools and extensions were not ready within {timeout:g} s "
+                "(a tool factory or an extension's activate is still running); wait longer with "
+                f"agent.wait_ready(session, timeout=...), or see agent.extension_session(session).problems."
+            ) from None
 
     def extension_session(self, session: str) -> ExtensionSession:
         """The extensions of a session (their configuration, instances, state, problems)."""

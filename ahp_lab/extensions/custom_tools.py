@@ -33,7 +33,9 @@ directory (``<workspace>/.ahp_lab/tools``, only when the workspace is trusted) a
 paths; ``~`` is expanded, relative paths are taken from the workspace; a path that resolves to one
 already seen is skipped; ``.md`` and ``.json`` files are metadata and never executed; a name that
 clashes with a built-in or an already loaded tool is rejected with a message; a module that fails
-to import is listed with its error and the rest load.
+to import is listed with its error and the rest load. A factory that returns an awaitable is given
+:data:`FACTORY_TIMEOUT` seconds to finish; one that runs past it is listed like a failing one (its
+file named in the folder's message) and the rest load.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from pydantic import BaseModel, ConfigDict
 from ..tools import FAILURES, Tool, ToolError
 from .config import Workspace
 from .contract import ToolResult
+from .session import _Late, _within
 
 __all__ = [
     "CustomTool",
@@ -70,6 +73,7 @@ __all__ = [
     "USER_TOOLS",
     "PROJECT_TOOLS",
     "METADATA_SUFFIXES",
+    "FACTORY_TIMEOUT",
 ]
 
 log = logging.getLogger("ahp_lab.custom_tools")
@@ -80,6 +84,8 @@ USER_TOOLS = Path("~/.ahp_lab/tools")
 PROJECT_TOOLS = Path(".ahp_lab/tools")
 #: Files beside tool modules that describe them: never executed.
 METADATA_SUFFIXES = (".md", ".json")
+#: Seconds a factory's awaitable may take; past it the factory's tools are left out.
+FACTORY_TIMEOUT = 10.0
 
 
 @dataclass
@@ -302,7 +308,7 @@ def _import(path: Path) -> Any:
 async def _produce(factory: Callable, api: CustomToolAPI) -> list[CustomTool]:
     made = factory(api)
     if inspect.isawaitable(made):
-        made = await made
+        made = await _within(made, FACTORY_TIMEOUT)
     items = made if isinstance(made, (list, tuple)) else [made]
     for item in items:
         if not isinstance(item, CustomTool):
@@ -322,6 +328,9 @@ async def load_custom_tools(
     for item in items:
         try:
             tools = [item] if isinstance(item, CustomTool) else await _produce(item, api)
+        except _Late:
+            source.error = f"its factory did not finish within {FACTORY_TIMEOUT:g} s; its tools are left out"
+            continue
         except FAILURES as exc:
             source.error = f"its factory failed: {_one_line(exc)}"
             continue

@@ -48,8 +48,12 @@ def check_unique_ids(extensions: Sequence[Extension]) -> None:
         raise ValueError(f"two extensions have the id {dup!r}: each needs its own")
 
 
+class _Late(TimeoutError):
+    """The deadline of :func:`_within` passed (told apart from a ``TimeoutError`` the work raised)."""
+
+
 async def _within(work: Any, timeout: float) -> Any:
-    """Await ``work`` for at most ``timeout`` seconds, else ``TimeoutError``.
+    """Await ``work`` for at most ``timeout`` seconds, else ``TimeoutError`` (a ``_Late``).
 
     Unlike ``asyncio.wait_for``, the deadline holds when the work ignores its cancellation: it is
     cancelled and left to end by itself (what it returns or raises then is dropped).
@@ -63,7 +67,7 @@ async def _within(work: Any, timeout: float) -> Any:
     if not done:
         task.cancel()
         task.add_done_callback(lambda t: t.cancelled() or t.exception())
-        raise TimeoutError
+        raise _Late
     return task.result()
 
 

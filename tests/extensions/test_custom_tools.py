@@ -8,6 +8,8 @@ import os
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from ahp_lab.agents.models import ScriptedModel, respond, use
 from ahp_lab.extensions import CustomTool, todo_extension
 
@@ -279,3 +281,67 @@ def test_a_custom_tool_may_return_seed_004s_content_and_details(tmp_path):
     assert told[0]["content"] == "Found 3 files"
     assert odd.state["structuredContent"] == other  # other values work as before
     assert '"not blocks"' in told[1]["content"]
+
+
+def test_a_factory_that_never_finishes_is_named_and_the_other_tools_load(tmp_path, monkeypatch):
+    """An async factory that never returned held Lab.open for 30 s, then a blank TimeoutError: the
+    file was not named and every other tool was lost."""
+    from ahp_lab.extensions import custom_tools
+
+    monkeypatch.setattr(custom_tools, "FACTORY_TIMEOUT", 0.2, raising=False)
+    folder = tmp_path / "ws" / "tools"
+    write(
+        folder / "hanging.py", "import asyncio\n\nasync def factory(api):\n    await asyncio.Event().wait()\n"
+    )
+    write(folder / "good.py", tool_module("good"))
+
+    async def main():
+        lab, _agent = await loop_lab(
+            tmp_path, ScriptedModel([respond("", use("good")), "ok"]), tool_paths=["tools"]
+        )
+        container = _container(lab, folder)
+        assert container["load"]["message"] == (
+            "hanging.py: its factory did not finish within 0.2 s; its tools are left out."
+        )
+        assert [c["name"] for c in container["children"]] == ["good"]
+        turn = await lab.send("run good")
+        assert turn.tool_calls[0].result_text == "good ran"
+        await lab.aclose()
+
+    arun(main())
+
+
+def test_wait_ready_says_what_it_waited_for(tmp_path):
+    """wait_ready past its timeout raised a TimeoutError with no message."""
+    from ahp_lab import Lab
+    from ahp_lab.agents.loop import LoopAgent
+    from ahp_lab.extensions import Extension, Lifecycle, Workspace
+
+    async def main():
+        entered, gate = asyncio.Event(), asyncio.Event()
+
+        async def activate(runtime):
+            entered.set()
+            await gate.wait()
+
+        slow = Extension("slow", lifecycle=Lifecycle(activate=activate))
+        (tmp_path / "ws").mkdir()
+        agent = LoopAgent(
+            extensions=[slow],
+            user_tools=None,
+            user_config=tmp_path / "u.json",
+            workspace=Workspace.at(tmp_path / "ws"),
+        )
+        opening = asyncio.ensure_future(Lab.open(agent=agent))
+        await entered.wait()
+        [session] = agent.bridge.sessions
+        with pytest.raises(TimeoutError) as raised:
+            await agent.wait_ready(session, timeout=0.05)
+        said = str(raised.value)
+        gate.set()
+        lab = await opening
+        assert said.startswith("The session's custom tools and extensions were not ready within 0.05 s")
+        assert "agent.wait_ready(session, timeout=...)" in said
+        await lab.aclose()
+
+    arun(main())
