@@ -390,7 +390,8 @@ class OpenAIModel:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """One streaming ``chat.completions.create`` call: text and reasoning deltas as they arrive,
-        refusal and tool-call deltas assembled (the calls by index), usage from the final chunk."""
+        refusal and tool-call deltas assembled (the calls by index, told from their ids when the
+        endpoint sends none: see ``_inferred_index``), usage from the final chunk."""
         kwargs: dict[str, Any] = {
             "model": request.model or self.name,
             "messages": request.wire_messages(),
@@ -495,15 +496,21 @@ def _retry_after(exc: BaseException) -> float | None:
 
 
 def _add_call_piece(calls: dict[int, dict[str, Any]], tc: Any) -> None:
-    """Add one streamed tool-call piece to the call with its index, within the bounds above."""
+    """Add one streamed tool-call piece to the call with its index (or, for a piece without one,
+    the index :func:`_inferred_index` tells), within the bounds above."""
     index = getattr(tc, "index", None)
-    if type(index) is not int:
+    indexed = index is not None
+    if not indexed:
+        index = _inferred_index(calls, tc)
+    elif type(index) is not int:
         raise _malformed(f"a tool call's index is {_json_kind(index)}, not an integer")
+    elif any(not e["indexed"] for e in calls.values()):
+        raise _unindexed()
     entry = calls.get(index)
     if entry is None:
         if len(calls) >= MAX_TOOL_CALLS:
             raise _too_many_calls()
-        entry = calls[index] = {"id": None, "name": "", "arguments": ""}
+        entry = calls[index] = {"id": None, "name": "", "arguments": "", "indexed": indexed}
     if getattr(tc, "id", None):
         entry["id"] = _string(tc.id, "a tool call's id", MAX_NAME_CHARS)
     function = getattr(tc, "function", None)
@@ -515,6 +522,36 @@ def _add_call_piece(calls: dict[int, dict[str, Any]], tc: Any) -> None:
             piece = getattr(function, field_, None)
             if piece:
                 entry[field_] = _string(entry[field_] + _string(piece, what, limit), what, limit)
+
+
+def _unindexed() -> TurnFailed:
+    return _malformed(
+        "some of its tool-call pieces have an index and some have none, so which call each one "
+        "continues cannot be told; OpenAIModel(..., stream=False) asks for whole answers, which need none"
+    )
+
+
+def _inferred_index(calls: dict[int, dict[str, Any]], tc: Any) -> int:
+    """The index of a tool-call piece sent without one (as Ollama and Gemini's OpenAI-compatible
+    API do): a piece with a new id, or with a name and no id when the last call is named already,
+    starts a new call; any other piece continues the last call. A piece that repeats an earlier
+    call's id, or a stream that mixes pieces with and without an index, is refused."""
+    if any(e["indexed"] for e in calls.values()):
+        raise _unindexed()
+    if not calls:
+        return 0
+    last = max(calls)
+    call_id = getattr(tc, "id", None)
+    if call_id and call_id != calls[last]["id"]:
+        if any(e["id"] == call_id for e in calls.values()):
+            raise _malformed(
+                "a tool-call piece without an index repeats an earlier call's id, so which call it "
+                "continues cannot be told; OpenAIModel(..., stream=False) asks for whole answers, which need none"
+            )
+        return last + 1
+    if not call_id and getattr(getattr(tc, "function", None), "name", None) and calls[last]["name"]:
+        return last + 1
+    return last
 
 
 async def _chunks_of(completion: Any) -> AsyncIterator[Any]:

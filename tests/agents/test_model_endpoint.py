@@ -457,3 +457,67 @@ def test_duplicate_tool_call_ids_or_a_nameless_call_are_malformed_and_nothing_ru
     assert again.state["state"] == "complete" and again.text == "fine again"
     last = server.requests[-1]["messages"]
     assert not any(m.get("role") == "tool" or m.get("tool_calls") for m in last)  # nothing half-kept
+
+
+def test_tool_call_pieces_without_an_index_are_assembled_when_unambiguous(tmp_path):
+    """Ollama and Gemini's OpenAI-compatible API send tool-call pieces without ``index``: every
+    tool-calling turn failed ("a tool call's index is null, not an integer")."""
+
+    def piece(function, call_id=None, index=None):
+        tc = {"type": "function", "function": function}
+        tc |= {"id": call_id} if call_id else {}
+        tc |= {"index": index} if index is not None else {}
+        return chunk({"tool_calls": [tc]})
+
+    replies = [
+        # a new id starts a call; a piece with neither id nor index continues the last one
+        raw_reply(
+            piece({"name": "echo", "arguments": '{"text": '}, "a"),
+            piece({"arguments": '"one"}'}),
+            piece({"name": "echo", "arguments": '{"text": "two"}'}, "b"),
+            chunk({}, "tool_calls"),
+        ),
+        text_reply("ids done"),
+        # whole calls without an id either: a second name starts a second call
+        raw_reply(
+            piece({"name": "echo", "arguments": '{"text": "three"}'}),
+            piece({"name": "echo", "arguments": '{"text": "four"}'}),
+            chunk({}, "tool_calls"),
+        ),
+        text_reply("names done"),
+        # pieces with and without an index: which call a piece continues cannot be told
+        raw_reply(
+            piece({"name": "echo", "arguments": "{}"}, "c", index=0),
+            piece({"arguments": "{}"}),
+            chunk({}, "tool_calls"),
+        ),
+        text_reply("fine again"),
+    ]
+    with FakeOpenAI(replies) as server:
+
+        async def main():
+            lab, agent = await loop_lab(tmp_path, OpenAIModel("m", base_url=server.base_url, api_key="k"))
+            ran = []
+
+            @lab.tool
+            def echo(text: str) -> str:
+                """Echo."""
+                ran.append(text)
+                return text
+
+            turns = [await lab.send(p) for p in ("ids", "names", "mixed", "again")]
+            await lab.aclose()
+            return turns, ran
+
+        (ids, names, mixed, again), ran = arun(main())
+    assert ran == ["one", "two", "three", "four"]
+    assert ids.text == "ids done" and names.text == "names done"
+    sent = server.requests[1]["messages"]
+    assert [c["id"] for m in sent for c in m.get("tool_calls") or ()] == ["a", "b"]
+    assert mixed.state["error"] == {
+        "errorType": "modelError",
+        "message": "The model's answer is malformed: some of its tool-call pieces have an index and some have "
+        "none, so which call each one continues cannot be told; OpenAIModel(..., stream=False) asks for "
+        "whole answers, which need none.",
+    }
+    assert again.state["state"] == "complete" and again.text == "fine again"
