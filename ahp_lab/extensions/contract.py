@@ -141,7 +141,10 @@ class ExtensionTool:
     ``execute(runtime, call)`` (sync or async) gets the session's runtime and the call (``id``,
     ``args`` validated by ``parameters``, ``update(content)`` to stream partial results,
     ``cancelled``, ``run_agent(...)``, ``call_host_tool(...)``); it returns text, a
-    :class:`ToolResult` or any JSON value. Raising fails the call with the message.
+    :class:`ToolResult` or any JSON value. Raising fails the call with the message. A plain
+    ``def`` runs on the host's event loop: until it returns, nothing else runs (no cancel, no
+    widget, no socket), so long work belongs in an ``async def`` (``await asyncio.to_thread(...)``
+    for blocking code that touches neither the runtime nor the call).
 
     ``execution_mode``: ``"sequential"`` (the default) runs the call alone, after the calls the
     model asked for before it; ``"parallel"`` runs it together with the other parallel calls next

@@ -21,6 +21,9 @@ list of them, or an awaitable of either::
 first; ``on_update(content)`` streams a partial result; ``ctx`` has the session, chat and turn and
 ``abort()``; ``cancel`` is an ``asyncio.Event`` set when the call is cancelled (the coroutine is
 cancelled too, and ``api.exec`` kills its process). Raising fails the call with the message.
+A plain ``def execute`` runs on the host's event loop and holds it until it returns (no cancel,
+no widget, no socket meanwhile): long work belongs in an ``async def`` (``api.exec``, or
+``await asyncio.to_thread(...)`` for blocking code that touches neither ``on_update`` nor ``ctx``).
 It returns text, seed 004's ``{"content": [blocks], "details": ...}`` (the blocks are the call's
 content and what the model is told, ``details`` its structured result; see :func:`seed_result`),
 a :class:`~ahp_lab.extensions.ToolResult`, or any other JSON value (shown as its JSON).
