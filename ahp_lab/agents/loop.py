@@ -504,7 +504,7 @@ class LoopAgent:
             raise
         except FAILURES as exc:
             if isinstance(exc, TimeoutError) and deadline.expired():
-                error = f"The model call took longer than {self.call_timeout:g} s, so it was stopped."
+                error = f"The model call took longer than LoopAgent's call_timeout of {self.call_timeout:g} s, so it was stopped."
                 self.model_calls.end(record, error=error)
                 raise TurnFailed(error, "modelError") from None
             error = redactor.text(f"{type(exc).__name__}: {exc}")  # an API error may quote the key

@@ -381,9 +381,12 @@ class OpenAIModel:
         self.name = model
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self.params = params
+        self.timeout = timeout
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        self._key_given = bool(key)  # a local endpoint may need none: "not-set" is sent then
         self._client = openai.AsyncOpenAI(
             base_url=self.base_url,
-            api_key=api_key or os.environ.get("OPENAI_API_KEY") or "not-set",
+            api_key=key or "not-set",
             timeout=timeout,
             max_retries=max_retries,
         )
@@ -402,9 +405,19 @@ class OpenAIModel:
             kwargs.setdefault("stream_options", {"include_usage": True})
         if request.tools:
             kwargs["tools"] = request.tools
-        stream = await self._client.chat.completions.create(**kwargs)
+        try:
+            stream = await self._client.chat.completions.create(**kwargs)
+        except Exception as exc:
+            raise self._explained(exc) from exc
         if not hasattr(stream, "__aiter__"):  # params asked for stream=False: one whole completion
             stream = _chunks_of(stream)
+        elif stream.response.headers.get("content-type", "").startswith("application/json"):
+            await stream.close()
+            raise TurnFailed(
+                f"The endpoint at {self._where()} answered with one JSON document, not a stream: "
+                "pass stream=False to OpenAIModel.",
+                "modelError",
+            )
         text: list[str] = []
         reasoning: list[str] = []
         refusal: list[str] = []  # not streamed into the chat: a refusal ends the turn with it
@@ -447,6 +460,11 @@ class OpenAIModel:
                         refusal.append(piece)
                     for tc in delta.tool_calls or ():
                         _add_call_piece(calls, tc)
+        except Exception as exc:
+            explained = self._explained(exc)
+            if explained is exc:
+                raise
+            raise explained from exc
         finally:
             close = getattr(stream, "close", None)
             if close is not None:  # the endpoint's connection goes at once, whatever ended the call
@@ -460,6 +478,46 @@ class OpenAIModel:
         )
         yield ModelEvent("done", response=response)
 
+    def _where(self) -> str:
+        return shown_url(str(self._client.base_url).rstrip("/"))
+
+    def _explained(self, exc: Exception) -> Exception:
+        """``exc`` as a ``modelError`` that says what to do, for the failures whose own message
+        does not (nothing listening, a wrong path, no key, a timeout, a stream that is not JSON);
+        any other ``exc`` as it is."""
+        import httpx
+        import openai
+
+        if isinstance(exc, (openai.APITimeoutError, httpx.TimeoutException)):
+            why = (
+                f"The endpoint at {self._where()} sent nothing for {self.timeout:g} s "
+                "(OpenAIModel's timeout=), so the call was stopped."
+            )
+        elif isinstance(exc, openai.APIConnectionError):
+            why = (
+                f"Nothing answered at {self._where()} ({type(exc).__name__}: {exc}): start the endpoint, "
+                "or pass OpenAIModel the base_url it listens at."
+            )
+        elif isinstance(exc, openai.NotFoundError):
+            said = " ".join(str(exc).split())[:300]  # the SDK quotes an {"error": ...} body
+            why = (
+                f"The endpoint answered 404 Not Found for {shown_url(str(exc.request.url))} ({said}): "
+                "check the model name and base_url (OpenAI-compatible base URLs usually end in /v1)."
+            )
+        elif isinstance(exc, openai.AuthenticationError) and not self._key_given:
+            why = (
+                f"The endpoint at {self._where()} refused the call (401) and no API key was given: "
+                "set OPENAI_API_KEY or pass api_key= to OpenAIModel."
+            )
+        elif isinstance(exc, json.JSONDecodeError):
+            why = (
+                f"The endpoint at {self._where()} sent data that is not JSON in its answer ({exc.msg}); "
+                "check that base_url points at an OpenAI-compatible API."
+            )
+        else:
+            return exc
+        return TurnFailed(why, "modelError")
+
     def secrets(self) -> tuple[str, ...]:
         """The API key, for the host to mask wherever an error message quotes it."""
         key = self._client.api_key
@@ -467,6 +525,18 @@ class OpenAIModel:
 
     def __repr__(self) -> str:
         return f"<OpenAIModel {self.name} at {self.base_url or 'the default endpoint'}>"
+
+
+def shown_url(url: str) -> str:
+    """``url`` with the credentials it may carry (its user info, its query's values) as ``***``."""
+    from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = "***@" + netloc.rpartition("@")[2]
+    query = "&".join(f"{k}=***" for k, _ in parse_qsl(parts.query, keep_blank_values=True))
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def _retry_after(exc: BaseException) -> float | None:

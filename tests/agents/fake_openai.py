@@ -37,6 +37,16 @@ def raw_reply(*events: Any, keepalive: float | None = None, echo_key: bool = Fal
     return {"raw": list(events), "keepalive": keepalive, "echo_key": echo_key}
 
 
+def whole_reply(reply: dict) -> dict:
+    """``reply`` as one whole ``chat.completion`` even when a stream was asked, as some endpoints do."""
+    return reply | {"whole": True}
+
+
+def stalled_reply() -> dict:
+    """No answer at all until the server closes (``FakeOpenAI.release``): a client's timeout ends it."""
+    return {"stall": True}
+
+
 def chunk(delta: dict | None, finish: Any = None, usage: Any = None, model: str = "fake") -> dict:
     """One ``chat.completion.chunk``: ``delta`` in one choice (``None``: no choice), its finish reason."""
     out: dict[str, Any] = {
@@ -73,6 +83,7 @@ class FakeOpenAI:
     As the real API: a history with unanswered tool calls is refused with 400, an error status
     quotes the key it was given (``Incorrect API key provided: ...``), and a request with
     ``stream: false`` gets one whole ``chat.completion`` (or 400 if it carries ``stream_options``).
+    A path other than ``/v1/chat/completions`` is 404, as a server says it (``{"detail": ...}``).
     """
 
     def __init__(self, replies: list[dict], *, status: int = 200) -> None:
@@ -81,6 +92,7 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.left = threading.Event()  # a client went while a keepalive reply was still streaming
+        self.release = threading.Event()  # set on close: a stalled reply ends
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -92,6 +104,12 @@ class FakeOpenAI:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 outer.requests.append(body)
                 outer.headers.append({k.lower(): v for k, v in self.headers.items()})
+                if self.path != "/v1/chat/completions":
+                    self.send_response(404)
+                    self.send_header("content-type", "application/json")
+                    self.end_headers()
+                    self.wfile.write(b'{"detail": "Not Found"}')
+                    return
                 key = (self.headers.get("authorization") or "").removeprefix("Bearer ")
                 missing = unanswered_tool_calls(body.get("messages") or [])
                 if body.get("stream") is False and "stream_options" in body:  # as the real API refuses it
@@ -115,10 +133,13 @@ class FakeOpenAI:
                     self.wfile.write(json.dumps({"error": {"message": message, "type": "error"}}).encode())
                     return
                 reply = outer.replies.pop(0) if outer.replies else text_reply("(no more replies)")
+                if "stall" in reply:
+                    outer.release.wait()
+                    return
                 if "raw" in reply:
                     self._raw(reply, self.headers.get("authorization") or "")
                     return
-                if body.get("stream") is False:
+                if body.get("stream") is False or reply.get("whole"):
                     self._whole(body.get("model", "fake"), reply)
                     return
                 self.send_response(200)
@@ -218,6 +239,7 @@ class FakeOpenAI:
         return self
 
     def __exit__(self, *_exc: Any) -> None:
+        self.release.set()
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(5)

@@ -22,7 +22,7 @@ from ahp_lab.widgets.model_calls import model_calls_view_model
 
 from ..loop_helpers import arun, loop_lab, notes
 from ..security.conftest import Stranger
-from .fake_openai import FakeOpenAI, chunk, raw_reply, text_reply, tool_reply
+from .fake_openai import FakeOpenAI, chunk, raw_reply, stalled_reply, text_reply, tool_reply, whole_reply
 
 KEY = "zz-endpoint-Key-7c1e93b0a4d25f68"  # no well-known shape: only the literal value can catch it
 
@@ -150,7 +150,7 @@ def test_a_stream_that_trickles_forever_is_stopped_at_the_calls_deadline(tmp_pat
     stuck, again = turns
     assert stuck.state["error"] == {
         "errorType": "modelError",
-        "message": "The model call took longer than 1 s, so it was stopped.",
+        "message": "The model call took longer than LoopAgent's call_timeout of 1 s, so it was stopped.",
     }
     assert stuck.text == "thinking"
     assert server.left.wait(30)  # the endpoint's connection was closed
@@ -521,3 +521,71 @@ def test_tool_call_pieces_without_an_index_are_assembled_when_unambiguous(tmp_pa
         "whole answers, which need none.",
     }
     assert again.state["state"] == "complete" and again.text == "fine again"
+
+
+def test_endpoint_failures_a_new_user_cannot_act_on_say_what_to_do(tmp_path, monkeypatch):
+    """Connection refused read ``APIConnectionError: Connection error.``, a wrong path only the
+    404, a stream that is not JSON a JSONDecodeError, a whole answer to a stream request a stream
+    with no finish reason, a missing key the endpoint's 401 about the key "not-set", a timeout
+    ``Request timed out.``: none said what to do."""
+    import socket
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    closed = socket.socket()  # bound, never listening: a connection to it is refused
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+
+    async def error_of(model: OpenAIModel, case: str) -> str:
+        (tmp_path / case).mkdir()
+        lab, _agent = await loop_lab(tmp_path / case, model)
+        turn = await lab.send("hi")
+        await lab.aclose()
+        assert turn.state["error"]["errorType"] == "modelError"
+        return turn.state["error"]["message"]
+
+    replies = [raw_reply("this is not json"), whole_reply(text_reply("whole")), stalled_reply()]
+    with (
+        FakeOpenAI(replies) as server,
+        FakeOpenAI([], status=401) as refusing,
+        FakeOpenAI([text_reply("hi")]) as keyless,
+    ):
+        url = server.base_url
+
+        async def main():
+            said = {
+                "refused": await error_of(
+                    OpenAIModel("m", base_url=f"http://127.0.0.1:{port}/v1"), "refused"
+                ),
+                "404": await error_of(OpenAIModel("m", base_url=url.removesuffix("/v1"), api_key=KEY), "404"),
+                "not json": await error_of(OpenAIModel("m", base_url=url, api_key=KEY), "json"),
+                "whole": await error_of(OpenAIModel("m", base_url=url, api_key=KEY), "whole"),
+                "slow": await error_of(OpenAIModel("m", base_url=url, api_key=KEY, timeout=0.5), "slow"),
+                "no key": await error_of(OpenAIModel("m", base_url=refusing.base_url), "nokey"),
+                "bad key": await error_of(
+                    OpenAIModel("m", base_url=refusing.base_url, api_key=KEY), "badkey"
+                ),
+            }
+            (tmp_path / "keyless").mkdir()
+            lab, _agent = await loop_lab(tmp_path / "keyless", OpenAIModel("m", base_url=keyless.base_url))
+            said["keyless"] = (await lab.send("hi")).text  # a local endpoint that needs no key
+            await lab.aclose()
+            return said
+
+        said = arun(main())
+    closed.close()
+    host = url.removesuffix("/v1")
+    assert said == {
+        "refused": f"Nothing answered at http://127.0.0.1:{port}/v1 (APIConnectionError: Connection error.): "
+        "start the endpoint, or pass OpenAIModel the base_url it listens at.",
+        "404": f"The endpoint answered 404 Not Found for {host}/chat/completions (Error code: 404): "
+        "check the model name and base_url (OpenAI-compatible base URLs usually end in /v1).",
+        "not json": f"The endpoint at {url} sent data that is not JSON in its answer (Expecting value); "
+        "check that base_url points at an OpenAI-compatible API.",
+        "whole": f"The endpoint at {url} answered with one JSON document, not a stream: pass stream=False to OpenAIModel.",
+        "slow": f"The endpoint at {url} sent nothing for 0.5 s (OpenAIModel's timeout=), so the call was stopped.",
+        "no key": f"The endpoint at {refusing.base_url} refused the call (401) and no API key was given: "
+        "set OPENAI_API_KEY or pass api_key= to OpenAIModel.",
+        "bad key": "The model call failed: AuthenticationError: Error code: 401 - the fake refuses "
+        "(Incorrect API key provided: ***)",
+        "keyless": "hi",
+    }
