@@ -146,7 +146,8 @@ class LoopAgent:
     workspace); ``user_tools``: the user tool directory (``None`` for none). ``workspace``: a
     :class:`~ahp_lab.extensions.config.Workspace` (default: the current directory, untrusted);
     ``user_config``: the user configuration file. ``hook_timeout``: seconds a hook may take.
-    ``max_steps``: model calls per turn at most. ``call_timeout``: seconds one model call may take,
+    ``max_steps``: model calls per turn at most (a turn still calling tools then ends with
+    ``chat/error``, ``maxTurnRequests``; its history is kept). ``call_timeout``: seconds one model call may take,
     from its request to the end of its answer (``None``: no bound), whatever the endpoint streams.
     """
 
@@ -367,7 +368,11 @@ class LoopAgent:
                 # the model's API, which would break every later turn of the chat.
                 for call in response.tool_calls[answered:]:
                     turn_log.append({"role": "tool", "tool_call_id": call.id, "content": UNFINISHED})
-        await ctx.notify(f"Stopped after {self.max_steps} model calls in one turn.")
+        raise TurnFailed(  # as the ACP bridge ends a turn at an agent's max_turn_requests
+            f"The turn stopped after {self.max_steps} model calls (LoopAgent's max_steps): send a "
+            "message to let the model go on, or give the agent a higher max_steps.",
+            "maxTurnRequests",
+        )
 
     async def _expand(self, es: ExtensionSession, prompt: str) -> str:
         """A message starting with ``/command`` becomes what the command expands it to."""

@@ -260,3 +260,31 @@ def test_a_hook_raising_an_exception_without_a_message_is_named_without_a_dangli
     turn, said = arun(main())
     assert turn.state["state"] == "complete"
     assert "Extension hook bad.after_tool_call raised KeyboardInterrupt; skipped for this call." in said
+
+
+def test_a_turn_at_max_steps_ends_as_an_error_that_names_max_steps(tmp_path):
+    """A turn cut at max_steps ended ``complete`` with only a notification."""
+
+    async def main():
+        model = ScriptedModel([respond("", use("tick")), respond("", use("tick")), "Went on."])
+        lab, _agent = await loop_lab(tmp_path, model, max_steps=2)
+
+        @lab.tool
+        def tick() -> str:
+            """Tick."""
+            return "tock"
+
+        stopped = await lab.send("tick forever")
+        again = await lab.send("go on")
+        await lab.aclose()
+        return stopped, again, model.requests[-1].messages
+
+    stopped, again, sent = arun(main())
+    assert stopped.state["state"] == "error" and stopped.state["error"] == {
+        "errorType": "maxTurnRequests",
+        "message": "The turn stopped after 2 model calls (LoopAgent's max_steps): send a message to let "
+        "the model go on, or give the agent a higher max_steps.",
+    }
+    assert [c.result_text for c in stopped.tool_calls] == ["tock", "tock"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "assistant", "tool", "user"]
+    assert again.state["state"] == "complete" and again.text == "Went on."
