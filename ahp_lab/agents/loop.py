@@ -498,9 +498,11 @@ class LoopAgent:
         redactor = self.bridge.host.redactor
         redactor.add(*self.model.secrets() if hasattr(self.model, "secrets") else ())
         deadline = asyncio.timeout(self.call_timeout)
+        said: list[str] = []  # the text shown in the chat so far
+        response = None
         try:
             async with deadline:
-                response = checked_response(await self._stream(ctx, request))
+                response = checked_response(await self._stream(ctx, request, said))
         except asyncio.CancelledError:
             self.model_calls.end(record, error="cancelled")
             raise
@@ -522,6 +524,9 @@ class LoopAgent:
                 f"The model call failed, and the endpoint asked to retry after {wait:g} s: {error}",
                 "modelError",
             ) from None
+        finally:
+            if response is None and said:  # what was said stays in the history, as in the chat
+                turn_log.append({"role": "assistant", "content": valid_unicode("".join(said))})
         refused = None
         if response.refusal:
             # masked whole, then cut, and told on one line
@@ -549,8 +554,9 @@ class LoopAgent:
             raise TurnFailed(f"The model's answer is incomplete: {why}.", kind)
         return response, offered
 
-    async def _stream(self, ctx: TurnContext, request: ModelRequest) -> ModelResponse:
-        """Stream the model's answer into the chat (text and reasoning as deltas)."""
+    async def _stream(self, ctx: TurnContext, request: ModelRequest, said: list[str]) -> ModelResponse:
+        """Stream the model's answer into the chat (text and reasoning as deltas); the text shown
+        goes into ``said`` as it is shown."""
         events = self.model.stream(request).__aiter__()
         pending: Any = _END
 
@@ -571,8 +577,12 @@ class LoopAgent:
             async for text in run_of(kind, first):
                 text, held = held_back(held + text)
                 if text:
+                    if kind == "text":
+                        said.append(text)
                     yield text
             if held:
+                if kind == "text":
+                    said.append(held)
                 yield held  # never completed: the host shows it as U+FFFD
 
         streamed: set[str] = set()
@@ -583,6 +593,7 @@ class LoopAgent:
                 if response.reasoning and "reasoning" not in streamed:  # a model that did not stream it
                     await ctx.think(response.reasoning)
                 if response.text and "text" not in streamed:
+                    said.append(response.text)
                     await ctx.say(response.text)
                 return response
             if ev.kind in ("text", "reasoning"):

@@ -20,7 +20,7 @@ from ahp_lab.agents.loop import MAX_TOOL_DESCRIPTION_CHARS, model_tool_name
 from ahp_lab.agents.models import MAX_ANSWER_CHARS, MAX_TOOL_CALLS, OpenAIModel
 from ahp_lab.widgets.model_calls import model_calls_view_model
 
-from ..loop_helpers import arun, loop_lab, notes
+from ..loop_helpers import arun, loop_lab, notes, wait_for
 from ..security.conftest import Stranger
 from .fake_openai import FakeOpenAI, chunk, raw_reply, stalled_reply, text_reply, tool_reply, whole_reply
 
@@ -155,6 +155,11 @@ def test_a_stream_that_trickles_forever_is_stopped_at_the_calls_deadline(tmp_pat
     assert stuck.text == "thinking"
     assert server.left.wait(30)  # the endpoint's connection was closed
     assert again.state["state"] == "complete" and again.text == "back"
+    # what the person saw stays in the history
+    assert server.requests[-1]["messages"][-2:] == [
+        {"role": "assistant", "content": "thinking"},
+        {"role": "user", "content": "again"},
+    ]
     assert agent.model_calls[0].error == stuck.state["error"]["message"]
 
 
@@ -589,3 +594,37 @@ def test_endpoint_failures_a_new_user_cannot_act_on_say_what_to_do(tmp_path, mon
         "(Incorrect API key provided: ***)",
         "keyless": "hi",
     }
+
+
+def test_text_shown_before_a_stream_failed_or_was_cancelled_stays_in_the_history(tmp_path):
+    """A turn whose stream broke (data that is not JSON) or was cancelled mid-stream lost the text
+    the person saw from the model's history, though the docs say what was said stays in it."""
+    replies = [
+        raw_reply(chunk({"content": "Half an "}), "not json"),
+        text_reply("next"),
+        raw_reply(chunk({"content": "Still talking"}), keepalive=0.05),
+        text_reply("after the cancel"),
+    ]
+    with FakeOpenAI(replies) as server:
+
+        async def main():
+            lab, _agent = await loop_lab(tmp_path, OpenAIModel("m", base_url=server.base_url, api_key="k"))
+            broken = await lab.send("one")
+            await lab.send("two")
+            pending = lab.start("three")
+            await wait_for(lab, lambda s: "Still talking" in json.dumps(s.get("activeTurn") or {}), lab.chat)
+            await lab.cancel()
+            cancelled = await pending
+            await lab.send("four")
+            await lab.aclose()
+            return broken, cancelled
+
+        broken, cancelled = arun(main())
+    assert broken.state["state"] == "error" and broken.text == "Half an "
+    assert cancelled.state["state"] == "cancelled"
+    second, fourth = server.requests[1]["messages"], server.requests[3]["messages"]
+    assert second[-2:] == [{"role": "assistant", "content": "Half an "}, {"role": "user", "content": "two"}]
+    assert fourth[-2:] == [
+        {"role": "assistant", "content": "Still talking"},
+        {"role": "user", "content": "four"},
+    ]
