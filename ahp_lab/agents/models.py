@@ -12,7 +12,7 @@ arrive, then the finished :class:`ModelResponse` (its text, its tool calls, its 
     model = OpenAIModel("gpt-4o-mini", base_url="http://127.0.0.1:8000/v1", api_key="...")
 
 The API key of :class:`OpenAIModel` lives in the SDK client only: it is never part of a request, a
-response, a log record or a ``repr``.
+response, a log record or a ``repr``, nor is a password or query value in its base URL.
 """
 
 from __future__ import annotations
@@ -519,12 +519,19 @@ class OpenAIModel:
         return TurnFailed(why, "modelError")
 
     def secrets(self) -> tuple[str, ...]:
-        """The API key, for the host to mask wherever an error message quotes it."""
+        """The API key, and any password or query value in the base URL, for the host to mask
+        wherever an error message quotes them."""
+        from urllib.parse import parse_qsl, urlsplit
+
         key = self._client.api_key
-        return (key,) if key and key != "not-set" else ()
+        parts = urlsplit(str(self._client.base_url))
+        found = [key if key != "not-set" else None, parts.password]
+        found += [v for _, v in parse_qsl(parts.query)]
+        return tuple(s for s in found if s)
 
     def __repr__(self) -> str:
-        return f"<OpenAIModel {self.name} at {self.base_url or 'the default endpoint'}>"
+        where = shown_url(self.base_url) if self.base_url else "the default endpoint"
+        return f"<OpenAIModel {self.name} at {where}>"
 
 
 def shown_url(url: str) -> str:

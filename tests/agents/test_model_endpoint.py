@@ -628,3 +628,26 @@ def test_text_shown_before_a_stream_failed_or_was_cancelled_stays_in_the_history
         {"role": "assistant", "content": "Still talking"},
         {"role": "user", "content": "four"},
     ]
+
+
+def test_credentials_in_the_base_url_are_masked_in_reprs(tmp_path):
+    """A password (``http://bob:pw@host``) or a key (``?key=``) in base_url showed in
+    ``repr(OpenAIModel)`` and ``repr(LoopAgent)``."""
+    secret = "pw-in-the-url-4f1d"
+    with FakeOpenAI([]) as server:
+        port = server.base_url.split(":")[2].split("/")[0]
+
+        async def main():
+            shown = []
+            for base in (f"http://bob:{secret}@127.0.0.1:{port}/v1", f"{server.base_url}?key={secret}"):
+                model = OpenAIModel("m", base_url=base, api_key=KEY)
+                lab, agent = await loop_lab(tmp_path, model)
+                shown += [repr(model), repr(agent)]
+                assert secret in model.secrets()  # masked by the host where an error quotes it
+                await lab.aclose()
+            return shown
+
+        shown = arun(main())
+    assert not any(secret in s for s in shown)
+    assert shown[0] == f"<OpenAIModel m at http://***@127.0.0.1:{port}/v1>"
+    assert shown[2] == f"<OpenAIModel m at {server.base_url}?key=***>"
