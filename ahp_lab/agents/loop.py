@@ -42,6 +42,8 @@ from ..extensions.config import PROJECT_CONFIG, USER_CONFIG, Workspace
 from ..extensions.contract import Extension
 from ..extensions.custom_tools import USER_TOOLS
 from ..extensions.session import (
+    EXECUTE_TOOL,
+    SEARCH_TOOLS,
     ExtensionSession,
     check_unique_ids,
     described,
@@ -390,14 +392,15 @@ class LoopAgent:
     def resident_tools(
         self, es: ExtensionSession, ctx: TurnContext, spec: SubagentSpec | None
     ) -> tuple[list[dict], list[tuple[str, str]], dict[str, str]]:
-        """The tools sent with every request: the extensions' (and custom) tools, then the host's
-        tools that no catalog claims; why each tool the model's API could not take is left out; and
+        """The tools sent with every request: the extensions' (and custom) tools, the catalogs'
+        ``SearchTools`` and ``ExecuteTool`` first, then the host's tools that no catalog claims; why each tool the model's API could not take is left out; and
         the tool each name offered stands for (see :func:`model_tool_name`)."""
         exclude = spec.exclude if spec is not None else frozenset()
         enabled = set(d["name"] for d in self.bridge.server_tool_definitions(ctx.session))
         claimed = es.claimed_names()
         offered = []
-        for name in es.tools:
+        # the catalogs' entry tools first: past MAX_MODEL_TOOLS, every catalog entry is out of reach without them
+        for name in sorted(es.tools, key=lambda n: n not in (SEARCH_TOOLS, EXECUTE_TOOL)):
             if name in exclude or name not in enabled:
                 continue
             d = es.definition(name)

@@ -252,3 +252,25 @@ def test_a_model_that_does_not_stream_still_shows_its_answer(tmp_path):
         await lab.aclose()
 
     arun(main())
+
+
+def test_past_the_tool_limit_the_catalogs_entry_tools_are_still_offered(tmp_path):
+    """With 127 or more resident tools, SearchTools and ExecuteTool (built last) were the tools cut
+    at the 128-tool limit, and no catalog entry could be reached."""
+    from ahp_lab.agents.loop import MAX_MODEL_TOOLS
+    from ahp_lab.extensions import Catalog, CatalogEntry, Extension, ExtensionTool
+
+    units = Catalog(
+        "units", lambda rt: [CatalogEntry("km_to_miles", "Convert km.", execute=lambda rt, c: "ok")]
+    )
+    many = [ExtensionTool(f"T{i:03d}", f"tool {i}", lambda rt, c: "x") for i in range(MAX_MODEL_TOOLS + 2)]
+    model = ScriptedModel(["hi"])
+
+    async def main():
+        lab, _agent = await loop_lab(tmp_path, model, [Extension("big", catalogs=[units], tools=many)])
+        await lab.send("hi")
+        await lab.aclose()
+
+    arun(main())
+    offered = [t["function"]["name"] for t in model.requests[0].tools]
+    assert len(offered) == MAX_MODEL_TOOLS and offered[:2] == ["SearchTools", "ExecuteTool"]

@@ -164,7 +164,7 @@ def test_twenty_turns_keep_a_byte_stable_prefix_while_the_mcp_tool_list_changes(
     tools = {json.dumps(c.request.tools, sort_keys=True) for c in calls}
     assert len(tools) == 1  # the resident tool list never changed, though the MCP tools did
     assert [t["function"]["name"] for t in calls[0].request.tools] == [
-        "UpdateTodos", "SpawnAgent", "GetAgentResult", "Skill", "SearchTools", "ExecuteTool"
+        "SearchTools", "ExecuteTool", "UpdateTodos", "SpawnAgent", "GetAgentResult", "Skill"
     ]  # fmt: skip
     notices = [c.request.messages[i]["content"] for c in calls for i in c.notices]
     assert any("Added:\n- demo: late_tool" in n for n in notices)
