@@ -315,7 +315,9 @@ async def _produce(factory: Callable, api: CustomToolAPI) -> list[CustomTool]:
     items = made if isinstance(made, (list, tuple)) else [made]
     for item in items:
         if not isinstance(item, CustomTool):
-            raise TypeError(f"the factory returned a {type(item).__name__}, not a CustomTool")
+            raise TypeError(
+                f"the factory returned an object of type {type(item).__name__}, not a CustomTool or a list of them"
+            )
     return list(items)
 
 

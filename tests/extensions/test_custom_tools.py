@@ -345,3 +345,17 @@ def test_wait_ready_says_what_it_waited_for(tmp_path):
         await lab.aclose()
 
     arun(main())
+
+
+def test_a_factory_that_returns_no_tool_says_what_it_returned(tmp_path):
+    """A factory returning 42 read "the factory returned a int, not a CustomTool"."""
+
+    async def main():
+        lab, agent = await loop_lab(tmp_path, custom_tools=[lambda api: 42])
+        error = agent.bridge.discoveries[lab.session].sources[0].error
+        await lab.aclose()
+        return error
+
+    assert arun(main()) == (
+        "its factory failed: TypeError: the factory returned an object of type int, not a CustomTool or a list of them"
+    )
