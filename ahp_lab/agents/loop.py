@@ -93,6 +93,11 @@ class ToolResultInfo:
 
 _END = object()
 
+#: What a LoopAgent given no model answers every turn with.
+NO_MODEL = (
+    "(This LoopAgent has no model: give it one with LoopAgent(model=...), say "
+    'OpenAIModel("gpt-4o-mini", base_url=..., api_key=...) or ScriptedModel([...]).)'
+)
 #: What the model is told of a call that its turn ended before it finished.
 UNFINISHED = "The call did not finish: the turn ended (cancelled or failed) first, so it has no result."
 #: Finish reasons of a complete answer (``None``: the model does not say, as a scripted one).
@@ -143,7 +148,8 @@ _MAX_TOLD = 1000
 class LoopAgent:
     """A model loop with extensions and custom tools (see the module docstring).
 
-    ``extensions``: :class:`~ahp_lab.extensions.Extension` s. ``custom_tools``: tools or factories
+    ``model``: a :class:`~ahp_lab.agents.models.Model` (none given: every turn answers
+    :data:`NO_MODEL`, which says how to give one). ``extensions``: :class:`~ahp_lab.extensions.Extension` s. ``custom_tools``: tools or factories
     given in code; ``tool_paths``: more directories or files to discover tools in (relative to the
     workspace); ``user_tools``: the user tool directory (``None`` for none). ``workspace``: a
     :class:`~ahp_lab.extensions.config.Workspace` (default: the current directory, untrusted);
@@ -173,7 +179,7 @@ class LoopAgent:
         provider: str = "loop",
         display_name: str = "Loop agent",
     ) -> None:
-        self.model = model if model is not None else ScriptedModel()
+        self.model = model if model is not None else ScriptedModel(lambda _request: NO_MODEL)
         self.extensions = list(extensions)
         self._told_reports: dict[str, set[str]] = {}  # turn id -> the hook failures told in it
         check_unique_ids(self.extensions)  # here, not when the first session is created from the lab

@@ -274,3 +274,19 @@ def test_past_the_tool_limit_the_catalogs_entry_tools_are_still_offered(tmp_path
     arun(main())
     offered = [t["function"]["name"] for t in model.requests[0].tools]
     assert len(offered) == MAX_MODEL_TOOLS and offered[:2] == ["SearchTools", "ExecuteTool"]
+
+
+def test_a_loop_agent_without_a_model_says_how_to_give_it_one(tmp_path):
+    """``LoopAgent()`` answered "(The scripted model has no more responses.)", which says nothing
+    of the missing model."""
+
+    async def main():
+        lab, _agent = await loop_lab(tmp_path)
+        turn = await lab.send("hello")
+        await lab.aclose()
+        return turn
+
+    assert arun(main()).text == (
+        '(This LoopAgent has no model: give it one with LoopAgent(model=...), say OpenAIModel("gpt-4o-mini", '
+        "base_url=..., api_key=...) or ScriptedModel([...]).)"
+    )
