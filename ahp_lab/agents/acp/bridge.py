@@ -23,7 +23,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 import acp
@@ -40,8 +40,9 @@ from ...tools import first_error
 from ..base import FileAccessDenied, SessionContext, TurnContext
 from . import mapping
 from .config import MODE_PROPERTY, config_from_acp, offered_values, values_from_options
+from .config_requests import ConfigRequests
 from .content import MAX_TITLE_CHARS, Resolver
-from .context import _BRIDGE, _CAUSE, _FRAME, _TURN
+from .context import _BRIDGE, _CAUSE, _FRAME, _TURN, AgentFailure
 from .frames import AcpFrame
 from .mapping import ProtocolViolation, TurnMap
 from .output import AgentOutput, _jsonrpc_problem, masked_cut, not_jsonrpc
@@ -65,11 +66,7 @@ MAX_ENDED_CALLS = 10_000
 FRESH_PROCESS = "This turn runs on a fresh agent process, which does not have the conversation so far."
 
 
-class AgentFailure(Exception):
-    """The agent failed in a way that ends the turn and the process (the message says how)."""
-
-
-class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
+class Bridge(WorkspaceServices, PermissionRequests, ConfigRequests, AgentOutput):
     """The SDK ``Client`` for one AHP session, holding its agent process and ACP session."""
 
     def __init__(self, agent: AcpAgent, ctx: SessionContext) -> None:
@@ -638,88 +635,6 @@ class Bridge(WorkspaceServices, PermissionRequests, AgentOutput):
     def _seq(self, channel: str, action_type: str, **match: Any) -> tuple[int, ...]:
         seq = self.ctx.latest_seq(channel, action_type, **match)
         return () if seq is None else (seq,)
-
-    # -- config --------------------------------------------------------------------------------
-
-    async def set_configs(self, changes: dict) -> None:
-        """Send config properties to the agent, one request each, in order."""
-        keys = list(changes)
-        for n, key in enumerate(keys):
-            try:
-                await self.set_config(key, changes[key], pending=keys[n + 1 :])
-            except (AgentFailure, RequestError) as exc:
-                exc.applied = keys[:n]  # the agent took these before it refused
-                raise
-
-    async def set_config(self, key: str, value: Any, pending: Sequence[str] = ()) -> None:
-        """Send one config property to the agent (``session/set_mode`` or ``set_config_option``).
-
-        The agent answers an option with the current values of all its options: those it changed
-        on its own become an agent change (``key`` too: its own update of it may have come before
-        the answer), but not the ``pending`` keys of the same change, which it has not been sent
-        yet, nor a key the agent reported after the answer (newer). A mode's answer carries
-        nothing: when the agent reported another mode while the request was open, the mode it was
-        sent is what it runs once it answered.
-        """
-        route = self.routes.get(key)
-        if route is None:
-            return
-        token = _CAUSE.set(self._seq(self.ctx.session, "session/configChanged"))
-        try:
-            if route[0] == "mode":
-                await self.until(
-                    self.conn.set_session_mode(session_id=self.session_id, mode_id=str(value)),
-                    self.agent.initialize_timeout,
-                    "session/set_mode",
-                )
-                if self._stale_report(key):
-                    self._agent_config({key: str(value)})
-            else:
-                value = bool(value) if route[2] == "boolean" else str(value)
-                response = await self.until(
-                    self.conn.set_config_option(config_id=route[1], session_id=self.session_id, value=value),
-                    self.agent.initialize_timeout,
-                    "session/set_config_option",
-                )
-                options = mapping.as_json(response.config_options) if response else []
-                values = values_from_options(options, self.routes)
-                for sent in pending:
-                    values.pop(sent, None)
-                for reported in [
-                    k for k in values if self._reported_at.get(k, (-1,))[0] > self._config_answered
-                ]:
-                    del values[reported]  # the agent reported it since: newer than the answer
-                if key not in values and self._stale_report(key):
-                    values[key] = value  # an answer that omits it: it runs what it was sent
-                if values:
-                    self._agent_config(values, offered_values(options, self.routes))
-        finally:
-            _CAUSE.reset(token)
-
-    def _stale_report(self, key: str) -> bool:
-        """Whether the agent's last report of ``key`` came while the config request was open (older
-        than its answer) and is still what the session shows (no client changed it since)."""
-        at, reported = self._reported_at.get(key, (-1, None))
-        return (
-            self._config_sent[1] < at < self._config_answered
-            and self.ctx.config_values().get(key) == reported
-        )
-
-    def _reported(self, values: dict) -> None:
-        """The agent reported these config values in the frame being handled."""
-        frame = _FRAME.get()
-        for key, value in values.items():
-            self._reported_at[key] = (frame.index if frame is not None else -1, value)
-
-    def _agent_config(self, values: dict, offered: dict | None = None) -> int | None:
-        """Apply the config values the agent reports (``session/configChanged``, agent origin);
-        a value that neither the schema it offered nor ``offered`` (what the same report offers)
-        allows is a violation. Returns the seq."""
-        try:
-            return self.ctx.update_config(values, offered)
-        except ValueError as exc:
-            self.fail(f"the agent reported {exc}")
-            return None
 
     # -- the SDK's Client interface: notifications ------------------------------------------------
 

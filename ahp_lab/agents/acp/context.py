@@ -19,3 +19,7 @@ _CAUSE: contextvars.ContextVar[tuple[int, ...]] = contextvars.ContextVar("acp_ca
 # The turn that was current when the frame arrived: an update the agent sent for a prompt it was
 # asked to cancel is never mapped into the next turn, even if its handler runs after that started.
 _TURN: contextvars.ContextVar[TurnMap | None] = contextvars.ContextVar("acp_turn", default=None)
+
+
+class AgentFailure(Exception):
+    """The agent failed in a way that ends the turn and the process (the message says how)."""
