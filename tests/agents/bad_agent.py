@@ -49,7 +49,9 @@ lone_half_dies   streams text ending in the first half of a character, then exit
 ask              asks permission (kinds per MARKER: "always" = allow_always + reject_once, and only
                  reject_once from the third prompt on; "reject" = reject_once only; "allow_only" =
                  allow_once + allow_always; "leaky" = allow_always named with $BAD_AGENT_KEY;
-                 "reject_always" = allow_once + reject_always; default allow_once + reject_once), waits for the answer, reports it as text, ends the turn
+                 "reject_always" = allow_once + reject_always; "reject_always_then_allow_only": the first
+                 request as "reject_always", the later ones as "allow_only"; default allow_once +
+                 reject_once), waits for the answer, reports it as text, ends the turn
 terminal_group   runs `sh -c 'sleep 1000 & echo $! > MARKER; echo started; wait'`; once it printed
                  "started", kills the terminal, waits for its exit, reports it and ends the turn
 terminal_background  runs `sh -c 'sleep 1000 & echo $! > MARKER; echo bye'`, waits for its exit
@@ -287,6 +289,8 @@ def request(mode: str, mid) -> None:
     if mode == "ask":
         asked.append(mid)  # with "always", the third request and later offer only "reject"
         choice = "reject" if MARKER == "always" and len(asked) > 2 else MARKER or ""
+        if MARKER == "reject_always_then_allow_only":
+            choice = "reject_always" if len(asked) == 1 else "allow_only"
         kinds = PERMISSION_OPTIONS.get(
             choice, [("ao", "Allow", "allow_once"), ("ro", "Reject", "reject_once")]
         )

@@ -99,3 +99,35 @@ def test_a_denial_the_agent_offers_no_way_to_take_is_refused(tmp_path: Path) -> 
             assert turn.status == "complete" and 'outcome={"optionId": "ao"' in turn.text
 
     arun(go())
+
+
+def test_a_remembered_always_reject_asks_when_the_agent_offers_no_way_to_reject(tmp_path: Path) -> None:
+    """An "always reject" answered the next request of its kind and title by itself, as
+    ``cancelled`` when that request offered only ways to allow: in ACP that cancels the whole
+    turn, which ended as "The agent cancelled the turn on its own". That request is put to the
+    person instead (the fix helper's note, ACP agent round 11)."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("ask", "reject_always_then_allow_only")) as lab:
+            pending = lab.start("go")
+            call = await pending_call(lab)
+            turn_id = lab.state(lab.chat)["activeTurn"]["id"]
+            denial = {
+                "turnId": turn_id,
+                "toolCallId": call["toolCallId"],
+                "approved": False,
+                "reason": "denied",
+            }
+            lab.client.dispatch(
+                lab.chat, {"type": "chat/toolCallConfirmed", **denial, "selectedOptionId": "ra"}
+            )
+            turn = await asyncio.wait_for(pending, 20)
+            assert 'outcome={"optionId": "ra"' in turn.text  # remembered: always reject
+            pending = lab.start("again")
+            call = await asyncio.wait_for(pending_call(lab), 20)  # asked, not cancelled
+            assert call["status"] == "pending-confirmation"
+            lab.approve()
+            turn = await asyncio.wait_for(pending, 20)
+            assert turn.status == "complete" and 'outcome={"optionId": "ao"' in turn.text
+
+    arun(go())

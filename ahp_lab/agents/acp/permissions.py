@@ -84,8 +84,10 @@ class PermissionRequests:
             return _selected(chosen)
         self.emit(mapping.confirmation(turn, call, opts, self.resolver))
         call.status, call.options = "pending-confirmation", opts
-        if remembered == "reject":
-            chosen = _first(opts, "reject_always", "reject_once")
+        # An "always reject" answers by itself where the agent offers a way to reject: without one,
+        # its answer would be ``cancelled``, which in ACP cancels the whole turn; the person decides.
+        chosen = _first(opts, "reject_always", "reject_once") if remembered == "reject" else None
+        if chosen is not None:
             self.emit(
                 {
                     "type": "chat/toolCallConfirmed",
@@ -93,11 +95,11 @@ class PermissionRequests:
                     "toolCallId": call.id,
                     "approved": False,
                     "reason": "denied",
-                    **({"selectedOptionId": chosen} if chosen else {}),
+                    "selectedOptionId": chosen,
                 }
             )
             call.status = "cancelled"
-            return _selected(chosen) if chosen else cancelled
+            return _selected(chosen)
         turn.waiting_on_host += 1
         waiting = asyncio.ensure_future(ctx.wait_tool_call(call.id, {"pending-confirmation"}))
         self._asking.add(waiting)
