@@ -164,7 +164,7 @@ def tool_result(value: Any, tool_title: str) -> dict:
             structured = data if isinstance(data, dict) else {"result": data}
     except (TypeError, ValueError) as exc:
         raise ToolError(
-            f"{tool_title} returned a {type(value).__name__}, which is not JSON-serializable ({exc})"
+            f"{tool_title} returned an object of type {type(value).__name__}, which is not JSON-serializable ({exc})"
         ) from None
     return success_result(tool_title, content, structured)
 

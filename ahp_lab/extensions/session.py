@@ -376,7 +376,11 @@ class ExtensionSession:
                 continue
             if not isinstance(value, str):
                 reports.append(
-                    HookReport(ext.id, "before_model_call", f"returned a {type(value).__name__}, not text")
+                    HookReport(
+                        ext.id,
+                        "before_model_call",
+                        f"returned an object of type {type(value).__name__}, not text",
+                    )
                 )
                 continue
             contexts.append((ext.id, value))
@@ -401,7 +405,9 @@ class ExtensionSession:
             elif value is not None:
                 reports.append(
                     HookReport(
-                        ext.id, "before_tool_call", f"returned a {type(value).__name__}, not a Block or None"
+                        ext.id,
+                        "before_tool_call",
+                        f"returned an object of type {type(value).__name__}, not a Block or None",
                     )
                 )
         return None, reports
@@ -441,7 +447,7 @@ class ExtensionSession:
                     HookReport(
                         ext.id,
                         "after_tool_call",
-                        f"returned a {type(value).__name__}, not a ToolResult or None",
+                        f"returned an object of type {type(value).__name__}, not a ToolResult or None",
                     )
                 )
         return result, reports

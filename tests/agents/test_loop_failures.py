@@ -233,7 +233,7 @@ def test_bad_hook_values_and_bad_declarations_are_refused_with_a_reason(tmp_path
         return turn, said
 
     turn, said = arun(main())
-    assert any("before_tool_call returned a str, not a Block or None" in n for n in said)
+    assert any("before_tool_call returned an object of type str, not a Block or None" in n for n in said)
     assert turn.text.endswith("Done.")
 
 

@@ -272,7 +272,10 @@ def test_after_tool_call_rewrites_what_the_model_is_told_and_the_chat_keeps_the_
         assert seen == [(True, "TOKEN=[redacted]"), (False, "Error: the service is down; try later")]
         assert [tc.result_text for tc in turn.tool_calls] == ["TOKEN=s3cret", "ok, 200"]
         assert [tc.success for tc in turn.tool_calls] == [True, True]
-        assert any("odd.after_tool_call returned a int, not a ToolResult or None" in n for n in notes(lab))
+        assert any(
+            "odd.after_tool_call returned an object of type int, not a ToolResult or None" in n
+            for n in notes(lab)
+        )
         await lab.aclose()
 
     arun(main())
