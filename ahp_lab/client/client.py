@@ -22,6 +22,7 @@ import logging
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from ..protocol import (
@@ -126,6 +127,7 @@ class AhpClient(Contributions):
         self.declined: dict[str, None] = {}  # calls this client declined ("chat#id"), oldest first
         self.resources: dict[str, str] = {}  # uri -> text served to the host (virtual plugins)
         self.published_customizations: list[dict] = []  # ClientPluginCustomization entries
+        self.published_folders: dict[str, Path] = {}  # plugin name -> the folder it was read from
         self._listeners: list[Callable[[str, dict], None]] = []
         self._confirmed_listeners: list[ConfirmedListener] = []
         self._waiters = StateWaiters()

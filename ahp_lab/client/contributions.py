@@ -204,11 +204,14 @@ class Contributions:
                     files[file.relative_to(folder).as_posix()] = file.read_text(encoding="utf-8")
                 except (OSError, UnicodeDecodeError):
                     continue  # binary or unreadable: the host reports what it could not read
-        return self.publish_plugin(name or folder.name, files)
+        entry = self.publish_plugin(name or folder.name, files)
+        self.published_folders[name or folder.name] = folder.resolve()  # read again when published again
+        return entry
 
     def unpublish_plugin(self, name: str) -> None:
         """Stop publishing a plugin; the host removes it from the tree."""
         root = f"virtual://{self.client_id}/{name}"
+        self.published_folders.pop(name, None)
         self.published_customizations = [c for c in self.published_customizations if c.get("uri") != root]
         for uri in [u for u in self.resources if u.startswith(root + "/")]:
             del self.resources[uri]

@@ -32,6 +32,7 @@ import contextlib
 import logging
 import os
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -131,6 +132,11 @@ class CustomizationManager:
         self.host = host
         self.limits = Limits.of(limits if limits is not None else getattr(host, "limits", None))
         self.plugins = expand_plugin_paths(list(plugins))
+        # the folders given, a folder of plugins among them (a plugin made there later is one too)
+        self._plugin_folders = [Path(os.path.abspath(os.path.expanduser(os.fspath(p)))) for p in plugins]
+        #: More places code is run from, each a function giving folders (the notebook's published
+        #: plugin folders): see :meth:`executed`.
+        self.code_sources: list[Callable[[], Iterable[Any]]] = []
         self.directories = [self._directory_config(d) for d in directories]
         self.mcp_servers = dict(mcp_servers or {})
         for name, config in self.mcp_servers.items():
@@ -217,15 +223,25 @@ class CustomizationManager:
         ]
 
     def executed(self) -> list[Path]:
-        """The folders the host runs or imports code from: the person's plugins (their MCP servers),
-        MCP server directories, and what the host's agents load (a ``LoopAgent``'s custom tools and
-        configuration). No stranger writes there, even inside a writable directory: the host would
-        run what it wrote as the person's own, without asking (``docs/security.md`` §2)."""
-        folders = [*self.plugins, *(d["path"] for d in self.directories if d["contents"] == "mcpServer")]
+        """The folders the host runs or imports code from: the person's plugins (a folder of plugins
+        too) and MCP server directories, the working folder, command and script files (and their
+        virtual environment) of the person's own MCP servers, the notebook's published plugin
+        folders, and what the host's agents load (a ``LoopAgent``'s custom tools and configuration).
+        No stranger writes there, even inside a writable directory: the host would run what it
+        wrote as the person's own, without asking (``docs/security.md`` §3)."""
+        folders = [
+            *self._plugin_folders,
+            *self.plugins,
+            *(d["path"] for d in self.directories if d["contents"] == "mcpServer"),
+        ]
+        for config in self.mcp_servers.values():
+            folders.extend(_run_from(config))
         for agent in list(getattr(self.host, "agents", {}).values()):
             code = getattr(agent, "code_folders", None)
             if code is not None:
                 folders.extend(code())
+        for source in self.code_sources:
+            folders.extend(source())
         return folders
 
     # -- host hooks -----------------------------------------------------------------------------
@@ -690,3 +706,20 @@ def _server_uri(config: dict) -> str:
     command = str(config.get("command"))
     found = shutil.which(command) or command
     return file_uri(found) if os.path.isabs(found) else f"file:{quote(found)}"
+
+
+def _run_from(config: dict) -> list[Path]:
+    """Where a server of the person's own runs code from: its working folder, and its command and
+    arguments that name files (a script, an interpreter, and the virtual environment it is in)."""
+    out = []
+    cwd = config.get("cwd")
+    if isinstance(cwd, str) and cwd:
+        out.append(Path(os.path.expanduser(cwd)))
+    args = config.get("args") if isinstance(config.get("args"), list) else []
+    for word in [config.get("command"), *args]:
+        if isinstance(word, str) and os.path.isabs(word) and os.path.exists(word):
+            out.append(Path(word))
+            environment = Path(word).parent.parent
+            if (environment / "pyvenv.cfg").is_file():
+                out.append(environment)
+    return out

@@ -79,6 +79,14 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
+def _along(path: Path) -> list[str]:
+    """Where ``path`` leads, and each entry on its way as itself (:func:`_entry`: a link on the way
+    is the link, not where it leads)."""
+    absolute = Path(os.path.abspath(path))
+    parts = absolute.parts
+    return [_real(absolute), *(_entry(Path(*parts[: k + 1])) for k in range(1, len(parts)))]
+
+
 def _real(path: Path) -> str:
     """``realpath`` that also works when the tail does not exist yet (symlinks in the prefix count)."""
     return os.path.realpath(path)
@@ -362,9 +370,9 @@ class ResourceService:
         if _stranger(connection):
             kept += self._executed()
         for root in kept:
-            given = Path(os.path.abspath(os.fspath(root)))
-            # where it leads, and the entry it is (a root given as a link: the link itself)
-            if _inside(_real(given), entry) or _inside(_entry(given), entry):
+            # where it leads, and every entry on its way, each as itself: a link on the way (a
+            # project's "current" link to a release) replaced or deleted changes where it leads
+            if any(_inside(on_the_way, entry) for on_the_way in _along(Path(os.fspath(root)))):
                 raise RpcError(
                     ErrorCode.PERMISSION_DENIED,
                     f"{uri} is or holds a folder the host serves or runs code from, which stays where it is",

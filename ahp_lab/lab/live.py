@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import re
 import warnings
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,9 @@ class Lab(Sending, Answering, LabBase):
             request_timeout=None,  # its own host, in this process: the host's limits bound its answers
             limits=self.host.limits,
         )
+        # the folders this notebook publishes plugins from are the host's to run code from
+        client = weakref.ref(self.client)
+        self.customizations.code_sources.append(lambda: getattr(client(), "published_folders", {}).values())
         self.session: str | None = None
         self.chat: str | None = None
         self._policies: dict[str, TurnPolicy] = {}

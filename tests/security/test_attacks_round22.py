@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -235,5 +236,91 @@ def test_more_credential_shapes_people_paste_are_masked(connect_stranger):
                     assert title == f"see {words} ok"
                 else:
                     assert secrets[text] not in title and "***" in title and title.endswith(" ok"), title
+
+    arun(main())
+
+
+def test_a_link_on_the_way_to_where_the_host_runs_code_from_stays(connect_stranger, tmp_path: Path):
+    """A plugin configured through a link in a writable folder (``proj/current -> v1``): writes
+    into it were refused, but a stranger's folder moved onto the link, or the link deleted, changed
+    where the configured path leads: the host ran the stranger's ``.mcp.json`` as the person's
+    (attacker round 23). Every entry on the way to a folder the host serves or runs code from is
+    kept."""
+    proj = tmp_path / "proj"
+    (proj / "v1" / "plugin" / "skills").mkdir(parents=True)
+    (proj / "current").symlink_to("v1")
+    options = {
+        "plugins": [proj / "current" / "plugin"],
+        "directories": [{"path": proj, "contents": "skill", "writable": True}],
+    }
+
+    async def main():
+        async with open_lab(**options) as lab:
+            s = await joined(connect_stranger, lab, "mallory")
+            (proj / "stage" / "plugin").mkdir(parents=True)
+            for method, params in [
+                (
+                    "resourceMove",
+                    {"source": (proj / "stage").as_uri(), "destination": (proj / "current").as_uri()},
+                ),
+                (
+                    "resourceCopy",
+                    {"source": (proj / "stage").as_uri(), "destination": (proj / "current").as_uri()},
+                ),
+                ("resourceDelete", {"uri": (proj / "current").as_uri()}),
+            ]:
+                answer = await s.call(method, params)
+                assert "which stays where it is" in answer["error"]["message"], (method, answer)
+            assert (proj / "current").is_symlink() and os.readlink(proj / "current") == "v1"
+
+    arun(main())
+
+
+def test_the_persons_servers_plugins_and_published_folders_are_not_a_strangers_to_write(
+    connect_stranger, tmp_path: Path
+):
+    """Writes a stranger could make into what the person's own code runs from (attacker round 23,
+    review of round 22): a new plugin in a folder of plugins (a plugin the next lab loads as the
+    person's), the script, the working folder and the virtual environment of a server of
+    ``mcp_servers=``, and a plugin folder the notebook published."""
+    proj = tmp_path / "proj"
+    (proj / "plugins" / "mine" / "skills").mkdir(parents=True)
+    (proj / "srv").mkdir()
+    (proj / "srv" / "server.py").write_text("print('mine')\n")
+    (proj / ".venv" / "bin").mkdir(parents=True)
+    (proj / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (proj / ".venv" / "bin" / "python").write_text("")
+    (proj / "published" / "skills").mkdir(parents=True)
+    servers = {
+        "script": {"command": sys.executable, "args": [str(proj / "srv" / "server.py")], "enabled": False},
+        "venv": {"command": str(proj / ".venv" / "bin" / "python"), "args": ["-m", "x"], "enabled": False},
+        "cwd": {"command": "python", "args": ["-m", "mysrv"], "cwd": str(proj / "work"), "enabled": False},
+    }
+    options = {
+        "plugins": [proj / "plugins"],
+        "mcp_servers": servers,
+        "directories": [{"path": proj, "contents": "skill", "writable": True}],
+    }
+
+    async def main():
+        async with open_lab(**options) as lab:
+            lab.client.publish_plugin_folder(proj / "published")
+            s = await joined(connect_stranger, lab, "mallory")
+            for target in [
+                proj / "plugins" / "evil",
+                proj / "srv" / "server.py",
+                proj / ".venv" / "lib" / "zz_evil.pth",
+                proj / "work" / "mysrv.py",
+                proj / "published" / ".mcp.json",
+            ]:
+                write = {"uri": target.as_uri(), "data": "evil", "encoding": "utf-8"}
+                answer = await s.call("resourceWrite", write)
+                assert answer["error"]["code"] == ErrorCode.PERMISSION_DENIED, (target, answer)
+                assert "only the notebook may write there" in answer["error"]["message"]
+            assert (proj / "srv" / "server.py").read_text() == "print('mine')\n"
+            answer = await s.call(
+                "resourceWrite", {"uri": (proj / "notes.md").as_uri(), "data": "ok", "encoding": "utf-8"}
+            )
+            assert answer.get("result") == {}, answer  # the rest of the writable folder is as it was
 
     arun(main())
