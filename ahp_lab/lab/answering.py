@@ -85,9 +85,10 @@ class Answering:
                 f"the edited input does not fit the tool's schema ({exc}); nothing was sent"
             ) from None
 
-    def _decide(self, chat: str, turn_id: str, tc: dict, verdict: Any) -> None:
-        """Answer a confirmation without waiting (used by ``approve=`` policies inside the loop)."""
-        self.client.dispatch(chat, self._decision(chat, turn_id, tc, verdict))
+    def _decide(self, chat: str, turn_id: str, tc: dict, verdict: Any) -> int:
+        """Answer a confirmation without waiting (used by ``approve=`` policies inside the loop);
+        returns the dispatch's client seq, whose echo says whether the host took it."""
+        return self.client.dispatch(chat, self._decision(chat, turn_id, tc, verdict))
 
     @staticmethod
     def _option_kind(tc: dict, option_id: str) -> str | None:

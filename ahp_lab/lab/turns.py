@@ -483,12 +483,33 @@ class TurnPolicy:
 
     def _confirm(self, tc: dict, verdict: Any) -> None:
         try:
-            self.lab._decide(self.chat, self.turn_id, tc, verdict)
+            seq = self.lab._decide(self.chat, self.turn_id, tc, verdict)
         except (ValueError, TypeError) as exc:
-            self._unanswerable(
-                f"approve= cannot answer {tc.get('displayName') or tc.get('toolName')}: {exc}. "
-                "It still waits: answer it with lab.approve(...) or in the workbench"
-            )
+            self._cannot_confirm(tc, exc)
+            return
+        verdict_of = getattr(self.lab, "_verdict", None)
+        if verdict_of is None:
+            return
+
+        async def refused() -> None:
+            # the host may refuse it (a denial the agent offers no way to take): the turn would
+            # wait for ever for an answer the sender believes it gave
+            try:
+                await verdict_of(self.chat, seq)
+            except ActionRejected as exc:
+                self._cannot_confirm(tc, exc)
+            except (LookupError, ConnectionError, TimeoutError):
+                pass  # the chat or the connection is gone: the turn's own end says so
+
+        task = asyncio.ensure_future(refused())
+        self._waiting.add(task)
+        task.add_done_callback(self._waiting.discard)
+
+    def _cannot_confirm(self, tc: dict, why: Exception) -> None:
+        self._unanswerable(
+            f"approve= cannot answer {tc.get('displayName') or tc.get('toolName')}: {why}. "
+            "It still waits: answer it with lab.approve(...) or in the workbench"
+        )
 
     def _answer(self, request: dict, given: Any) -> None:
         try:

@@ -131,3 +131,18 @@ def test_a_remembered_always_reject_asks_when_the_agent_offers_no_way_to_reject(
             assert turn.status == "complete" and 'outcome={"optionId": "ao"' in turn.text
 
     arun(go())
+
+
+def test_a_policy_whose_denial_is_refused_says_so_and_the_call_waits(tmp_path: Path) -> None:
+    """``approve=False`` against an agent offering only ways to allow: the host refuses the denial,
+    and the turn waited for ever, no error, the policy never hearing of it (review of this stop)."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("ask", "allow_only")) as lab:
+            pending = lab.start("go", approve=False)
+            with pytest.raises(Exception, match="approve= cannot answer .*offers no option that refuses"):
+                await asyncio.wait_for(pending, 20)
+            assert (await pending_call(lab))["status"] == "pending-confirmation"  # still the person's
+            lab.approve()
+
+    arun(go())
