@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import hmac
 import json
 import logging
 import os
@@ -154,14 +155,29 @@ def _key(config: dict) -> str:
     return json.dumps(config, sort_keys=True, default=str)
 
 
-#: At most this much of what a client's server would run is shown in its "not allowed" notice.
-_SHOWN_COMMAND = 400
+#: What a client's server would run is shown whole in its "not allowed" notice up to this many
+#: characters; a longer one is not allowed (the person cannot read it).
+SHOWN_MAX = 2000
 _QUOTED = re.compile(r"[\s'\"\\`]")
 
 
-def fingerprint(key: str) -> str:
-    """A configuration's short fingerprint, shown with it and given back by the tree's "Allow"."""
-    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+def _word(text: str) -> str:
+    """A word of a command as it reads, in JSON quotes when it holds a space or a quote."""
+    return text if text and not _QUOTED.search(text) else json.dumps(text)
+
+
+def _short(name: Any) -> str:
+    """A name in a notice, at most 100 characters (a name of thousands pushed the command out of
+    what the tree shows)."""
+    text = str(name)
+    return text if len(text) <= 100 else text[:99] + "…"
+
+
+def fingerprint(key: str, secret: bytes) -> str:
+    """A configuration's fingerprint, shown with it and given back by "Allow": keyed by the host's
+    own secret, so a client cannot make two configurations that share one (8 hex digits of a plain
+    hash were found colliding in a second)."""
+    return hmac.new(secret, key.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:16]
 
 
 def _unwrap(exc: BaseException) -> BaseException:
@@ -197,6 +213,7 @@ class McpManager(McpToolCalls, McpAuthorization):
         self.decisions: list[dict] = []
         self._scheduled: set[str] = set()
         self._tasks: set[asyncio.Task] = set()
+        self._secret = os.urandom(32)  # keys the configurations' fingerprints
 
     # -- host hooks -----------------------------------------------------------------------------
 
@@ -403,26 +420,45 @@ class McpManager(McpToolCalls, McpAuthorization):
         client_id = config.get("clientId")
         if client_id and not config.get("trusted") and self.allowed.get((rt.session, rt.id)) != rt.config_key:
             rt.shown_key = rt.config_key
+            name = _short(rt.name)
+            shown = self._fingerprint(rt.config_key)
             raise _Failure(
-                f"The MCP server {rt.name} (configuration {fingerprint(rt.config_key)}) was published by "
-                f"remote client {client_id} and was not started: it would run {self._what_runs(config)}. "
-                "The host starts a client's server only when the person at the kernel allows it "
-                f"(lab.allow_mcp({rt.name!r}) or the Allow button in the customization tree).",
+                f"The MCP server {name} was published by remote client {_short(client_id)} and was not "
+                f"started: it would run {self._what_runs(config)} (configuration {shown}). The host "
+                "starts a client's server only when the person at the kernel allows what it would run: "
+                f"lab.allow_mcp({name!r}, {shown!r}), or the Allow button in the customization tree.",
                 NOT_ALLOWED,
             )
 
+    def _fingerprint(self, key: str) -> str:
+        return fingerprint(key, self._secret)
+
     def _what_runs(self, config: dict) -> str:
-        """What a server would run, as the person reads it before allowing it (its environment left
-        out: values there are often secrets), masked and cut."""
+        """What a server would run, as the person reads it before allowing it, masked: its command
+        and arguments or its URL, and its working folder and environment (``PYTHONPATH``,
+        ``LD_PRELOAD`` or a shell function there change what runs). Past :data:`SHOWN_MAX`
+        characters it says only how long it is: the person cannot read it, and it is not allowed."""
         if config.get("url"):
             what = f"the URL {config.get('url')}"
+            headers = config.get("headers")
+            if isinstance(headers, dict) and headers:
+                what += " with the headers " + ", ".join(_word(str(k)) for k in headers)  # values: secrets
         else:
             args = config.get("args") if isinstance(config.get("args"), list) else []
-            # each word as it reads, in JSON quotes when it holds a space or a quote
-            words = [str(a) for a in [config.get("command"), *args]]
-            what = "`" + " ".join(w if w and not _QUOTED.search(w) else json.dumps(w) for w in words) + "`"
+            what = "`" + " ".join(_word(str(a)) for a in [config.get("command"), *args]) + "`"
+        if config.get("cwd"):
+            what += f" in the folder {_word(str(config.get('cwd')))}"
+        env = config.get("env")
+        if isinstance(env, dict) and env:
+            what += " with the environment " + " ".join(
+                f"{_word(str(k))}={_word(str(v))}" for k, v in env.items()
+            )
         what = self.host.redactor.text(what)
-        return what if len(what) <= _SHOWN_COMMAND else what[: _SHOWN_COMMAND - 1] + "…"
+        return (
+            what
+            if len(what) <= SHOWN_MAX
+            else f"a configuration of {len(what):,} characters, too long to show"
+        )
 
     def allow(self, session: str, cid: str, shown: str | None = None) -> dict:
         """Record the local decision to run the MCP server ``cid`` of ``session`` and start it.
@@ -439,12 +475,20 @@ class McpManager(McpToolCalls, McpAuthorization):
             raise LookupError(f"no MCP server {cid!r} in session {session}")
         key = _key(config)
         rt = self.runtimes.get((session, cid))
-        seen = shown if shown is not None else fingerprint(rt.shown_key) if rt and rt.shown_key else None
-        if seen is not None and seen != fingerprint(key):
+        name, now, what = _short(config.get("server") or cid), self._fingerprint(key), self._what_runs(config)
+        if what.startswith("a configuration of "):
             raise PermissionError(
-                f"the MCP server {config.get('server') or cid} changed since it was shown to you: its "
-                f"configuration is now {fingerprint(key)} and it would run {self._what_runs(config)}; "
-                "look at it again, then allow it again"
+                f"the MCP server {name} is {what[2:]}: the host runs only what the person can read"
+            )
+        if shown is None:
+            raise ValueError(
+                f"say which configuration of the MCP server {name} you allow: it would run {what}; if "
+                f"that is what you allow, lab.allow_mcp({name!r}, {now!r})"
+            )
+        if shown != now:
+            raise PermissionError(
+                f"the MCP server {name} changed since it was shown to you: it would now run {what} "
+                f"(configuration {now}); look at it again, then allow it again"
             )
         self.allowed[(session, cid)] = key
         record = {
@@ -453,7 +497,7 @@ class McpManager(McpToolCalls, McpAuthorization):
             "server": config.get("server"),
             "clientId": config.get("clientId"),
             "command": config.get("command") or config.get("url"),
-            "configuration": fingerprint(key),
+            "configuration": now,
             "at": self.host.store.clock_ms(),
         }
         self.decisions.append(record)

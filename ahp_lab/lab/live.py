@@ -441,11 +441,11 @@ class Lab(Sending, Answering, LabBase):
         """Let a remote client's MCP server run: a local decision, recorded in ``lab.mcp.decisions``.
 
         ``server`` is the server's customization id, its name in the tree (``plugin:server``) or
-        its bare name. The decision covers the configuration the tree showed (its notice says what
-        the server would run, and names the configuration's fingerprint; ``shown`` is that
-        fingerprint, which the tree's "Allow" gives): one the client published since is refused
-        with what it would run now. If the client publishes a different one later, it must be
-        allowed again. Returns the decision record.
+        its bare name; ``shown`` the configuration its notice in the tree names (with what it would
+        run), which the tree's "Allow" gives: the decision covers that configuration only, one the
+        client published since is refused with what it would run now, and without ``shown`` the
+        error says what it would run and the call that allows that. If the client publishes a
+        different one later, it must be allowed again. Returns the decision record.
         """
         matches = []
         for entry in (self.session_state or {}).get("customizations") or ():

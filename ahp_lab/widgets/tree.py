@@ -106,7 +106,7 @@ CLOSED_MCP = {
 
 
 #: The fingerprint a "not allowed" notice names (``ahp_lab.host.mcp.fingerprint``).
-_CONFIGURATION = re.compile(r"\(configuration ([0-9a-f]{8})\)")
+_CONFIGURATION = re.compile(r"\(configuration ([0-9a-f]{16})\)")
 
 
 def mcp_state_view(state: Any) -> dict[str, Any]:
@@ -130,7 +130,7 @@ def mcp_state_view(state: Any) -> dict[str, Any]:
             view["label"] = "not allowed yet"
             # what it would run is read before allowing it: the whole notice, and the fingerprint
             # it names, which "Allow" gives back (a configuration published since is refused)
-            view["message"] = _str(err.get("message"), 1000)
+            view["message"] = _str(err.get("message"), 3000)
             named = _CONFIGURATION.search(view["message"])
             if named:
                 view["configuration"] = named.group(1)

@@ -7,8 +7,11 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from ahp_lab.agents.scripted import call
 from ahp_lab.host.mcp import NOT_ALLOWED
+from ahp_lab.widgets.tree import mcp_state_view
 
 from .conftest import DEMO_SERVER, arun, joined, open_lab, publish
 
@@ -71,8 +74,12 @@ def test_the_notebook_allows_a_strangers_server_and_a_changed_config_needs_a_new
             s = await joined(connect_stranger, lab, "ide")
             config = {"mcpServers": {"demo": {"command": sys.executable, "args": [str(DEMO_SERVER)]}}}
             await publish(s, "ide", "tools", {".mcp.json": json.dumps(config)})
-            await server_state(lab, "ide", "error", NOT_ALLOWED)
-            record = lab.allow_mcp("demo")
+            waiting = await server_state(lab, "ide", "error", NOT_ALLOWED)
+            notice = waiting["state"]["error"]["message"]
+            assert str(DEMO_SERVER) in notice  # what it would run, read before it is allowed
+            with pytest.raises(ValueError, match="say which configuration of the MCP server demo you allow"):
+                lab.allow_mcp("demo")  # what it allows is named: the notice's configuration
+            record = lab.allow_mcp("demo", mcp_state_view(waiting["state"])["configuration"])
             assert record["clientId"] == "ide" and record["command"] == sys.executable
             assert lab.mcp.decisions == [record]
             await server_state(lab, "ide", "ready")
@@ -172,7 +179,8 @@ def test_the_trees_allow_button_is_the_same_local_decision_and_a_replay_cannot_m
             replayed.handle_message({"type": "allow_mcp", "id": server["id"]})
             assert "read-only" in replayed.error and lab.mcp.decisions == []
             tree = CustomizationTree(lab)
-            tree.handle_message({"type": "allow_mcp", "id": server["id"]})  # what the button sends
+            shown = node["mcp"]["configuration"]  # what the button sends: the card's configuration
+            tree.handle_message({"type": "allow_mcp", "id": server["id"], "shown": shown})
             assert tree.error == "" and [d["id"] for d in lab.mcp.decisions] == [server["id"]]
             await server_state(lab, "ide", "ready")
             tree.close()
