@@ -20,6 +20,7 @@ from __future__ import annotations
 import gc
 import json
 import math
+import operator
 import time
 from array import array
 from bisect import bisect_left, bisect_right
@@ -701,7 +702,16 @@ class Store:
 
 def _checked_now(now: Any) -> int:
     """The clock's reading for a transition: epoch milliseconds, an integer the log's column holds
-    (a float from a clock of one's own was refused half-way, with the state already changed)."""
-    if type(now) is not int or not -(2**63) <= now < 2**63:
-        raise TypeError(f"now_ms must be an integer number of epoch milliseconds, not {now!r}")
+    (a float from a clock of one's own was refused half-way, with the state already changed). An
+    integer of another type (``numpy.int64``) is taken as the ``int`` it is; ``True`` is not one."""
+    if type(now) is not int:
+        try:
+            now = operator.index(now) if not isinstance(now, bool) else None
+        except TypeError:
+            now = None
+        if now is None:
+            raise TypeError("now_ms must be an integer number of epoch milliseconds")
+        now = int(now)
+    if not -(2**63) <= now < 2**63:
+        raise TypeError(f"now_ms must be an integer number of epoch milliseconds, not {now}")
     return now

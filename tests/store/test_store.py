@@ -280,6 +280,11 @@ def test_a_clock_that_is_not_integer_milliseconds_changes_nothing():
     done = store.apply("t", _terminal_title("new"), now_ms=7)
     assert done.seq == 1 and store.state_at(1)["t"]["title"] == "new"
 
+    class Millis(int):  # an integer of another type (numpy.int64, say) is the int it is
+        pass
+
+    assert store.apply("t", _terminal_title("newer"), now_ms=Millis(8)).now_ms == 8
+
 
 def test_a_log_loaded_from_one_that_had_dropped_its_start_says_so_when_exported():
     store = Store(clock_ms=lambda: 0, max_log_bytes=5_000)
