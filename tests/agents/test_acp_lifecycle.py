@@ -277,11 +277,14 @@ def test_a_command_no_call_runs_gets_a_call_of_its_own(tmp_path: Path, prompt: s
                 assert state["displayName"] == "run sh -c echo hello"
                 assert terminal["result"]["exitCode"] == 0 and "hello" in terminal["result"]["preview"]
                 assert note == []
-            else:
+            elif prompt == "leave":
                 assert state["displayName"] == "run sh -c exec sleep 30" and "result" not in terminal
                 assert note[0]["text"] == (
                     "The command was still running when the turn ended; its terminal shows the rest."
                 )
+            else:  # the cancel stopped it (a review found it running on, the chat saying it still ran)
+                assert note[0]["text"] == "The cancel stopped this command; its terminal shows what it wrote."
+                await lab.wait_for(terminal["resource"], lambda t: t.get("exitCode") is not None, 20)
             claims = lab.host.store.state(terminal["resource"])["claim"]
             assert claims["toolCallId"] == state["toolCallId"]
 

@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import time
+import weakref
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
@@ -109,6 +110,7 @@ class Bridge(WorkspaceServices, PermissionRequests, ConfigRequests, AgentOutput)
         self._config_sent = (None, -1)
         self._config_answered = -1
         self.claims: dict[Any, str | None] = {}  # terminal -> the tool call that claimed it
+        self._stopped: weakref.WeakSet = weakref.WeakSet()  # terminals a cancel stopped
         self._stderr = bytearray()
         self._stderr_total = 0
         self._stack: contextlib.AsyncExitStack | None = None

@@ -215,7 +215,10 @@ class WorkspaceServices:
             turn, {"toolCallId": turn.new_id("term"), "kind": "execute", "title": f"run {terminal.title}"}
         )
         call.content = [{"type": "terminal", "terminalId": terminal_id}]
-        if not terminal.exited:
+        if terminal in self._stopped:
+            note = "The cancel stopped this command; its terminal shows what it wrote."
+            call.content.append({"type": "content", "content": {"type": "text", "text": note}})
+        elif not terminal.exited:
             note = "The command was still running when the turn ended; its terminal shows the rest."
             call.content.append({"type": "content", "content": {"type": "text", "text": note}})
         call.acp_status = "completed"
@@ -226,8 +229,13 @@ class WorkspaceServices:
 
     def stop_commands(self, turn: Any) -> None:
         """On a cancel: kill the commands the turn's open calls run (each terminal a call claimed
-        that still runs), each said in a notice. The cancel ends the agent's work, and an agent
-        that answered ``cancelled`` leaving its terminal alone had its command run on, unseen."""
+        that still runs), each said in a notice, and the commands it started while no call was open
+        (their own calls say so). The cancel ends the agent's work, and an agent that answered
+        ``cancelled`` leaving its terminal alone had its command run on, unseen."""
+        for terminal in turn.commands.values():
+            if not terminal.exited and not terminal.released:
+                terminal.kill()
+                self._stopped.add(terminal)
         for terminal, owner in list(self.claims.items()):
             call = turn.calls.get(owner or "")
             if call is None or call.status not in OPEN_CALL or terminal.exited or terminal.released:
