@@ -21,6 +21,7 @@ import inspect
 import json
 import math
 import os
+import re
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -519,19 +520,28 @@ class OpenAIModel:
         return TurnFailed(why, "modelError")
 
     def secrets(self) -> tuple[str, ...]:
-        """The API key, and any password or query value in the base URL, for the host to mask
-        wherever an error message quotes them."""
+        """The API key, and the credentials the base URL carries (its password, or a user name
+        given alone, as a token is; the values of query parameters named as keys are, such as
+        ``?key=``), for the host to mask wherever an error message quotes them. Other query values
+        are not secrets: ``?api-version=2024-02-01`` masked every date in every text."""
         from urllib.parse import parse_qsl, urlsplit
 
         key = self._client.api_key
         parts = urlsplit(str(self._client.base_url))
-        found = [key if key != "not-set" else None, parts.password]
-        found += [v for _, v in parse_qsl(parts.query)]
+        found = [key if key != "not-set" else None, parts.password or parts.username]
+        found += [v for k, v in parse_qsl(parts.query) if _SECRET_QUERY.search(k)]
         return tuple(s for s in found if s)
 
     def __repr__(self) -> str:
         where = shown_url(self.base_url) if self.base_url else "the default endpoint"
         return f"<OpenAIModel {self.name} at {where}>"
+
+
+#: A query parameter's name that names a credential (``key``, ``api_key``, ``access_token``, ``sig``).
+_SECRET_QUERY = re.compile(
+    r"(?i)(?:^|[_.\-])(?:api[_\-]?key|apikey|key|token|secret|password|passwd|pwd|auth|sig|signature|"
+    r"credentials?)(?:$|[_.\-])"
+)
 
 
 def shown_url(url: str) -> str:

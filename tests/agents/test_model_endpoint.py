@@ -651,3 +651,15 @@ def test_credentials_in_the_base_url_are_masked_in_reprs(tmp_path):
     assert not any(secret in s for s in shown)
     assert shown[0] == f"<OpenAIModel m at http://***@127.0.0.1:{port}/v1>"
     assert shown[2] == f"<OpenAIModel m at {server.base_url}?key=***>"
+
+
+def test_only_credentials_in_the_base_url_go_to_the_hosts_masking():
+    """Every query value went to the host's masking: Azure's ``?api-version=2024-02-01`` turned
+    every "2024-02-01" in every text into ``***``; a token given as the user name did not go
+    (review of this stop)."""
+    azure = OpenAIModel(
+        "m", base_url="https://x.example/v1?api-version=2024-02-01&sig=s1g-v4lue", api_key=KEY
+    )
+    assert "2024-02-01" not in azure.secrets() and "s1g-v4lue" in azure.secrets()
+    token = OpenAIModel("m", base_url="https://tok-9f8e7d6c@x.example/v1", api_key=KEY)
+    assert "tok-9f8e7d6c" in token.secrets()
