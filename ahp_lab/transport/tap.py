@@ -5,7 +5,8 @@ every text it sends (``"out"``) and receives (``"in"``) with its size and time. 
 newest ``capacity`` frames as small tuples; :class:`Frame` objects, and a frame's method, id and
 kind (read from its JSON), are made only when someone looks (:attr:`FrameLog.frames`). Of a frame
 longer than :data:`KEPT_CHARS` it keeps only the first ``KEPT_CHARS`` characters (and the full
-size), so a peer sending large frames, even refused ones, cannot make the log hold them.
+size), so a peer sending large frames, even refused ones, cannot make the log hold them. An
+answer's file content read as base64 is kept as a note of its length, not as sent.
 """
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ KEPT_CHARS = _PARSE_LIMIT
 _TOKEN = re.compile(
     '("' + "".join(f"(?:{c}|\\\\u(?i:{ord(c):04x}))" for c in "token") + r'"\s*:\s*")(?:[^"\\]|\\.)*("|\\?$)'
 )  # the key written plainly or with any of its letters escaped (``"to\\u006ben"``)
+#: A ``"data"`` string of base64 characters up to its closing quote or the end of a cut frame: a
+#: file read as base64, in a frame that does not parse.
+_BASE64_DATA = re.compile(r'("data"\s*:\s*")[A-Za-z0-9+/=]+("|$)')
 _HEAD = re.compile(r'"(method|id|type)"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,20})')
 
 
@@ -119,7 +123,9 @@ class FrameLog:
     answers and errors sent (an answer may hold a file's text, read by ``resourceRead``; an error
     may quote what a peer sent), before they are kept; ``cut`` says the text is the first
     :data:`KEPT_CHARS` characters of a longer frame. The actions sent are the host's state's,
-    redacted already.
+    redacted already. An answer's ``data`` in base64 (a file ``resourceRead`` read as base64, which
+    a redaction of text cannot read) is kept as a note saying how many characters were left out;
+    the frame stays JSON, and what the peer receives is unchanged.
 
     At most ``max_chars`` characters of frame text are kept in all (each frame's first
     :data:`KEPT_CHARS`): a peer sending large frames pushes the oldest out sooner, so what a
@@ -172,9 +178,12 @@ class FrameLog:
     def record(self, direction: str, text: str, connection: int = 0) -> None:
         """Append a frame and tell the listeners."""
         self.count += 1
-        kept = text if len(text) <= KEPT_CHARS else text[:KEPT_CHARS]
+        cut = len(text) > KEPT_CHARS
+        kept = text[:KEPT_CHARS] if cut else text
+        if '"result"' in kept and (cut or '"base64"' in kept):  # before redaction: it has less to read
+            kept = _without_base64(kept)
         if self.redact is not None and (direction == "in" or '"error"' in kept or '"result"' in kept):
-            kept = self.redact(kept, len(kept) < len(text))
+            kept = self.redact(kept, cut)
         if '"token"' in kept or "\\u" in kept:
             kept = _without_tokens(kept)
         raw = (self.count, direction, kept, self._clock(), connection, len(text))
@@ -224,6 +233,32 @@ def _without_tokens(text: str) -> str:
     except (ValueError, RecursionError):
         return _TOKEN.sub(r"\1***\2", text)
     return json.dumps(masked, ensure_ascii=False) if found else text
+
+
+def _left_out(chars: int, closed: str = '"') -> str:
+    return f"(base64 left out of the log: {chars:,} characters{'' if closed else ' before the cut'})"
+
+
+def _without_base64(text: str) -> str:
+    """``text`` with the ``data`` of an answer's base64 file content (``resourceRead``'s, which
+    redaction cannot read) replaced by a note of its length; a cut frame, which does not parse
+    (its ``data`` runs to the cut, before the ``encoding`` that names it), has each base64-looking
+    ``data`` string replaced the same way."""
+    try:
+        message = json.loads(text)
+    except (ValueError, RecursionError):
+        return _BASE64_DATA.sub(
+            lambda m: m[1] + _left_out(len(m[0]) - len(m[1]) - len(m[2]), m[2]) + m[2], text
+        )
+    result = message.get("result") if isinstance(message, dict) else None
+    if not (
+        isinstance(result, dict)
+        and result.get("encoding") == "base64"
+        and isinstance(result.get("data"), str)
+    ):
+        return text
+    message["result"] = {**result, "data": _left_out(len(result["data"]))}
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":"))
 
 
 def _masked(value: Any) -> tuple[Any, bool]:
