@@ -297,6 +297,15 @@ def _check_chat(
                 f"{kind}: tool call {action.get('toolCallId')!r} runs the notebook's tool "
                 f"({runner}): the notebook confirms it, not client {client_id}"
             )
+        edits = kind == "chat/toolCallConfirmed" and action.get("editedToolInput") is not None
+        if edits and not trusted and runner != client_id:
+            # Approving is anyone's (§6.5), but an edited input is what the tool runs: a stranger's
+            # edit of a host tool's call, or of an in-process client's, ran its input in the kernel.
+            owner = f"client {runner}" if runner is not None else "the host"
+            return (
+                f"{kind}: tool call {action.get('toolCallId')!r} is run by {owner}: only the notebook "
+                f"or the tool's own client edits its input, not client {client_id}"
+            )
         if kind == "chat/toolCallResultConfirmed" and status != "pending-result-confirmation":
             return f"tool call {action.get('toolCallId')!r} has no result waiting for confirmation (it is {status})"
         gives_up = (

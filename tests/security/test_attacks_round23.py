@@ -7,6 +7,10 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
+from ahp_lab.tools import Tool
+
 from .conftest import arun, joined, open_lab
 
 SK = "sk-proj-" + "Ab3dE5gH7jK9mN1pQ3sT5vX7zA9cE1g"
@@ -45,5 +49,72 @@ def test_a_file_read_as_base64_keeps_no_secret_in_the_wire_log(connect_stranger,
                 decoded = _decoded_blobs([f.text for f in sent])
                 assert SK not in decoded and "pw1234" not in decoded
                 assert "(base64 left out of the log: " in answers[0].text
+
+    arun(main())
+
+
+async def _pending_call(mallory, lab) -> dict:
+    def waiting():
+        active = lab.host.store.state(lab.chat).get("activeTurn") or {}
+        calls = [p["toolCall"] for p in active.get("responseParts") or () if p.get("kind") == "toolCall"]
+        return calls[0] if calls and calls[0]["status"] == "pending-confirmation" else None
+
+    return await mallory.wait(waiting)
+
+
+@pytest.mark.parametrize("runner", ["server_tool", "add_client"])
+def test_a_stranger_approves_a_kernel_tools_call_but_cannot_edit_its_input(connect_stranger, runner):
+    """Any client may confirm a host tool's call or another client's (chat-channel §6.5), but a
+    stranger approving one with an ``editedToolInput`` of its own made the kernel run
+    ``deploy('production; rm -rf /')``, for a ``lab.server_tool(confirm=True)`` tool and for a tool
+    of ``lab.add_client("ide")``, whose function runs in the kernel (attacker round 23). The edit is
+    rejected with the reason; a plain approval is still anyone's, and runs the input asked for."""
+
+    async def main():
+        async with open_lab() as lab:
+            ran = []
+
+            def deploy(target: str) -> str:
+                """Deploy to a target."""
+                ran.append(target)
+                return f"deployed to {target}"
+
+            if runner == "server_tool":
+                lab.server_tool(confirm=True)(deploy)
+                listed = lambda s: any(t.get("name") == "deploy" for t in s.get("serverTools") or ())  # noqa: E731
+            else:
+                ide = await lab.add_client("ide")
+                ide.register_tool(Tool(deploy, confirm=True))
+                ide.publish(lab.session)
+                listed = lambda s: any(  # noqa: E731
+                    t.get("name") == "deploy"
+                    for c in s.get("activeClients") or ()
+                    for t in c.get("tools") or ()
+                )
+            await lab.wait_for(lab.session, listed, timeout=10)
+            mallory = await joined(connect_stranger, lab, "mallory")
+            await mallory.call("subscribe", {"channel": lab.chat})
+            message = {"text": "deploy target=staging", "origin": {"kind": "user"}}
+            turn = {"type": "chat/turnStarted", "turnId": "m1", "startedAt": "x", "message": message}
+            mallory.dispatch(lab.chat, 1, turn)
+            assert "rejectionReason" not in await mallory.echo(1)
+            call = await _pending_call(mallory, lab)
+            approve = {
+                "type": "chat/toolCallConfirmed",
+                "turnId": "m1",
+                "toolCallId": call["toolCallId"],
+                "approved": True,
+                "confirmed": "user-action",
+            }
+            mallory.dispatch(
+                lab.chat, 2, {**approve, "editedToolInput": '{"target": "production; rm -rf /"}'}
+            )
+            refused = (await mallory.echo(2)).get("rejectionReason") or ""
+            assert "only the notebook or the tool's own client edits its input" in refused, refused
+            assert ran == [] and (await _pending_call(mallory, lab))["toolCallId"] == call["toolCallId"]
+            mallory.dispatch(lab.chat, 3, approve)  # approving as asked is anyone's (§6.5)
+            assert "rejectionReason" not in await mallory.echo(3)
+            await lab.wait_for(lab.chat, lambda s: s.get("activeTurn") is None or None, timeout=30)
+            assert ran == ["staging"]
 
     arun(main())
