@@ -118,3 +118,59 @@ def test_a_stranger_approves_a_kernel_tools_call_but_cannot_edit_its_input(conne
             assert ran == ["staging"]
 
     arun(main())
+
+
+def test_a_client_still_edits_the_input_of_its_own_tools_call():
+    """The exception to the rule above: the call's own runner (a client tool's contributor) may
+    approve it with an edited input, which its tool then runs."""
+
+    async def main():
+        async with open_lab() as lab:
+            ran = []
+
+            def deploy(target: str) -> str:
+                """Deploy to a target."""
+                ran.append(target)
+                return f"deployed to {target}"
+
+            ide = await lab.add_client("ide")
+            ide.register_tool(Tool(deploy, confirm=True))
+            ide.publish(lab.session)
+            await lab.wait_for(
+                lab.session,
+                lambda s: any(
+                    t.get("name") == "deploy"
+                    for c in s.get("activeClients") or ()
+                    for t in c.get("tools") or ()
+                ),
+                timeout=10,
+            )
+            message = {"text": "deploy target=staging", "origin": {"kind": "user"}}
+            ide.dispatch(
+                lab.chat, {"type": "chat/turnStarted", "turnId": "i1", "startedAt": "x", "message": message}
+            )
+            call = await lab.wait_for(
+                lab.chat,
+                lambda s: next(
+                    (
+                        p["toolCall"]
+                        for p in (s.get("activeTurn") or {}).get("responseParts") or ()
+                        if p.get("kind") == "toolCall" and p["toolCall"]["status"] == "pending-confirmation"
+                    ),
+                    None,
+                ),
+                timeout=10,
+            )
+            approve = {
+                "type": "chat/toolCallConfirmed",
+                "turnId": "i1",
+                "toolCallId": call["toolCallId"],
+                "approved": True,
+                "confirmed": "user-action",
+                "editedToolInput": '{"target": "canary"}',
+            }
+            ide.dispatch(lab.chat, approve)
+            await lab.wait_for(lab.chat, lambda s: s.get("activeTurn") is None or None, timeout=30)
+            assert ran == ["canary"] and not ide.rejections
+
+    arun(main())
