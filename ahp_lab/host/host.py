@@ -455,7 +455,7 @@ class Host(SessionsAndChats):
         if reason is None and action["type"] == "chat/toolCallConfirmed" and session_uri in self.sessions:
             refusal = getattr(self.agent_for(session_uri), "confirmation_refusal", None)
             if refusal is not None:  # the agent asks through options of its own (an ACP agent)
-                reason = refusal(session_uri, action)
+                reason = refusal(session_uri, action, conn.trusted)
         if reason is None and action["type"] in ("chat/turnStarted", "chat/pendingMessageSet"):
             message, reason = fixed_chat_attachments(action["type"], action.get("message"), self.chat_state)
             if reason is None and message is not action.get("message"):

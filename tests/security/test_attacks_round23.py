@@ -174,3 +174,35 @@ def test_a_client_still_edits_the_input_of_its_own_tools_call():
             assert ran == ["canary"] and not ide.rejections
 
     arun(main())
+
+
+def test_a_stranger_gives_no_standing_answer_to_an_agents_permission(tmp_path: Path):
+    """A stranger may approve or deny an agent's call once (the spec: any client), but its pick of
+    "Always allow" made the bridge approve every later call of the kind unasked (fix helper's note,
+    round 23). A standing answer is the notebook's."""
+    import asyncio
+
+    from ahp_lab.agents.acp import AcpAgent
+
+    from ..agents.conftest import bad_agent, pending_call
+    from .conftest import Stranger, _inprocess
+
+    async def main():
+        agent = AcpAgent(bad_agent("ask", "always"), cwd=tmp_path, initialize_timeout=20.0)
+        async with open_lab(agent=agent, working_directories=[tmp_path]) as lab:
+            mallory = Stranger(await _inprocess(lab, "mallory"))
+            await mallory.initialize("mallory")
+            await mallory.call("subscribe", {"channel": lab.chat})
+            pending = lab.start("go")
+            call = await pending_call(lab)
+            ids = {"turnId": lab.state(lab.chat)["activeTurn"]["id"], "toolCallId": call["toolCallId"]}
+            always = {"type": "chat/toolCallConfirmed", **ids, "approved": True, "confirmed": "user-action"}
+            mallory.dispatch(lab.chat, 91, {**always, "selectedOptionId": "aa"})
+            refused = (await mallory.echo(91))["rejectionReason"]
+            assert "only the notebook gives a standing answer" in refused
+            assert (await pending_call(lab))["status"] == "pending-confirmation"
+            lab.deny()
+            await asyncio.wait_for(pending, 20)
+            await agent.aclose()
+
+    arun(main())

@@ -143,11 +143,12 @@ class AcpAgent:
         if bridge is not None:
             bridge.cancelling(turn_id)
 
-    def confirmation_refusal(self, session: str, action: dict) -> str | None:
+    def confirmation_refusal(self, session: str, action: dict, trusted: bool = True) -> str | None:
         """Why a client's ``chat/toolCallConfirmed`` cannot reach this session's agent as one of
-        the permission options it offered (the host rejects it with this reason), else ``None``."""
+        the permission options it offered (the host rejects it with this reason), else ``None``;
+        ``trusted``: whether it comes from the notebook's own client."""
         bridge = self.bridges.get(session)
-        return None if bridge is None else bridge.confirmation_refusal(action)
+        return None if bridge is None else bridge.confirmation_refusal(action, trusted)
 
     def _bridge(self, session: str) -> Bridge:
         bridge = self.bridges.get(session)

@@ -158,7 +158,7 @@ class PermissionRequests:
                 }
             )
 
-    def confirmation_refusal(self, action: dict) -> str | None:
+    def confirmation_refusal(self, action: dict, trusted: bool = True) -> str | None:
         """Why a client's ``chat/toolCallConfirmed`` of a call the agent asks permission for cannot
         be passed on as one of its options, else ``None``: an option that says the opposite of the
         action (a denial naming an allow option would have run the tool), or an approval naming no
@@ -182,6 +182,13 @@ class PermissionRequests:
                 "is answered with an option only): approve the call as it is, or deny it"
             )
         picked = next((o for o in opts if o.get("optionId") == action.get("selectedOptionId")), None)
+        if picked is not None and not trusted and str(picked.get("kind")).endswith("_always"):
+            # a standing answer: the bridge remembers it, and later calls of the kind would run (or
+            # be refused) unasked, on another client's word
+            return (
+                f"option {picked['optionId']!r} answers tool call {call.id!r} for the rest of the "
+                "session: only the notebook gives a standing answer; pick a one-time option"
+            )
         if picked is not None:
             allows = str(picked.get("kind")).startswith("allow")
             if allows == approved:
