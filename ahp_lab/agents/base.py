@@ -8,8 +8,10 @@ confirmation, a client's result, an answer).
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
@@ -278,3 +280,19 @@ class SessionAgent(Agent, Protocol):
     * ``await resolve_session_config(params: dict) -> dict | None`` for ``resolveSessionConfig``
       (``{schema, values}``), given the command's params.
     """
+
+
+def runs_from(words: Sequence[Any], cwd: Any = None) -> list[Path]:
+    """Where a command runs code from, as far as its words say: its working folder, and its words
+    that name files (a script, an interpreter, and the virtual environment it is in). The host
+    lets no stranger write there (``docs/security.md`` §3)."""
+    out = []
+    if isinstance(cwd, (str, os.PathLike)) and os.fspath(cwd):
+        out.append(Path(os.path.expanduser(os.fspath(cwd))))
+    for word in words:
+        if isinstance(word, str) and os.path.isabs(word) and os.path.exists(word):
+            out.append(Path(word))
+            environment = Path(word).parent.parent
+            if (environment / "pyvenv.cfg").is_file():
+                out.append(environment)
+    return out

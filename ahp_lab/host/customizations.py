@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from ..agents.base import runs_from
 from ..protocol.customizations import CHILD_TYPES, effective_enabled
 from ..protocol.jsonvalue import dumps, to_json
 from ..protocol.limits import Limits
@@ -235,7 +236,8 @@ class CustomizationManager:
             *(d["path"] for d in self.directories if d["contents"] == "mcpServer"),
         ]
         for config in self.mcp_servers.values():
-            folders.extend(_run_from(config))
+            args = config.get("args") if isinstance(config.get("args"), list) else []
+            folders.extend(runs_from([config.get("command"), *args], config.get("cwd")))
         for agent in list(getattr(self.host, "agents", {}).values()):
             code = getattr(agent, "code_folders", None)
             if code is not None:
@@ -706,20 +708,3 @@ def _server_uri(config: dict) -> str:
     command = str(config.get("command"))
     found = shutil.which(command) or command
     return file_uri(found) if os.path.isabs(found) else f"file:{quote(found)}"
-
-
-def _run_from(config: dict) -> list[Path]:
-    """Where a server of the person's own runs code from: its working folder, and its command and
-    arguments that name files (a script, an interpreter, and the virtual environment it is in)."""
-    out = []
-    cwd = config.get("cwd")
-    if isinstance(cwd, str) and cwd:
-        out.append(Path(os.path.expanduser(cwd)))
-    args = config.get("args") if isinstance(config.get("args"), list) else []
-    for word in [config.get("command"), *args]:
-        if isinstance(word, str) and os.path.isabs(word) and os.path.exists(word):
-            out.append(Path(word))
-            environment = Path(word).parent.parent
-            if (environment / "pyvenv.cfg").is_file():
-                out.append(environment)
-    return out

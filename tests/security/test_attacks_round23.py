@@ -206,3 +206,30 @@ def test_a_stranger_gives_no_standing_answer_to_an_agents_permission(tmp_path: P
             await agent.aclose()
 
     arun(main())
+
+
+def test_a_stranger_cannot_write_what_an_acp_agent_runs_code_from(connect_stranger, tmp_path: Path):
+    """An ACP agent working in a writable folder reads hooks and MCP servers from it (Claude
+    Code's ``.claude/settings.json`` and ``.mcp.json``): a stranger could write them, as it could a
+    LoopAgent's tools before (review of this stop). They are the host's to run code from."""
+    from ahp_lab.agents.acp import AcpAgent
+
+    from ..agents.conftest import bad_agent
+    from .conftest import joined
+
+    agent = AcpAgent(bad_agent("echo"), cwd=tmp_path)
+
+    async def main():
+        options = {"agent": agent, "directories": [{"path": tmp_path, "contents": "skill", "writable": True}]}
+        async with open_lab(**options) as lab:
+            s = await joined(connect_stranger, lab, "mallory")
+            for target in (tmp_path / ".claude" / "settings.json", tmp_path / ".mcp.json"):
+                answer = await s.call(
+                    "resourceWrite", {"uri": target.as_uri(), "data": "{}", "encoding": "utf-8"}
+                )
+                assert "only the notebook may write there" in answer["error"]["message"], answer
+            answer = await s.call("resourceMkdir", {"uri": (tmp_path / ".claude").as_uri()})
+            assert "error" in answer and not (tmp_path / ".claude").exists()
+            await agent.aclose()
+
+    arun(main())

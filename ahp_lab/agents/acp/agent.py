@@ -6,14 +6,19 @@ import asyncio
 import os
 import shlex
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from acp import RequestError
 
-from ..base import SessionContext, TurnContext, TurnFailed
+from ..base import SessionContext, TurnContext, TurnFailed, runs_from
 from . import mapping
 from .bridge import AgentFailure, Bridge
 from .frames import AcpFrameLog
+
+#: What ACP agents read in their working folder and run code from: hooks and MCP servers (Claude
+#: Code's ``.claude`` and ``.mcp.json``, Gemini CLI's ``.gemini``, Codex's ``.codex``).
+AGENT_CONFIGURATION = (".claude", ".mcp.json", ".gemini", ".codex")
 
 __all__ = ["AcpAgent"]
 
@@ -142,6 +147,14 @@ class AcpAgent:
         bridge = self.bridges.get(session)
         if bridge is not None:
             bridge.cancelling(turn_id)
+
+    def code_folders(self) -> list[Path]:
+        """Where this agent runs code from, as far as the host can tell: its command's files, and
+        in its working folder the configuration agents run hooks and MCP servers from
+        (:data:`AGENT_CONFIGURATION`). The host lets no stranger write there (``docs/security.md``
+        §3)."""
+        folder = Path(self.cwd or os.getcwd())
+        return [*runs_from(self.command), *(folder / name for name in AGENT_CONFIGURATION)]
 
     def confirmation_refusal(self, session: str, action: dict, trusted: bool = True) -> str | None:
         """Why a client's ``chat/toolCallConfirmed`` cannot reach this session's agent as one of
