@@ -145,6 +145,10 @@ MAX_TOOLS_CHARS = 1 << 20
 _MAX_TOLD = 1000
 
 
+#: Seconds :meth:`LoopAgent.wait_ready` waits by default (``Lab(agent=LoopAgent(...))`` waits so).
+READY_TIMEOUT = 30.0
+
+
 class LoopAgent:
     """A model loop with extensions and custom tools (see the module docstring).
 
@@ -247,9 +251,11 @@ class LoopAgent:
             "capabilities": {"multipleChats": {"fork": True, "sideChat": True}},
         }
 
-    async def wait_ready(self, session: str, timeout: float = 30.0) -> None:
+    async def wait_ready(self, session: str, timeout: float | None = None) -> None:
         """Wait until the session's custom tools are loaded, its extensions are active and its
-        tools are published; past ``timeout`` seconds, a ``TimeoutError`` saying what was awaited."""
+        tools are published; past ``timeout`` seconds (:data:`READY_TIMEOUT` by default), a
+        ``TimeoutError`` saying what was awaited."""
+        timeout = READY_TIMEOUT if timeout is None else timeout
         es = self.extension_session(session)
         deadline = asyncio.timeout(timeout)
         try:

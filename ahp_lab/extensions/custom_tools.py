@@ -37,8 +37,8 @@ paths; ``~`` is expanded, relative paths are taken from the workspace; a path th
 already seen is skipped; ``.md`` and ``.json`` files are metadata and never executed; a name that
 clashes with a built-in or an already loaded tool is rejected with a message; a module that fails
 to import is listed with its error and the rest load. A factory that returns an awaitable is given
-:data:`FACTORY_TIMEOUT` seconds to finish; one that runs past it is listed like a failing one (its
-file named in the folder's message) and the rest load.
+:data:`FACTORY_TIMEOUT` seconds to finish, all of a discovery's factories together; one that runs
+past it is listed like a failing one (its file named in the folder's message) and the rest load.
 """
 
 from __future__ import annotations
@@ -308,10 +308,11 @@ def _import(path: Path) -> Any:
     return module
 
 
-async def _produce(factory: Callable, api: CustomToolAPI) -> list[CustomTool]:
+async def _produce(factory: Callable, api: CustomToolAPI, deadline: float | None) -> list[CustomTool]:
     made = factory(api)
     if inspect.isawaitable(made):
-        made = await _within(made, FACTORY_TIMEOUT)
+        left = FACTORY_TIMEOUT if deadline is None else deadline - asyncio.get_running_loop().time()
+        made = await _within(made, max(0.0, left))
     items = made if isinstance(made, (list, tuple)) else [made]
     for item in items:
         if not isinstance(item, CustomTool):
@@ -327,14 +328,23 @@ def _one_line(exc: BaseException) -> str:
 
 
 async def load_custom_tools(
-    items: Iterable[Any], api: CustomToolAPI, taken: set[str], source: ToolSource
+    items: Iterable[Any],
+    api: CustomToolAPI,
+    taken: set[str],
+    source: ToolSource,
+    deadline: float | None = None,
 ) -> None:
-    """Add tools (or factories) to ``source``, rejecting names in ``taken`` (which grows)."""
+    """Add tools (or factories) to ``source``, rejecting names in ``taken`` (which grows). The
+    factories share :data:`FACTORY_TIMEOUT` from ``deadline`` (the loop's time) when it is given,
+    else each has it."""
     for item in items:
         try:
-            tools = [item] if isinstance(item, CustomTool) else await _produce(item, api)
+            tools = [item] if isinstance(item, CustomTool) else await _produce(item, api, deadline)
         except _Late:
-            source.error = f"its factory did not finish within {FACTORY_TIMEOUT:g} s; its tools are left out"
+            source.error = (
+                f"its factory had not finished when the {FACTORY_TIMEOUT:g} s the factories share ran out; "
+                "its tools are left out"
+            )
             continue
         except FAILURES as exc:
             source.error = f"its factory failed: {_one_line(exc)}"
@@ -365,6 +375,9 @@ async def discover_tools(
 ) -> Discovery:
     """Find and load custom tools by the rules in the module docstring."""
     found = Discovery()
+    # the factories of every folder share FACTORY_TIMEOUT: three that hang, each given it, held the
+    # session past the 30 s it waits for its agent, and every other tool was lost
+    deadline = asyncio.get_running_loop().time() + FACTORY_TIMEOUT
     dirs: list[Path] = []
     if user_dir is not None:
         dirs.append(Path(os.path.expanduser(os.fspath(user_dir))))
@@ -400,5 +413,5 @@ async def discover_tools(
                     raise
                 source.error = f"it could not be loaded: {_one_line(exc)}"
                 continue
-            await load_custom_tools([factory], api, taken, source)
+            await load_custom_tools([factory], api, taken, source, deadline)
     return found
