@@ -154,15 +154,27 @@ _KNOWN_TOKEN, _KNOWN_TOKEN_ESCAPED = _word_patterns(
 #: replaces it). Each starts with its literal, so that looking for it costs little: a Telegram
 #: bot's token (in a URL, after "bot"), the credential of an "Authorization: Token …" or
 #: "… Bot …" header (Bearer and Basic are :data:`_CREDENTIAL`'s), and a .netrc line's password.
+#: A .netrc line's password (after a space or a tab, or starting a line: see :func:`_masked_netrc`);
+#: the pattern starts with its word, so that looking for it costs little.
+_NETRC_PASSWORD = re.compile(r"(password[ \t]+)(?=\S*[0-9!@#$%^&*])[^\s\"']{6,}")
+_AUTHORIZATION = re.compile(
+    r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?(?:token|bot)\s+)[A-Za-z0-9._~+/=\-]{8,}"
+)
 _AFTER_NAME = (
     (":AA", re.compile(r"(?<![0-9])[0-9]{6,12}:AA[A-Za-z0-9_\-]{30,}"), MASK),
-    (
-        "uthorization: ",
-        re.compile(r"([Aa]uthorization: (?:Token|Bot) )[A-Za-z0-9._~+/=\-]{8,}"),
-        rf"\1{MASK}",
-    ),
-    (" password ", re.compile(r"( password )(?=[^\s]*[0-9!@#$%^&*])[^\s\"']{6,}"), rf"\1{MASK}"),
+    # any case, as a header or a JSON member: "Authorization:Token …", {"authorization": "Bot …"}
+    ("uthorization", _AUTHORIZATION, rf"\1{MASK}"),
+    ("UTHORIZATION", _AUTHORIZATION, rf"\1{MASK}"),
+    # a .netrc line's password, after a space or a tab, or starting a line
+    ("password", _NETRC_PASSWORD, lambda match: _masked_netrc(match)),
 )
+
+
+def _masked_netrc(match: re.Match) -> str:
+    start = match.start()
+    if start and not match.string[start - 1].isspace():  # a word ending in "password": not a line's
+        return match.group(0)
+    return match.group(1) + MASK
 
 
 def _begun(literal: str, body: str) -> str:

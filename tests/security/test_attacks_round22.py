@@ -221,6 +221,10 @@ def test_more_credential_shapes_people_paste_are_masked(connect_stranger):
         "Authorization: Token 9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b": "9944b09199c6",
         "https://api.telegram.org/bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/sendMessage": "AAHdqTcvCH1v",
         "machine api.example.com login bob password S3cretPassw0rd": "S3cretPassw0rd",
+        # the forms the first version missed (review of this stop)
+        '{"Authorization": "Token 8844b09199c62bcf9418ad846dd0e4bbdfc6ee4b"}': "8844b09199c6",
+        "authorization:token 7744b09199c62bcf9418ad": "7744b09199c6",
+        "machine x\tlogin bob\tpassword\tT4bbedPassw0rd": "T4bbedPassw0rd",
     }
     words = "Skip the SKU list: the password field is required. Token 12 of 40, the bot 2024 edition."
 
