@@ -91,7 +91,7 @@ odd_commands     asks for four terminals the operating system cannot run (an env
 denied_ran       asks permission for call d1 ("Force push"); once answered, reports d1 in_progress,
                  then completed with "forced push done", and ends the turn
 big_texts        offers modes and config options whose names, labels and descriptions are 3,000,000
-                 characters long, and answers the prompt with a JSON-RPC error whose message holds its
+                 characters long (and a mode and a choice whose id and value are), and answers the prompt with a JSON-RPC error whose message holds its
                  key across the 1,000th character, with 3,000,000 characters of data
 odd_titles       completes call o1 and asks permission for call p1 (its option named the same), each
                  titled ODD_TITLE (a NUL, an escape sequence, a right-to-left override, a line break),
@@ -643,10 +643,11 @@ for line in sys.stdin:
             modes["availableModes"] = [
                 {"id": "ask", "name": big, "description": big},
                 {"id": "code", "name": "Code"},
+                {"id": big, "name": "Big"},  # an id too long to offer
             ]
         result = {"sessionId": "s1", "modes": modes}
         if MODE == "big_texts":
-            choices = [{"value": "normal", "name": big, "description": big}]
+            choices = [{"value": "normal", "name": big, "description": big}, {"value": big, "name": "Big"}]
             result["configOptions"] = [
                 {
                     "type": "select",

@@ -14,6 +14,13 @@ from typing import Any
 __all__ = ["MODE_PROPERTY", "config_from_acp", "values_from_options", "offered_values", "option_key"]
 
 MODE_PROPERTY = "mode"
+#: Mode ids, option ids and choice values longer than this are not offered: they are sent back
+#: whole, so they cannot be cut as names are (3 MB of them went into the session's state).
+MAX_ID_CHARS = 1000
+
+
+def _fits(value: Any) -> bool:
+    return isinstance(value, str) and len(value) <= MAX_ID_CHARS
 
 
 def _enum_property(
@@ -37,7 +44,7 @@ def _select_choices(options: Any) -> list[tuple[str, str, str | None]]:
     for item in options or ():
         if isinstance(item, dict) and "options" in item:  # a group: flattened, its name is lost
             out.extend(_select_choices(item["options"]))
-        elif isinstance(item, dict) and isinstance(item.get("value"), str):
+        elif isinstance(item, dict) and _fits(item.get("value")):
             out.append((item["value"], str(item.get("name") or item["value"]), item.get("description")))
     return out
 
@@ -62,14 +69,14 @@ def config_from_acp(
     props: dict[str, dict] = {}
     values: dict[str, Any] = {}
     routes: dict[str, tuple] = {}
-    options = [o for o in options or () if isinstance(o, dict) and isinstance(o.get("id"), str)]
+    options = [o for o in options or () if isinstance(o, dict) and _fits(o.get("id"))]
     mode_option = any(o.get("category") == "mode" for o in options)
     legacy = bool(modes) and not mode_option
     if legacy:
         choices = [
             (m["id"], str(m.get("name") or m["id"]), m.get("description"))
             for m in modes.get("availableModes") or ()
-            if isinstance(m, dict) and isinstance(m.get("id"), str)
+            if isinstance(m, dict) and _fits(m.get("id"))
         ]
         props[MODE_PROPERTY] = _enum_property("Mode", "How the agent works: its session mode", choices, cut)
         values[MODE_PROPERTY] = modes.get("currentModeId")
