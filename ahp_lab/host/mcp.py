@@ -159,6 +159,12 @@ def _key(config: dict) -> str:
 #: characters; a longer one is not allowed (the person cannot read it).
 SHOWN_MAX = 2000
 _QUOTED = re.compile(r"[\s'\"\\`]")
+#: Environment variables that change what a command runs (a shell function, a preloaded library,
+#: an interpreter's path or options): one whose value is masked cannot be read, so not allowed.
+_CODE_ENV = re.compile(
+    r"BASH_FUNC_|BASH_ENV$|ENV$|SHELLOPTS$|PROMPT_COMMAND$|IFS$|PATH$|LD_|DYLD_|PYTHON|NODE_|PERL|RUBY|"
+    r"JAVA_TOOL_OPTIONS$|_JAVA_OPTIONS$|GIT_|LUA_|GEM_|BUNDLE_|NPM_CONFIG_|CLASSPATH$"
+)
 
 
 def _word(text: str) -> str:
@@ -420,24 +426,32 @@ class McpManager(McpToolCalls, McpAuthorization):
         client_id = config.get("clientId")
         if client_id and not config.get("trusted") and self.allowed.get((rt.session, rt.id)) != rt.config_key:
             rt.shown_key = rt.config_key
-            name = _short(rt.name)
             shown = self._fingerprint(rt.config_key)
+            what, unreadable = self._what_runs(config)
+            decision = (
+                f"It cannot be allowed: {unreadable}, and the host runs only what the person can read."
+                if unreadable
+                else "The host starts a client's server only when the person at the kernel allows what it "
+                f"would run: lab.allow_mcp({rt.id!r}, {shown!r}), or the Allow button in the customization tree."
+            )
             raise _Failure(
-                f"The MCP server {name} was published by remote client {_short(client_id)} and was not "
-                f"started: it would run {self._what_runs(config)} (configuration {shown}). The host "
-                "starts a client's server only when the person at the kernel allows what it would run: "
-                f"lab.allow_mcp({name!r}, {shown!r}), or the Allow button in the customization tree.",
+                f"The MCP server {_short(rt.name)} was published by remote client {_short(client_id)} and was "
+                f"not started: it would run {what} (configuration {shown}). {decision}",
                 NOT_ALLOWED,
             )
 
     def _fingerprint(self, key: str) -> str:
         return fingerprint(key, self._secret)
 
-    def _what_runs(self, config: dict) -> str:
-        """What a server would run, as the person reads it before allowing it, masked: its command
-        and arguments or its URL, and its working folder and environment (``PYTHONPATH``,
-        ``LD_PRELOAD`` or a shell function there change what runs). Past :data:`SHOWN_MAX`
-        characters it says only how long it is: the person cannot read it, and it is not allowed."""
+    def _what_runs(self, config: dict) -> tuple[str, str | None]:
+        """What a server would run, as the person reads it before allowing it, and why it cannot be
+        allowed (``None``: it can): its command and arguments or its URL and header names, its
+        working folder and environment (``PYTHONPATH``, ``LD_PRELOAD`` or a shell function there
+        change what runs). Masking hides secrets, and some of its rules delete text (a URL's user
+        info): a command or a folder the host masks, or an environment variable that changes what
+        runs whose value it masks, cannot be read whole, nor can a configuration of more than
+        :data:`SHOWN_MAX` characters; such a configuration is shown, masked, and not allowed."""
+        redact = self.host.redactor.text
         if config.get("url"):
             what = f"the URL {config.get('url')}"
             headers = config.get("headers")
@@ -448,17 +462,29 @@ class McpManager(McpToolCalls, McpAuthorization):
             what = "`" + " ".join(_word(str(a)) for a in [config.get("command"), *args]) + "`"
         if config.get("cwd"):
             what += f" in the folder {_word(str(config.get('cwd')))}"
+        unreadable = None
+        if redact(what) != what:
+            what, unreadable = (
+                redact(what),
+                "what it runs holds text the host masks (a secret, or what looks like one)",
+            )
         env = config.get("env")
         if isinstance(env, dict) and env:
-            what += " with the environment " + " ".join(
-                f"{_word(str(k))}={_word(str(v))}" for k, v in env.items()
-            )
-        what = self.host.redactor.text(what)
-        return (
-            what
-            if len(what) <= SHOWN_MAX
-            else f"a configuration of {len(what):,} characters, too long to show"
-        )
+            shown_env = []
+            for name, value in env.items():
+                pair = f"{_word(str(name))}={_word(str(value))}"
+                if redact(pair) != pair:
+                    pair = f"{_word(redact(str(name)))}=***"
+                    if _CODE_ENV.match(str(name)) or redact(str(name)) != str(name):
+                        unreadable = (
+                            unreadable
+                            or f"its environment's {redact(str(name))}, which changes what runs, is masked"
+                        )
+                shown_env.append(pair)
+            what += " with the environment " + " ".join(shown_env)
+        if len(what) > SHOWN_MAX:
+            what, unreadable = f"a configuration of {len(what):,} characters", "it is too long to show"
+        return what, unreadable
 
     def allow(self, session: str, cid: str, shown: str | None = None) -> dict:
         """Record the local decision to run the MCP server ``cid`` of ``session`` and start it.
@@ -475,15 +501,17 @@ class McpManager(McpToolCalls, McpAuthorization):
             raise LookupError(f"no MCP server {cid!r} in session {session}")
         key = _key(config)
         rt = self.runtimes.get((session, cid))
-        name, now, what = _short(config.get("server") or cid), self._fingerprint(key), self._what_runs(config)
-        if what.startswith("a configuration of "):
+        name, now = _short(config.get("server") or cid), self._fingerprint(key)
+        what, unreadable = self._what_runs(config)
+        if unreadable:
             raise PermissionError(
-                f"the MCP server {name} is {what[2:]}: the host runs only what the person can read"
+                f"the MCP server {name} cannot be allowed: {unreadable}, and the host runs only what "
+                "the person can read"
             )
         if shown is None:
             raise ValueError(
                 f"say which configuration of the MCP server {name} you allow: it would run {what}; if "
-                f"that is what you allow, lab.allow_mcp({name!r}, {now!r})"
+                f"that is what you allow, lab.allow_mcp({cid!r}, {now!r})"
             )
         if shown != now:
             raise PermissionError(

@@ -131,9 +131,9 @@ def mcp_state_view(state: Any) -> dict[str, Any]:
             # what it would run is read before allowing it: the whole notice, and the fingerprint
             # it names, which "Allow" gives back (a configuration published since is refused)
             view["message"] = _str(err.get("message"), 3000)
-            named = _CONFIGURATION.search(view["message"])
-            if named:
-                view["configuration"] = named.group(1)
+            named = _CONFIGURATION.findall(view["message"])
+            if named:  # the host's own, after what it would run (a name may hold a decoy before it)
+                view["configuration"] = named[-1]
     if kind == "authRequired":
         res = st.get("resource")
         resource = res.get("resource") if isinstance(res, Mapping) else None

@@ -49,8 +49,9 @@ class CustomizationTree(SourceView):
 
     A checkbox dispatches ``session/customizationToggled``; MCP start/stop buttons dispatch
     ``session/mcpServerStartRequested`` / ``…StopRequested``. A remote client's MCP server that
-    waits for permission gets an "Allow" button, which calls the source's ``allow_mcp(id)``
-    (``lab.allow_mcp``): a decision of the person at the kernel, not a protocol action.
+    waits for permission gets an "Allow" button, which calls the source's ``allow_mcp(id, shown)``
+    (``lab.allow_mcp``, with the configuration its notice names): a decision of the person at the
+    kernel, not a protocol action.
     """
 
     _kind = traitlets.Unicode("tree").tag(sync=True)
