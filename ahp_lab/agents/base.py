@@ -9,6 +9,8 @@ confirmation, a client's result, an answer).
 from __future__ import annotations
 
 import os
+import shutil
+import sys
 from collections.abc import AsyncIterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -282,17 +284,29 @@ class SessionAgent(Agent, Protocol):
     """
 
 
-def runs_from(words: Sequence[Any], cwd: Any = None) -> list[Path]:
-    """Where a command runs code from, as far as its words say: its working folder, and its words
-    that name files (a script, an interpreter, and the virtual environment it is in). The host
-    lets no stranger write there (``docs/security.md`` §3)."""
+def runs_from(words: Sequence[Any], cwd: Any = None, env: Any = None) -> list[Path]:
+    """Where a command runs code from, as far as its words say: its working folder; the folder of
+    each word that names a file (a script's modules sit beside it, and Python looks there first)
+    and the virtual environment an interpreter is in; a bare command found on the ``PATH``
+    (``python`` is the kernel's interpreter, as the host runs it); and the folders its ``env``'s
+    ``PYTHONPATH``/``NODE_PATH`` name. The host lets no stranger write there (``docs/security.md``
+    §3)."""
     out = []
     if isinstance(cwd, (str, os.PathLike)) and os.fspath(cwd):
         out.append(Path(os.path.expanduser(os.fspath(cwd))))
-    for word in words:
-        if isinstance(word, str) and os.path.isabs(word) and os.path.exists(word):
-            out.append(Path(word))
-            environment = Path(word).parent.parent
+    for n, word in enumerate(words):
+        if not isinstance(word, str) or not word:
+            continue
+        if n == 0 and not os.path.isabs(word):
+            word = sys.executable if word in ("python", "python3") else shutil.which(word) or word
+        if os.path.isabs(word) and os.path.exists(word):
+            file = Path(word)
+            out.append(file.parent if file.is_file() else file)
+            environment = file.parent.parent
             if (environment / "pyvenv.cfg").is_file():
                 out.append(environment)
+    for name in ("PYTHONPATH", "NODE_PATH"):
+        value = env.get(name) if isinstance(env, dict) else None
+        if isinstance(value, str):
+            out.extend(Path(os.path.expanduser(part)) for part in value.split(os.pathsep) if part)
     return out

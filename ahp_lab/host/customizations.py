@@ -31,6 +31,7 @@ import base64
 import contextlib
 import logging
 import os
+import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -237,7 +238,9 @@ class CustomizationManager:
         ]
         for config in self.mcp_servers.values():
             args = config.get("args") if isinstance(config.get("args"), list) else []
-            folders.extend(runs_from([config.get("command"), *args], config.get("cwd")))
+            folders.extend(runs_from([config.get("command"), *args], config.get("cwd"), config.get("env")))
+        # the kernel's own environment: a .pth file there runs at every start of its interpreter
+        folders.append(Path(sys.prefix))
         for agent in list(getattr(self.host, "agents", {}).values()):
             code = getattr(agent, "code_folders", None)
             if code is not None:
@@ -245,6 +248,16 @@ class CustomizationManager:
         for source in self.code_sources:
             folders.extend(source())
         return folders
+
+    def executed_names(self) -> set[str]:
+        """Names of files and folders agents run code from wherever they are (an ACP agent's
+        ``.claude`` or ``.mcp.json`` in whatever folder a session gives it): no stranger writes a
+        path through one."""
+        return {
+            name
+            for agent in list(getattr(self.host, "agents", {}).values())
+            for name in getattr(agent, "code_names", ())
+        }
 
     # -- host hooks -----------------------------------------------------------------------------
 

@@ -113,11 +113,13 @@ class ResourceService:
         write_roots: Callable[[Any], Iterable[str | os.PathLike]],
         limits: Limits = DEFAULT_LIMITS,
         executed: Callable[[], Iterable[str | os.PathLike]] = tuple,
+        executed_names: Callable[[], Iterable[str]] = tuple,
     ) -> None:
         self._read_roots = read_roots
         self._write_roots = write_roots
         self.limits = limits
         self._executed = executed
+        self._executed_names = executed_names
 
     # -- host extension hook --------------------------------------------------------------------
 
@@ -379,7 +381,13 @@ class ResourceService:
                 )
 
     def _executed_by_host(self, path: Path, real: str) -> list[str]:
-        """The folders the host runs code from that ``path`` (resolved: ``real``) is in."""
+        """The folders the host runs code from that ``path`` (resolved: ``real``) is in, or goes
+        through, by name (an agent's ``.claude``)."""
+        names = set(self._executed_names())
+        if names:
+            on_the_way = [p for p in (*Path(os.path.abspath(path)).parts, *Path(real).parts) if p in names]
+            if on_the_way:
+                return [on_the_way[0]]
         out = []
         for folder in self._executed():
             given = os.path.abspath(os.fspath(folder))

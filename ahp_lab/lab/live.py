@@ -712,7 +712,13 @@ def _attach_customizations(host: Host, plugins: Any, directories: Any, mcp_serve
             [
                 manager,
                 mcp,
-                ResourceService(manager.read_roots, manager.write_roots, host.limits, manager.executed),
+                ResourceService(
+                    manager.read_roots,
+                    manager.write_roots,
+                    host.limits,
+                    manager.executed,
+                    manager.executed_names,
+                ),
             ]
         )
     else:

@@ -280,3 +280,60 @@ def test_a_server_whose_notice_the_host_masks_cannot_be_allowed(connect_stranger
             assert [d["id"] for d in [lab.allow_mcp(cid, view["configuration"])]] == [cid]
 
     arun(main())
+
+
+def test_what_a_command_imports_beside_it_and_an_agents_session_folder_are_kept(
+    connect_stranger, tmp_path: Path
+):
+    """Review of this stop: a module beside a server's script (Python looks there first), a folder
+    its ``PYTHONPATH`` names, and ``.mcp.json`` in the session folder an ACP agent with no ``cwd``
+    is started in were a stranger's to write; and the kernel's own environment (a ``.pth`` there
+    runs at every start of its interpreter, a server's ``python`` among them) was not listed."""
+    import sys
+
+    from ahp_lab.agents.acp import AcpAgent
+
+    from ..agents.conftest import bad_agent
+
+    proj = tmp_path / "proj"
+    (proj / "srv").mkdir(parents=True)
+    (proj / "srv" / "server.py").write_text("import json\n")
+    (proj / "lib").mkdir()
+    servers = {
+        "script": {"command": "python", "args": [str(proj / "srv" / "server.py")], "enabled": False},
+        "path": {
+            "command": "python",
+            "args": ["-m", "x"],
+            "env": {"PYTHONPATH": str(proj / "lib")},
+            "enabled": False,
+        },
+    }
+    agent = AcpAgent(bad_agent("echo"))  # no cwd: it works in the session's folder
+
+    async def main():
+        options = {
+            "agent": agent,
+            "working_directories": [proj],
+            "mcp_servers": servers,
+            "directories": [{"path": proj, "contents": "skill", "writable": True}],
+        }
+        async with open_lab(**options) as lab:
+            assert Path(sys.prefix) in lab.customizations.executed()
+            s = await joined(connect_stranger, lab, "mallory")
+            for target in (
+                proj / "srv" / "json.py",
+                proj / "lib" / "x.py",
+                proj / ".mcp.json",
+                proj / "a" / ".claude",
+            ):
+                answer = await s.call(
+                    "resourceWrite", {"uri": target.as_uri(), "data": "{}", "encoding": "utf-8"}
+                )
+                assert "only the notebook may write there" in answer["error"]["message"], (target, answer)
+            answer = await s.call(
+                "resourceWrite", {"uri": (proj / "notes.md").as_uri(), "data": "ok", "encoding": "utf-8"}
+            )
+            assert answer.get("result") == {}, answer
+            await agent.aclose()
+
+    arun(main())

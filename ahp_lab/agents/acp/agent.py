@@ -148,6 +148,9 @@ class AcpAgent:
         if bridge is not None:
             bridge.cancelling(turn_id)
 
+    #: Names of what agents run hooks and MCP servers from in any working folder they are given.
+    code_names = AGENT_CONFIGURATION
+
     def code_folders(self) -> list[Path]:
         """Where this agent runs code from, as far as the host can tell: its command's files, and
         in its working folder the configuration agents run hooks and MCP servers from
