@@ -337,3 +337,33 @@ def test_what_a_command_imports_beside_it_and_an_agents_session_folder_are_kept(
             await agent.aclose()
 
     arun(main())
+
+
+def test_a_strangers_plain_denial_gives_no_standing_refusal_either(tmp_path: Path):
+    """Picking "Always reject" was refused to a stranger, but its plain denial reached an agent
+    offering no one-time refusal as that very option (review of this stop)."""
+    import asyncio
+
+    from ahp_lab.agents.acp import AcpAgent
+
+    from ..agents.conftest import bad_agent, pending_call
+    from .conftest import Stranger, _inprocess
+
+    async def main():
+        agent = AcpAgent(bad_agent("ask", "reject_always"), cwd=tmp_path, initialize_timeout=20.0)
+        async with open_lab(agent=agent, working_directories=[tmp_path]) as lab:
+            mallory = Stranger(await _inprocess(lab, "mallory"))
+            await mallory.initialize("mallory")
+            await mallory.call("subscribe", {"channel": lab.chat})
+            pending = lab.start("go")
+            call = await pending_call(lab)
+            ids = {"turnId": lab.state(lab.chat)["activeTurn"]["id"], "toolCallId": call["toolCallId"]}
+            deny = {"type": "chat/toolCallConfirmed", **ids, "approved": False, "reason": "denied"}
+            mallory.dispatch(lab.chat, 92, deny)
+            assert "only the notebook gives" in (await mallory.echo(92))["rejectionReason"]
+            assert (await pending_call(lab))["status"] == "pending-confirmation"
+            lab.approve()
+            await asyncio.wait_for(pending, 20)
+            await agent.aclose()
+
+    arun(main())

@@ -198,8 +198,16 @@ class PermissionRequests:
                 f"but the action {'approves' if approved else 'denies'} it"
             )
         if not approved:
-            if _first(opts, "reject_once", "reject_always") is not None:
+            if _first(opts, "reject_once") is not None:
                 return None
+            if _first(opts, "reject_always") is not None:
+                if trusted:
+                    return None
+                # the agent takes its only refusal, "always", as one for the rest of the session
+                return (
+                    f"the agent offers only a standing refusal of tool call {call.id!r} ('always'), "
+                    "which only the notebook gives: approve it, or leave it to the notebook"
+                )
             # the denial would go as ``cancelled``, which in ACP cancels the whole turn, and the
             # turn ended as "the agent cancelled the turn on its own"
             return (
