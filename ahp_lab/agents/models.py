@@ -529,7 +529,7 @@ class OpenAIModel:
         key = self._client.api_key
         parts = urlsplit(str(self._client.base_url))
         found = [key if key != "not-set" else None, parts.password or parts.username]
-        found += [v for k, v in parse_qsl(parts.query) if _SECRET_QUERY.search(k)]
+        found += [v for k, v in parse_qsl(parts.query) if _names_a_credential(k)]
         return tuple(s for s in found if s)
 
     def __repr__(self) -> str:
@@ -537,11 +537,29 @@ class OpenAIModel:
         return f"<OpenAIModel {self.name} at {where}>"
 
 
-#: A query parameter's name that names a credential (``key``, ``api_key``, ``access_token``, ``sig``).
-_SECRET_QUERY = re.compile(
-    r"(?i)(?:^|[_.\-])(?:api[_\-]?key|apikey|key|token|secret|password|passwd|pwd|auth|sig|signature|"
-    r"credentials?)(?:$|[_.\-])"
+#: The words of a query parameter's name that name a credential (``key``, ``api_key``,
+#: ``accessToken``, ``sig``); a name that is only ``code`` is one too (an Azure Functions key).
+_SECRET_QUERY_WORDS = frozenset(
+    {
+        "key",
+        "apikey",
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "pwd",
+        "auth",
+        "sig",
+        "signature",
+        "credential",
+        "credentials",
+    }
 )
+
+
+def _names_a_credential(name: str) -> bool:
+    words = [w.lower() for w in re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", name)]
+    return name.lower() == "code" or any(w in _SECRET_QUERY_WORDS for w in words) or "apikey" in name.lower()
 
 
 def shown_url(url: str) -> str:

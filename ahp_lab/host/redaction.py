@@ -157,23 +157,24 @@ _KNOWN_TOKEN, _KNOWN_TOKEN_ESCAPED = _word_patterns(
 #: A .netrc line's password (after a space or a tab, or starting a line: see :func:`_masked_netrc`);
 #: the pattern starts with its word, so that looking for it costs little.
 _NETRC_PASSWORD = re.compile(r"(password[ \t]+)(?=\S*[0-9!@#$%^&*])[^\s\"']{6,}")
+_AUTHORIZATION_WORD = re.compile("(?i)authorization")  # any case: "AUTHorization" too
 _AUTHORIZATION = re.compile(
     r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?(?:token|bot)\s+)[A-Za-z0-9._~+/=\-]{8,}"
 )
 _AFTER_NAME = (
     (":AA", re.compile(r"(?<![0-9])[0-9]{6,12}:AA[A-Za-z0-9_\-]{30,}"), MASK),
     # any case, as a header or a JSON member: "Authorization:Token …", {"authorization": "Bot …"}
-    ("uthorization", _AUTHORIZATION, rf"\1{MASK}"),
-    ("UTHORIZATION", _AUTHORIZATION, rf"\1{MASK}"),
+    (_AUTHORIZATION_WORD, _AUTHORIZATION, rf"\1{MASK}"),
     # a .netrc line's password, after a space or a tab, or starting a line
     ("password", _NETRC_PASSWORD, lambda match: _masked_netrc(match)),
 )
 
 
 def _masked_netrc(match: re.Match) -> str:
-    start = match.start()
-    if start and not match.string[start - 1].isspace():  # a word ending in "password": not a line's
-        return match.group(0)
+    start, text = match.start(), match.string
+    # after a space, a tab or a line break, a JSON-escaped one too ("\\npassword …" in a frame)
+    if start and not text[start - 1].isspace() and text[max(0, start - 2) : start] not in ("\\n", "\\t"):
+        return match.group(0)  # a word ending in "password": not a line's
     return match.group(1) + MASK
 
 
@@ -486,7 +487,7 @@ class Redactor:
             if len(text) >= 15:  # the shortest token of a known shape: "xoxb-" and 10 more
                 text = (_KNOWN_TOKEN_ESCAPED if "\\" in text else _KNOWN_TOKEN).sub(MASK, text)
                 for literal, pattern, masked in _AFTER_NAME:
-                    if literal in text:
+                    if (literal in text) if type(literal) is str else literal.search(text):
                         text = pattern.sub(masked, text)
         return text
 

@@ -663,3 +663,7 @@ def test_only_credentials_in_the_base_url_go_to_the_hosts_masking():
     assert "2024-02-01" not in azure.secrets() and "s1g-v4lue" in azure.secrets()
     token = OpenAIModel("m", base_url="https://tok-9f8e7d6c@x.example/v1", api_key=KEY)
     assert "tok-9f8e7d6c" in token.secrets()
+    named = OpenAIModel(
+        "m", base_url="https://x.example/v1?code=c0de-1&accessToken=at-2&apiToken=at-3", api_key=KEY
+    )
+    assert {"c0de-1", "at-2", "at-3"} <= set(named.secrets())

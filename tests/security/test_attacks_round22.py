@@ -225,6 +225,7 @@ def test_more_credential_shapes_people_paste_are_masked(connect_stranger):
         '{"Authorization": "Token 8844b09199c62bcf9418ad846dd0e4bbdfc6ee4b"}': "8844b09199c6",
         "authorization:token 7744b09199c62bcf9418ad": "7744b09199c6",
         "machine x\tlogin bob\tpassword\tT4bbedPassw0rd": "T4bbedPassw0rd",
+        "AUTHorization: Token 6644b09199c62bcf9418ad": "6644b09199c6",  # any case (second review)
     }
     words = "Skip the SKU list: the password field is required. Token 12 of 40, the bot 2024 edition."
 
