@@ -654,7 +654,7 @@ for line in sys.stdin:
                     "id": "v",
                     "name": big,
                     "description": big,
-                    "currentValue": "normal",
+                    "currentValue": big,  # a current value too long to be one of them
                     "options": choices,
                 },
                 {"type": "boolean", "id": "f", "name": big, "description": big, "currentValue": False},

@@ -47,6 +47,7 @@ def test_the_names_and_descriptions_of_an_agents_modes_and_options_are_cut(tmp_p
             assert texts == ["b" * 1000 + "…[2,999,000 more characters]"] * len(texts)
             # an id or a value too long to offer is left out (the review found 6 MB of them kept)
             assert props["mode"]["enum"] == ["ask", "code"] and props["v"]["enum"] == ["normal"]
+            assert lab.session_state["config"]["values"].get("v") is None  # nor a current value
             assert len(json.dumps(to_json(lab.session_state))) < 100_000
 
     arun(go())

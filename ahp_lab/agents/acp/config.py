@@ -19,8 +19,18 @@ MODE_PROPERTY = "mode"
 MAX_ID_CHARS = 1000
 
 
+#: At most this many modes, options and choices of one option are offered (3,000 ids of 1,000
+#: characters made a 6 MB config).
+MAX_CHOICES = 100
+
+
 def _fits(value: Any) -> bool:
     return isinstance(value, str) and len(value) <= MAX_ID_CHARS
+
+
+def _current(value: Any) -> Any:
+    """A current value as the session shows it: one too long to be an id is none of them."""
+    return None if isinstance(value, str) and not _fits(value) else value
 
 
 def _enum_property(
@@ -46,7 +56,7 @@ def _select_choices(options: Any) -> list[tuple[str, str, str | None]]:
             out.extend(_select_choices(item["options"]))
         elif isinstance(item, dict) and _fits(item.get("value")):
             out.append((item["value"], str(item.get("name") or item["value"]), item.get("description")))
-    return out
+    return out[:MAX_CHOICES]
 
 
 def option_key(option: dict, legacy_modes: bool) -> str:
@@ -69,7 +79,7 @@ def config_from_acp(
     props: dict[str, dict] = {}
     values: dict[str, Any] = {}
     routes: dict[str, tuple] = {}
-    options = [o for o in options or () if isinstance(o, dict) and _fits(o.get("id"))]
+    options = [o for o in options or () if isinstance(o, dict) and _fits(o.get("id"))][:MAX_CHOICES]
     mode_option = any(o.get("category") == "mode" for o in options)
     legacy = bool(modes) and not mode_option
     if legacy:
@@ -77,9 +87,9 @@ def config_from_acp(
             (m["id"], str(m.get("name") or m["id"]), m.get("description"))
             for m in modes.get("availableModes") or ()
             if isinstance(m, dict) and _fits(m.get("id"))
-        ]
+        ][:MAX_CHOICES]
         props[MODE_PROPERTY] = _enum_property("Mode", "How the agent works: its session mode", choices, cut)
-        values[MODE_PROPERTY] = modes.get("currentModeId")
+        values[MODE_PROPERTY] = _current(modes.get("currentModeId"))
         routes[MODE_PROPERTY] = ("mode",)
     for option in options:
         key = option_key(option, legacy)
@@ -101,7 +111,7 @@ def config_from_acp(
         else:
             continue  # an option type this host does not know: not offered
         props[key] = prop
-        values[key] = option.get("currentValue")
+        values[key] = _current(option.get("currentValue"))
         routes[key] = ("option", option["id"], option.get("type"))
     if not props:
         return None, routes
@@ -112,7 +122,7 @@ def values_from_options(options: list[dict] | None, routes: dict[str, tuple]) ->
     """Config values from a ``configOptions`` list (``config_option_update``, set responses)."""
     by_id = {r[1]: key for key, r in routes.items() if r[0] == "option"}
     return {
-        by_id[o["id"]]: o.get("currentValue")
+        by_id[o["id"]]: _current(o.get("currentValue"))
         for o in options or ()
         if isinstance(o, dict) and o.get("id") in by_id
     }
