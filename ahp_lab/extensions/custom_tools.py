@@ -37,7 +37,7 @@ paths; ``~`` is expanded, relative paths are taken from the workspace; a path th
 already seen is skipped; ``.md`` and ``.json`` files are metadata and never executed; a name that
 clashes with a built-in or an already loaded tool is rejected with a message; a module that fails
 to import is listed with its error and the rest load. A factory that returns an awaitable is given
-:data:`FACTORY_TIMEOUT` seconds to finish, all of a discovery's factories together; one that runs
+:data:`FACTORY_TIMEOUT` seconds to finish (a discovery's factories run together); one that runs
 past it is listed like a failing one (its file named in the folder's message) and the rest load.
 """
 
@@ -308,11 +308,10 @@ def _import(path: Path) -> Any:
     return module
 
 
-async def _produce(factory: Callable, api: CustomToolAPI, deadline: float | None) -> list[CustomTool]:
+async def _produce(factory: Callable, api: CustomToolAPI) -> list[CustomTool]:
     made = factory(api)
     if inspect.isawaitable(made):
-        left = FACTORY_TIMEOUT if deadline is None else deadline - asyncio.get_running_loop().time()
-        made = await _within(made, max(0.0, left))
+        made = await _within(made, FACTORY_TIMEOUT)
     items = made if isinstance(made, (list, tuple)) else [made]
     for item in items:
         if not isinstance(item, CustomTool):
@@ -322,47 +321,51 @@ async def _produce(factory: Callable, api: CustomToolAPI, deadline: float | None
     return list(items)
 
 
+async def _outcome(item: Any, api: CustomToolAPI) -> list[CustomTool] | BaseException:
+    """The tools ``item`` (a tool or a factory) makes, or why it made none."""
+    if isinstance(item, CustomTool):
+        return [item]
+    try:
+        return await _produce(item, api)
+    except _Late as exc:
+        return exc
+    except FAILURES as exc:
+        return exc
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 async def load_custom_tools(
-    items: Iterable[Any],
-    api: CustomToolAPI,
-    taken: set[str],
-    source: ToolSource,
-    deadline: float | None = None,
+    items: Iterable[Any], api: CustomToolAPI, taken: set[str], source: ToolSource
 ) -> None:
-    """Add tools (or factories) to ``source``, rejecting names in ``taken`` (which grows). The
-    factories share :data:`FACTORY_TIMEOUT` from ``deadline`` (the loop's time) when it is given,
-    else each has it."""
+    """Add tools (or factories) to ``source``, rejecting names in ``taken`` (which grows)."""
     for item in items:
+        _take(await _outcome(item, api), taken, source)
+
+
+def _take(outcome: list[CustomTool] | BaseException, taken: set[str], source: ToolSource) -> None:
+    """Add what a factory made to ``source`` (or say why it made nothing), in order."""
+    if isinstance(outcome, _Late):
+        source.error = f"its factory did not finish within {FACTORY_TIMEOUT:g} s; its tools are left out"
+        return
+    if isinstance(outcome, BaseException):
+        source.error = f"its factory failed: {_one_line(outcome)}"
+        return
+    for t in outcome:
+        if t.name in taken:
+            clash = f"the tool name {t.name!r} is already taken (a built-in or an earlier tool); not loaded"
+            source.error = f"{source.error}; {clash}" if source.error else clash
+            continue
         try:
-            tools = [item] if isinstance(item, CustomTool) else await _produce(item, api, deadline)
-        except _Late:
-            source.error = (
-                f"its factory had not finished when the {FACTORY_TIMEOUT:g} s the factories share ran out; "
-                "its tools are left out"
-            )
-            continue
+            as_host_tool(t, lambda _c, _t: None)  # the name and parameters must make a valid tool
         except FAILURES as exc:
-            source.error = f"its factory failed: {_one_line(exc)}"
+            source.error = f"the tool {t.name!r} is not valid: {_one_line(exc)}"
             continue
-        for t in tools:
-            if t.name in taken:
-                clash = (
-                    f"the tool name {t.name!r} is already taken (a built-in or an earlier tool); not loaded"
-                )
-                source.error = f"{source.error}; {clash}" if source.error else clash
-                continue
-            try:
-                as_host_tool(t, lambda _c, _t: None)  # the name and parameters must make a valid tool
-            except FAILURES as exc:
-                source.error = f"the tool {t.name!r} is not valid: {_one_line(exc)}"
-                continue
-            taken.add(t.name)
-            source.tools.append(t)
+        taken.add(t.name)
+        source.tools.append(t)
 
 
 async def discover_tools(
@@ -375,9 +378,6 @@ async def discover_tools(
 ) -> Discovery:
     """Find and load custom tools by the rules in the module docstring."""
     found = Discovery()
-    # the factories of every folder share FACTORY_TIMEOUT: three that hang, each given it, held the
-    # session past the 30 s it waits for its agent, and every other tool was lost
-    deadline = asyncio.get_running_loop().time() + FACTORY_TIMEOUT
     dirs: list[Path] = []
     if user_dir is not None:
         dirs.append(Path(os.path.expanduser(os.fspath(user_dir))))
@@ -389,6 +389,7 @@ async def discover_tools(
     api = CustomToolAPI(workspace.root, has_ui=has_ui, logger=log)
     taken = set(builtin)
     seen: set[str] = set()
+    factories: list[tuple[ToolSource, Callable]] = []
     for d in dirs:
         if not d.exists():
             continue
@@ -413,5 +414,11 @@ async def discover_tools(
                     raise
                 source.error = f"it could not be loaded: {_one_line(exc)}"
                 continue
-            await load_custom_tools([factory], api, taken, source, deadline)
+            factories.append((source, factory))
+    # The factories run together, each given FACTORY_TIMEOUT: one after another, three that hung
+    # held the session past the 30 s it waits for its agent; sharing one deadline, a hung one
+    # left the ones after it no time. What they made is taken in order (names clash in order).
+    outcomes = await asyncio.gather(*(_outcome(factory, api) for _, factory in factories))
+    for (source, _), outcome in zip(factories, outcomes, strict=True):
+        _take(outcome, taken, source)
     return found

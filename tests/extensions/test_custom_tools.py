@@ -285,8 +285,9 @@ def test_a_custom_tool_may_return_seed_004s_content_and_details(tmp_path):
 
 def test_factories_that_never_finish_are_named_and_the_other_tools_load(tmp_path, monkeypatch):
     """An async factory that never returned held Lab.open for 30 s, then a blank TimeoutError: the
-    file was not named and every other tool was lost. Each then had its own FACTORY_TIMEOUT, so
-    three that hung held it past the 30 s all the same (review): they share it."""
+    file was not named and every other tool was lost. Each then had its own FACTORY_TIMEOUT one after
+    another, so three that hung held it past the 30 s all the same (review); sharing one deadline, a
+    hung one left the factories after it no time (second review). They run together."""
     from ahp_lab.agents import loop
     from ahp_lab.extensions import custom_tools
 
@@ -299,18 +300,20 @@ def test_factories_that_never_finish_are_named_and_the_other_tools_load(tmp_path
             "import asyncio\n\nasync def factory(api):\n    await asyncio.Event().wait()\n",
         )
     write(folder / "good.py", tool_module("good"))
+    slow = tool_module("slow").replace(
+        "def factory(api):", "async def factory(api):\n    await asyncio.sleep(0.05)"
+    )
+    write(folder / "zz_slow.py", "import asyncio\n" + slow)
 
     async def main():
         lab, _agent = await loop_lab(
             tmp_path, ScriptedModel([respond("", use("good")), "ok"]), tool_paths=["tools"]
         )
         container = _container(lab, folder)
-        shared = (
-            "its factory had not finished when the 0.2 s the factories share ran out; its tools are left out"
-        )
         for name in ("hanging", "hanging2", "hanging3"):
-            assert f"{name}.py: {shared}" in container["load"]["message"]
-        assert [c["name"] for c in container["children"]] == ["good"]
+            said = f"{name}.py: its factory did not finish within 0.2 s; its tools are left out"
+            assert said in container["load"]["message"]
+        assert sorted(c["name"] for c in container["children"]) == ["good", "slow"]
         turn = await lab.send("run good")
         assert turn.tool_calls[0].result_text == "good ran"
         await lab.aclose()
