@@ -232,7 +232,9 @@ class WorkspaceServices:
         that still runs), each said in a notice, and the commands it started while no call was open
         (their own calls say so). The cancel ends the agent's work, and an agent that answered
         ``cancelled`` leaving its terminal alone had its command run on, unseen."""
-        for terminal in turn.commands.values():
+        for terminal_id, terminal in turn.commands.items():
+            if any(shows_terminal(c, terminal_id) for c in turn.calls.values()):
+                continue  # a call of the agent's shows it: that call's own (an open one's is above)
             if not terminal.exited and not terminal.released:
                 terminal.kill()
                 self._stopped.add(terminal)
