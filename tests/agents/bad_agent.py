@@ -64,7 +64,8 @@ cancelled_terminal  starts call c1 and runs `sh -c 'echo $$ > MARKER; echo start
                  answers, leaving the terminal alone (neither kill nor release)
 bare_terminal    runs `sh -c 'echo hello'` with no tool call open, waits for its exit, and ends the
                  turn; the prompt "leave" instead runs `sleep 30` and ends the turn at once, and the
-                 prompt "wait" runs it, says "running" and waits for the cancel, which it answers
+                 prompt "wait" runs it, says "running" and waits for the cancel, which it answers;
+                 "shown" as "wait", after showing it in completed call srv (a server left running)
 terminal_slow    runs `sh -c 'sleep 2; echo finished'`, waits for its exit (sending nothing
                  meanwhile), reports it and ends the turn
 terminal_key     as terminal_slow, with a command that writes an sk- key and $BAD_AGENT_KEY, each in
@@ -336,7 +337,7 @@ def request(mode: str, mid) -> None:
         call = {"toolCallId": "p1", "title": ODD_TITLE, "kind": "edit"}
         ask("odd_asked", "session/request_permission", {"toolCall": call, "options": options})
     elif mode == "bare_terminal":
-        command = "exec sleep 30" if prompt_text in ("leave", "wait") else "echo hello"
+        command = "exec sleep 30" if prompt_text in ("leave", "wait", "shown") else "echo hello"
         ask("bare_create", "terminal/create", {"command": "sh", "args": ["-c", command]})
     elif mode == "denied_ran":
         permission("denied_ran", "d1", title="Force push", kind="execute")
@@ -431,6 +432,12 @@ def answered(what, msg: dict) -> None:
         return
     if what == "bare_create" and prompt_text == "leave":
         send(end_turn(prompt_id))
+        return
+    if what == "bare_create" and prompt_text == "shown":  # a completed call shows it, left running
+        shown = {"type": "terminal", "terminalId": result["terminalId"]}
+        call = {"toolCallId": "srv", "title": "Start the server", "kind": "execute", "status": "completed"}
+        update("s1", {"sessionUpdate": "tool_call", **call, "content": [shown]})
+        update("s1", chunk("running"))
         return
     if what == "bare_create" and prompt_text == "wait":
         update("s1", chunk("running"))

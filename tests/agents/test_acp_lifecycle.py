@@ -289,3 +289,26 @@ def test_a_command_no_call_runs_gets_a_call_of_its_own(tmp_path: Path, prompt: s
             assert claims["toolCallId"] == state["toolCallId"]
 
     arun(go())
+
+
+def test_a_cancel_leaves_a_command_a_completed_call_shows(tmp_path: Path) -> None:
+    """A cancel stops the commands no call shows; one a completed call of the agent's shows (a dev
+    server it started and left running) runs on, as it does when the turn ends by itself."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("bare_terminal")) as lab:
+            pending = lab.start("shown")
+            await lab.wait_for(lab.chat, lambda chat: "running" in json.dumps(chat.get("activeTurn")), 20)
+            await lab.cancel()
+            turn = await asyncio.wait_for(pending, 20)
+            [call] = turn.tool_calls
+            terminal = call.state["content"][0]
+            assert call.state["toolCallId"] == "srv" and terminal["type"] == "terminal"
+            with pytest.raises(TimeoutError):  # it runs on: no exit comes (a kill's would, at once)
+                await lab.wait_for(terminal["resource"], lambda t: t.get("exitCode") is not None, 3)
+            notices = [
+                p.get("content") for p in turn.state["responseParts"] if p.get("kind") == "systemNotification"
+            ]
+            assert not any("The cancel stopped" in str(n) for n in notices)
+
+    arun(go())
