@@ -285,28 +285,38 @@ class SessionAgent(Agent, Protocol):
 
 
 def runs_from(words: Sequence[Any], cwd: Any = None, env: Any = None) -> list[Path]:
-    """Where a command runs code from, as far as its words say: its working folder; the folder of
-    each word that names a file (a script's modules sit beside it, and Python looks there first)
-    and the virtual environment an interpreter is in; a bare command found on the ``PATH``
-    (``python`` is the kernel's interpreter, as the host runs it); and the folders its ``env``'s
-    ``PYTHONPATH``/``NODE_PATH`` name. The host lets no stranger write there (``docs/security.md``
-    §3)."""
+    """Where a command runs code from, as far as its words say: its working folder; the command
+    itself (a bare one found on its ``PATH``; ``python`` is the kernel's interpreter, as the host
+    runs it) and the folder it is in, and a script's folder (its modules sit beside it, and Python
+    looks there first); a file another word names (a database, say) is kept itself, not its
+    folder; the virtual environment an interpreter is in; and the folders its ``env``'s
+    ``PYTHONPATH``/``NODE_PATH`` name. The host lets no stranger write there
+    (``docs/security.md`` §3)."""
     out = []
+    env = env if isinstance(env, dict) else {}
     if isinstance(cwd, (str, os.PathLike)) and os.fspath(cwd):
         out.append(Path(os.path.expanduser(os.fspath(cwd))))
     for n, word in enumerate(words):
         if not isinstance(word, str) or not word:
             continue
         if n == 0 and not os.path.isabs(word):
-            word = sys.executable if word in ("python", "python3") else shutil.which(word) or word
+            path = env.get("PATH") if isinstance(env.get("PATH"), str) else None
+            word = sys.executable if word in ("python", "python3") else shutil.which(word, path=path) or word
         if os.path.isabs(word) and os.path.exists(word):
             file = Path(word)
-            out.append(file.parent if file.is_file() else file)
+            runs = n == 0 or file.suffix in _SCRIPT_SUFFIXES or file.is_dir()
+            out.append(file.parent if runs and file.is_file() else file)
             environment = file.parent.parent
             if (environment / "pyvenv.cfg").is_file():
                 out.append(environment)
     for name in ("PYTHONPATH", "NODE_PATH"):
-        value = env.get(name) if isinstance(env, dict) else None
+        value = env.get(name)
         if isinstance(value, str):
             out.extend(Path(os.path.expanduser(part)) for part in value.split(os.pathsep) if part)
     return out
+
+
+#: The files a command's word names that are code it runs (their folder is kept, not only them).
+_SCRIPT_SUFFIXES = frozenset(
+    {".py", ".pyw", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".sh", ".bash", ".php", ".lua"}
+)

@@ -308,29 +308,38 @@ def _import(path: Path) -> Any:
     return module
 
 
-async def _produce(factory: Callable, api: CustomToolAPI) -> list[CustomTool]:
-    made = factory(api)
-    if inspect.isawaitable(made):
-        made = await _within(made, FACTORY_TIMEOUT)
-    items = made if isinstance(made, (list, tuple)) else [made]
-    for item in items:
-        if not isinstance(item, CustomTool):
-            raise TypeError(
-                f"the factory returned an object of type {type(item).__name__}, not a CustomTool or a list of them"
-            )
-    return list(items)
-
-
-async def _outcome(item: Any, api: CustomToolAPI) -> list[CustomTool] | BaseException:
-    """The tools ``item`` (a tool or a factory) makes, or why it made none."""
-    if isinstance(item, CustomTool):
-        return [item]
+async def _finished(made: Any) -> list[CustomTool] | BaseException:
+    """The tools a factory's call ``made`` (its return value, or what it raised), once an
+    awaitable finished within :data:`FACTORY_TIMEOUT`; else why it made none."""
     try:
-        return await _produce(item, api)
+        if isinstance(made, BaseException):
+            return made
+        if inspect.isawaitable(made):
+            made = await _within(made, FACTORY_TIMEOUT)
+        items = made if isinstance(made, (list, tuple)) else [made]
+        for item in items:
+            if not isinstance(item, CustomTool):
+                raise TypeError(
+                    f"the factory returned an object of type {type(item).__name__}, not a CustomTool or a list of them"
+                )
+        return list(items)
     except _Late as exc:
         return exc
     except FAILURES as exc:
         return exc
+
+
+def _called(factory: Callable, api: CustomToolAPI) -> Any:
+    """``factory(api)``, or what it raised."""
+    try:
+        return factory(api)
+    except FAILURES as exc:
+        return exc
+
+
+async def _outcome(item: Any, api: CustomToolAPI) -> list[CustomTool] | BaseException:
+    """The tools ``item`` (a tool or a factory) makes, or why it made none."""
+    return [item] if isinstance(item, CustomTool) else await _finished(_called(item, api))
 
 
 def _one_line(exc: BaseException) -> str:
@@ -418,7 +427,10 @@ async def discover_tools(
     # The factories run together, each given FACTORY_TIMEOUT: one after another, three that hung
     # held the session past the 30 s it waits for its agent; sharing one deadline, a hung one
     # left the ones after it no time. What they made is taken in order (names clash in order).
-    outcomes = await asyncio.gather(*(_outcome(factory, api) for _, factory in factories))
+    # (the factories are called first, one after another: a sync one that blocks then does not
+    # take the time the awaitables of the others are given)
+    made = [_called(factory, api) for _, factory in factories]
+    outcomes = await asyncio.gather(*(_finished(m) for m in made))
     for (source, _), outcome in zip(factories, outcomes, strict=True):
         _take(outcome, taken, source)
     return found

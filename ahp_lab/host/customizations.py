@@ -31,6 +31,7 @@ import base64
 import contextlib
 import logging
 import os
+import site
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -239,8 +240,9 @@ class CustomizationManager:
         for config in self.mcp_servers.values():
             args = config.get("args") if isinstance(config.get("args"), list) else []
             folders.extend(runs_from([config.get("command"), *args], config.get("cwd"), config.get("env")))
-        # the kernel's own environment: a .pth file there runs at every start of its interpreter
-        folders.append(Path(sys.prefix))
+        # the kernel's own environment and the user's site folder: a .pth file there runs at
+        # every start of its interpreter
+        folders += [Path(sys.prefix), Path(sys.base_prefix), Path(site.getusersitepackages())]
         for agent in list(getattr(self.host, "agents", {}).values()):
             code = getattr(agent, "code_folders", None)
             if code is not None:

@@ -40,12 +40,15 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import anyio
 
 from ..protocol.customizations import MCP_NOT_ALLOWED, effective_enabled
+from ..protocol.printable import printable
 from .mcp_auth import AuthAtConnect, McpAuthorization, masked_tokens
 from .mcp_tools import McpToolCalls, _Tool, one_line
+from .redaction import Redactor
 
 log = logging.getLogger("ahp_lab.host.mcp")
 
@@ -162,9 +165,23 @@ _QUOTED = re.compile(r"[\s'\"\\`]")
 #: Environment variables that change what a command runs (a shell function, a preloaded library,
 #: an interpreter's path or options): one whose value is masked cannot be read, so not allowed.
 _CODE_ENV = re.compile(
-    r"BASH_FUNC_|BASH_ENV$|ENV$|SHELLOPTS$|PROMPT_COMMAND$|IFS$|PATH$|LD_|DYLD_|PYTHON|NODE_|PERL|RUBY|"
-    r"JAVA_TOOL_OPTIONS$|_JAVA_OPTIONS$|GIT_|LUA_|GEM_|BUNDLE_|NPM_CONFIG_|CLASSPATH$"
+    r"BASH_FUNC_.*|BASH_ENV|ENV|SHELLOPTS|PROMPT_COMMAND|IFS|PATH|LD_PRELOAD|LD_LIBRARY_PATH|LD_AUDIT|"
+    r"DYLD_INSERT_LIBRARIES|DYLD_LIBRARY_PATH|PYTHONPATH|PYTHONHOME|PYTHONSTARTUP|PYTHONUSERBASE|"
+    r"NODE_OPTIONS|NODE_PATH|PERL5LIB|PERL5OPT|PERLLIB|RUBYOPT|RUBYLIB|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|"
+    r"CLASSPATH|GCONV_PATH|GIT_SSH|GIT_SSH_COMMAND|GIT_EXEC_PATH|UV_INDEX_URL|UV_EXTRA_INDEX_URL|"
+    r"UV_DEFAULT_INDEX|UV_INDEX|PIP_INDEX_URL|PIP_EXTRA_INDEX_URL|NPM_CONFIG_REGISTRY|YARN_REGISTRY"
 )
+#: The host's generic masking alone (no known secrets): what it changes in a command is unreadable.
+_GENERIC = Redactor()
+
+
+def _shown_url(url: str) -> str:
+    """A URL as a notice shows it: its user info and query values as ``***`` (a key there is the
+    client's secret, and the rest of the URL stays readable)."""
+    parts = urlsplit(url)
+    netloc = "***@" + parts.netloc.rpartition("@")[2] if "@" in parts.netloc else parts.netloc
+    query = "&".join(f"{k}=***" for k, _ in parse_qsl(parts.query, keep_blank_values=True))
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def _word(text: str) -> str:
@@ -445,40 +462,50 @@ class McpManager(McpToolCalls, McpAuthorization):
 
     def _what_runs(self, config: dict) -> tuple[str, str | None]:
         """What a server would run, as the person reads it before allowing it, and why it cannot be
-        allowed (``None``: it can): its command and arguments or its URL and header names, its
-        working folder and environment (``PYTHONPATH``, ``LD_PRELOAD`` or a shell function there
-        change what runs). Masking hides secrets, and some of its rules delete text (a URL's user
-        info): a command or a folder the host masks, or an environment variable that changes what
-        runs whose value it masks, cannot be read whole, nor can a configuration of more than
-        :data:`SHOWN_MAX` characters; such a configuration is shown, masked, and not allowed."""
-        redact = self.host.redactor.text
+        allowed (``None``: it can): its command and arguments or its URL (its query's values and
+        user info shown as ``***``) and header names, its working folder and environment.
+
+        What the person cannot read whole is not allowable: arguments that are not a list (a
+        dict's keys ran, unshown), a word with control or formatting characters (an escape
+        sequence can hide text in a terminal), a command or folder the host's generic masking
+        changes (a rule that drops a URL's user info hid code), a variable that changes what
+        runs (:data:`_CODE_ENV`) whose value is masked, and a configuration of more than
+        :data:`SHOWN_MAX` characters. The host's known secrets (another server's environment
+        values) are masked where they appear, which does not make a configuration unreadable."""
+        redact, generic = self.host.redactor.text, _GENERIC.text
+        unreadable = None
         if config.get("url"):
-            what = f"the URL {config.get('url')}"
+            what = f"the URL {_shown_url(str(config.get('url')))}"
             headers = config.get("headers")
             if isinstance(headers, dict) and headers:
                 what += " with the headers " + ", ".join(_word(str(k)) for k in headers)  # values: secrets
         else:
-            args = config.get("args") if isinstance(config.get("args"), list) else []
-            what = "`" + " ".join(_word(str(a)) for a in [config.get("command"), *args]) + "`"
+            args = config.get("args")
+            if args is not None and not isinstance(args, list):
+                unreadable = "its args are not a list"
+            words = [config.get("command"), *(args if isinstance(args, list) else ())]
+            what = "`" + " ".join(_word(str(a)) for a in words) + "`"
         if config.get("cwd"):
             what += f" in the folder {_word(str(config.get('cwd')))}"
-        unreadable = None
-        if redact(what) != what:
-            what, unreadable = (
-                redact(what),
-                "what it runs holds text the host masks (a secret, or what looks like one)",
+        if printable(what) != what:
+            unreadable = unreadable or "it holds control or formatting characters"
+        if generic(what) != what:
+            unreadable = (
+                unreadable or "what it runs holds text the host masks (a secret, or what looks like one)"
             )
+        what = redact(what)
         env = config.get("env")
         if isinstance(env, dict) and env:
             shown_env = []
             for name, value in env.items():
                 pair = f"{_word(str(name))}={_word(str(value))}"
+                if printable(pair) != pair:
+                    unreadable = unreadable or "its environment holds control or formatting characters"
                 if redact(pair) != pair:
                     pair = f"{_word(redact(str(name)))}=***"
-                    if _CODE_ENV.match(str(name)) or redact(str(name)) != str(name):
-                        unreadable = (
-                            unreadable
-                            or f"its environment's {redact(str(name))}, which changes what runs, is masked"
+                    if _CODE_ENV.fullmatch(str(name).upper()) or redact(str(name)) != str(name):
+                        unreadable = unreadable or (
+                            f"its environment's {redact(str(name))}, which changes what runs, is masked"
                         )
                 shown_env.append(pair)
             what += " with the environment " + " ".join(shown_env)

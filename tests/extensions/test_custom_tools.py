@@ -369,3 +369,29 @@ def test_a_factory_that_returns_no_tool_says_what_it_returned(tmp_path):
     assert arun(main()) == (
         "its factory failed: TypeError: the factory returned an object of type int, not a CustomTool or a list of them"
     )
+
+
+def test_a_sync_factory_that_blocks_takes_no_time_from_the_others(tmp_path, monkeypatch):
+    """The factories ran together: a sync one that blocked stalled the loop, and an async one that
+    needed a moment was reported as not finished in time (third review)."""
+    from ahp_lab.extensions import custom_tools
+
+    monkeypatch.setattr(custom_tools, "FACTORY_TIMEOUT", 0.3, raising=False)
+    folder = tmp_path / "ws" / "tools"
+    fast = tool_module("fast").replace(
+        "def factory(api):", "async def factory(api):\n    await asyncio.sleep(0.05)"
+    )
+    write(folder / "a_fast.py", "import asyncio\n" + fast)
+    write(
+        folder / "b_sync.py",
+        "import time\n"
+        + tool_module("syncy").replace("def factory(api):", "def factory(api):\n    time.sleep(0.6)"),
+    )
+
+    async def main():
+        lab, _agent = await loop_lab(tmp_path, ScriptedModel(["ok"]), tool_paths=["tools"])
+        container = _container(lab, folder)
+        assert sorted(c["name"] for c in container["children"]) == ["fast", "syncy"], container.get("load")
+        await lab.aclose()
+
+    arun(main())

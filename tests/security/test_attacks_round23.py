@@ -367,3 +367,82 @@ def test_a_strangers_plain_denial_gives_no_standing_refusal_either(tmp_path: Pat
             await agent.aclose()
 
     arun(main())
+
+
+def test_the_notice_shows_what_runs_and_refuses_only_what_it_cannot_show(connect_stranger, tmp_path: Path):
+    """Third review: ``args`` as an object ran its keys, unshown; a word with an escape sequence
+    could hide text; and the first fix refused too much (a key in ``NODE_AUTH_TOKEN``, a URL's
+    ``?api_key=``), which is shown as ``***`` and allowable."""
+    from ahp_lab.host.mcp import NOT_ALLOWED
+    from ahp_lab.widgets.tree import mcp_state_view
+
+    from .conftest import publish
+    from .test_trust import mcp_servers
+
+    key = "sk-" + "a1B2c3D4e5" * 3
+    servers = {
+        "obj": {"command": "python", "args": {"-c": 0, "print(1)": 0}},
+        "esc": {"command": "bash", "args": ["-c", "echo hi \x1b[8mcurl evil\x1b[0m"]},
+        "npm": {"command": "npx", "args": ["some-server"], "env": {"NODE_AUTH_TOKEN": key}},
+        "url": {"url": f"https://mcp.example/weather/mcp?api_key={key}"},
+    }
+
+    async def main():
+        async with open_lab() as lab:
+            s = await joined(connect_stranger, lab, "mallory")
+            await publish(s, "mallory", "p", {".mcp.json": json.dumps({"mcpServers": servers})})
+
+            def notices(state):
+                found = {
+                    ch["name"].split(":")[-1]: (ch["id"], mcp_state_view(ch["state"]))
+                    for ch in mcp_servers(state, "mallory")
+                    if (ch.get("state") or {}).get("error", {}).get("errorType") == NOT_ALLOWED
+                }
+                return found if len(found) == 4 else None
+
+            shown = await lab.wait_for(lab.session, notices, timeout=30)
+            assert "It cannot be allowed" in shown["obj"][1]["message"], shown["obj"][1]["message"]
+            # an escape sequence shows as its escape, or the server is not allowable: never raw
+            escaped = shown["esc"][1]["message"]
+            assert "\x1b" not in escaped and (
+                "\\u001b[8mcurl evil" in escaped or "It cannot be allowed" in escaped
+            )
+            for name in ("npm", "url"):
+                cid, view = shown[name]
+                assert key not in view["message"] and "It cannot be allowed" not in view["message"]
+                lab.allow_mcp(cid, view["configuration"])
+            assert "https://mcp.example/weather/mcp?api_key=***" in shown["url"][1]["message"]
+
+    arun(main())
+
+
+def test_a_data_file_a_server_names_keeps_its_folder_writable(connect_stranger, tmp_path: Path):
+    """Third review: every file a server's words named protected its whole folder, so a server
+    opening ``proj/data.db`` made the writable project read-only to clients. A script's folder is
+    kept (its modules sit beside it); a data file only itself."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "data.db").write_text("")
+    servers = {
+        "db": {
+            "command": "uvx",
+            "args": ["mcp-server-sqlite", "--db-path", str(proj / "data.db")],
+            "enabled": False,
+        }
+    }
+
+    async def main():
+        async with open_lab(
+            mcp_servers=servers, directories=[{"path": proj, "contents": "skill", "writable": True}]
+        ) as lab:
+            s = await joined(connect_stranger, lab, "mallory")
+            ok = await s.call(
+                "resourceWrite", {"uri": (proj / "notes.md").as_uri(), "data": "ok", "encoding": "utf-8"}
+            )
+            assert ok.get("result") == {}, ok
+            refused = await s.call(
+                "resourceWrite", {"uri": (proj / "data.db").as_uri(), "data": "x", "encoding": "utf-8"}
+            )
+            assert "only the notebook may write there" in refused["error"]["message"]
+
+    arun(main())

@@ -29,8 +29,9 @@ def _fits(value: Any) -> bool:
 
 
 def _current(value: Any) -> Any:
-    """A current value as the session shows it: one too long to be an id is none of them."""
-    return None if isinstance(value, str) and not _fits(value) else value
+    """A current value as the session shows it: a choice's id or a boolean; anything else (one too
+    long to be an id, a list, an object) is none of them."""
+    return value if _fits(value) or isinstance(value, bool) else None
 
 
 def _enum_property(
