@@ -76,3 +76,22 @@ def test_a_tool_calls_titles_are_one_clean_line(tmp_path: Path) -> None:
             assert shown == [clean] * 6
 
     arun(go())
+
+
+def test_a_current_value_is_a_choice_or_a_boolean() -> None:
+    """Third review: a list or an object as an option's ``currentValue`` went into the config
+    whole (6 MB of it)."""
+    from ahp_lab.agents.acp.config import config_from_acp
+
+    options = [
+        {"type": "boolean", "id": "b", "name": "B", "currentValue": ["x"] * 1000},
+        {
+            "type": "select",
+            "id": "s",
+            "name": "S",
+            "currentValue": {"a": 1},
+            "options": [{"value": "v", "name": "V"}],
+        },
+    ]
+    config, _ = config_from_acp(None, options)
+    assert config["values"] == {"b": None, "s": None}

@@ -318,7 +318,10 @@ def test_what_a_command_imports_beside_it_and_an_agents_session_folder_are_kept(
             "directories": [{"path": proj, "contents": "skill", "writable": True}],
         }
         async with open_lab(**options) as lab:
-            assert Path(sys.prefix) in lab.customizations.executed()
+            import site
+
+            executed = lab.customizations.executed()
+            assert Path(sys.prefix) in executed and Path(site.getusersitepackages()) in executed
             s = await joined(connect_stranger, lab, "mallory")
             for target in (
                 proj / "srv" / "json.py",
@@ -446,3 +449,15 @@ def test_a_data_file_a_server_names_keeps_its_folder_writable(connect_stranger, 
             assert "only the notebook may write there" in refused["error"]["message"]
 
     arun(main())
+
+
+def test_a_bare_command_is_found_on_the_servers_own_path(tmp_path: Path):
+    """Third review: a server ``{"command": "mytool", "env": {"PATH": "/proj/bin:..."}}`` runs
+    ``/proj/bin/mytool``, which was looked up on the kernel's PATH instead, and left writable."""
+    from ahp_lab.agents.base import runs_from
+
+    (tmp_path / "bin").mkdir()
+    tool = tmp_path / "bin" / "mytool"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    assert tmp_path / "bin" in runs_from(["mytool"], env={"PATH": str(tmp_path / "bin")})
