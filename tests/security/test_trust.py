@@ -41,6 +41,21 @@ async def server_state(lab, client_id: str, kind: str, error_type: str | None = 
     return await lab.wait_for(lab.session, check, timeout=30)
 
 
+async def not_allowed(lab, client_id: str, count: int) -> dict[str, tuple[str, dict]]:
+    """Once ``count`` servers of ``client_id`` wait to be allowed: each one's name (after its
+    plugin's) -> (its id, its view in the tree)."""
+
+    def waiting(state):
+        found = {
+            ch["name"].split(":")[-1]: (ch["id"], mcp_state_view(ch["state"]))
+            for ch in mcp_servers(state, client_id)
+            if (ch.get("state") or {}).get("error", {}).get("errorType") == NOT_ALLOWED
+        }
+        return found if len(found) == count else None
+
+    return await lab.wait_for(lab.session, waiting, timeout=30)
+
+
 def test_a_strangers_plugin_naming_a_command_is_shown_not_started_until_the_notebook_allows_it(
     connect_stranger, tmp_path: Path
 ):
