@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from ..protocol.jsonvalue import valid_unicode
+from ..protocol.uris import shown_url
 from .base import TurnFailed
 
 __all__ = [
@@ -560,18 +561,6 @@ _SECRET_QUERY_WORDS = frozenset(
 def _names_a_credential(name: str) -> bool:
     words = [w.lower() for w in re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", name)]
     return name.lower() == "code" or any(w in _SECRET_QUERY_WORDS for w in words) or "apikey" in name.lower()
-
-
-def shown_url(url: str) -> str:
-    """``url`` with the credentials it may carry (its user info, its query's values) as ``***``."""
-    from urllib.parse import parse_qsl, urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = "***@" + netloc.rpartition("@")[2]
-    query = "&".join(f"{k}=***" for k, _ in parse_qsl(parts.query, keep_blank_values=True))
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def _retry_after(exc: BaseException) -> float | None:

@@ -40,12 +40,12 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import anyio
 
 from ..protocol.customizations import MCP_NOT_ALLOWED, effective_enabled
 from ..protocol.printable import printable
+from ..protocol.uris import shown_url
 from .mcp_auth import AuthAtConnect, McpAuthorization, masked_tokens
 from .mcp_tools import McpToolCalls, _Tool, one_line
 from .redaction import Redactor
@@ -173,15 +173,6 @@ _CODE_ENV = re.compile(
 )
 #: The host's generic masking alone (no known secrets): what it changes in a command is unreadable.
 _GENERIC = Redactor()
-
-
-def _shown_url(url: str) -> str:
-    """A URL as a notice shows it: its user info and query values as ``***`` (a key there is the
-    client's secret, and the rest of the URL stays readable)."""
-    parts = urlsplit(url)
-    netloc = "***@" + parts.netloc.rpartition("@")[2] if "@" in parts.netloc else parts.netloc
-    query = "&".join(f"{k}=***" for k, _ in parse_qsl(parts.query, keep_blank_values=True))
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def _word(text: str) -> str:
@@ -475,7 +466,7 @@ class McpManager(McpToolCalls, McpAuthorization):
         redact, generic = self.host.redactor.text, _GENERIC.text
         unreadable = None
         if config.get("url"):
-            what = f"the URL {_shown_url(str(config.get('url')))}"
+            what = f"the URL {shown_url(str(config.get('url')))}"
             headers = config.get("headers")
             if isinstance(headers, dict) and headers:
                 what += " with the headers " + ", ".join(_word(str(k)) for k in headers)  # values: secrets

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-from urllib.parse import quote
+from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
-__all__ = ["file_uri"]
+__all__ = ["file_uri", "shown_url"]
 
 _SAFE = "/:@!$&'()*+,;=-._~"  # what a path keeps as it is in a URI
 
@@ -19,3 +19,13 @@ def file_uri(path: str | os.PathLike) -> str:
         return "file://" + quote(p, safe=_SAFE, errors="surrogateescape")
     except UnicodeEncodeError:
         return "file://" + quote(p, safe=_SAFE, errors="replace")
+
+
+def shown_url(url: str) -> str:
+    """``url`` with the credentials it may carry (its user info, its query's values) as ``***``."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = "***@" + netloc.rpartition("@")[2]
+    query = "&".join(f"{k}=***" for k, _ in parse_qsl(parts.query, keep_blank_values=True))
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
