@@ -165,11 +165,11 @@ class ResourceService:
                         f"{uri} is refused because it resolves to {real}, outside {root_abs} (a symlink points out)",
                         {"request": request},
                     )
-                executed = self._executed_by_host(path, real) if write and _stranger(connection) else ()
-                if executed:
+                executed = self._executed_by_host(path, real) if write and _stranger(connection) else None
+                if executed is not None:
                     raise RpcError(
                         ErrorCode.PERMISSION_DENIED,
-                        f"{uri} is refused because the host runs what {executed[0]} holds (a plugin, MCP "
+                        f"{uri} is refused because the host runs what {executed} holds (a plugin, MCP "
                         "servers or an agent's tools), so only the notebook may write there",
                         {"request": request},
                     )
@@ -389,20 +389,21 @@ class ResourceService:
                     f"{uri} is or holds a folder the host serves or runs code from, which stays where it is",
                 )
 
-    def _executed_by_host(self, path: Path, real: str) -> list[str]:
-        """The folders the host runs code from that ``path`` (resolved: ``real``) is in, or goes
-        through, by name (an agent's ``.claude``)."""
+    def _executed_by_host(self, path: Path, real: str) -> str | None:
+        """The first folder the host runs code from that ``path`` (resolved: ``real``) is in, or goes
+        through by name (an agent's ``.claude``); ``None`` when there is none."""
         names = set(self._executed_names())
         if names:
-            on_the_way = [p for p in (*Path(os.path.abspath(path)).parts, *Path(real).parts) if p in names]
-            if on_the_way:
-                return [on_the_way[0]]
-        out = []
+            named = next(
+                (p for p in (*Path(os.path.abspath(path)).parts, *Path(real).parts) if p in names), None
+            )
+            if named is not None:
+                return named
         for folder in self._executed():
             given = os.path.abspath(os.fspath(folder))
             if _inside(real, _real(Path(given))) or _inside(os.path.abspath(path), given):
-                out.append(given)
-        return out
+                return given
+        return None
 
     def _resourceResolve(self, connection: Any, params: dict) -> dict:
         uri = params.get("uri")
