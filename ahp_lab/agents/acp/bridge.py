@@ -86,6 +86,7 @@ class Bridge(WorkspaceServices, PermissionRequests, ConfigRequests, AgentOutput)
         # terminal -> [the call_later that shows its output next, whether more came meanwhile]
         self._preview_later: dict[Any, list] = {}
         self.failure: str | None = None
+        self._exited = False  # the failure is the process's exit (not a fault of what it sent)
         self._failed_from = 0  # the index of the first frame after the failure (see fail)
         # whether the person was told of the failure (a turn's or a config change's error, say): one
         # that happens between turns is reported by the next turn instead
@@ -145,6 +146,7 @@ class Bridge(WorkspaceServices, PermissionRequests, ConfigRequests, AgentOutput)
         agent = self.agent
         self.generation += 1
         self.failure, self.failure_reported, self._stopping, self.session_id = None, False, False, None
+        self._exited = False
         self._early, self._new_session_request = [], None
         self._failed = asyncio.Event()
         self._answered.clear()
@@ -305,9 +307,16 @@ class Bridge(WorkspaceServices, PermissionRequests, ConfigRequests, AgentOutput)
             self._link(self._agent_config(shown, offered))
 
     async def _watch_exit(self, process: Any) -> None:
+        generation, ended = self.generation, self._stdout_ended
         code = await process.wait()
-        if not self._stopping:
-            self.fail(f"the agent process exited unexpectedly (exit code {code})")
+        if self._stopping:
+            return
+        # what it wrote before it exited is read first (an answer in the pipe is its answer); a
+        # child of its that holds stdout open is waited for 1 s at most
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(ended.wait(), 1.0)
+        if not self._stopping and generation == self.generation:  # not stopped or restarted meanwhile
+            self.fail(f"the agent process exited unexpectedly (exit code {code})", exited=True)
 
     def unreported_failure(self) -> str | None:
         """The failure nobody was told of yet (the agent failed between turns: its process exited,
@@ -320,10 +329,11 @@ class Bridge(WorkspaceServices, PermissionRequests, ConfigRequests, AgentOutput)
         self.failure_reported = True
         return self.failure
 
-    def fail(self, reason: str) -> None:
-        """Mark the agent as failed (the first reason wins) and wake whatever waits on it."""
+    def fail(self, reason: str, *, exited: bool = False) -> None:
+        """Mark the agent as failed (the first reason wins; ``exited``: its process's exit) and wake
+        whatever waits on it."""
         if self.failure is None:
-            self.failure, self.failure_reported = reason, False
+            self.failure, self.failure_reported, self._exited = reason, False, exited
             # the frames from here on are not shown: from the one after the frame being handled (a
             # mapping's violation; frames read after it in the same go are queued already), or
             # from the next one read (a violation the reader saw, a timeout, the process exiting)
@@ -357,9 +367,10 @@ class Bridge(WorkspaceServices, PermissionRequests, ConfigRequests, AgentOutput)
                 done, _ = await asyncio.wait(
                     {task, failed}, timeout=wait, return_when=asyncio.FIRST_COMPLETED
                 )
-                if self.failure is not None:
+                if self.failure is not None and not (self._exited and task in done):
                     # before the answer: a violation handled in the same read as the answer (the
-                    # SDK runs each notification as a task, queued before the answer's waiters)
+                    # SDK runs each notification as a task, queued before the answer's waiters);
+                    # an answer the agent sent before it exited is its answer
                     raise AgentFailure(self.failure)
                 if task in done:
                     break

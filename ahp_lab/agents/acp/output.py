@@ -108,9 +108,12 @@ class AgentOutput:
         """Fail the agent once one line of its stdout (one JSON-RPC message) passes
         ``max_line_bytes``: the SDK reads a line whole, however long, then parses it on the loop.
         Its reader gives a long line up in pieces (``readexactly``) before the end (``readuntil``):
-        the pieces are counted, and past the bound the process is stopped, its line unread."""
+        the pieces are counted, and past the bound the process is stopped, its line unread.
+        ``_stdout_ended`` is set once the reader reached the end of stdout."""
         reader, limit = process.stdout, self.agent.max_line_bytes
+        ended = self._stdout_ended = asyncio.Event()
         if reader is None:
+            ended.set()
             return
         readexactly, readuntil = reader.readexactly, reader.readuntil
         taken = [0]  # bytes of the line being read, before its end
@@ -132,7 +135,11 @@ class AgentOutput:
             return await readexactly(n)
 
         async def bounded_readuntil(separator: bytes = b"\n") -> bytes:
-            line = await readuntil(separator)
+            try:
+                line = await readuntil(separator)
+            except BaseException:
+                ended.set()  # the end of its output (or of reading it): what it said is read
+                raise
             taken[0] = 0
             return line
 
