@@ -103,7 +103,8 @@ def _word_patterns(pattern: str) -> tuple[re.Pattern, re.Pattern]:
 
 _CREDENTIAL, _CREDENTIAL_ESCAPED = _word_patterns(_CREDENTIAL_PATTERN)
 # NAME = value / "name": "value" / name: value, where NAME looks like it holds a secret; the value
-# must be 6+ characters and not only digits (so "max_tokens=4096" or "tokens: 1200" stay).
+# must be 6+ characters and not only digits (so "max_tokens=4096" or "tokens: 1200" stay; a
+# base64 key's "000000/A==" is not only digits).
 _SECRET_WORD = (
     r"(?:api[_\-]?key|apikey|account[_\-]?key|secret(?:[_\-]?key)?|signing[_\-]?key|passw(?:or)?d|pwd|credentials?|"
     r"private[_\-]?key|access[_\-]?key|auth[_\-]?token|access[_\-]?token|refresh[_\-]?token|"
@@ -113,7 +114,7 @@ _SECRET_WORD = (
 # name first tried every word of the text, 160 ms a megabyte, which a stranger's large message
 # would cost the host's loop; this way it is about 40.
 _SECRET_ASSIGNMENT = re.compile(
-    rf"(?i)(?=[aspctr])({_SECRET_WORD}[\"']?\s*[:=]\s*[\"']?)(?![0-9]+\b)([^\s\"'&,;]{{6,}})"
+    rf"(?i)(?=[aspctr])({_SECRET_WORD}[\"']?\s*[:=]\s*[\"']?)(?![0-9]+(?![A-Za-z0-9+/=_\-]))([^\s\"'&,;]{{6,}})"
 )
 #: The characters of a name (``API_KEY``, ``client.secret``, ``X-Token``).
 _NAME_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
@@ -209,10 +210,26 @@ _TOKEN_BEGUN = re.compile(
             ("glpat-", r"[A-Za-z0-9_\-]"),
             ("hf_", r"[A-Za-z0-9]"),
             ("npm_", r"[A-Za-z0-9]"),
+            ("SG.", r"[A-Za-z0-9_\-.]"),
+            ("SK", r"[0-9a-f]"),
+            ("hooks.slack.com/services/", r"[A-Za-z0-9_/]"),
         )
     )
     + r")\Z"
 )
+#: A Discord bot token begun (its first segment, the user id, is no secret: :meth:`Redactor.held_end`
+#: masks one cut in its third).
+_DISCORD_BEGUN = re.compile(
+    rf"{_WORD_START_ESCAPED}[MNO][A-Za-z0-9_\-]{{0,27}}(?:\.[A-Za-z0-9_\-]{{0,6}}(?:\.[A-Za-z0-9_\-]*+)?)?\Z"
+)
+#: A Telegram bot token begun: the bot's number (cut anywhere), its ":" and the key from "AA" on.
+_TELEGRAM_BEGUN = re.compile(r"(?<![0-9])[0-9]{1,12}(?::(?:A(?:A[A-Za-z0-9_\-]*+)?)?)?\Z")
+#: The credential of an "Authorization: Token …" or "… Bot …" header begun, from the header's name.
+_AUTHORIZATION_BEGUN = re.compile(
+    r"(?i)authorization[\"']?\s*(?:[:=]\s*[\"']?(?:t(?:o(?:k(?:e(?:n)?)?)?)?|b(?:o(?:t)?)?|(?:token|bot)\s+[A-Za-z0-9._~+/=\-]*)?)?\Z"
+)
+#: A .netrc line's password begun (the shape rule's word, then its value so far).
+_NETRC_BEGUN = re.compile(r"password[ \t]+[^\s\"']*\Z")
 #: The end of a secret-looking name's assignment (``API_KEY``, ``token: "ab``), from the name's
 #: last word on (:meth:`Redactor.credential_begun` finds where the name begins), or of a
 #: ``Bearer``/``Basic`` credential.
@@ -224,17 +241,18 @@ _SECRET_WORDS = (
     "api_key", "api-key", "apikey", "secret", "password", "passwd", "pwd", "credential", "private_key",
     "private-key", "privatekey", "access_key", "access-key", "accesskey", "token", "bearer", "basic",
     "secret_key", "secret-key", "secretkey", "signing_key", "signing-key", "signingkey",
-    "account_key", "account-key", "accountkey",
+    "account_key", "account-key", "accountkey", "authorization",
 )  # fmt: skip
 #: Their starts of two characters or more: a name cut there ("API" then "_KEY=...") is held whole.
 _SECRET_WORD_STARTS = frozenset(word[:k] for word in _SECRET_WORDS for k in range(2, len(word)))
 _SECRET_WORD_FIRSTS = frozenset(word[0] for word in _SECRET_WORDS)
 #: The first letters of those words and of the tokens of a known shape (``sk-``, ``gh…``, ``AKIA``,
-#: ``AIza``, ``xox…``, ``eyJ``, ``rk_…``, ``hf_``, ``npm_``), lower case: a text ending in one of them alone is held, since a
+#: ``AIza``, ``xox…``, ``eyJ``, ``rk_…``, ``hf_``, ``npm_``, ``SG.``, ``SK…``, a Discord token's
+#: ``M``/``N``/``O``, ``hooks.slack.com``), lower case: a text ending in one of them alone is held, since a
 #: stream sent a character at a time cuts every key after its first letter.
-_FIRST_LETTERS = _SECRET_WORD_FIRSTS | frozenset("sgaxerhn")
+_FIRST_LETTERS = _SECRET_WORD_FIRSTS | frozenset("sgaxerhnmo")
 _NAME_HELD_MAX = 64
-_ASSIGNMENT_HINTS = ("key", "secret", "pass", "pwd", "credential", "token", "bearer", "basic")
+_ASSIGNMENT_HINTS = ("key", "secret", "pass", "pwd", "credential", "token", "bearer", "basic", "authoriz")
 #: The longest end a stream holds back for a credential begun: a run of token characters longer
 #: than this is no credential the rules know, and goes out.
 CREDENTIAL_HELD_MAX = 1024
@@ -293,6 +311,35 @@ def _token_begun(text: str, run: int) -> int:
     size = len(text)
     token = _TOKEN_BEGUN.search(text, size - run)
     return size - token.start() if token is not None else 0
+
+
+def _shape_begun(text: str, run: int) -> int:
+    """How many characters at the end of ``text`` (whose last ``run`` are token characters) begin
+    a Discord or a Telegram bot's token (the bot's number, cut or not, its ":" and key so far)."""
+    if run > CREDENTIAL_HELD_MAX:
+        return 0
+    size, begun = len(text), 0
+    if run and (discord := _DISCORD_BEGUN.search(text, size - run)):
+        begun = size - discord.start()
+    last = text[-1:]
+    if last.isdigit() or last == ":" or ":A" in text[size - run - 1 : size - run + 1]:
+        telegram = _TELEGRAM_BEGUN.search(text, max(0, size - run - 14))
+        if telegram is not None:
+            begun = max(begun, size - telegram.start())
+    return begun
+
+
+def _shape_end_masked(text: str) -> str | None:
+    """``text`` with a Discord or Telegram bot's token cut at its end masked from where it starts,
+    once its secret part came (a third segment; 12 characters of the key after ":"); else ``None``."""
+    run = len(text) - len(text.rstrip(_RUN_CHARACTERS))
+    discord = _DISCORD_BEGUN.search(text, len(text) - run) if run else None
+    if discord is not None and discord.group(0).count(".") == 2 and len(discord.group(0)) >= 40:
+        return text[: discord.start()] + MASK
+    telegram = _TELEGRAM_BEGUN.search(text, max(0, len(text) - run - 14))
+    if telegram is not None and ":" in (found := telegram.group(0)) and len(found.split(":")[1]) >= 12:
+        return text[: telegram.start()] + MASK
+    return None
 
 
 _RUN_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.~+/=-"
@@ -558,9 +605,10 @@ class Redactor:
         run = size - len(text.rstrip(_RUN_CHARACTERS))  # the end's run of token characters
         if 0 < run < size and text[-run - 1] == "\\":
             run -= 1  # the letter of an escape before it ("\\n") is not the run's
-        begun = _token_begun(text, run)
-        if run == 1 and text[-1].lower() in _FIRST_LETTERS:
-            begun = 1  # "s" of "sk-…", "A" of "API_KEY=…": a key sent a character at a time
+        begun = max(_token_begun(text, run), _shape_begun(text, run))
+        # a word's first letter, after a space or in a run ("//h" of a URL, "-s" of a flag)
+        if run and text[-1].lower() in _FIRST_LETTERS and (run == 1 or not text[-2:-1].isalnum()):
+            begun = max(begun, 1)  # "s" of "sk-…", "A" of "API_KEY=…": a key sent a character at a time
         lead = max(0, size - min(run, _VALUE_HELD_MAX) - _LEAD)
         found = None
         end = text[lead:].lower()
@@ -577,6 +625,12 @@ class Redactor:
                 or (word[-2:-1] in ("_", "-", ".") and word[-1:] in _SECRET_WORD_FIRSTS)  # "client_s"
             ):
                 begun = max(begun, len(word))
+        if "authoriz" in end and (header := _AUTHORIZATION_BEGUN.search(text, lead)):
+            found = header if found is None or header.start() < found.start() else found
+        if "password" in text[-_VALUE_HELD_MAX - 16 :] and (
+            netrc := _NETRC_BEGUN.search(text, max(0, size - _VALUE_HELD_MAX - 16))
+        ):
+            begun = max(begun, size - netrc.start())
         if found is not None:
             head = text[: found.start()]
             start = len(head.rstrip(_NAME_CHARACTERS)) if found.group(0)[:1].isalpha() else found.start()
@@ -612,6 +666,9 @@ class Redactor:
         token = _token_begun(raw, len(raw) - len(raw.rstrip(_RUN_CHARACTERS)))
         if token >= _TOKEN_END_MASKED and any(c.isdigit() for c in raw[-token:]):
             return self.text(raw[:-token]) + MASK  # not a word: "sk-learn", "AKIAEXAMPLE" stay
+        masked = _shape_end_masked(raw)
+        if masked is not None:
+            return self.text(masked[: -len(MASK)]) + MASK
         return self.text(raw)
 
     def redact(

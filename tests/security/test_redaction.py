@@ -329,6 +329,36 @@ _BLOCK.update({k: "" for k in ("", "RSA ", "OPENSSH ", "EC ", "ENCRYPTED ")})
             st.text(_TOKEN_CHARS + "+/", min_size=16, max_size=70),
             st.lists(st.text(_TOKEN_CHARS + "+/", min_size=1, max_size=70), max_size=3),
         ).map(lambda k: f"Private-Lines: {len(k[2]) + 1}{k[0]}{k[0].join([k[1], *k[2]])}"),
+        # the shapes of stop 50 (round 22): SendGrid, Twilio, Discord, Telegram, a Slack webhook,
+        # an "Authorization: Token/Bot" header, a .netrc password, an Azure account key
+        st.tuples(
+            st.text(_TOKEN_CHARS, min_size=16, max_size=24), st.text(_TOKEN_CHARS, min_size=16, max_size=40)
+        ).map(lambda k: f"SG.{k[0]}.{k[1]}"),
+        st.text("0123456789abcdef", min_size=32, max_size=32).map(lambda h: "SK" + h),
+        st.tuples(
+            st.sampled_from("MNO"),
+            st.text(_TOKEN_CHARS, min_size=23, max_size=27),
+            st.text(_TOKEN_CHARS, min_size=6, max_size=6),
+            st.text(_TOKEN_CHARS, min_size=27, max_size=38),
+        ).map(lambda k: f"{k[0]}{k[1]}.{k[2]}.{k[3]}"),
+        st.tuples(
+            st.sampled_from(["", "https://api.telegram.org/bot"]),
+            st.integers(100_000, 999_999_999_999),
+            st.text(_TOKEN_CHARS + "_-", min_size=30, max_size=40),
+        ).map(lambda k: f"{k[0]}{k[1]}:AA{k[2]}"),
+        st.text(_TOKEN_CHARS, min_size=20, max_size=30).map(
+            lambda k: f"https://hooks.slack.com/services/T0/B1/{k}"
+        ),
+        st.tuples(
+            st.sampled_from(["Authorization: Token ", '{"authorization": "Bot ', "AUTHORIZATION=token "]),
+            st.text(_TOKEN_CHARS, min_size=8, max_size=40).filter(lambda v: any(c.isdigit() for c in v)),
+        ).map("".join),
+        st.text(_TOKEN_CHARS + "!@#$%^&*", min_size=6, max_size=30)
+        .filter(lambda v: any(c in "0123456789!@#$%^&*" for c in v))
+        .map(lambda v: f"machine example.com login me password {v}"),
+        st.text(_TOKEN_CHARS + "+/", min_size=8, max_size=60).map(
+            lambda v: f"AccountName=x;AccountKey={v}=="
+        ),
     ),
     before=st.sampled_from(
         ["", "Here it is: ", "the key (", "export ", "a rule\n---\n", "Public-Lines: 1\\nAAAA\\n"]
@@ -344,7 +374,8 @@ def test_a_credential_streamed_in_chunks_is_masked_as_if_it_came_whole(credentia
     A part holds back the end that may begin a credential of a known shape or form until its next
     chunk or the turn's end, so the text that goes out is what redacting it whole gives, however it
     was cut: anywhere, right after its first letter too ("A" then "PI_KEY=…", "s" then "k-…", as an
-    agent sending a character a chunk cuts it)."""
+    agent sending a character a chunk cuts it). The shapes added at stop 50 were masked whole but
+    not held: sent a character a chunk, each went out whole (found at stop 51)."""
     from ahp_lab.host.redaction import StreamedText
 
     text = before + credential + after
