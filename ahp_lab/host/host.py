@@ -48,6 +48,13 @@ log = logging.getLogger("ahp_lab.host")
 __all__ = ["Host", "ResolvedTool", "ROOT"]
 
 
+#: The client actions that carry a Message, and its field: its chat attachments are checked.
+_CLIENT_MESSAGES = {
+    "chat/turnStarted": "message",
+    "chat/pendingMessageSet": "message",
+    "chat/toolCallConfirmed": "userSuggestion",
+}
+
 # Chat actions after which the session's inputNeeded list may need to follow the chat.
 _BLOCKING_ACTIONS = frozenset(
     {
@@ -456,10 +463,11 @@ class Host(SessionsAndChats):
             refusal = getattr(self.agent_for(session_uri), "confirmation_refusal", None)
             if refusal is not None:  # the agent asks through options of its own (an ACP agent)
                 reason = refusal(session_uri, action, conn.trusted)
-        if reason is None and action["type"] in ("chat/turnStarted", "chat/pendingMessageSet"):
-            message, reason = fixed_chat_attachments(action["type"], action.get("message"), self.chat_state)
-            if reason is None and message is not action.get("message"):
-                action = {**action, "message": message}
+        field = _CLIENT_MESSAGES.get(action["type"])
+        if reason is None and field is not None:
+            message, reason = fixed_chat_attachments(action["type"], action.get(field), self.chat_state)
+            if reason is None and message is not action.get(field):
+                action = {**action, field: message}
         measured = None
         if reason is None and not conn.trusted:
             measured = self.client_content.measure(action)

@@ -250,6 +250,11 @@ def _check_chat(
             f"chat/inputCompleted: response is one of {', '.join(map(repr, INPUT_RESPONSES))}, "
             f"not {action.get('response')!r}"
         )
+    if kind == "chat/toolCallConfirmed" and isinstance(action.get("userSuggestion"), dict):
+        # a Message as the others are: a client's suggestion said to be the agent's was accepted
+        reason = not_from_user(kind, action["userSuggestion"], "userSuggestion.")
+        if reason is not None:
+            return reason
     if kind == "chat/toolCallConfirmed":
         # a value outside the enum went into state and to every subscriber, whose typed client
         # could not read it (chat-channel §2.1, §2.2)
