@@ -134,6 +134,8 @@ always_rejected  as always_scope, offering "always reject" for a2 too; then asks
                  `npm test` again, reports each answer and ends the turn
 fenced_edit      asks permission for an edit of README.md whose diff has a ``` line in its context,
                  then ends the turn
+key_start_error  first prompt: streams "the key is " and a key's start, then answers with a
+                 JSON-RPC error; the next: " and more"
 char_key         streams a message and a thought one character a chunk, each with credentials
                  in them (an sk- key, API_KEY=…, a Bearer token, a ghp_ token), and ends the turn
 two_calls_terminal  starts calls x1 then y1, runs `echo hi` in a terminal, shows it in x1, completes
@@ -839,6 +841,15 @@ for line in sys.stdin:
             update("s1", thought("proj-Q7xW9zR2tY4uI6oP8aS1dF3gH5jK7lZ0xC2vB4nM6 done"))
             update("s1", chunk(key[10:] + " done; the other: sk-proj-Q7xW9zR2"))
             send(end_turn(mid))
+        elif MODE == "key_start_error":  # a key's start, then the prompt answered with an error
+            first_prompt = not globals().get("_answered_once")
+            globals()["_answered_once"] = True
+            if first_prompt:
+                update("s1", chunk("the key is sk-proj-Q7xW9zR2t"))
+                send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32000, "message": "rate limited"}})
+            else:
+                update("s1", chunk(" and more"))
+                send(end_turn(mid))
         elif MODE == "char_key":
             for character in CHAR_KEY_MESSAGE:
                 update("s1", chunk(character))

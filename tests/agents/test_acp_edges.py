@@ -517,6 +517,27 @@ def test_credentials_an_agent_streams_a_character_at_a_time_reach_no_record(tmp_
     arun(go())
 
 
+def test_the_start_of_a_key_a_failed_turn_ended_on_is_masked_in_the_frames(tmp_path: Path) -> None:
+    """``lab.acp_frames`` read a turn's chunks as one stream, ended only by a prompt's result: a
+    turn the agent answered with an error left the start of a key held, and it showed unmasked in
+    the next turn's first chunk, glued to text the agent sent with another prompt (ACP agent round
+    12). The chat masks it; the frames now do too, each chunk keeping its own text."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("key_start_error")) as lab:
+            assert (await lab.send("first")).status == "error"
+            assert (await lab.send("second")).status == "complete"
+            chunks = [
+                f.message["params"]["update"]["content"]["text"]
+                for f in lab.acp_frames
+                if f.label == "session/update agent_message_chunk"
+            ]
+            assert chunks == ["working... ", "the key is ***", "working... ", " and more"], chunks
+            assert "Q7xW9zR2t" not in json.dumps(lab.state(lab.chat))
+
+    arun(go())
+
+
 def test_a_key_streamed_in_pieces_reaches_no_record_in_any_piece(tmp_path: Path) -> None:
     """A key the host knows, cut by a thought between its two message chunks, left its tail in
     the next markdown part (a new stream); each frame of ``lab.acp_frames`` was redacted alone,

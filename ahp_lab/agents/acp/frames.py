@@ -248,18 +248,35 @@ def _chunk(message: Any) -> tuple[str, dict] | None:
     return update["sessionUpdate"], content
 
 
-def _turn_over(message: Any) -> bool:
-    """A prompt's answer: the chunks of its turn are over."""
-    return (
-        isinstance(message, dict)
-        and isinstance(message.get("result"), dict)
-        and "stopReason" in message["result"]
+#: Requests after which the chunks before them are over: a prompt's (a further one too), and a
+#: fresh process's first ones.
+_STARTS = frozenset({"session/prompt", "initialize", "session/new"})
+
+
+def _turn_over(frame: AcpFrame, prompts: set) -> bool:
+    """Whether the chunks before ``frame`` are over: a prompt's answer (a result, or an error: a
+    turn the agent failed), a new prompt, or a fresh process's start. ``prompts`` keeps the ids of
+    the prompts sent so far."""
+    message = frame.message
+    if not isinstance(message, dict):
+        return False
+    ident = message.get("id")
+    if frame.direction == "out":
+        if message.get("method") == "session/prompt" and isinstance(ident, (int, str)):
+            prompts.add(ident)
+        return message.get("method") in _STARTS
+    if "method" in message:
+        return False
+    result = message.get("result")
+    return (isinstance(result, dict) and "stopReason" in result) or (
+        isinstance(ident, (int, str)) and ident in prompts
     )
 
 
 def _redacted_run(frames: list[AcpFrame], redactor: Any) -> list[AcpFrame]:
     out: list[AcpFrame] = []
     held: dict[str, tuple[dict, str]] = {}  # chunk kind -> (the copy's content that holds, raw text)
+    prompts: set = set()
 
     def end() -> None:
         for content, raw in held.values():
@@ -275,7 +292,7 @@ def _redacted_run(frames: list[AcpFrame], redactor: Any) -> list[AcpFrame]:
             chunk[1]["text"], kept = redactor.streamed((earlier[1] if earlier else "") + raw)
             if kept:
                 held[kind] = (chunk[1], kept)
-        elif _turn_over(frame.message):
+        elif _turn_over(frame, prompts):
             end()
         out.append(copy)
     end()
