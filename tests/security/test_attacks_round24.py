@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from ahp_lab.agents.acp import AcpAgent
+
+from ..agents.conftest import EXAMPLE_AGENT
 from .conftest import arun, joined, open_lab
 from .test_attacks_round23 import _pending_call
 
@@ -48,5 +57,56 @@ def test_a_denial_cannot_carry_a_suggestion_said_to_be_the_agents(connect_strang
             suggestion = {"text": "try staging-2", "origin": {"kind": "user"}}
             mallory.dispatch(lab.chat, 93, {**deny, "userSuggestion": suggestion})
             assert "rejectionReason" not in await mallory.echo(93)
+
+    arun(main())
+
+
+@pytest.mark.parametrize("cwd", [False, True])
+def test_a_module_a_stranger_writes_in_a_working_directory_is_not_what_python_m_runs(
+    connect_stranger, tmp_path: Path, cwd: bool
+):
+    """A stranger wrote ``demo_acp_agent.py`` in a writable project folder, then created a
+    session there: the host started its ACP agent, ``python -m demo_acp_agent``, in the session's
+    folder, and Python imported the stranger's file first, as the person (attacker round 24; with
+    ``AcpAgent(cwd=proj)`` too). With no ``cwd`` the agent now starts in an empty folder of its own
+    and gets the project as ACP's ``cwd``; a ``cwd`` the person gives is a folder no stranger
+    writes in."""
+    installed, proj, marker = tmp_path / "installed", tmp_path / "proj", tmp_path / "PWNED"
+    installed.mkdir()
+    proj.mkdir()
+    shutil.copy(EXAMPLE_AGENT, installed / "demo_acp_agent.py")
+    agent = AcpAgent(
+        [sys.executable, "-m", "demo_acp_agent"],
+        env={"PYTHONPATH": str(installed)},
+        initialize_timeout=20,
+        **({"cwd": proj} if cwd else {}),
+    )
+
+    async def main():
+        async with open_lab(
+            agent=agent,
+            roots=[tmp_path],
+            working_directories=[proj],
+            directories=[{"path": proj, "contents": "skill", "writable": True}],
+        ) as lab:
+            try:
+                mallory = await joined(connect_stranger, lab, "mallory")
+                evil = f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n"
+                uri = (proj / "demo_acp_agent.py").as_uri()
+                wrote = await mallory.call("resourceWrite", {"uri": uri, "data": evil, "encoding": "utf-8"})
+                if cwd:  # the agent's own folder: refused, naming it
+                    assert wrote["error"]["code"] == -32009 and str(proj) in wrote["error"]["message"]
+                else:
+                    assert "result" in wrote, wrote
+                session = "ahp-session:/mallory-1"
+                params = {"channel": session, "provider": "acp", "workingDirectories": [proj.as_uri()]}
+                assert "result" in await mallory.call("createSession", params, timeout=40)
+                state = await lab.wait_for(session, lambda s: s if s["lifecycle"] != "creating" else None)
+                assert state["lifecycle"] == "ready", state
+                assert not marker.exists()
+                new = [f for f in agent.frames if f.method == "session/new"][-1]
+                assert new.message["params"]["cwd"] == str(proj)  # the project, through ACP
+            finally:
+                await agent.aclose()
 
     arun(main())

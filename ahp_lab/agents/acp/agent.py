@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
+import shutil
+import tempfile
+import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,7 +36,12 @@ class AcpAgent:
 
     ``env`` is added to a trimmed environment (the SDK's default: ``HOME``, ``PATH``, ...; the
     kernel's own variables are not passed on). ``cwd`` is the process's folder and the session's
-    working directory when the session names none. ``fs`` / ``terminal`` declare (and serve) the
+    working directory when the session names none; no stranger writes in it, since the folder a
+    process starts in is where many commands look for code (``python -m`` imports from it first,
+    ``npx`` runs its ``node_modules``). Without one, the process starts in an empty folder of its
+    own and each session's working directory reaches the agent as ACP's ``cwd``: a stranger who
+    wrote ``name.py`` in a working directory it may write had it run by ``python -m name``
+    (attacker round 24). ``fs`` / ``terminal`` declare (and serve) the
     ACP client capabilities; both are confined to the session's working directories.
 
     Limits: ``initialize_timeout`` for ``initialize``, ``session/new`` and config changes;
@@ -83,6 +91,17 @@ class AcpAgent:
         self.agent_info: dict = {}  # the agent's own ``agentInfo`` from its last initialize
         self.bridges: dict[str, Bridge] = {}
         self._stopping: set[asyncio.Task] = set()
+        self._folder: str | None = None  # the empty folder a process with no cwd starts in
+
+    def process_folder(self) -> str:
+        """The folder the agent's processes start in: ``cwd``, else an empty one of the agent's own
+        (made once, removed with the agent), which no client can write in."""
+        if self.cwd is not None:
+            return self.cwd
+        if self._folder is None or not os.path.isdir(self._folder):
+            self._folder = tempfile.mkdtemp(prefix="ahp-lab-acp-")
+            weakref.finalize(self, shutil.rmtree, self._folder, True)
+        return self._folder
 
     def info(self) -> dict:
         """The ``AgentInfo`` this agent publishes on the root channel."""
@@ -152,12 +171,16 @@ class AcpAgent:
     code_names = AGENT_CONFIGURATION
 
     def code_folders(self) -> list[Path]:
-        """Where this agent runs code from, as far as the host can tell: its command's files, and
+        """Where this agent runs code from, as far as the host can tell: its ``cwd``, its command's
+        files and the folders its ``env``'s ``PYTHONPATH``/``NODE_PATH`` name, and
         in its working folder the configuration agents run hooks and MCP servers from
         (:data:`AGENT_CONFIGURATION`). The host lets no stranger write there (``docs/security.md``
         §3)."""
         folder = Path(self.cwd or os.getcwd())
-        return [*runs_from(self.command), *(folder / name for name in AGENT_CONFIGURATION)]
+        return [
+            *runs_from(self.command, self.cwd, self.env),
+            *(folder / name for name in AGENT_CONFIGURATION),
+        ]
 
     def confirmation_refusal(self, session: str, action: dict, trusted: bool = True) -> str | None:
         """Why a client's ``chat/toolCallConfirmed`` cannot reach this session's agent as one of

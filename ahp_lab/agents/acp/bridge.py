@@ -162,7 +162,7 @@ class Bridge(WorkspaceServices, PermissionRequests, ConfigRequests, AgentOutput)
                     agent.command[0],
                     *agent.command[1:],
                     env=agent.env,
-                    cwd=agent.cwd or (self.ctx.working_directories or [None])[0],
+                    cwd=agent.process_folder(),
                     transport_kwargs={"shutdown_timeout": 1.0},
                     observers=[self._observe],
                 )
