@@ -299,6 +299,21 @@ def test_a_log_loaded_from_one_that_had_dropped_its_start_says_so_when_exported(
     assert '"droppedBefore"' in again.getvalue().splitlines()[0]
 
 
+@pytest.mark.parametrize("odd", ["", 0, [], None, "chat/turnStarted"])
+def test_a_log_with_an_action_that_is_not_an_object_loads_as_it_was_exported(odd):
+    """The reducers take any action (one that is not an object changes nothing) and the store
+    records it, but loading its export refused it (the reducer hunt, round 11)."""
+    store = Store(clock_ms=lambda: 5)
+    store.add_channel("t", "terminal", {"content": [], "title": "old"})
+    store.apply("t", _terminal_title("new"))
+    store.apply("t", odd)
+    text = io.StringIO()
+    store.export(text)
+    loaded = Store.load(io.StringIO(text.getvalue()))
+    assert loaded.states() == store.states() and loaded.last_seq == store.last_seq == 2
+    assert loaded.state_at(2) == store.state_at(1)
+
+
 def test_an_action_reusing_an_object_of_the_state_reduces_as_its_replay_does():
     """``===`` matched one Python object used as the turn id of two actions, live; the log keeps
     each action's own copy, so time travel and a loaded export gave another state."""
