@@ -414,7 +414,7 @@ class ResourceService:
             # the entry itself, a link not followed, is read where it is: a link in a root that
             # points out resolves to "symlink" (its target is neither read nor named)
             entry = uri_path(uri)
-            if follow or not entry.name:
+            if follow or not entry.name or entry.name == "..":  # "x/..": the folder above, not an entry
                 raise
             try:
                 path = self.check(connection, file_uri(entry.parent)) / entry.name

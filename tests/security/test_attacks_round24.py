@@ -110,3 +110,26 @@ def test_a_module_a_stranger_writes_in_a_working_directory_is_not_what_python_m_
                 await agent.aclose()
 
     arun(main())
+
+
+def test_resolving_a_link_not_followed_does_not_step_above_a_root(connect_stranger, tmp_path: Path):
+    """``resourceResolve`` with ``followSymlinks: false`` on ``<working directory>/..`` went past
+    the refusal of ``..``: its fallback checked the folder the last name sits in and read the
+    entry there, which was the folder above the root (its type and times; attacker round 24)."""
+    outside = tmp_path / "private"
+    proj = outside / "proj"
+    proj.mkdir(parents=True)
+
+    async def main():
+        async with open_lab(roots=[proj], working_directories=[proj]) as lab:
+            mallory = await joined(connect_stranger, lab, "mallory")
+            for follow in (True, False):
+                params = {"uri": proj.as_uri() + "/..", "followSymlinks": follow}
+                answer = await mallory.call("resourceResolve", params)
+                assert answer["error"]["code"] == -32009 and "'..'" in answer["error"]["message"], answer
+            link = proj / "up"
+            link.symlink_to(outside)  # a link itself is still described where it is
+            answer = await mallory.call("resourceResolve", {"uri": link.as_uri(), "followSymlinks": False})
+            assert answer["result"]["type"] == "symlink", answer
+
+    arun(main())
