@@ -463,8 +463,8 @@ class Host(SessionsAndChats):
             refusal = getattr(self.agent_for(session_uri), "confirmation_refusal", None)
             if refusal is not None:  # the agent asks through options of its own (an ACP agent)
                 reason = refusal(session_uri, action, conn.trusted)
-        field = _CLIENT_MESSAGES.get(action["type"])
-        if reason is None and field is not None:
+        field = _CLIENT_MESSAGES.get(action["type"]) if reason is None else None
+        if field is not None:
             message, reason = fixed_chat_attachments(action["type"], action.get(field), self.chat_state)
             if reason is None and message is not action.get(field):
                 action = {**action, field: message}
