@@ -16,11 +16,13 @@ import asyncio
 import base64
 import binascii
 import contextlib
+import importlib.machinery
 import inspect
 import mimetypes
 import os
 import re
 import stat as statmod
+import sys
 import tempfile
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
@@ -93,6 +95,32 @@ def _along(path: Path, known: dict[str, str]) -> list[str]:
         out.append(os.path.join(real_parent, name))
         parent = os.path.join(parent, name)
     return out
+
+
+#: What Python imports a module from: ``name.py``, ``name.pyc``, an extension module.
+_IMPORTABLE = tuple(importlib.machinery.all_suffixes())
+#: A folder of compiled modules, which Python takes in place of a source whose size and time it
+#: records (a stranger could read both): written nowhere by a stranger.
+_BYTECODE = "__pycache__"
+
+
+def _import_folders() -> list[str]:
+    """The folders the kernel's Python imports modules from by name, first: the entries of its
+    ``sys.path`` (its working folder among them, as IPython and ``python -m`` put it there) and the
+    working folder itself, where a server or command the host starts with no folder of its own
+    runs (``python -m name``)."""
+    return list(dict.fromkeys(os.path.abspath(entry or ".") for entry in [*sys.path, "."]))
+
+
+def _module_entry(path: str, folder: str) -> bool:
+    """Whether ``path`` is, inside ``folder``, what an ``import`` of a name looks for there: a
+    module file at its top (``json.py``) or a package's ``__init__`` (``json/__init__.py``)."""
+    if not _inside(path, folder) or path == folder:
+        return False
+    parts = Path(os.path.relpath(path, folder)).parts
+    if len(parts) == 1:
+        return parts[0].endswith(_IMPORTABLE)
+    return len(parts) == 2 and parts[1].startswith("__init__.") and parts[1].endswith(_IMPORTABLE)
 
 
 def _real(path: Path) -> str:
@@ -169,8 +197,7 @@ class ResourceService:
                 if executed is not None:
                     raise RpcError(
                         ErrorCode.PERMISSION_DENIED,
-                        f"{uri} is refused because the host runs what {executed} holds (a plugin, MCP "
-                        "servers or an agent's tools), so only the notebook may write there",
+                        f"{uri} is refused because {executed}, so only the notebook may write there",
                         {"request": request},
                     )
                 return path
@@ -362,6 +389,7 @@ class ResourceService:
                 ErrorCode.INVALID_PARAMS,
                 f"{source_uri} and {destination_uri} are on two file systems: copy it, then delete it",
             )
+        self._package_moved_in(connection, source, destination, destination_uri)
         if params.get("failIfExists") and os.path.lexists(at_destination):
             raise RpcError(
                 ErrorCode.ALREADY_EXISTS, f"{destination_uri} already exists and failIfExists is set"
@@ -390,20 +418,43 @@ class ResourceService:
                 )
 
     def _executed_by_host(self, path: Path, real: str) -> str | None:
-        """The first folder the host runs code from that ``path`` (resolved: ``real``) is in, or goes
-        through by name (an agent's ``.claude``); ``None`` when there is none."""
-        names = set(self._executed_names())
-        if names:
-            named = next(
-                (p for p in (*Path(os.path.abspath(path)).parts, *Path(real).parts) if p in names), None
-            )
-            if named is not None:
-                return named
-        for folder in self._executed():
+        """Why the host would run what is written at ``path`` (resolved: ``real``), naming the
+        first place it runs code from that the path is in or goes through by name (an agent's
+        ``.claude``, a ``__pycache__``), or the folder it is a module of by name (``json.py`` where
+        the kernel imports from: :func:`_import_folders`); ``None`` when it would not."""
+        names = {*self._executed_names(), _BYTECODE}
+        given_path = os.path.abspath(path)
+        named = next((p for p in (*Path(given_path).parts, *Path(real).parts) if p in names), None)
+        for folder in () if named is not None else self._executed():
             given = os.path.abspath(os.fspath(folder))
-            if _inside(real, _real(Path(given))) or _inside(os.path.abspath(path), given):
-                return given
+            if _inside(real, _real(Path(given))) or _inside(given_path, given):
+                named = given
+                break
+        if named is not None:
+            return (
+                f"the host runs what {named} holds (a plugin, an MCP server, an agent's tools or "
+                "command, compiled modules)"
+            )
+        for folder in _import_folders():
+            if _module_entry(given_path, folder) or _module_entry(real, _real(Path(folder))):
+                return f"the kernel imports modules from {folder} by name, and this would be one"
         return None
+
+    def _package_moved_in(self, connection: Any, source: Path, destination: Path, uri: Any) -> None:
+        """Refuse (-32009) a stranger's copy or move of a folder holding an ``__init__`` module to
+        the top of a folder the kernel imports from: it would be a package there by its name."""
+        if not _stranger(connection) or os.path.islink(source) or not os.path.isdir(source):
+            return
+        top = os.path.dirname(os.path.abspath(destination))
+        folder = next((f for f in _import_folders() if top in (f, _real(Path(f)))), None)
+        if folder is not None and any(
+            n.startswith("__init__.") and n.endswith(_IMPORTABLE) for n in os.listdir(source)
+        ):
+            raise RpcError(
+                ErrorCode.PERMISSION_DENIED,
+                f"{uri} is refused because the kernel imports modules from {folder}, and a folder "
+                "with an __init__ module there is a package it would import by that name",
+            )
 
     def _resourceResolve(self, connection: Any, params: dict) -> dict:
         uri = params.get("uri")

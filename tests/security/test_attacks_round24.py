@@ -133,3 +133,52 @@ def test_resolving_a_link_not_followed_does_not_step_above_a_root(connect_strang
             assert answer["result"]["type"] == "symlink", answer
 
     arun(main())
+
+
+def test_a_stranger_cannot_put_a_module_where_the_kernel_imports_from(
+    connect_stranger, tmp_path: Path, monkeypatch
+):
+    """The kernel's working folder is on its ``sys.path`` first (IPython puts it there): a stranger
+    wrote ``websockets.py`` into a writable folder that was the notebook's, and the next
+    ``from ahp_lab import Lab`` ran it in the kernel (attacker round 24). A stranger may not make a
+    module there by name (a ``.py``, ``.pyc`` or extension at its top, a package's ``__init__``, a
+    folder holding one moved in) nor write any ``__pycache__``; other files are written as before."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "evil").mkdir()
+    (tmp_path / "evil" / "__init__.py").write_text("raise SystemExit('stranger')\n")
+
+    async def main():
+        writable = [{"path": tmp_path, "contents": "skill", "writable": True}]
+        async with open_lab(roots=[tmp_path], directories=writable) as lab:
+            mallory = await joined(connect_stranger, lab, "mallory")
+
+            async def write(name: str) -> dict:
+                params = {"uri": (tmp_path / name).as_uri(), "data": "print('x')\n", "encoding": "utf-8"}
+                return await mallory.call("resourceWrite", params)
+
+            for name in ("websockets.py", "json.pyc", "numpy.abi3.so", "lib/__pycache__/x.cpython-311.pyc"):
+                answer = await write(name) if "/" not in name else None
+                if answer is None:
+                    assert "result" in await mallory.call(
+                        "resourceMkdir", {"uri": (tmp_path / "lib").as_uri()}
+                    )
+                    answer = await write(name)
+                assert answer["error"]["code"] == -32009, (name, answer)
+                assert ("imports modules from" in answer["error"]["message"]) != ("__pycache__" in name)
+                assert not (tmp_path / name).exists()
+            assert "result" in await mallory.call("resourceMkdir", {"uri": (tmp_path / "pandas").as_uri()})
+            assert (await write("pandas/__init__.py"))["error"]["code"] == -32009
+            moved = await mallory.call(
+                "resourceMove",
+                {"source": (tmp_path / "evil").as_uri(), "destination": (tmp_path / "requests").as_uri()},
+            )
+            assert moved["error"]["code"] == -32009 and "package" in moved["error"]["message"], moved
+            for name in ("notes.md", "pandas/readme.txt", "lib/helper.py"):  # not modules by name
+                assert "result" in await write(name), name
+            renamed = await mallory.call(
+                "resourceMove",
+                {"source": (tmp_path / "notes.md").as_uri(), "destination": (tmp_path / "yaml.py").as_uri()},
+            )
+            assert renamed["error"]["code"] == -32009, renamed
+
+    arun(main())
