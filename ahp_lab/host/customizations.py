@@ -201,6 +201,11 @@ class CustomizationManager:
         subscribed = getattr(connection, "subscriptions", ())
         return [sess for uri, sess in self.sessions.items() if uri in subscribed]
 
+    @property
+    def starts_processes(self) -> bool:
+        """Whether each session starts processes: the person's MCP servers that are commands."""
+        return any(isinstance(c, dict) and c.get("command") for c in self.mcp_servers.values())
+
     def read_roots(self, connection: Any) -> list[Path]:
         """Folders ``connection`` may read: the containers and working directories of the sessions
         it is subscribed to."""

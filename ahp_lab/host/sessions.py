@@ -91,6 +91,7 @@ class SessionsAndChats:
                 ErrorCode.PROVIDER_NOT_FOUND,
                 f"no agent provider {provider!r:.100}; known: {', '.join(self.agents)}",
             )
+        self._check_client_processes(conn, provider)
         active_client = params.get("activeClient")
         if active_client is not None and client_id is not None and active_client.get("clientId") != client_id:
             raise RpcError(
@@ -324,6 +325,30 @@ class SessionsAndChats:
             raise RpcError(
                 ErrorCode.INVALID_REQUEST,
                 f"clients already hold {held} sessions and chats they created (the limit is {limit}); "
+                "dispose some first",
+            )
+
+    def starts_processes(self, provider: str) -> bool:
+        """Whether a session of ``provider`` starts processes: its agent runs as one (an ACP agent)
+        or the host starts the person's MCP servers for each session."""
+        return getattr(self.agents.get(provider), "starts_processes", False) or any(
+            getattr(extension, "starts_processes", False) for extension in self.extensions
+        )
+
+    def _check_client_processes(self, conn: Connection | None, provider: str) -> None:
+        """Strangers together may keep at most ``limits.max_client_process_sessions`` sessions that
+        start processes (an agent's, MCP servers)."""
+        if conn is None or conn.trusted or not self.starts_processes(provider):
+            return
+        held = len(self.stranger_opening) + sum(
+            1 for r in self.sessions.values() if r.by_stranger and self.starts_processes(r.provider)
+        )
+        limit = self.limits.max_client_process_sessions
+        if held >= limit:
+            raise RpcError(
+                ErrorCode.INVALID_REQUEST,
+                f"clients already hold {held} sessions they created that start processes (an agent's "
+                f"or MCP servers; the limit is {limit}, Limits.max_client_process_sessions); "
                 "dispose some first",
             )
 

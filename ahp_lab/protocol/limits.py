@@ -95,6 +95,9 @@ class Limits:
     #: Sessions and chats that clients other than the notebook have created and not disposed
     #: (each session starts the configured MCP servers, so this also bounds processes).
     max_client_channels: int = 64
+    #: Of those, the sessions whose agent runs as a process of its own or that start the person's
+    #: MCP servers (one stranger's 64 sessions started 122 processes holding 6.6 GiB).
+    max_client_process_sessions: int = 16
     #: Plugins one client may publish in its ``activeClient.customizations``: the host reads each
     #: (up to ``max_message_bytes``) and keeps what it resolved.
     max_client_plugins: int = 16

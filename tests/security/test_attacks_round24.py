@@ -182,3 +182,36 @@ def test_a_stranger_cannot_put_a_module_where_the_kernel_imports_from(
             assert renamed["error"]["code"] == -32009, renamed
 
     arun(main())
+
+
+def test_strangers_keep_a_bounded_number_of_sessions_that_start_processes(connect_stranger, tmp_path: Path):
+    """Each session a stranger created started the ACP agent's process and the person's MCP
+    servers: one connection's 64 sessions (the bound of its sessions and chats) started 122
+    processes holding 6.6 GiB (attacker round 24). Sessions that start processes are bounded on
+    their own (``Limits.max_client_process_sessions``); a disposed one frees its place; the
+    notebook is not bounded."""
+    from ahp_lab.protocol.limits import Limits
+
+    agent = AcpAgent([sys.executable, str(EXAMPLE_AGENT)], initialize_timeout=20)
+
+    async def main():
+        async with open_lab(agent=agent, limits=Limits(max_client_process_sessions=2)) as lab:
+            try:
+                mallory = await joined(connect_stranger, lab, "mallory")
+                made = []
+                for n in range(3):
+                    uri = f"ahp-session:/m{n}"
+                    answer = await mallory.call("createSession", {"channel": uri}, timeout=40)
+                    made.append(answer)
+                assert ["result" in a for a in made] == [True, True, False], made
+                error = made[2]["error"]
+                assert "Limits.max_client_process_sessions" in error["message"], error
+                assert len(agent.bridges) == 3  # the notebook's session and the stranger's two
+                await lab.wait_for("ahp-session:/m0", lambda s: s["lifecycle"] != "creating" or None)
+                assert "result" in await mallory.call("disposeSession", {"channel": "ahp-session:/m0"})
+                again = await mallory.call("createSession", {"channel": "ahp-session:/m3"}, timeout=40)
+                assert "result" in again, again
+            finally:
+                await agent.aclose()
+
+    arun(main())

@@ -167,6 +167,9 @@ class AcpAgent:
         if bridge is not None:
             bridge.cancelling(turn_id)
 
+    #: Each session runs the agent as a process of its own (the host bounds strangers' sessions).
+    starts_processes = True
+
     #: Names of what agents run hooks and MCP servers from in any working folder they are given.
     code_names = AGENT_CONFIGURATION
 
