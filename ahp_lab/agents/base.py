@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import AsyncIterable, Sequence
+from collections.abc import AsyncIterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -196,8 +196,9 @@ class SessionContext(Protocol):
     def config_values(self) -> dict:
         """The session's current config values (``{}`` without a config)."""
 
-    def add_secrets(self, *values: str) -> None:
-        """Values the agent was given (its ``env``): they never show in state, the log or exports."""
+    def add_secret_env(self, env: Mapping[str, str]) -> None:
+        """The environment the agent was given: its secrets (all but settings such as
+        ``LOG_LEVEL=info``) never show in state, the log or exports."""
 
     def redact(self, text: str) -> str:
         """``text`` as the host would publish it: secrets masked (a text cut later must not cut

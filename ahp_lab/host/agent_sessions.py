@@ -25,7 +25,7 @@ import os
 import re
 import signal
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..agents.base import COMMAND_META, FileAccessDenied, TurnFailed
@@ -34,7 +34,7 @@ from ..protocol.jsonvalue import to_json
 from ..protocol.printable import printable
 from ..store import agent_origin
 from ..transport import RpcError
-from .redaction import Redactor
+from .redaction import Redactor, secret_values
 from .resources import ResourceService, file_turn, file_uri, uri_path
 from .validation import config_value_problem
 
@@ -322,8 +322,8 @@ class HostSessionContext:
                 return t.seq
         return None
 
-    def add_secrets(self, *values: str) -> None:
-        self.host.redactor.add(*values)
+    def add_secret_env(self, env: Mapping[str, str]) -> None:
+        self.host.redactor.add(*secret_values(env))
 
     def redact(self, text: str) -> str:
         return self.host.redactor.text(text)

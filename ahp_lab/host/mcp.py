@@ -48,7 +48,7 @@ from ..protocol.printable import printable
 from ..protocol.uris import shown_url
 from .mcp_auth import AuthAtConnect, McpAuthorization, masked_tokens
 from .mcp_tools import McpToolCalls, _Tool, one_line
-from .redaction import Redactor
+from .redaction import Redactor, secret_values
 
 log = logging.getLogger("ahp_lab.host.mcp")
 
@@ -680,8 +680,9 @@ class McpManager(McpToolCalls, McpAuthorization):
             )
         env = {str(k): str(v) for k, v in (config.get("env") or {}).items()}
         # every value but a path, which names where something is (a plugin passes its own folder,
-        # "${PLUGIN_ROOT}"): masked, it made the plugin's URIs "file://***" in every later session
-        self.host.redactor.add(*(v for v in env.values() if not _existing_path(v)))
+        # "${PLUGIN_ROOT}"): masked, it made the plugin's URIs "file://***" in every later session;
+        # and but a setting such as LOG_LEVEL=info (see secret_values)
+        self.host.redactor.add(*(v for v in secret_values(env) if not _existing_path(v)))
         if config.get("pluginRoot"):
             env.setdefault("PLUGIN_ROOT", str(config["pluginRoot"]))
         cwd = config.get("cwd") or config.get("pluginRoot") or None

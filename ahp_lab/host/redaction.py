@@ -7,7 +7,8 @@ clients' text and customization URIs reach neither the store, the transition log
 client mirrors nor the views with a secret in them. It removes:
 
 * the literal values of secrets the host handed out: the ``env`` entries (but paths that exist
-  here) and ``headers`` it passed to each MCP server and the tokens it delivered (also
+  here, and settings: :func:`secret_values`) and ``headers`` it passed to each MCP server and the
+  tokens it delivered (also
   JSON-escaped or percent-encoded);
 * the userinfo of URLs (``https://user:password@host/`` becomes ``https://host/``);
 * the values of URL query parameters whose names look like secrets (``?api_key=…``,
@@ -43,7 +44,7 @@ from urllib.parse import quote
 
 from ..protocol.jsonvalue import valid_unicode
 
-__all__ = ["Redactor", "MASK", "masked_literal"]
+__all__ = ["Redactor", "MASK", "masked_literal", "secret_values"]
 
 #: A URL's ``user:password`` cut before its ``@`` (group 1: from the user on).
 _BEGUN_USERINFO = re.compile(r"(?i)\b[a-z][a-z0-9+.\-]{0,30}://([^\s/?#@\"'<>\[\]]*:[^\s/?#@\"'<>\[\]]*)\Z")
@@ -471,6 +472,29 @@ def _secret_member(key: Any, value: str) -> bool:
         and value != MASK
         and _PLACEHOLDER.fullmatch(value) is None
     )
+
+
+#: A variable's name that says its value may be a secret (``DB_PASS``, ``SESSION_ID``, ``SENTRY_DSN``).
+_SECRET_VARIABLE = re.compile(
+    r"(?i)key|secret|pass|pwd|cred|token|auth|cookie|session|sig|private|cert|dsn|conn"
+)
+#: A value that is a setting, not a secret: a lower-case word (a log level, an environment's
+#: name, a host) or a number, a version or an address.
+_SETTING_VALUE = re.compile(r"[a-z][a-z._\-]{0,31}|[0-9][0-9.:\-]*")
+
+
+def secret_values(env: Any) -> list[str]:
+    """The values of ``env`` (a variable name -> value mapping, a process's environment) that are
+    secrets to mask wherever they show: all but a setting (``LOG_LEVEL=info``, ``PORT=8080``) under
+    a name that does not say secret; masked, every "info" the host published became "***"."""
+    if not isinstance(env, dict):
+        return []
+    return [
+        value
+        for name, value in env.items()
+        if isinstance(value, str)
+        and (_SECRET_VARIABLE.search(str(name)) or not _SETTING_VALUE.fullmatch(value.strip()))
+    ]
 
 
 #: How many clean object keys a :class:`Redactor` remembers (a stranger's keys cannot grow it past).

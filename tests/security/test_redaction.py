@@ -93,6 +93,35 @@ def test_a_folder_passed_in_a_servers_env_is_a_place_not_a_secret(tmp_path: Path
     arun(main())
 
 
+def test_a_setting_in_a_servers_env_is_not_taken_for_a_secret(tmp_path: Path):
+    """Every ``env`` value of 4 characters or more was a known secret: ``LOG_LEVEL=info`` made
+    every "information" the host published "***rmation", and ``NODE_ENV=production`` every
+    "production" "***". A setting (a lower-case word, a number) under a name that does not say
+    secret is not one; a secret's name masks even a plain word, and any other value is masked."""
+    script = (
+        "import os, sys; print('information for production on 8080 with', os.environ['DB_PASS'], "
+        "os.environ['TOKEN_HINT'], file=sys.stderr); sys.exit(3)"
+    )
+
+    async def main():
+        env = {
+            "LOG_LEVEL": "info",
+            "NODE_ENV": "production",
+            "PORT": "8080",
+            "DB_PASS": "letmein",
+            "TOKEN_HINT": "Zx9-plain",
+        }
+        servers = {"leaky": {"command": sys.executable, "args": ["-c", script], "env": env}}
+        async with open_lab(mcp_servers=servers) as lab:
+            entry = await wait_error(lab, "leaky")
+            stack = entry["state"]["error"]["stack"]
+            assert "information for production on 8080 with *** ***" in stack, stack
+            published = everything_published(lab, tmp_path / "run.jsonl")
+            assert "letmein" not in published and "Zx9-plain" not in published
+
+    arun(main())
+
+
 def test_server_urls_lose_their_userinfo_and_secret_query_values(tmp_path: Path):
     async def main():
         url = "http://admin:hunter2-pw@127.0.0.1:9/mcp?api_key=AKIA0000SECRET&region=eu&access_token=t0k3n"

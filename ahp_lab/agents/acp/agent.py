@@ -119,7 +119,7 @@ class AcpAgent:
         """Spawn the agent for a new AHP session; returns its modes and config options as config."""
         if not ctx.working_directories:
             ctx.working_directories.append(self.cwd or os.getcwd())
-        ctx.add_secrets(*self.env.values())  # what the agent was given never shows up in state
+        ctx.add_secret_env(self.env)  # what the agent was given never shows up in state
         bridge = Bridge(self, ctx)
         try:
             config = await bridge.start()
