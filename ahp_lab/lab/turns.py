@@ -13,6 +13,7 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.jsonvalue import to_json
+from ..protocol.printable import printable
 from ..store import Transition
 from ..tools import FAILURES, Tool
 
@@ -104,6 +105,30 @@ def _nothing() -> None:
     """A placeholder handle's callback (see :func:`run_sync`)."""
 
 
+#: ASCII punctuation, which CommonMark lets a backslash make literal.
+_MARKDOWN_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+
+
+def _literal(text: Any, most: int | None = None) -> str:
+    """Text a peer wrote (an agent, a tool, another client), as markdown that shows it as written:
+    printable, every punctuation mark escaped and every line break kept. JupyterLab puts a cell's
+    markdown into the page as HTML, unsanitized: a stranger's ``<img onerror=…>`` in a turn ran
+    in the notebook's page, and a ``[link](javascript:…)`` would have (attacker round 25). The
+    chat view renders a peer's markdown, sanitized."""
+    text = printable("" if text is None else str(text))
+    if most is not None and len(text) > most:
+        text = text[:most] + "…"
+    escaped = "".join("\\" + c if c in _MARKDOWN_PUNCTUATION else c for c in text)
+    return "  \n".join(line.strip() or "\u00a0" for line in escaped.split("\n"))
+
+
+def _shown(text: Any, most: int | None = None) -> str:
+    """Text a peer wrote, for a repr printed to a terminal: no escape sequences or controls (a
+    stranger's OSC 52 wrote the clipboard of the terminal a script printed a turn in)."""
+    text = printable("" if text is None else str(text))
+    return text if most is None else text[:most]
+
+
 def _markdown(value: Any) -> str:
     return (
         str(value.get("markdown", "")) if isinstance(value, dict) else ("" if value is None else str(value))
@@ -159,13 +184,13 @@ class ToolCall:
         return resolved.tool if resolved is not None else None
 
     def __repr__(self) -> str:
-        bits = [f"{self.name} [{self.status}]"]
+        bits = [f"{_shown(self.name)} [{self.status}]"]
         if self.input not in (None, {}, ""):
-            bits.append(f"input={json.dumps(self.input, ensure_ascii=False)}")
+            bits.append(f"input={json.dumps(self.input)}")  # escaped: a peer's controls too
         if self.status == "completed":
             bits.append(
                 ("ok: " if self.success else "failed: ")
-                + (self.result_text or _markdown(self.state.get("pastTenseMessage")))
+                + _shown(self.result_text or _markdown(self.state.get("pastTenseMessage")))
             )
         if self.status == "cancelled":
             bits.append(f"reason={self.state.get('reason')}")
@@ -247,37 +272,38 @@ class Turn:
         return self.state.get("error")
 
     def __repr__(self) -> str:
-        lines = [f"<Turn {self.id} {self.status}: {self.state.get('message', {}).get('text', '')!r}"]
+        lines = [f"<Turn {self.id!r} {self.status}: {self.state.get('message', {}).get('text', '')!r}"]
         if self.reasoning:
-            lines.append(f"  reasoning: {self.reasoning[:120]}")
+            lines.append(f"  reasoning: {_shown(self.reasoning, 120)}")
         if self.text:
-            lines.append(f"  text: {self.text[:400]}")
+            lines.append(f"  text: {_shown(self.text, 400)}")
         for call in self.tool_calls:
             lines.append(f"  {call!r}")
         for part in self.input_requests:
-            lines.append(f"  input request {part['request'].get('id')}: {part.get('response', 'open')}")
+            lines.append(f"  input request {part['request'].get('id')!r}: {part.get('response', 'open')}")
         if self.error:
-            lines.append(f"  error: {self.error.get('message')}")
+            lines.append(f"  error: {_shown(self.error.get('message'))}")
         return "\n".join(lines) + ">"
 
     def _repr_markdown_(self) -> str:
+        """The turn for a notebook cell; every text in it is shown as written (see :func:`_literal`)."""
         out = [
-            f"**Turn `{self.id}`** — {self.status}",
+            f"**Turn {_literal(self.id)}** — {_literal(self.status)}",
             "",
-            f"> {self.state.get('message', {}).get('text', '')}",
+            f"> {_literal(self.state.get('message', {}).get('text', ''))}",
             "",
         ]
         if self.reasoning:
-            out += [f"*reasoning:* {self.reasoning}", ""]
+            out += [f"*reasoning:* {_literal(self.reasoning)}", ""]
         if self.text:
-            out += [self.text, ""]
+            out += [_literal(self.text), ""]
         for call in self.tool_calls:
             out.append(
-                f"- tool `{call.name}` → **{call.status}**"
-                + (f": {call.result_text}" if call.result_text else "")
+                f"- tool {_literal(call.name)} → **{_literal(call.status)}**"
+                + (f": {_literal(call.result_text)}" if call.result_text else "")
             )
         if self.error:
-            out.append(f"- error: {self.error.get('message')}")
+            out.append(f"- error: {_literal(self.error.get('message'))}")
         return "\n".join(out)
 
 
