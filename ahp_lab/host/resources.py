@@ -16,6 +16,7 @@ import asyncio
 import base64
 import binascii
 import contextlib
+import functools
 import importlib.machinery
 import inspect
 import mimetypes
@@ -104,23 +105,66 @@ _IMPORTABLE = tuple(importlib.machinery.all_suffixes())
 _BYTECODE = "__pycache__"
 
 
-def _import_folders() -> list[str]:
-    """The folders the kernel's Python imports modules from by name, first: the entries of its
-    ``sys.path`` (its working folder among them, as IPython and ``python -m`` put it there) and the
-    working folder itself, where a server or command the host starts with no folder of its own
-    runs (``python -m name``)."""
-    return list(dict.fromkeys(os.path.abspath(entry or ".") for entry in [*sys.path, "."]))
+def _import_folders(extra: Iterable[str | os.PathLike] = ()) -> list[tuple[str, str]]:
+    """The folders Python imports modules from by name, as ``(given, resolved)``: the entries of the
+    kernel's ``sys.path`` (its working folder among them, as IPython and ``python -m`` put it
+    there), the working folder itself (where a server or command the host starts with no folder of
+    its own runs: ``python -m name``), and ``extra`` (an agent's ``cwd``)."""
+    return _resolved((*sys.path, ".", *map(os.fspath, extra)), os.getcwd())
 
 
-def _module_entry(path: str, folder: str) -> bool:
-    """Whether ``path`` is, inside ``folder``, what an ``import`` of a name looks for there: a
-    module file at its top (``json.py``) or a package's ``__init__`` (``json/__init__.py``)."""
-    if not _inside(path, folder) or path == folder:
+@functools.lru_cache(maxsize=8)
+def _resolved(entries: tuple[str, ...], cwd: str) -> list[tuple[str, str]]:
+    """``entries`` as ``(absolute, resolved)`` folders, once for each ``sys.path`` and working
+    folder (resolving 1,000 entries for each write held the loop 42 ms)."""
+    given = dict.fromkeys(os.path.join(cwd, entry or ".") for entry in entries)
+    return [(os.path.normpath(g), _real(Path(g))) for g in given]
+
+
+def _importable(name: str) -> bool:
+    return name.endswith(_IMPORTABLE)
+
+
+def _module_refusal(path: str, folder: str) -> bool:
+    """Whether a stranger writing ``path`` would make a module that Python finds by name in the
+    import folder ``folder``: the folder itself (replaced, or a file such as a ``.zip`` made where
+    it is named); a module file at its top (``json.py``); or any module file under a top folder
+    that is no package of the person's (no ``__init__``: a namespace package, which Python also
+    imports from, ``opentelemetry/trace.py``), a package's ``__init__`` there too. An existing
+    regular file is the person's own module, edited as any project file is."""
+    if path == folder:
+        return True
+    if not _inside(path, folder):
         return False
     parts = Path(os.path.relpath(path, folder)).parts
-    if len(parts) == 1:
-        return parts[0].endswith(_IMPORTABLE)
-    return len(parts) == 2 and parts[1].startswith("__init__.") and parts[1].endswith(_IMPORTABLE)
+    if not _importable(parts[-1]) or (os.path.isfile(path) and not os.path.islink(path)):
+        return False
+    return len(parts) == 1 or not _is_package(os.path.join(folder, parts[0]))
+
+
+def _is_package(folder: str) -> bool:
+    """Whether ``folder`` is a regular package (it has an ``__init__`` module)."""
+    try:
+        return any(n.startswith("__init__.") and _importable(n) for n in os.listdir(folder))
+    except OSError:
+        return False
+
+
+#: The most entries of a folder a stranger copies or moves where the kernel imports from that are
+#: read for modules; a larger one is refused.
+_MOVED_ENTRIES_READ = 10_000
+
+
+def _holds_module(folder: str) -> bool | None:
+    """Whether ``folder`` holds a module file anywhere (``None``: too many entries to tell)."""
+    seen = 0
+    for _root, _dirs, files in os.walk(folder):
+        seen += len(_dirs) + len(files)
+        if seen > _MOVED_ENTRIES_READ:
+            return None
+        if any(_importable(n) for n in files):
+            return True
+    return False
 
 
 def _real(path: Path) -> str:
@@ -150,12 +194,14 @@ class ResourceService:
         limits: Limits = DEFAULT_LIMITS,
         executed: Callable[[], Iterable[str | os.PathLike]] = tuple,
         executed_names: Callable[[], Iterable[str]] = tuple,
+        import_folders: Callable[[], Iterable[str | os.PathLike]] = tuple,
     ) -> None:
         self._read_roots = read_roots
         self._write_roots = write_roots
         self.limits = limits
         self._executed = executed
         self._executed_names = executed_names
+        self._imports_from = import_folders  # beside the kernel's own (an agent's cwd)
 
     # -- host extension hook --------------------------------------------------------------------
 
@@ -406,7 +452,7 @@ class ResourceService:
         the stranger's)."""
         kept = [*self._read_roots(connection), *self._write_roots(connection)]
         if _stranger(connection):
-            kept += self._executed()
+            kept += [*self._executed(), *(f for f, _ in _import_folders(self._imports_from()))]
         known: dict[str, str] = {}
         for root in kept:
             # where it leads, and every entry on its way, each as itself: a link on the way (a
@@ -435,26 +481,36 @@ class ResourceService:
                 f"the host runs what {named} holds (a plugin, an MCP server, an agent's tools or "
                 "command, compiled modules)"
             )
-        for folder in _import_folders():
-            if _module_entry(given_path, folder) or _module_entry(real, _real(Path(folder))):
+        for folder, resolved in _import_folders(self._imports_from()):
+            if _module_refusal(given_path, folder) or _module_refusal(real, resolved):
                 return f"the kernel imports modules from {folder} by name, and this would be one"
         return None
 
     def _package_moved_in(self, connection: Any, source: Path, destination: Path, uri: Any) -> None:
-        """Refuse (-32009) a stranger's copy or move of a folder holding an ``__init__`` module to
-        the top of a folder the kernel imports from: it would be a package there by its name."""
+        """Refuse (-32009) a stranger's copy or move of a folder holding a module file to where the
+        kernel imports from by name (the top of an import folder, or under a folder there that is
+        no package): its modules would be found by their names."""
         if not _stranger(connection) or os.path.islink(source) or not os.path.isdir(source):
             return
-        top = os.path.dirname(os.path.abspath(destination))
-        folder = next((f for f in _import_folders() if top in (f, _real(Path(f)))), None)
-        if folder is not None and any(
-            n.startswith("__init__.") and n.endswith(_IMPORTABLE) for n in os.listdir(source)
-        ):
-            raise RpcError(
-                ErrorCode.PERMISSION_DENIED,
-                f"{uri} is refused because the kernel imports modules from {folder}, and a folder "
-                "with an __init__ module there is a package it would import by that name",
-            )
+        at = os.path.abspath(destination)
+        for folder, resolved in _import_folders(self._imports_from()):
+            for place, base in ((at, folder), (_real(destination), resolved)):
+                if not _inside(place, base) or place == base:
+                    continue
+                top = Path(os.path.relpath(place, base)).parts[0]
+                if len(Path(os.path.relpath(place, base)).parts) > 1 and _is_package(os.path.join(base, top)):
+                    continue
+                holds = _holds_module(os.fspath(source))
+                if holds is not False:
+                    raise RpcError(
+                        ErrorCode.PERMISSION_DENIED,
+                        f"{uri} is refused because the kernel imports modules from {folder} by name, "
+                        + (
+                            "and the folder holds modules it would import"
+                            if holds
+                            else f"and the folder has more than {_MOVED_ENTRIES_READ:,} entries to look through"
+                        ),
+                    )
 
     def _resourceResolve(self, connection: Any, params: dict) -> dict:
         uri = params.get("uri")

@@ -718,6 +718,7 @@ def _attach_customizations(host: Host, plugins: Any, directories: Any, mcp_serve
                     host.limits,
                     manager.executed,
                     manager.executed_names,
+                    manager.import_folders,
                 ),
             ]
         )

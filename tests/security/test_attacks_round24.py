@@ -142,7 +142,10 @@ def test_a_stranger_cannot_put_a_module_where_the_kernel_imports_from(
     wrote ``websockets.py`` into a writable folder that was the notebook's, and the next
     ``from ahp_lab import Lab`` ran it in the kernel (attacker round 24). A stranger may not make a
     module there by name (a ``.py``, ``.pyc`` or extension at its top, a package's ``__init__``, a
-    folder holding one moved in) nor write any ``__pycache__``; other files are written as before."""
+    folder holding one moved in), nor one under a folder there that is no package (a namespace
+    package: a stranger's ``opentelemetry/trace.py`` ran at ``import acp``), nor move a folder the
+    kernel imports from, nor write any ``__pycache__``; other files, and the person's own modules,
+    are written as before (the review of round 24)."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "evil").mkdir()
     (tmp_path / "evil" / "__init__.py").write_text("raise SystemExit('stranger')\n")
@@ -172,14 +175,32 @@ def test_a_stranger_cannot_put_a_module_where_the_kernel_imports_from(
                 "resourceMove",
                 {"source": (tmp_path / "evil").as_uri(), "destination": (tmp_path / "requests").as_uri()},
             )
-            assert moved["error"]["code"] == -32009 and "package" in moved["error"]["message"], moved
-            for name in ("notes.md", "pandas/readme.txt", "lib/helper.py"):  # not modules by name
+            assert moved["error"]["code"] == -32009 and "holds modules" in moved["error"]["message"], moved
+            for name in ("notes.md", "pandas/readme.txt"):  # not modules by name
+                assert "result" in await write(name), name
+            # under a folder that is no package (a namespace package: Python imports from it too)
+            assert (await write("lib/helper.py"))["error"]["code"] == -32009
+            (tmp_path / "mypkg").mkdir()  # the person's own package and module: edited as any file
+            (tmp_path / "mypkg" / "__init__.py").write_text("")
+            (tmp_path / "helpers.py").write_text("")
+            for name in ("mypkg/core.py", "helpers.py"):
                 assert "result" in await write(name), name
             renamed = await mallory.call(
                 "resourceMove",
                 {"source": (tmp_path / "notes.md").as_uri(), "destination": (tmp_path / "yaml.py").as_uri()},
             )
             assert renamed["error"]["code"] == -32009, renamed
+            # a folder on sys.path is not swapped for the stranger's (the review of round 24)
+            src, stage = tmp_path / "src", tmp_path / "stage"
+            src.mkdir()
+            monkeypatch.syspath_prepend(str(src))
+            assert "result" in await mallory.call("resourceMkdir", {"uri": stage.as_uri()})
+            for source, destination in ((src, tmp_path / "src_old"), (stage, src)):
+                swapped = await mallory.call(
+                    "resourceMove", {"source": source.as_uri(), "destination": destination.as_uri()}
+                )
+                assert swapped["error"]["code"] == -32009, swapped
+            assert src.is_dir() and stage.is_dir()
 
     arun(main())
 

@@ -22,6 +22,14 @@ from .frames import AcpFrameLog
 #: What ACP agents read in their working folder and run code from: hooks and MCP servers (Claude
 #: Code's ``.claude`` and ``.mcp.json``, Gemini CLI's ``.gemini``, Codex's ``.codex``).
 AGENT_CONFIGURATION = (".claude", ".mcp.json", ".gemini", ".codex")
+_SCRIPTS = (".py", ".js", ".mjs", ".cjs", ".ts")  # a bare word naming one of these is a path
+
+#: What a command reads from the folder it starts in to find the code it runs (``npx`` runs
+#: ``node_modules``, ``uv run`` reads ``pyproject.toml``): in an agent's ``cwd``, no stranger's.
+RUNTIME_CONFIGURATION = (
+    "node_modules", "package.json", ".npmrc", ".yarnrc.yml", ".pnpmfile.cjs", "deno.json", "deno.jsonc",
+    "bunfig.toml", "pyproject.toml", "uv.toml", ".python-version", ".venv", "venv", "__pypackages__",
+)  # fmt: skip
 
 __all__ = ["AcpAgent"]
 
@@ -74,6 +82,13 @@ class AcpAgent:
         self.command = shlex.split(command) if isinstance(command, str) else [str(c) for c in command]
         if not self.command:
             raise ValueError("AcpAgent needs a command to run")
+        if cwd is None:  # a path here ("examples/acp_agent.py") still names it from its own folder
+            self.command = [
+                os.path.abspath(w)
+                if not os.path.isabs(w) and (os.sep in w or w.endswith(_SCRIPTS)) and os.path.exists(w)
+                else w
+                for w in self.command
+            ]
         self.env = {str(k): str(v) for k, v in (env or {}).items()}
         self.cwd = os.path.abspath(os.path.expanduser(cwd)) if cwd is not None else None
         self.provider = provider
@@ -174,16 +189,22 @@ class AcpAgent:
     code_names = AGENT_CONFIGURATION
 
     def code_folders(self) -> list[Path]:
-        """Where this agent runs code from, as far as the host can tell: its ``cwd``, its command's
-        files and the folders its ``env``'s ``PYTHONPATH``/``NODE_PATH`` name, and
-        in its working folder the configuration agents run hooks and MCP servers from
-        (:data:`AGENT_CONFIGURATION`). The host lets no stranger write there (``docs/security.md``
-        §3)."""
+        """Where this agent runs code from, as far as the host can tell: its command's files and
+        the folders its ``env``'s ``PYTHONPATH``/``NODE_PATH`` name; in its working folder the
+        configuration agents run hooks and MCP servers from (:data:`AGENT_CONFIGURATION`); and in
+        its ``cwd`` what commands read to find their code (:data:`RUNTIME_CONFIGURATION`). The
+        host lets no stranger write there (``docs/security.md`` §3)."""
         folder = Path(self.cwd or os.getcwd())
+        runtime = RUNTIME_CONFIGURATION if self.cwd is not None else ()
         return [
-            *runs_from(self.command, self.cwd, self.env),
-            *(folder / name for name in AGENT_CONFIGURATION),
+            *runs_from(self.command, None, self.env),
+            *(folder / name for name in (*AGENT_CONFIGURATION, *runtime)),
         ]
+
+    def import_folders(self) -> list[str]:
+        """The folder its processes start in, when the person gave one: ``python -m`` imports
+        from it first, so no stranger makes a module there (its other files stay writable)."""
+        return [self.cwd] if self.cwd is not None else []
 
     def confirmation_refusal(self, session: str, action: dict, trusted: bool = True) -> str | None:
         """Why a client's ``chat/toolCallConfirmed`` cannot reach this session's agent as one of
