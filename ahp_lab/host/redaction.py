@@ -314,16 +314,17 @@ def _token_begun(text: str, run: int) -> int:
     return size - token.start() if token is not None else 0
 
 
-def _shape_begun(text: str, run: int) -> int:
+def _shape_begun(text: str, run: int, numbers: bool = True) -> int:
     """How many characters at the end of ``text`` (whose last ``run`` are token characters) begin
-    a Discord or a Telegram bot's token (the bot's number, cut or not, its ":" and key so far)."""
+    a Discord or a Telegram bot's token (the bot's number, cut or not (``numbers``), its ":" and
+    key so far)."""
     if run > CREDENTIAL_HELD_MAX:
         return 0
     size, begun = len(text), 0
     if run and (discord := _DISCORD_BEGUN.search(text, size - run)):
         begun = size - discord.start()
     last = text[-1:]
-    if last.isdigit() or last == ":" or ":A" in text[size - run - 1 : size - run + 1]:
+    if (numbers and last.isdigit()) or last == ":" or ":A" in text[size - run - 1 : size - run + 1]:
         telegram = _TELEGRAM_BEGUN.search(text, max(0, size - run - 14))
         if telegram is not None:
             begun = max(begun, size - telegram.start())
@@ -620,16 +621,18 @@ class Redactor:
                 p = text.find(secret[0], p + 1)
         return longest
 
-    def credential_begun(self, text: str) -> int:
+    def credential_begun(self, text: str, *, numbers: bool = True) -> int:
         """How many characters at the end of ``text`` may begin a credential the generic rules
         mask whole (a token of a known shape cut anywhere, a secret-looking name's assignment, a
         ``Bearer`` credential), up to ``CREDENTIAL_HELD_MAX``: held back by a stream, so that a key
-        a model writes token by token is masked whole. Only the end is read."""
+        a model writes token by token is masked whole. Only the end is read. Without ``numbers``
+        (a terminal's output, whose progress counters end in digits and wait there), a number
+        at the end is not held as a Telegram bot's."""
         size = len(text)
         run = size - len(text.rstrip(_RUN_CHARACTERS))  # the end's run of token characters
         if 0 < run < size and text[-run - 1] == "\\":
             run -= 1  # the letter of an escape before it ("\\n") is not the run's
-        begun = max(_token_begun(text, run), _shape_begun(text, run))
+        begun = max(_token_begun(text, run), _shape_begun(text, run, numbers))
         # a word's first letter, after a space or in a run ("//h" of a URL, "-s" of a flag)
         if run and text[-1].lower() in _FIRST_LETTERS and (run == 1 or not text[-2:-1].isalnum()):
             begun = max(begun, 1)  # "s" of "sk-…", "A" of "API_KEY=…": a key sent a character at a time
@@ -649,7 +652,8 @@ class Redactor:
                 or (word[-2:-1] in ("_", "-", ".") and word[-1:] in _SECRET_WORD_FIRSTS)  # "client_s"
             ):
                 begun = max(begun, len(word))
-        if "authoriz" in end and (header := _AUTHORIZATION_BEGUN.search(text, lead)):
+        wide = max(0, size - min(run, _VALUE_HELD_MAX) - _VALUE_HELD_MAX)  # a header's aligned gap
+        if "uthoriz" in text[wide:].lower() and (header := _AUTHORIZATION_BEGUN.search(text, wide)):
             found = header if found is None or header.start() < found.start() else found
         if "password" in text[-_VALUE_HELD_MAX - 16 :] and (
             netrc := _NETRC_BEGUN.search(text, max(0, size - _VALUE_HELD_MAX - 16))
@@ -663,14 +667,14 @@ class Redactor:
             begun = max(begun, 1 if text[-1:] == "\\" else 2)  # a key's header or a token may follow
         return max(begun, _pem_begun(text))
 
-    def streamed(self, text: str, *, generic: bool = True) -> tuple[str, str]:
+    def streamed(self, text: str, *, generic: bool = True, numbers: bool = True) -> tuple[str, str]:
         """A stream's text so far (what it held, then its new chunk) as ``(what goes out, redacted;
         the end held back, raw)``: the known secrets first (whole ones masked), then the end that
         could begin one, or begin a credential of a known shape, is held, and the generic rules
         see the rest. Without ``generic`` (a tool's input, streamed), only the known secrets."""
         text = self.text(text, generic=False)
         keep = (
-            max(self.secret_prefix(text), self.credential_begun(text))
+            max(self.secret_prefix(text), self.credential_begun(text, numbers=numbers))
             if generic
             else self.secret_prefix(text)
         )
@@ -840,14 +844,15 @@ class StreamedText:
                 if self._letter(held[0]) or not self._spans(held[0], content):
                     self.flushed.append((self._given_back(earlier, held[0]), held[1]))
                     held = None
+        numbers = kind != "terminal/data"  # a command's counter waits on its last digits
         if (
             held is None
             and not self.redactor.secrets
-            and (tool_input or not self.redactor.credential_begun(content))
+            and (tool_input or not self.redactor.credential_begun(content, numbers=numbers))
         ):
             return self.redactor.action(action)  # most chunks: nothing held, nothing to hold
         text = held[0] + content if held is not None else content
-        shown, kept = self.redactor.streamed(text, generic=not tool_input)
+        shown, kept = self.redactor.streamed(text, generic=not tool_input, numbers=numbers)
         if kept:
             self.held[stream] = (kept, origin)
             self.chats[channel] = self.chats.get(channel, 0) + 1
