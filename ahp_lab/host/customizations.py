@@ -111,6 +111,21 @@ class _Session:
     watcher: asyncio.Task | None = None
 
 
+def _may_hold_servers(plugin: Path) -> bool:
+    """Whether a plugin folder may declare MCP servers: a ``.mcp.json``, or a manifest that names
+    ``mcpServers`` (read up to 64 KB)."""
+    if (plugin / ".mcp.json").exists():
+        return True
+    for manifest in MANIFEST_LOCATIONS:
+        try:
+            with open(plugin / manifest, encoding="utf-8", errors="replace") as f:
+                if "mcpServers" in f.read(65536):
+                    return True
+        except OSError:
+            continue
+    return False
+
+
 class CustomizationManager:
     """Host extension: resolves, publishes and watches every customization container of a session.
 
@@ -203,8 +218,14 @@ class CustomizationManager:
 
     @property
     def starts_processes(self) -> bool:
-        """Whether each session starts processes: the person's MCP servers that are commands."""
-        return any(isinstance(c, dict) and c.get("command") for c in self.mcp_servers.values())
+        """Whether each session may start processes: the person's MCP servers that are commands,
+        or a plugin or directory of theirs that may hold MCP servers (a ``.mcp.json``, a manifest
+        naming ``mcpServers``, a directory of ``mcpServer`` contents)."""
+        if any(isinstance(c, dict) and c.get("command") for c in self.mcp_servers.values()):
+            return True
+        if any(d.get("contents") == "mcpServer" for d in self.directories):
+            return True
+        return any(_may_hold_servers(Path(p)) for p in self.plugins)
 
     def read_roots(self, connection: Any) -> list[Path]:
         """Folders ``connection`` may read: the containers and working directories of the sessions

@@ -236,3 +236,22 @@ def test_strangers_keep_a_bounded_number_of_sessions_that_start_processes(connec
                 await agent.aclose()
 
     arun(main())
+
+
+def test_the_bound_counts_sessions_that_start_the_persons_plugin_servers(connect_stranger):
+    """The bound above counted an ACP agent and ``mcp_servers=``, not a plugin of the person's
+    whose ``.mcp.json`` servers start for every session: one stranger still started 20 servers
+    past a bound of 16 (the review of round 24)."""
+    from ahp_lab.protocol.limits import Limits
+
+    demo = Path(__file__).resolve().parents[2] / "examples" / "plugins" / "ahp-lab-demo"
+
+    async def main():
+        async with open_lab(plugins=[demo], limits=Limits(max_client_process_sessions=1)) as lab:
+            mallory = await joined(connect_stranger, lab, "mallory")
+            first = await mallory.call("createSession", {"channel": "ahp-session:/p0"})
+            second = await mallory.call("createSession", {"channel": "ahp-session:/p1"})
+            assert "result" in first, first
+            assert "Limits.max_client_process_sessions" in second["error"]["message"], second
+
+    arun(main())
