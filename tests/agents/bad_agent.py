@@ -134,6 +134,7 @@ always_rejected  as always_scope, offering "always reject" for a2 too; then asks
                  `npm test` again, reports each answer and ends the turn
 fenced_edit      asks permission for an edit of README.md whose diff has a ``` line in its context,
                  then ends the turn
+answer_then_exit  answers the prompt with 20 MB of _meta (long to read), then exits at once
 key_start_error  first prompt: streams "the key is " and a key's start, then answers with a
                  JSON-RPC error; the next: " and more"
 char_key         streams a message and a thought one character a chunk, each with credentials
@@ -841,6 +842,10 @@ for line in sys.stdin:
             update("s1", thought("proj-Q7xW9zR2tY4uI6oP8aS1dF3gH5jK7lZ0xC2vB4nM6 done"))
             update("s1", chunk(key[10:] + " done; the other: sk-proj-Q7xW9zR2"))
             send(end_turn(mid))
+        elif MODE == "answer_then_exit":  # a long answer (20 MB to read), then exits at once
+            result = {"stopReason": "end_turn", "_meta": {"pad": "x" * 20_000_000}}
+            send({"jsonrpc": "2.0", "id": mid, "result": result})
+            os._exit(0)
         elif MODE == "key_start_error":  # a key's start, then the prompt answered with an error
             first_prompt = not globals().get("_answered_once")
             globals()["_answered_once"] = True

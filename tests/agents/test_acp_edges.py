@@ -517,6 +517,22 @@ def test_credentials_an_agent_streams_a_character_at_a_time_reach_no_record(tmp_
     arun(go())
 
 
+def test_an_answer_read_after_the_agent_exited_is_its_answer(tmp_path: Path) -> None:
+    """The host noticed an agent's exit before it read the answer the agent wrote before exiting
+    (under load: the flaky steering test of stop 50), and failed a turn the agent had answered.
+    What it wrote is read to the end of its output first: here the answer is long to read, so the
+    exit is seen before it is. The next turn says the agent exited."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("answer_then_exit")) as lab:
+            turn = await lab.send("go")
+            assert turn.status == "complete", turn.error
+            again = await lab.send("again")
+            assert again.status == "error" and "exited" in again.error["message"], again.error
+
+    arun(go())
+
+
 def test_the_start_of_a_key_a_failed_turn_ended_on_is_masked_in_the_frames(tmp_path: Path) -> None:
     """``lab.acp_frames`` read a turn's chunks as one stream, ended only by a prompt's result: a
     turn the agent answered with an error left the start of a key held, and it showed unmasked in
