@@ -9,6 +9,7 @@ import contextlib
 import inspect
 import json
 import logging
+import re
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -120,6 +121,17 @@ def _literal(text: Any, most: int | None = None) -> str:
         text = text[:most] + "…"
     escaped = "".join("\\" + c if c in _MARKDOWN_PUNCTUATION else c for c in text)
     return "  \n".join(line.strip() or "\u00a0" for line in escaped.split("\n"))
+
+
+def _code(text: Any) -> str:
+    """A name a peer chose (an id, a tool's name) as a markdown code span, which shows its content
+    as written: its fence is longer than any run of backticks in it, on one line."""
+    text = " ".join(printable("" if text is None else str(text)).split("\n"))
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    return (
+        f"{fence} {text} {fence}" if text.startswith("`") or text.endswith("`") else f"{fence}{text}{fence}"
+    )
 
 
 def _shown(text: Any, most: int | None = None) -> str:
@@ -288,7 +300,7 @@ class Turn:
     def _repr_markdown_(self) -> str:
         """The turn for a notebook cell; every text in it is shown as written (see :func:`_literal`)."""
         out = [
-            f"**Turn {_literal(self.id)}** — {_literal(self.status)}",
+            f"**Turn {_code(self.id)}** — {_literal(self.status)}",
             "",
             f"> {_literal(self.state.get('message', {}).get('text', ''))}",
             "",
@@ -299,7 +311,7 @@ class Turn:
             out += [_literal(self.text), ""]
         for call in self.tool_calls:
             out.append(
-                f"- tool {_literal(call.name)} → **{_literal(call.status)}**"
+                f"- tool {_code(call.name)} → **{_literal(call.status)}**"
                 + (f": {_literal(call.result_text)}" if call.result_text else "")
             )
         if self.error:

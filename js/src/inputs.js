@@ -136,15 +136,20 @@ export function renderInputs({ model, el }) {
       h("button", { class: "ahp-btn ahp-primary", type: "button", disabled: ro, "aria-label": `Approve ${name}`, onclick: () => decide(e.approve) }, "Approve"),
       h("button", { class: "ahp-btn ahp-danger", type: "button", disabled: ro, "aria-label": `Deny ${name}`, onclick: () => decide(e.deny) }, "Deny"),
     ];
+    // approving as shown: not while an edit is open, which the person may think it carries (a
+    // first-hour user clicked Approve with an edit open, and the input as it was ran)
+    const asShown = [buttons[0]];
     let lastGroup = null;
     for (const o of e.options || []) {
       if (lastGroup !== null && o.group !== lastGroup) buttons.push(h("span", { class: "ahp-sep" }));
       lastGroup = o.group;
-      buttons.push(h("button", {
+      const button = h("button", {
         class: `ahp-btn ${o.kind === "deny" ? "ahp-danger" : ""}`, type: "button", disabled: ro,
         "aria-label": `${o.label} ${name}`, "data-option-id": o.id,
         onclick: () => decide(o.action),
-      }, o.label));
+      }, o.label);
+      if (o.kind !== "deny") asShown.push(button);
+      buttons.push(button);
     }
     if (e.editable) {
       buttons.push(h("button", {
@@ -162,7 +167,12 @@ export function renderInputs({ model, el }) {
           editBox.hidden = !editing;
           approveEdited.hidden = !editing;
           if (inputView) inputView.hidden = editing;
+          for (const b of asShown) {
+            b.disabled = ro || editing;
+            b.title = editing ? "an edit is open: approve with edits, or cancel the edit first" : "";
+          }
           ev.currentTarget.textContent = editing ? "Cancel edit" : "Edit input";
+          ev.currentTarget.setAttribute("aria-label", editing ? `Cancel the edit of ${name}'s input` : `Edit input of ${name} before approving`);
           if (editing) editor.focus();
         },
       }, "Edit input"));

@@ -72,6 +72,14 @@ def test_edit_validation_blocks_a_bad_edit_and_sends_a_good_one(jupyter_server, 
     assert _field(page, "unit").locator("select option:checked").inner_text() == "(default: px)"
     assert _field(page, "keep_ratio").locator("input[type=checkbox]").is_checked()
     assert approve.is_enabled()
+    # approving the input as it was is not offered beside an open edit (a first-hour user clicked
+    # it and the old input ran); cancelling the edit offers it again
+    as_shown = page.get_by_role("button", name="Approve Resize Image", exact=True)
+    assert as_shown.is_disabled()
+    page.get_by_role("button", name="Cancel the edit of Resize Image's input").click()
+    assert as_shown.is_enabled()
+    page.get_by_role("button", name="Edit input of Resize Image before approving").click()
+    page.wait_for_selector(f"{EDIT}[data-edit-mode='form']")
 
     # 1. a word where the schema wants a whole number: the error is next to the field; no send
     _field(page, "width").locator("input").fill("wide")
