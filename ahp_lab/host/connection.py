@@ -28,6 +28,7 @@ import contextlib
 import json
 import logging
 import re
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -466,13 +467,19 @@ class Connection:
 
     @contextlib.contextmanager
     def _charged(self) -> Iterator[None]:
-        """Charge this connection's budget with what the host broadcast meanwhile."""
-        sent = self.host.broadcast_chars
+        """Charge this connection's budget with what the host broadcast meanwhile, and with the
+        time it held the host's loop (a second of the loop costs a second of the budget): a
+        stranger's actions within every limit whose text is slow to read for secrets (15 MB of
+        ``?a:=`` held the loop 6 s each) kept the loop busy 99% of the time; now its next messages
+        wait as long as the last one took."""
+        sent, started = self.host.broadcast_chars, time.perf_counter()
         try:
             yield
         finally:
-            if self.peer.budget is not None:
-                self.peer.budget.charge(self.host.broadcast_chars - sent)
+            budget = self.peer.budget
+            if budget is not None:
+                took = time.perf_counter() - started
+                budget.charge(self.host.broadcast_chars - sent + int(took * budget.rate))
 
     def _extension_serves(self, method: str) -> bool:
         return any(method in getattr(ext, "methods", ()) for ext in self.host.extensions)
