@@ -154,6 +154,11 @@ class _Runtime:
         return self.task is not None and not self.task.done()
 
 
+def _over(rt: _Runtime, gen: int) -> bool:
+    """Whether the connection of generation ``gen`` is to end: stopped, or a newer one started."""
+    return rt.stopping or gen != rt.gen
+
+
 def _key(config: dict) -> str:
     return json.dumps(config, sort_keys=True, default=str)
 
@@ -366,6 +371,10 @@ class McpManager(McpToolCalls, McpAuthorization):
         rt.stopping = False
         rt.failed = False
         rt.dead = False
+        # the previous connection ends: its generation is over (a start while it was being
+        # stopped reset ``stopping``, and it served on, unseen, while this one waited for it 8 s,
+        # its server shown "starting" meanwhile)
+        rt.wake.set()
         rt.wake = asyncio.Event()
         rt.state = "starting"
         self._set_state(rt, rt.gen, {"kind": "starting"})
@@ -615,14 +624,14 @@ class McpManager(McpToolCalls, McpAuthorization):
                     rt.state = "ready"
                     self._set_state(rt, gen, {"kind": "ready"})
                     self.host._publish_server_tools(rt.session)
-                    while not rt.stopping and not closed["eof"]:
+                    while not _over(rt, gen) and not closed["eof"]:
                         rt.wake.clear()
                         await rt.wake.wait()
-                        if rt.tools_stale and not rt.stopping and not closed["eof"]:
+                        if rt.tools_stale and not _over(rt, gen) and not closed["eof"]:
                             rt.tools_stale = False  # a changed tool list: list again, republish
                             rt.tools = await self._list_tools(rt, session)
                             self.host._publish_server_tools(rt.session)
-                    if not rt.stopping:
+                    if not _over(rt, gen):
                         raise _Failure(self._eof_reason(rt, closed, "while it was running"))
                 except _Failure as exc:
                     fail(str(exc), exc.error_type)
@@ -782,10 +791,10 @@ class McpManager(McpToolCalls, McpAuthorization):
                 rt.state = "authRequired"
                 rt.token = None if auth.get("reason") != "insufficientScope" else rt.token
                 self._set_state(rt, gen, {"kind": "authRequired", **auth})
-                while rt.auth is not None and not rt.stopping and not closed["eof"]:
+                while rt.auth is not None and not _over(rt, gen) and not closed["eof"]:
                     rt.wake.clear()
                     await rt.wake.wait()
-                if rt.stopping:
+                if _over(rt, gen):
                     return None
                 if closed["eof"]:
                     raise _Failure(self._eof_reason(rt, closed, "while waiting for authorization")) from None

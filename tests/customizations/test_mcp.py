@@ -59,6 +59,28 @@ def test_a_plugin_server_reaches_ready_and_its_tools_run_end_to_end():
     arun(main())
 
 
+def test_a_plugin_turned_off_and_on_at_once_shows_its_server_ready():
+    """A plugin turned off and on while its server was starting (Run All of notebook 02) left the
+    server shown "starting" for 8 s, though it ran: the start reset the stop, the first connection
+    served on unseen and the second waited for it (a first-hour user)."""
+
+    async def main():
+        lab = await Lab.open(plugins=[DEMO_PLUGIN])
+        try:
+            await wait_state(lab, lambda s: by_type(s, "mcpServer") or None)
+            sid = server_id(lab, "demo")
+            plugin = lab.session_state["customizations"][0]["id"]
+            await asyncio.sleep(0)  # the server's start is under way
+            lab.dispatch({"type": "session/customizationToggled", "id": plugin, "enabled": False})
+            await asyncio.sleep(0)
+            lab.dispatch({"type": "session/customizationToggled", "id": plugin, "enabled": True})
+            await wait_server(lab, sid, "ready", timeout=7.5)  # before the 8 s it waited
+        finally:
+            await lab.aclose()
+
+    arun(main())
+
+
 def test_auth_required_then_authenticate_resumes_the_tool_call():
     async def main():
         lab = await Lab.open(mcp_servers={"vault": demo_server("--token", "s3cret")})
