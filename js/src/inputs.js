@@ -338,7 +338,18 @@ export function renderInputs({ model, el }) {
     }, debounceMs);
     const onDraft = (q, value) => { pending.set(q.id, value); flush(); };
     const controls = (e.questions || []).map((q) => questionControl(q, e, ro, onDraft));
+    // a required question left empty is said here: the host refuses the answers, and a choice
+    // left empty showed nothing of it (a first-hour user)
+    const missing = h("div", { class: "ahp-field-error", role: "alert", hidden: true });
     const complete = (response) => {
+      const empty = response === "accept" ? controls.filter((c) => c.q.required && !c.read()) : [];
+      missing.hidden = !empty.length;
+      if (empty.length) {
+        missing.textContent = `answer ${empty.map((c) => c.q.title || c.q.id).join(", ")} first: required`;
+        const first = empty[0].el.querySelector("input, select, textarea");
+        if (first) first.focus();
+        return;
+      }
       flush.cancel();
       pending.clear();
       const action = { type: "chat/inputCompleted", requestId: e.requestId, response };
@@ -359,6 +370,7 @@ export function renderInputs({ model, el }) {
       url ? h("a", { href: url, target: "_blank", rel: "noopener noreferrer nofollow" }, url) : e.rawUrl ? h("div", { class: "ahp-mono ahp-dim" }, `(link not shown: ${e.rawUrl})`) : null,
       h("form", { class: "ahp-form", onsubmit: (ev) => { ev.preventDefault(); complete("accept"); } },
         controls.map((c) => c.el),
+        missing,
         h("div", { class: "ahp-actions" },
           h("button", { class: "ahp-btn ahp-primary", type: "submit", disabled: ro, "aria-label": "Submit answers" }, "Submit"),
           h("button", { class: "ahp-btn", type: "button", disabled: ro, "aria-label": "Decline question", onclick: () => complete("decline") }, "Decline"),

@@ -33,6 +33,12 @@ def test_the_last_question_waits_for_the_readers_click(jupyter_server, page):
     # every other cell has run, and the last one is still waiting for the person
     assert "The request was answered" not in cell_output_text(page, waiting)
     assert "Not yet" in page.locator(".jp-Notebook").inner_text()  # the exercise is left unsolved
+    # Submit with the required choice left empty says so by the form (it showed nothing)
+    queue.get_by_role("button", name="Submit answers").click()
+    alert = queue.get_by_role("alert")
+    alert.wait_for(state="visible")
+    assert alert.inner_text().endswith("first: required"), alert.inner_text()
+    assert "The request was answered" not in cell_output_text(page, waiting)
     queue.get_by_label("MCP servers").check()
     screenshot(page, "input-requests-your-turn")
     queue.get_by_role("button", name="Submit answers").click()
