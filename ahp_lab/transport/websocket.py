@@ -179,8 +179,18 @@ class HandshakeRefused(ConnectionError):
     """The server refused the WebSocket upgrade (HTTP ``status``: 401 no token, 403 wrong token or origin)."""
 
     def __init__(self, status: int, reason: str) -> None:
-        super().__init__(f"the host refused the connection: HTTP {status} {reason}".rstrip())
+        why = _REFUSALS.get(status, "")
+        super().__init__(f"the host refused the connection: HTTP {status} {reason}".rstrip() + why)
         self.status = status
+
+
+#: What a refused upgrade means, for the person reading it (a first-hour user got "HTTP 403
+#: Forbidden" for a wrong token, and nothing more).
+_REFUSALS = {
+    401: ": no token was given; pass the one the host printed (token=..., or the URL with its ?tkn=)",
+    403: ": the token is not this host's (pass the one it printed when it started serving), or this "
+    "client's Origin is not allowed",
+}
 
 
 class WebSocketTransport:
@@ -670,6 +680,12 @@ async def connect_websocket(
         raise HandshakeRefused(response.status_code, response.reason_phrase) from None
     except InvalidHandshake as exc:  # not a WebSocket server there (or TLS mismatch)
         raise ConnectionError(f"no AHP WebSocket endpoint at {shown}: {exc}") from None
+    except ConnectionRefusedError as exc:
+        raise ConnectionRefusedError(
+            exc.errno,
+            f"nothing answers at {shown} ({exc.strerror or exc}): is the host serving there? "
+            "(lab.serve() in its notebook, or ahp-lab serve)",
+        ) from None
     except (InvalidURI, ValueError) as exc:  # the library's text quotes the whole URL, token included
         raise ValueError(str(exc).replace(url, shown)) from None
     transport = WebSocketTransport(

@@ -42,6 +42,9 @@ def test_token_missing_wrong_and_accepted_both_ways():
             with pytest.raises(HandshakeRefused) as refused:
                 await connect_websocket(server.url, "wrong-token-wrong-token")
             assert refused.value.status == 403
+            assert "the token is not this host's" in str(refused.value)  # it said "Forbidden" only
+            with pytest.raises(HandshakeRefused, match="no token was given"):
+                await connect_websocket(server.url)
 
     run(main())
 
