@@ -355,6 +355,22 @@ async def load_custom_tools(
         _take(await _outcome(item, api), taken, source)
 
 
+def _callable_as_execute(tool: CustomTool) -> None:
+    """Raise ``TypeError`` when ``tool.execute`` cannot take the five arguments it is called with
+    (``call_id, params, on_update, ctx, cancel``): it loaded, and failed only when the model called
+    it (a first-hour user)."""
+    try:
+        signature = inspect.signature(tool.execute)
+    except (TypeError, ValueError):
+        return  # a builtin or an object whose signature is not known: taken on trust
+    try:
+        signature.bind(None, None, None, None, None)
+    except TypeError as exc:
+        raise TypeError(
+            f"execute{signature} cannot be called as execute(call_id, params, on_update, ctx, cancel): {exc}"
+        ) from None
+
+
 def _take(outcome: list[CustomTool] | BaseException, taken: set[str], source: ToolSource) -> None:
     """Add what a factory made to ``source`` (or say why it made nothing), in order."""
     if isinstance(outcome, _Late):
@@ -370,6 +386,7 @@ def _take(outcome: list[CustomTool] | BaseException, taken: set[str], source: To
             continue
         try:
             as_host_tool(t, lambda _c, _t: None)  # the name and parameters must make a valid tool
+            _callable_as_execute(t)
         except FAILURES as exc:
             source.error = f"the tool {t.name!r} is not valid: {_one_line(exc)}"
             continue
@@ -421,7 +438,9 @@ async def discover_tools(
             except BaseException as exc:  # noqa: BLE001 - a module's import error is listed, not raised
                 if isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)):
                     raise
-                source.error = f"it could not be loaded: {_one_line(exc)}"
+                source.error = (
+                    str(exc) if isinstance(exc, ToolError) else f"it could not be loaded: {_one_line(exc)}"
+                )
                 continue
             factories.append((source, factory))
     # The factories run together, each given FACTORY_TIMEOUT: one after another, three that hung

@@ -395,3 +395,32 @@ def test_a_sync_factory_that_blocks_takes_no_time_from_the_others(tmp_path, monk
         await lab.aclose()
 
     arun(main())
+
+
+def test_a_tool_file_without_a_factory_or_with_a_wrong_execute_says_so_when_it_loads(tmp_path, monkeypatch):
+    """A custom tool whose ``execute`` takes the wrong arguments loaded, and failed only when the
+    model called it ("execute() takes 1 positional argument but 5 were given"); a file without a
+    factory read "it could not be loaded: ToolError: …" (a first-hour user). Both are said at load."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    tools = tmp_path / "ws" / "tools"
+    write(
+        tools / "wrong.py",
+        tool_module("wrong").replace("(call_id, params, on_update, ctx, cancel)", "(params)"),
+    )
+    write(tools / "nofactory.py", "x = 1\n")
+    write(tools / "right.py", tool_module("right"))
+
+    async def main():
+        lab, agent = await loop_lab(tmp_path, tool_paths=["tools"])
+        found = agent.bridge.discoveries[lab.session]
+        errors = {s.path.name: s.error for s in found.sources}
+        names = [t.name for s in found.sources for t in s.tools]
+        await lab.aclose()
+        return errors, names
+
+    errors, names = arun(main())
+    assert names == ["right"]
+    assert errors["nofactory.py"] == "it defines no factory(api) function"
+    assert errors["wrong.py"].startswith(
+        "the tool 'wrong' is not valid: TypeError: execute(params) cannot be called"
+    )
