@@ -102,13 +102,6 @@ _RELEVANT = frozenset(
 _STDERR_TAIL = 2000
 
 
-def _existing_path(value: str) -> bool:
-    """Whether ``value`` is the absolute path of a file or folder on this machine: an ``env`` value
-    the host does not take for a secret (it names a place; a key that happens to be one is not)."""
-    path = os.path.expanduser(value)
-    return os.path.isabs(path) and os.path.exists(path)
-
-
 class _Failure(Exception):
     """A server failure described in one sentence (``error_type`` names it in the error state)."""
 
@@ -688,10 +681,8 @@ class McpManager(McpToolCalls, McpAuthorization):
                 streamable_http_client(str(config["url"]), http_client=http)
             )
         env = {str(k): str(v) for k, v in (config.get("env") or {}).items()}
-        # every value but a path, which names where something is (a plugin passes its own folder,
-        # "${PLUGIN_ROOT}"): masked, it made the plugin's URIs "file://***" in every later session;
-        # and but a setting such as LOG_LEVEL=info (see secret_values)
-        self.host.redactor.add(*(v for v in secret_values(env) if not _existing_path(v)))
+        # every value but a path (a plugin passes its own folder) and a setting (see secret_values)
+        self.host.redactor.add(*secret_values(env))
         if config.get("pluginRoot"):
             env.setdefault("PLUGIN_ROOT", str(config["pluginRoot"]))
         cwd = config.get("cwd") or config.get("pluginRoot") or None

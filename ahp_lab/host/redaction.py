@@ -37,6 +37,7 @@ import base64
 import functools
 import json
 import logging
+import os
 import re
 import weakref
 from typing import Any
@@ -324,7 +325,9 @@ def _shape_begun(text: str, run: int, numbers: bool = True) -> int:
     if run and (discord := _DISCORD_BEGUN.search(text, size - run)):
         begun = size - discord.start()
     last = text[-1:]
-    if (numbers and last.isdigit()) or last == ":" or ":A" in text[size - run - 1 : size - run + 1]:
+    # without ``numbers``, a number of a bot's length still is (a counter's rarely is six digits)
+    digits = last.isdigit() and (numbers or text[-6:].isdigit())
+    if digits or last == ":" or ":A" in text[size - run - 1 : size - run + 1]:
         telegram = _TELEGRAM_BEGUN.search(text, max(0, size - run - 14))
         if telegram is not None:
             begun = max(begun, size - telegram.start())
@@ -477,25 +480,42 @@ def _secret_member(key: Any, value: str) -> bool:
 
 #: A variable's name that says its value may be a secret (``DB_PASS``, ``SESSION_ID``, ``SENTRY_DSN``).
 _SECRET_VARIABLE = re.compile(
-    r"(?i)key|secret|pass|pwd|cred|token|auth|cookie|session|sig|private|cert|dsn|conn"
+    r"(?i)key|secret|pass|pwd|pw\b|pin\b|phrase|login|cred|token|auth|cookie|session|sig|private|cert|dsn|conn"
 )
-#: A value that is a setting, not a secret: a lower-case word (a log level, an environment's
-#: name, a host) or a number, a version or an address.
-_SETTING_VALUE = re.compile(r"[a-z][a-z._\-]{0,31}|[0-9][0-9.:\-]*")
+#: Values that are settings, not secrets (masked, every "information" the host published was
+#: "***rmation"): log levels, environments' names, switches, a port, a version or an address.
+_SETTINGS = frozenset(
+    (
+        "debug", "info", "information", "notice", "warn", "warning", "error", "critical", "fatal",
+        "trace", "verbose", "quiet", "silent", "notset", "production", "prod", "development", "dev",
+        "staging", "stage", "test", "testing", "local", "ci", "enabled", "disabled", "true", "false",
+        "yes", "no", "on", "off", "none", "null", "auto", "always", "never", "localhost",
+    )
+)  # fmt: skip
+_SETTING_NUMBER = re.compile(r"[0-9]{1,5}|[0-9]+(?:[.:][0-9]+)+")
 
 
 def secret_values(env: Any) -> list[str]:
     """The values of ``env`` (a variable name -> value mapping, a process's environment) that are
-    secrets to mask wherever they show: all but a setting (``LOG_LEVEL=info``, ``PORT=8080``) under
-    a name that does not say secret; masked, every "info" the host published became "***"."""
+    secrets to mask wherever they show: all but a path that exists here (it names a place: a
+    plugin passing its own folder had its URIs masked to ``file://***``) and, under a name that
+    does not say secret, a setting (``LOG_LEVEL=info``, ``NODE_ENV=production``, ``PORT=8080``)."""
     if not isinstance(env, dict):
         return []
-    return [
-        value
-        for name, value in env.items()
-        if isinstance(value, str)
-        and (_SECRET_VARIABLE.search(str(name)) or not _SETTING_VALUE.fullmatch(value.strip()))
-    ]
+    out = []
+    for name, value in env.items():
+        if not isinstance(value, str):
+            continue
+        path = os.path.expanduser(value)
+        if os.path.isabs(path) and os.path.exists(path):
+            continue
+        plain = value.strip()
+        if not _SECRET_VARIABLE.search(str(name)) and (
+            plain.lower() in _SETTINGS or _SETTING_NUMBER.fullmatch(plain)
+        ):
+            continue
+        out.append(value)
+    return out
 
 
 #: How many clean object keys a :class:`Redactor` remembers (a stranger's keys cannot grow it past).
@@ -627,7 +647,7 @@ class Redactor:
         ``Bearer`` credential), up to ``CREDENTIAL_HELD_MAX``: held back by a stream, so that a key
         a model writes token by token is masked whole. Only the end is read. Without ``numbers``
         (a terminal's output, whose progress counters end in digits and wait there), a number
-        at the end is not held as a Telegram bot's."""
+        at the end shorter than a Telegram bot's (six digits) is not held as one."""
         size = len(text)
         run = size - len(text.rstrip(_RUN_CHARACTERS))  # the end's run of token characters
         if 0 < run < size and text[-run - 1] == "\\":

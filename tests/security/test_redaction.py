@@ -110,6 +110,7 @@ def test_a_setting_in_a_servers_env_is_not_taken_for_a_secret(tmp_path: Path):
             "PORT": "8080",
             "DB_PASS": "letmein",
             "TOKEN_HINT": "Zx9-plain",
+            "OPS_ACCESS": "opensesame",  # a plain word under a neutral name: still a secret
         }
         servers = {"leaky": {"command": sys.executable, "args": ["-c", script], "env": env}}
         async with open_lab(mcp_servers=servers) as lab:
@@ -118,6 +119,7 @@ def test_a_setting_in_a_servers_env_is_not_taken_for_a_secret(tmp_path: Path):
             assert "information for production on 8080 with *** ***" in stack, stack
             published = everything_published(lab, tmp_path / "run.jsonl")
             assert "letmein" not in published and "Zx9-plain" not in published
+            assert lab.host.redactor.text("opensesame") == "***"
 
     arun(main())
 
@@ -740,7 +742,8 @@ def test_a_begin_line_mentioned_in_prose_masks_that_line_not_the_rest():
 
 
 @pytest.mark.parametrize(
-    "text", ["Step 3/10", "Pick a port [default 8080", "Authorization:" + " " * 40 + "Tok"]
+    "text",
+    ["Step 3/10", "Pick a port [default 8080", "Authorization:" + " " * 40 + "Tok", "export BOT=1234567890"],
 )
 def test_a_terminals_output_ending_in_a_number_shows_whole_while_it_waits(text):
     """Holding a number at a stream's end (a Telegram bot's token may follow) kept a command's
@@ -754,5 +757,9 @@ def test_a_terminals_output_ending_in_a_number_shows_whole_while_it_waits(text):
     ]
     if text.endswith("Tok"):
         assert shown == "", shown  # "Authorization: Token …" may be coming: held
+    elif text.endswith("1234567890"):  # a bot's number: ":AA…" may follow (the second review)
+        assert shown == "export BOT=", shown
+        rest = {"type": "terminal/data", "data": ":AAH" + "x1" * 20 + " ok"}
+        assert streamed.delta("ahp-terminal:/t", rest, {"kind": "agent"})["data"] == "*** ok"
     else:
         assert shown == text
