@@ -476,10 +476,16 @@ class Connection:
         try:
             yield
         finally:
-            budget = self.peer.budget
-            if budget is not None:
-                took = time.perf_counter() - started
-                budget.charge(self.host.broadcast_chars - sent + int(took * budget.rate))
+            if self.peer.budget is not None:
+                self.peer.budget.charge(self.host.broadcast_chars - sent)
+            self.charge_time(time.perf_counter() - started)
+
+    def charge_time(self, seconds: float) -> None:
+        """Charge this connection's budget with ``seconds`` of the host's loop spent on its behalf
+        (a second for a second of its ``max_request_bytes_per_s``); the notebook's has none."""
+        budget = self.peer.budget
+        if budget is not None:
+            budget.charge(int(seconds * budget.rate))
 
     def _extension_serves(self, method: str) -> bool:
         return any(method in getattr(ext, "methods", ()) for ext in self.host.extensions)

@@ -287,16 +287,6 @@ class CustomizationManager:
             for name in getattr(agent, "code_names", ())
         }
 
-    def import_folders(self) -> list[Path]:
-        """Folders the host's agents start processes in that import modules by name (an ACP
-        agent's ``cwd``: ``python -m`` imports from it first), beside the kernel's own: no stranger
-        makes a module there (``docs/security.md`` §3)."""
-        return [
-            folder
-            for agent in list(getattr(self.host, "agents", {}).values())
-            for folder in (getattr(agent, "import_folders", tuple)())
-        ]
-
     # -- host hooks -----------------------------------------------------------------------------
 
     def on_session_created(self, session: str) -> None:

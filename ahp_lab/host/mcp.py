@@ -610,8 +610,8 @@ class McpManager(McpToolCalls, McpAuthorization):
                         )
                     )
                     tools = await self._connect(rt, gen, session, closed)
-                    if tools is None:
-                        return  # stopped while waiting for authorization
+                    if tools is None or _over(rt, gen):
+                        return  # stopped while waiting for authorization, or a newer start took over
                     rt.client = session
                     rt.tools = tools
                     rt.state = "ready"

@@ -718,7 +718,6 @@ def _attach_customizations(host: Host, plugins: Any, directories: Any, mcp_serve
                     host.limits,
                     manager.executed,
                     manager.executed_names,
-                    manager.import_folders,
                 ),
             ]
         )

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.jsonvalue import dumps, json_patch, strip_nulls, to_json, utf8_json
+from ..protocol.printable import printable
 from ..reducers import FIXTURE_NOW_MS, REDUCERS
 
 if TYPE_CHECKING:
@@ -140,15 +141,17 @@ class Transition:
         return summarize_action(self.action)
 
     def row(self) -> dict:
-        """The transition as a table row (seq, time, channel, type, origin, status, summary)."""
+        """The transition as a table row (seq, time, channel, type, origin, status, summary), its
+        texts printable: a stranger's action type or member name holding an OSC 52 sequence wrote
+        the clipboard of the terminal a log was printed in (attacker round 26)."""
         return {
             "seq": self.seq,
             "time": time.strftime("%H:%M:%S", time.gmtime(self.wall_time)) + f".{self.now_ms % 1000:03d}",
-            "channel": self.channel,
-            "type": self.type,
-            "origin": self.origin_label(),
+            "channel": printable(str(self.channel)),
+            "type": printable(str(self.type)),
+            "origin": printable(self.origin_label()),
             "status": "accepted" if self.accepted else "rejected",
-            "summary": self.rejection_reason if not self.accepted else self.summary(),
+            "summary": printable(str(self.rejection_reason if not self.accepted else self.summary())),
         }
 
     def __repr__(self) -> str:

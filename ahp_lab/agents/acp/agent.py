@@ -24,11 +24,13 @@ from .frames import AcpFrameLog
 AGENT_CONFIGURATION = (".claude", ".mcp.json", ".gemini", ".codex")
 _SCRIPTS = (".py", ".js", ".mjs", ".cjs", ".ts")  # a bare word naming one of these is a path
 
-#: What a command reads from the folder it starts in to find the code it runs (``npx`` runs
-#: ``node_modules``, ``uv run`` reads ``pyproject.toml``): in an agent's ``cwd``, no stranger's.
+#: What a command looks for in the folders above the one it starts in to find the code it runs
+#: (``npx`` takes the nearest folder holding ``node_modules`` or ``package.json`` as its project,
+#: and its ``.npmrc``; ``cargo`` reads every ``.cargo/config.toml`` up to the root): no stranger's.
 RUNTIME_CONFIGURATION = (
     "node_modules", "package.json", ".npmrc", ".yarnrc.yml", ".pnpmfile.cjs", "deno.json", "deno.jsonc",
     "bunfig.toml", "pyproject.toml", "uv.toml", ".python-version", ".venv", "venv", "__pypackages__",
+    ".cargo", "Cargo.toml", "go.mod", "go.work", ".tool-versions", ".envrc", "Gemfile",
 )  # fmt: skip
 
 __all__ = ["AcpAgent"]
@@ -46,10 +48,11 @@ class AcpAgent:
     kernel's own variables are not passed on). ``cwd`` is the process's folder and the session's
     working directory when the session names none; no stranger writes in it, since the folder a
     process starts in is where many commands look for code (``python -m`` imports from it first,
-    ``npx`` runs its ``node_modules``). Without one, the process starts in an empty folder of its
-    own and each session's working directory reaches the agent as ACP's ``cwd``: a stranger who
-    wrote ``name.py`` in a working directory it may write had it run by ``python -m name``
-    (attacker round 24). ``fs`` / ``terminal`` declare (and serve) the
+    ``npx`` runs its ``node_modules``, ``cargo run`` builds it). Without one, the process starts in
+    an empty folder of its own and each session's working directory reaches the agent as ACP's
+    ``cwd``, which stays writable: a stranger who wrote ``name.py`` in a working directory it may
+    write had it run by ``python -m name`` (attacker round 24). ``fs`` / ``terminal`` declare
+    (and serve) the
     ACP client capabilities; both are confined to the session's working directories.
 
     Limits: ``initialize_timeout`` for ``initialize``, ``session/new`` and config changes;
@@ -189,22 +192,20 @@ class AcpAgent:
     code_names = AGENT_CONFIGURATION
 
     def code_folders(self) -> list[Path]:
-        """Where this agent runs code from, as far as the host can tell: its command's files and
-        the folders its ``env``'s ``PYTHONPATH``/``NODE_PATH`` name; in its working folder the
-        configuration agents run hooks and MCP servers from (:data:`AGENT_CONFIGURATION`); and in
-        its ``cwd`` what commands read to find their code (:data:`RUNTIME_CONFIGURATION`). The
-        host lets no stranger write there (``docs/security.md`` §3)."""
+        """Where this agent runs code from, as far as the host can tell: its ``cwd`` (for
+        ``cargo run``, ``npm start`` or ``python -m`` the folder a command starts in is its code),
+        its command's files and the folders its ``env``'s ``PYTHONPATH``/``NODE_PATH`` name; in its
+        working folder the configuration agents run hooks and MCP servers from
+        (:data:`AGENT_CONFIGURATION`); and in every folder above the one it starts in what
+        commands look for there (:data:`RUNTIME_CONFIGURATION`). The host lets no stranger write
+        there (``docs/security.md`` §3)."""
         folder = Path(self.cwd or os.getcwd())
-        runtime = RUNTIME_CONFIGURATION if self.cwd is not None else ()
+        started = Path(self.process_folder())
         return [
-            *runs_from(self.command, None, self.env),
-            *(folder / name for name in (*AGENT_CONFIGURATION, *runtime)),
+            *runs_from(self.command, self.cwd, self.env),
+            *(folder / name for name in AGENT_CONFIGURATION),
+            *(above / name for above in started.parents for name in RUNTIME_CONFIGURATION),
         ]
-
-    def import_folders(self) -> list[str]:
-        """The folder its processes start in, when the person gave one: ``python -m`` imports
-        from it first, so no stranger makes a module there (its other files stay writable)."""
-        return [self.cwd] if self.cwd is not None else []
 
     def confirmation_refusal(self, session: str, action: dict, trusted: bool = True) -> str | None:
         """Why a client's ``chat/toolCallConfirmed`` cannot reach this session's agent as one of
