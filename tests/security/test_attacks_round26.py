@@ -133,3 +133,22 @@ def test_a_printed_transition_log_carries_no_terminal_escapes(connect_stranger):
             assert "52;c;cHduZWQ=" in printed  # shown, without its escape
 
     arun(main())
+
+
+def test_an_agent_named_by_a_relative_path_still_starts_from_its_own_folder(monkeypatch):
+    """An ACP agent with no ``cwd`` starts in an empty folder of its own (round 24): its command's
+    ``examples/acp_agent.py``, as the example's docstring writes it, no longer named a file there
+    and no session opened (the first review). A path that names a file here is made absolute."""
+    monkeypatch.chdir(EXAMPLE_AGENT.parents[1])
+    agent = AcpAgent([sys.executable, "examples/acp_agent.py"], initialize_timeout=20)
+    assert agent.command[1] == str(EXAMPLE_AGENT)
+
+    async def main():
+        async with open_lab(agent=agent) as lab:
+            try:
+                assert lab.session_state["lifecycle"] == "ready"
+                assert (await lab.send("hello")).status == "complete"
+            finally:
+                await agent.aclose()
+
+    arun(main())
