@@ -305,7 +305,7 @@ def runs_from(words: Sequence[Any], cwd: Any = None, env: Any = None) -> list[Pa
             word = sys.executable if word in ("python", "python3") else shutil.which(word, path=path) or word
         if os.path.isabs(word) and os.path.exists(word):
             file = Path(word)
-            runs = n == 0 or file.suffix in _SCRIPT_SUFFIXES or file.is_dir()
+            runs = n == 0 or file.suffix in SCRIPT_SUFFIXES or file.is_dir()
             out.append(file.parent if runs and file.is_file() else file)
             environment = file.parent.parent
             if (environment / "pyvenv.cfg").is_file():
@@ -318,6 +318,6 @@ def runs_from(words: Sequence[Any], cwd: Any = None, env: Any = None) -> list[Pa
 
 
 #: The files a command's word names that are code it runs (their folder is kept, not only them).
-_SCRIPT_SUFFIXES = frozenset(
+SCRIPT_SUFFIXES = frozenset(
     {".py", ".pyw", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".sh", ".bash", ".php", ".lua"}
 )

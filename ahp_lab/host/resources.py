@@ -136,9 +136,15 @@ def _module_refusal(path: str, folder: str) -> bool:
         return True
     if not _inside(path, folder):
         return False
-    parts = Path(os.path.relpath(path, folder)).parts
-    if not _importable(parts[-1]) or (os.path.isfile(path) and not os.path.islink(path)):
+    if not _importable(os.path.basename(path)) or (os.path.isfile(path) and not os.path.islink(path)):
         return False
+    return _found_by_name(path, folder)
+
+
+def _found_by_name(path: str, folder: str) -> bool:
+    """Whether what is at ``path``, inside the import folder ``folder``, is found there by name: at
+    its top, or under a top folder that is not the person's code (:func:`_persons_code`)."""
+    parts = Path(os.path.relpath(path, folder)).parts
     return len(parts) == 1 or not _persons_code(os.path.join(folder, parts[0]))
 
 
@@ -513,19 +519,14 @@ class ResourceService:
         the person's code (:func:`_persons_code`)."""
         if not _stranger(connection) or not os.path.isdir(source):  # a link to a folder too
             return
-        holds: bool | None = False
-        for place, folder in (
-            (p, f)
-            for f, r in _import_folders()
-            for p, f in ((os.path.abspath(destination), f), (_real(destination), r))
+        given, resolved = os.path.abspath(destination), _real(destination)
+        if not any(
+            _inside(place, base) and place != base and _found_by_name(place, base)
+            for folder, real in _import_folders()
+            for place, base in ((given, folder), (resolved, real))
         ):
-            if not _inside(place, folder) or place == folder:
-                continue
-            parts = Path(os.path.relpath(place, folder)).parts
-            if len(parts) > 1 and _persons_code(os.path.join(folder, parts[0])):
-                continue
-            holds = _holds_module(os.path.realpath(source))
-            break
+            return
+        holds = _holds_module(os.path.realpath(source))
         if holds is not False:
             raise RpcError(
                 ErrorCode.PERMISSION_DENIED,

@@ -328,21 +328,22 @@ class SessionsAndChats:
                 "dispose some first",
             )
 
-    def starts_processes(self, provider: str) -> bool:
-        """Whether a session of ``provider`` starts processes: its agent runs as one (an ACP agent)
-        or the host starts the person's MCP servers for each session."""
-        return getattr(self.agents.get(provider), "starts_processes", False) or any(
-            getattr(extension, "starts_processes", False) for extension in self.extensions
-        )
-
     def _check_client_processes(self, conn: Connection | None, provider: str) -> None:
         """Strangers together may keep at most ``limits.max_client_process_sessions`` sessions that
-        start processes (an agent's, MCP servers)."""
-        if conn is None or conn.trusted or not self.starts_processes(provider):
+        start processes: their agent runs as one (an ACP agent), or the host starts the person's MCP
+        servers for each session (then every session does)."""
+        if conn is None or conn.trusted:
             return
-        held = len(self.stranger_opening) + sum(
-            1 for r in self.sessions.values() if r.by_stranger and self.starts_processes(r.provider)
-        )
+        if any(getattr(extension, "starts_processes", False) for extension in self.extensions):
+            held = len(self.stranger_opening) + sum(1 for r in self.sessions.values() if r.by_stranger)
+        elif getattr(self.agents.get(provider), "starts_processes", False):
+            held = len(self.stranger_opening) + sum(
+                1
+                for r in self.sessions.values()
+                if r.by_stranger and getattr(self.agents.get(r.provider), "starts_processes", False)
+            )
+        else:
+            return
         limit = self.limits.max_client_process_sessions
         if held >= limit:
             raise RpcError(

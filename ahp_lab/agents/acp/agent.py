@@ -14,7 +14,7 @@ from typing import Any
 
 from acp import RequestError
 
-from ..base import SessionContext, TurnContext, TurnFailed, runs_from
+from ..base import SCRIPT_SUFFIXES, SessionContext, TurnContext, TurnFailed, runs_from
 from . import mapping
 from .bridge import AgentFailure, Bridge
 from .frames import AcpFrameLog
@@ -22,8 +22,6 @@ from .frames import AcpFrameLog
 #: What ACP agents read in their working folder and run code from: hooks and MCP servers (Claude
 #: Code's ``.claude`` and ``.mcp.json``, Gemini CLI's ``.gemini``, Codex's ``.codex``).
 AGENT_CONFIGURATION = (".claude", ".mcp.json", ".gemini", ".codex")
-_SCRIPTS = (".py", ".js", ".mjs", ".cjs", ".ts")  # a bare word naming one of these is a path
-
 #: What a command looks for in the folders above the one it starts in to find the code it runs
 #: (``npx`` takes the nearest folder holding ``node_modules`` or ``package.json`` as its project,
 #: and its ``.npmrc``; ``cargo`` reads every ``.cargo/config.toml`` up to the root): no stranger's.
@@ -88,7 +86,9 @@ class AcpAgent:
         if cwd is None:  # a path here ("examples/acp_agent.py") still names it from its own folder
             self.command = [
                 os.path.abspath(w)
-                if not os.path.isabs(w) and (os.sep in w or w.endswith(_SCRIPTS)) and os.path.exists(w)
+                if not os.path.isabs(w)
+                and (os.sep in w or os.path.splitext(w)[1] in SCRIPT_SUFFIXES)
+                and os.path.exists(w)
                 else w
                 for w in self.command
             ]
