@@ -186,6 +186,29 @@ async def joined(connect_stranger, lab, client_id: str):
     return s
 
 
+async def pending_call(stranger: Stranger, lab: Lab) -> dict:
+    """The active turn's first tool call, once it waits for confirmation."""
+
+    def waiting():
+        active = lab.host.store.state(lab.chat).get("activeTurn") or {}
+        calls = [p["toolCall"] for p in active.get("responseParts") or () if p.get("kind") == "toolCall"]
+        return calls[0] if calls and calls[0]["status"] == "pending-confirmation" else None
+
+    return await stranger.wait(waiting)
+
+
+async def asks_to_deploy(stranger: Stranger, lab: Lab, seq: int) -> dict:
+    """``stranger`` starts turn ``m1``, "deploy target=staging", on the lab's chat (dispatched as
+    ``seq``, accepted); returns the call of the ``deploy`` tool waiting for confirmation."""
+    await stranger.call("subscribe", {"channel": lab.chat})
+    message = {"text": "deploy target=staging", "origin": {"kind": "user"}}
+    stranger.dispatch(
+        lab.chat, seq, {"type": "chat/turnStarted", "turnId": "m1", "startedAt": "x", "message": message}
+    )
+    assert "rejectionReason" not in await stranger.echo(seq)
+    return await pending_call(stranger, lab)
+
+
 async def _inprocess(lab: Lab, name: str) -> Any:
     return lab.host.connect(name)
 

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from .conftest import arun, open_lab
+from .conftest import arun, asks_to_deploy, open_lab, pending_call
 
 
 def _tools(prefix: str, count: int) -> list[dict]:
@@ -61,20 +61,7 @@ def test_a_stranger_cannot_approve_a_call_of_another_clients_tool(connect_strang
 
             mallory = await connect_stranger(lab, "mallory")
             await mallory.initialize("mallory")
-            await mallory.call("subscribe", {"channel": lab.chat})
-            message = {"text": "deploy target=staging", "origin": {"kind": "user"}}
-            turn = {"type": "chat/turnStarted", "turnId": "m1", "startedAt": "x", "message": message}
-            mallory.dispatch(lab.chat, 1, turn)
-            assert "rejectionReason" not in await mallory.echo(1)
-
-            def waiting():
-                active = lab.host.store.state(lab.chat).get("activeTurn") or {}
-                calls = [
-                    p["toolCall"] for p in active.get("responseParts") or () if p.get("kind") == "toolCall"
-                ]
-                return calls[0] if calls and calls[0]["status"] == "pending-confirmation" else None
-
-            call = await mallory.wait(waiting)
+            call = await asks_to_deploy(mallory, lab, 1)
             approve = {
                 "type": "chat/toolCallConfirmed",
                 "turnId": "m1",
@@ -89,7 +76,7 @@ def test_a_stranger_cannot_approve_a_call_of_another_clients_tool(connect_strang
                 "runs the notebook's tool" in refused
                 and "the notebook confirms it, not client mallory" in refused
             )
-            assert waiting() is not None and ran == []
+            assert (await pending_call(mallory, lab))["toolCallId"] == call["toolCallId"] and ran == []
             lab.approve()  # the notebook's person decides
             done = await mallory.wait(
                 lambda: (lab.host.store.state(lab.chat).get("activeTurn") is None) or None

@@ -11,7 +11,7 @@ import pytest
 
 from ahp_lab.tools import Tool
 
-from .conftest import arun, joined, open_lab
+from .conftest import arun, asks_to_deploy, joined, open_lab, pending_call
 
 SK = "sk-proj-" + "Ab3dE5gH7jK9mN1pQ3sT5vX7zA9cE1g"
 ENV = f"OPENAI_API_KEY={SK}\nDATABASE_URL=postgres://admin:pw1234@db/app\n"
@@ -53,15 +53,6 @@ def test_a_file_read_as_base64_keeps_no_secret_in_the_wire_log(connect_stranger,
     arun(main())
 
 
-async def _pending_call(mallory, lab) -> dict:
-    def waiting():
-        active = lab.host.store.state(lab.chat).get("activeTurn") or {}
-        calls = [p["toolCall"] for p in active.get("responseParts") or () if p.get("kind") == "toolCall"]
-        return calls[0] if calls and calls[0]["status"] == "pending-confirmation" else None
-
-    return await mallory.wait(waiting)
-
-
 @pytest.mark.parametrize("runner", ["server_tool", "add_client"])
 def test_a_stranger_approves_a_kernel_tools_call_but_cannot_edit_its_input(connect_stranger, runner):
     """Any client may confirm a host tool's call or another client's (chat-channel §6.5), but a
@@ -93,12 +84,7 @@ def test_a_stranger_approves_a_kernel_tools_call_but_cannot_edit_its_input(conne
                 )
             await lab.wait_for(lab.session, listed, timeout=10)
             mallory = await joined(connect_stranger, lab, "mallory")
-            await mallory.call("subscribe", {"channel": lab.chat})
-            message = {"text": "deploy target=staging", "origin": {"kind": "user"}}
-            turn = {"type": "chat/turnStarted", "turnId": "m1", "startedAt": "x", "message": message}
-            mallory.dispatch(lab.chat, 1, turn)
-            assert "rejectionReason" not in await mallory.echo(1)
-            call = await _pending_call(mallory, lab)
+            call = await asks_to_deploy(mallory, lab, 1)
             approve = {
                 "type": "chat/toolCallConfirmed",
                 "turnId": "m1",
@@ -111,7 +97,7 @@ def test_a_stranger_approves_a_kernel_tools_call_but_cannot_edit_its_input(conne
             )
             refused = (await mallory.echo(2)).get("rejectionReason") or ""
             assert "only the notebook or the tool's own client edits its input" in refused, refused
-            assert ran == [] and (await _pending_call(mallory, lab))["toolCallId"] == call["toolCallId"]
+            assert ran == [] and (await pending_call(mallory, lab))["toolCallId"] == call["toolCallId"]
             mallory.dispatch(lab.chat, 3, approve)  # approving as asked is anyone's (§6.5)
             assert "rejectionReason" not in await mallory.echo(3)
             await lab.wait_for(lab.chat, lambda s: s.get("activeTurn") is None or None, timeout=30)

@@ -11,8 +11,7 @@ import pytest
 from ahp_lab.agents.acp import AcpAgent
 
 from ..agents.conftest import EXAMPLE_AGENT
-from .conftest import arun, joined, open_lab
-from .test_attacks_round23 import _pending_call
+from .conftest import arun, asks_to_deploy, joined, open_lab, pending_call
 
 
 def test_a_denial_cannot_carry_a_suggestion_said_to_be_the_agents(connect_stranger):
@@ -36,12 +35,7 @@ def test_a_denial_cannot_carry_a_suggestion_said_to_be_the_agents(connect_strang
                 timeout=10,
             )
             mallory = await joined(connect_stranger, lab, "mallory")
-            await mallory.call("subscribe", {"channel": lab.chat})
-            message = {"text": "deploy target=staging", "origin": {"kind": "user"}}
-            turn = {"type": "chat/turnStarted", "turnId": "m1", "startedAt": "x", "message": message}
-            mallory.dispatch(lab.chat, 91, turn)
-            assert "rejectionReason" not in await mallory.echo(91)
-            call = await _pending_call(mallory, lab)
+            call = await asks_to_deploy(mallory, lab, 91)
             deny = {
                 "type": "chat/toolCallConfirmed",
                 "turnId": "m1",
@@ -53,7 +47,7 @@ def test_a_denial_cannot_carry_a_suggestion_said_to_be_the_agents(connect_strang
             mallory.dispatch(lab.chat, 92, {**deny, "userSuggestion": forged})
             refused = (await mallory.echo(92)).get("rejectionReason") or ""
             assert "userSuggestion.origin.kind must be 'user'" in refused, refused
-            assert (await _pending_call(mallory, lab))["toolCallId"] == call["toolCallId"]
+            assert (await pending_call(mallory, lab))["toolCallId"] == call["toolCallId"]
             suggestion = {"text": "try staging-2", "origin": {"kind": "user"}}
             mallory.dispatch(lab.chat, 93, {**deny, "userSuggestion": suggestion})
             assert "rejectionReason" not in await mallory.echo(93)
