@@ -212,6 +212,9 @@ class LabSource:
     def prompt(self, text: str) -> None:
         self._live().start(text)
 
+    def stop(self, chat: str) -> None:
+        self._live().stop(chat)
+
     def authenticate(self, resource: str, token: str) -> None:
         self._live().authenticate(resource, token)
 

@@ -282,17 +282,22 @@ class Lab(Sending, Answering, LabBase):
     async def cancel(self, chat: str | None = None) -> None:
         """Cancel the active turn of the chat (``chat/turnCancelled``)."""
         chat = chat or self.chat
+        await self.adispatch(self._cancel_action(chat), chat)
+
+    def stop(self, chat: str | None = None) -> None:
+        """Cancel the active turn of the chat and return at once (the chat view's Stop button)."""
+        chat = chat or self.chat
+        self.client.dispatch(chat, self._cancel_action(chat))
+
+    def _cancel_action(self, chat: str) -> dict:
         active = (self.client.confirmed(chat) or {}).get("activeTurn")
         if not active:
             raise LookupError("there is no active turn to cancel")
-        await self.adispatch(
-            {
-                "type": "chat/turnCancelled",
-                "turnId": active["id"],
-                "duration": max(0, self.store.clock_ms() - parse_ms(active.get("startedAt"))),
-            },
-            chat,
-        )
+        return {
+            "type": "chat/turnCancelled",
+            "turnId": active["id"],
+            "duration": max(0, self.store.clock_ms() - parse_ms(active.get("startedAt"))),
+        }
 
     # -- dispatch -------------------------------------------------------------------------------
 

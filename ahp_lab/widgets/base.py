@@ -378,7 +378,7 @@ class SourceView(anywidget.AnyWidget):
         return None
 
     def _do(self, what: str, content: dict[str, Any]) -> bool:
-        """Dispatch, prompt or authenticate for the browser; whether it went through."""
+        """Dispatch, prompt, stop or authenticate for the browser; whether it went through."""
         refused = self.refuse_reason()
         if refused is not None:
             self._show_error(refused)
@@ -396,6 +396,8 @@ class SourceView(anywidget.AnyWidget):
                 if not isinstance(text, str) or not text.strip():
                     raise ValueError("a prompt needs some text")
                 self._source.prompt(text)
+            elif what == "stop":
+                self._source.stop(content["chat"])
             else:
                 resource, token = content.get("resource"), content.get("token")
                 if not isinstance(resource, str) or not resource:

@@ -113,6 +113,7 @@ class FakeSource:
         self._client_seq = 0
         self.dispatched: list[tuple[str, dict]] = []
         self.prompts: list[str] = []
+        self.stops: list[str] = []
         self.authentications: list[tuple[str, str]] = []
         self.apply_dispatches = True
         self.dispatch_error: str | None = None
@@ -163,6 +164,9 @@ class FakeSource:
 
     def prompt(self, text: str) -> None:
         self.prompts.append(text)
+
+    def stop(self, chat: str) -> None:
+        self.stops.append(chat)
 
     def authenticate(self, resource: str, token: str) -> None:
         self.authentications.append((resource, token))

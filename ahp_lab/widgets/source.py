@@ -67,6 +67,10 @@ class WorkbenchSource(Protocol):
         """Start a new turn with a user message on the default chat."""
         ...
 
+    def stop(self, chat: str) -> None:
+        """Cancel the chat's active turn (``chat/turnCancelled``); ``LookupError`` when none runs."""
+        ...
+
     def authenticate(self, resource: str, token: str) -> None:
         """AHP ``authenticate`` command (MCP auth), scheduled."""
         ...

@@ -740,6 +740,8 @@ class ChatPane(SourceView):
     def handle_view_message(self, typ: Any, content: dict[str, Any]) -> None:
         if typ == "hello":
             self._send_reset()
+        elif typ == "stop":  # the Stop button: cancel this chat's active turn
+            self._do("stop", {"chat": self.chat})
         elif typ == "older":
             before = content.get("before")
             count = content.get("count", 10)

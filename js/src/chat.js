@@ -22,7 +22,9 @@ export function renderChat({ model, el }) {
   const logWrap = h("div", { class: "ahp-chat-logwrap" }, log, jumpBtn);
   const input = h("textarea", { class: "ahp-textarea ahp-prompt-input", rows: 2, placeholder: PLACEHOLDER, "aria-label": "Prompt" });
   const sendBtn = h("button", { class: "ahp-btn ahp-primary", type: "submit", "aria-label": "Send prompt" }, "Send");
-  const form = h("form", { class: "ahp-prompt" }, input, sendBtn);
+  const stopBtn = h("button", { class: "ahp-btn", type: "button", hidden: true, "aria-label": "Stop the running turn" }, "Stop");
+  stopBtn.addEventListener("click", () => model.send({ type: "stop" }));
+  const form = h("form", { class: "ahp-prompt" }, input, h("div", { class: "ahp-prompt-buttons" }, sendBtn, stopBtn));
   root.append(logWrap, form);
 
   let ready = false;
@@ -242,6 +244,7 @@ export function renderChat({ model, el }) {
     root.dataset.chatStatus = STATUS_NAMES[act] || "";
     input.disabled = ro;
     sendBtn.disabled = ro;
+    stopBtn.hidden = ro || !hd.active;
     input.placeholder = ro ? READ_ONLY_PLACEHOLDER[model.get("mode")] || READ_ONLY_PLACEHOLDER.travel : PLACEHOLDER;
   }
   drawHeader();

@@ -24,12 +24,13 @@ def test_views_of_a_replay_are_read_only_and_say_so():
         },
     )
     wb.chat._on_custom_msg(wb.chat, {"type": "prompt", "text": "hello"})
+    wb.chat._on_custom_msg(wb.chat, {"type": "stop"})
     wb.inputs._on_custom_msg(wb.inputs, {"type": "local_approval", "toolCallId": "t", "approved": True})
     allowed = []
     src.allow_mcp = allowed.append  # a source that could allow an MCP server: the replay still refuses
     wb.tree._on_custom_msg(wb.tree, {"type": "allow_mcp", "id": "m-files"})
     assert allowed == [] and wb.tree.error.startswith("replay: read-only")
-    assert src.dispatched == [] and src.prompts == [] and src.local_decisions == []
+    assert src.dispatched == [] and src.prompts == [] and src.stops == [] and src.local_decisions == []
     assert wb.tree.error.startswith("replay: read-only") and wb.chat.error.startswith("replay: read-only")
     assert wb.inputs.error.startswith("replay: read-only")
 

@@ -127,3 +127,32 @@ def test_the_log_view_follows_a_store_that_drops_its_oldest_transitions():
         await lab.aclose()
 
     _run(main)
+
+
+def test_the_chat_views_stop_button_cancels_the_running_turn():
+    """A turn waits for a person; the person clicks Stop instead: the turn ends cancelled, its
+    call is skipped, and the view no longer offers Stop. A second click says nothing runs."""
+
+    async def main():
+        lab = await lab_mod.Lab.open()
+
+        @lab.tool(annotations={"destructiveHint": True})
+        def delete_branch(name: str) -> str:
+            """Delete a git branch."""
+            return f"deleted {name}"
+
+        running = lab.start("delete_branch name=old")
+        assert await running.until_blocked() == "Delete Branch is pending-confirmation"
+        chat = lab.show().chat
+        assert chat.header["active"] is True
+        chat._on_custom_msg(chat, {"type": "stop"})
+        turn = await asyncio.wait_for(running, 10)
+        assert turn.status == "cancelled" and chat.error == ""
+        [call] = turn.tool_calls
+        assert (call.status, call.state.get("reason")) == ("cancelled", "skipped")
+        assert chat.header["active"] is False
+        chat._on_custom_msg(chat, {"type": "stop"})
+        assert chat.error == "there is no active turn to cancel"
+        await lab.aclose()
+
+    _run(main)
