@@ -125,9 +125,31 @@ def _with_status(state: dict, status: int) -> dict:
 def _active(state: dict, action: dict) -> dict | None:
     """The active turn if ``action.turnId`` names it, else ``None`` (wrong turn ⇒ no-op)."""
     active = state.get("activeTurn")
-    if type(active) is dict and same(active.get("id"), action.get("turnId")):
-        return active
+    if type(active) is dict:
+        return active if same(active.get("id"), action.get("turnId")) else None
+    _not_a_turn(active, action)
     return None
+
+
+def _not_a_turn(active: Any, action: dict) -> None:
+    """``TypeError`` for an active turn that is truthy but not an object, when the action's
+    ``turnId`` matches its (undefined) id: the reference then reads its ``responseParts``, which
+    it has none of, and throws."""
+    if truthy(active) and same(member(active, "id"), action.get("turnId")):
+        raise TypeError("the active turn is not an object: it has no responseParts")
+
+
+def _turn_and_parts(state: dict) -> tuple[dict, list | Vector] | None:
+    """The active turn and its parts for the input-request actions, which do not check a turn id:
+    ``None`` without an active turn, ``TypeError`` when the turn or its parts are not what the
+    reference's ``activeTurn.responseParts.findIndex`` can read."""
+    active = state.get("activeTurn")
+    if not truthy(active):
+        return None
+    parts = _parts(active) if type(active) is dict else None
+    if parts is None:
+        raise TypeError("activeTurn.responseParts.findIndex is not a function")
+    return active, parts
 
 
 def _seq(value: Any) -> list | Vector | None:
@@ -321,6 +343,7 @@ def _append_checked(state: dict, action: dict, kind: str) -> dict:
     otherwise, 1 == True), else by the full rules."""
     active = state.get("activeTurn")
     if type(active) is not dict:
+        _not_a_turn(active, action)
         return state
     turn_id = active.get("id")
     if type(turn_id) is str:
@@ -380,7 +403,7 @@ def _append_by_rules(state: dict, action: dict, kind: str, active: dict, parts: 
     elif type(parts) is Vector:
         i = parts.find(_part_key, wanted)
     else:
-        return state
+        raise TypeError("activeTurn.responseParts.map is not a function")
     if i < 0:
         return state
     part = parts[i]
@@ -447,7 +470,7 @@ def _end_turn(turn_state: str):
             return state
         parts = _parts(active)
         if parts is None:
-            return state
+            raise TypeError("activeTurn.responseParts.map is not a function")
         turn: dict[str, Any] = {}
         if active.get("id") is not None:  # an undefined id is absent, as JSON drops it, never null
             turn["id"] = active["id"]
@@ -485,7 +508,7 @@ def _truncated(state, action, now_ms):
     if turn_id is not None:
         turns = _seq(state.get("turns"))
         if turns is None:
-            return state
+            raise TypeError("state.turns.findIndex is not a function")
         i = find(turns, _turn_key, key(turn_id))
         if i < 0:
             return state
@@ -501,8 +524,10 @@ def _truncated(state, action, now_ms):
 def _turns_loaded(state, action, now_ms):
     turns = _seq(state.get("turns"))
     given = action.get("turns")
-    if turns is None or not isinstance(given, list):
-        return state
+    if turns is None:
+        raise TypeError("state.turns.map is not a function")
+    if not isinstance(given, list):
+        raise TypeError("action.turns.filter is not a function")
     if find(turns, _turn_key, STOP) >= 0:  # `state.turns.map(turn => turn.id)` reads every turn
         raise TypeError("cannot read 'id' of null")
     loaded = [t for t in given if find(turns, _turn_key, key(member(t, "id"))) < 0]
@@ -520,7 +545,7 @@ def _pending_message_set(state, action, now_ms):
         return put(state, "steeringMessage", entry)
     queued = state.get("queuedMessages")
     if queued is not None and not isinstance(queued, list):
-        return state
+        raise TypeError("queuedMessages.findIndex is not a function")
     return put(state, "queuedMessages", upsert(queued, "id", entry))
 
 
@@ -581,13 +606,12 @@ def _open_request_index(parts: list | Vector, request_id: Any) -> int:
 
 
 def _input_requested(state, action, now_ms):
-    active = state.get("activeTurn")
+    if not truthy(state.get("activeTurn")):
+        return state
     request = action.get("request")
-    if type(active) is not dict or request is None:
-        return state
-    parts = _parts(active)
-    if parts is None:
-        return state
+    if request is None:
+        raise TypeError("cannot read 'id' of undefined")
+    active, parts = _turn_and_parts(state)
     # A request that is not an object is stored as sent, as in the reference; its members read as
     # undefined (and spread as JavaScript spreads it).
     fields = request if type(request) is dict else {}
@@ -609,12 +633,10 @@ def _input_requested(state, action, now_ms):
 
 
 def _input_answer_changed(state, action, now_ms):
-    active = state.get("activeTurn")
-    if type(active) is not dict:
+    found = _turn_and_parts(state)
+    if found is None:
         return state
-    parts = _parts(active)
-    if parts is None:
-        return state
+    active, parts = found
     i = _open_request_index(parts, action.get("requestId"))
     if i < 0:
         return state
@@ -634,12 +656,10 @@ def _input_answer_changed(state, action, now_ms):
 
 
 def _input_completed(state, action, now_ms):
-    active = state.get("activeTurn")
-    if type(active) is not dict:
+    found = _turn_and_parts(state)
+    if found is None:
         return state
-    parts = _parts(active)
-    if parts is None:
-        return state
+    active, parts = found
     i = _open_request_index(parts, action.get("requestId"))
     if i < 0:
         return state
@@ -675,8 +695,11 @@ def _tool_call_action(transform, rederive: bool):
             ):
                 active = None
         else:
+            _not_a_turn(active, action)
             active = None
         parts = active.get("responseParts") if active is not None else None
+        if active is not None and type(parts) is not list and type(parts) is not Vector:
+            raise TypeError("activeTurn.responseParts.map is not a function")
         out = state
         stops = None  # the STOP candidates of a long turn's parts, which derive_status needs too
         if type(parts) is list or type(parts) is Vector:

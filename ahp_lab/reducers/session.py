@@ -351,6 +351,16 @@ def _tree(state: dict) -> list | Vector | None:
     return Vector.of(tree)
 
 
+def _tree_read(state: dict) -> list | Vector | None:
+    """:func:`_tree` for the actions that search it: ``None`` when it is absent or falsy (a no-op),
+    ``TypeError`` when it is something else that is not an array (the reference's
+    ``list.findIndex`` throws)."""
+    tree = _tree(state)
+    if tree is None and truthy(state.get("customizations")):
+        raise TypeError("customizations.findIndex is not a function")
+    return tree
+
+
 def _child_position(children: list | Vector, cid: Any) -> int:
     """The position of child ``cid`` in a container's children, else ``-1``.
 
@@ -447,7 +457,7 @@ def _containers_with(tree: list | Vector, cid: Any, every: bool) -> list[tuple[i
 
 
 def _customization_toggled(state, action, now_ms):
-    tree = _tree(state)
+    tree = _tree_read(state)
     if tree is None:
         return state
     cid, enabled = key(action.get("id")), action.get("enabled")
@@ -477,7 +487,7 @@ def _customization_updated(state, action, now_ms):
 
 
 def _customization_removed(state, action, now_ms):
-    tree = _tree(state)
+    tree = _tree_read(state)
     if tree is None:
         return state
     cid = key(action.get("id"))
@@ -494,7 +504,7 @@ def _customization_removed(state, action, now_ms):
 
 def _mcp_update(state: dict, cid: Any, server_state: Any, channel: Any) -> dict:
     """Write ``state``/``channel`` onto the MCP server(s) with id ``cid`` (session-channel §3.3)."""
-    tree = _tree(state)
+    tree = _tree_read(state)
     if tree is None:
         return state
     cid = key(cid)

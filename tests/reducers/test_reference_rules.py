@@ -720,3 +720,78 @@ def test_their_neighbours_the_reference_takes_do_not_stop_the_replay(channel, st
     """The guards the reference has: a falsy ``inputNeeded`` on removal, ``?? []`` for a missing
     customization tree, absent operations, an empty list searched, a chat not found."""
     REDUCERS[channel].raising(state, action, 0)
+
+
+_C = {"resource": "ahp-chat:/1", "title": "t", "status": 1, "modifiedAt": "x", "turns": []}
+_NO_PARTS = {"id": "T", "startedAt": "s", "message": {"text": "m"}}  # an active turn without responseParts
+_PART = {"kind": "markdown", "id": "p", "content": ""}
+
+
+@pytest.mark.parametrize(
+    ("reducer", "state", "action"),
+    [
+        ("chat", _C, {"type": "chat/turnsLoaded", "turns": "x"}),
+        ("chat", _C, {"type": "chat/turnsLoaded"}),
+        ("chat", {**_C, "turns": True}, {"type": "chat/turnsLoaded", "turns": []}),
+        ("chat", {**_C, "activeTurn": {**_NO_PARTS, "responseParts": []}}, {"type": "chat/inputRequested"}),
+        ("chat", {**_C, "activeTurn": _NO_PARTS}, {"type": "chat/inputRequested", "request": {"id": "r"}}),
+        (
+            "chat",
+            {**_C, "activeTurn": "x"},
+            {"type": "chat/inputCompleted", "requestId": "r", "response": "accept"},
+        ),
+        (
+            "chat",
+            {**_C, "activeTurn": _NO_PARTS},
+            {"type": "chat/inputAnswerChanged", "requestId": "r", "questionId": "q"},
+        ),
+        (
+            "chat",
+            {**_C, "queuedMessages": ""},
+            {"type": "chat/pendingMessageSet", "kind": "queued", "id": "q"},
+        ),
+        (
+            "chat",
+            {**_C, "queuedMessages": {}},
+            {"type": "chat/pendingMessageSet", "kind": "queued", "id": "q"},
+        ),
+        ("chat", {k: v for k, v in _C.items() if k != "turns"}, {"type": "chat/truncated", "turnId": "t1"}),
+        (
+            "chat",
+            {**_C, "activeTurn": _NO_PARTS},
+            {"type": "chat/delta", "turnId": "T", "partId": "p", "content": "x"},
+        ),
+        (
+            "chat",
+            {**_C, "activeTurn": _NO_PARTS},
+            {"type": "chat/toolCallDelta", "turnId": "T", "toolCallId": "c"},
+        ),
+        (
+            "chat",
+            {**_C, "activeTurn": {**_NO_PARTS, "responseParts": "ab"}},
+            {"type": "chat/turnComplete", "turnId": "T"},
+        ),
+        ("chat", {**_C, "activeTurn": _NO_PARTS}, {"type": "chat/error", "turnId": "T"}),
+        ("chat", {**_C, "activeTurn": "ab"}, {"type": "chat/responsePart", "part": _PART}),
+        (
+            "chat",
+            {**_C, "activeTurn": "ab"},
+            {"type": "chat/toolCallDelta", "toolCallId": "c", "content": "x"},
+        ),
+        ("session", {**SESSION, "customizations": "x"}, {"type": "session/customizationToggled", "id": "a"}),
+        ("session", {**SESSION, "customizations": {}}, {"type": "session/customizationRemoved", "id": "a"}),
+        ("session", {**SESSION, "customizations": 1}, {"type": "session/mcpServerStartRequested", "id": "a"}),
+    ],
+)
+def test_where_the_reference_throws_the_replay_stops_and_the_host_changes_nothing(reducer, state, action):
+    """The reference throws (a member of undefined read, an array method of what is not an array):
+    the reducers returned the state unchanged, as a host must, but the replay printed a state and
+    exit 0 where the reference stops (reducer divergence hunt 12). The raising reducer raises."""
+    with pytest.raises(TypeError):
+        REDUCERS[reducer].raising(state, action, 9999)
+    assert REDUCERS[reducer](state, action, 9999) is state
+    # a falsy active turn or tree is none (``if (!list) return state``): a no-op, not a throw
+    for field in ("activeTurn", "customizations"):
+        if field in state and not isinstance(state[field], dict):
+            quiet = {**state, field: 0}
+            assert REDUCERS[reducer].raising(quiet, action, 9999) is quiet
