@@ -65,12 +65,21 @@ def _has(agent: Any, hook: str) -> bool:
 def _valid_config(config: Any, redactor: Redactor) -> dict | None:
     """The ``{schema, values}`` an agent returned, if it has that shape, redacted: it is text the
     host did not write (a key in a mode's description went into state, the export and every
-    client's view, and ``resolveSessionConfig``'s answer)."""
+    client's view, and ``resolveSessionConfig``'s answer). The choices it offers every client (a
+    mode's id, an option's values) are no secrets, even where its ``env`` named them too."""
     if not isinstance(config, dict):
         return None
     schema, values = config.get("schema"), config.get("values")
     if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
         return None
+    redactor.forget(
+        *(
+            choice
+            for prop in schema["properties"].values()
+            if isinstance(prop, dict) and isinstance(prop.get("enum"), list)
+            for choice in prop["enum"]
+        )
+    )
     return redactor.redact(
         {"schema": to_json(schema), "values": to_json(values) if isinstance(values, dict) else {}}
     )
@@ -324,6 +333,11 @@ class HostSessionContext:
 
     def add_secret_env(self, env: Mapping[str, str]) -> None:
         self.host.redactor.add(*secret_values(env))
+
+    @property
+    def redactor(self) -> Any:
+        """The host's redactor (an agent's own record of what it exchanged masks with it)."""
+        return self.host.redactor
 
     def redact(self, text: str) -> str:
         return self.host.redactor.text(text)

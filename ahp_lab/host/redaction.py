@@ -352,6 +352,9 @@ _RUN_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345678
 _VALUE_HELD_MAX = 256
 _LEAD = 40  # before the run: a secret-looking name, its quotes, ":" or "=", spaces; or "Bearer "
 _TRIVIAL = frozenset({"true", "false", "null", "none", "yes", "no", "on", "off"})
+#: A known secret that is a short lower-case word, masked only as a whole word (see ``_compile``).
+_WORD = re.compile(r"[a-z]{4,12}")
+_WORD_SECRET = r"(?<![A-Za-z]){}(?![A-Za-z])"
 # Keys whose strings a tool will run with: only literal secrets are masked there.
 _TOOL_INPUT_KEYS = frozenset({"toolInput", "editedToolInput", "partialInput"})
 #: The one of them another client may send: the input a person edited before approving.
@@ -392,7 +395,11 @@ def _masked_assignment(match: re.Match) -> str:
     name = text[begin:start] + head.rstrip("\"' \t:=")
     if begin > 0 and text[begin - 1] == "\\" and name[:1] in ("n", "r", "t"):
         name = name[1:]  # after a JSON-escaped line break ("...\\nPWD=/home/me")
-    return match.group(0) if name in _WORKING_DIRECTORY_NAMES else head + MASK
+    if name in _WORKING_DIRECTORY_NAMES:
+        return match.group(0)
+    # the end of a markdown link's target (``[t](<https://x/?token=v>)``) is the link's, not the
+    # value's: masked with it, the link was left open and took the rest of the text
+    return head + MASK + (">)" if value.endswith(">)") else "")
 
 
 #: The loggers whose records are redacted: ahp_lab's own, and those of the libraries it talks to
@@ -551,8 +558,33 @@ class Redactor:
                     changed = True
         if changed:
             self._clean_keys.clear()  # a key clean so far may hold the new secret
-            ordered = sorted(self._secrets, key=len, reverse=True)  # longest first
-            self._literal = re.compile("|".join(re.escape(s) for s in ordered))
+            self._compile()
+
+    def forget(self, *values: Any) -> None:
+        """Stop masking ``values``: words an agent offers every client as its choices (a mode id,
+        an option's value), which its ``env`` named too (``DEFAULT_MODE=plan`` made the ``plan``
+        mode ``***``, which no client could then choose)."""
+        forms = {
+            form
+            for value in values
+            if isinstance(value, str)
+            for form in (value.strip(), json.dumps(value.strip())[1:-1], quote(value.strip(), safe=""))
+        }
+        if forms & self._secrets:
+            self._secrets -= forms
+            self._compile()
+
+    def _compile(self) -> None:
+        ordered = sorted(self._secrets, key=len, reverse=True)  # longest first
+        # a secret that is a lower-case word is masked as a word, not inside others ("high" in
+        # "highlight"); any other is masked wherever it shows
+        self._literal = (
+            re.compile(
+                "|".join(_WORD_SECRET.format(s) if _WORD.fullmatch(s) else re.escape(s) for s in ordered)
+            )
+            if ordered
+            else None
+        )
 
     @property
     def secrets(self) -> int:

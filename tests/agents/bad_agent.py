@@ -19,6 +19,7 @@ key_tail         on the prompt writes its key, then 2,030 bytes, to stderr and e
                  falls inside the key)
 key_retries      on the prompt writes "retry N: connecting with key <its key>" 200 times to stderr
                  and exits (the stderr buffer's cut falls inside a key)
+key_start        on the prompt writes its key, then the start of its key, to stderr and exits
 escapes          on the prompt writes terminal escape sequences to stderr, one inside its key, and exits
 silent           never answers initialize
 env              answers with the names of its environment variables
@@ -944,6 +945,11 @@ for line in sys.stdin:
             send(end_turn(mid))
         elif MODE == "key_tail":
             sys.stderr.write(os.environ.get("BAD_AGENT_KEY", "") + "B" * 2030)
+            sys.stderr.flush()
+            os._exit(1)
+        elif MODE == "key_start":
+            key = os.environ.get("BAD_AGENT_KEY", "")
+            sys.stderr.write(f"dying: {key} ; {key[:15]}")  # it died writing its key a second time
             sys.stderr.flush()
             os._exit(1)
         elif MODE == "escapes":

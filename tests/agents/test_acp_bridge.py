@@ -200,6 +200,38 @@ def test_exit_plan_mode_end_to_end(tmp_path: Path) -> None:
     arun(go())
 
 
+def test_another_client_may_pick_the_mode_an_exit_from_plan_mode_goes_on_in(tmp_path: Path) -> None:
+    """Seed 001's "Yes, and auto-accept edits" (an ``allow_always`` option of the switch_mode call)
+    was the notebook's only, refused to an IDE as "a standing answer for the rest of the session":
+    but a mode switch's options name modes, none is remembered, and any client may set the mode
+    (ACP agent round 13)."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path) as lab:
+            await lab.adispatch({"type": "session/configChanged", "config": {"mode": "plan"}})
+            await _frame(lab, "session/set_mode")
+            ide = await lab.add_client("ide")
+            await ide.subscribe(lab.chat)
+            pending = lab.start("exit plan")
+            tc = await pending_call(lab)
+            confirm = {
+                "type": "chat/toolCallConfirmed",
+                "turnId": lab.chat_state["activeTurn"]["id"],
+                "toolCallId": tc["toolCallId"],
+                "approved": True,
+                "confirmed": "user-action",
+                "selectedOptionId": "code",
+            }
+            seq = ide.dispatch(lab.chat, confirm)
+            await ide.settle()
+            assert not [r for r in ide.rejections if r["clientSeq"] == seq]
+            turn = await pending
+            assert "Switched to code mode." in turn.text
+            assert lab.session_state["config"]["values"]["mode"] == "code"
+
+    arun(go())
+
+
 def test_cancel_mid_turn_sends_session_cancel_and_the_next_turn_works(tmp_path: Path) -> None:
     async def go() -> None:
         async with acp_lab(tmp_path) as lab:

@@ -840,3 +840,46 @@ def test_what_the_agent_reports_of_an_ended_call_is_said_beside_it(tmp_path: Pat
             assert "(t1) after it had ended: it failed, boom" in notes[1]
 
     arun(go())
+
+
+def test_what_a_cell_reads_of_the_agents_frames_is_masked(tmp_path: Path) -> None:
+    """``lab.acp_frames`` was masked, but the frame log itself, which docs/acp.md names as the way
+    back (``lab.agent.frames.frames_for_seq(seq)``) and notebook 08 waits on
+    (``lab.agent.frames.wait_for(...)``), gave the frames as exchanged: a frame printed in a cell
+    put the agent's key into the saved notebook (ACP agent round 13)."""
+    key = SECRET_ENV["OFFLINE_AGENT_TOKEN"]
+
+    async def go() -> None:
+        async with acp_lab(tmp_path) as lab:
+            frames = lab.agent.frames
+            since = frames.next_index
+            await lab.send(f"hello {key}")
+            prompt = await frames.wait_for(lambda f: f.label == "session/prompt", since=since)
+            assert "hello ***" in json.dumps(prompt.message) and key not in repr(prompt)
+            linked = [f for t in lab.transitions for f in frames.frames_for_seq(t.seq)]
+            shown = [*frames, frames[0], *frames[-2:]]
+            assert any(f.label == "session/prompt" for f in linked) and len(shown) == len(frames) + 3
+            assert all(key not in repr(f) for f in linked + shown)
+
+    arun(go())
+
+
+def test_a_word_in_the_agents_env_that_it_offers_as_a_choice_stays_a_choice(tmp_path: Path) -> None:
+    """``AcpAgent(env={"AGENT_DEFAULT_MODE": "plan"})`` made every "plan" a secret: the mode showed
+    as ``***``, no client could choose it, and the agent's "highlight" read "***light" with
+    ``high`` in its env (ACP agent round 13). What an agent offers every client as a choice is no
+    secret, and a secret that is a word is masked as a word."""
+    env = {**SECRET_ENV, "AGENT_DEFAULT_MODE": "plan", "AGENT_STYLE": "brief", "AGENT_PRIVATE_WORD": "config"}
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, env=env) as lab:
+            schema = lab.session_state["config"]["schema"]["properties"]
+            assert "plan" in schema["mode"]["enum"] and "brief" in schema["verbosity"]["enum"]
+            transition = await lab.adispatch({"type": "session/configChanged", "config": {"mode": "plan"}})
+            assert transition.accepted
+            turn = await lab.send("config")
+            assert turn.text == "mode=plan verbosity=brief"
+            # a word the agent does not offer stays masked, as a word only
+            assert lab.host.redactor.text("config configuration") == "*** configuration"
+
+    arun(go())

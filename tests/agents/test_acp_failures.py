@@ -361,6 +361,20 @@ def test_a_stderr_tail_cut_through_the_agents_key_shows_none_of_it(tmp_path: Pat
     arun(go())
 
 
+def test_a_stderr_tail_ending_in_the_start_of_the_agents_key_shows_none_of_it(tmp_path: Path) -> None:
+    """An agent that died writing its key left 15 of its characters at the end of stderr, and the
+    chat's error showed them (ACP agent round 13). The tail's end is read as a stream's end is."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("key_start")) as lab:
+            turn = await lab.send("go")
+            message = turn.error["message"]
+            assert turn.status == "error" and message.endswith("dying: *** ; ***"), message
+            assert SECRET_ENV["BAD_AGENT_KEY"][:6] not in message
+
+    arun(go())
+
+
 def test_a_stderr_tail_is_shown_without_escape_sequences_and_a_key_split_by_one_is_masked(
     tmp_path: Path,
 ) -> None:

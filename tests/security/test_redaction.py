@@ -763,3 +763,21 @@ def test_a_terminals_output_ending_in_a_number_shows_whole_while_it_waits(text):
         assert streamed.delta("ahp-terminal:/t", rest, {"kind": "agent"})["data"] == "*** ok"
     else:
         assert shown == text
+
+
+def test_a_masked_token_in_a_links_target_leaves_the_link_closed():
+    """An agent's resource link to ``…?token=…`` became ``[T](<https://…?token=***`` : the mask took
+    the link's closing ``>)`` too, and the rest of the message rendered inside the link's target
+    (ACP agent round 13)."""
+    import mistune
+
+    from ahp_lab.agents.acp.mapping import _link
+
+    redactor = Redactor()
+    # the part ends with the link, as the agent's part did: the stream held its end from "token="
+    link = _link("the report", "https://example.com/a b?token=abcdef123456")
+    shown, held = redactor.streamed(f"see {link}")
+    text = shown + redactor.held_end(held)
+    assert text == "see [the report](<https://example.com/a b?token=***>)"
+    html = mistune.html(text + " and more")
+    assert "abcdef" not in html and "</a> and more" in html, html

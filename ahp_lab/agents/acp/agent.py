@@ -138,6 +138,7 @@ class AcpAgent:
         if not ctx.working_directories:
             ctx.working_directories.append(self.cwd or os.getcwd())
         ctx.add_secret_env(self.env)  # what the agent was given never shows up in state
+        self.frames.redactor = getattr(ctx, "redactor", None)  # what a cell reads of them is masked
         bridge = Bridge(self, ctx)
         try:
             config = await bridge.start()

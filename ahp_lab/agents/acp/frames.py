@@ -122,9 +122,16 @@ def _bounded(message: Any) -> tuple[Any, int]:
 
 
 class AcpFrameLog:
-    """The frames of one :class:`~ahp_lab.agents.acp.AcpAgent`, newest last, with seq links."""
+    """The frames of one :class:`~ahp_lab.agents.acp.AcpAgent`, newest last, with seq links.
+
+    Once the agent runs under a host, what a cell reads here (iterating, indexing,
+    :meth:`frames_for_seq`, :meth:`wait_for`) are copies with the host's secrets masked, as
+    :meth:`redacted` gives them: a frame printed in a cell is saved with the notebook.
+    """
 
     def __init__(self, limit: int = MAX_FRAMES, *, max_chars: int = MAX_LOG_CHARS) -> None:
+        #: the host's redactor, once the agent runs under one (its sessions' secrets)
+        self.redactor: Any = None
         self._frames: deque[AcpFrame] = deque()
         self._chars: deque[int] = deque()  # what each kept frame holds, as _bounded counts it
         self.limit = limit
@@ -140,26 +147,39 @@ class AcpFrameLog:
         return self._frames[-1].index + 1 if self._frames else 0
 
     async def wait_for(self, check: Any, *, since: int = 0, timeout: float | None = 30) -> AcpFrame:
-        """The first frame with ``index >= since`` for which ``check(frame)`` is true (waits for it)."""
+        """The first frame with ``index >= since`` for which ``check(frame)`` is true (waits for
+        it); ``check`` sees, and the caller gets, the frame with secrets masked."""
+
+        def shown(frame: AcpFrame) -> AcpFrame:
+            return frame if self.redactor is None else frame.redacted(self.redactor)
+
         for frame in self._frames:
-            if frame.index >= since and check(frame):
-                return frame
+            if frame.index >= since and check(shown(frame)):
+                return shown(frame)
         future = asyncio.get_running_loop().create_future()
-        entry = (lambda f: f.index >= since and check(f), future)
+        entry = (lambda f: f.index >= since and check(shown(f)), future)
         self._waiters.append(entry)
         try:
-            return await asyncio.wait_for(future, timeout)
+            return shown(await asyncio.wait_for(future, timeout))
         finally:
             self._waiters.remove(entry)
 
     def __len__(self) -> int:
         return len(self._frames)
 
+    def _shown(self) -> list[AcpFrame]:
+        """Every frame, oldest first, masked (each session's run read as :meth:`redacted` does)."""
+        if self.redactor is None:
+            return list(self._frames)
+        sessions = dict.fromkeys(f.session for f in self._frames)
+        copies = [c for session in sessions for c in self.redacted(session, self.redactor)]
+        return sorted(copies, key=lambda f: f.index)
+
     def __iter__(self):
-        return iter(list(self._frames))
+        return iter(self._shown())
 
     def __getitem__(self, i: int | slice) -> Any:
-        return list(self._frames)[i]
+        return self._shown()[i]
 
     def record(self, direction: str, session: str, message: Any, seqs: list[int] | None = None) -> AcpFrame:
         """Add a frame (its message bounded to :data:`MAX_FRAME_CHARS`); the oldest go once there
@@ -203,8 +223,10 @@ class AcpFrameLog:
         self._by_seq.setdefault(seq, []).append(frame)
 
     def frames_for_seq(self, seq: int) -> list[AcpFrame]:
-        """The frames linked to a server seq (the way back from an AHP action)."""
-        return list(self._by_seq.get(seq, ()))
+        """The frames linked to a server seq (the way back from an AHP action), masked."""
+        if self.redactor is None:
+            return list(self._by_seq.get(seq, ()))
+        return self.redacted_for_seq(seq, self.redactor)
 
     def for_session(self, session: str) -> list[AcpFrame]:
         """The frames of one AHP session."""
@@ -220,9 +242,10 @@ class AcpFrameLog:
 
     def redacted_for_seq(self, seq: int, redactor: Any) -> list[AcpFrame]:
         """The frames linked to ``seq``, redacted as :meth:`redacted` does (in their session's run)."""
-        wanted = {f.index for f in self.frames_for_seq(seq)}
+        linked = self._by_seq.get(seq, ())
+        wanted = {f.index for f in linked}
         out = []
-        for session in dict.fromkeys(f.session for f in self.frames_for_seq(seq)):
+        for session in dict.fromkeys(f.session for f in linked):
             out += [f for f in self.redacted(session, redactor) if f.index in wanted]
         return out
 

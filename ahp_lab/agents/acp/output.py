@@ -174,11 +174,18 @@ class AgentOutput:
 
         It is redacted before it is cut (the values of ``AcpAgent(env=...)`` are the host's
         secrets): a cut through a key would leave its end, too short to be recognised, in the
-        error. It starts at a line when one begins within the tail.
+        error. Its end is read as a stream's end (the process may have died writing a key: 20 of a
+        key's 24 characters showed). It starts at a line when one begins within the tail.
         """
         # printable first: an escape sequence inside a key hid it from redaction, and raw in a
         # chat's error a client printing it to a terminal would run it
-        text = self.ctx.redact(printable(bytes(self._stderr).decode("utf-8", "replace")))
+        text = printable(bytes(self._stderr).decode("utf-8", "replace"))
+        redactor = getattr(self.ctx, "redactor", None)
+        if redactor is not None:
+            shown, held = redactor.streamed(text)
+            text = shown + redactor.held_end(held)
+        else:
+            text = self.ctx.redact(text)
         if self._stderr_total > len(self._stderr):  # its start was cut, maybe inside a key
             line = text.find("\n")
             text = text[line + 1 :] if line >= 0 else text[_STDERR_MARGIN:]

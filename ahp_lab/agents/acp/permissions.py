@@ -182,9 +182,15 @@ class PermissionRequests:
                 "is answered with an option only): approve the call as it is, or deny it"
             )
         picked = next((o for o in opts if o.get("optionId") == action.get("selectedOptionId")), None)
-        if picked is not None and not trusted and str(picked.get("kind")).endswith("_always"):
+        if (
+            picked is not None
+            and not trusted
+            and str(picked.get("kind")).endswith("_always")
+            and call.kind != "switch_mode"
+        ):
             # a standing answer: the bridge remembers it, and later calls of the kind would run (or
-            # be refused) unasked, on another client's word
+            # be refused) unasked, on another client's word. A mode switch's options name modes,
+            # which any client may choose (as it may set the session's mode), and none is remembered
             return (
                 f"option {picked['optionId']!r} answers tool call {call.id!r} for the rest of the "
                 "session: only the notebook gives a standing answer; pick a one-time option"
