@@ -31,6 +31,7 @@ from . import mirror
 from .agent_sessions import AgentSessions
 from .client_content import ClientContent
 from .connection import MAX_CLIENT_ID_CHARS, ROOT, Connection, introduced, name_problem, older_envelope
+from .pending import PendingOwners
 from .redaction import STREAMED_FIELDS, Redactor, StreamedText
 from .roots import WorkingDirectories
 from .sessions import SessionRuntime, SessionsAndChats
@@ -166,6 +167,8 @@ class Host(SessionsAndChats):
         self.subscribers: dict[str, set] = {}
         #: what untrusted clients have put into state, bounded by ``limits.max_client_content_bytes``
         self.client_content = ClientContent(self.limits.max_client_content_bytes)
+        #: who set each chat's pending messages: a stranger replaces or removes only its own
+        self.pending_owners = PendingOwners(self.limits.max_queued_messages)
         #: client id -> the protocol version it negotiated (a reconnect keeps it)
         self.versions: dict[str, str] = {}
         #: seqs of the history pages sent to some connections only: a reconnect's replay skips them
@@ -470,6 +473,8 @@ class Host(SessionsAndChats):
                 action = {**action, field: message}
         measured = None
         if reason is None and not conn.trusted:
+            reason = self.pending_owners.refusal(channel, self.store.state(channel), action, client_id)
+        if reason is None and not conn.trusted:
             measured = self.client_content.measure(action)
             reason = self.client_content.refusal(channel, measured)
         if reason is not None:  # it may quote what an agent or a client wrote: masked, then cut
@@ -510,6 +515,7 @@ class Host(SessionsAndChats):
         transition = self._apply(channel, action, origin)
         if transition.accepted:
             self.client_content.count(channel, measured)
+            self.pending_owners.record(channel, transition.after, action, client_id)
         self._client_side_effects(transition, client_id)
         return transition
 

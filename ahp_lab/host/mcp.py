@@ -803,7 +803,7 @@ class McpManager(McpToolCalls, McpAuthorization):
             cursor = result.next_cursor
             if not cursor:
                 break
-        return [self._tool(rt, t) for t in listed]
+        return self._tools(rt, listed)
 
     def _start_timeout(self, rt: _Runtime) -> float:
         """Seconds a server has to answer its handshake (``startTimeout`` in its config overrides)."""

@@ -13,13 +13,25 @@ connection is subscribed to; the host's redactor remembers the token so it never
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import sys
 from typing import Any
 
 from .redaction import masked_literal
 
-__all__ = ["McpAuthorization", "AuthAtConnect", "auth_requirement"]
+__all__ = ["McpAuthorization", "AuthAtConnect", "auth_requirement", "bounded_auth"]
+
+#: What a server's ``McpAuthRequirement`` may hold: it goes into state and to every subscriber, and
+#: a server's output is a stranger's (a 30 MB description went to every client in one message,
+#: over their limit, and a list of a million empty scopes into state).
+REASONS = ("required", "expired", "insufficientScope")
+MAX_DESCRIPTION_CHARS = 2_000
+MAX_SCOPES, MAX_SCOPE_CHARS = 64, 256
+MAX_RESOURCE_URI_CHARS = 2_048
+#: Resource metadata (RFC 9728) and an ``oauthClient`` past this JSON size are left out: the
+#: resource's URI alone is kept.
+MAX_METADATA_BYTES = 16_384
 
 
 def _origin(url: str) -> str:
@@ -36,23 +48,54 @@ def _origin(url: str) -> str:
     return f"{parts.scheme.lower()}://{(parts.hostname or '').lower()}{port}"
 
 
+def _small(value: Any) -> bool:
+    """Whether ``value`` is JSON of at most :data:`MAX_METADATA_BYTES`."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return len(text.encode()) <= MAX_METADATA_BYTES
+
+
+def bounded_auth(auth: Any) -> dict | None:
+    """An MCP server's authorization requirement as the host publishes it: its known fields only,
+    each checked and bounded (a ``reason`` outside the spec's is ``"required"``, an over-long
+    description is cut, scopes are strings, metadata too large is left out); ``None`` when it names
+    no protected resource (``resource.resource``, a URI)."""
+    if not isinstance(auth, dict):
+        return None
+    resource = auth.get("resource")
+    uri = resource.get("resource") if isinstance(resource, dict) else None
+    if not isinstance(uri, str) or not uri or len(uri) > MAX_RESOURCE_URI_CHARS:
+        return None
+    if len(resource) > MAX_SCOPES or not _small(resource):
+        resource = {"resource": uri}
+    out: dict[str, Any] = {
+        "reason": auth.get("reason") if auth.get("reason") in REASONS else "required",
+        "resource": resource,
+    }
+    client = auth.get("oauthClient")
+    if isinstance(client, dict) and len(client) <= MAX_SCOPES and _small(client):
+        out["oauthClient"] = client
+    scopes = auth.get("requiredScopes")
+    if isinstance(scopes, list):
+        kept = [s for s in scopes[:MAX_SCOPES] if isinstance(s, str) and 0 < len(s) <= MAX_SCOPE_CHARS]
+        if kept:
+            out["requiredScopes"] = kept
+    description = auth.get("description")
+    if isinstance(description, str) and description:
+        cut = len(description) > MAX_DESCRIPTION_CHARS
+        out["description"] = description[: MAX_DESCRIPTION_CHARS - 1] + "…" if cut else description
+    return out
+
+
 def auth_requirement(exc: BaseException) -> dict | None:
-    """The McpAuthRequirement an MCP error carries (the -32401 convention), if any."""
+    """The McpAuthRequirement an MCP error carries (the -32401 convention), if any, bounded."""
     sdk = sys.modules.get("mcp.shared.exceptions")  # no MCP error exists before the SDK is imported
     if sdk is None or not isinstance(exc, sdk.MCPError):
         return None
     data = exc.data if isinstance(exc.data, dict) else {}
-    auth = data.get("auth")
-    if isinstance(auth, dict) and isinstance((auth.get("resource") or {}).get("resource"), str):
-        out = {
-            k: auth[k]
-            for k in ("reason", "oauthClient", "resource", "requiredScopes", "description")
-            if k in auth
-        }
-        out.setdefault("reason", "required")
-        out.pop("token", None)
-        return out
-    return None
+    return bounded_auth(data.get("auth"))
 
 
 class AuthAtConnect(Exception):
@@ -171,16 +214,26 @@ class McpAuthorization:
         if params.get("scope"):
             out["requiredScopes"] = params["scope"].split()
         out["description"] = params.get("error_description") or f"The MCP server answered HTTP {status}."
-        return out
+        return bounded_auth(out)
 
     async def _fetch_resource_metadata(self, rt: Any, url: str) -> dict | None:
-        """RFC 9728 protected-resource metadata from the URL a ``WWW-Authenticate`` header names."""
+        """RFC 9728 protected-resource metadata from the URL a ``WWW-Authenticate`` header names:
+        only on the server's own origin (a server named any address, the kernel fetched it and the
+        answer went into state for every client to read), at most :data:`MAX_METADATA_BYTES`."""
         import httpx2
 
+        if _origin(url) != _origin(str(rt.config.get("url"))) or "://" not in url:
+            return None
         try:
-            async with httpx2.AsyncClient(timeout=5.0) as client:
-                response = await client.get(url)
-            data = response.json() if response.status_code == 200 else None
+            body = b""
+            async with httpx2.AsyncClient(timeout=5.0) as client, client.stream("GET", url) as response:
+                if response.status_code != 200:
+                    return None
+                async for chunk in response.aiter_bytes():
+                    body += chunk
+                    if len(body) > MAX_METADATA_BYTES:
+                        return None
+            data = json.loads(body)
         except Exception:  # noqa: BLE001 - the metadata is a nicety; the URL is the fallback
             return None
         if isinstance(data, dict) and isinstance(data.get("resource"), str):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,29 @@ from .mcp_auth import masked_tokens
 
 if TYPE_CHECKING:
     from .mcp import _Runtime
+
+log = logging.getLogger("ahp_lab.host.mcp")
+
+
+#: What an MCP server's tool list may put into state (the session's ``serverTools``, sent to every
+#: subscriber): a tool with a longer name or a larger input schema is left out, a longer
+#: description or title is cut, and tools past the server's total are left out. A server's output
+#: is a stranger's: a 30 MB description cut every remote client off the session.
+MAX_TOOL_NAME_CHARS = 128  # as MCP says tool names are
+MAX_TOOL_TEXT_CHARS = 8_000
+MAX_TOOL_SCHEMA_BYTES = 65_536
+MAX_SERVER_TOOLS_BYTES = 1_048_576
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _json_size(value: Any) -> int | None:
+    try:
+        return len(json.dumps(value, ensure_ascii=False, allow_nan=False).encode())
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 @dataclass
@@ -67,6 +91,40 @@ class McpToolCalls:
     """The tool half of the MCP manager (its ``runtimes``, ``host``, ``tool_timeout`` and the
     authorization helpers come from :class:`~ahp_lab.host.mcp.McpManager`)."""
 
+    def _tools(self, rt: _Runtime, listed: list) -> list[_Tool]:
+        """The server's listed tools as published, within the bounds above (what is left out is
+        said in the host's log)."""
+        tools: list[_Tool] = []
+        total = 0
+        for tool in listed:
+            name = getattr(tool, "name", None)
+            schema = getattr(tool, "input_schema", None)
+            size = _json_size(schema) if isinstance(schema, dict) else 0
+            if not isinstance(name, str) or not 0 < len(name) <= MAX_TOOL_NAME_CHARS or size is None:
+                log.warning("MCP server %s: a tool with an unusable name or schema is left out", rt.name)
+                continue
+            if size > MAX_TOOL_SCHEMA_BYTES:
+                log.warning(
+                    "MCP server %s: tool %s's input schema is over %d bytes: left out",
+                    rt.name,
+                    name,
+                    MAX_TOOL_SCHEMA_BYTES,
+                )
+                continue
+            published = self._tool(rt, tool)
+            total += _json_size(published.definition) or 0
+            if total > MAX_SERVER_TOOLS_BYTES:
+                log.warning(
+                    "MCP server %s: its tools past %d bytes (%d of %d) are left out",
+                    rt.name,
+                    MAX_SERVER_TOOLS_BYTES,
+                    len(listed) - len(tools),
+                    len(listed),
+                )
+                break
+            tools.append(published)
+        return tools
+
     def _tool(self, rt: _Runtime, tool: Any) -> _Tool:
         plugin = rt.config.get("plugin")
         published = (
@@ -75,15 +133,20 @@ class McpToolCalls:
         title = tool.title or (
             tool.annotations.title if tool.annotations and tool.annotations.title else None
         )
-        title = title or tool.name
+        title = _cut(title or tool.name, 200)
         definition: dict[str, Any] = {"name": published, "title": f"{title} ({rt.name})"}
         if tool.description:
-            definition["description"] = tool.description
+            definition["description"] = _cut(tool.description, MAX_TOOL_TEXT_CHARS)
         if isinstance(tool.input_schema, dict):
             definition["inputSchema"] = tool.input_schema
         if tool.annotations is not None:
             annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True, mode="json")
-            if annotations:
+            if isinstance(annotations.get("title"), str):
+                annotations["title"] = _cut(annotations["title"], 200)
+            if (
+                annotations
+                and (_json_size(annotations) or MAX_TOOL_SCHEMA_BYTES + 1) <= MAX_TOOL_SCHEMA_BYTES
+            ):
                 definition["annotations"] = annotations
         definition["_meta"] = {
             "ahp_lab/mcp": {"customizationId": rt.id, "server": rt.name, "tool": tool.name}

@@ -104,6 +104,11 @@ _IMPORTABLE = tuple(importlib.machinery.all_suffixes())
 #: A folder of compiled modules, which Python takes in place of a source whose size and time it
 #: records (a stranger could read both): written nowhere by a stranger.
 _BYTECODE = "__pycache__"
+#: Where tools the person runs in any folder take commands from: git's ``.git`` (its config's
+#: ``core.fsmonitor``, ``core.pager``, hooks: the next ``git status`` there, the person's, an IDE's
+#: or an agent's, runs them), and editors' ``.vscode`` and ``.idea`` (tasks, run configurations).
+#: No stranger writes a path through one, wherever it is.
+_TOOL_CONFIGURATION = (".git", ".vscode", ".idea")
 
 
 def _import_folders() -> list[tuple[str, str]]:
@@ -492,9 +497,9 @@ class ResourceService:
     def _executed_by_host(self, path: Path, real: str) -> str | None:
         """Why the host would run what is written at ``path`` (resolved: ``real``), naming the
         first place it runs code from that the path is in or goes through by name (an agent's
-        ``.claude``, a ``__pycache__``), or the folder it is a module of by name (``json.py`` where
+        ``.claude``, a ``__pycache__``, a ``.git``), or the folder it is a module of by name (``json.py`` where
         the kernel imports from: :func:`_import_folders`); ``None`` when it would not."""
-        names = {*self._executed_names(), _BYTECODE}
+        names = {*self._executed_names(), _BYTECODE, *_TOOL_CONFIGURATION}
         given_path = os.path.abspath(path)
         named = next((p for p in (*Path(given_path).parts, *Path(real).parts) if p in names), None)
         for folder in () if named is not None else self._executed():
@@ -505,7 +510,7 @@ class ResourceService:
         if named is not None:
             return (
                 f"the host runs what {named} holds (a plugin, an MCP server, an agent's tools or "
-                "command, compiled modules)"
+                "command, compiled modules, git's or an editor's commands)"
             )
         for folder, resolved in _import_folders():
             if _module_refusal(given_path, folder) or _module_refusal(real, resolved):

@@ -30,6 +30,10 @@ def _real(path: str | os.PathLike) -> str:
 #: The kernel's pseudo file systems: never a working directory (``/proc/<pid>/cwd`` resolves to
 #: wherever that process is at the moment it is read).
 _PSEUDO = ("/proc", "/sys", "/dev")
+#: Folders at the top of a home where apps keep their data, not hidden: macOS's ``Library``
+#: (keychains, browser profiles and cookies), Windows' ``AppData``, Linux snaps' ``snap`` (each
+#: app's own dotfiles). A host started in ``~`` has the home among its roots.
+_APP_DATA = ("Library", "AppData", "snap")
 
 
 class WorkingDirectories:
@@ -65,12 +69,15 @@ class WorkingDirectories:
             return f"{uri} is the root of the file system, which is never a working directory"
         if real == home:
             return f"{uri} is the user's home directory, which is never a working directory"
-        if _inside(real, home) and os.path.relpath(real, home).split(os.sep, 1)[0].startswith("."):
-            # keys and settings (~/.ssh, ~/.aws, ~/.config), even when the home is among the roots
+        top = os.path.relpath(real, home).split(os.sep, 1)[0] if _inside(real, home) else None
+        if top is not None and (top.startswith(".") or top in _APP_DATA):
+            # keys and settings (~/.ssh, ~/.aws, ~/Library), even when the home is among the roots
             return (
-                f"{uri} is in a hidden folder of the user's home (such as ~/.ssh), which holds keys and "
-                "settings and is never a working directory"
+                f"{uri} is in a hidden or app data folder of the user's home (such as ~/.ssh or "
+                "~/Library), which holds keys and settings and is never a working directory"
             )
+        if _inside(home, real):
+            return f"{uri} holds the user's home directory, which is never in a working directory"
         if not any(_inside(real, root) for root in self.roots):
             shown = ", ".join(self.roots) or "none"
             return (

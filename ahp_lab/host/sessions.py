@@ -531,6 +531,7 @@ class SessionsAndChats:
         self.stranger_chats.discard(chat)
         self.subscribers.pop(chat, None)
         self.client_content.forget(chat)
+        self.pending_owners.forget(chat)
 
     def dispose_session(self, uri: str, conn: Connection | None = None) -> None:
         """``disposeSession``: allowed for the session's creator and the notebook (``conn=None``:

@@ -430,6 +430,17 @@ def _check_session(
             reason = config_value_problem(props[key], action["config"][key])
             if reason is not None:
                 return f"session/configChanged: {key!r} {reason}"
+        if action.get("replace"):
+            # a replacement sets exactly the action's values: each one it leaves out is changed too
+            values = config.get("values") if isinstance(config.get("values"), dict) else {}
+            for key in values:
+                if key not in (action.get("config") or {}) and not (props.get(key) or {}).get(
+                    "sessionMutable"
+                ):
+                    return (
+                        f"session/configChanged: replace would remove property {key!r}, which cannot be "
+                        "changed after the session was created; leave replace out to change only what is named"
+                    )
     if kind in ("session/workingDirectorySet", "session/workingDirectoryRemoved"):
         multi = caps.get("multipleWorkingDirectories")
         if multi is None:

@@ -120,6 +120,7 @@ class Lab(Sending, Answering, LabBase):
         self._policies: dict[str, TurnPolicy] = {}
         self._queued: dict[str, Sent] = {}  # queued message id -> what waits for its turn
         self._echoes: dict[int, Transition] = {}  # client seq -> its echo (see Sending._on_transition)
+        self._steering_setters: dict[str, str | None] = {}  # chat -> who set its steering message
         self._title = title
         self._working_directories = [Path(d).expanduser().resolve().as_uri() for d in working_directories]
         self._background: set[asyncio.Task] = set()
@@ -290,7 +291,8 @@ class Lab(Sending, Answering, LabBase):
         self.client.dispatch(chat, self._cancel_action(chat))
 
     def _cancel_action(self, chat: str) -> dict:
-        active = (self.client.confirmed(chat) or {}).get("activeTurn")
+        # the optimistic state: a turn this lab just started (its echo not back yet) is cancelled
+        active = (self.client.state(chat) or {}).get("activeTurn")
         if not active:
             raise LookupError("there is no active turn to cancel")
         return {

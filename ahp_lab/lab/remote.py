@@ -114,6 +114,7 @@ class RemoteLab(Lab):
         self._policies: dict = {}
         self._queued: dict = {}  # queued message id -> what waits for its turn (see Sending)
         self._echoes: dict = {}  # client seq -> its echo (see Sending._on_transition)
+        self._steering_setters: dict = {}  # chat -> who set its steering message (see Sending)
         self._title = "Notebook session"
         self._working_directories: list[str] = []  # a new session is created without any
         self._background: set[asyncio.Task] = set()

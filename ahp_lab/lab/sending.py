@@ -11,6 +11,7 @@ starts a queued message.
 from __future__ import annotations
 
 import contextlib
+import logging
 import uuid
 from collections.abc import Coroutine
 from typing import Any
@@ -22,6 +23,8 @@ from .checks import message_text
 from .turns import ActionRejected, HumanInputNeeded, PendingTurn, Sent, Turn, TurnPolicy, run_sync
 
 __all__ = ["Sending", "Unsent"]
+
+log = logging.getLogger("ahp_lab.lab")
 
 
 class Unsent(Coroutine):
@@ -156,20 +159,63 @@ class Sending:
             echoes[seq] = transition
             if len(echoes) > 4096:
                 del echoes[next(iter(echoes))]
+        if transition.accepted and transition.action.get("kind") == "steering":
+            self._steered(transition)
         if not self._queued or not transition.accepted:
             return
         action = transition.action
+        by_client = type(origin) is dict and origin.get("clientId") is not None
         if action.get("type") == "chat/pendingMessageRemoved" and action.get("kind") == "queued":
             # by a client: it will not start; by the host, it is starting (chat-channel §10: the
             # removal, then the turnStarted naming it, which a remote client reads apart)
-            sent = self._queued.get(action.get("id"))
-            if sent is not None and type(origin) is dict and origin.get("clientId") is not None:
-                sent.removed = True
+            if by_client and (sent := self._queued.pop(action.get("id"), None)) is not None:
+                sent.removed = "was removed before its turn started"
+        elif (
+            action.get("type") == "chat/pendingMessageSet"
+            and action.get("kind") == "queued"
+            and by_client
+            and origin.get("clientId") != self.client.client_id
+            and (sent := self._queued.pop(action.get("id"), None)) is not None
+        ):
+            # another client's text under our message's id: the turn it starts is not ours, and
+            # our approve=/answers=/script= must not go to it (a stranger's call of a kernel tool
+            # was approved so)
+            sent.removed = f"was replaced by client {origin.get('clientId')!r} before its turn started"
         elif action.get("type") == "chat/turnStarted":
             sent = self._queued.pop(action.get("queuedMessageId"), None)
             if sent is not None:
                 sent.turn_id = action["turnId"]
                 self._prepare(sent.chat, sent.turn_id, *sent.options)
+
+    def _steered(self, transition: Transition) -> None:
+        """Another client's steering message for a turn sent with ``approve=``/``answers=``: the
+        turn takes it in as the person's words, and what it then asks for is not what the person
+        pre-approved, so the turn's calls and questions are left to a person from then on (a
+        stranger's steering into a pre-approved turn had its calls approved). Both when it is set
+        and when the host hands it to the running turn (it may have been set before the turn)."""
+        action, origin = transition.action, transition.origin
+        chat = transition.channel
+        setters = self._steering_setters
+        if action.get("type") == "chat/pendingMessageSet":
+            setter = origin.get("clientId") if type(origin) is dict else None
+            setters[chat] = setter
+        elif action.get("type") == "chat/pendingMessageRemoved":
+            setter = setters.pop(chat, None)
+            if type(origin) is dict and origin.get("clientId") is not None:
+                return  # a client took it back: nothing reached the turn
+        else:
+            return
+        if setter == self.client.client_id:
+            return
+        active = ((self.client.state(chat) or {}).get("activeTurn") or {}).get("id")
+        policy = self._policies.get(active)
+        if policy is not None and policy.chat == chat:
+            del self._policies[active]
+            log.warning(
+                "turn %s was steered by client %r: its approve=/answers= no longer answer for it",
+                active,
+                setter,
+            )
 
     def _lost(self, sent: Sent) -> str | None:
         """Why ``sent`` will never be sequenced: it was in flight when the connection dropped."""
@@ -243,7 +289,7 @@ class Sending:
         if kind == "lost":
             raise ConnectionError(value)
         if kind == "removed":
-            raise LookupError(f"the queued message {sent.message_id} was removed before its turn started")
+            raise LookupError(f"the queued message {sent.message_id} {sent.removed}")
         if kind == "closed":
             raise RuntimeError(
                 f"the lab closed before the queued message {sent.message_id} started its turn; "

@@ -338,7 +338,8 @@ class Sent:
         self.turn_id = turn_id
         self.message_id = message_id
         self.options = options  # (script, approve, answers) for a queued message's turn
-        self.removed = False  # the queued message left the queue without becoming a turn
+        #: why the queued message left the queue without becoming our turn ("was removed …")
+        self.removed: str | None = None
 
 
 class PendingTurn:

@@ -374,6 +374,22 @@ def test_cancelling_the_turn_cancels_the_running_client_function():
     arun(main())
 
 
+def test_a_turn_cancelled_right_after_it_was_started_is_cancelled():
+    """``lab.start(...)`` then at once ``await lab.cancel()`` raised "there is no active turn" (the
+    turn's echo was not back yet) and the turn ran to its end (ACP agent round 13)."""
+
+    async def main():
+        lab = await Lab.open()
+        started, cancelled = _long_job(lab)
+        task = lab.start("go", script=[call("long_job")])
+        await lab.cancel()
+        turn = await asyncio.wait_for(task, 5)
+        assert turn.status == "cancelled" and not started.is_set()
+        await lab.aclose()
+
+    arun(main())
+
+
 def test_input_request_answered():
     async def main():
         lab = await Lab.open()

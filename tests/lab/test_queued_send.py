@@ -10,6 +10,7 @@ import pytest
 
 from ahp_lab import ActionRejected, HumanInputNeeded, Lab
 from ahp_lab.agents.scripted import ask, say, text_question
+from ahp_lab.lab.remote import RemoteLab
 
 
 def arun(coro):
@@ -164,17 +165,35 @@ def test_run_behind_a_turn_that_waits_for_a_person_refuses_to_block():
 
 
 def test_a_queued_message_removed_by_someone_else_ends_the_wait_with_a_reason():
+    """Another client may not remove the notebook's queued message (it is the notebook's); where
+    one does (the host's own notebook, for a lab attached to that host), the wait ends saying so."""
+
     async def main():
         lab, first = await _busy_lab()
         waiting = lab.start("maybe later")
         [entry] = await lab.wait_for(lab.chat, lambda s: s.get("queuedMessages"))
         ide = await lab.add_client("ide")
-        ide.dispatch(lab.chat, {"type": "chat/pendingMessageRemoved", "kind": "queued", "id": entry["id"]})
-        with pytest.raises(LookupError, match=f"queued message {entry['id']} was removed before its turn"):
-            await waiting
+        removal = {"type": "chat/pendingMessageRemoved", "kind": "queued", "id": entry["id"]}
+        seq = ide.dispatch(lab.chat, removal)
+        await ide.settle()
+        assert "set by another client" in next(r["reason"] for r in ide.rejections if r["clientSeq"] == seq)
+        remote = await RemoteLab.open(await lab.aserve(), session=lab.session, client_id="visitor")
+        try:
+            queued = remote.start("and me later")
+            [_, theirs] = await lab.wait_for(
+                lab.chat,
+                lambda s: s.get("queuedMessages") if len(s.get("queuedMessages") or ()) == 2 else None,
+            )
+            lab.dispatch({**removal, "id": theirs["id"]})
+            with pytest.raises(
+                LookupError, match=f"queued message {theirs['id']} was removed before its turn"
+            ):
+                await queued
+        finally:
+            await remote.aclose()
         lab.approve()
         await first
-        assert len(lab.chat_state["turns"]) == 1
+        assert (await waiting).status == "complete"
 
     arun(main())
 

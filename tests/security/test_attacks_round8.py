@@ -205,7 +205,7 @@ def test_a_host_started_in_the_home_directory_never_hands_out_its_hidden_folders
                 )
                 assert ("error" not in answer) is allowed, answer
                 if not allowed:
-                    assert "hidden folder of the user's home" in answer["error"]["message"]
+                    assert "hidden or app data folder of the user's home" in answer["error"]["message"]
 
     arun(main())
 
