@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 from ..protocol.jsonvalue import dumps, strip_nulls, utf8_json
-from ..reducers import REDUCERS
+from ..reducers import REDUCERS, prepared
 from . import FIXTURE_NOW_MS, run_dir
 
 
@@ -189,6 +189,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if args.repeat < 1:
         print("error: --repeat must be at least 1", file=sys.stderr)
         return 2
+    initial = prepared(args.reducer, initial)  # as loading a state holds it (indexed), untimed
     now_ms = args.now_ms
     # The loaded state and actions live until the end: collect the loader's garbage and move them
     # out of the collector's view, so that a collection during the timed loop traverses only what

@@ -34,7 +34,7 @@ from .changeset import reduce_changeset
 from .chat import derive_status, reduce_chat
 from .resource_watch import reduce_resource_watch
 from .root import reduce_root
-from .session import input_needed_status, reduce_session
+from .session import indexed, input_needed_status, reduce_session
 from .terminal import reduce_terminal
 
 REDUCERS = {
@@ -53,6 +53,13 @@ CHANNEL_KINDS = tuple(REDUCERS)
 FIXTURE_NOW_MS = 9999
 
 
+def prepared(kind: str, state: Any) -> Any:
+    """``state`` as the reducer of channel ``kind`` holds it across many actions, equal to it: a
+    session's large customization tree indexed (what its first action would do, done when the
+    state is loaded)."""
+    return indexed(state) if kind == "session" else state
+
+
 def reduce(kind: str, state: Any, action: Any, now_ms: int = 0, log=None) -> Any:
     """Apply ``action`` to ``state`` with the reducer of channel ``kind``."""
     try:
@@ -69,6 +76,7 @@ __all__ = [
     "CHANNEL_KINDS",
     "FIXTURE_NOW_MS",
     "reduce",
+    "prepared",
     "reduce_root",
     "reduce_session",
     "reduce_chat",

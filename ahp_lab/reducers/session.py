@@ -361,6 +361,21 @@ def _tree_read(state: dict) -> list | Vector | None:
     return tree
 
 
+def indexed(state: Any) -> Any:
+    """``state`` (a session's) with a large customization tree held as a :class:`Vector` whose
+    indexes, by id and by child id, are built: what the first action on that tree would build,
+    once. Loading a session pays it (10 ms for 1,000 plugins of 20 children) instead of the first
+    toggle. The result equals ``state``."""
+    if type(state) is not dict:
+        return state
+    tree = _tree(state)
+    if type(tree) is not Vector:
+        return state
+    tree.find(_id_key, STOP)
+    tree.candidates(_child_ids, STOP, multi=True)
+    return state if tree is state.get("customizations") else {**state, "customizations": tree}
+
+
 def _child_position(children: list | Vector, cid: Any) -> int:
     """The position of child ``cid`` in a container's children, else ``-1``.
 
