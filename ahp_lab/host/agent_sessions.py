@@ -34,7 +34,7 @@ from ..protocol.jsonvalue import to_json
 from ..protocol.printable import printable
 from ..store import agent_origin
 from ..transport import RpcError
-from .redaction import Redactor, secret_values
+from .redaction import Redactor
 from .resources import ResourceService, file_turn, file_uri, uri_path
 from .validation import config_value_problem
 
@@ -332,7 +332,7 @@ class HostSessionContext:
         return None
 
     def add_secret_env(self, env: Mapping[str, str]) -> None:
-        self.host.redactor.add(*secret_values(env))
+        self.host.redactor.add_env(env)
 
     @property
     def redactor(self) -> Any:

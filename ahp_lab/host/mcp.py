@@ -48,7 +48,7 @@ from ..protocol.printable import printable
 from ..protocol.uris import shown_url
 from .mcp_auth import AuthAtConnect, McpAuthorization, masked_tokens
 from .mcp_tools import McpToolCalls, _Tool, one_line
-from .redaction import Redactor, secret_values
+from .redaction import Redactor
 
 log = logging.getLogger("ahp_lab.host.mcp")
 
@@ -682,7 +682,7 @@ class McpManager(McpToolCalls, McpAuthorization):
             )
         env = {str(k): str(v) for k, v in (config.get("env") or {}).items()}
         # every value but a path (a plugin passes its own folder) and a setting (see secret_values)
-        self.host.redactor.add(*secret_values(env))
+        self.host.redactor.add_env(env)
         if config.get("pluginRoot"):
             env.setdefault("PLUGIN_ROOT", str(config["pluginRoot"]))
         cwd = config.get("cwd") or config.get("pluginRoot") or None

@@ -12,9 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..protocol.jsonvalue import dumps
+from ..reducers._js import truthy
 
 SET = "chat/pendingMessageSet"
 REMOVED = "chat/pendingMessageRemoved"
+STARTED = "chat/turnStarted"
 
 
 def _key(action: dict) -> Any:
@@ -48,7 +50,20 @@ class PendingOwners:
         self.by_chat: dict[str, dict[Any, str]] = {}
 
     def refusal(self, chat_uri: str, chat: Any, action: dict, client_id: str) -> str | None:
-        """Why a stranger's ``action`` may not replace or remove a pending message, or ``None``."""
+        """Why a stranger's ``action`` may not replace or remove a pending message, or ``None``
+        (a client's ``chat/turnStarted`` naming a ``queuedMessageId`` removes that message too: a
+        stranger that cancelled its own turn started the next one at once under the notebook's
+        queued message, before the host took it from the queue)."""
+        if action.get("type") == STARTED and truthy(action.get("queuedMessageId")):
+            named = action["queuedMessageId"]
+            for kind in ("steering", "queued"):
+                held = {"type": REMOVED, "kind": kind, "id": named}
+                if _held(chat, held) and self.by_chat.get(chat_uri, {}).get(_key(held)) != client_id:
+                    return (
+                        f"{STARTED}: queuedMessageId {named!r} names a pending message another client "
+                        "set; a client's turn may take only its own"
+                    )
+            return None
         if action.get("type") not in (SET, REMOVED) or not _held(chat, action):
             return None
         if self.by_chat.get(chat_uri, {}).get(_key(action)) == client_id:

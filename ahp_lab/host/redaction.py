@@ -354,7 +354,8 @@ _LEAD = 40  # before the run: a secret-looking name, its quotes, ":" or "=", spa
 _TRIVIAL = frozenset({"true", "false", "null", "none", "yes", "no", "on", "off"})
 #: A known secret that is a short lower-case word, masked only as a whole word (see ``_compile``).
 _WORD = re.compile(r"[a-z]{4,12}")
-_WORD_SECRET = r"(?<![A-Za-z]){}(?![A-Za-z])"
+#: (an escape before it, ``\\n`` in JSON text or ``%2F`` in a URL, is no letter of a word)
+_WORD_SECRET = r"(?:(?<![A-Za-z])|(?<=\\[nrtbf])|(?<=%[0-9A-Fa-f]{{2}})){}(?![A-Za-z])"
 # Keys whose strings a tool will run with: only literal secrets are masked there.
 _TOOL_INPUT_KEYS = frozenset({"toolInput", "editedToolInput", "partialInput"})
 #: The one of them another client may send: the input a person edited before approving.
@@ -502,6 +503,14 @@ _SETTINGS = frozenset(
 _SETTING_NUMBER = re.compile(r"[0-9]{1,5}|[0-9]+(?:[.:][0-9]+)+")
 
 
+def named_secret_values(env: Any) -> list[str]:
+    """The values of ``env`` under a name that says secret (``DB_PASSWORD``, ``API_TOKEN``): they
+    stay masked whatever else offers the same word (:meth:`Redactor.forget`)."""
+    if not isinstance(env, dict):
+        return []
+    return [v for k, v in env.items() if isinstance(v, str) and _SECRET_VARIABLE.search(str(k))]
+
+
 def secret_values(env: Any) -> list[str]:
     """The values of ``env`` (a variable name -> value mapping, a process's environment) that are
     secrets to mask wherever they show: all but a path that exists here (it names a place: a
@@ -534,6 +543,7 @@ class Redactor:
 
     def __init__(self) -> None:
         self._secrets: set[str] = set()
+        self._kept: set[str] = set()  # values known as secrets for sure: never forgotten
         self._literal: re.Pattern | None = None
         self._clean_keys: set[str] = set()  # object keys with nothing to mask, for _key
         global _records_redacted
@@ -542,8 +552,10 @@ class Redactor:
             _redacting_records()
         _LIVE.add(self)
 
-    def add(self, *values: Any) -> None:
-        """Remember secret values (strings shorter than 4 characters and booleans are ignored)."""
+    def add(self, *values: Any, plain: bool = False) -> None:
+        """Remember secret values (strings shorter than 4 characters and booleans are ignored).
+        ``plain``: values under a name that does not say secret (an environment's), which an
+        agent's offering the same word as a choice makes no secret (:meth:`forget`)."""
         changed = False
         for value in values:
             if not isinstance(value, str):
@@ -551,6 +563,8 @@ class Redactor:
             value = value.strip()
             if len(value) < 4 or value.lower() in _TRIVIAL:
                 continue
+            if not plain:
+                self._kept.add(value)
             parts = [p for p in value.split() if len(p) >= 8] if " " in value else []
             for form in (value, json.dumps(value)[1:-1], quote(value, safe=""), *parts):
                 if form not in self._secrets:
@@ -560,14 +574,23 @@ class Redactor:
             self._clean_keys.clear()  # a key clean so far may hold the new secret
             self._compile()
 
+    def add_env(self, env: Any) -> None:
+        """Remember the secrets of a process's environment (:func:`secret_values`); those under a
+        name that does not say secret are ``plain``."""
+        named = set(named_secret_values(env))
+        values = secret_values(env)
+        self.add(*(v for v in values if v in named))
+        self.add(*(v for v in values if v not in named), plain=True)
+
     def forget(self, *values: Any) -> None:
         """Stop masking ``values``: words an agent offers every client as its choices (a mode id,
         an option's value), which its ``env`` named too (``DEFAULT_MODE=plan`` made the ``plan``
-        mode ``***``, which no client could then choose)."""
+        mode ``***``, which no client could then choose). Only values added ``plain``: a value
+        known as a secret for sure (``DB_PASSWORD=review``, a token) stays masked."""
         forms = {
             form
             for value in values
-            if isinstance(value, str)
+            if isinstance(value, str) and value.strip() not in self._kept
             for form in (value.strip(), json.dumps(value.strip())[1:-1], quote(value.strip(), safe=""))
         }
         if forms & self._secrets:

@@ -107,8 +107,13 @@ _BYTECODE = "__pycache__"
 #: Where tools the person runs in any folder take commands from: git's ``.git`` (its config's
 #: ``core.fsmonitor``, ``core.pager``, hooks: the next ``git status`` there, the person's, an IDE's
 #: or an agent's, runs them), and editors' ``.vscode`` and ``.idea`` (tasks, run configurations).
-#: No stranger writes a path through one, wherever it is.
+#: No stranger writes a path through one, wherever it is, in any letter case (a file system may
+#: not tell ``.GIT`` from ``.git``).
 _TOOL_CONFIGURATION = (".git", ".vscode", ".idea")
+#: Nor a file named ``HEAD``, without which git takes no folder for a git directory: a stranger's
+#: ``HEAD``, ``objects/``, ``refs/`` and ``config`` made one, whose ``core.fsmonitor`` ran at the
+#: next ``git status`` in that folder.
+_GIT_HEAD = "head"
 
 
 def _import_folders() -> list[tuple[str, str]]:
@@ -499,9 +504,14 @@ class ResourceService:
         first place it runs code from that the path is in or goes through by name (an agent's
         ``.claude``, a ``__pycache__``, a ``.git``), or the folder it is a module of by name (``json.py`` where
         the kernel imports from: :func:`_import_folders`); ``None`` when it would not."""
-        names = {*self._executed_names(), _BYTECODE, *_TOOL_CONFIGURATION}
+        names = {name.lower() for name in (*self._executed_names(), _BYTECODE, *_TOOL_CONFIGURATION)}
         given_path = os.path.abspath(path)
-        named = next((p for p in (*Path(given_path).parts, *Path(real).parts) if p in names), None)
+        named = next((p for p in (*Path(given_path).parts, *Path(real).parts) if p.lower() in names), None)
+        if named is None and _GIT_HEAD in (
+            os.path.basename(given_path).lower(),
+            os.path.basename(real).lower(),
+        ):
+            return "a file named HEAD makes its folder a git directory, whose config git runs commands from"
         for folder in () if named is not None else self._executed():
             given = os.path.abspath(os.fspath(folder))
             if _inside(real, _real(Path(given))) or _inside(given_path, given):

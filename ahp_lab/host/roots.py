@@ -70,7 +70,7 @@ class WorkingDirectories:
         if real == home:
             return f"{uri} is the user's home directory, which is never a working directory"
         top = os.path.relpath(real, home).split(os.sep, 1)[0] if _inside(real, home) else None
-        if top is not None and (top.startswith(".") or top in _APP_DATA):
+        if top is not None and (top.startswith(".") or (top in _APP_DATA and home != os.sep)):
             # keys and settings (~/.ssh, ~/.aws, ~/Library), even when the home is among the roots
             return (
                 f"{uri} is in a hidden or app data folder of the user's home (such as ~/.ssh or "

@@ -420,10 +420,12 @@ def _check_session(
         if not isinstance(config, dict):
             return "session/configChanged: this session has no configuration"
         props = (config.get("schema") or {}).get("properties") or {}
+        values = config.get("values") if isinstance(config.get("values"), dict) else {}
         for key in action.get("config") or {}:
             if key not in props:
                 return f"session/configChanged: unknown configuration property {key!r}"
-            if not props[key].get("sessionMutable"):
+            unchanged = key in values and dumps(values[key]) == dumps(action["config"][key])
+            if not props[key].get("sessionMutable") and not unchanged:  # (a full replacement names it)
                 return (
                     f"session/configChanged: property {key!r} cannot be changed after the session was created"
                 )
@@ -432,14 +434,13 @@ def _check_session(
                 return f"session/configChanged: {key!r} {reason}"
         if action.get("replace"):
             # a replacement sets exactly the action's values: each one it leaves out is changed too
-            values = config.get("values") if isinstance(config.get("values"), dict) else {}
             for key in values:
                 if key not in (action.get("config") or {}) and not (props.get(key) or {}).get(
                     "sessionMutable"
                 ):
                     return (
                         f"session/configChanged: replace would remove property {key!r}, which cannot be "
-                        "changed after the session was created; leave replace out to change only what is named"
+                        "changed after the session was created; name it with its value, or leave replace out"
                     )
     if kind in ("session/workingDirectorySet", "session/workingDirectoryRemoved"):
         multi = caps.get("multipleWorkingDirectories")

@@ -159,62 +159,79 @@ class Sending:
             echoes[seq] = transition
             if len(echoes) > 4096:
                 del echoes[next(iter(echoes))]
-        if transition.accepted and transition.action.get("kind") == "steering":
+        if transition.accepted and (self._policies or transition.action.get("kind") == "steering"):
             self._steered(transition)
         if not self._queued or not transition.accepted:
             return
         action = transition.action
+        kind = action.get("type")
+        named = action.get("queuedMessageId") if kind == "chat/turnStarted" else action.get("id")
+        sent = self._queued.get(named) if type(named) is str else None
+        if sent is None or sent.chat != transition.channel:  # the same id in another chat is another's
+            return
         by_client = type(origin) is dict and origin.get("clientId") is not None
-        if action.get("type") == "chat/pendingMessageRemoved" and action.get("kind") == "queued":
+        if kind == "chat/pendingMessageRemoved" and action.get("kind") == "queued":
             # by a client: it will not start; by the host, it is starting (chat-channel §10: the
             # removal, then the turnStarted naming it, which a remote client reads apart)
-            if by_client and (sent := self._queued.pop(action.get("id"), None)) is not None:
+            if by_client:
+                del self._queued[named]
                 sent.removed = "was removed before its turn started"
         elif (
-            action.get("type") == "chat/pendingMessageSet"
+            kind == "chat/pendingMessageSet"
             and action.get("kind") == "queued"
             and by_client
             and origin.get("clientId") != self.client.client_id
-            and (sent := self._queued.pop(action.get("id"), None)) is not None
         ):
             # another client's text under our message's id: the turn it starts is not ours, and
             # our approve=/answers=/script= must not go to it (a stranger's call of a kernel tool
             # was approved so)
+            del self._queued[named]
             sent.removed = f"was replaced by client {origin.get('clientId')!r} before its turn started"
-        elif action.get("type") == "chat/turnStarted":
-            sent = self._queued.pop(action.get("queuedMessageId"), None)
-            if sent is not None:
-                sent.turn_id = action["turnId"]
-                self._prepare(sent.chat, sent.turn_id, *sent.options)
+        elif kind == "chat/turnStarted":
+            del self._queued[named]
+            if by_client:  # a client's own turn naming our message: the host starts ours, no one else
+                sent.removed = f"was taken by a turn client {origin.get('clientId')!r} started"
+                return
+            sent.turn_id = action["turnId"]
+            self._prepare(sent.chat, sent.turn_id, *sent.options)
 
     def _steered(self, transition: Transition) -> None:
-        """Another client's steering message for a turn sent with ``approve=``/``answers=``: the
-        turn takes it in as the person's words, and what it then asks for is not what the person
-        pre-approved, so the turn's calls and questions are left to a person from then on (a
-        stranger's steering into a pre-approved turn had its calls approved). Both when it is set
-        and when the host hands it to the running turn (it may have been set before the turn)."""
+        """Another client's words in a turn sent with ``approve=``/``answers=``: a steering message,
+        an answer to the turn's questions or a suggestion with a confirmation. The agent takes them
+        in as the person's, and what it then asks for is not what the person pre-approved, so the
+        turn's calls and questions are left to a person from then on (a stranger's steering, or its
+        answer to the agent's question, had the next call approved). A steering message counts both
+        when it is set and when the host hands it to the running turn (it may predate the turn)."""
         action, origin = transition.action, transition.origin
-        chat = transition.channel
-        setters = self._steering_setters
-        if action.get("type") == "chat/pendingMessageSet":
-            setter = origin.get("clientId") if type(origin) is dict else None
-            setters[chat] = setter
-        elif action.get("type") == "chat/pendingMessageRemoved":
-            setter = setters.pop(chat, None)
+        chat, kind = transition.channel, action.get("type")
+        who = origin.get("clientId") if type(origin) is dict else None
+        turn = None
+        if action.get("kind") == "steering" and kind == "chat/pendingMessageSet":
+            self._steering_setters[chat] = who
+        elif action.get("kind") == "steering" and kind == "chat/pendingMessageRemoved":
+            who = self._steering_setters.pop(chat, None)
             if type(origin) is dict and origin.get("clientId") is not None:
                 return  # a client took it back: nothing reached the turn
+        elif kind in ("chat/inputAnswerChanged", "chat/inputCompleted") or (
+            kind == "chat/toolCallConfirmed" and action.get("userSuggestion") is not None
+        ):
+            if who is None:
+                return  # the host's own (an agent's): no one's words
+            turn = action.get("turnId")
         else:
             return
-        if setter == self.client.client_id:
+        if who == self.client.client_id:
             return
-        active = ((self.client.state(chat) or {}).get("activeTurn") or {}).get("id")
-        policy = self._policies.get(active)
+        if turn is None:
+            turn = ((self.client.state(chat) or {}).get("activeTurn") or {}).get("id")
+        policy = self._policies.get(turn)
         if policy is not None and policy.chat == chat:
-            del self._policies[active]
+            del self._policies[turn]
             log.warning(
-                "turn %s was steered by client %r: its approve=/answers= no longer answer for it",
-                active,
-                setter,
+                "turn %s took words from client %r (%s): its approve=/answers= no longer answer for it",
+                turn,
+                who,
+                kind,
             )
 
     def _lost(self, sent: Sent) -> str | None:
@@ -303,6 +320,8 @@ class Sending:
         if sent.kind == "turn":
             await self._wait_echo(sent)
 
+        seen: list = []  # the turn, once it was seen running
+
         def done(state: Any) -> Any:
             rejected = self._rejection(sent)
             if rejected is not None:
@@ -310,6 +329,11 @@ class Sending:
             for t in (state or {}).get("turns") or ():
                 if t.get("id") == turn_id:
                     return ("done", t)
+            confirmed = self.client.confirmed(chat) or {}  # (an optimistic turn may stand in for it)
+            if (confirmed.get("activeTurn") or {}).get("id") == turn_id:
+                seen.append(turn_id)
+            elif seen and not any(t.get("id") == turn_id for t in confirmed.get("turns") or ()):
+                return ("truncated", None)  # it ran, and is neither running nor kept now
             policy = self._policies.get(turn_id)
             if policy is not None and policy.error is not None:
                 return ("unanswerable", policy.error)
@@ -326,6 +350,8 @@ class Sending:
                 self._policies.pop(turn_id, None)
         if kind == "rejected":
             raise ActionRejected(value)
+        if kind == "truncated":
+            raise LookupError(f"turn {turn_id} left the chat before it ended (a client truncated the chat)")
         if kind == "unanswerable":
             raise ValueError(value)
         if kind == "closed":

@@ -883,3 +883,40 @@ def test_a_word_in_the_agents_env_that_it_offers_as_a_choice_stays_a_choice(tmp_
             assert lab.host.redactor.text("config configuration") == "*** configuration"
 
     arun(go())
+
+
+def test_a_frame_waited_for_masks_a_key_split_across_chunks(tmp_path: Path) -> None:
+    """``frames.wait_for`` masked the frame it returned by itself, so the half of a key the agent
+    streamed in that chunk showed, where iterating masks the chunks as one run (the review of stop
+    52). Each frame waited for is the one iterating gives."""
+    key = SECRET_ENV["BAD_AGENT_KEY"]
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("split_key")) as lab:
+            await lab.send("go")
+            frames = lab.agent.frames
+            first = frames[0].index
+            waited = [
+                await frames.wait_for(lambda f, i=i: f.index == i) for i in range(first, first + len(frames))
+            ]
+            assert [f.message for f in waited] == [f.message for f in frames]
+            text = json.dumps([f.message for f in waited])
+            for piece in (key[10:], key[:10]):
+                assert piece not in text, piece
+
+    arun(go())
+
+
+def test_a_secret_named_as_one_stays_masked_whatever_the_agent_offers(tmp_path: Path) -> None:
+    """Forgetting the words an agent offers as choices forgot them for every source: with
+    ``DB_PASSWORD=review`` given to one server, an agent offering a "review" mode un-masked the
+    password everywhere (the review of stop 52). A value under a name that says secret stays."""
+    env = {**SECRET_ENV, "AGENT_DB_PASSWORD": "code", "AGENT_STYLE": "plan"}
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, env=env) as lab:
+            modes = lab.session_state["config"]["schema"]["properties"]["mode"]["enum"]
+            assert "plan" in modes and "code" not in modes, modes  # the password stays masked: ***
+            assert lab.host.redactor.text("the code and the plan") == "the *** and the plan"
+
+    arun(go())

@@ -170,6 +170,13 @@ def test_a_config_replacement_does_not_remove_what_is_fixed_at_creation(connect_
                 "sandbox": "read-only",
                 "mode": "code",
             }
+            # a full replacement names what is fixed with its value (the review of stop 52)
+            config = {"sandbox": "read-only", "mode": "ask"}
+            whole = {"type": "session/configChanged", "config": config, "replace": True}
+            mallory.dispatch(lab.session, 94, whole)
+            assert "rejectionReason" not in await mallory.echo(94)
+            mallory.dispatch(lab.session, 95, {**whole, "config": {**config, "sandbox": "full-access"}})
+            assert "cannot be changed" in (await mallory.echo(95)).get("rejectionReason", "")
 
     arun(main())
 

@@ -148,16 +148,22 @@ class AcpFrameLog:
 
     async def wait_for(self, check: Any, *, since: int = 0, timeout: float | None = 30) -> AcpFrame:
         """The first frame with ``index >= since`` for which ``check(frame)`` is true (waits for
-        it); ``check`` sees, and the caller gets, the frame with secrets masked."""
+        it); ``check`` sees the frame with secrets masked, and the caller gets it masked in its
+        session's run, as iterating gives it (a key streamed across two chunks is masked whole)."""
 
-        def shown(frame: AcpFrame) -> AcpFrame:
+        def seen(frame: AcpFrame) -> AcpFrame:
             return frame if self.redactor is None else frame.redacted(self.redactor)
 
+        def shown(frame: AcpFrame) -> AcpFrame:
+            if self.redactor is None:
+                return frame
+            return next(c for c in self.redacted(frame.session, self.redactor) if c.index == frame.index)
+
         for frame in self._frames:
-            if frame.index >= since and check(shown(frame)):
+            if frame.index >= since and check(seen(frame)):
                 return shown(frame)
         future = asyncio.get_running_loop().create_future()
-        entry = (lambda f: f.index >= since and check(shown(f)), future)
+        entry = (lambda f: f.index >= since and check(seen(f)), future)
         self._waiters.append(entry)
         try:
             return shown(await asyncio.wait_for(future, timeout))
