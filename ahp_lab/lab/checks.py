@@ -37,6 +37,7 @@ def cell_action(action: Any, *, stacklevel: int = 3) -> str:
     """The ``type`` of an action a cell dispatches; raises :class:`ProtocolError` when it is not a
     dict, has no ``type`` or an unknown one, and warns (:class:`UnknownFieldWarning`) about fields
     that its type does not define."""
+    __tracebackhide__ = True  # IPython shows the caller's cell and the reason
     if not isinstance(action, dict):
         raise ProtocolError(
             f"dispatch takes an action, a dict such as {_EXAMPLE}, not {_shown(action)}",

@@ -305,6 +305,7 @@ class Lab(Sending, Answering, LabBase):
 
     def _route(self, action: Any, channel: str | None) -> str:
         """The channel a cell's action goes to; its checks raise before anything is sent."""
+        __tracebackhide__ = True  # IPython shows the caller's cell and the reason
         kind = cell_action(action, stacklevel=4)
         self._check_open()
         if channel is not None:
@@ -328,6 +329,7 @@ class Lab(Sending, Answering, LabBase):
         :class:`ActionRejected` with the host's reason when the host rejects it (the rejection is
         in the transition log).
         """
+        __tracebackhide__ = True  # IPython shows the caller's cell and the reason
         return await self._adispatch(action, self._route(action, channel))
 
     async def _adispatch(self, action: dict, channel: str) -> Transition:
@@ -366,6 +368,7 @@ class Lab(Sending, Answering, LabBase):
 
     def dispatch(self, action: dict, channel: str | None = None) -> Transition:
         """Synchronous :meth:`adispatch` (the host answers at once; no person is involved)."""
+        __tracebackhide__ = True  # IPython shows the caller's cell and the reason
         channel = self._route(action, channel)
         seq = self.client.dispatch(channel, action)  # malformed input fails here, in the caller's frame
         return run_sync(self._verdict(channel, seq))

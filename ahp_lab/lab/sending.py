@@ -52,6 +52,12 @@ class Unsent(Coroutine):
     def __await__(self):
         return self._coro.__await__()
 
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(
+            f"{name!r}: this is lab.send({self._text!r:.60}) not awaited, which has sent nothing; "
+            "write `await lab.send(...)` to get the turn"
+        )
+
     def __repr__(self) -> str:
         shown = repr(self._text)
         shown = shown if len(shown) <= 40 else shown[:37] + "..."

@@ -219,8 +219,11 @@ export function renderChat({ model, el }) {
     follow();
   }
 
-  function onMsg(msg) {
-    if (!msg || typeof msg !== "object") return;
+  function onMsg(sent) {
+    if (!sent || typeof sent !== "object") return;
+    // every view of this model gets the same message object, and a view keeps (and appends to)
+    // what it gets: a copy of its own, or a second view's text doubled the first's
+    const msg = structuredClone(sent);
     if (msg.type === "reset") reset(msg.view);
     else if (msg.type === "patch" && ready) patch(msg);
     else if (msg.type === "older" && ready) {

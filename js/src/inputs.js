@@ -255,9 +255,17 @@ export function renderInputs({ model, el }) {
     ];
   }
 
+  // a question's name: its title; without one, a one-line plain message (its id is no sentence)
+  function questionLabel(q) {
+    if (q.title) return q.title;
+    const said = q.message && !q.message.markdown && !q.message.truncated ? (q.message.text || "").trim() : "";
+    return said && !said.includes("\n") && said.length <= 160 ? said : q.id;
+  }
+
   function questionControl(q, e, ro, onDraft) {
     const id = `q-${Math.random().toString(36).slice(2)}`;
-    const label = h("label", { for: id, class: "ahp-q-label" }, q.title || q.id, q.required ? h("span", { class: "ahp-req", "aria-hidden": "true" }, " *") : null);
+    const asLabel = !q.title && questionLabel(q) !== q.id;
+    const label = h("label", { for: id, class: "ahp-q-label" }, questionLabel(q), q.required ? h("span", { class: "ahp-req", "aria-hidden": "true" }, " *") : null);
     const ans = q.answer && q.answer.state !== "skipped" ? q.answer : null;
     let control;
     let read;
@@ -296,7 +304,7 @@ export function renderInputs({ model, el }) {
       });
       let free = null;
       if (q.allowFreeform) {
-        free = h("input", { class: "ahp-input", type: "text", disabled: ro, placeholder: "other…", "aria-label": `Other answer for ${q.title || q.id}` });
+        free = h("input", { class: "ahp-input", type: "text", disabled: ro, placeholder: "other…", "aria-label": `Other answer for ${questionLabel(q)}` });
         free.value = ans && ans.freeform && ans.freeform[0] ? ans.freeform[0] : "";
         group.appendChild(free);
       }
@@ -318,7 +326,7 @@ export function renderInputs({ model, el }) {
     control.addEventListener("change", onChange);
     return {
       el: h("div", { class: "ahp-question", "data-question-id": q.id, "data-question-kind": q.kind },
-        label, q.message && q.message.text ? textBlock(q.message, model, { cls: "ahp-q-msg" }) : null, control,
+        label, q.message && q.message.text && !asLabel ? textBlock(q.message, model, { cls: "ahp-q-msg" }) : null, control,
         hint.length ? h("div", { class: "ahp-dim" }, hint.join(" · ")) : null),
       read, q,
     };
@@ -345,7 +353,7 @@ export function renderInputs({ model, el }) {
       const empty = response === "accept" ? controls.filter((c) => c.q.required && !c.read()) : [];
       missing.hidden = !empty.length;
       if (empty.length) {
-        missing.textContent = `answer ${empty.map((c) => c.q.title || c.q.id).join(", ")} first: required`;
+        missing.textContent = `answer ${empty.map((c) => questionLabel(c.q)).join(", ")} first: required`;
         const first = empty[0].el.querySelector("input, select, textarea");
         if (first) first.focus();
         return;

@@ -179,6 +179,9 @@ def test_send_without_await_says_that_nothing_was_sent(lab):
     unsent = lab.send("hello")
     assert "has not sent anything: write `await lab.send(...)`" in repr(unsent)
     assert len(lab.transitions) == before
+    # read as the turn it is not (an exercise's check cell did): it says why, not just "no attribute"
+    with pytest.raises(AttributeError, match=r"'tool_calls': this is lab.send\('hello'\) not awaited"):
+        unsent.tool_calls  # noqa: B018
     unsent.close()  # the coroutine it holds, never awaited: no warning at collection
 
 
