@@ -542,6 +542,10 @@ class ScriptedAgent:
         """Use ``script`` for the turn ``turn_id`` instead of a prompt-chosen scenario."""
         self._scripts[turn_id] = as_steps(script)
 
+    def drop_script(self, turn_id: str) -> None:
+        """Forget the script queued for ``turn_id`` (its start was refused: no other turn may take it)."""
+        self._scripts.pop(turn_id, None)
+
     def scenario(
         self, prompt: str, tools: list[ToolInfo], mode: str | None = None, session: str | None = None
     ) -> list[Step]:

@@ -563,10 +563,11 @@ class Redactor:
             value = value.strip()
             if len(value) < 4 or value.lower() in _TRIVIAL:
                 continue
-            if not plain:
-                self._kept.add(value)
             parts = [p for p in value.split() if len(p) >= 8] if " " in value else []
-            for form in (value, json.dumps(value)[1:-1], quote(value, safe=""), *parts):
+            forms = (value, json.dumps(value)[1:-1], quote(value, safe=""), *parts)
+            if not plain:
+                self._kept.update(forms)  # (a long word of a passphrase is masked alone too)
+            for form in forms:
                 if form not in self._secrets:
                     self._secrets.add(form)
                     changed = True
@@ -590,8 +591,9 @@ class Redactor:
         forms = {
             form
             for value in values
-            if isinstance(value, str) and value.strip() not in self._kept
+            if isinstance(value, str)
             for form in (value.strip(), json.dumps(value.strip())[1:-1], quote(value.strip(), safe=""))
+            if form not in self._kept
         }
         if forms & self._secrets:
             self._secrets -= forms

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..store import Transition
 from ..tools import ToolError
-from .turns import ToolCall, answer_for
+from .turns import ToolCall, answer_for, read_verdict
 
 __all__ = ["Answering"]
 
@@ -36,19 +36,16 @@ class Answering:
         """The ``chat/toolCallConfirmed`` or ``chat/toolCallResultConfirmed`` action for a verdict."""
         if callable(verdict):
             verdict = verdict(ToolCall(tc, turn_id, chat, self))
+        read = read_verdict(verdict)
+        if read is None:
+            raise ValueError("the verdict is None: nothing to answer (None leaves a call to a person)")
+        approved, option, edit = read
+        if approved is None:  # a bare option id: its kind decides
+            approved = self._option_kind(tc, option) != "deny"
         base = {"turnId": turn_id, "toolCallId": tc.get("toolCallId")}
         if tc.get("status") == "pending-result-confirmation":
-            approved = verdict not in (False, "deny") and not (
-                (isinstance(verdict, str) and self._option_kind(tc, verdict) == "deny")
-                or (isinstance(verdict, dict) and verdict.get("deny"))
-            )
             return {"type": "chat/toolCallResultConfirmed", **base, "approved": approved}
         action: dict[str, Any] = {"type": "chat/toolCallConfirmed", **base}
-        edit = verdict.get("edit") if isinstance(verdict, dict) else None
-        option = verdict if isinstance(verdict, str) and verdict not in ("deny", "approve") else None
-        if isinstance(verdict, dict) and verdict.get("option"):
-            option = verdict["option"]
-        approved = verdict not in (False, "deny") and not (isinstance(verdict, dict) and verdict.get("deny"))
         if option is None and tc.get("options"):  # the first one-time option of the verdict's kind
             option = _default_option(tc, "approve" if approved else "deny")
         if option is not None:
@@ -130,9 +127,13 @@ class Answering:
         chat = chat or self.chat
         for approval in list(self.client.approvals.values()):
             if tool_call_id in (None, approval.tool_call_id) and approval.chat == chat:
-                approval.deny() if verdict is False or (
-                    isinstance(verdict, dict) and verdict.get("deny")
-                ) else approval.approve()
+                approved, option, edit = read_verdict(verdict)
+                if option is not None or (approved and edit is not None):
+                    raise ValueError(
+                        f"{approval.tool_name} waits for this notebook's own approval, which runs the "
+                        "input the agent gave or nothing: approve or deny it, without an option or an edit"
+                    )
+                approval.approve() if approved else approval.deny()
                 return None
         pending = self._pending_calls(chat)
         if tool_call_id is not None:

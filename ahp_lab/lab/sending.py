@@ -26,6 +26,13 @@ __all__ = ["Sending", "Unsent"]
 
 log = logging.getLogger("ahp_lab.lab")
 
+#: Actions by which another client's words reach a turn's agent: its answers to the turn's
+#: questions, and what its own tools return (a stranger's tool answered "production", and the next
+#: call of the notebook's kernel tool was approved by the notebook's approve=).
+_WORDS = frozenset(
+    {"chat/inputAnswerChanged", "chat/inputCompleted", "chat/toolCallComplete", "chat/toolCallContentChanged"}
+)
+
 
 class Unsent(Coroutine):
     """What ``lab.send(...)`` returns: the coroutine that sends the message when awaited.
@@ -127,7 +134,7 @@ class Sending:
             )
             return sent
         turn_id = new_turn_id()
-        self._prepare(chat, turn_id, script, approve, answers)
+        self._prepare(chat, turn_id, script, approve, answers, armed=False)  # armed by the echo
         self.client.dispatch(
             chat,
             {
@@ -143,11 +150,14 @@ class Sending:
         if script is not None and getattr(self.agent, "queue_script", None) is None:
             raise TypeError(f"the {self.agent.name} agent does not take scripts")
 
-    def _prepare(self, chat: str, turn_id: str, script: Any, approve: Any, answers: Any) -> None:
+    def _prepare(
+        self, chat: str, turn_id: str, script: Any, approve: Any, answers: Any, *, armed: bool = True
+    ) -> None:
         """Give a turn its script and its answers, before its agent starts."""
         if script is not None:
             self.agent.queue_script(turn_id, script)
         policy = TurnPolicy(self, chat, turn_id, approve, answers)
+        policy.armed = armed
         if policy.active:
             self._policies[turn_id] = policy
 
@@ -167,6 +177,7 @@ class Sending:
                 del echoes[next(iter(echoes))]
         if transition.accepted and (self._policies or transition.action.get("kind") == "steering"):
             self._steered(transition)
+            self._armed(transition)
         if not self._queued or not transition.accepted:
             return
         action = transition.action
@@ -199,11 +210,26 @@ class Sending:
                 sent.removed = f"was taken by a turn client {origin.get('clientId')!r} started"
                 return
             sent.turn_id = action["turnId"]
-            self._prepare(sent.chat, sent.turn_id, *sent.options)
+            self._prepare(sent.chat, sent.turn_id, *sent.options)  # the host started our message
+
+    def _armed(self, transition: Transition) -> None:
+        """The echo of our own ``chat/turnStarted`` arms the turn's policy: only then is the turn
+        of that id ours (a start the host refused left its id to anyone, and a stranger's turn under
+        it had the notebook's approve=)."""
+        action, origin = transition.action, transition.origin
+        if action.get("type") != "chat/turnStarted" or type(origin) is not dict:
+            return
+        policy = self._policies.get(action.get("turnId"))
+        if policy is not None and policy.chat == transition.channel:
+            if origin.get("clientId") == self.client.client_id:
+                policy.armed = True
+            elif not policy.armed:  # another's turn under our id: never ours
+                del self._policies[action["turnId"]]
 
     def _steered(self, transition: Transition) -> None:
         """Another client's words in a turn sent with ``approve=``/``answers=``: a steering message,
-        an answer to the turn's questions or a suggestion with a confirmation. The agent takes them
+        an answer to the turn's questions, a suggestion with a confirmation, or what its own tool
+        returned. The agent takes them
         in as the person's, and what it then asks for is not what the person pre-approved, so the
         turn's calls and questions are left to a person from then on (a stranger's steering, or its
         answer to the agent's question, had the next call approved). A steering message counts both
@@ -211,25 +237,24 @@ class Sending:
         action, origin = transition.action, transition.origin
         chat, kind = transition.channel, action.get("type")
         who = origin.get("clientId") if type(origin) is dict else None
-        turn = None
         if action.get("kind") == "steering" and kind == "chat/pendingMessageSet":
             self._steering_setters[chat] = who
         elif action.get("kind") == "steering" and kind == "chat/pendingMessageRemoved":
             who = self._steering_setters.pop(chat, None)
             if type(origin) is dict and origin.get("clientId") is not None:
                 return  # a client took it back: nothing reached the turn
-        elif kind in ("chat/inputAnswerChanged", "chat/inputCompleted") or (
+        elif kind in _WORDS or (
             kind == "chat/toolCallConfirmed" and action.get("userSuggestion") is not None
         ):
             if who is None:
                 return  # the host's own (an agent's): no one's words
-            turn = action.get("turnId")
         else:
             return
         if who == self.client.client_id:
             return
-        if turn is None:
-            turn = ((self.client.state(chat) or {}).get("activeTurn") or {}).get("id")
+        # the chat's running turn, whatever turn the action names (an answer carries no turn id,
+        # and one it adds is not read by the reducer: a made-up one kept the policy)
+        turn = ((self.client.confirmed(chat) or {}).get("activeTurn") or {}).get("id")
         policy = self._policies.get(turn)
         if policy is not None and policy.chat == chat:
             del self._policies[turn]
@@ -324,7 +349,11 @@ class Sending:
     async def _wait_turn(self, sent: Sent, stop_when_blocked: bool = False) -> Turn:
         chat, turn_id = sent.chat, sent.turn_id
         if sent.kind == "turn":
-            await self._wait_echo(sent)
+            try:
+                await self._wait_echo(sent)
+            except BaseException:
+                self._forget_turn(sent)  # refused or lost: its policy and script go (see _armed)
+                raise
 
         seen: list = []  # the turn, once it was seen running
 
@@ -352,8 +381,7 @@ class Sending:
         try:
             kind, value = await self.client.wait_for(chat, done)
         finally:
-            if sent.kind != "steering":  # the steered turn's own sender still needs its answers
-                self._policies.pop(turn_id, None)
+            self._forget_turn(sent)
         if kind == "rejected":
             raise ActionRejected(value)
         if kind == "truncated":
@@ -367,6 +395,15 @@ class Sending:
                 f"turn {turn_id} is waiting for a person ({self._blocked(chat, turn_id)}); {_AWAIT_INSTEAD}"
             )
         return Turn(await self._as_the_host_ended(chat, turn_id, value), chat, self)
+
+    def _forget_turn(self, sent: Sent) -> None:
+        """The send is over: its turn's policy and an unused script go."""
+        if sent.kind == "steering":  # the steered turn's own sender still needs its answers
+            return
+        self._policies.pop(sent.turn_id, None)
+        drop = getattr(getattr(self, "agent", None), "drop_script", None)
+        if drop is not None:
+            drop(sent.turn_id)
 
     async def _as_the_host_ended(self, chat: str, turn_id: str, turn: dict) -> dict:
         """``turn`` as the host ended it. A cancel this client sent ends the turn in its own view at

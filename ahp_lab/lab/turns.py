@@ -416,6 +416,32 @@ class PendingTurn:
         return f"<PendingTurn {self.turn_id} {status}>"
 
 
+def read_verdict(verdict: Any) -> tuple[bool | None, str | None, Any] | None:
+    """``(approved, option, edit)`` of a verdict (``approved`` is ``None`` for a bare option id,
+    whose kind decides), or ``None``: no verdict, the call is left to a person. One reading for
+    ``approve=``, ``lab.approve``/``lab.deny`` and local approvals: a ``{"deny": True}`` approved a
+    local approval, and an approver returning ``None`` approved every call."""
+    if verdict is None:
+        return None
+    if verdict is True or verdict == "approve":
+        return True, None, None
+    if verdict is False or verdict == "deny":
+        return False, None, None
+    if isinstance(verdict, str) and verdict:
+        return None, verdict, None
+    if isinstance(verdict, dict):
+        option = verdict.get("option")
+        return (
+            not verdict.get("deny"),
+            option if isinstance(option, str) and option else None,
+            verdict.get("edit"),
+        )
+    raise TypeError(
+        "a verdict is True, False, an option id, {'option': id}, {'edit': input}, {'deny': True} or None "
+        f"(leave it to a person), not {type(verdict).__name__}"
+    )
+
+
 class TurnPolicy:
     """Answers for a turn sent with ``approve=`` / ``answers=`` (dispatched as real protocol actions)."""
 
@@ -423,6 +449,9 @@ class TurnPolicy:
         self.lab, self.chat, self.turn_id = lab, chat, turn_id
         self.approve, self.answers = approve, answers
         self.handled: set[str] = set()
+        #: whether the turn of that id is known to be this lab's (its start echoed, or the host
+        #: started this lab's queued message): answers go to no other turn under the same id
+        self.armed = False
         self.error: str | None = None  # why answers= could not answer a request (the sender raises it)
         self._waiting: set[asyncio.Task] = set()  # async approvers and answerers still deciding
 
@@ -431,6 +460,8 @@ class TurnPolicy:
         return self.approve is not None or self.answers is not None
 
     def react(self) -> None:
+        if not self.armed:
+            return
         client = self.lab.client
         state = client.confirmed(self.chat) or {}
         active = state.get("activeTurn") or {}
@@ -484,9 +515,7 @@ class TurnPolicy:
                     )
                     self._when_ready(
                         lambda call=call: self._verdict(call),
-                        lambda v, approval=approval: (
-                            approval.approve() if v not in (False, "deny") else approval.deny()
-                        ),
+                        lambda v, approval=approval: self._decide_local(approval, v),
                     )
 
     def _verdict(self, call: ToolCall) -> Any:
@@ -520,7 +549,28 @@ class TurnPolicy:
         self._waiting.add(task)
         task.add_done_callback(self._waiting.discard)
 
+    def _decide_local(self, approval: Any, verdict: Any) -> None:
+        """A verdict on a local approval: it runs the tool's input as the agent gave it, so an edit
+        or an option is left to a person, with the reason."""
+        try:
+            read = read_verdict(verdict)
+        except TypeError as exc:
+            self._unanswerable(f"approve= cannot answer the local approval of {approval.tool_name}: {exc}")
+            return
+        if read is None:
+            return  # left to a person
+        approved, option, edit = read
+        if approved is None or option is not None or (approved and edit is not None):
+            self._unanswerable(
+                f"approve= cannot answer the local approval of {approval.tool_name} with an option or an "
+                "edit: it runs the input the agent gave, or nothing. It still waits: answer it yourself"
+            )
+            return
+        approval.approve() if approved else approval.deny()
+
     def _confirm(self, tc: dict, verdict: Any) -> None:
+        if verdict is None:
+            return  # no verdict: the call is left to a person
         try:
             seq = self.lab._decide(self.chat, self.turn_id, tc, verdict)
         except (ValueError, TypeError) as exc:
