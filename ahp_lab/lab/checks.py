@@ -12,6 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..protocol import ProtocolError
 from ..protocol.actions import ACTION_TYPES, CHANNEL_KINDS
+from ..protocol.errors import to_protocol_error
 
 __all__ = ["UnknownFieldWarning", "cell_action", "message_text", "tool_function"]
 
@@ -70,9 +71,27 @@ def cell_action(action: Any, *, stacklevel: int = 3) -> str:
             subject=kind,
             code="unknown_action_type",
         )
-    extra = _unknown_fields(model, action)
+    known = sorted(info.alias or name for name, info in model.model_fields.items())
+    try:
+        extra = _extras(model.model_validate(action, by_alias=True, by_name=False), "")
+    except ValidationError as exc:
+        # malformed: the client's validation would say what is wrong; a misspelt field is said
+        # with it ("field 'title' is required" for a "titel")
+        typos = [
+            f"unknown field {name!r}: did you mean {close[0]!r}?"
+            for name in action
+            if name not in known
+            and name not in ("type", "_meta")
+            and (close := difflib.get_close_matches(name, known, n=1))
+            and close[0] not in action
+        ]
+        if not typos:
+            return kind
+        error = to_protocol_error(exc, kind)
+        raise ProtocolError(
+            f"{error} ({'; '.join(typos)})", field=error.field, rule=error.rule, subject=kind, code=error.code
+        ) from None
     if extra:
-        known = sorted(info.alias or name for name, info in model.model_fields.items())
         guesses = [g for f in extra for g in difflib.get_close_matches(f.rsplit(".", 1)[-1], known, n=1)]
         hint = f" (did you mean {', '.join(repr(g) for g in guesses)}?)" if guesses else ""
         warnings.warn(
@@ -82,14 +101,6 @@ def cell_action(action: Any, *, stacklevel: int = 3) -> str:
             stacklevel=stacklevel,
         )
     return kind
-
-
-def _unknown_fields(model: type[BaseModel], action: dict) -> list[str]:
-    try:
-        parsed = model.model_validate(action, by_alias=True, by_name=False)
-    except ValidationError:
-        return []  # malformed: the client's validation says what is wrong
-    return _extras(parsed, "")
 
 
 def _extras(value: Any, path: str) -> list[str]:

@@ -20,6 +20,7 @@ a person (a blocked cell cannot receive widget clicks) and says to ``await`` ins
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import warnings
 import weakref
@@ -30,6 +31,7 @@ from typing import Any
 from ..agents.base import Agent
 from ..client import AhpClient
 from ..host import ROOT, Host
+from ..host.plugin_resolver import expand_plugin_paths
 from ..protocol import ProtocolError
 from ..protocol.actions import channel_kind_of_action
 from ..protocol.jsonvalue import to_json
@@ -104,6 +106,13 @@ class Lab(Sending, Answering, LabBase):
         self.store = self.host.store
         # Customizations (plugins, directories, client plugins), MCP servers and resource* commands.
         self.customizations, self.mcp = _attach_customizations(self.host, plugins, directories, mcp_servers)
+        for path in expand_plugin_paths(list(plugins)):
+            if not path.exists():  # (a directory may not exist yet; a plugin folder must)
+                warnings.warn(
+                    f"Lab(plugins=...): there is no plugin folder at {path} (a relative path is read from "
+                    f"the kernel's working folder, {os.getcwd()}); its entry in the tree shows the error",
+                    stacklevel=2,
+                )
         self.client = AhpClient(  # the notebook's own client: the one trusted connection
             self.host.connect(client_id, trusted=True),
             client_id=client_id,

@@ -68,6 +68,18 @@ def test_an_unknown_extra_field_warns_naming_it_and_the_action_is_still_sent(lab
     assert accepted.accepted and lab.session_state["title"] == "typo"  # forward compatible: sent as written
 
 
+def test_a_misspelt_required_field_is_named_with_the_missing_one(lab):
+    """``{"titel": ...}`` said only "field 'title' is required": the misspelling, which the guide
+    promises a hint for, was never named, since the warning comes after validation (a first-hour
+    user)."""
+    before = len(lab.transitions)
+    with pytest.raises(
+        ProtocolError, match=r"field 'title' is required \(unknown field 'titel': did you mean 'title'\?\)"
+    ):
+        lab.dispatch({"type": "session/titleChanged", "titel": "x"})
+    assert len(lab.transitions) == before
+
+
 def test_unknown_fields_inside_a_message_are_named_by_their_path(lab):
     action = {
         "type": "chat/draftChanged",
@@ -301,3 +313,14 @@ def test_arguments_of_the_wrong_kind_are_named_in_the_error(lab):
 
     with pytest.raises(TimeoutError, match=r"no state of ahp-chat:.* satisfied the condition within 0.05 s"):
         arun(never())
+
+
+def test_a_plugin_folder_that_is_not_there_is_said_when_the_lab_is_made(tmp_path, monkeypatch):
+    """``Lab(plugins=["examples/plugins/ahp-lab-demo"])`` run from ``notebooks/`` made a lab whose
+    tree showed an error entry, and nothing in the cell said so (a first-hour user)."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.warns(
+        UserWarning, match=r"there is no plugin folder at .*nope \(a relative path is read from"
+    ):
+        lab = Lab(plugins=["plugins/nope"])
+    lab.close()
