@@ -543,7 +543,8 @@ class ScriptedAgent:
         self._scripts[turn_id] = as_steps(script)
 
     def drop_script(self, turn_id: str) -> None:
-        """Forget the script queued for ``turn_id`` (its start was refused: no other turn may take it)."""
+        """Forget the script queued for ``turn_id``, unused (its start refused): no other turn may
+        take it under that id."""
         self._scripts.pop(turn_id, None)
 
     def scenario(

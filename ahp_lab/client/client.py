@@ -640,7 +640,6 @@ class AhpClient(Contributions):
         actions, actions clients may not dispatch, and channels this client has not subscribed.
         While disconnected (and reconnecting) the action waits and is sent after the resume.
         """
-        __tracebackhide__ = True  # IPython shows the caller's cell and the reason
         replica = self.channels.get(channel)
         if replica is None and channel in self.missing:
             raise ProtocolError(

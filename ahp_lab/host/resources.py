@@ -472,6 +472,8 @@ class ResourceService:
                 f"{source_uri} and {destination_uri} are on two file systems: copy it, then delete it",
             )
         self._package_moved_in(connection, source, destination, destination_uri)
+        if not move:  # (a move takes what is there along: nothing new to rewrite under a new name)
+            self._code_copied(connection, source, destination_uri)
         if params.get("failIfExists") and os.path.lexists(at_destination):
             raise RpcError(
                 ErrorCode.ALREADY_EXISTS, f"{destination_uri} already exists and failIfExists is set"
@@ -526,6 +528,32 @@ class ResourceService:
             if _module_refusal(given_path, folder) or _module_refusal(real, resolved):
                 return f"the kernel imports modules from {folder} by name, and this would be one"
         return None
+
+    def _code_copied(self, connection: Any, source: Path, uri: Any) -> None:
+        """Refuse (-32009) a stranger's copy of a folder holding what no stranger writes by name (a
+        ``.git``, a ``HEAD`` file, an agent's ``.claude``, …): the copy writes it under the new name
+        all the same, where the stranger may then rewrite it (a copy of ``proj/.git`` as ``proj/evil``, then its ``config``
+        rewritten, made a git directory whose ``core.fsmonitor`` ran at ``git status``)."""
+        if not _stranger(connection) or not os.path.isdir(source):
+            return
+        names = {n.lower() for n in (*self._executed_names(), _BYTECODE, *_TOOL_CONFIGURATION)}
+        seen = 0
+        for _root, dirs, files in os.walk(os.path.realpath(source)):
+            seen += len(dirs) + len(files)
+            found = next(
+                (n for n in (*dirs, *files) if n.lower() in names or (n in files and n.lower() == _GIT_HEAD)),
+                None,
+            )
+            if found is not None or seen > _MOVED_ENTRIES_READ:
+                raise RpcError(
+                    ErrorCode.PERMISSION_DENIED,
+                    f"{uri} is refused because the folder "
+                    + (
+                        f"holds {found!r}, which the host keeps from other clients wherever it is"
+                        if found is not None
+                        else f"has more than {_MOVED_ENTRIES_READ:,} entries to look through"
+                    ),
+                )
 
     def _package_moved_in(self, connection: Any, source: Path, destination: Path, uri: Any) -> None:
         """Refuse (-32009) a stranger's copy or move of a folder holding a module file (or of a link

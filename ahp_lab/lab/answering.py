@@ -128,7 +128,7 @@ class Answering:
         for approval in list(self.client.approvals.values()):
             if tool_call_id in (None, approval.tool_call_id) and approval.chat == chat:
                 approved, option, edit = read_verdict(verdict)
-                if option is not None or (approved and edit is not None):
+                if approved is not False and (option is not None or edit is not None):
                     raise ValueError(
                         f"{approval.tool_name} waits for this notebook's own approval, which runs the "
                         "input the agent gave or nothing: approve or deny it, without an option or an edit"

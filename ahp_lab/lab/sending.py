@@ -11,8 +11,8 @@ starts a queued message.
 from __future__ import annotations
 
 import contextlib
-import logging
 import uuid
+import warnings
 from collections.abc import Coroutine
 from typing import Any
 
@@ -23,8 +23,6 @@ from .checks import message_text
 from .turns import ActionRejected, HumanInputNeeded, PendingTurn, Sent, Turn, TurnPolicy, run_sync
 
 __all__ = ["Sending", "Unsent"]
-
-log = logging.getLogger("ahp_lab.lab")
 
 #: Actions by which another client's words reach a turn's agent: its answers to the turn's
 #: questions, and what its own tools return (a stranger's tool answered "production", and the next
@@ -223,6 +221,7 @@ class Sending:
         if policy is not None and policy.chat == transition.channel:
             if origin.get("clientId") == self.client.client_id:
                 policy.armed = True
+                policy.react()  # what the turn asked meanwhile (a host that sent it with the echo)
             elif not policy.armed:  # another's turn under our id: never ours
                 del self._policies[action["turnId"]]
 
@@ -244,7 +243,8 @@ class Sending:
             if type(origin) is dict and origin.get("clientId") is not None:
                 return  # a client took it back: nothing reached the turn
         elif kind in _WORDS or (
-            kind == "chat/toolCallConfirmed" and action.get("userSuggestion") is not None
+            kind == "chat/toolCallConfirmed"
+            and (action.get("userSuggestion") is not None or action.get("reasonMessage") is not None)
         ):
             if who is None:
                 return  # the host's own (an agent's): no one's words
@@ -258,11 +258,10 @@ class Sending:
         policy = self._policies.get(turn)
         if policy is not None and policy.chat == chat:
             del self._policies[turn]
-            log.warning(
-                "turn %s took words from client %r (%s): its approve=/answers= no longer answer for it",
-                turn,
-                who,
-                kind,
+            warnings.warn(
+                f"turn {turn} took words from client {who!r} ({kind}): its approve=/answers= no longer "
+                "answer for it, and what it asks next is left to you",
+                stacklevel=2,
             )
 
     def _lost(self, sent: Sent) -> str | None:
@@ -372,7 +371,11 @@ class Sending:
             policy = self._policies.get(turn_id)
             if policy is not None and policy.error is not None:
                 return ("unanswerable", policy.error)
-            if stop_when_blocked and turn_id not in self._policies and self._blocked(chat, turn_id):
+            if (
+                stop_when_blocked
+                and (policy is None or policy.leaves_open())
+                and self._blocked(chat, turn_id)
+            ):
                 return ("blocked", None)
             if self.closed and self._deaf_when_closed:
                 return ("closed", None)
@@ -385,7 +388,9 @@ class Sending:
         if kind == "rejected":
             raise ActionRejected(value)
         if kind == "truncated":
-            raise LookupError(f"turn {turn_id} left the chat before it ended (a client truncated the chat)")
+            raise LookupError(
+                f"turn {turn_id} left the chat before it ended (the chat was truncated or disposed)"
+            )
         if kind == "unanswerable":
             raise ValueError(value)
         if kind == "closed":
@@ -401,7 +406,11 @@ class Sending:
         if sent.kind == "steering":  # the steered turn's own sender still needs its answers
             return
         self._policies.pop(sent.turn_id, None)
-        drop = getattr(getattr(self, "agent", None), "drop_script", None)
+        try:
+            agent = self.agent
+        except (AttributeError, KeyError):  # a remote lab's, a disposed session's: none here
+            return
+        drop = getattr(agent, "drop_script", None)
         if drop is not None:
             drop(sent.turn_id)
 

@@ -423,9 +423,11 @@ def read_verdict(verdict: Any) -> tuple[bool | None, str | None, Any] | None:
     local approval, and an approver returning ``None`` approved every call."""
     if verdict is None:
         return None
-    if verdict is True or verdict == "approve":
+    if not isinstance(verdict, (str, dict, list)) and verdict in (True, False):  # (1, numpy's bools)
+        return bool(verdict), None, None
+    if verdict == "approve":
         return True, None, None
-    if verdict is False or verdict == "deny":
+    if verdict == "deny":
         return False, None, None
     if isinstance(verdict, str) and verdict:
         return None, verdict, None
@@ -452,6 +454,8 @@ class TurnPolicy:
         #: whether the turn of that id is known to be this lab's (its start echoed, or the host
         #: started this lab's queued message): answers go to no other turn under the same id
         self.armed = False
+        #: what the policy gave no answer (a verdict of ``None``, one it could not give): a person's
+        self.declined: set[str] = set()
         self.error: str | None = None  # why answers= could not answer a request (the sender raises it)
         self._waiting: set[asyncio.Task] = set()  # async approvers and answerers still deciding
 
@@ -477,8 +481,8 @@ class TurnPolicy:
                 ):
                     self.handled.add(key)
                     self._when_ready(
-                        lambda tc=tc: self._verdict(ToolCall(tc, self.turn_id, self.chat, self.lab)),
-                        lambda v, tc=tc: self._confirm(tc, v),
+                        lambda tc=tc, key=key: self._verdict(ToolCall(tc, self.turn_id, self.chat, self.lab)),
+                        lambda v, tc=tc, key=key: self._confirm(tc, v, key),
                     )
             elif (
                 part.get("kind") == "inputRequest"
@@ -558,9 +562,10 @@ class TurnPolicy:
             self._unanswerable(f"approve= cannot answer the local approval of {approval.tool_name}: {exc}")
             return
         if read is None:
-            return  # left to a person
+            self._leave(approval.tool_call_id)
+            return
         approved, option, edit = read
-        if approved is None or option is not None or (approved and edit is not None):
+        if approved is not False and (approved is None or option is not None or edit is not None):
             self._unanswerable(
                 f"approve= cannot answer the local approval of {approval.tool_name} with an option or an "
                 "edit: it runs the input the agent gave, or nothing. It still waits: answer it yourself"
@@ -568,9 +573,42 @@ class TurnPolicy:
             return
         approval.approve() if approved else approval.deny()
 
-    def _confirm(self, tc: dict, verdict: Any) -> None:
+    def _leave(self, key: str) -> None:
+        """``key`` (a call, a question) is left to a person: a waiting ``lab.run``, which refuses
+        to wait for a person, is told (it waited for ever)."""
+        self.declined.add(key)
+        self.lab.client.recheck(self.chat)
+
+    def leaves_open(self) -> bool:
+        """Whether the running turn waits for a person on something this policy does not answer:
+        a call without approve=, a question without answers=, or what it gave no verdict."""
+        active = (self.lab.client.confirmed(self.chat) or {}).get("activeTurn") or {}
+        if active.get("id") != self.turn_id:
+            return False
+        for part in active.get("responseParts") or ():
+            if part.get("kind") == "toolCall":
+                tc = part["toolCall"]
+                if tc.get("status") in ("pending-confirmation", "pending-result-confirmation") and (
+                    self.approve is None or f"{tc.get('toolCallId')}:{tc.get('status')}" in self.declined
+                ):
+                    return True
+            elif (
+                part.get("kind") == "inputRequest"
+                and part.get("response") is None
+                and (self.answers is None or (part.get("request") or {}).get("id") in self.declined)
+            ):
+                return True
+        return any(
+            a.chat == self.chat
+            and a.turn_id == self.turn_id
+            and (self.approve is None or a.tool_call_id in self.declined)
+            for a in self.lab.client.approvals.values()
+        )
+
+    def _confirm(self, tc: dict, verdict: Any, key: str = "") -> None:
         if verdict is None:
-            return  # no verdict: the call is left to a person
+            self._leave(key)
+            return
         try:
             seq = self.lab._decide(self.chat, self.turn_id, tc, verdict)
         except (ValueError, TypeError) as exc:

@@ -197,7 +197,6 @@ def validate_action(data: Any, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any
     because there ``null`` means "remove this key". Raises :class:`ProtocolError` for unknown types
     and invalid payloads.
     """
-    __tracebackhide__ = True  # IPython shows the caller's cell and the reason
     if not isinstance(data, dict):
         raise ProtocolError.build(
             "action", None, f"must be a JSON object, got {json_type_name(data)}", "type"

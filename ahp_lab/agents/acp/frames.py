@@ -157,7 +157,9 @@ class AcpFrameLog:
         def shown(frame: AcpFrame) -> AcpFrame:
             if self.redactor is None:
                 return frame
-            return next(c for c in self.redacted(frame.session, self.redactor) if c.index == frame.index)
+            # (a frame dropped from the log meanwhile is masked by itself)
+            copies = (c for c in self.redacted(frame.session, self.redactor) if c.index == frame.index)
+            return next(copies, None) or frame.redacted(self.redactor)
 
         for frame in self._frames:
             if frame.index >= since and check(seen(frame)):
