@@ -31,7 +31,6 @@ from typing import Any
 from ..agents.base import Agent
 from ..client import AhpClient
 from ..host import ROOT, Host
-from ..host.plugin_resolver import expand_plugin_paths
 from ..protocol import ProtocolError
 from ..protocol.actions import channel_kind_of_action
 from ..protocol.jsonvalue import to_json
@@ -106,11 +105,15 @@ class Lab(Sending, Answering, LabBase):
         self.store = self.host.store
         # Customizations (plugins, directories, client plugins), MCP servers and resource* commands.
         self.customizations, self.mcp = _attach_customizations(self.host, plugins, directories, mcp_servers)
-        for path in expand_plugin_paths(list(plugins)):
-            if not path.exists():  # (a directory may not exist yet; a plugin folder must)
+        for raw in plugins:
+            given = Path(os.path.expanduser(os.fspath(raw)))
+            if not given.exists():  # (a directory may not exist yet; a plugin folder must)
+                where = (
+                    "" if given.is_absolute() else f" (read from the kernel's working folder, {os.getcwd()})"
+                )
                 warnings.warn(
-                    f"Lab(plugins=...): there is no plugin folder at {path} (a relative path is read from "
-                    f"the kernel's working folder, {os.getcwd()}); its entry in the tree shows the error",
+                    f"Lab(plugins=...): there is no plugin folder at {given.absolute()}{where}; its entry in "
+                    "the tree shows the error",
                     stacklevel=2,
                 )
         self.client = AhpClient(  # the notebook's own client: the one trusted connection

@@ -320,7 +320,7 @@ def test_a_plugin_folder_that_is_not_there_is_said_when_the_lab_is_made(tmp_path
     tree showed an error entry, and nothing in the cell said so (a first-hour user)."""
     monkeypatch.chdir(tmp_path)
     with pytest.warns(
-        UserWarning, match=r"there is no plugin folder at .*nope \(a relative path is read from"
+        UserWarning, match=r"there is no plugin folder at .*nope \(read from the kernel.s working folder"
     ):
         lab = Lab(plugins=["plugins/nope"])
     lab.close()
