@@ -58,7 +58,7 @@ import tracemalloc
 from pathlib import Path
 
 from ahp_lab.protocol.text import Text, append_text
-from ahp_lab.reducers import REDUCERS
+from ahp_lab.reducers import REDUCERS, prepared
 from ahp_lab.store import Store, agent_origin
 
 HERE = Path(__file__).resolve().parent
@@ -124,10 +124,12 @@ def _workload(work: Path, name: str, gen: list[str]) -> Path:
 # state frozen out of the collector.
 _LOADED = """
 import gc, json, sys, time
+from ahp_lab import reducers as _reducers
 from ahp_lab.reducers import REDUCERS
 folder = sys.argv[1]
 meta = json.load(open(folder + "/meta.json"))
-state = json.load(open(folder + "/initial.json"))
+# held as the replay holds a loaded state (older checkouts have no prepared: as loaded)
+state = getattr(_reducers, "prepared", lambda kind, s: s)(meta["reducer"], json.load(open(folder + "/initial.json")))
 actions = [json.loads(line) for line in open(folder + "/actions.jsonl", encoding="utf-8") if line.strip()]
 reducer = REDUCERS[meta["reducer"]]
 """
@@ -472,7 +474,7 @@ def _cold_rate_of(code: Path, folder: Path) -> float:
 def _cold_rate(folder: Path) -> float:
     """Actions/s of one pass over a freshly loaded state (as bench.py's cold figure)."""
     meta = json.loads((folder / "meta.json").read_text())
-    initial = json.loads((folder / "initial.json").read_text())
+    initial = prepared(meta["reducer"], json.loads((folder / "initial.json").read_text()))
     with open(folder / "actions.jsonl", encoding="utf-8") as fh:
         actions = [json.loads(line) for line in fh if line.strip()]
     reducer = REDUCERS[meta["reducer"]]
