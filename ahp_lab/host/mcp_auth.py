@@ -18,6 +18,7 @@ import re
 import sys
 from typing import Any
 
+from ..protocol.jsonvalue import dumps
 from .redaction import masked_literal
 
 __all__ = ["McpAuthorization", "AuthAtConnect", "auth_requirement", "bounded_auth"]
@@ -48,13 +49,18 @@ def _origin(url: str) -> str:
     return f"{parts.scheme.lower()}://{(parts.hostname or '').lower()}{port}"
 
 
+def json_bytes(value: Any) -> int | None:
+    """The size of ``value`` as JSON in UTF-8 (``None``: not JSON), for bounding what a server said."""
+    try:
+        return len(dumps(value, allow_nan=False).encode())
+    except (TypeError, ValueError, RecursionError):  # (a lone surrogate cannot be encoded: not JSON)
+        return None
+
+
 def _small(value: Any) -> bool:
     """Whether ``value`` is JSON of at most :data:`MAX_METADATA_BYTES`."""
-    try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError, RecursionError):
-        return False
-    return len(text.encode()) <= MAX_METADATA_BYTES
+    size = json_bytes(value)
+    return size is not None and size <= MAX_METADATA_BYTES
 
 
 def bounded_auth(auth: Any) -> dict | None:

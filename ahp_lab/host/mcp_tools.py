@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..tools import bounded_result, failure_result, success_result
-from .mcp_auth import masked_tokens
+from .mcp_auth import json_bytes, masked_tokens
 
 if TYPE_CHECKING:
     from .mcp import _Runtime
@@ -35,13 +35,6 @@ MAX_SERVER_TOOLS_BYTES = 1_048_576
 
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _json_size(value: Any) -> int | None:
-    try:
-        return len(json.dumps(value, ensure_ascii=False, allow_nan=False).encode())
-    except (TypeError, ValueError, RecursionError):
-        return None
 
 
 @dataclass
@@ -99,7 +92,7 @@ class McpToolCalls:
         for tool in listed:
             name = getattr(tool, "name", None)
             schema = getattr(tool, "input_schema", None)
-            size = _json_size(schema) if isinstance(schema, dict) else 0
+            size = json_bytes(schema) if isinstance(schema, dict) else 0
             if not isinstance(name, str) or not 0 < len(name) <= MAX_TOOL_NAME_CHARS or size is None:
                 log.warning("MCP server %s: a tool with an unusable name or schema is left out", rt.name)
                 continue
@@ -112,7 +105,7 @@ class McpToolCalls:
                 )
                 continue
             published = self._tool(rt, tool)
-            total += _json_size(published.definition) or 0
+            total += json_bytes(published.definition) or 0
             if total > MAX_SERVER_TOOLS_BYTES:
                 log.warning(
                     "MCP server %s: its tools past %d bytes (%d of %d) are left out",
@@ -145,7 +138,7 @@ class McpToolCalls:
                 annotations["title"] = _cut(annotations["title"], 200)
             if (
                 annotations
-                and (_json_size(annotations) or MAX_TOOL_SCHEMA_BYTES + 1) <= MAX_TOOL_SCHEMA_BYTES
+                and (json_bytes(annotations) or MAX_TOOL_SCHEMA_BYTES + 1) <= MAX_TOOL_SCHEMA_BYTES
             ):
                 definition["annotations"] = annotations
         definition["_meta"] = {

@@ -27,7 +27,7 @@ def _key(action: dict) -> Any:
     return ("queued", pid if isinstance(pid, str) else dumps(pid))
 
 
-def _held(chat: Any, action: dict) -> bool:
+def held(chat: Any, action: dict) -> bool:
     """Whether the chat holds the pending message ``action`` would replace or remove."""
     if not isinstance(chat, dict):
         return False
@@ -57,14 +57,14 @@ class PendingOwners:
         if action.get("type") == STARTED and truthy(action.get("queuedMessageId")):
             named = action["queuedMessageId"]
             for kind in ("steering", "queued"):
-                held = {"type": REMOVED, "kind": kind, "id": named}
-                if _held(chat, held) and self.by_chat.get(chat_uri, {}).get(_key(held)) != client_id:
+                removal = {"type": REMOVED, "kind": kind, "id": named}
+                if held(chat, removal) and self.by_chat.get(chat_uri, {}).get(_key(removal)) != client_id:
                     return (
                         f"{STARTED}: queuedMessageId {named!r} names a pending message another client "
                         "set; a client's turn may take only its own"
                     )
             return None
-        if action.get("type") not in (SET, REMOVED) or not _held(chat, action):
+        if action.get("type") not in (SET, REMOVED) or not held(chat, action):
             return None
         if self.by_chat.get(chat_uri, {}).get(_key(action)) == client_id:
             return None
@@ -83,17 +83,17 @@ class PendingOwners:
             owners = self.by_chat.setdefault(chat_uri, {})
             owners[_key(action)] = client_id
             if len(owners) > self.max_queued + 1:  # the host consumed some: keep those still held
-                held = (
+                kept = (
                     {_key({"kind": "steering"})}
                     if isinstance((chat or {}).get("steeringMessage"), dict)
                     else set()
                 )
-                held.update(
+                kept.update(
                     _key({"id": m.get("id")})
                     for m in (chat or {}).get("queuedMessages") or ()
                     if isinstance(m, dict)
                 )
-                self.by_chat[chat_uri] = {k: v for k, v in owners.items() if k in held}
+                self.by_chat[chat_uri] = {k: v for k, v in owners.items() if k in kept}
         elif action.get("type") == REMOVED:
             self.by_chat.get(chat_uri, {}).pop(_key(action), None)
 

@@ -193,16 +193,25 @@ def _persons_code(folder: str) -> bool:
 _MOVED_ENTRIES_READ = 10_000
 
 
-def _holds_module(folder: str) -> bool | None:
-    """Whether ``folder`` holds a module file anywhere (``None``: too many entries to tell)."""
+def _found_in(folder: str, match: Callable[[str, bool], bool]) -> str | bool | None:
+    """The name of the first entry anywhere in ``folder`` for which ``match(name, is_file)``
+    holds; ``False`` when none does, ``None`` when there are too many entries to tell."""
     seen = 0
-    for _root, _dirs, files in os.walk(folder):
-        seen += len(_dirs) + len(files)
+    for _root, dirs, files in os.walk(folder):
+        seen += len(dirs) + len(files)
         if seen > _MOVED_ENTRIES_READ:
             return None
-        if any(_importable(n) for n in files):
-            return True
+        found = next((n for n in dirs if match(n, False)), None) or next(
+            (n for n in files if match(n, True)), None
+        )
+        if found is not None:
+            return found
     return False
+
+
+def _holds_module(folder: str) -> str | bool | None:
+    """A module file ``folder`` holds anywhere (its name), ``False``, or ``None``: too many entries."""
+    return _found_in(folder, lambda name, is_file: is_file and _importable(name))
 
 
 def _real(path: Path) -> str:
@@ -506,7 +515,7 @@ class ResourceService:
         first place it runs code from that the path is in or goes through by name (an agent's
         ``.claude``, a ``__pycache__``, a ``.git``), or the folder it is a module of by name (``json.py`` where
         the kernel imports from: :func:`_import_folders`); ``None`` when it would not."""
-        names = {name.lower() for name in (*self._executed_names(), _BYTECODE, *_TOOL_CONFIGURATION)}
+        names = self._kept_names()
         given_path = os.path.abspath(path)
         named = next((p for p in (*Path(given_path).parts, *Path(real).parts) if p.lower() in names), None)
         if named is None and _GIT_HEAD in (
@@ -536,24 +545,25 @@ class ResourceService:
         rewritten, made a git directory whose ``core.fsmonitor`` ran at ``git status``)."""
         if not _stranger(connection) or not os.path.isdir(source):
             return
-        names = {n.lower() for n in (*self._executed_names(), _BYTECODE, *_TOOL_CONFIGURATION)}
-        seen = 0
-        for _root, dirs, files in os.walk(os.path.realpath(source)):
-            seen += len(dirs) + len(files)
-            found = next(
-                (n for n in (*dirs, *files) if n.lower() in names or (n in files and n.lower() == _GIT_HEAD)),
-                None,
+        names = self._kept_names()
+        found = _found_in(
+            os.path.realpath(source),
+            lambda name, is_file: name.lower() in names or (is_file and name.lower() == _GIT_HEAD),
+        )
+        if found is not False:
+            raise RpcError(
+                ErrorCode.PERMISSION_DENIED,
+                f"{uri} is refused because the folder "
+                + (
+                    f"holds {found!r}, which the host keeps from other clients wherever it is"
+                    if found
+                    else f"has more than {_MOVED_ENTRIES_READ:,} entries to look through"
+                ),
             )
-            if found is not None or seen > _MOVED_ENTRIES_READ:
-                raise RpcError(
-                    ErrorCode.PERMISSION_DENIED,
-                    f"{uri} is refused because the folder "
-                    + (
-                        f"holds {found!r}, which the host keeps from other clients wherever it is"
-                        if found is not None
-                        else f"has more than {_MOVED_ENTRIES_READ:,} entries to look through"
-                    ),
-                )
+
+    def _kept_names(self) -> set[str]:
+        """The names (lower case) no stranger writes a path through, wherever they are."""
+        return {name.lower() for name in (*self._executed_names(), _BYTECODE, *_TOOL_CONFIGURATION)}
 
     def _package_moved_in(self, connection: Any, source: Path, destination: Path, uri: Any) -> None:
         """Refuse (-32009) a stranger's copy or move of a folder holding a module file (or of a link

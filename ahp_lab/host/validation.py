@@ -15,6 +15,7 @@ from ..protocol.chat import ANSWER_KINDS, ANSWER_STATES, CONFIRMED, DENIAL_REASO
 from ..protocol.jsonvalue import dumps
 from ..protocol.limits import DEFAULT_LIMITS, Limits
 from ..reducers.chat import tool_call_parts
+from .pending import held
 
 
 def _active_turn(chat: dict) -> dict | None:
@@ -358,12 +359,8 @@ def _check_chat(
                 for qid, q in questions.items():
                     if q.get("required") and (final.get(qid) or {}).get("state") != "submitted":
                         return f"chat/inputCompleted: required question '{qid}' has no submitted answer"
-    if kind == "chat/pendingMessageRemoved":
-        if action.get("kind") == "steering":
-            if (chat.get("steeringMessage") or {}).get("id") != action.get("id"):
-                return f"chat/pendingMessageRemoved: no steering message {action.get('id')!r}"
-        elif not any(m.get("id") == action.get("id") for m in chat.get("queuedMessages") or ()):
-            return f"chat/pendingMessageRemoved: no queued message {action.get('id')!r}"
+    if kind == "chat/pendingMessageRemoved" and not held(chat, action):
+        return f"chat/pendingMessageRemoved: no {action.get('kind')} message {action.get('id')!r}"
     if kind in ("chat/workingDirectorySet", "chat/workingDirectoryRemoved"):
         if "multipleWorkingDirectories" not in caps:
             return f"{kind}: the agent does not support multiple working directories"

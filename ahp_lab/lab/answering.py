@@ -14,7 +14,7 @@ from typing import Any
 
 from ..store import Transition
 from ..tools import ToolError
-from .turns import ToolCall, answer_for, read_verdict
+from .turns import ToolCall, answer_for, answer_local, read_verdict
 
 __all__ = ["Answering"]
 
@@ -127,13 +127,7 @@ class Answering:
         chat = chat or self.chat
         for approval in list(self.client.approvals.values()):
             if tool_call_id in (None, approval.tool_call_id) and approval.chat == chat:
-                approved, option, edit = read_verdict(verdict)
-                if approved is not False and (option is not None or edit is not None):
-                    raise ValueError(
-                        f"{approval.tool_name} waits for this notebook's own approval, which runs the "
-                        "input the agent gave or nothing: approve or deny it, without an option or an edit"
-                    )
-                approval.approve() if approved else approval.deny()
+                answer_local(approval, verdict)
                 return None
         pending = self._pending_calls(chat)
         if tool_call_id is not None:

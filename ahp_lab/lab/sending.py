@@ -347,13 +347,6 @@ class Sending:
 
     async def _wait_turn(self, sent: Sent, stop_when_blocked: bool = False) -> Turn:
         chat, turn_id = sent.chat, sent.turn_id
-        if sent.kind == "turn":
-            try:
-                await self._wait_echo(sent)
-            except BaseException:
-                self._forget_turn(sent)  # refused or lost: its policy and script go (see _armed)
-                raise
-
         seen: list = []  # the turn, once it was seen running
 
         def done(state: Any) -> Any:
@@ -382,9 +375,11 @@ class Sending:
             return None
 
         try:
+            if sent.kind == "turn":
+                await self._wait_echo(sent)
             kind, value = await self.client.wait_for(chat, done)
         finally:
-            self._forget_turn(sent)
+            self._forget_turn(sent)  # ended, refused or lost: its policy and script go (see _armed)
         if kind == "rejected":
             raise ActionRejected(value)
         if kind == "truncated":

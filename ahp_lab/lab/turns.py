@@ -444,6 +444,23 @@ def read_verdict(verdict: Any) -> tuple[bool | None, str | None, Any] | None:
     )
 
 
+def answer_local(approval: Any, verdict: Any) -> bool:
+    """Answer a local approval of this notebook (a tool with ``approval="always"``) by a verdict;
+    ``False`` when the verdict is ``None`` (left to a person). It runs the input the agent gave, or
+    nothing: an option or an edit with a yes is a ``ValueError``."""
+    read = read_verdict(verdict)
+    if read is None:
+        return False
+    approved, option, edit = read
+    if approved is not False and (approved is None or option is not None or edit is not None):
+        raise ValueError(
+            f"{approval.tool_name} waits for this notebook's own approval, which runs the input the agent "
+            "gave or nothing: approve or deny it, without an option or an edit"
+        )
+    approval.approve() if approved else approval.deny()
+    return True
+
+
 class TurnPolicy:
     """Answers for a turn sent with ``approve=`` / ``answers=`` (dispatched as real protocol actions)."""
 
@@ -557,21 +574,18 @@ class TurnPolicy:
         """A verdict on a local approval: it runs the tool's input as the agent gave it, so an edit
         or an option is left to a person, with the reason."""
         try:
-            read = read_verdict(verdict)
+            answered = answer_local(approval, verdict)
         except TypeError as exc:
             self._unanswerable(f"approve= cannot answer the local approval of {approval.tool_name}: {exc}")
             return
-        if read is None:
-            self._leave(approval.tool_call_id)
-            return
-        approved, option, edit = read
-        if approved is not False and (approved is None or option is not None or edit is not None):
+        except ValueError:
             self._unanswerable(
                 f"approve= cannot answer the local approval of {approval.tool_name} with an option or an "
                 "edit: it runs the input the agent gave, or nothing. It still waits: answer it yourself"
             )
             return
-        approval.approve() if approved else approval.deny()
+        if not answered:
+            self._leave(approval.tool_call_id)
 
     def _leave(self, key: str) -> None:
         """``key`` (a call, a question) is left to a person: a waiting ``lab.run``, which refuses

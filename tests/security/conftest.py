@@ -197,6 +197,35 @@ async def pending_call(stranger: Stranger, lab: Lab) -> dict:
     return await stranger.wait(waiting)
 
 
+def deploy_tool(lab: Lab, ran: list, **options: Any) -> None:
+    """Register the notebook's kernel tool ``deploy(target)`` (``options``: ``confirm=True``,
+    ``approval="always"``, ...); each target it runs with is appended to ``ran``."""
+
+    @lab.tool(**options)
+    def deploy(target: str) -> str:
+        """Deploy to a target."""
+        ran.append(target)
+        return f"deployed to {target}"
+
+
+def waiting_call(chat: dict) -> dict | None:
+    """A ``wait_for`` check: the active turn's first tool call waiting for confirmation."""
+    for part in (chat.get("activeTurn") or {}).get("responseParts") or ():
+        if part.get("kind") == "toolCall" and part["toolCall"]["status"] == "pending-confirmation":
+            return part["toolCall"]
+    return None
+
+
+async def queued_behind_a_waiting_turn(lab: Lab) -> tuple[Any, Any, dict]:
+    """The notebook's turn "deploy target=dev" waits for a person, and its next message, "deploy
+    target=staging" sent with ``approve=True``, is queued: ``(first, queued, queued message)``."""
+    first = lab.start("deploy target=dev")
+    await lab.wait_for(lab.chat, waiting_call)
+    queued = lab.start("deploy target=staging", approve=True)
+    [message] = await lab.wait_for(lab.chat, lambda chat: chat.get("queuedMessages"))
+    return first, queued, message
+
+
 async def asks_to_deploy(stranger: Stranger, lab: Lab, seq: int) -> dict:
     """``stranger`` starts turn ``m1``, "deploy target=staging", on the lab's chat (dispatched as
     ``seq``, accepted); returns the call of the ``deploy`` tool waiting for confirmation."""

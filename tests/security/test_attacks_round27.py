@@ -12,14 +12,7 @@ from ahp_lab import Lab
 from ahp_lab.agents.scripted import ScriptedAgent, call
 from ahp_lab.lab.remote import RemoteLab
 
-from .conftest import arun, joined, open_lab
-
-
-def _waiting_call(chat: dict):
-    for part in (chat.get("activeTurn") or {}).get("responseParts") or ():
-        if part.get("kind") == "toolCall" and part["toolCall"]["status"] == "pending-confirmation":
-            return part["toolCall"]
-    return None
+from .conftest import arun, deploy_tool, joined, open_lab, queued_behind_a_waiting_turn, waiting_call
 
 
 def _queued(text: str, mid: str) -> dict:
@@ -37,18 +30,11 @@ def test_a_stranger_cannot_swap_or_drop_the_notebooks_queued_message(connect_str
         async with open_lab() as lab:
             ran = []
 
-            @lab.tool(confirm=True)
-            def deploy(target: str) -> str:
-                """Deploy to a target."""
-                ran.append(target)
-                return f"deployed to {target}"
+            deploy_tool(lab, ran, confirm=True)
 
             mallory = await joined(connect_stranger, lab, "mallory")
             await mallory.call("subscribe", {"channel": lab.chat})
-            first = lab.start("deploy target=dev")
-            await lab.wait_for(lab.chat, _waiting_call)
-            queued = lab.start("deploy target=staging", approve=True)
-            [mine] = await lab.wait_for(lab.chat, lambda chat: chat.get("queuedMessages"))
+            first, queued, mine = await queued_behind_a_waiting_turn(lab)
             mallory.dispatch(lab.chat, 91, _queued("deploy target=production", mine["id"]))
             refused = (await mallory.echo(91)).get("rejectionReason") or ""
             assert "set by another client" in refused, refused
@@ -93,7 +79,7 @@ def test_an_attached_labs_queued_message_replaced_by_another_client_is_not_its_t
 
             try:
                 first = remote.start("deploy target=dev")
-                await host_lab.wait_for(host_lab.chat, _waiting_call)
+                await host_lab.wait_for(host_lab.chat, waiting_call)
                 queued = remote.start("deploy target=staging", approve=True)
                 [mine] = await host_lab.wait_for(host_lab.chat, lambda chat: chat.get("queuedMessages"))
                 swap = host_lab.dispatch(_queued("deploy target=production", mine["id"]))
@@ -102,7 +88,7 @@ def test_an_attached_labs_queued_message_replaced_by_another_client_is_not_its_t
                 await first
                 with pytest.raises(LookupError, match="was replaced by client 'notebook'"):
                     await asyncio.wait_for(queued, 30)
-                call = await host_lab.wait_for(host_lab.chat, _waiting_call)  # nobody approved it
+                call = await host_lab.wait_for(host_lab.chat, waiting_call)  # nobody approved it
                 assert call["toolInput"] == '{"target": "production"}' and ran == []
                 await host_lab.cancel()
             finally:
@@ -305,11 +291,7 @@ def test_a_strangers_steering_message_ends_the_notebooks_pre_approval_of_its_tur
                 await gate.wait()
                 return "ready"
 
-            @lab.tool(confirm=True)
-            def deploy(target: str) -> str:
-                """Deploy to a target."""
-                ran.append(target)
-                return f"deployed to {target}"
+            deploy_tool(lab, ran, confirm=True)
 
             mallory = await joined(connect_stranger, lab, "mallory")
             await mallory.call("subscribe", {"channel": lab.chat})
@@ -321,7 +303,7 @@ def test_a_strangers_steering_message_ends_the_notebooks_pre_approval_of_its_tur
             mallory.dispatch(lab.chat, 91, steer)
             assert "rejectionReason" not in await mallory.echo(91)
             gate.set()
-            waiting = await lab.wait_for(lab.chat, _waiting_call)  # left to a person, not approved
+            waiting = await lab.wait_for(lab.chat, waiting_call)  # left to a person, not approved
             assert waiting["toolName"] == "deploy" and ran == []
             lab.deny()
             turn = await asyncio.wait_for(pending, 10)

@@ -9,8 +9,16 @@ import pytest
 
 from ahp_lab.agents.scripted import ask, call, text_question, then
 
-from .conftest import arun, asks_to_deploy, joined, open_lab
-from .test_attacks_round27 import _queued, _waiting_call
+from .conftest import (
+    arun,
+    asks_to_deploy,
+    deploy_tool,
+    joined,
+    open_lab,
+    queued_behind_a_waiting_turn,
+    waiting_call,
+)
+from .test_attacks_round27 import _queued
 
 
 def test_a_stranger_makes_no_folder_that_git_takes_for_a_git_directory(connect_stranger, tmp_path):
@@ -61,11 +69,7 @@ def test_a_strangers_answer_ends_the_notebooks_pre_approval_of_its_turn(connect_
         async with open_lab() as lab:
             ran = []
 
-            @lab.tool(confirm=True)
-            def deploy(target: str) -> str:
-                """Deploy to a target."""
-                ran.append(target)
-                return f"deployed to {target}"
+            deploy_tool(lab, ran, confirm=True)
 
             mallory = await joined(connect_stranger, lab, "mallory")
             await mallory.call("subscribe", {"channel": lab.chat})
@@ -85,7 +89,7 @@ def test_a_strangers_answer_ends_the_notebooks_pre_approval_of_its_turn(connect_
             }
             mallory.dispatch(lab.chat, 91, answer)
             assert "rejectionReason" not in await mallory.echo(91)
-            waiting = await lab.wait_for(lab.chat, _waiting_call)  # left to a person
+            waiting = await lab.wait_for(lab.chat, waiting_call)  # left to a person
             assert waiting["toolName"] == "deploy" and ran == []
             lab.deny()
             await asyncio.wait_for(pending, 10)
@@ -104,18 +108,11 @@ def test_a_queued_message_id_elsewhere_is_not_the_notebooks_and_no_client_turn_t
         async with open_lab() as lab:
             ran = []
 
-            @lab.tool(confirm=True)
-            def deploy(target: str) -> str:
-                """Deploy to a target."""
-                ran.append(target)
-                return f"deployed to {target}"
+            deploy_tool(lab, ran, confirm=True)
 
             mallory = await joined(connect_stranger, lab, "mallory")
             await mallory.call("subscribe", {"channel": lab.chat})
-            first = lab.start("deploy target=dev")
-            await lab.wait_for(lab.chat, _waiting_call)
-            queued = lab.start("deploy target=staging", approve=True)
-            [mine] = await lab.wait_for(lab.chat, lambda chat: chat.get("queuedMessages"))
+            first, queued, mine = await queued_behind_a_waiting_turn(lab)
             own = "ahp-chat:/mallory-own"
             made = await mallory.call("createChat", {"channel": lab.session, "chat": own})
             assert "error" not in made, made
@@ -123,7 +120,7 @@ def test_a_queued_message_id_elsewhere_is_not_the_notebooks_and_no_client_turn_t
             # the chat is idle: the host starts the message at once, naming its id as queuedMessageId
             mallory.dispatch(own, 91, _queued("deploy target=production", mine["id"]))
             assert "rejectionReason" not in await mallory.echo(91)
-            assert await lab.wait_for(own, _waiting_call)  # its turn waits: no approve= of ours
+            assert await lab.wait_for(own, waiting_call)  # its turn waits: no approve= of ours
             lab.deny()
             await first
             turn = await asyncio.wait_for(queued, 30)
@@ -138,16 +135,12 @@ def test_a_turn_truncated_away_by_a_stranger_ends_the_notebooks_wait(connect_str
 
     async def main():
         async with open_lab() as lab:
-
-            @lab.tool(confirm=True)
-            def deploy(target: str) -> str:
-                """Deploy to a target."""
-                return f"deployed to {target}"
+            deploy_tool(lab, [], confirm=True)
 
             mallory = await joined(connect_stranger, lab, "mallory")
             await mallory.call("subscribe", {"channel": lab.chat})
             pending = lab.start("deploy target=dev")
-            await lab.wait_for(lab.chat, _waiting_call)
+            await lab.wait_for(lab.chat, waiting_call)
             mallory.dispatch(lab.chat, 91, {"type": "chat/truncated"})
             assert "rejectionReason" not in await mallory.echo(91)
             with pytest.raises(LookupError, match="left the chat before it ended"):
@@ -167,11 +160,7 @@ def test_a_strangers_turn_may_not_take_the_notebooks_queued_message(connect_stra
         async with open_lab() as lab:
             ran = []
 
-            @lab.tool(confirm=True)
-            def deploy(target: str) -> str:
-                """Deploy to a target."""
-                ran.append(target)
-                return f"deployed to {target}"
+            deploy_tool(lab, ran, confirm=True)
 
             mallory = await joined(connect_stranger, lab, "mallory")
             await asks_to_deploy(mallory, lab, 90)  # the stranger's turn m1 waits for a person

@@ -10,17 +10,8 @@ import pytest
 from ahp_lab.agents.scripted import call, then
 from ahp_lab.host.redaction import Redactor
 
-from .conftest import arun, joined, open_lab
-from .test_attacks_round27 import _waiting_call
+from .conftest import arun, deploy_tool, joined, open_lab, waiting_call
 from .test_attacks_round28 import _open_request
-
-
-def _deploy_tool(lab, ran, **options):
-    @lab.tool(**options)
-    def deploy(target: str) -> str:
-        """Deploy to a target."""
-        ran.append(target)
-        return f"deployed to {target}"
 
 
 def test_a_refused_start_leaves_no_policy_for_a_stranger_to_take(connect_stranger):
@@ -31,7 +22,7 @@ def test_a_refused_start_leaves_no_policy_for_a_stranger_to_take(connect_strange
     async def main():
         async with open_lab() as lab:
             ran = []
-            _deploy_tool(lab, ran, confirm=True)
+            deploy_tool(lab, ran, confirm=True)
             mallory = await joined(connect_stranger, lab, "mallory")
             await mallory.call("subscribe", {"channel": lab.chat})
             hello = {"text": "hello", "origin": {"kind": "user"}}
@@ -61,7 +52,7 @@ def test_a_refused_start_leaves_no_policy_for_a_stranger_to_take(connect_strange
                 {"type": "chat/turnStarted", "turnId": leaked, "startedAt": "x", "message": message},
             )
             assert "rejectionReason" not in await mallory.echo(91)
-            waiting = await lab.wait_for(lab.chat, _waiting_call)  # nobody's policy answers it
+            waiting = await lab.wait_for(lab.chat, waiting_call)  # nobody's policy answers it
             assert waiting["toolName"] == "deploy" and ran == [] and not lab._policies
 
     arun(main())
@@ -75,7 +66,7 @@ def test_an_answer_naming_another_turn_still_ends_the_pre_approval(connect_stran
     async def main():
         async with open_lab() as lab:
             ran = []
-            _deploy_tool(lab, ran, confirm=True)
+            deploy_tool(lab, ran, confirm=True)
             mallory = await joined(connect_stranger, lab, "mallory")
             await mallory.call("subscribe", {"channel": lab.chat})
             from ahp_lab.agents.scripted import ask, text_question
@@ -96,7 +87,7 @@ def test_an_answer_naming_another_turn_still_ends_the_pre_approval(connect_stran
             }
             mallory.dispatch(lab.chat, 91, answer)
             assert "rejectionReason" not in await mallory.echo(91)
-            waiting = await lab.wait_for(lab.chat, _waiting_call)
+            waiting = await lab.wait_for(lab.chat, waiting_call)
             assert waiting["toolName"] == "deploy" and ran == []
             lab.deny()
             await asyncio.wait_for(pending, 10)
@@ -112,7 +103,7 @@ def test_a_strangers_tool_result_ends_the_pre_approval(connect_stranger):
     async def main():
         async with open_lab() as lab:
             ran = []
-            _deploy_tool(lab, ran, confirm=True)
+            deploy_tool(lab, ran, confirm=True)
             mallory = await joined(connect_stranger, lab, "mallory")
             await mallory.call("subscribe", {"channel": lab.chat})
             tool = {"name": "lookup_target", "description": "Which target", "inputSchema": {"type": "object"}}
@@ -147,7 +138,7 @@ def test_a_strangers_tool_result_ends_the_pre_approval(connect_stranger):
             }
             mallory.dispatch(lab.chat, 91, complete)
             assert "rejectionReason" not in await mallory.echo(91)
-            waiting = await lab.wait_for(lab.chat, _waiting_call)
+            waiting = await lab.wait_for(lab.chat, waiting_call)
             assert waiting["toolName"] == "deploy" and ran == []
             lab.deny()
             await asyncio.wait_for(pending, 10)
@@ -173,7 +164,7 @@ def test_a_local_approval_reads_verdicts_as_every_answer_does(verdict, outcome):
     async def main():
         async with open_lab() as lab:
             done = []
-            _deploy_tool(lab, done, approval="always")
+            deploy_tool(lab, done, approval="always")
             pending = lab.start("deploy", script=[call("deploy", target="production")], approve=verdict)
             if outcome == "refused":
                 with pytest.raises(ValueError, match="with an option or an edit"):
@@ -208,7 +199,7 @@ def test_a_strangers_denial_with_a_message_ends_the_pre_approval(connect_strange
     async def main():
         async with open_lab() as lab:
             ran = []
-            _deploy_tool(lab, ran, confirm=True)
+            deploy_tool(lab, ran, confirm=True)
 
             @lab.server_tool(confirm=True)
             def lookup_target() -> str:
@@ -227,7 +218,7 @@ def test_a_strangers_denial_with_a_message_ends_the_pre_approval(connect_strange
             pending = lab.start(
                 "deploy", script=script, approve=lambda c: True if c.name == "deploy" else None
             )
-            waiting = await lab.wait_for(lab.chat, _waiting_call)
+            waiting = await lab.wait_for(lab.chat, waiting_call)
             deny = {
                 "type": "chat/toolCallConfirmed",
                 "turnId": lab.chat_state["activeTurn"]["id"],
@@ -239,7 +230,7 @@ def test_a_strangers_denial_with_a_message_ends_the_pre_approval(connect_strange
             mallory.dispatch(lab.chat, 91, deny)
             assert "rejectionReason" not in await mallory.echo(91)
             waiting = await lab.wait_for(
-                lab.chat, lambda chat: (c := _waiting_call(chat)) and c["toolName"] == "deploy" and c
+                lab.chat, lambda chat: (c := waiting_call(chat)) and c["toolName"] == "deploy" and c
             )
             assert ran == []
             lab.deny()
@@ -284,7 +275,7 @@ def test_run_with_an_approver_that_leaves_a_call_to_a_person_says_so():
 
     lab = Lab()
     ran = []
-    _deploy_tool(lab, ran, confirm=True)
+    deploy_tool(lab, ran, confirm=True)
     with pytest.raises(HumanInputNeeded, match="waiting for a person"):
         lab.run("deploy target=prod", approve=lambda c: None)
     lab.deny()
