@@ -87,10 +87,20 @@ def corpus_files(kind: str) -> list[Path]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # Clients persist their id per host under AHP_LAB_STATE_DIR: keep the tests (and the notebook
-    # kernels nbval starts, which inherit the environment) out of the home directory.
+    # One folder for what the run leaves behind, removed at its end:
+    # - clients persist their id per host under AHP_LAB_STATE_DIR: keep the tests (and the notebook
+    #   kernels nbval starts, which inherit the environment) out of the home directory;
+    # - the processes the tests start (nbval's kernels, agents, servers) make their temporary files
+    #   under TMPDIR. nbval stops a kernel without the shutdown that would run its TemporaryDirectory
+    #   finalizers, so a notebook's scratch folder would otherwise stay in /tmp after every run.
+    #   (This process keeps the temporary folder it has already resolved.)
+    config._ahp_run_dir = run_dir = Path(tempfile.mkdtemp(prefix="ahp-lab-test-"))
     if "AHP_LAB_STATE_DIR" not in os.environ:
-        os.environ["AHP_LAB_STATE_DIR"] = config._ahp_state_dir = tempfile.mkdtemp(prefix="ahp-lab-state-")
+        (run_dir / "state").mkdir()
+        os.environ["AHP_LAB_STATE_DIR"] = config._ahp_state_dir = str(run_dir / "state")
+    config._ahp_tmpdir = os.environ.get("TMPDIR")
+    (run_dir / "tmp").mkdir()
+    os.environ["TMPDIR"] = str(run_dir / "tmp")
     # addopts names the nbval sanitize file relative to the repo root; make it work from any cwd.
     sanitize = getattr(config.option, "nbval_sanitize_with", None)
     if sanitize and not Path(sanitize).is_absolute() and not Path(sanitize).exists():
@@ -103,7 +113,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    state = getattr(config, "_ahp_state_dir", None)
-    if state:
+    if getattr(config, "_ahp_state_dir", None):
         os.environ.pop("AHP_LAB_STATE_DIR", None)
-        shutil.rmtree(state, ignore_errors=True)
+    run_dir = getattr(config, "_ahp_run_dir", None)
+    if run_dir is not None:
+        if config._ahp_tmpdir is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = config._ahp_tmpdir
+        shutil.rmtree(run_dir, ignore_errors=True)

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import http.server
 import io
 import json
 import socket
 import subprocess
 import sys
+import threading
+
+import pytest
 
 from ahp_lab import Lab
 from ahp_lab.agents.scripted import call
@@ -359,3 +363,65 @@ def test_an_expired_token_mid_turn_blocks_the_server_too_and_a_stop_ends_the_wai
             await lab.aclose()
 
     arun(main())
+
+
+class _Challenger(http.server.BaseHTTPRequestHandler):
+    """An HTTP MCP server that answers every request 401, its challenge naming RFC 9728 metadata at
+    ``server.metadata_url``; and the metadata of ``server.resource`` itself, at ``/meta``. ``server.hits`` lists the paths
+    asked for."""
+
+    def _answer(self) -> None:
+        self.server.hits.append(self.path)
+        if self.path == "/meta":
+            body = json.dumps({"resource": self.server.resource, "scopes_supported": ["read"]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+        else:
+            body = b'{"error": "unauthorized"}'
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", f'Bearer resource_metadata="{self.server.metadata_url}"')
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = do_DELETE = _answer
+
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+
+@pytest.mark.parametrize("where", ["own origin", "another origin"])
+def test_resource_metadata_is_fetched_from_the_servers_own_origin_only(where):
+    """A server's 401 names where its RFC 9728 metadata is. The kernel fetches it only on the
+    server's own origin: a server that named any address had the kernel fetch it (from inside the
+    person's network) and put the answer into state for every client to read."""
+    servers = [http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Challenger) for _ in range(2)]
+    mcp, other = servers
+    for server in servers:
+        server.hits = []
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    host = mcp if where == "own origin" else other
+    mcp.metadata_url = f"http://127.0.0.1:{host.server_address[1]}/meta"
+    url = f"http://127.0.0.1:{mcp.server_address[1]}/mcp"
+    mcp.resource = other.resource = url
+
+    async def main():
+        lab = await Lab.open(mcp_servers={"web": {"url": url}})
+        try:
+            state = (await wait_server(lab, server_id(lab, "web"), "authRequired"))["state"]
+            return state["resource"]
+        finally:
+            await lab.aclose()
+
+    try:
+        resource = arun(main())
+    finally:
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+    if where == "own origin":
+        assert resource == {"resource": url, "scopes_supported": ["read"]}
+        assert "/meta" in mcp.hits
+    else:
+        assert resource == {"resource": url}  # the server's own URL, as without metadata
+        assert other.hits == []  # never asked
