@@ -245,6 +245,32 @@ def test_a_lab_whose_session_was_disposed_says_so_instead_of_waiting():
     arun(main())
 
 
+def test_a_send_whose_session_is_disposed_while_its_turn_waits_says_the_turn_left():
+    """A send waiting on its turn's question when the session is disposed ends with the reason (the
+    turn left with its chat), not a ``KeyError`` from looking up the disposed session's agent."""
+    from ahp_lab.agents.scripted import ask, say, text_question
+
+    form = [ask(text_question("name", "Project name?", required=True)), say("ok")]
+
+    async def main():
+        lab = await Lab.open()
+        sending = asyncio.ensure_future(lab.send("x", script=form))
+
+        def asked(chat):
+            parts = (chat.get("activeTurn") or {}).get("responseParts") or ()
+            return [p for p in parts if p.get("kind") == "inputRequest"] or None
+
+        await lab.wait_for(lab.chat, asked, timeout=30)
+        lab.host.dispose_session(lab.session)
+        with pytest.raises(
+            LookupError, match=r"left the chat before it ended \(the chat was truncated or disposed\)"
+        ):
+            await asyncio.wait_for(sending, 10)
+        await lab.aclose()
+
+    arun(main())
+
+
 def test_answers_naming_no_question_say_so_instead_of_waiting_forever():
     from ahp_lab.agents.scripted import ask, say, text_question
 
