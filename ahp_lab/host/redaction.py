@@ -356,6 +356,8 @@ _TRIVIAL = frozenset({"true", "false", "null", "none", "yes", "no", "on", "off"}
 _WORD = re.compile(r"[a-z]{4,12}")
 #: (an escape before it, ``\\n`` in JSON text or ``%2F`` in a URL, is no letter of a word)
 _WORD_SECRET = r"(?:(?<![A-Za-z])|(?<=\\[nrtbf])|(?<=%[0-9A-Fa-f]{{2}})){}(?![A-Za-z])"
+#: The start of an escape at the end of a stream's chunk, whose rest comes with the next one.
+_ESCAPE_BEGUN = re.compile(r"(?:\\|%[0-9A-Fa-f]?)\Z")
 # Keys whose strings a tool will run with: only literal secrets are masked there.
 _TOOL_INPUT_KEYS = frozenset({"toolInput", "editedToolInput", "partialInput"})
 #: The one of them another client may send: the input a person edited before approving.
@@ -545,6 +547,9 @@ class Redactor:
         self._secrets: set[str] = set()
         self._kept: set[str] = set()  # values known as secrets for sure: never forgotten
         self._literal: re.Pattern | None = None
+        self._words = False  # whether a secret is masked as a word (_WORD_SECRET)
+        #: counts the changes to what is masked (a copy masked before a change may be stale)
+        self.generation = 0
         self._clean_keys: set[str] = set()  # object keys with nothing to mask, for _key
         global _records_redacted
         if not _records_redacted:
@@ -600,7 +605,9 @@ class Redactor:
             self._compile()
 
     def _compile(self) -> None:
+        self.generation += 1
         ordered = sorted(self._secrets, key=len, reverse=True)  # longest first
+        self._words = any(_WORD.fullmatch(s) for s in ordered)
         # a secret that is a lower-case word is masked as a word, not inside others ("high" in
         # "highlight"); any other is masked wherever it shows
         self._literal = (
@@ -755,8 +762,13 @@ class Redactor:
             if generic
             else self.secret_prefix(text)
         )
-        if 0 < keep < len(text) and text[-keep - 1] == "\\":
-            keep += 1  # an escape ("\\n") is held whole: what follows it is read with it
+        if keep or self._words:
+            # an escape begun ("\\", "%", "%3") is held with what follows it, which is read with it:
+            # a word secret after "\\n" or "%3A" is masked as a word, the letter before it being the
+            # escape's ("%3" then "Ahunter" would read as the word "Ahunter")
+            begun = _ESCAPE_BEGUN.search(text, 0, len(text) - keep)
+            if begun is not None:
+                keep += len(begun.group())
         return self.text(text[: len(text) - keep], generic=generic), text[len(text) - keep :]
 
     def held_end(self, raw: str, *, generic: bool = True) -> str:

@@ -193,6 +193,20 @@ def _persons_code(folder: str) -> bool:
 _MOVED_ENTRIES_READ = 10_000
 
 
+def _git_directory_holding(path: str) -> str | None:
+    """The folder among ``path``'s parents that is a git directory (it holds a ``HEAD`` file): a
+    bare repository under any name (``proj/remote.git``), whose ``config`` and ``hooks`` git runs
+    commands from."""
+    folder = os.path.dirname(path)
+    while True:
+        if os.path.isfile(os.path.join(folder, "HEAD")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
 def _found_in(folder: str, match: Callable[[str, bool], bool]) -> str | bool | None:
     """The name of the first entry anywhere in ``folder`` for which ``match(name, is_file)``
     holds; ``False`` when none does, ``None`` when there are too many entries to tell."""
@@ -523,6 +537,13 @@ class ResourceService:
             os.path.basename(real).lower(),
         ):
             return "a file named HEAD makes its folder a git directory, whose config git runs commands from"
+        git = (
+            None if named is not None else _git_directory_holding(given_path) or _git_directory_holding(real)
+        )
+        if git is not None:
+            return (
+                f"{git} is a git directory (it holds a HEAD), whose config and hooks git runs commands from"
+            )
         for folder in () if named is not None else self._executed():
             given = os.path.abspath(os.fspath(folder))
             if _inside(real, _real(Path(given))) or _inside(given_path, given):

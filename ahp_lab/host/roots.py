@@ -32,8 +32,9 @@ def _real(path: str | os.PathLike) -> str:
 _PSEUDO = ("/proc", "/sys", "/dev")
 #: Folders at the top of a home where apps keep their data, not hidden: macOS's ``Library``
 #: (keychains, browser profiles and cookies), Windows' ``AppData``, Linux snaps' ``snap`` (each
-#: app's own dotfiles). A host started in ``~`` has the home among its roots.
-_APP_DATA = ("Library", "AppData", "snap")
+#: app's own dotfiles). A host started in ``~`` has the home among its roots. Compared in any
+#: letter case: macOS's and Windows' file systems do not tell ``library`` from ``Library``.
+_APP_DATA = ("library", "appdata", "snap")
 
 
 class WorkingDirectories:
@@ -70,7 +71,7 @@ class WorkingDirectories:
         if real == home:
             return f"{uri} is the user's home directory, which is never a working directory"
         top = os.path.relpath(real, home).split(os.sep, 1)[0] if _inside(real, home) else None
-        if top is not None and (top.startswith(".") or (top in _APP_DATA and home != os.sep)):
+        if top is not None and (top.startswith(".") or (top.casefold() in _APP_DATA and home != os.sep)):
             # keys and settings (~/.ssh, ~/.aws, ~/Library), even when the home is among the roots
             return (
                 f"{uri} is in a hidden or app data folder of the user's home (such as ~/.ssh or "

@@ -40,7 +40,8 @@ class Answering:
         if read is None:
             raise ValueError("the verdict is None: nothing to answer (None leaves a call to a person)")
         approved, option, edit = read
-        if approved is None:  # a bare option id: its kind decides
+        denied = approved is False
+        if approved is None:  # an option without a yes or no: its kind decides
             approved = self._option_kind(tc, option) != "deny"
         base = {"turnId": turn_id, "toolCallId": tc.get("toolCallId")}
         if tc.get("status") == "pending-result-confirmation":
@@ -52,6 +53,10 @@ class Answering:
             kind = self._option_kind(tc, option)
             if kind is None:
                 raise ValueError(f"{tc.get('displayName')} has no confirmation option {option!r}")
+            if denied and kind == "approve":
+                raise ValueError(
+                    f"{option!r} approves {tc.get('displayName')}: a denial picks one of its deny options"
+                )
             approved = kind == "approve"
             action["selectedOptionId"] = option
         action["approved"] = approved

@@ -322,7 +322,8 @@ class Sending:
             if sent.removed:
                 return ("removed", None)
             ahead = ((state or {}).get("activeTurn") or {}).get("id")
-            if stop_when_blocked and ahead not in self._policies:
+            policy = self._policies.get(ahead)
+            if stop_when_blocked and (policy is None or policy.leaves_open()):
                 reason = self._queued_behind(sent.chat, ahead)
                 if reason is not None:
                     return ("blocked", reason)

@@ -433,11 +433,10 @@ def read_verdict(verdict: Any) -> tuple[bool | None, str | None, Any] | None:
         return None, verdict, None
     if isinstance(verdict, dict):
         option = verdict.get("option")
-        return (
-            not verdict.get("deny"),
-            option if isinstance(option, str) and option else None,
-            verdict.get("edit"),
-        )
+        option = option if isinstance(option, str) and option else None
+        # {"option": id} is decided by the option's kind, {"deny": True, "option": id} denies
+        approved = False if verdict.get("deny") else (None if option is not None else True)
+        return approved, option, verdict.get("edit")
     raise TypeError(
         "a verdict is True, False, an option id, {'option': id}, {'edit': input}, {'deny': True} or None "
         f"(leave it to a person), not {type(verdict).__name__}"
@@ -595,13 +594,16 @@ class TurnPolicy:
 
     def leaves_open(self) -> bool:
         """Whether the running turn waits for a person on something this policy does not answer:
-        a call without approve=, a question without answers=, or what it gave no verdict."""
+        a call without approve=, a question without answers=, what it gave no verdict, or a call
+        that waits for a token (``lab.authenticate``)."""
         active = (self.lab.client.confirmed(self.chat) or {}).get("activeTurn") or {}
         if active.get("id") != self.turn_id:
             return False
         for part in active.get("responseParts") or ():
             if part.get("kind") == "toolCall":
                 tc = part["toolCall"]
+                if tc.get("status") == "auth-required":
+                    return True
                 if tc.get("status") in ("pending-confirmation", "pending-result-confirmation") and (
                     self.approve is None or f"{tc.get('toolCallId')}:{tc.get('status')}" in self.declined
                 ):

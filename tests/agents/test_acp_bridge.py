@@ -120,6 +120,11 @@ def test_plain_approve_and_deny_pick_the_one_time_options_and_always_is_remember
             assert (tmp_path / "a.txt").read_text() == "one\n"
             pending = lab.start("edit a.txt three")
             await pending_call(lab)
+            # a denial naming an option that approves is refused, not read as the option (it approved)
+            with pytest.raises(
+                ValueError, match="'allow-always' approves .*a denial picks one of its deny options"
+            ):
+                lab.deny(option="allow-always")
             lab.deny(option="reject-always")
             assert "permission: selected reject-always" in (await pending).text
             # remembered for the session: the next edit of the same kind is refused without asking

@@ -425,3 +425,31 @@ def test_resource_metadata_is_fetched_from_the_servers_own_origin_only(where):
     else:
         assert resource == {"resource": url}  # the server's own URL, as without metadata
         assert other.hits == []  # never asked
+
+
+def test_run_with_approve_says_a_call_waiting_for_a_token_waits_for_a_person():
+    """``lab.run(..., approve=True)`` whose MCP call needs a token waited for ever: the turn's
+    policy answers confirmations, never an authentication."""
+    from ahp_lab import HumanInputNeeded
+
+    async def main():
+        lab = await Lab.open(mcp_servers={"vault": demo_server("--token", "s3cret")})
+        try:
+            await wait_server(lab, server_id(lab, "vault"), "ready")
+            script = [call("mcp__vault__read_secret", name="launch-code")]
+
+            def give_the_token():  # a guard, not a synchronisation: without the rule, run never returns
+                [entry] = lab.session_state["inputNeeded"]
+                token = {"resource": entry["toolCall"]["auth"]["resource"]["resource"], "token": "s3cret"}
+                asyncio.ensure_future(lab.client.request("authenticate", token))
+
+            guard = asyncio.get_running_loop().call_later(10, give_the_token)
+            try:
+                with pytest.raises(HumanInputNeeded, match=r"waiting for a person \(.* is auth-required\)"):
+                    lab.run("read", approve=True, script=script)
+            finally:
+                guard.cancel()
+        finally:
+            await lab.aclose()
+
+    arun(main())

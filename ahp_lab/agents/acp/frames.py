@@ -140,6 +140,8 @@ class AcpFrameLog:
         self._by_seq: dict[int, list[AcpFrame]] = {}
         self._counter = itertools.count()
         self._waiters: list[tuple[Any, asyncio.Future]] = []
+        self._links = 0  # seq links made (a masked copy carries the links made before it)
+        self._masked: tuple[tuple, list[AcpFrame]] | None = None  # the last _shown(), and for what
 
     @property
     def next_index(self) -> int:
@@ -179,12 +181,20 @@ class AcpFrameLog:
         """Every frame, oldest first, masked (each session's run read as :meth:`redacted` does)."""
         if self.redactor is None:
             return list(self._frames)
+        # masked again only when the log, its links or the secrets changed: log[i] in a loop
+        # would otherwise mask the whole log on every read
+        first = self._frames[0].index if self._frames else None
+        key = (self.redactor, self.redactor.generation, first, self.next_index, self._links)
+        if self._masked is not None and self._masked[0] == key:
+            return self._masked[1]
         sessions = dict.fromkeys(f.session for f in self._frames)
         copies = [c for session in sessions for c in self.redacted(session, self.redactor)]
-        return sorted(copies, key=lambda f: f.index)
+        shown = sorted(copies, key=lambda f: f.index)
+        self._masked = (key, shown)
+        return shown
 
     def __iter__(self):
-        return iter(self._shown())
+        return iter(list(self._shown()))
 
     def __getitem__(self, i: int | slice) -> Any:
         return self._shown()[i]
@@ -228,6 +238,7 @@ class AcpFrameLog:
         if seq is None or seq in frame.seqs:
             return
         frame.seqs.append(seq)
+        self._links += 1
         self._by_seq.setdefault(seq, []).append(frame)
 
     def frames_for_seq(self, seq: int) -> list[AcpFrame]:
