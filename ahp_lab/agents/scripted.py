@@ -481,7 +481,7 @@ class ScriptedAgent:
 
     ``modes=True`` gives every session a ``mode`` config property (:data:`MODES`, ``ask`` first),
     through the same session-config mechanism as an ACP agent's modes: ``ask`` confirms each tool
-    call, ``code`` runs tools without asking, ``plan`` describes tool calls without running them
+    call, ``code`` runs tools without asking (but those registered with ``confirm=True``), ``plan`` describes tool calls without running them
     and offers to switch mode when the prompt says *exit plan*.
     """
 

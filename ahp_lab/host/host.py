@@ -283,13 +283,19 @@ class Host(SessionsAndChats):
         return None
 
     def needs_confirmation(self, resolved: ResolvedTool, confirm: bool | None) -> bool:
-        if confirm is not None:
-            return confirm
-        if self.confirm_tools != "auto":
-            return self.confirm_tools == "always"
+        """Whether a call waits for a confirmation. The agent (``confirm``) may ask for one the
+        tool does not declare, never drop one it declares (``confirm=True``): what the agent
+        chooses follows its mode, which any client may change (a stranger set the ``code`` mode,
+        and the notebook's ``confirm=True`` tool ran the stranger's input unasked)."""
+        if confirm is True or self.confirm_tools == "always":
+            return True
+        if self.confirm_tools == "never":
+            return False
         declared = (resolved.definition.get("_meta") or {}).get(CONFIRM_META)
-        if isinstance(declared, bool):
-            return declared
+        if declared is True:
+            return True
+        if confirm is False or declared is False:
+            return False
         annotations = resolved.definition.get("annotations") or {}
         return bool(annotations.get("destructiveHint"))
 
