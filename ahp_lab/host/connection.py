@@ -244,7 +244,11 @@ class Connection:
         self.windows: dict[str, Any] = {}
         # what this client's requests may make the host send (answers, broadcasts they cause):
         # the notebook's own connection is not bounded
-        budget = None if trusted else RequestBudget(self.limits.max_request_bytes_per_s)
+        budget = (
+            None
+            if trusted
+            else RequestBudget(self.limits.max_request_bytes_per_s, shared=host.strangers_budget)
+        )
         self.peer = JsonRpcPeer(
             transport,
             self._request,
@@ -257,6 +261,9 @@ class Connection:
             # are checked against the other limits, with the field named)
             max_items=None if trusted else self.limits.max_message_items,
         )
+        charge_reads = getattr(transport, "charge_reads_to", None)  # a socket's reading takes time too
+        if budget is not None and charge_reads is not None:
+            charge_reads(budget)
         host.connections.add(self)
 
     # -- identity and trust ---------------------------------------------------------------------
@@ -342,6 +349,8 @@ class Connection:
         if self not in self.host.connections:
             return
         self.host.connections.discard(self)
+        if self.peer.budget is not None:
+            self.peer.budget.release()
         self.host.release_client_id(self)
         for channel in list(self.subscriptions):
             bucket = self.host.subscribers.get(channel)
@@ -485,7 +494,7 @@ class Connection:
         (a second for a second of its ``max_request_bytes_per_s``); the notebook's has none."""
         budget = self.peer.budget
         if budget is not None:
-            budget.charge(int(seconds * budget.rate))
+            budget.charge_seconds(seconds)
 
     def _extension_serves(self, method: str) -> bool:
         return any(method in getattr(ext, "methods", ()) for ext in self.host.extensions)

@@ -26,6 +26,7 @@ from ..reducers.chat import touched_tool_call
 from ..store import HOST, Store, Transition, wall_clock_ms
 from ..tools import CONFIRM_META, ResolvedTool, Tool, failure_result
 from ..transport import RpcError, pipe
+from ..transport.jsonrpc import RequestBudget
 from ..waiting import StateWaiters
 from . import mirror
 from .agent_sessions import AgentSessions
@@ -162,6 +163,10 @@ class Host(SessionsAndChats):
         self.turn_clients: dict[tuple[str, str], str] = {}
         self._waiters = StateWaiters()
         self.connections: set[Connection] = set()
+        #: the one budget of all connections but the notebook's together (each has its own too):
+        #: half the loop, and half of one connection's bytes per second (sockets of one token
+        #: holder each had a budget of their own, and 80 of them held the loop 8-12 s at a time)
+        self.strangers_budget = RequestBudget(self.limits.max_request_bytes_per_s / 2)
         #: client id → the live connection that holds it (identity is bound to the connection)
         self.clients: dict[str, Connection] = {}
         self.subscribers: dict[str, set] = {}

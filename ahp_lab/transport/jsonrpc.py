@@ -19,6 +19,7 @@ import gc
 import inspect
 import json
 import logging
+import math
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -68,28 +69,65 @@ class RequestBudget:
     what its notification made this side send. While the budget is spent, that peer's next requests
     wait their turn, in order, and after a notification its transport reads nothing more (when it
     can pause: ``pause_reading(seconds)``) until the budget refills; the other peers are not
-    slowed."""
+    slowed.
 
-    def __init__(self, rate: float) -> None:
+    A ``shared`` budget (the one of all the host's strangers together) is charged with all its
+    members are. While it is spent, a member that has used at least its share of it lately waits
+    for it too: each of 80 sockets of one token holder had a budget of its own, and together they
+    held the loop for seconds at a time; a client that used little is not held back by them."""
+
+    #: Seconds over which what a budget's holder used lately fades (``used``, by ``e`` each).
+    FADE_S = 4.0
+
+    def __init__(self, rate: float, *, shared: RequestBudget | None = None) -> None:
         self.rate = float(rate)
         self.burst = 4 * self.rate
         self._level = self.burst
         self._at = time.monotonic()
+        self.shared = shared
+        self.members = 0  # (a shared budget) the budgets charging it
+        self.used = 0.0  # what was charged lately, fading
+        #: seconds of the loop charged so far (:meth:`charge_seconds`)
+        self.seconds = 0.0
+        if shared is not None:
+            shared.members += 1
 
     def _refill(self) -> None:
         now = time.monotonic()
-        self._level = min(self.burst, self._level + (now - self._at) * self.rate)
+        elapsed = now - self._at
+        self._level = min(self.burst, self._level + elapsed * self.rate)
+        if self.used:
+            self.used *= math.exp(-elapsed / self.FADE_S)
         self._at = now
 
     def charge(self, chars: int) -> None:
         """Spend ``chars`` (the level may go below zero: the next requests then wait longer)."""
         self._refill()
         self._level -= chars
+        self.used += chars
+        if self.shared is not None:
+            self.shared.charge(chars)
+
+    def charge_seconds(self, seconds: float) -> None:
+        """Spend ``seconds`` of the loop, a second for a second of ``rate``."""
+        self.seconds += seconds
+        self.charge(int(seconds * self.rate))
 
     def delay(self) -> float:
         """Seconds until the budget is no longer spent (0 when a request may be served now)."""
         self._refill()
-        return 0.0 if self._level >= 0 else -self._level / self.rate
+        own = 0.0 if self._level >= 0 else -self._level / self.rate
+        shared = self.shared
+        if shared is None or (wait := shared.delay()) <= 0:
+            return own
+        # the members that used at least an even share of it lately wait for it
+        return max(own, wait) if self.used * shared.members >= shared.used else own
+
+    def release(self) -> None:
+        """This budget's holder is gone: it no longer counts among its shared budget's members."""
+        if self.shared is not None:
+            self.shared.members -= 1
+            self.shared = None
 
 
 #: Control characters (terminal escapes among them), line and paragraph separators and the bidi
@@ -361,6 +399,7 @@ class JsonRpcPeer:
                 future.set_exception(RpcError(error.code, f"its answer could not be read: {error.message}"))
                 return
             self.send_error(message, error)
+            self._wait_for_budget()  # unreadable frames cost their reading too
             return
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             # a request whose id can be read is answered with it (JSON-RPC 2.0 §5: null only when
@@ -450,6 +489,10 @@ class JsonRpcPeer:
             _log_failure("%s: notification %s failed", self.name, method)
         # A notification has no answer to hold back: once the budget is spent (the handler charged
         # what it made this side send), this peer's next messages are not read until it refills.
+        self._wait_for_budget()
+
+    def _wait_for_budget(self) -> None:
+        """Read nothing more from this peer until its budget refills (when it is spent)."""
         if self.budget is not None and (wait := self.budget.delay()) > 0:
             pause = getattr(self.transport, "pause_reading", None)
             if pause is not None:

@@ -214,10 +214,15 @@ class WebSocketTransport:
         max_frame_bytes: int | None = None,
         stall_timeout: float = (DEFAULT_PING_INTERVAL_S + DEFAULT_PING_TIMEOUT_S) / 2,
         unsent_pool: UnsentPool | None = None,
+        read_gate: asyncio.Lock | None = None,
     ) -> None:
         self.ws = ws
         self.name = name
         self.unsent_pool = unsent_pool  # the server's bound on what all its peers hold
+        #: the server's: one large frame of all its peers is handled at a time, and the loop's
+        #: other callbacks run before the next (80 sockets' 16 MB frames, handled one after the
+        #: other in one turn of the loop, held it 8-12 s)
+        self.read_gate = read_gate
         self._progress: tuple[float, int] | None = None  # (when, taken) last seen moving
         self.max_send_buffer_bytes = max_send_buffer_bytes
         self.stall_timeout = stall_timeout
@@ -246,6 +251,7 @@ class WebSocketTransport:
         self._reader: asyncio.Task | None = None
         self._closer: asyncio.Task | None = None
         self._paused_until = 0.0  # loop time before which no further frame is read
+        self._read_budget: Any = None  # charged with the time each frame read takes (charge_reads_to)
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
@@ -332,6 +338,13 @@ class WebSocketTransport:
             return self.bytes_out - self._unwritten() - taken >= MIN_PROGRESS_BYTES
         return True
 
+    def charge_reads_to(self, budget: Any) -> None:
+        """Charge ``budget`` (a :class:`~.jsonrpc.RequestBudget`) with the loop's time each frame
+        read takes (its parse and checks, and what its handling charged nothing for): a frame of
+        16 MB costs some 0.3 s to read before any handler runs. The peer waits for the budget as
+        it does for what its messages make this side send."""
+        self._read_budget = budget
+
     def pause_reading(self, seconds: float) -> None:
         """Read no further frame for ``seconds``: the peer's own writes then wait in its socket
         (TCP backpressure), and nothing it sends piles up here."""
@@ -406,18 +419,33 @@ class WebSocketTransport:
                 if self.closed:
                     break
                 size = len(message)
-                self._take(message)
-                # not kept while the peer waits to send its next frame: each idle connection held
-                # its last 16 MB frame
-                del message
+                gate = self.read_gate if size > LARGE_FRAME else None
+                if gate is not None:
+                    await gate.acquire()
+                try:
+                    if self.closed:
+                        break
+                    budget = self._read_budget
+                    if budget is not None:
+                        started, charged = time.perf_counter(), budget.seconds
+                    self._take(message)
+                    if budget is not None:  # (what the handlers charged is not charged twice)
+                        spent = time.perf_counter() - started - (budget.seconds - charged)
+                        budget.charge_seconds(max(0.0, spent))
+                    # not kept while the peer waits to send its next frame: each idle connection
+                    # held its last 16 MB frame
+                    del message
+                    if size > LARGE_FRAME:  # its handling took a while: the others go first
+                        await asyncio.sleep(0)
+                finally:
+                    if gate is not None:
+                        gate.release()
                 if size > KEPT_FRAME:
                     # The library keeps a frame's bytes until the peer's next frame: a ping asks for
                     # one now (its pong), and a peer that does not answer is closed by the keepalive
                     # (40 idle connections held 600 MB of their last frames).
                     with contextlib.suppress(ConnectionClosed):
                         await self.ws.ping()
-                elif size > LARGE_FRAME:  # its handling took a while: the others go first
-                    await asyncio.sleep(0)
                 if (wait := self._paused_until - asyncio.get_running_loop().time()) > 0:
                     with contextlib.suppress(asyncio.TimeoutError):  # a close ends the pause
                         await asyncio.wait_for(self.ws.wait_closed(), wait)

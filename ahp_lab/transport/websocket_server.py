@@ -47,8 +47,10 @@ __all__ = ["DEFAULT_ALLOWED_ORIGINS", "DEFAULT_MAX_CONNECTIONS", "MAX_OPENING", 
 
 log = logging.getLogger("ahp_lab.transport.websocket")
 
-#: Sockets served at once; past it an upgrade is refused (HTTP 503).
-DEFAULT_MAX_CONNECTIONS = 256
+#: Sockets served at once; past it an upgrade is refused (HTTP 503). A socket sending frames at
+#: the 16 MB limit makes the host hold some 65 MB (the frame being read, those read and waiting
+#: their turn, their copies): 40 sockets of one token holder held 2.6 GB.
+DEFAULT_MAX_CONNECTIONS = 32
 #: Sockets in their opening handshake at once (before the token is checked, or sending nothing at
 #: all); past it the oldest is let go, so that strangers without the token cannot take all of the
 #: process's file descriptors (each is let go after ``OPEN_TIMEOUT_S`` anyway). A client with the
@@ -190,6 +192,7 @@ class WebSocketServer:
         self.max_connections = max_connections
         self.transports: set[WebSocketTransport] = set()
         self.unsent = UnsentPool(max_unsent_bytes_total, self.transports)
+        self._read_gate = asyncio.Lock()  # one large frame of all peers handled at a time
         self.refused: dict[int, int] = {}  # HTTP status -> count of refused upgrades
         self.accepted = 0  # upgrades that reached ``on_connection``
         self._server: Any = None
@@ -307,6 +310,7 @@ class WebSocketServer:
             max_frame_bytes=self.max_frame_bytes,
             stall_timeout=(self.ping_interval + self.ping_timeout) / 2,
             unsent_pool=self.unsent,
+            read_gate=self._read_gate,
         )
         self.transports.add(transport)
         self.accepted += 1
