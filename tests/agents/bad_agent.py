@@ -22,6 +22,9 @@ key_retries      on the prompt writes "retry N: connecting with key <its key>" 2
 key_start        on the prompt writes its key, then the start of its key, to stderr and exits
 escapes          on the prompt writes terminal escape sequences to stderr, one inside its key, and exits
 silent           never answers initialize
+deep_update      shows a tool call whose rawOutput nests 300 levels deep, then ends the turn
+slow_respawn     says "got <the prompt>"; a respawn (MARKER exists) answers initialize only once
+                 MARKER is gone
 env              answers with the names of its environment variables
 future           answers initialize with a protocol version this host does not speak
 big_chunks       streams 200 message chunks of 16,000 characters, then ends the turn
@@ -198,7 +201,7 @@ def chunk(text: str) -> dict:
 
 silent = MODE == "silent" or (MODE == "crash_then_silent" and MARKER and os.path.exists(MARKER))
 respawned = bool(MARKER) and os.path.exists(MARKER)
-if MODE in ("crash_then_silent", "deaf_once") and MARKER and not respawned:
+if MODE in ("crash_then_silent", "deaf_once", "slow_respawn") and MARKER and not respawned:
     open(MARKER, "w").close()
 options = {"verbosity": "normal", "fast": False}
 
@@ -627,6 +630,8 @@ for line in sys.stdin:
     msg = json.loads(line)
     method, mid = msg.get("method"), msg.get("id")
     if method == "initialize":
+        while MODE == "slow_respawn" and respawned and os.path.exists(MARKER):
+            time.sleep(0.05)
         if not silent:
             version = 2 if MODE == "future" else 1
             send(
@@ -750,6 +755,18 @@ for line in sys.stdin:
         )
     elif method == "session/prompt":
         update("s1", chunk("working... "))
+        if MODE == "slow_respawn":
+            update("s1", chunk(f"got {msg['params']['prompt'][0].get('text')}"))
+            send(end_turn(mid))
+            continue
+        if MODE == "deep_update":
+            deep: list = []
+            for _ in range(300):
+                deep = [deep]
+            call = {"sessionUpdate": "tool_call", "toolCallId": "d1", "title": "Deep", "kind": "read"}
+            update("s1", {**call, "status": "completed", "rawOutput": {"ast": deep}})
+            send(end_turn(mid))
+            continue
         if MODE == "reuses_id":  # a call ended, then announced again under its id and failed
             done = {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "first", "kind": "read"}
             update("s1", {**done, "status": "completed"})

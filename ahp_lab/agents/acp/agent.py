@@ -121,12 +121,21 @@ class AcpAgent:
             weakref.finalize(self, shutil.rmtree, self._folder, True)
         return self._folder
 
+    def attach(self, host: Any) -> None:
+        """Join ``host``: the values of :attr:`env` are its secrets from now on (before anything
+        the agent says is published; each process started registers its own ``env`` again)."""
+        host.redactor.add_env(self.env)
+
     def info(self) -> dict:
-        """The ``AgentInfo`` this agent publishes on the root channel."""
+        """The ``AgentInfo`` this agent publishes on the root channel: its program, not its
+        arguments (a key given as ``--api-key`` went to every client and into exports)."""
+        words = [os.path.basename(self.command[0])]
+        if len(self.command) > 1 and not self.command[1].startswith("-"):
+            words.append(os.path.basename(self.command[1]))  # the script: python agent.py
         return {
             "provider": self.provider,
             "displayName": self.display_name,
-            "description": f"An ACP agent over stdio: {' '.join(self.command)}",
+            "description": f"An ACP agent over stdio: {' '.join(words)}",
             "models": [],
             "capabilities": {"multipleWorkingDirectories": {}},
         }

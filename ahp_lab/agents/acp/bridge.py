@@ -134,8 +134,10 @@ class Bridge(WorkspaceServices, PermissionRequests, ConfigRequests, AgentOutput)
 
     @property
     def running(self) -> bool:
-        """Whether the agent process is up and has not failed."""
-        return self.conn is not None and self.failure is None and not self._stopping
+        """Whether the agent process is up, its session set up, and it has not failed (a start
+        interrupted before ``session/new`` answered leaves it not running: the next turn starts
+        a fresh process)."""
+        return self.conn is not None and self.session_id is not None and self.failure is None and not self._stopping
 
     async def start(self) -> dict | None:
         """Spawn the agent, ``initialize`` and ``session/new``; returns the session's config."""
@@ -154,6 +156,7 @@ class Bridge(WorkspaceServices, PermissionRequests, ConfigRequests, AgentOutput)
         self._stderr.clear()
         self._stderr_total = 0
         self._stack = contextlib.AsyncExitStack()
+        self.ctx.add_secret_env(agent.env)  # each process's (the env may have changed since)
         token = _BRIDGE.set(self)
         try:
             self.conn, self.process = await self._stack.enter_async_context(
@@ -175,6 +178,21 @@ class Bridge(WorkspaceServices, PermissionRequests, ConfigRequests, AgentOutput)
         self._bound_lines(self.process)
         self._stderr_task = self._spawn(self._drain_stderr(self.process))
         self._spawn(self._watch_exit(self.process))
+        try:
+            return await self._set_up(agent)
+        except BaseException:
+            # interrupted (the turn cancelled, a cell's wait_for) before the session was set up: the
+            # process goes, quietly, and the bridge is not running, so the next turn starts afresh
+            # and says so (it sent its prompt with no session id, and the message was lost)
+            if self.failure is None and self.session_id is None:
+                self._stopping = True
+                if self.process.returncode is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        self.process.kill()
+            raise
+
+    async def _set_up(self, agent: Any) -> dict | None:
+        """``initialize`` and ``session/new`` on the process just started."""
         fs = agent.fs
         init = await self.until(
             self.conn.initialize(
@@ -624,7 +642,7 @@ class Bridge(WorkspaceServices, PermissionRequests, ConfigRequests, AgentOutput)
         """The AHP turn was cancelled: tell the agent (``session/cancel``) without waiting."""
         over = self._turn_over
         self.end_turn(agent_told=False)
-        if not (self.running and self.session_id is not None):
+        if not self.running:
             if over is not None:
                 over.set()
         else:
@@ -672,7 +690,11 @@ class Bridge(WorkspaceServices, PermissionRequests, ConfigRequests, AgentOutput)
             # a failed agent has one outcome, its error: nothing it sent after the failure
             log.info("ACP agent %s: an update after its failure was not shown", self.agent.name)
             return
-        data = mapping.as_json(update)
+        try:
+            data = mapping.as_json(update)
+        except Exception as exc:  # (nested past what can be read): shown as the agent's failure, not lost
+            self.fail(f"the host could not read the agent's session/update ({type(exc).__name__}: {exc})")
+            return
         kind = data.get("sessionUpdate")
         if kind == "current_mode_update":
             if self.routes.get(MODE_PROPERTY) == ("mode",):  # else a mode option is the mode

@@ -1,0 +1,96 @@
+"""Our ACP agent, round 14: an interrupted start, keys on the command line or rotated in ``env``,
+an update nested past what can be read."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from ahp_lab import Lab
+from ahp_lab.agents.acp import AcpAgent
+
+from .conftest import BAD_AGENT, SECRET_ENV, acp_lab, arun, bad_agent
+
+KEY = SECRET_ENV["BAD_AGENT_KEY"]
+
+
+def test_a_start_interrupted_before_its_session_leaves_the_next_message_to_a_fresh_process(tmp_path: Path):
+    """A restart given up on (a cell's ``wait_for``, a cancelled turn) while the fresh process
+    answered ``initialize`` left the bridge running with no ACP session: the next message went out
+    with no session id, failed with a reason that blamed the agent, and never reached it."""
+    marker = tmp_path / "respawned"
+
+    async def go():
+        async with acp_lab(tmp_path, bad_agent("slow_respawn", str(marker))) as lab:
+            with pytest.raises(TimeoutError):  # the fresh process waits for the marker to go
+                await asyncio.wait_for(lab.restart_agent(), 1)
+            marker.unlink()
+            turn = await asyncio.wait_for(lab.send("hello"), 30)
+            assert turn.status == "complete", turn.error
+            assert "got hello" in turn.text
+            assert "fresh agent process" in json.dumps(lab.chat_state)  # and it says so
+
+    arun(go())
+
+
+def test_a_key_on_the_agents_command_line_reaches_no_client(tmp_path: Path):
+    """The agent's description on the root channel held its whole command line: a key given as
+    ``--api-key`` went to every client, into transition 1 and the export, although the person
+    gave the same value in ``env``."""
+
+    async def go():
+        agent = AcpAgent(
+            [sys.executable, str(BAD_AGENT), "echo_key", "--api-key", KEY], env=SECRET_ENV, cwd=tmp_path
+        )
+        lab = await Lab.open(agent=agent, working_directories=[tmp_path])
+        try:
+            turn = await lab.send("say it")
+            assert "my key is ***" in turn.text
+            lab.export(tmp_path / "log.jsonl")
+            assert (
+                KEY not in json.dumps(lab.store.states()) and KEY not in (tmp_path / "log.jsonl").read_text()
+            )
+            [info] = lab.store.state("ahp-root://")["agents"]
+            assert (
+                info["description"]
+                == "An ACP agent over stdio: " + Path(sys.executable).name + " bad_agent.py"
+            )
+        finally:
+            await agent.aclose()
+            await lab.aclose()
+
+    arun(go())
+
+
+def test_a_key_rotated_into_the_agents_env_is_masked_once_its_process_gets_it(tmp_path: Path):
+    """The values of ``env`` were registered as secrets once, when the session opened: a key put
+    into ``lab.agent.env`` later reached the fresh process of ``restart_agent()``, and the agent
+    said it unmasked."""
+    rotated = "rot8NEWkey-5521-ppqq-zz"
+
+    async def go():
+        async with acp_lab(tmp_path, bad_agent("echo_key")) as lab:
+            lab.agent.env["BAD_AGENT_KEY"] = rotated
+            await lab.restart_agent()
+            turn = await lab.send("say it")
+            lab.export(tmp_path / "log.jsonl")
+            assert "my key is ***" in turn.text and rotated not in (tmp_path / "log.jsonl").read_text()
+
+    arun(go())
+
+
+def test_an_update_nested_past_what_can_be_read_fails_the_agent_with_the_reason(tmp_path: Path):
+    """A tool call whose output nested 300 levels deep vanished: the turn ended as if the agent had
+    said nothing, and only a log line told of it."""
+
+    async def go():
+        async with acp_lab(tmp_path, bad_agent("deep_update")) as lab:
+            turn = await asyncio.wait_for(lab.send("go"), 30)
+            assert turn.status == "error" and turn.error["errorType"] == "agentFailed"
+            assert "could not read the agent's session/update" in turn.error["message"]
+
+    arun(go())
