@@ -647,10 +647,10 @@ class McpManager(McpToolCalls, McpAuthorization):
                     elif isinstance(exc, MCPError) and (closed["eof"] or closed["garbage"]):
                         fail(self._eof_reason(rt, closed, "before completing its handshake"))
                     elif isinstance(exc, OSError):
-                        fail(
-                            f"The MCP server {rt.name} could not be started: {exc.strerror or exc}.",
-                            "McpServerSpawnFailed",
-                        )
+                        # its program's name (not its path, nor its arguments, which may hold a token)
+                        program = os.path.basename(str(rt.config.get("command") or ""))[:120]
+                        why = f"{exc.strerror or exc}" + (f" ({program})" if program else "")
+                        fail(f"The MCP server {rt.name} could not be started: {why}.", "McpServerSpawnFailed")
                     else:
                         fail(f"The MCP server {rt.name} failed: {one_line(exc) or type(exc).__name__}.")
         except (asyncio.CancelledError, anyio.get_cancelled_exc_class()):

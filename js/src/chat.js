@@ -2,6 +2,8 @@
 import { badge, fmtSize, frame, h, spinner, statusBadge, textBlock } from "./util.js";
 
 const STATUS_NAMES = { 1: "idle", 2: "error", 8: "in progress", 24: "input needed" };
+// an input request's response, as a person says it (the protocol's words showed: "— accept")
+const RESPONSE_WORDS = { accept: "answered", decline: "declined", cancel: "cancelled" };
 const PLACEHOLDER = "Ask the agent… (Enter sends, Shift+Enter for a new line)";
 const READ_ONLY_PLACEHOLDER = {
   replay: "replay: read-only (a replayed log sends nothing)",
@@ -92,7 +94,7 @@ export function renderChat({ model, el }) {
         return h("div", { class: "ahp-sysnote", role: "note" }, textBlock(p.block, model));
       case "inputRequest":
         return h("div", { class: "ahp-inputreq", "data-response": p.response || "open" },
-          `Question: ${p.message || "input requested"}${p.questions ? ` (${p.questions} question${p.questions > 1 ? "s" : ""})` : ""} — ${p.response || "waiting for an answer"}`);
+          `Question: ${p.message || "input requested"}${p.questions ? ` (${p.questions} question${p.questions > 1 ? "s" : ""})` : ""} — ${RESPONSE_WORDS[p.response] || p.response || "waiting for an answer"}`);
       case "contentRef":
         return h("div", { class: "ahp-mono" }, `resource: ${p.uri}`);
       default:

@@ -266,21 +266,24 @@ export function renderInputs({ model, el }) {
     const id = `q-${Math.random().toString(36).slice(2)}`;
     const asLabel = !q.title && questionLabel(q) !== q.id;
     const label = h("label", { for: id, class: "ahp-q-label" }, questionLabel(q), q.required ? h("span", { class: "ahp-req", "aria-hidden": "true" }, " *") : null);
-    const ans = q.answer && q.answer.state !== "skipped" ? q.answer : null;
+    const answerOf = (question) => (question.answer && question.answer.state !== "skipped" ? question.answer : null);
     let control;
     let read;
+    let fill; // writes an answer (or none: the default) into the control
     const hint = [];
     if (q.kind === "text") {
       const fmtType = { email: "email", uri: "url", date: "date", "date-time": "datetime-local" }[q.format] || "text";
       control = h("input", { id, class: "ahp-input", type: fmtType, disabled: ro, required: q.required, minlength: q.min ?? null, maxlength: q.max ?? null, "data-question-id": q.id });
-      control.value = ans ? ans.value ?? "" : q.default ?? "";
+      fill = (ans) => { control.value = ans ? ans.value ?? "" : q.default ?? ""; };
       read = () => (control.value === "" && !q.required ? null : { kind: "text", value: control.value });
       if (q.format) hint.push(`format: ${q.format}`);
       if (q.min != null || q.max != null) hint.push(`length ${q.min ?? 0}–${q.max ?? "∞"}`);
     } else if (q.kind === "number" || q.kind === "integer") {
       control = h("input", { id, class: "ahp-input", type: "number", disabled: ro, step: q.kind === "integer" ? "1" : "any", min: q.min ?? null, max: q.max ?? null, "data-question-id": q.id });
-      const v = ans ? ans.value : q.default;
-      control.value = v == null ? "" : String(v);
+      fill = (ans) => {
+        const v = ans ? ans.value : q.default;
+        control.value = v == null ? "" : String(v);
+      };
       read = () => {
         if (control.value === "") return null;
         const n = q.kind === "integer" ? parseInt(control.value, 10) : parseFloat(control.value);
@@ -289,25 +292,28 @@ export function renderInputs({ model, el }) {
       if (q.min != null || q.max != null) hint.push(`${q.min ?? "−∞"} to ${q.max ?? "∞"}`);
     } else if (q.kind === "boolean") {
       control = h("input", { id, type: "checkbox", class: "ahp-check", disabled: ro, "data-question-id": q.id });
-      control.checked = ans ? !!ans.value : !!q.default;
+      fill = (ans) => { control.checked = ans ? !!ans.value : !!q.default; };
       read = () => ({ kind: "boolean", value: control.checked });
     } else if (q.kind === "single-select" || q.kind === "multi-select") {
       const multi = q.kind === "multi-select";
-      const chosen = new Set(ans ? (multi ? ans.value || [] : [ans.value]) : []);
       const group = h("div", { class: "ahp-options", role: multi ? "group" : "radiogroup", "aria-labelledby": `${id}-l`, id });
       label.id = `${id}-l`;
       label.removeAttribute("for");
       const boxes = (q.options || []).map((o) => {
-        const box = h("input", { type: multi ? "checkbox" : "radio", name: id, value: o.id, disabled: ro, checked: chosen.has(o.id), "aria-label": o.label, "data-option-id": o.id });
+        const box = h("input", { type: multi ? "checkbox" : "radio", name: id, value: o.id, disabled: ro, "aria-label": o.label, "data-option-id": o.id });
         group.appendChild(h("label", { class: "ahp-option" }, box, " ", o.label, o.recommended ? badge("recommended", "ahp-rec") : null, o.description ? h("span", { class: "ahp-dim" }, ` — ${o.description}`) : null));
         return box;
       });
       let free = null;
       if (q.allowFreeform) {
         free = h("input", { class: "ahp-input", type: "text", disabled: ro, placeholder: "other…", "aria-label": `Other answer for ${questionLabel(q)}` });
-        free.value = ans && ans.freeform && ans.freeform[0] ? ans.freeform[0] : "";
         group.appendChild(free);
       }
+      fill = (ans) => {
+        const chosen = new Set(ans ? (multi ? ans.value || [] : [ans.value]) : []);
+        for (const box of boxes) box.checked = chosen.has(box.value);
+        if (free) free.value = ans && ans.freeform && ans.freeform[0] ? ans.freeform[0] : "";
+      };
       control = group;
       read = () => {
         const vals = boxes.filter((b) => b.checked).map((b) => b.value);
@@ -320,19 +326,27 @@ export function renderInputs({ model, el }) {
     } else {
       control = h("div", { class: "ahp-dim" }, `(unsupported question kind ${q.rawKind})`);
       read = () => null;
+      fill = () => {};
     }
-    const onChange = () => onDraft(q, read());
+    fill(answerOf(q));
+    let touched = false; // by the person here: what another client drafts no longer replaces it
+    const onChange = () => { touched = true; onDraft(q, read()); };
     control.addEventListener("input", onChange);
     control.addEventListener("change", onChange);
+    // another client's draft (a second device) shows in a card already open, unless the person
+    // here has begun to answer this question: only views made after a draft showed it
+    const update = (question) => {
+      if (!touched && !control.contains(document.activeElement) && control !== document.activeElement) fill(answerOf(question));
+    };
     return {
       el: h("div", { class: "ahp-question", "data-question-id": q.id, "data-question-kind": q.kind },
         label, q.message && q.message.text && !asLabel ? textBlock(q.message, model, { cls: "ahp-q-msg" }) : null, control,
         hint.length ? h("div", { class: "ahp-dim" }, hint.join(" · ")) : null),
-      read, q,
+      read, q, update,
     };
   }
 
-  function questionCard(e, ro) {
+  function questionCard(e, ro, hooks) {
     const debounceMs = model.get("debounce_ms") || 300;
     const pending = new Map();
     const flush = debounce(() => {
@@ -346,14 +360,21 @@ export function renderInputs({ model, el }) {
     }, debounceMs);
     const onDraft = (q, value) => { pending.set(q.id, value); flush(); };
     const controls = (e.questions || []).map((q) => questionControl(q, e, ro, onDraft));
+    hooks.update = (entry) => {
+      for (const question of entry.questions || []) {
+        const c = controls.find((x) => x.q.id === question.id);
+        if (c) c.update(question);
+      }
+    };
     // a required question left empty is said here: the host refuses the answers, and a choice
     // left empty showed nothing of it (a first-hour user)
-    const missing = h("div", { class: "ahp-field-error", role: "alert", hidden: true });
+    const missing = h("div", { class: "ahp-field-error ahp-err-text", role: "alert", hidden: true });
     const complete = (response) => {
       const empty = response === "accept" ? controls.filter((c) => c.q.required && !c.read()) : [];
       missing.hidden = !empty.length;
       if (empty.length) {
-        missing.textContent = `answer ${empty.map((c) => questionLabel(c.q)).join(", ")} first: required`;
+        const named = empty.map((c) => `“${questionLabel(c.q)}”`);
+        missing.textContent = `${named.join(", ")} ${named.length > 1 ? "need answers" : "needs an answer"} before you submit.`;
         const first = empty[0].el.querySelector("input, select, textarea");
         if (first) first.focus();
         return;
@@ -386,12 +407,12 @@ export function renderInputs({ model, el }) {
     ];
   }
 
-  function card(e, ro) {
+  function card(e, ro, hooks = {}) {
     let body;
     if (e.kind === "toolConfirmation") body = confirmationCard(e, ro);
     else if (e.kind === "toolClientExecution") body = clientCard(e, ro);
     else if (e.kind === "localApproval" && e.localApproval) body = localCard(e, ro);
-    else if (e.kind === "chatInput") body = questionCard(e, ro);
+    else if (e.kind === "chatInput") body = questionCard(e, ro, hooks);
     else if (e.kind === "toolAuthentication") body = authCard(e, ro);
     else body = [h("div", { class: "ahp-dim" }, `(unsupported input kind ${e.rawKind})`)];
     return h("div", {
@@ -412,14 +433,17 @@ export function renderInputs({ model, el }) {
       const sig = signature(e);
       let c = cards.get(e.id);
       if (!c || c.sig !== sig || c.ro !== ro) {
-        const fresh = card(e, ro);
+        const hooks = {};
+        const fresh = card(e, ro, hooks);
         if (c && c.el.contains(document.activeElement) && c.sig === sig) {
           // keep the card being edited
         } else {
           if (c) c.el.replaceWith(fresh);
-          c = { sig, el: fresh, ro };
+          c = { sig, el: fresh, ro, hooks };
           cards.set(e.id, c);
         }
+      } else if (c.hooks.update) {
+        c.hooks.update(e); // only the answers changed: another client's drafts
       }
       order.push(c.el);
     }

@@ -182,6 +182,17 @@ export function keepFocus(container, fn) {
   const scroll = container.scrollTop;
   fn();
   container.scrollTop = scroll;
+  // What was just rebuilt may count for less than its height until it is painted (the tree's
+  // containers have content-visibility: auto), which clamped the scroll to the top: a toggle or a
+  // Start/Stop at the bottom of the list scrolled the row out of view. Set again once painted.
+  if (container.scrollTop < scroll) {
+    let tries = 3;
+    const again = () => {
+      container.scrollTop = scroll;
+      if (container.scrollTop < scroll && --tries > 0) requestAnimationFrame(again);
+    };
+    requestAnimationFrame(again);
+  }
   if (key) {
     const again = container.querySelector(`[data-focus="${CSS.escape(key)}"]`);
     if (again) again.focus({ preventScroll: true });

@@ -38,8 +38,14 @@ def test_the_last_question_waits_for_the_readers_click(jupyter_server, page):
     alert = queue.get_by_role("alert")
     alert.wait_for(state="visible")
     # a question without a title is named by its one-line message, not by its id ("next")
-    assert alert.inner_text() == "answer Which notebook would you like to read next? first: required", (
+    assert (
         alert.inner_text()
+        == "“Which notebook would you like to read next?” needs an answer before you submit."
+    ), alert.inner_text()
+    # in the error colour, as the form's other errors (it was the text's own colour)
+    assert alert.evaluate("e => getComputedStyle(e).color") == queue.evaluate(
+        "q => { const s = document.createElement('span'); s.className = 'ahp-err-text'; q.appendChild(s);"
+        " const c = getComputedStyle(s).color; s.remove(); return c; }"
     )
     assert queue.locator(".ahp-q-label").first.inner_text().startswith("Which notebook would you like")
     assert "The request was answered" not in cell_output_text(page, waiting)

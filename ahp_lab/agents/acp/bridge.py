@@ -137,7 +137,12 @@ class Bridge(WorkspaceServices, PermissionRequests, ConfigRequests, AgentOutput)
         """Whether the agent process is up, its session set up, and it has not failed (a start
         interrupted before ``session/new`` answered leaves it not running: the next turn starts
         a fresh process)."""
-        return self.conn is not None and self.session_id is not None and self.failure is None and not self._stopping
+        return (
+            self.conn is not None
+            and self.session_id is not None
+            and self.failure is None
+            and not self._stopping
+        )
 
     async def start(self) -> dict | None:
         """Spawn the agent, ``initialize`` and ``session/new``; returns the session's config."""
