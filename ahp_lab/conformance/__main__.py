@@ -14,10 +14,12 @@ memory. Exit status: 0 on success, 2 for usage errors, 3 when a reducer raised, 
 ``{"error", "index", "type"}`` (the message, the action's 0-based index and its type) as the last
 stderr line: where the reference's reducers throw (reading a member of ``null``, an array method of
 what is not an array), which the host's reducers take for a no-op, the replay stops. The state is
-written as ``JSON.stringify`` writes it: no spaces between members, numbers as JavaScript writes them.
+written in ``JSON.stringify``'s form: no spaces between members, numbers as JavaScript writes them.
+Its values are the reference's; the order of an object's members may differ (compare parsed).
 
 JSON is read as JavaScript's ``JSON.parse`` reads it: an integer beyond 2^53 becomes the nearest
-double, as the reference holds it.
+double, as the reference holds it. In the actions' log, only ``\\n`` ends a line and only JSON's
+whitespace pads one.
 """
 
 from __future__ import annotations
@@ -130,7 +132,7 @@ def _index_first(name: str) -> tuple[int, int]:
 
 
 def _written(state: object) -> str:
-    """The final state as the reference writes it: ``JSON.stringify``'s text, numbers included."""
+    """The final state in ``JSON.stringify``'s form (its member order aside), numbers included."""
     texts: dict[str, str] = {}
     marker = f"\x00{os.urandom(16).hex()}:"  # new to each run: no string in the state holds it
     text = dumps(_js_numbers(strip_nulls(state), marker, texts), separators=(",", ":"))
@@ -156,10 +158,13 @@ def _loads(text: str) -> object:
 
 
 def _read_actions(path: Path) -> list:
+    """The log's actions, one JSON text per line as JSON Lines has them: only ``\\n`` ends a line,
+    and only JSON's own whitespace (space, tab, CR, LF) pads one, as ``JSON.parse`` reads it (a line
+    padded with a no-break space was read, and one with a bare CR between its tokens refused)."""
     actions = []
-    with path.open(encoding="utf-8") as fh:
+    with path.open(encoding="utf-8", newline="\n") as fh:
         for lineno, line in enumerate(fh, 1):
-            line = line.strip()
+            line = line.strip(" \t\r\n")
             if not line:
                 continue
             try:

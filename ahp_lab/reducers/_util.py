@@ -22,6 +22,26 @@ Handler = Callable[[Any, Action, int], Any]
 Log = Callable[[str], None]
 
 
+class _Null(dict):
+    """A ``null`` state as the raising reducers read it: empty when spread (``{...null}`` is
+    ``{}``), a ``TypeError`` when a member is read, as the reference's reading throws."""
+
+    def _read(self, *args: Any) -> Any:
+        raise TypeError("Cannot read properties of null")
+
+    get = __getitem__ = __contains__ = _read
+
+
+_NULL = _Null()
+
+
+def destructured(state: Any) -> None:
+    """Where the reference takes members out of the state by destructuring it, which throws on a
+    null state (the raising reducers' ``_Null``)."""
+    if type(state) is _Null:
+        raise TypeError("Cannot destructure 'state' as it is null")
+
+
 def put(obj: dict, key: str, value: Any) -> dict:
     """Copy of ``obj`` with ``key`` set to ``value``, or removed when ``value`` is ``None``."""
     out = dict(obj)
@@ -189,15 +209,25 @@ def make_reducer(channel: str, handlers: dict[str, Handler]):
                 elif type(kind) is str and get_handler(kind) is not None:
                     # A state that is not an object reads as its spread, as the reference's
                     # ``{...state, ...}`` makes it (an array's or a string's entries by index, else
-                    # nothing); where that makes no change, the state is returned as it was.
+                    # nothing); where that makes no change, the state is returned as it was. A null
+                    # one reads as nothing too, but where the reference reads a member of it, it
+                    # throws: the raising reducer raises there.
+                    if state is None and not total:
+                        return handler_of_null(kind, action, now_ms)
                     view = spread(state)
                     out = reduce(view, action, now_ms, log)
                     return state if out is view else out
             else:
+                if action is None and not total:  # the reference reads action.type
+                    raise TypeError("Cannot read properties of null (reading 'type')")
                 kind = None
             if log is not None:
                 log(f"Unhandled action type: {kind!r} on the {channel} reducer")
             return state
+
+        def handler_of_null(kind: str, action: dict, now_ms: int) -> Any:
+            out = get_handler(kind)(_NULL, action, now_ms)
+            return None if out is _NULL else out
 
         return reduce
 

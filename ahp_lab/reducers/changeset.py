@@ -5,6 +5,7 @@ from __future__ import annotations
 from ._js import array_from, key, spread
 from ._util import (
     array_of,
+    destructured,
     find_index,
     keyed,
     make_reducer,
@@ -13,14 +14,22 @@ from ._util import (
     put_many,
     remove_handler,
     replace_at,
-    set_field,
     upsert_handler,
 )
 
 
 def _status_changed(state, action, now_ms):
     status = action.get("status")
+    if status != "error":
+        destructured(state)  # the error is taken out
     return put_many(state, status=status, error=action.get("error") if status == "error" else None)
+
+
+def _operations_changed(state, action, now_ms):
+    operations = action.get("operations")
+    if operations is None:
+        destructured(state)  # the operations are taken out
+    return put(state, "operations", operations)
 
 
 def _files_review_changed(state, action, now_ms):
@@ -78,7 +87,7 @@ reduce_changeset = make_reducer(
         "changeset/fileRemoved": remove_handler("files", "fileId", "id"),
         "changeset/filesReviewChanged": _files_review_changed,
         "changeset/contentChanged": _content_changed,
-        "changeset/operationsChanged": set_field("operations"),
+        "changeset/operationsChanged": _operations_changed,
         "changeset/operationStatusChanged": _operation_status_changed,
         "changeset/cleared": _cleared,
     },

@@ -18,6 +18,7 @@ from ._util import (
     array_of,
     as_int,
     config_changed,
+    destructured,
     directory_removed,
     directory_set,
     key_of,
@@ -174,6 +175,7 @@ def _creation_failed(state, action, now_ms):
 
 
 def _changesets_changed(state, action, now_ms):
+    destructured(state)  # the changesets are taken out, then set again when there are any
     changesets = action.get("changesets")
     return put(state, "changesets", changesets if truthy(changesets) else None)
 
@@ -488,7 +490,7 @@ def _customization_toggled(state, action, now_ms):
 
 
 def _customizations_changed(state, action, now_ms):
-    old = state.get("customizations")
+    old = state.get("customizations") if type(state) is dict else None  # (the reference reads none)
     if type(old) is list or type(old) is Vector:
         for entry in old:
             _forget(entry)

@@ -118,6 +118,59 @@ def test_the_replay_stops_where_the_reference_throws(tmp_path):
     assert out.returncode == 3 and json.loads(out.stderr.strip().splitlines()[-1])["index"] == 0
 
 
+def test_a_null_action_or_a_null_state_stops_the_replay_where_the_reference_throws(tmp_path):
+    """A ``null`` action (the reference reads its type), and an action that reads a member of a
+    ``null`` state or takes one out of it: the replay went on with exit 0 (reducer hunt 13). An
+    action that only spreads a ``null`` state reads nothing of it, there as here."""
+    out = _replay(tmp_path, CHAT, [{"type": "chat/draftChanged", "draft": "d"}, "null"])
+    assert out.returncode == 3, out.stderr[-300:]
+    assert json.loads(out.stderr.strip().splitlines()[-1]) == {
+        "error": "TypeError: Cannot read properties of null (reading 'type')",
+        "index": 1,
+        "type": None,
+    }
+    for reducer, action in [
+        ("root", {"type": "root/configChanged", "config": {"a": 1}}),
+        ("chat", {"type": "chat/delta", "turnId": "t", "partId": "p", "content": "x"}),
+        ("changeset", {"type": "changeset/statusChanged", "status": "ready"}),  # its error taken out
+        ("session", {"type": "session/changesetsChanged", "changesets": []}),
+    ]:
+        out = _replay(tmp_path, None, [action], reducer=reducer)
+        assert out.returncode == 3, (action, out.stderr[-300:])
+    for reducer, action, state in [
+        ("chat", {"type": "chat/draftChanged", "draft": "d"}, {"draft": "d"}),
+        ("changeset", {"type": "changeset/statusChanged", "status": "error"}, {"status": "error"}),
+        ("session", {"type": "session/customizationsChanged", "customizations": []}, {"customizations": []}),
+    ]:
+        out = _replay(tmp_path, None, [action], reducer=reducer)
+        assert out.returncode == 0 and json.loads(out.stdout) == state, (action, out.stderr[-300:])
+
+
+@pytest.mark.parametrize(
+    ("line", "read"),
+    [
+        ('{"type":"chat/draftChanged","draft":"a"}\u00a0', False),  # a no-break space after it
+        ('{"type":"chat/draftChanged","draft":"a"}\x1c', False),
+        ('\u2028{"type":"chat/draftChanged","draft":"a"}', False),
+        ('{"type":"chat/draftChanged","draft":"a"}\f', False),
+        ('{"type":\r"chat/draftChanged","draft":"a"}', True),  # a bare CR is JSON's whitespace
+        ('\t{"type":"chat/draftChanged","draft":"a"}\r', True),
+    ],
+)
+def test_the_log_is_read_as_json_lines_and_json_parse_read_it(tmp_path, line, read):
+    """Only ``\\n`` ends a line, and only JSON's whitespace pads one: the reader stripped any
+    whitespace Python knows and split lines at a bare CR, so it read lines ``JSON.parse`` refuses
+    and refused one it reads (reducer hunt 13)."""
+    (tmp_path / "initial.json").write_text(json.dumps(CHAT))
+    (tmp_path / "actions.jsonl").write_bytes((line + "\n").encode())
+    command = [sys.executable, "-m", "ahp_lab.conformance", "replay", "--reducer", "chat", "--initial",
+               str(tmp_path / "initial.json"), "--actions", str(tmp_path / "actions.jsonl")]  # fmt: skip
+    out = subprocess.run(command, capture_output=True, text=True)
+    assert (out.returncode == 0) is read, out.stderr[-300:]
+    if not read:
+        assert out.returncode == 2 and "line 1 is not JSON" in out.stderr
+
+
 def test_usage_errors_exit_2(tmp_path):
     out = _replay(tmp_path, CHAT, [START], "--repeat", "0")
     assert out.returncode == 2 and "--repeat" in out.stderr
