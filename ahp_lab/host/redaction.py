@@ -110,17 +110,17 @@ _CREDENTIAL, _CREDENTIAL_ESCAPED = _word_patterns(_CREDENTIAL_PATTERN)
 _SECRET_WORD = (
     r"(?:api[_\-]?key|apikey|account[_\-]?key|secret(?:[_\-]?key)?|signing[_\-]?key|passw(?:or)?d|pwd|credentials?|"
     r"private[_\-]?key|access[_\-]?key|auth[_\-]?token|access[_\-]?token|refresh[_\-]?token|"
-    r"session[_\-]?token|token)"
+    r"session[_\-]?token|token|cookie|pass(?:phrase)?|authorization|_auth|[_\-]key)"
 )
 # The secret word first, then the rest of the name found backwards (:func:`_masked_assignment`): the
 # name first tried every word of the text, 160 ms a megabyte, which a stranger's large message
 # would cost the host's loop; this way it is about 40.
 _SECRET_ASSIGNMENT = re.compile(
-    rf"(?i)(?=[aspctr])({_SECRET_WORD}[\"']?\s*[:=]\s*[\"']?)(?![0-9]+(?![A-Za-z0-9+/=_\-]))([^\s\"'&,;]{{6,}})"
+    rf"(?i)(?=[aspctr_\-])({_SECRET_WORD}[\"']?\s*[:=]\s*[\"']?)(?![0-9]+(?![A-Za-z0-9+/=_\-]))([^\s\"'&,;]{{6,}})"
 )
 #: The characters of a name (``API_KEY``, ``client.secret``, ``X-Token``).
 _NAME_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
-_SECRET_NAME_HINT = re.compile(r"(?i)key|secret|passw|pwd|credential|token")
+_SECRET_NAME_HINT = re.compile(r"(?i)key|secret|pass|pwd|credential|token|auth|cookie")
 # The lines of a PEM private key after its BEGIN line: headers ("Proc-Type: 4,ENCRYPTED") and
 # base64, each on its line (a line break may be JSON-escaped). Prose is not one: a BEGIN line
 # mentioned in a sentence masks that line, not the text after it.
@@ -145,7 +145,9 @@ _KNOWN_TOKEN, _KNOWN_TOKEN_ESCAPED = _word_patterns(
     r"hooks\.slack\.com/services/[A-Za-z0-9_/]{20,}|"
     # SendGrid, Twilio and Discord (bot) keys
     r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}|SK[0-9a-f]{32}(?![0-9A-Za-z])|"
-    r"[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,})"
+    r"[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,}|"
+    # Google OAuth access tokens, DigitalOcean and Shopify keys
+    r"ya29\.[A-Za-z0-9_\-]{20,}|dop_v1_[a-f0-9]{64}(?![0-9A-Za-z])|shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}(?![0-9A-Za-z]))"
     r"|(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]++"
     # a PEM private key, its lines to its END line (a cut one: as far as its lines go)
     + rf"|-----BEGIN {_PEM_LABEL}(?:{_PEM_BREAK}{_PEM_LINE})*+"
@@ -215,6 +217,10 @@ _TOKEN_BEGUN = re.compile(
             ("SG.", r"[A-Za-z0-9_\-.]"),
             ("SK", r"[0-9a-f]"),
             ("hooks.slack.com/services/", r"[A-Za-z0-9_/]"),
+            ("ya29.", r"[A-Za-z0-9_\-]"),
+            ("dop_v1_", r"[a-f0-9]"),
+            ("shpat_", r"[a-fA-F0-9]"),
+            ("shpss_", r"[a-fA-F0-9]"),
         )
     )
     + r")\Z"
@@ -243,7 +249,7 @@ _SECRET_WORDS = (
     "api_key", "api-key", "apikey", "secret", "password", "passwd", "pwd", "credential", "private_key",
     "private-key", "privatekey", "access_key", "access-key", "accesskey", "token", "bearer", "basic",
     "secret_key", "secret-key", "secretkey", "signing_key", "signing-key", "signingkey",
-    "account_key", "account-key", "accountkey", "authorization",
+    "account_key", "account-key", "accountkey", "authorization", "cookie", "passphrase", "_auth",
 )  # fmt: skip
 #: Their starts of two characters or more: a name cut there ("API" then "_KEY=...") is held whole.
 _SECRET_WORD_STARTS = frozenset(word[:k] for word in _SECRET_WORDS for k in range(2, len(word)))
@@ -252,9 +258,20 @@ _SECRET_WORD_FIRSTS = frozenset(word[0] for word in _SECRET_WORDS)
 #: ``AIza``, ``xox…``, ``eyJ``, ``rk_…``, ``hf_``, ``npm_``, ``SG.``, ``SK…``, a Discord token's
 #: ``M``/``N``/``O``, ``hooks.slack.com``), lower case: a text ending in one of them alone is held, since a
 #: stream sent a character at a time cuts every key after its first letter.
-_FIRST_LETTERS = _SECRET_WORD_FIRSTS | frozenset("sgaxerhnmo")
+_FIRST_LETTERS = _SECRET_WORD_FIRSTS | frozenset("sgaxerhnmoyd")
 _NAME_HELD_MAX = 64
-_ASSIGNMENT_HINTS = ("key", "secret", "pass", "pwd", "credential", "token", "bearer", "basic", "authoriz")
+_ASSIGNMENT_HINTS = (
+    "key",
+    "secret",
+    "pass",
+    "pwd",
+    "credential",
+    "token",
+    "bearer",
+    "basic",
+    "auth",
+    "cookie",
+)
 #: The longest end a stream holds back for a credential begun: a run of token characters longer
 #: than this is no credential the rules know, and goes out.
 CREDENTIAL_HELD_MAX = 1024

@@ -344,9 +344,14 @@ _BLOCK.update({k: "" for k in ("", "RSA ", "OPENSSH ", "EC ", "ENCRYPTED ")})
         st.text(_TOKEN_CHARS + "_-", min_size=16, max_size=60).map(lambda body: "sk-" + body),
         st.text(_TOKEN_CHARS, min_size=30, max_size=50).map(lambda body: "ghp_" + body),
         st.text("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", min_size=16, max_size=16).map(lambda b: "AKIA" + b),
+        st.text(_TOKEN_CHARS + "_-", min_size=20, max_size=60).map(lambda body: "ya29." + body),
+        st.text("0123456789abcdef", min_size=64, max_size=64).map(lambda body: "dop_v1_" + body),
+        st.text("0123456789abcdef", min_size=32, max_size=32).map(lambda body: "shpat_" + body),
         st.text(_TOKEN_CHARS + "-", min_size=10, max_size=40).map(lambda body: "xoxb-" + body),
         st.tuples(
-            st.sampled_from(["API_KEY=", 'password: "', "client_secret = '", "Bearer "]),
+            st.sampled_from(
+                ["API_KEY=", 'password: "', "client_secret = '", "Bearer ", "Cookie: ", "DB_PASS=", "_auth="]
+            ),
             # a value with a digit and a letter: an unquoted word of prose is no secret to the rules
             st.text(_TOKEN_CHARS, min_size=8, max_size=40).filter(
                 lambda v: any(c.isdigit() for c in v) and any(c.isalpha() for c in v)
@@ -491,6 +496,10 @@ def test_a_key_in_another_clients_text_reaches_neither_state_the_log_nor_the_oth
         "token = tokenizer.encode(text)",
         "password = getpass.getpass()",
         "api_key = os.environ['OPENAI_API_KEY']",
+        "the compass: northwest",
+        "sort_key=name",
+        "author: Jane Doe",
+        "Pass the salt: please",
     ],
 )
 def test_what_people_write_every_day_is_not_taken_for_a_secret(text):
@@ -514,6 +523,28 @@ def test_credentials_in_the_forms_people_paste_them_are_masked():
         == "https://s3.example/x?X-Amz-Signature=***"
     )
     assert r.text("export TOKEN=xK9aLpQ2") == "export TOKEN=***"
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("Cookie: sessionid=Hx9kq2LmPzQ1", "Cookie: ***"),
+        ("Set-Cookie: session=Hx9kq2LmPzQ1; Path=/; HttpOnly", "Set-Cookie: ***; Path=/; HttpOnly"),
+        ("DB_PASS=Hx9kq2LmPz", "DB_PASS=***"),
+        ("GPG_PASSPHRASE=Hx9kq2LmPz", "GPG_PASSPHRASE=***"),
+        ("ENCRYPTION_KEY=Hx9kq2LmPz", "ENCRYPTION_KEY=***"),
+        ("Authorization: ya29.a0AfH6SMBHx9kq2LmPzHx9kq2LmPz", "Authorization: ***"),
+        ("//registry.npmjs.org/:_auth=dXNlcjpIeDlrcTJMbVB6", "//registry.npmjs.org/:_auth=***"),
+        ("token ya29.a0AfH6SMBHx9kq2LmPzHx9kq2LmPz here", "token *** here"),
+        ("do " + "dop_v1_" + "4f" * 32, "do ***"),
+        ("shop " + "shpat_" + "a1b2" * 8, "shop ***"),
+    ],
+)
+def test_more_credential_forms_are_masked(text, masked):
+    """Forms an MCP server's stderr, a tool's result or an agent's terminal shows (curl -v, a .env,
+    an .npmrc) that were left as written: cookies, a bare Authorization value, *_PASS, *PASSPHRASE,
+    any *_KEY, .npmrc's _auth, and Google, DigitalOcean and Shopify tokens (attacker round 30)."""
+    assert Redactor().text(text) == masked
 
 
 def test_a_log_line_quoting_what_an_agent_said_carries_no_secret(caplog):
