@@ -137,14 +137,17 @@ class Contributions:
     def register_tool(self, tool: Tool) -> str:
         """Add (or replace) a tool and re-publish the whole entry; returns the published name.
 
-        Names share one namespace with the session's server tools and other clients' tools: on a
-        clash the tool is published as ``<clientId>.<name>`` (the spec suggests prefixing).
+        A name a server tool of the session holds is published as ``<clientId>.<name>`` (the
+        spec suggests prefixing): server tools come first. Another client's tool of the same name
+        is no reason to rename: the host gives a turn's call to its own client's tool first, and a
+        stranger that published the notebook's tool name took the notebook's own calls of it when
+        the notebook yielded (they ran at the stranger's client, unconfirmed, with its input).
         """
         for published, registered in list(self.tool_names.items()):
             if registered == tool.name:
                 del self.tool_names[published]
         published = tool.name
-        if published in self._foreign_tool_names():
+        if published in self._server_tool_names():
             published = f"{self.client_id}.{tool.name}"
         self.tools[tool.name] = tool
         self.tool_names[published] = tool.name
@@ -227,14 +230,10 @@ class Contributions:
         for session in list(self.sessions):
             self.publish(session)
 
-    def _foreign_tool_names(self) -> set[str]:
+    def _server_tool_names(self) -> set[str]:
         names: set[str] = set()
         for session in self.sessions:
-            state = self.state(session) or {}
-            names.update(t.get("name") for t in state.get("serverTools") or ())
-            for client in state.get("activeClients") or ():
-                if client.get("clientId") != self.client_id:
-                    names.update(t.get("name") for t in client.get("tools") or ())
+            names.update(t.get("name") for t in (self.state(session) or {}).get("serverTools") or ())
         return names
 
     def _session_of_chat(self, chat: str) -> str | None:

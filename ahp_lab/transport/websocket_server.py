@@ -192,7 +192,7 @@ class WebSocketServer:
         self.max_connections = max_connections
         self.transports: set[WebSocketTransport] = set()
         self.unsent = UnsentPool(max_unsent_bytes_total, self.transports)
-        self._read_gate = asyncio.Lock()  # one large frame of all peers handled at a time
+        self._read_gate = asyncio.Lock()  # one frame of all peers handled at a time
         self.refused: dict[int, int] = {}  # HTTP status -> count of refused upgrades
         self.accepted = 0  # upgrades that reached ``on_connection``
         self._server: Any = None
