@@ -84,6 +84,7 @@ _QUERY_WORDS = frozenset(
         "jwt",
         "bearer",
         "private",
+        "tkn",
     ]
 )
 _QUERY_SEPARATORS = re.compile(r"[_.\-]")

@@ -74,7 +74,10 @@ def serve_host(
     def accept(transport: Any) -> None:
         host.attach(frames.wrap(transport))
 
-    return WebSocketServer(accept, **options), frames
+    server = WebSocketServer(accept, **options)
+    if redactor is not None:  # the URL it is in is shown once; text quoting it is masked
+        redactor.add(server.token)
+    return server, frames
 
 
 class NotAvailableRemotely(AttributeError, RuntimeError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 from ahp_lab.agents.scripted import call
 
@@ -32,5 +33,28 @@ def test_a_stranger_publishing_the_notebooks_tool_name_does_not_take_its_calls(c
             lab.approve()
             turn = await asyncio.wait_for(sending, 20)
             assert ran == ["production"] and turn.tool_calls[0].result_text.startswith("deployed")
+
+    arun(main())
+
+
+def test_the_hosts_own_websocket_token_is_masked_in_what_the_host_publishes(tmp_path):
+    """Text quoting the URL ``lab.serve()`` returned (a saved notebook an agent's tool reads) kept
+    its ``?tkn=<token>`` in state, the log and exports, and so for every subscriber: the host's
+    redactor did not know its own token (attacker round 31)."""
+
+    async def main():
+        async with open_lab() as lab:
+            url = await lab.aserve()
+            token = url.split("tkn=", 1)[1]
+
+            @lab.server_tool
+            def read_notes() -> str:
+                """Read the notes (an agent's read tool)."""
+                return f"the workbench is at {url}, and again: {token}"
+
+            await lab.send("read them", script=[call("read_notes")])
+            lab.export(tmp_path / "export.jsonl")
+            assert token not in json.dumps(lab.chat_state)
+            assert token not in (tmp_path / "export.jsonl").read_text()
 
     arun(main())
