@@ -289,18 +289,18 @@ class Host(SessionsAndChats):
 
     def needs_confirmation(self, resolved: ResolvedTool, confirm: bool | None) -> bool:
         """Whether a call waits for a confirmation. The agent (``confirm``) may ask for one the
-        tool does not declare, never drop one it declares (``confirm=True``): what the agent
-        chooses follows its mode, which any client may change (a stranger set the ``code`` mode,
-        and the notebook's ``confirm=True`` tool ran the stranger's input unasked)."""
+        tool does not ask for, never drop one it asks for (``confirm=True``, or else a
+        ``destructiveHint``): what the agent chooses follows its mode, which any client may change
+        (a stranger set the ``code`` mode, and the notebook's ``confirm=True`` tool, and then its
+        destructive one, ran the stranger's input unasked). ``confirm=False`` on the tool is the
+        person's word that it needs none."""
         if confirm is True or self.confirm_tools == "always":
             return True
         if self.confirm_tools == "never":
             return False
         declared = (resolved.definition.get("_meta") or {}).get(CONFIRM_META)
-        if declared is True:
-            return True
-        if confirm is False or declared is False:
-            return False
+        if isinstance(declared, bool):
+            return declared
         annotations = resolved.definition.get("annotations") or {}
         return bool(annotations.get("destructiveHint"))
 

@@ -111,13 +111,14 @@ _CREDENTIAL, _CREDENTIAL_ESCAPED = _word_patterns(_CREDENTIAL_PATTERN)
 _SECRET_WORD = (
     r"(?:api[_\-]?key|apikey|account[_\-]?key|secret(?:[_\-]?key)?|signing[_\-]?key|passw(?:or)?d|pwd|credentials?|"
     r"private[_\-]?key|access[_\-]?key|auth[_\-]?token|access[_\-]?token|refresh[_\-]?token|"
-    r"session[_\-]?token|token|cookie|pass(?:phrase)?|authorization|_auth|[_\-]key)"
+    r"session[_\-]?token|token|cookie|passphrase|[_\-]pass(?=[\"']?\s*=)|authorization|_auth|"
+    r"encryption[_\-]?key|master[_\-]?key)"
 )
 # The secret word first, then the rest of the name found backwards (:func:`_masked_assignment`): the
 # name first tried every word of the text, 160 ms a megabyte, which a stranger's large message
 # would cost the host's loop; this way it is about 40.
 _SECRET_ASSIGNMENT = re.compile(
-    rf"(?i)(?=[aspctr_\-])({_SECRET_WORD}[\"']?\s*[:=]\s*[\"']?)(?![0-9]+(?![A-Za-z0-9+/=_\-]))([^\s\"'&,;]{{6,}})"
+    rf"(?i)(?=[aspctrem_\-])({_SECRET_WORD}[\"']?\s*[:=]\s*[\"']?)(?![0-9]+(?![A-Za-z0-9+/=_\-]))([^\s\"'&,;]{{6,}})"
 )
 #: The characters of a name (``API_KEY``, ``client.secret``, ``X-Token``).
 _NAME_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"

@@ -185,7 +185,12 @@ class ToolCall:
         if self._lab is None:
             return None
         client = self._lab.client
+        contributor = self.state.get("contributor") or {}
         name = client.tool_names.get(self.name)
+        if name and contributor.get("kind") == "client":
+            # this notebook's tool only when its own client ran the call (another client's tool of
+            # the same name was shown with the notebook's renderers)
+            return client.tools.get(name) if contributor.get("clientId") == client.client_id else None
         if name:
             return client.tools.get(name)
         try:

@@ -22,6 +22,7 @@ import logging
 import math
 import re
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -85,12 +86,12 @@ class RequestBudget:
         self._level = self.burst
         self._at = time.monotonic()
         self.shared = shared
-        self.members = 0  # (a shared budget) the budgets charging it
+        self.members: weakref.WeakSet[RequestBudget] = weakref.WeakSet()  # (a shared one) its members
         self.used = 0.0  # what was charged lately, fading
         #: seconds of the loop charged so far (:meth:`charge_seconds`)
         self.seconds = 0.0
         if shared is not None:
-            shared.members += 1
+            shared.members.add(self)
 
     def _refill(self) -> None:
         now = time.monotonic()
@@ -120,13 +121,19 @@ class RequestBudget:
         shared = self.shared
         if shared is None or (wait := shared.delay()) <= 0:
             return own
-        # the members that used at least an even share of it lately wait for it
-        return max(own, wait) if self.used * shared.members >= shared.used else own
+        # the members that used at least an even share of it lately wait for it; a member that
+        # used next to nothing lately is no share (30 idle sockets lowered the flooder's share to
+        # a 31st, and a client that used a 20th of what it did waited as long)
+        for member in shared.members:
+            member._refill()
+        floor = shared.used / 100
+        active = sum(1 for member in shared.members if member.used > floor)
+        return max(own, wait) if self.used * max(active, 1) >= shared.used else own
 
     def release(self) -> None:
         """This budget's holder is gone: it no longer counts among its shared budget's members."""
         if self.shared is not None:
-            self.shared.members -= 1
+            self.shared.members.discard(self)
             self.shared = None
 
 

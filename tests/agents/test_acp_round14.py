@@ -94,3 +94,17 @@ def test_an_update_nested_past_what_can_be_read_fails_the_agent_with_the_reason(
             assert "could not read the agent's session/update" in turn.error["message"]
 
     arun(go())
+
+
+def test_a_value_on_the_command_line_is_not_in_the_description():
+    """The description named the command's second word whatever it was: ``my-agent <key>`` put the
+    key in every client's root state (the review of stop 53's commits). A script's file is named."""
+    assert (
+        AcpAgent(["my-agent", "zq9SECRETvalue-7781"]).info()["description"]
+        == "An ACP agent over stdio: my-agent"
+    )
+    assert (
+        AcpAgent(["/usr/bin/python3", "/x/agent.py", "--key", "k"])
+        .info()["description"]
+        .endswith("python3 agent.py")
+    )

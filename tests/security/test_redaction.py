@@ -500,6 +500,10 @@ def test_a_key_in_another_clients_text_reaches_neither_state_the_log_nor_the_oth
         "sort_key=name",
         "author: Jane Doe",
         "Pass the salt: please",
+        "Test pass: 120/124, fail: 4/124",
+        "partition_key=tenant-42, sort_key=created_at#2024",
+        "s3 object_key: reports/2024/q3.csv",
+        "primary-key: order_id",
     ],
 )
 def test_what_people_write_every_day_is_not_taken_for_a_secret(text):

@@ -140,6 +140,26 @@ def test_many_sockets_frames_are_handled_one_per_turn_of_the_loop(size):
     assert len(set(handled)) == 18, f"large frames handled in the same turn of the loop: {handled}"
 
 
+@pytest.mark.parametrize("idle", [0, 30])
+def test_the_strangers_shared_budget_holds_back_who_used_it_not_who_used_little(idle):
+    """While the budget all strangers share is spent, those that used an even share of it lately
+    wait for it, and one that used little is served, however many idle sockets the token holder
+    opened besides (30 made the even share a 32nd, and a client that used a twentieth of what the
+    flooder used waited as long: the review of stop 53's commits)."""
+    from ahp_lab.transport.jsonrpc import RequestBudget
+
+    rate = 1_000_000.0
+    shared = RequestBudget(rate / 2)
+    flooder, person = RequestBudget(rate, shared=shared), RequestBudget(rate, shared=shared)
+    idlers = [RequestBudget(rate, shared=shared) for _ in range(idle)]
+    flooder.charge(int(4 * rate))  # some 4 s of the loop
+    person.charge(int(4 * rate / 20))
+    assert flooder.delay() > 1 and person.delay() == 0
+    for budget in (flooder, person, *idlers):
+        budget.release()
+    assert len(shared.members) == 0
+
+
 def test_origin_checked_only_when_present():
     async def main():
         async with served(allowed_origins=["http://localhost", "https://editor.example"]) as (_, server):

@@ -34,6 +34,11 @@ RUNTIME_CONFIGURATION = (
 __all__ = ["AcpAgent"]
 
 
+#: A second word of the command named in the agent's description: a script's file, not a value
+#: (``my-agent <key>`` put the key in every client's root state).
+_SCRIPTS = (".py", ".js", ".mjs", ".cjs", ".ts", ".rb", ".sh")
+
+
 class AcpAgent:
     """An ACP agent behind the host: ``Lab(agent=AcpAgent(["my-agent", "--acp"], cwd=...))``.
 
@@ -130,7 +135,7 @@ class AcpAgent:
         """The ``AgentInfo`` this agent publishes on the root channel: its program, not its
         arguments (a key given as ``--api-key`` went to every client and into exports)."""
         words = [os.path.basename(self.command[0])]
-        if len(self.command) > 1 and not self.command[1].startswith("-"):
+        if len(self.command) > 1 and self.command[1].endswith(_SCRIPTS):
             words.append(os.path.basename(self.command[1]))  # the script: python agent.py
         return {
             "provider": self.provider,
