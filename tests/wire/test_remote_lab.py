@@ -211,6 +211,23 @@ def test_a_client_log_replays_exactly_from_its_export():
     run(main())
 
 
+_FLOODER = """
+import asyncio, sys
+import ahp_lab
+
+async def main(url, chat):
+    flooder = await ahp_lab.connect(url, client_id="flooder")
+    await flooder.subscribe(chat)
+    for n in range(120):
+        draft = {"text": f"{n:03}" + "z" * 90_000, "origin": {"kind": "user"}}
+        flooder.dispatch(chat, {"type": "chat/draftChanged", "draft": draft})
+    await flooder.settle()
+    await flooder.aclose()
+
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+"""
+
+
 def test_a_host_flooding_large_drafts_cannot_grow_an_attached_labs_log_without_bound():
     """The host is a stranger too: 120 drafts of 90,000 characters (11 MB) pushed to an attached lab
     leave it holding about its log budget (3 MB), not all of them. Measured as this process's
@@ -234,24 +251,21 @@ def test_a_host_flooding_large_drafts_cannot_grow_an_attached_labs_log_without_b
 
         async def main():
             remote = await RemoteLab.open(url, client_id="notebook", max_log_bytes=budget)
-            flooder = await ahp_lab.connect(url, client_id="flooder")
-            await flooder.subscribe(remote.chat)
             first = remote.store.last_seq
             tracemalloc.start()
             try:
                 before = held()
-                for n in range(120):
-                    draft = {"text": f"{n:03}" + "z" * 90_000, "origin": {"kind": "user"}}
-                    flooder.dispatch(remote.chat, {"type": "chat/draftChanged", "draft": draft})
-                await flooder.settle()
+                # the flooder is a client in a process of its own: what it holds (its own copies of
+                # the drafts, its echoes still queued in its socket under load) is not the lab's
+                flooder = await asyncio.create_subprocess_exec(
+                    sys.executable, "-c", _FLOODER, url, remote.chat
+                )
+                assert await asyncio.wait_for(flooder.wait(), 120) == 0
 
                 def last_draft(s):
                     return s if (s.get("draft") or {}).get("text", "").startswith("119") else None
 
-                # The flooder runs in this process too: its own echoes, still queued in its socket
-                # under load, would count as the lab's. Both have read the last draft before measuring.
                 await remote.client.wait_for(remote.chat, last_draft, timeout=60)
-                await flooder.wait_for(remote.chat, last_draft, timeout=60)
                 grown = held() - before
             finally:
                 tracemalloc.stop()
@@ -269,7 +283,6 @@ def test_a_host_flooding_large_drafts_cannot_grow_an_attached_labs_log_without_b
             loaded = ClientLog.load(buffer)
             assert to_json(loaded.states()) == to_json(log.states())
             assert [t.seq for t in loaded.transitions] == [t.seq for t in log.transitions]
-            await flooder.aclose()
             await remote.aclose()
 
         run(main())
