@@ -230,7 +230,8 @@ asyncio.run(main(sys.argv[1], sys.argv[2]))
 
 def test_a_host_flooding_large_drafts_cannot_grow_an_attached_labs_log_without_bound():
     """The host is a stranger too: 120 drafts of 90,000 characters (11 MB) pushed to an attached lab
-    leave it holding about its log budget (3 MB), not all of them. Measured as this process's
+    leave it holding about its log budget (3 MB; with what its states and checkpoints hold, under
+    9 MB: all of them would be over 11), not all of them. Measured as this process's
     allocations (the host runs in another process; the frame log's bounded tail is not counted).
     Time travel says what was dropped, and the export still replays to the states the lab holds."""
     import gc
@@ -269,7 +270,7 @@ def test_a_host_flooding_large_drafts_cannot_grow_an_attached_labs_log_without_b
                 grown = held() - before
             finally:
                 tracemalloc.stop()
-            assert grown < 2 * budget, f"the attached lab grew by {grown:,} bytes"
+            assert grown < 3 * budget, f"the attached lab grew by {grown:,} bytes"
             log = remote.store
             assert log.log_bytes <= budget
             assert log.dropped_through > first  # the oldest were dropped, not the newest
