@@ -122,7 +122,9 @@ _SECRET_ASSIGNMENT = re.compile(
 )
 #: The characters of a name (``API_KEY``, ``client.secret``, ``X-Token``).
 _NAME_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
-_SECRET_NAME_HINT = re.compile(r"(?i)key|secret|pass|pwd|credential|token|auth|cookie")
+#: Words one of which every secret's name holds: a cheap look before the assignment rules.
+_NAME_HINTS = ("key", "secret", "pass", "pwd", "credential", "token", "auth", "cookie")
+_SECRET_NAME_HINT = re.compile("(?i)" + "|".join(_NAME_HINTS))
 # The lines of a PEM private key after its BEGIN line: headers ("Proc-Type: 4,ENCRYPTED") and
 # base64, each on its line (a line break may be JSON-escaped). Prose is not one: a BEGIN line
 # mentioned in a sentence masks that line, not the text after it.
@@ -262,18 +264,7 @@ _SECRET_WORD_FIRSTS = frozenset(word[0] for word in _SECRET_WORDS)
 #: stream sent a character at a time cuts every key after its first letter.
 _FIRST_LETTERS = _SECRET_WORD_FIRSTS | frozenset("sgaxerhnmoyd")
 _NAME_HELD_MAX = 64
-_ASSIGNMENT_HINTS = (
-    "key",
-    "secret",
-    "pass",
-    "pwd",
-    "credential",
-    "token",
-    "bearer",
-    "basic",
-    "auth",
-    "cookie",
-)
+_ASSIGNMENT_HINTS = (*_NAME_HINTS, "bearer", "basic")  # and a credential's scheme
 #: The longest end a stream holds back for a credential begun: a run of token characters longer
 #: than this is no credential the rules know, and goes out.
 CREDENTIAL_HELD_MAX = 1024

@@ -178,10 +178,14 @@ async def publish(
     assert "rejectionReason" not in await s.echo(seq)
 
 
-async def joined(connect_stranger, lab, client_id: str):
+async def joined(connect_stranger, lab, client_id: str, *, chat: bool = False):
+    """A stranger ``client_id`` initialized and subscribed to the lab's session (and, with
+    ``chat=True``, to its chat too)."""
     s = await connect_stranger(lab, client_id)
     await s.initialize(client_id)
     await s.call("subscribe", {"channel": lab.session})
+    if chat:
+        await s.call("subscribe", {"channel": lab.chat})
     s.session = lab.session
     return s
 

@@ -66,8 +66,7 @@ def test_a_secret_written_as_an_objects_member_is_masked_like_the_same_assignmen
     async def main():
         async with open_lab() as lab:
             mallory = await joined(connect_stranger, lab, "mallory")
-            bob = await joined(connect_stranger, lab, "bob")
-            await bob.call("subscribe", {"channel": lab.chat})
+            bob = await joined(connect_stranger, lab, "bob", chat=True)
             meta = {
                 "password": PASSWORD,
                 "env": {"OPENAI_API_KEY": api_key, "PWD": "/home/me"},
@@ -106,8 +105,7 @@ def test_a_rejected_actions_text_is_masked_before_it_is_cut(connect_stranger):
     async def main():
         async with open_lab() as lab:
             mallory = await joined(connect_stranger, lab, "mallory")
-            bob = await joined(connect_stranger, lab, "bob")
-            await bob.call("subscribe", {"channel": lab.chat})
+            bob = await joined(connect_stranger, lab, "bob", chat=True)
             for seq, pad in enumerate(range(200, 300, 2), 1):  # the cut is at 250: some fall in the key
                 draft = {"text": "x" * pad + " " + SK, "origin": {"kind": "agent"}}  # refused: not the user's
                 mallory.dispatch(lab.chat, seq, {"type": "chat/draftChanged", "draft": draft})
@@ -248,8 +246,7 @@ def test_the_scripted_agent_does_not_echo_a_strangers_megabyte_prompt_back(conne
 
     async def main():
         async with open_lab() as lab:
-            mallory = await joined(connect_stranger, lab, "mallory")
-            await mallory.call("subscribe", {"channel": lab.chat})
+            mallory = await joined(connect_stranger, lab, "mallory", chat=True)
             message = {"text": "z" * 1_000_000, "origin": {"kind": "user"}}
             start = {"type": "chat/turnStarted", "turnId": "big", "startedAt": "x", "message": message}
             mallory.dispatch(lab.chat, 1, start)

@@ -37,8 +37,7 @@ def test_a_stranger_cannot_start_a_turn_while_the_lab_closes(connect_stranger):
     async def main():
         agent = Lingering()
         lab = await Lab.open(agent=agent)
-        mallory = await joined(connect_stranger, lab, "mallory")
-        await mallory.call("subscribe", {"channel": lab.chat})
+        mallory = await joined(connect_stranger, lab, "mallory", chat=True)
         lab.start("work")
         await asyncio.wait_for(agent.started.wait(), 10)
         lab.close()  # in the background: the running turn is ended, and waited for

@@ -117,8 +117,7 @@ def test_the_ids_a_stranger_names_for_what_it_brings_are_printable_and_never_mas
 
     async def main():
         async with open_lab() as lab:
-            mallory = await joined(connect_stranger, lab, "mallory")
-            await mallory.call("subscribe", {"channel": lab.chat})
+            mallory = await joined(connect_stranger, lab, "mallory", chat=True)
             key = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
             message = {"text": "hi", "origin": {"kind": "user"}}
             attempts = [

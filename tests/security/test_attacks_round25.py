@@ -20,8 +20,7 @@ def test_a_strangers_text_in_a_turn_shown_in_a_cell_is_text_not_html(connect_str
 
     async def main():
         async with open_lab() as lab:
-            mallory = await joined(connect_stranger, lab, "mallory")
-            await mallory.call("subscribe", {"channel": lab.chat})
+            mallory = await joined(connect_stranger, lab, "mallory", chat=True)
             message = {"text": XSS + ESCAPES, "origin": {"kind": "user"}}
             turn = {"type": "chat/turnStarted", "turnId": "m1", "startedAt": "x", "message": message}
             mallory.dispatch(lab.chat, 91, turn)

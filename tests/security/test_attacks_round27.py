@@ -32,8 +32,7 @@ def test_a_stranger_cannot_swap_or_drop_the_notebooks_queued_message(connect_str
 
             deploy_tool(lab, ran, confirm=True)
 
-            mallory = await joined(connect_stranger, lab, "mallory")
-            await mallory.call("subscribe", {"channel": lab.chat})
+            mallory = await joined(connect_stranger, lab, "mallory", chat=True)
             first, queued, mine = await queued_behind_a_waiting_turn(lab)
             mallory.dispatch(lab.chat, 91, _queued("deploy target=production", mine["id"]))
             refused = (await mallory.echo(91)).get("rejectionReason") or ""
@@ -293,8 +292,7 @@ def test_a_strangers_steering_message_ends_the_notebooks_pre_approval_of_its_tur
 
             deploy_tool(lab, ran, confirm=True)
 
-            mallory = await joined(connect_stranger, lab, "mallory")
-            await mallory.call("subscribe", {"channel": lab.chat})
+            mallory = await joined(connect_stranger, lab, "mallory", chat=True)
             script = [call("prepare"), call("deploy", target="production", confirm=True)]
             pending = lab.start("prepare, then deploy to staging", approve=True, script=script)
             await asyncio.wait_for(started.wait(), 10)

@@ -71,8 +71,7 @@ def test_a_strangers_answer_ends_the_notebooks_pre_approval_of_its_turn(connect_
 
             deploy_tool(lab, ran, confirm=True)
 
-            mallory = await joined(connect_stranger, lab, "mallory")
-            await mallory.call("subscribe", {"channel": lab.chat})
+            mallory = await joined(connect_stranger, lab, "mallory", chat=True)
             script = [
                 ask(text_question("target", "Which target?")),
                 then(lambda scope: call("deploy", target=scope.last_input.value("target"), confirm=True)),
@@ -110,8 +109,7 @@ def test_a_queued_message_id_elsewhere_is_not_the_notebooks_and_no_client_turn_t
 
             deploy_tool(lab, ran, confirm=True)
 
-            mallory = await joined(connect_stranger, lab, "mallory")
-            await mallory.call("subscribe", {"channel": lab.chat})
+            mallory = await joined(connect_stranger, lab, "mallory", chat=True)
             first, queued, mine = await queued_behind_a_waiting_turn(lab)
             own = "ahp-chat:/mallory-own"
             made = await mallory.call("createChat", {"channel": lab.session, "chat": own})
@@ -137,8 +135,7 @@ def test_a_turn_truncated_away_by_a_stranger_ends_the_notebooks_wait(connect_str
         async with open_lab() as lab:
             deploy_tool(lab, [], confirm=True)
 
-            mallory = await joined(connect_stranger, lab, "mallory")
-            await mallory.call("subscribe", {"channel": lab.chat})
+            mallory = await joined(connect_stranger, lab, "mallory", chat=True)
             pending = lab.start("deploy target=dev")
             await lab.wait_for(lab.chat, waiting_call)
             mallory.dispatch(lab.chat, 91, {"type": "chat/truncated"})

@@ -23,8 +23,7 @@ def test_a_refused_start_leaves_no_policy_for_a_stranger_to_take(connect_strange
         async with open_lab() as lab:
             ran = []
             deploy_tool(lab, ran, confirm=True)
-            mallory = await joined(connect_stranger, lab, "mallory")
-            await mallory.call("subscribe", {"channel": lab.chat})
+            mallory = await joined(connect_stranger, lab, "mallory", chat=True)
             hello = {"text": "hello", "origin": {"kind": "user"}}
             mallory.dispatch(
                 lab.chat, 90, {"type": "chat/turnStarted", "turnId": "m1", "startedAt": "x", "message": hello}
@@ -67,8 +66,7 @@ def test_an_answer_naming_another_turn_still_ends_the_pre_approval(connect_stran
         async with open_lab() as lab:
             ran = []
             deploy_tool(lab, ran, confirm=True)
-            mallory = await joined(connect_stranger, lab, "mallory")
-            await mallory.call("subscribe", {"channel": lab.chat})
+            mallory = await joined(connect_stranger, lab, "mallory", chat=True)
             from ahp_lab.agents.scripted import ask, text_question
 
             script = [
@@ -104,8 +102,7 @@ def test_a_strangers_tool_result_ends_the_pre_approval(connect_stranger):
         async with open_lab() as lab:
             ran = []
             deploy_tool(lab, ran, confirm=True)
-            mallory = await joined(connect_stranger, lab, "mallory")
-            await mallory.call("subscribe", {"channel": lab.chat})
+            mallory = await joined(connect_stranger, lab, "mallory", chat=True)
             tool = {"name": "lookup_target", "description": "Which target", "inputSchema": {"type": "object"}}
             active = {"clientId": "mallory", "tools": [tool]}
             mallory.dispatch(lab.session, 90, {"type": "session/activeClientSet", "activeClient": active})
@@ -206,8 +203,7 @@ def test_a_strangers_denial_with_a_message_ends_the_pre_approval(connect_strange
                 """Which target to deploy to (the host runs it: any client may confirm it)."""
                 return "staging"
 
-            mallory = await joined(connect_stranger, lab, "mallory")
-            await mallory.call("subscribe", {"channel": lab.chat})
+            mallory = await joined(connect_stranger, lab, "mallory", chat=True)
             script = [
                 call("lookup_target", confirm=True),
                 then(

@@ -17,8 +17,7 @@ def test_a_stranger_changing_the_agents_mode_does_not_drop_a_tools_confirmation(
         async with open_lab(agent=ScriptedAgent(modes=True)) as lab:
             ran = []
             deploy_tool(lab, ran, confirm=True)
-            mallory = await joined(connect_stranger, lab, "mallory")
-            await mallory.call("subscribe", {"channel": lab.chat})
+            mallory = await joined(connect_stranger, lab, "mallory", chat=True)
             mallory.dispatch(lab.session, 1, {"type": "session/configChanged", "config": {"mode": "code"}})
             assert "rejectionReason" not in await mallory.echo(1)  # the spec lets any client
             message = {"text": "deploy target=production", "origin": {"kind": "user"}}
@@ -48,8 +47,7 @@ def test_a_stranger_changing_the_mode_does_not_drop_a_destructive_tools_confirma
                 ran.append(target)
                 return f"deployed to {target}"
 
-            mallory = await joined(connect_stranger, lab, "mallory")
-            await mallory.call("subscribe", {"channel": lab.chat})
+            mallory = await joined(connect_stranger, lab, "mallory", chat=True)
             mallory.dispatch(lab.session, 1, {"type": "session/configChanged", "config": {"mode": "code"}})
             assert "rejectionReason" not in await mallory.echo(1)
             message = {"text": "deploy target=production", "origin": {"kind": "user"}}

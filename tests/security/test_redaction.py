@@ -446,8 +446,7 @@ def test_a_key_in_another_clients_text_reaches_neither_state_the_log_nor_the_oth
 
     async def main():
         async with open_lab() as lab:
-            editor = await joined(connect_stranger, lab, "editor")
-            await editor.call("subscribe", {"channel": lab.chat})
+            editor = await joined(connect_stranger, lab, "editor", chat=True)
             editor.dispatch(lab.session, 1, {"type": "session/titleChanged", "title": f"deploy with {key}"})
             echo = await editor.echo(1)
             assert "rejectionReason" not in echo and echo["action"]["title"] == "deploy with ***"

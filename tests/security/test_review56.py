@@ -18,8 +18,7 @@ def test_a_strangers_call_of_the_same_name_is_not_rendered_by_the_notebooks_tool
                 """Deploy to a target."""
                 return f"deployed to {target}"
 
-            mallory = await joined(connect_stranger, lab, "mallory")
-            await mallory.call("subscribe", {"channel": lab.chat})
+            mallory = await joined(connect_stranger, lab, "mallory", chat=True)
             schema = {"type": "object", "properties": {"target": {"type": "string"}}}
             squat = {"clientId": "mallory", "tools": [{"name": "deploy", "inputSchema": schema}]}
             mallory.dispatch(lab.session, 1, {"type": "session/activeClientSet", "activeClient": squat})
