@@ -326,6 +326,8 @@ class Connection:
         }
 
     def _add_subscription(self, channel: str) -> None:
+        if self.closed:  # a subscribe served after its connection closed (one that waited for its session)
+            raise RpcError(ErrorCode.INVALID_REQUEST, "this connection is closed")
         if channel not in self.subscriptions and len(self.subscriptions) >= self.limits.max_subscriptions:
             raise RpcError(
                 ErrorCode.INVALID_REQUEST,
