@@ -106,3 +106,21 @@ def test_two_halves_streamed_apart_are_that_character_on_every_path_of_the_reduc
         )
     [call] = [p["toolCall"] for p in state["activeTurn"]["responseParts"] if p["kind"] == "toolCall"]
     assert call["partialInput"] == '{"a": "😀"}'
+
+
+@given(st.text(min_size=257, max_size=600), st.text(max_size=8), st.text(max_size=3))
+def test_a_long_text_answers_every_string_question_as_its_string(body, part, other):
+    """A text over 256 characters (any long markdown or reasoning in a state) answered ``in``
+    wrongly and silently (character by character: ``"needle" in text`` was False), and
+    ``">" + text``, ``startswith``, ``count``, ``encode``, ``f"{text:.5}"`` and ``<`` raised (the
+    reducer hunt, round 14). A cell's ``wait_for(chat, lambda c: "done" in ...)`` never resolved."""
+    text = append_text(body[:200], body[200:] + part)
+    plain = body + part
+    assert type(text) is Text and text == plain
+    assert (part in text) is (part in plain) and (other in text) is (other in plain)
+    assert other + text == other + plain and text + other == plain + other
+    assert text.startswith(other) is plain.startswith(other) and text.count(other) == plain.count(other)
+    assert text.encode("utf-8", "surrogatepass") == plain.encode("utf-8", "surrogatepass")
+    assert f"{text:.5}|{text!s:>3}" == f"{plain:.5}|{plain:>3}" and list(text) == list(plain)
+    assert (text < other, text <= other, text > other) == (plain < other, plain <= other, plain > other)
+    assert text.splitlines() == plain.splitlines() and text.upper() == plain.upper()

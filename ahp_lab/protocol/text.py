@@ -125,11 +125,39 @@ class Text:
         s = str(self)
         return f"Text({s[:60]!r}{'...' if len(s) > 60 else ''}, len={len(s)})"
 
-    def endswith(self, suffix: str) -> bool:
-        return str(self).endswith(suffix)
+    def __radd__(self, other: str) -> str:
+        return other + str(self)
+
+    def __contains__(self, part: str) -> bool:
+        return part in str(self)
+
+    def __iter__(self):
+        return iter(str(self))
 
     def __getitem__(self, item):  # slicing reads the joined text
         return str(self)[item]
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+    def __lt__(self, other: str | Text) -> bool:
+        return str(self) < str(other) if isinstance(other, (str, Text)) else NotImplemented
+
+    def __le__(self, other: str | Text) -> bool:
+        return str(self) <= str(other) if isinstance(other, (str, Text)) else NotImplemented
+
+    def __gt__(self, other: str | Text) -> bool:
+        return str(self) > str(other) if isinstance(other, (str, Text)) else NotImplemented
+
+    def __ge__(self, other: str | Text) -> bool:
+        return str(self) >= str(other) if isinstance(other, (str, Text)) else NotImplemented
+
+    def __getattr__(self, name: str):
+        """Every other ``str`` method (``startswith``, ``count``, ``encode``, ``splitlines``, ...),
+        on the joined text."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(str(self), name)
 
     def __reduce__(self):
         return (Text, ((str(self),),))

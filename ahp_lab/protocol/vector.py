@@ -22,7 +22,7 @@ strings:
   it was derived from, which may hold entries it lacks); each lookup checks its candidates against
   the version it is asked on, so a shared index never gives a wrong answer, only a rare stale
   candidate. :meth:`sole` answers the common lookup by id (one candidate, nothing a search could
-  stop at) in one call. :meth:`count` keeps a per-version count of entries matching a predicate.
+  stop at) in one call. :meth:`count_where` keeps a per-version count of entries matching a predicate.
 
 Keys must be hashable; a key function returns :data:`NO_KEY` for an entry that cannot match, and
 :data:`STOP` for an entry that a search cannot pass: :meth:`find` raises ``TypeError`` when it
@@ -509,7 +509,7 @@ class Vector:
             return []
         return [i for i in self.candidates(key_fn, key) if key_fn(self[i]) == key]
 
-    def count(self, pred: Callable[[Any], Any]) -> int:
+    def count_where(self, pred: Callable[[Any], Any]) -> int:
         """How many entries satisfy ``pred`` (counted once, then kept up to date by updates)."""
         counts = self._counts
         c = counts.get(pred) if counts is not None else None
@@ -602,9 +602,17 @@ class Vector:
     def __contains__(self, item: Any) -> bool:
         return any(x is item or x == item for x in self)
 
-    def index(self, item: Any) -> int:
+    def index(self, item: Any, *bounds: int) -> int:
         """Like ``list.index``."""
-        return self.to_list().index(item)
+        return self.to_list().index(item, *bounds)
+
+    def count(self, item: Any) -> int:
+        """Like ``list.count``: how many entries equal ``item``."""
+        return sum(1 for x in self if x is item or x == item)
+
+    def copy(self) -> list:
+        """Like ``list.copy``: a new plain list."""
+        return self.to_list()
 
     def to_list(self) -> list:
         """The entries as a new plain list (entries themselves are shared, not copied)."""
@@ -632,6 +640,23 @@ class Vector:
     def __radd__(self, other: Any) -> list:
         return list(other) + self.to_list()
 
+    def __mul__(self, n: Any) -> list:
+        return self.to_list() * n
+
+    __rmul__ = __mul__
+
+    def __lt__(self, other: Any) -> bool:
+        return self.to_list() < _plain(other)
+
+    def __le__(self, other: Any) -> bool:
+        return self.to_list() <= _plain(other)
+
+    def __gt__(self, other: Any) -> bool:
+        return self.to_list() > _plain(other)
+
+    def __ge__(self, other: Any) -> bool:
+        return self.to_list() >= _plain(other)
+
     @property  # type: ignore[misc]
     def __class__(self):  # noqa: D105
         return _ListFace  # isinstance(v, list) is True: it reads as the list it stands for
@@ -647,6 +672,11 @@ class Vector:
 
     def __reduce__(self):
         return (list, (self.to_list(),))
+
+
+def _plain(value: Any) -> Any:
+    """A :class:`Vector` as the plain list it stands for (anything else as it is), for ordering."""
+    return value.to_list() if type(value) is Vector else value
 
 
 class _ListFace(list):
@@ -750,7 +780,7 @@ def find_all(seq: list | Vector, key_fn: KeyFn, key: Any) -> list[int]:
 def count(seq: list | Vector, pred: Callable[[Any], Any]) -> int:
     """How many entries satisfy ``pred``."""
     if type(seq) is Vector:
-        return seq.count(pred)
+        return seq.count_where(pred)
     return sum(1 for item in seq if pred(item))
 
 

@@ -27,6 +27,7 @@ flag the protocol defines uses that bit.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .annotations import reduce_annotations
@@ -60,8 +61,9 @@ def prepared(kind: str, state: Any) -> Any:
     return indexed(state) if kind == "session" else state
 
 
-def reduce(kind: str, state: Any, action: Any, now_ms: int = 0, log=None) -> Any:
-    """Apply ``action`` to ``state`` with the reducer of channel ``kind``."""
+def reduce(kind: str, state: Any, action: Any, now_ms: int | Callable[[], int] = 0, log=None) -> Any:
+    """Apply ``action`` to ``state`` with the reducer of channel ``kind`` (``now_ms``: the clock in epoch
+    milliseconds, or the spec's function returning it)."""
     try:
         reducer = REDUCERS[kind]
     except KeyError:

@@ -189,7 +189,11 @@ def make_reducer(channel: str, handlers: dict[str, Handler]):
     get_handler = handlers.get
 
     def build(total: bool):
-        def reduce(state: Any, action: Any, now_ms: int = 0, log: Log | None = None) -> Any:
+        def reduce(
+            state: Any, action: Any, now_ms: int | Callable[[], int] = 0, log: Log | None = None
+        ) -> Any:
+            if type(now_ms) is not int and callable(now_ms):  # the spec's clock: a function
+                now_ms = now_ms()
             if type(action) is dict:
                 kind = action.get("type")
                 if type(kind) is str and type(state) is dict:

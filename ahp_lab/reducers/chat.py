@@ -81,7 +81,7 @@ def _blocking(parts: list | Vector, stops: list[int] | None = None) -> bool:
     tool-call part without its call. ``stops``: the parts' ``STOP`` candidates, when the caller
     has them already."""
     if type(parts) is Vector and not (parts.candidates(_part_key, STOP) if stops is None else stops):
-        return parts.count(blocks_user) > 0  # no part a scan could stop at: the count is exact
+        return parts.count_where(blocks_user) > 0  # no part a scan could stop at: the count is exact
     for part in parts:
         if type(part) is dict:
             if part.get("kind") == "inputRequest" and part.get("response") is None:

@@ -45,7 +45,7 @@ def _awaits_user(entry: Any) -> bool:
 def _some_awaits_user(entries: list | Vector) -> bool:
     """``inputNeeded.some(awaitsUser)``, which throws on a null entry it reaches (``TypeError``)."""
     if type(entries) is Vector and entries.find(_id_key, STOP) < 0:  # no null entry: the count is exact
-        return entries.count(_awaits_user) > 0
+        return entries.count_where(_awaits_user) > 0
     for entry in entries:
         if entry is None:
             raise TypeError("cannot read 'kind' of null")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ahp_lab.reducers import REDUCERS, reduce
+from ahp_lab.reducers import REDUCERS, reduce, reduce_chat
 
 from .samples import apply, started, tool_call
 
@@ -407,3 +407,17 @@ def test_annotations_update_cannot_clear_range():
 def test_unknown_channel_kind_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown channel kind 'nope'"):
         reduce("nope", {}, {"type": "x"})
+
+
+def test_the_specs_clock_function_stamps_the_actions_that_write_modified_at():
+    """reducer-rules §1 types the clock as a function (``now_ms=lambda: 9999`` in conformance.md
+    §1.1); given one, every action that writes ``modifiedAt`` was silently ignored (the reducer
+    hunt, round 14)."""
+    chat = {"resource": "c", "title": "t", "status": 1, "modifiedAt": "x", "turns": []}
+    started = {
+        "type": "chat/turnStarted",
+        "turnId": "t1",
+        "message": {"text": "hi", "origin": {"kind": "user"}},
+    }
+    for out in (reduce_chat(chat, started, lambda: 9999), reduce("chat", chat, started, now_ms=lambda: 9999)):
+        assert out["activeTurn"]["id"] == "t1" and out["modifiedAt"] == "1970-01-01T00:00:09.999Z"
