@@ -567,9 +567,11 @@ class AgentSessions:
 
         async def run() -> None:
             ctx = HostSessionContext(self, uri, provider, list(directories))
-            config, error = None, None
+            config, error, cancelled = None, None, False
             try:
                 config = _valid_config(await self.host.agents[provider].open_session(ctx), self.host.redactor)
+            except asyncio.CancelledError:  # the agent closed, say: the session is not left opening
+                error, cancelled = "the agent was stopped before it set up the session", True
             except Exception as exc:  # the agent's failure becomes the session's creation error
                 error = str(exc) or type(exc).__name__
             if config is not None:
@@ -581,6 +583,8 @@ class AgentSessions:
                 self.opening.pop(uri, None)
                 if not future.done():
                     future.set_result(None)
+            if cancelled:
+                raise asyncio.CancelledError
 
         return run()
 

@@ -22,6 +22,8 @@ key_retries      on the prompt writes "retry N: connecting with key <its key>" 2
 key_start        on the prompt writes its key, then the start of its key, to stderr and exits
 escapes          on the prompt writes terminal escape sequences to stderr, one inside its key, and exits
 silent           never answers initialize
+between_turns    on "first", announces tool call bg1 and says "said between turns" after answering the
+                 prompt; on any other prompt, completes bg1, says "got <the prompt>" and ends the turn
 deep_update      shows a tool call whose rawOutput nests 300 levels deep, then ends the turn
 slow_respawn     says "got <the prompt>"; a respawn (MARKER exists) answers initialize only once
                  MARKER is gone
@@ -758,6 +760,20 @@ for line in sys.stdin:
         if MODE == "slow_respawn":
             update("s1", chunk(f"got {msg['params']['prompt'][0].get('text')}"))
             send(end_turn(mid))
+            continue
+        if MODE == "between_turns":  # "first": a call and a chunk after its answer; then it ends the call
+            text = msg["params"]["prompt"][0].get("text")
+            bg = {"sessionUpdate": "tool_call", "toolCallId": "bg1", "title": "Background", "kind": "execute"}
+            if text == "first":
+                send(end_turn(mid))
+                update("s1", {**bg, "status": "in_progress"})
+                update("s1", chunk("said between turns"))
+            else:
+                update(
+                    "s1", {"sessionUpdate": "tool_call_update", "toolCallId": "bg1", "status": "completed"}
+                )
+                update("s1", chunk(f"got {text}"))
+                send(end_turn(mid))
             continue
         if MODE == "deep_update":
             deep: list = []

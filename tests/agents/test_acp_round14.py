@@ -1,10 +1,12 @@
-"""Our ACP agent, round 14: an interrupted start, keys on the command line or rotated in ``env``,
-an update nested past what can be read."""
+"""Our ACP agent, rounds 14 and 15: an interrupted start, keys on the command line or rotated in
+``env``, an update nested past what can be read, an agent closed while it starts, updates between
+turns."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import pytest
 
 from ahp_lab import Lab
 from ahp_lab.agents.acp import AcpAgent
+from ahp_lab.host import Host
 
 from .conftest import BAD_AGENT, SECRET_ENV, acp_lab, arun, bad_agent
 
@@ -108,3 +111,85 @@ def test_a_value_on_the_command_line_is_not_in_the_description():
         .info()["description"]
         .endswith("python3 agent.py")
     )
+
+
+def _running_children(word: str) -> list[int]:
+    """Our child processes whose command line holds ``word`` and that have not exited."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()  # after the command's name: state, ppid, ...
+        if int(fields[1]) == os.getpid() and fields[0] != "Z" and word.encode() in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the agent's process in /proc")
+def test_closing_an_agent_whose_session_is_still_starting_stops_its_process(tmp_path: Path):
+    """A lab given up on while its agent had not answered ``initialize`` (a cell's ``wait_for``, an
+    interrupted cell) left the process running, its pipes open and the tasks reading them alive
+    until the initialize timeout, however long: ``agent.aclose()`` did not know of it. The session
+    stayed "opening" too, and its URI could not be created again."""
+
+    async def go():
+        agent = AcpAgent(bad_agent("silent"), cwd=tmp_path, initialize_timeout=600)
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(Lab.open(agent=agent, working_directories=[tmp_path]), 1)
+        assert _running_children("silent")  # still waiting for its initialize answer
+        await agent.aclose()
+        assert _running_children("silent") == []
+        assert [task for task in asyncio.all_tasks() if task is not asyncio.current_task()] == []
+
+    arun(go())
+
+
+def test_a_session_whose_agent_closed_while_it_started_fails_with_the_reason(tmp_path: Path):
+    """A client creating a session when the agent closed mid-start waited for it forever (the
+    session stayed "opening"): it is created, failed, saying why."""
+
+    async def go():
+        agent = AcpAgent(bad_agent("silent"), cwd=tmp_path, initialize_timeout=600)
+        host = Host(agent)
+        uri = "ahp-session:/started-then-closed"
+        creating = asyncio.ensure_future(host.create_session(uri, {}))
+        await asyncio.wait_for(_until(lambda: _running_children("silent")), 30)
+        await agent.aclose()
+        assert creating.cancelled()
+        await asyncio.wait_for(host.agent_sessions.wait_opened(uri), 5)
+        state = host.store.state(uri)
+        assert state["lifecycle"] == "creationFailed"
+        assert "stopped before it set up the session" in json.dumps(state)
+
+    arun(go())
+
+
+async def _until(check) -> None:
+    while not check():
+        await asyncio.sleep(0.01)
+
+
+def test_a_call_announced_between_turns_and_ended_in_the_next_is_no_violation(tmp_path: Path):
+    """An agent announced a call after its turn ended (a background job) and completed it in the
+    next turn: the update failed the turn as a protocol violation ("never announced", a claim the
+    frame log contradicts), and the process was killed with the conversation (our ACP agent, round
+    15). A call and text between turns have no turn to show in; they stay in the frame log."""
+
+    async def go():
+        async with acp_lab(tmp_path, bad_agent("between_turns")) as lab:
+            first = await asyncio.wait_for(lab.send("first"), 30)
+            assert first.status == "complete"
+            await lab.agent.frames.wait_for(
+                lambda f: "said between turns" in json.dumps(f.message), timeout=10
+            )
+            second = await asyncio.wait_for(lab.send("second"), 30)
+            assert second.status == "complete", second.error
+            assert "got second" in second.text
+            assert "fresh agent process" not in json.dumps(lab.chat_state)
+
+    arun(go())

@@ -114,6 +114,7 @@ class AcpAgent:
         self.agent_info: dict = {}  # the agent's own ``agentInfo`` from its last initialize
         self.bridges: dict[str, Bridge] = {}
         self._stopping: set[asyncio.Task] = set()
+        self._opening: set[asyncio.Task] = set()  # open_session calls still starting their process
         self._folder: str | None = None  # the empty folder a process with no cwd starts in
 
     def process_folder(self) -> str:
@@ -154,12 +155,21 @@ class AcpAgent:
         ctx.add_secret_env(self.env)  # what the agent was given never shows up in state
         self.frames.redactor = getattr(ctx, "redactor", None)  # what a cell reads of them is masked
         bridge = Bridge(self, ctx)
+        task = asyncio.current_task()
+        self._opening.add(task)
         try:
             config = await bridge.start()
         except (AgentFailure, RequestError) as exc:
             message = bridge.failure_message(str(exc))
             await bridge.stop()
             raise RuntimeError(message) from None
+        except BaseException:
+            # interrupted (a cell's wait_for, the kernel's interrupt): the process goes, and with it
+            # its pipes and the tasks that read them, even if this is interrupted again meanwhile
+            await asyncio.shield(bridge.stop())
+            raise
+        finally:
+            self._opening.discard(task)
         self.bridges[ctx.session] = bridge
         return config
 
@@ -241,7 +251,11 @@ class AcpAgent:
         task.add_done_callback(self._stopping.discard)
 
     async def aclose(self) -> None:
-        """Stop every agent process this agent started."""
+        """Stop every agent process this agent started, those still starting too."""
+        for task in list(self._opening):
+            task.cancel()  # its session's creation fails, and open_session stops the process
+        if self._opening:
+            await asyncio.wait(list(self._opening))
         for session in list(self.bridges):
             await self.close_session(session)
         for task in list(self._stopping):

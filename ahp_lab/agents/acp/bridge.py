@@ -617,10 +617,14 @@ class Bridge(WorkspaceServices, PermissionRequests, ConfigRequests, AgentOutput)
         if self.turn is not None:
             self.end_command_calls(self.turn)
             self.end_written(self.turn, "the turn ended")
-            self._ended_calls.update(dict.fromkeys(self.turn.calls))
-            while len(self._ended_calls) > MAX_ENDED_CALLS:
-                del self._ended_calls[next(iter(self._ended_calls))]
+            self._call_ended(*self.turn.calls)
         self.turn, self.turn_ctx = None, None
+
+    def _call_ended(self, *call_ids: str) -> None:
+        """Later updates of these calls are too late to show (the most recent MAX_ENDED_CALLS)."""
+        self._ended_calls.update(dict.fromkeys(call_ids))
+        while len(self._ended_calls) > MAX_ENDED_CALLS:
+            del self._ended_calls[next(iter(self._ended_calls))]
 
     def cancelling(self, turn_id: Any) -> None:
         """Turn ``turn_id`` is about to be cancelled: the commands its open calls run are stopped,
@@ -741,6 +745,10 @@ class Bridge(WorkspaceServices, PermissionRequests, ConfigRequests, AgentOutput)
                 self.emit(action)
             if kind in ("tool_call", "tool_call_update"):
                 self._claim_shown_terminals(str(data.get("toolCallId")))
+        elif kind in mapping.SESSION_UPDATES:  # between turns: AHP's parts and calls belong to a turn
+            if kind == "tool_call":  # its updates in the next turn are no violation, only too late
+                self._call_ended(str(data.get("toolCallId")))
+            log.info("ACP agent %s: %s between turns, not shown", self.agent.name, kind)
 
     def _claim_shown_terminals(self, call_id: str) -> None:
         """A terminal a call shows is that call's (``terminal/claimed``), unless another open call
