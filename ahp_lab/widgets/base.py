@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import threading
 import time
 import weakref
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from ahp_lab.protocol.jsonvalue import to_json
 from .sanitize import BLOCK_LIMIT, one_line
 
 __all__ = [
+    "BrowserView",
     "Coalescer",
     "ViewContext",
     "SourceView",
@@ -202,7 +204,36 @@ class ViewContext:
             view._context_changed()
 
 
-class SourceView(anywidget.AnyWidget):
+class BrowserView(anywidget.AnyWidget):
+    """A widget whose messages from the browser are handled on the thread that made it.
+
+    JupyterLab may send a widget's messages to a kernel subshell (ipykernel 7), whose own thread
+    and event loop would then run the view's handlers: a lab's work (an ACP agent's pipes, its
+    tasks) lives on the notebook's loop, and a turn a click started there waited, unseen, until a
+    cell ran (the first-hour user, round 54). Each message is handed to the loop of the thread
+    that made the view.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        try:
+            home = asyncio.get_running_loop()
+        except RuntimeError:  # a script: messages are handled where they arrive
+            home = None
+        self._home = (threading.get_ident(), home)
+        super().__init__(**kwargs)
+
+    def _handle_msg(self, msg: dict) -> None:
+        ident, home = self._home
+        if home is not None and threading.get_ident() != ident and not home.is_closed():
+            home.call_soon_threadsafe(self._handle_at_home, msg)
+            return
+        super()._handle_msg(msg)
+
+    def _handle_at_home(self, msg: dict) -> None:
+        super()._handle_msg(msg)
+
+
+class SourceView(BrowserView):
     """Base of the workbench widgets: subscribes to a source, coalesces refreshes, and turns custom
     messages from the browser into ``dispatch``/``prompt``/``authenticate`` calls.
 

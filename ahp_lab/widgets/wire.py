@@ -16,10 +16,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import anywidget
 import traitlets
 
-from .base import STATIC, Coalescer
+from .base import STATIC, BrowserView, Coalescer
 from .sanitize import json_preview, one_line, text_block
 
 __all__ = ["wire_view_model", "frame_row", "WireView", "PREVIEW_CHARS", "MAX_ROWS"]
@@ -101,7 +100,7 @@ def wire_view_model(
     }
 
 
-class WireView(anywidget.AnyWidget):
+class WireView(BrowserView):
     """The raw JSON-RPC frames of a connection: filterable rows, the selected frame's JSON.
 
     ``WireView(lab.frames)`` or ``lab.wire()``. ``direction``, ``text_filter`` and ``connection``
