@@ -24,6 +24,14 @@ escapes          on the prompt writes terminal escape sequences to stderr, one i
 silent           never answers initialize
 between_turns    on "first", announces tool call bg1 and says "said between turns" after answering the
                  prompt; on any other prompt, completes bg1, says "got <the prompt>" and ends the turn
+plan_ends        sends a plan (one completed step), then on the prompt "crash" exits, on "error"
+                 answers the prompt with an error, and on "hang" waits for the cancel
+commands_once    offers the command /mid before answering session/new; a respawn (MARKER exists)
+                 offers none
+reads_first      reads the file MARKER (fs/read_text_file) before it answers session/new; a prompt
+                 is answered "read first: <what it read>"
+needs_login      offers two ways to log in (initialize's authMethods) and refuses session/new with
+                 auth_required
 deep_update      shows a tool call whose rawOutput nests 300 levels deep, then ends the turn
 slow_respawn     says "got <the prompt>"; a respawn (MARKER exists) answers initialize only once
                  MARKER is gone
@@ -71,7 +79,8 @@ cancelled_terminal  starts call c1 and runs `sh -c 'echo $$ > MARKER; echo start
 bare_terminal    runs `sh -c 'echo hello'` with no tool call open, waits for its exit, and ends the
                  turn; the prompt "leave" instead runs `sleep 30` and ends the turn at once, and the
                  prompt "wait" runs it, says "running" and waits for the cancel, which it answers;
-                 "shown" as "wait", after showing it in completed call srv (a server left running)
+                 "shown" as "wait", after showing it in completed call srv (a server left running);
+                 "fail" runs `echo failing >&2; exit 2` and waits for its exit
 terminal_slow    runs `sh -c 'sleep 2; echo finished'`, waits for its exit (sending nothing
                  meanwhile), reports it and ends the turn
 terminal_key     as terminal_slow, with a command that writes an sk- key and $BAD_AGENT_KEY, each in
@@ -203,7 +212,7 @@ def chunk(text: str) -> dict:
 
 silent = MODE == "silent" or (MODE == "crash_then_silent" and MARKER and os.path.exists(MARKER))
 respawned = bool(MARKER) and os.path.exists(MARKER)
-if MODE in ("crash_then_silent", "deaf_once", "slow_respawn") and MARKER and not respawned:
+if MODE in ("crash_then_silent", "deaf_once", "slow_respawn", "commands_once") and MARKER and not respawned:
     open(MARKER, "w").close()
 options = {"verbosity": "normal", "fast": False}
 
@@ -347,6 +356,7 @@ def request(mode: str, mid) -> None:
         ask("odd_asked", "session/request_permission", {"toolCall": call, "options": options})
     elif mode == "bare_terminal":
         command = "exec sleep 30" if prompt_text in ("leave", "wait", "shown") else "echo hello"
+        command = "echo failing >&2; exit 2" if prompt_text == "fail" else command
         ask("bare_create", "terminal/create", {"command": "sh", "args": ["-c", command]})
     elif mode == "denied_ran":
         permission("denied_ran", "d1", title="Force push", kind="execute")
@@ -636,10 +646,30 @@ for line in sys.stdin:
             time.sleep(0.05)
         if not silent:
             version = 2 if MODE == "future" else 1
-            send(
-                {"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": version, "agentCapabilities": {}}}
-            )
+            answer = {"protocolVersion": version, "agentCapabilities": {}}
+            if MODE == "needs_login":
+                key = {"id": "key", "name": "API key", "type": "env_var", "vars": [{"name": "AGENT_API_KEY"}]}
+                answer["authMethods"] = [
+                    {"id": "login", "name": "Log in", "description": "run `agent login`"},
+                    key,
+                ]
+            send({"jsonrpc": "2.0", "id": mid, "result": answer})
+    elif method == "session/new" and MODE == "reads_first":  # its instructions, before answering
+        pending_answers["new"] = mid
+        params = {"sessionId": "s1", "path": MARKER}
+        send({"jsonrpc": "2.0", "id": 960, "method": "fs/read_text_file", "params": params})
+    elif mid == 960 and MODE == "reads_first":
+        pending_answers["read"] = (msg.get("result") or {}).get("content") or msg.get("error")
+        send({"jsonrpc": "2.0", "id": pending_answers.pop("new"), "result": {"sessionId": "s1"}})
+    elif method == "session/prompt" and MODE == "reads_first":
+        update("s1", chunk(f"read first: {pending_answers.get('read')}"))
+        send(end_turn(mid))
+    elif method == "session/new" and MODE == "needs_login":
+        send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32000, "message": "Authentication required"}})
     elif method == "session/new":
+        if MODE == "commands_once" and not respawned:
+            commands = [{"name": "mid", "description": "offered by the first process only"}]
+            update("s1", {"sessionUpdate": "available_commands_update", "availableCommands": commands})
         if MODE == "early_update":  # one listed twice, and a name no / word can be
             early = {"name": "early", "description": "announced before session/new was answered"}
             commands = [early, early, {"name": "ea\nrly", "description": "a line break in its name"}]
@@ -775,6 +805,17 @@ for line in sys.stdin:
                 update("s1", chunk(f"got {text}"))
                 send(end_turn(mid))
             continue
+        if MODE == "plan_ends":  # a plan, then the turn ends as the prompt says
+            text = msg["params"]["prompt"][0].get("text")
+            entry = {"content": "step one", "status": "completed", "priority": "medium"}
+            update("s1", {"sessionUpdate": "plan", "entries": [entry]})
+            if text == "crash":
+                sys.stdout.flush()
+                os._exit(1)
+            if text == "error":
+                send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32603, "message": "model overloaded"}})
+            prompt_id = mid
+            continue  # "hang": until the cancel
         if MODE == "deep_update":
             deep: list = []
             for _ in range(300):
@@ -1160,7 +1201,12 @@ for line in sys.stdin:
             for i in range(200):
                 update("s1", chunk(f"[{i:03}]" + "y" * 16_000))
             send({"jsonrpc": "2.0", "id": mid, "result": {"stopReason": "end_turn"}})
-    elif method == "session/cancel" and MODE in ("write_then_wait", "cancelled_terminal", "bare_terminal"):
+    elif method == "session/cancel" and MODE in (
+        "write_then_wait",
+        "cancelled_terminal",
+        "bare_terminal",
+        "plan_ends",
+    ):
         send({"jsonrpc": "2.0", "id": prompt_id, "result": {"stopReason": "cancelled"}})
     elif method == "session/cancel" and MODE == "late_permission":
         send(

@@ -254,12 +254,12 @@ def test_a_cancel_stops_the_command_a_cancelled_call_runs(tmp_path: Path) -> Non
     arun(go())
 
 
-@pytest.mark.parametrize("prompt", ["go", "leave", "wait"])
+@pytest.mark.parametrize("prompt", ["go", "leave", "wait", "fail"])
 def test_a_command_no_call_runs_gets_a_call_of_its_own(tmp_path: Path, prompt: str) -> None:
     """An agent ran a command while no tool call was open, and no call of its showed it: nothing in
     the chat did (ACP agent round 11), where a bare file request gets a call of its own. So does
     such a command, once it exits (its output and exit code), or when the turn ends first (saying
-    it still runs), a cancel too."""
+    it still runs), a cancel too. One that failed showed a successful call (ACP agent round 15)."""
 
     async def go() -> None:
         async with acp_lab(tmp_path, bad_agent("bare_terminal")) as lab:
@@ -271,9 +271,13 @@ def test_a_command_no_call_runs_gets_a_call_of_its_own(tmp_path: Path, prompt: s
             [call] = turn.tool_calls
             state = call.state
             [terminal, output, *note] = state["content"]
-            assert state["status"] == "completed" and state["success"] is True
+            assert state["status"] == "completed" and state["success"] is (prompt != "fail")
             assert terminal["type"] == "terminal" and output["type"] == "text"
-            if prompt == "go":
+            if prompt == "fail":
+                assert terminal["result"]["exitCode"] == 2 and "failing" in terminal["result"]["preview"]
+                assert note[0]["text"] == "The command exited with code 2."
+                assert state["error"]["message"] == "The command exited with code 2."
+            elif prompt == "go":
                 assert state["displayName"] == "run sh -c echo hello"
                 assert terminal["result"]["exitCode"] == 0 and "hello" in terminal["result"]["preview"]
                 assert note == []

@@ -193,3 +193,78 @@ def test_a_call_announced_between_turns_and_ended_in_the_next_is_no_violation(tm
             assert "fresh agent process" not in json.dumps(lab.chat_state)
 
     arun(go())
+
+
+@pytest.mark.parametrize("ending", ["crash", "error", "hang"])
+def test_the_plan_keeps_its_checklist_however_the_turn_ends(tmp_path: Path, ending: str):
+    """docs/acp.md: the plan is "completed with the last checklist when the turn ends"; a turn the
+    agent's crash, its error or a cancel ended left the plan call running, then skipped, its
+    checklist dropped (our ACP agent, round 15)."""
+
+    async def go():
+        async with acp_lab(tmp_path, bad_agent("plan_ends")) as lab:
+            pending = lab.start(ending)
+            if ending == "hang":
+                await lab.wait_for(
+                    lab.chat, lambda chat: "step one" in json.dumps(chat.get("activeTurn")), 20
+                )
+                await lab.cancel()
+            turn = await asyncio.wait_for(pending, 30)
+            assert turn.status == ("cancelled" if ending == "hang" else "error")
+            [plan] = [c.state for c in turn.tool_calls if c.state["toolName"] == "plan"]
+            assert plan["status"] == "completed" and plan["success"] is True
+            assert "- [x] step one" in json.dumps(plan["content"])
+
+    arun(go())
+
+
+def test_a_fresh_process_offers_its_own_commands_not_the_old_ones(tmp_path: Path):
+    """The slash commands a replaced process announced stayed offered after ``restart_agent()``,
+    though the fresh process announced none (our ACP agent, round 15)."""
+
+    async def offered(lab) -> list:
+        params = {"channel": lab.chat, "kind": "userMessage", "text": "/", "offset": 1}
+        answer = await lab.client.request("completions", params)
+        return [item.get("insertText") for item in answer.get("items") or ()]
+
+    async def go():
+        async with acp_lab(tmp_path, bad_agent("commands_once", str(tmp_path / "respawned"))) as lab:
+            await lab.wait_for(lab.session, lambda s: s.get("lifecycle") == "ready" or None, 20)
+            assert "/mid " in await offered(lab)
+            await asyncio.wait_for(lab.restart_agent(), 30)
+            assert "/mid " not in await offered(lab)
+
+    arun(go())
+
+
+def test_an_agent_that_needs_a_login_says_how_to_log_in(tmp_path: Path):
+    """An agent that refused ``session/new`` with auth_required left the person with
+    "Authentication required": the ways to log in it declared were dropped (our ACP agent, round 15)."""
+
+    async def go():
+        agent = AcpAgent(bad_agent("needs_login"), cwd=tmp_path)
+        try:
+            with pytest.raises(RuntimeError) as refused:
+                await asyncio.wait_for(Lab.open(agent=agent, working_directories=[tmp_path]), 30)
+        finally:
+            await agent.aclose()
+        assert (
+            "Authentication required; the agent needs a login first, and offers: Log in (run `agent "
+            "login`); API key: set AGENT_API_KEY in AcpAgent(env=...). Then create the session again"
+        ) in str(refused.value)
+
+    arun(go())
+
+
+def test_an_agent_may_read_its_instructions_before_it_answers_session_new(tmp_path: Path):
+    """docs/acp.md says a read "while a session opens" is served; an agent reading AGENTS.md before
+    answering ``session/new`` (under the id its answer then gave) failed the session's creation:
+    "the agent used session id 's1', which it never created" (our ACP agent, round 15)."""
+    (tmp_path / "AGENTS.md").write_text("be nice\n")
+
+    async def go():
+        async with acp_lab(tmp_path, bad_agent("reads_first", str(tmp_path / "AGENTS.md"))) as lab:
+            turn = await asyncio.wait_for(lab.send("hi"), 30)
+            assert turn.status == "complete" and "read first: be nice" in turn.text
+
+    arun(go())

@@ -160,7 +160,7 @@ class AcpAgent:
         try:
             config = await bridge.start()
         except (AgentFailure, RequestError) as exc:
-            message = bridge.failure_message(str(exc))
+            message = bridge.failure_message(bridge.refusal(exc))
             await bridge.stop()
             raise RuntimeError(message) from None
         except BaseException:
@@ -199,7 +199,7 @@ class AcpAgent:
             await bridge.restart()
         except (AgentFailure, RequestError) as exc:
             bridge.failure_reported = True  # the caller is told
-            message = bridge.failure_message(str(exc))
+            message = bridge.failure_message(bridge.refusal(exc))
             await bridge.stop()
             raise RuntimeError(message) from None
 
@@ -300,13 +300,13 @@ class AcpAgent:
             raise
         except AgentFailure as exc:
             bridge.failure_reported = True
-            bridge.end_text_run()  # a character the agent cut is kept, as U+FFFD
+            bridge.finish_turn()  # a character the agent cut is kept, as U+FFFD, and the plan shown
             bridge.end_turn()
-            message = bridge.failure_message(str(exc))
+            message = bridge.failure_message(bridge.refusal(exc))
             self.track(asyncio.ensure_future(bridge.stop(bridge.generation)))  # the turn ends at once
             raise TurnFailed(message, "agentFailed") from None
         except RequestError as exc:
-            bridge.end_text_run()
+            bridge.finish_turn()
             bridge.end_turn()
             raise TurnFailed(str(exc), "agentError") from None
         bridge.finish_turn()

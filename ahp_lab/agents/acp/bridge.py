@@ -61,6 +61,8 @@ __all__ = ["AgentFailure", "Bridge"]
 MAX_EARLY_UPDATES = 64
 #: How many tool-call ids of ended turns are remembered, so that a late update of one is ignored.
 MAX_ENDED_CALLS = 10_000
+AUTH_REQUIRED = -32000  # ACP's error for a session/new that needs a login first
+MAX_AUTH_METHODS = 8  # the ways to log in a refusal names
 
 
 #: What the first turn on a restarted agent process says first (a ``systemNotification``).
@@ -77,6 +79,7 @@ class Bridge(WorkspaceServices, PermissionRequests, ConfigRequests, AgentOutput)
         self.process: Any = None
         self.session_id: str | None = None
         self.capabilities: dict = {}
+        self.auth_methods: list = []  # how the agent says a person logs in (initialize's authMethods)
         self.routes: dict[str, tuple] = {}
         self.turn: TurnMap | None = None
         self.turn_ctx: TurnContext | None = None
@@ -95,6 +98,7 @@ class Bridge(WorkspaceServices, PermissionRequests, ConfigRequests, AgentOutput)
         self._failed = asyncio.Event()
         self._answered: set = set()
         self._new_session_request: Any = None
+        self._named_early: str | None = None  # the session id the agent used before session/new's answer
         self._last_in = time.monotonic()
         # requests of the agent the host is still answering (a person deciding on a permission, a
         # command it waits to exit): the agent is waiting on us then, and its silence does not count
@@ -154,10 +158,11 @@ class Bridge(WorkspaceServices, PermissionRequests, ConfigRequests, AgentOutput)
         self.generation += 1
         self.failure, self.failure_reported, self._stopping, self.session_id = None, False, False, None
         self._exited = False
-        self._early, self._new_session_request = [], None
+        self._early, self._new_session_request, self._named_early = [], None, None
         self._failed = asyncio.Event()
         self._answered.clear()
         self._ended_calls.clear()  # a new process numbers its calls afresh
+        self.ctx.set_commands([])  # and offers its own commands, none until it says which
         self._stderr.clear()
         self._stderr_total = 0
         self._stack = contextlib.AsyncExitStack()
@@ -217,6 +222,7 @@ class Bridge(WorkspaceServices, PermissionRequests, ConfigRequests, AgentOutput)
             )
             raise AgentFailure(self.failure)
         self.capabilities = mapping.as_json(init.agent_capabilities) or {}
+        self.auth_methods = mapping.as_json(init.auth_methods) or []
         self.agent.agent_info = mapping.as_json(init.agent_info) or {}
         dirs = list(self.ctx.working_directories)
         extra = (
@@ -230,6 +236,12 @@ class Bridge(WorkspaceServices, PermissionRequests, ConfigRequests, AgentOutput)
             "session/new",
         )
         self.session_id = session.session_id
+        if self._named_early is not None and self._named_early != self.session_id:
+            self.fail(
+                f"the agent used session id {self._named_early!r} before it answered session/new, "
+                f"which then created {self.session_id!r}"
+            )
+            raise AgentFailure(self.failure)
         config, self.routes = config_from_acp(
             mapping.as_json(session.modes),
             mapping.as_json(session.config_options),
@@ -239,6 +251,28 @@ class Bridge(WorkspaceServices, PermissionRequests, ConfigRequests, AgentOutput)
         # channel exists (the host creates it from the config this returns) wait for it
         self._spawn(self._map_early())
         return config
+
+    def refusal(self, exc: Exception) -> str:
+        """Why the agent refused to set up a session, for the person: for ``auth_required``, the
+        ways to log in the agent offers (the lab does not log in for it)."""
+        reason = str(exc)
+        if getattr(exc, "code", None) != AUTH_REQUIRED or not self.auth_methods:
+            return reason
+        ways = []
+        for method in self.auth_methods[:MAX_AUTH_METHODS]:
+            if not isinstance(method, dict):
+                continue
+            way = str(method.get("name") or method.get("id") or "")
+            if method.get("description"):
+                way += f" ({method['description']})"
+            names = [v.get("name") for v in method.get("vars") or () if isinstance(v, dict) and v.get("name")]
+            if method.get("type") == "env_var" and names:
+                way += f": set {', '.join(map(str, names))} in AcpAgent(env=...)"
+            elif method.get("type") == "terminal":
+                args = " ".join(map(str, method.get("args") or ()))
+                way += f": run the agent's command{' with ' + args if args else ''} in a terminal"
+            ways.append(masked_cut(way, MAX_TITLE_CHARS, self.ctx.redact))
+        return f"{reason}; the agent needs a login first, and offers: {'; '.join(ways)}. Then create the session again"
 
     async def _map_early(self) -> None:
         await self.ctx.opened()
@@ -505,6 +539,13 @@ class Bridge(WorkspaceServices, PermissionRequests, ConfigRequests, AgentOutput)
             self.agent.frames.link(frame, seq)
 
     def _check_session(self, session_id: str) -> bool:
+        if self.session_id is None and self._new_session_request is not None and not self._stopping:
+            # session/new not answered yet: an agent may read its instructions (AGENTS.md) first;
+            # the first id it names is the one its answer must give (see _set_up)
+            if self._named_early is None:
+                self._named_early = session_id
+            if session_id == self._named_early:
+                return True
         if session_id != self.session_id:
             self.fail(f"the agent used session id {session_id!r}, which it never created")
             return False
@@ -638,6 +679,8 @@ class Bridge(WorkspaceServices, PermissionRequests, ConfigRequests, AgentOutput)
             self.stop_commands(turn)
             self.end_command_calls(turn)
             self.end_written(turn, "cancelled")
+            for action in mapping.finish_plan(turn, self.resolver):  # the plan keeps its checklist
+                self.emit(action)
 
     def end_written(self, turn: TurnMap, how: str) -> None:
         """End each open call of ``turn`` that wrote a file, its content kept, saying ``how`` the

@@ -221,7 +221,15 @@ class WorkspaceServices:
         elif not terminal.exited:
             note = "The command was still running when the turn ended; its terminal shows the rest."
             call.content.append({"type": "content", "content": {"type": "text", "text": note}})
-        call.acp_status = "completed"
+        failed = terminal.exited and terminal not in self._stopped and (terminal.signal or terminal.exit_code)
+        if failed:  # the call fails, saying why, as a failed file request's does
+            note = (
+                f"A signal ({terminal.signal}) ended the command."
+                if terminal.signal
+                else f"The command exited with code {terminal.exit_code}."
+            )
+            call.content.append({"type": "content", "content": {"type": "text", "text": note}})
+        call.acp_status = "failed" if failed else "completed"
         for action in [*actions, *mapping.advance(turn, call, self.resolver, content_changed=False)]:
             self.emit(action)
         self.claims[terminal] = call.id
