@@ -383,7 +383,11 @@ class Lab(Sending, Answering, LabBase):
         __tracebackhide__ = True  # IPython shows the caller's cell and the reason
         channel = self._route(action, channel)
         seq = self.client.dispatch(channel, action)  # malformed input fails here, in the caller's frame
-        return run_sync(self._verdict(channel, seq))
+        try:
+            return run_sync(self._verdict(channel, seq))
+        except (ActionRejected, LookupError, ConnectionError) as exc:
+            # the host's reason, from the caller's cell: not forty lines of the event loop's frames
+            raise exc.with_traceback(None)  # noqa: B904 - the same exception, its reason intact
 
     # -- clients --------------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+import re
 import sys
 import time
 import uuid
@@ -266,3 +267,27 @@ def test_a_lab_closing_on_another_labs_host_takes_its_queued_message_out_of_the_
         return chat["activeTurn"]["message"]["text"], chat.get("queuedMessages") or []
 
     assert asyncio.run(main()) == ("q", [])
+
+
+def test_a_rejected_dispatch_in_a_cell_shows_the_cell_and_the_reason_not_the_event_loop():
+    """A refused ``lab.dispatch`` in a notebook printed some 49 lines through run_sync,
+    nest_asyncio2 and asyncio's futures and tasks before the host's one-sentence reason (the
+    first-hour user, round 54); the guide promises the reason, from the caller's cell."""
+    km = KernelManager(kernel_name="python3", kernel_spec_manager=nbtools.this_python_kernels())
+    km.start_kernel(cwd=str(REPO_ROOT), env={**os.environ, "AHP_LAB_UNATTENDED": "1"})
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=DEADLINE_S)
+        _execute(kc, "from ahp_lab import Lab\nlab = Lab()")
+        confirm = {"type": "chat/toolCallConfirmed", "turnId": "x", "toolCallId": "y", "approved": True}
+        confirm["confirmed"] = "user-action"
+        with pytest.raises(AssertionError) as shown:
+            _execute(kc, f"lab.dispatch({confirm!r})")
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    lines = re.sub(r"\x1b\[[0-9;]*m", "", str(shown.value)).splitlines()
+    assert lines[-1] == "ActionRejected: chat/toolCallConfirmed: no tool call 'y' in the active turn 'x'"
+    assert not [line for line in lines if "asyncio" in line or "ahp_lab/lab/turns.py" in line]
+    assert len(lines) < 20, "\n".join(lines)
