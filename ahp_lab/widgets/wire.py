@@ -10,6 +10,7 @@ times a second however fast frames arrive.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import json
 import time
@@ -62,13 +63,18 @@ def wire_view_model(
     text: str = "",
     connection: int | None = None,
     count: int = MAX_ROWS,
+    before: int | None = None,
     selected: int | None = None,
     limits: dict[str, int] | None = None,
 ) -> dict[str, Any]:
-    """Rows of the newest ``count`` frames passing the filters, and the selected frame's detail.
+    """Rows of the newest ``count`` frames passing the filters (those numbered below ``before``,
+    when given: an older page), and the selected frame's detail.
 
     ``direction`` is ``"in"``/``"out"`` (as seen by this side), ``text`` matches the kind, method
-    or id (case-insensitive), ``connection`` picks one socket of the log.
+    or id (case-insensitive), ``connection`` picks one socket of the log. ``first``/``last`` place
+    the page among the matched frames (1-based); ``older`` is the ``before`` of the page before it
+    (``None`` at the oldest), ``newer`` that of the page after it (``None``: the newest page, which
+    follows new frames), and ``newest`` says whether this is the newest page.
     """
     needle = text.strip().lower()[:200]
     matched = []
@@ -86,7 +92,9 @@ def wire_view_model(
                 continue
         matched.append(frame)
     count = max(1, min(MAX_ROWS, count))
-    shown = matched[-count:]
+    end = len(matched) if before is None else bisect.bisect_left(matched, before, key=lambda f: f.n)
+    start = max(0, end - count)
+    shown = matched[start:end]
     detail = None
     if selected is not None:
         found = next((f for f in frames if f.n == selected), None)
@@ -95,6 +103,11 @@ def wire_view_model(
         "total": len(frames),
         "matched": len(matched),
         "rows": [frame_row(f) for f in shown],
+        "first": start + 1,
+        "last": end,
+        "older": shown[0].n if start > 0 else None,
+        "newer": matched[end + count].n if end + count < len(matched) else None,
+        "newest": end == len(matched),
         "connections": sorted({f.connection for f in frames}),
         "detail": detail,
     }
@@ -104,7 +117,9 @@ class WireView(BrowserView):
     """The raw JSON-RPC frames of a connection: filterable rows, the selected frame's JSON.
 
     ``WireView(lab.frames)`` or ``lab.wire()``. ``direction``, ``text_filter`` and ``connection``
-    filter the rows; clicking a row selects it (``selected`` is its frame number).
+    filter the rows; clicking a row selects it (``selected`` is its frame number). The rows are a
+    page of at most :data:`MAX_ROWS` frames, the newest by default; ``before`` (the Older / Newer /
+    Newest buttons) pages back through the rest.
     """
 
     _esm = STATIC / "widgets.js"
@@ -119,6 +134,9 @@ class WireView(BrowserView):
     text_filter = traitlets.Unicode("").tag(sync=True)
     connection = traitlets.Int(None, allow_none=True).tag(sync=True)
     selected = traitlets.Int(None, allow_none=True).tag(sync=True)
+    #: the page shown: the newest frames numbered below this one (``None``: the newest page, which
+    #: follows new frames)
+    before = traitlets.Int(None, allow_none=True).tag(sync=True)
     model = traitlets.Dict({}).tag(sync=True)
 
     def __init__(
@@ -139,7 +157,7 @@ class WireView(BrowserView):
         self.on_msg(self._on_msg)
         self.refresh()
 
-    @traitlets.observe("direction", "text_filter", "connection", "selected")
+    @traitlets.observe("direction", "text_filter", "connection", "selected", "before")
     def _filters_changed(self, _change: Any) -> None:
         if hasattr(self, "_coalescer"):
             self.refresh()
@@ -153,6 +171,7 @@ class WireView(BrowserView):
                 direction=direction,
                 text=self.text_filter,
                 connection=self.connection,
+                before=self.before,
                 selected=self.selected,
                 limits=self._limits,
             )

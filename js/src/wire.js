@@ -11,18 +11,27 @@ export function renderWire({ model, el }) {
 
   const dir = h("select", { class: "ahp-select", "aria-label": "Filter by direction", "data-focus": "direction" },
     h("option", { value: "" }, "both directions"), h("option", { value: "out" }, "→ sent"), h("option", { value: "in" }, "← received"));
-  dir.addEventListener("change", () => { model.set("direction", dir.value); model.save_changes(); });
+  // a filter changed: back to the newest page of what it matches
+  dir.addEventListener("change", () => { model.set("direction", dir.value); model.set("before", null); model.save_changes(); });
   const text = h("input", {
     class: "ahp-input", type: "search", placeholder: "method, kind or id", "aria-label": "Filter frames", "data-focus": "text",
   });
-  const saveText = debounce(() => { model.set("text_filter", text.value); model.save_changes(); }, 200);
+  const saveText = debounce(() => { model.set("text_filter", text.value); model.set("before", null); model.save_changes(); }, 200);
   text.addEventListener("input", saveText);
   const conn = h("select", { class: "ahp-select", "aria-label": "Filter by connection", "data-focus": "connection" });
   conn.addEventListener("change", () => {
     model.set("connection", conn.value === "" ? null : Number(conn.value));
+    model.set("before", null);
     model.save_changes();
   });
-  root.appendChild(h("div", { class: "ahp-toolbar" }, dir, text, conn));
+  const page = (before) => () => { model.set("before", before()); model.save_changes(); };
+  const older = h("button", { class: "ahp-btn", type: "button", title: "The frames before these" }, "◀ Older");
+  const newer = h("button", { class: "ahp-btn", type: "button", title: "The frames after these" }, "Newer ▶");
+  const newest = h("button", { class: "ahp-btn", type: "button", title: "The newest frames, following new ones" }, "Newest");
+  older.addEventListener("click", page(() => (model.get("model") || {}).older ?? null));
+  newer.addEventListener("click", page(() => (model.get("model") || {}).newer ?? null));
+  newest.addEventListener("click", page(() => null));
+  root.appendChild(h("div", { class: "ahp-toolbar" }, dir, text, conn, older, newer, newest));
 
   const head = h("div", { class: "ahp-wrow ahp-thead", role: "row" },
     ["#", "time", "", "kind", "method", "id", "size", "frame"].map((c) => h("span", { role: "columnheader" }, c)));
@@ -49,20 +58,37 @@ export function renderWire({ model, el }) {
     );
   }
 
+  let shownPage = null;
+
   function draw() {
     const m = model.get("model") || {};
     const sel = model.get("selected");
-    count.textContent = ` ${m.matched ?? 0} of ${m.total ?? 0}`;
+    const matched = m.matched ?? 0, total = m.total ?? 0;
+    const whole = (m.rows || []).length === matched;
+    // which frames these rows are: a page of the matched ones when they do not all fit
+    count.textContent = whole ? ` ${matched} of ${total}`
+      : ` ${m.first}–${m.last} of ${matched}${matched < total ? ` matched (${total} in all)` : ""}`;
+    older.disabled = m.older == null;
+    newer.disabled = m.newest !== false;
+    newest.disabled = m.newest !== false;
     dir.value = model.get("direction") || "";
     if (document.activeElement !== text) text.value = model.get("text_filter") || "";
     const conns = m.connections || [];
     const current = model.get("connection");
     conn.replaceChildren(h("option", { value: "" }, "all connections"), ...conns.map((c) => h("option", { value: String(c) }, `connection ${c}`)));
     conn.value = current == null ? "" : String(current);
+    // the newest page follows new frames while scrolled to its end; another page opens at its top
+    const page = `${m.newest}:${m.first}`;
     const atEnd = rows.scrollTop + rows.clientHeight >= rows.scrollHeight - 4;
     const list = m.rows || [];
     setChildren(rows, list.length ? list.map((r) => rowEl(r, r.n === sel)) : h("div", { class: "ahp-empty" }, "No frames yet."));
-    if (atEnd) rows.scrollTop = rows.scrollHeight;
+    if (page !== shownPage && !m.newest) rows.scrollTop = 0;
+    else if (m.newest && (atEnd || page !== shownPage)) {
+      rows.scrollTop = rows.scrollHeight;
+      // the first draw may come before the view is laid out: its end once it is
+      if (shownPage === null) requestAnimationFrame(() => { rows.scrollTop = rows.scrollHeight; });
+    }
+    shownPage = page;
     const d = m.detail;
     if (!d) setChildren(detail, h("div", { class: "ahp-empty" }, "Select a frame to see its JSON."));
     else if (d.missing != null) setChildren(detail, h("div", { class: "ahp-empty" }, `frame ${d.missing} is no longer in the log`));

@@ -61,3 +61,49 @@ def test_the_wire_view_lists_filters_and_opens_frames(jupyter_server, page):
     )
     view.screenshot(path=str(ARTIFACTS_DIR / "wire-initialize.png"))
     assert not errors, errors
+
+
+PAGED = """\
+import json
+from ahp_lab.transport.tap import FrameLog
+from ahp_lab.widgets.wire import WireView
+
+class Sink:
+    def send(self, text): pass
+    def set_receiver(self, receiver, on_close): pass
+    def close(self): pass
+
+log = FrameLog()
+tapped = log.wrap(Sink())
+for i in range(450):
+    tapped.send(json.dumps({"jsonrpc": "2.0", "method": "dispatchAction", "params": {"clientSeq": i}}))
+WireView(log)
+"""
+
+
+def test_the_wire_view_pages_back_to_the_first_frame(jupyter_server, page):
+    """It said "495 of 495" and listed the newest 200, opened at their top (the first-hour user,
+    round 54): it names the page, opens at the newest frame, and pages back to the first."""
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    write_notebook(jupyter_server.root_dir, "wire_paged.ipynb", [PAGED])
+    jupyter_server.open_notebook(page, "wire_paged.ipynb")
+    run_cell(page, 0)
+    view = page.locator(".ahp-wire")
+    count = view.locator(".ahp-count")
+    count.filter(has_text="251–450 of 450").wait_for()
+    rows = view.locator(".ahp-wrows")
+    page.wait_for_function(
+        "e => e.scrollTop > 0 && e.scrollTop + e.clientHeight >= e.scrollHeight - 4",
+        arg=rows.element_handle(),
+    )
+    view.get_by_role("button", name="◀ Older").click()
+    count.filter(has_text="51–250 of 450").wait_for()
+    view.get_by_role("button", name="◀ Older").click()
+    count.filter(has_text="1–50 of 450").wait_for()
+    assert view.locator(".ahp-wrow[data-n]").first.get_attribute("data-n") == "1"
+    assert view.get_by_role("button", name="◀ Older").is_disabled()
+    view.screenshot(path=str(ARTIFACTS_DIR / "wire-oldest.png"))
+    view.get_by_role("button", name="Newest").click()
+    count.filter(has_text="251–450 of 450").wait_for()
+    assert not errors, errors

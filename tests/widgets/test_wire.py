@@ -133,3 +133,37 @@ def test_large_frames_push_the_oldest_out_so_the_log_keeps_at_most_its_character
     assert len(frames) == 1_000_000 // KEPT_CHARS  # the newest that fit
     assert frames[-1].n == 301 and frames[-1].size > 100_000 and frames[-1].truncated
     assert frames[-1].info()["method"] == "dispatchAction"
+
+
+def test_older_frames_than_a_page_holds_are_reached_page_by_page():
+    """The view said "495 of 495" but listed only the newest 200, and the handshake could only be
+    found by filtering (the first-hour user, round 54): the header names the page, and Older /
+    Newer / Newest page through every frame the log holds."""
+    log = FrameLog(capacity=1000)
+    tapped = log.wrap(Sink())
+    for i in range(450):
+        tapped.send(json.dumps({"jsonrpc": "2.0", "method": "dispatchAction", "params": {"clientSeq": i}}))
+    view = WireView(log, get_loop=lambda: None)
+    seen = [row["n"] for row in view.model["rows"]]
+    assert view.model["newest"] and (view.model["first"], view.model["last"], view.model["matched"]) == (
+        251,
+        450,
+        450,
+    )
+    while view.model["older"] is not None:
+        view.before = view.model["older"]
+        seen = [row["n"] for row in view.model["rows"]] + seen
+    assert seen == list(range(1, 451)) and view.model["first"] == 1  # every frame, once, in order
+    assert len(view.model["rows"]) == 50 and not view.model["newest"]
+    tapped.send('{"jsonrpc":"2.0","method":"ping","id":7}')  # an older page stays where it is
+    assert [row["n"] for row in view.model["rows"]] == list(range(1, 51))
+    view.before = view.model["newer"]
+    assert (view.model["first"], view.model["last"]) == (51, 250) and not view.model["newest"]
+    view.before = view.model["newer"]
+    assert (view.model["first"], view.model["last"]) == (251, 450) and view.model["newer"] is None
+    view.before = view.model["newer"]  # the newest page again, which follows the log
+    assert view.model["newest"] and view.model["rows"][-1]["n"] == 451
+    view.text_filter = "ping"
+    view.before = 100  # a page of what the filter matches
+    assert view.model["matched"] == 1 and view.model["rows"] == [] and view.model["newer"] is None
+    view.close()
