@@ -460,11 +460,20 @@ class SessionsAndChats:
     def _chat_from_source(self, session: str, chat: str, state: dict, source: dict, caps: dict) -> dict:
         kind = source.get("kind")
         multi = caps.get("multipleChats") or {}
-        if kind not in ("fork", "sideChat") or not multi.get(kind):
+        if kind not in ("fork", "sideChat"):
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS,
+                f"createChat: source.kind must be 'fork' or 'sideChat', got {kind!r:.100}",
+            )
+        if not multi.get(kind):
             raise RpcError(ErrorCode.INVALID_PARAMS, f"this agent does not support {kind!r} chats")
         src = source.get("chat")
-        if src == chat or src not in self.sessions[session].chats:
-            raise RpcError(ErrorCode.INVALID_PARAMS, f"source chat {src} is not a chat of this session")
+        if src == chat:
+            raise RpcError(ErrorCode.INVALID_PARAMS, "createChat: the source chat is the chat being created")
+        if src not in self.sessions[session].chats:
+            raise RpcError(
+                ErrorCode.INVALID_PARAMS, f"source chat {src!r:.300} is not a chat of this session"
+            )
         src_state = self.store.state(src)
         turns = src_state.get("turns") or []
         index = turn_index(turns, source.get("turnId"))

@@ -290,7 +290,7 @@ def _check_chat(
             return f"{kind}: no tool call {action.get('toolCallId')!r} in the active turn {action.get('turnId')!r}"
         status = tc.get("status")
         if kind == "chat/toolCallConfirmed" and status != "pending-confirmation":
-            return f"tool call {action.get('toolCallId')!r} is not waiting for confirmation (it is {status})"
+            return f"{kind}: tool call {action.get('toolCallId')!r} is not waiting for confirmation (it is {status})"
         contributor = tc.get("contributor") or {}
         runner = contributor.get("clientId") if contributor.get("kind") == "client" else None
         confirms = kind in ("chat/toolCallConfirmed", "chat/toolCallResultConfirmed")
@@ -407,7 +407,13 @@ def _check_session(
             "only the notebook that owns the host may remove other clients"
         )
     if kind == "session/customizationToggled" and not _customization_exists(session_state, action.get("id")):
-        return f"session/customizationToggled: no customization with id {action.get('id')!r}"
+        listed = _published_as(session_state, client_id, action.get("id"))
+        return f"session/customizationToggled: no customization with id {action.get('id')!r}" + (
+            f" (this client's plugin {action.get('id')!r} is listed as {listed!r}: the host names the "
+            "plugins clients publish, since two clients may use the same id)"
+            if listed
+            else ""
+        )
     if kind in ("session/mcpServerStartRequested", "session/mcpServerStopRequested"):
         entry = _customization(session_state, action.get("id"))
         if entry is None or entry.get("type") != "mcpServer":
@@ -470,6 +476,19 @@ def _customization(session: dict, cid: Any) -> dict | None:
 
 def _customization_exists(session: dict, cid: Any) -> bool:
     return _customization(session, cid) is not None
+
+
+def _published_as(session: dict, client_id: str, cid: Any) -> str | None:
+    """The id under which the session lists the plugin ``client_id`` published as ``cid``."""
+    for entry in session.get("activeClients") or ():
+        if not isinstance(entry, dict) or entry.get("clientId") != client_id:
+            continue
+        for plugin in entry.get("customizations") or ():
+            if isinstance(plugin, dict) and plugin.get("id") == cid and isinstance(plugin.get("uri"), str):
+                for listed in session.get("customizations") or ():
+                    if isinstance(listed, dict) and listed.get("uri") == plugin["uri"]:
+                        return listed.get("id")
+    return None
 
 
 def normalize_client_action(raw: Any, limits: Limits = DEFAULT_LIMITS) -> tuple[dict | None, str | None]:

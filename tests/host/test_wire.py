@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+from ahp_lab import Lab
 from ahp_lab.host import Host
 from ahp_lab.protocol.jsonrpc import ErrorCode
 
@@ -761,5 +762,46 @@ def test_a_client_in_the_session_only_runs_its_tool_calls_in_any_chat():
         assert turn.tool_calls[0].result_text == "contents of notes.txt"
         assert lab.chat in ide.channels  # subscribed on its own, to run the call
         await lab.aclose()
+
+    asyncio.run(main())
+
+
+def test_a_refusal_names_what_the_client_should_have_sent():
+    """Errors that misled a client author (the spec client, round 14): ``createChat`` from the chat
+    being created, or with a ``source.kind`` AHP does not define, blamed the source chat or the
+    agent; a toggle by the id a client gave its own plugin said only "no customization" (the host
+    lists it under an id of its own)."""
+
+    async def main():
+        host, raw, chat = await _client_with_chat("raw", "ahp-session:/named", 1)
+        session = "ahp-session:/named"
+        new = "ahp-chat:/new"
+        fork = {"channel": session, "chat": new, "source": {"kind": "fork", "chat": new, "turnId": "t0"}}
+        assert (await raw.call("createChat", fork))["error"]["message"] == (
+            "createChat: the source chat is the chat being created"
+        )
+        clone = {**fork, "source": {"kind": "clone", "chat": chat, "turnId": "t0"}}
+        assert (await raw.call("createChat", clone))["error"]["message"] == (
+            "createChat: source.kind must be 'fork' or 'sideChat', got 'clone'"
+        )
+        lab = await Lab.open()  # the lab's host publishes the plugins clients set
+        try:
+            stranger = RawClient(lab.host)
+            await stranger.initialize("raw")
+            await stranger.call("subscribe", {"channel": lab.session})
+            plugin = {"type": "plugin", "id": "p1", "uri": "virtual://raw/p1", "name": "p1", "enabled": True}
+            active = {"clientId": "raw", "tools": [], "customizations": [{**plugin, "nonce": "n1"}]}
+            stranger.dispatch(lab.session, 1, {"type": "session/activeClientSet", "activeClient": active})
+            await settle()
+            published = lab.session_state.get("customizations") or ()
+            listed = [c["id"] for c in published if c.get("uri") == plugin["uri"]]
+            assert listed and listed[0] != "p1"
+            toggle = {"type": "session/customizationToggled", "id": "p1", "enabled": False}
+            stranger.dispatch(lab.session, 2, toggle)
+            await settle()
+            [echo] = [a for a in stranger.actions() if (a.get("origin") or {}).get("clientSeq") == 2]
+            assert f"this client's plugin 'p1' is listed as {listed[0]!r}" in echo["rejectionReason"]
+        finally:
+            await lab.aclose()
 
     asyncio.run(main())
