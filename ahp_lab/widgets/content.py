@@ -29,8 +29,9 @@ def status_of(tool_call: Any) -> str:
     return st if type(st) is str else "unknown"
 
 
-def contributor_view(contributor: Any) -> dict[str, Any]:
-    """``{"kind": "host"|"client"|"mcp"|<other>, "label": ..., "id": ...}``."""
+def contributor_view(contributor: Any, names: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``{"kind": "host"|"client"|"mcp"|<other>, "label": ..., "id": ...}``; ``names`` (the session's
+    customization ids -> names, see :func:`customization_names`) names an MCP server by its name."""
     c = _m(contributor)
     kind = c.get("kind")
     if not c or kind is None:
@@ -40,9 +41,21 @@ def contributor_view(contributor: Any) -> dict[str, Any]:
         return {"kind": "client", "label": f"client {cid}" if cid else "client", "id": cid or None}
     if kind == "mcp":
         cid = one_line(c.get("customizationId"), 120)
-        return {"kind": "mcp", "label": f"mcp {cid}" if cid else "mcp", "id": cid or None}
+        shown = one_line((names or {}).get(cid), 120) or cid
+        return {"kind": "mcp", "label": f"mcp {shown}" if shown else "mcp", "id": cid or None}
     k = one_line(kind, 40) or "unknown"
     return {"kind": k, "label": k, "id": None}
+
+
+def customization_names(session_state: Any) -> dict[str, str]:
+    """The session's customizations (their children too) by id: id -> name."""
+    names: dict[str, str] = {}
+    for entry in _m(session_state).get("customizations") or ():
+        entry = _m(entry)
+        for c in (entry, *map(_m, entry.get("children") or ())):
+            if isinstance(c.get("id"), str) and isinstance(c.get("name"), str):
+                names[c["id"]] = c["name"]
+    return names
 
 
 def result_content_view(

@@ -15,7 +15,7 @@ from typing import Any
 from ..protocol.chat import ANSWER_KINDS
 from ..protocol.jsonvalue import to_json
 from ..reducers.chat import tool_call_parts
-from .content import contributor_view, result_content_view, tool_call_view
+from .content import contributor_view, customization_names, result_content_view, tool_call_view
 from .sanitize import as_text, is_markdown, one_line, safe_url, text_block
 
 __all__ = ["inputs_view_model", "question_view", "local_approval_view", "tool_input_schema", "ANSWER_KINDS"]
@@ -418,7 +418,7 @@ def inputs_view_model(
                     {
                         "toolCall": tool_call_view(tc, f"input/{base['id']}", limits, full=False),
                         "displayName": one_line(tc.get("displayName"), 120) or "(tool)",
-                        "contributor": contributor_view(tc.get("contributor")),
+                        "contributor": contributor_view(tc.get("contributor"), customization_names(st)),
                         "resource": as_text(res.get("resource"))[:2000]
                         if isinstance(res.get("resource"), str)
                         else "",

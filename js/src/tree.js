@@ -16,12 +16,20 @@ export function renderTree({ model, el }) {
     class: "ahp-input", type: "search", placeholder: "Filter…", "aria-label": "Filter customizations by text",
     value: model.get("text_filter") || "",
   });
+  // A filter keeps the view as tall as it was: the rows it hides would shrink the workbench's
+  // row, and the chat beside it with them; with no filter the view takes its natural height.
+  const holdHeight = () => {
+    const filtered = search.value !== "" || typeSelect.value !== "";
+    root.style.minHeight = filtered ? `${Math.max(root.offsetHeight, parseFloat(root.style.minHeight) || 0)}px` : "";
+  };
   const sendText = debounce(() => {
+    holdHeight();
     model.set("text_filter", search.value);
     model.save_changes();
   }, 200);
   search.addEventListener("input", sendText);
   typeSelect.addEventListener("change", () => {
+    holdHeight();
     model.set("type_filter", typeSelect.value);
     model.save_changes();
   });

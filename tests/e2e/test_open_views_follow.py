@@ -67,3 +67,27 @@ def test_open_views_follow_drafts_keep_their_scroll_and_read_naturally(jupyter_s
     block.wait_for()
     assert block.evaluate("e => getComputedStyle(e).wordBreak") == "normal"
     assert errors == []
+
+
+WORKBENCH = f"""\
+from ahp_lab import Lab
+lab = Lab(plugins=[{str(PLUGIN)!r}])
+lab.show()
+"""
+
+
+def test_filtering_the_customizations_leaves_the_chat_beside_them_as_tall(jupyter_server, page):
+    """Filtering the customization tree shrank the chat beside it (its log from some 490 to 330
+    px, the "Jump to latest" button over its last line): the workbench's row followed the rows the
+    filter hid (the first-hour user, round 54)."""
+    errors = open_cells(jupyter_server, page, "filter_height.ipynb", [WORKBENCH])
+    run_cell(page, 0)
+    workbench = page.locator(".ahp-workbench").first
+    tree = workbench.locator(".ahp-view[data-kind=tree]")
+    chat = workbench.locator(".ahp-view[data-kind=chat]")
+    tree.locator("[data-mcp-state=ready]").wait_for()
+    before = chat.bounding_box()["height"]
+    tree.get_by_role("searchbox", name="Filter customizations by text").fill("release")
+    tree.locator(".ahp-count", has_text="2 shown").wait_for()
+    assert abs(chat.bounding_box()["height"] - before) < 2
+    assert errors == []

@@ -74,6 +74,8 @@ def test_client_execution_and_authentication(demo):
     au = es["jira-1"]
     assert au["kind"] == "toolAuthentication" and au["resource"] == "https://mcp.example/jira"
     assert au["reason"] == "insufficientScope" and au["scopes"] == ["read:issues"]
+    # the server by its name, not its id (the first-hour user, round 54: "mcp mcpServer-1")
+    assert au["contributor"] == {"kind": "mcp", "label": "mcp jira", "id": "m-jira"}
 
 
 def test_chat_input_questions(demo):
