@@ -351,11 +351,16 @@ def _static_layout(labelled: tuple[tuple[str, str], ...]) -> tuple[dict[str, dic
     return layout_labels([(_EDGE_BY_ID[i], text) for i, text in labelled], _NODE_BOXES)
 
 
-def _label_text(order: int | None, actions: list[str], uses: int) -> str:
+def _label_text(steps: list[int], actions: list[str]) -> str:
+    """The edge's action names after the numbers of the call's steps that took it ("4, 6.
+    toolCallConfirmed"): the numbers read as the steps, in the order the call took them."""
     names = " / ".join(dict.fromkeys(a.removeprefix("chat/") for a in actions if a)) or "?"
     if len(names) > 48:
         names = names[:47] + "…"
-    return f"{order}. {names}" + (f" ×{uses}" if uses > 1 else "") if order else names
+    if not steps:
+        return names
+    numbers = ", ".join(map(str, steps[:3])) + (", …" if len(steps) > 3 else "")
+    return f"{numbers}. {names}"
 
 
 def state_machine_model(
@@ -371,7 +376,7 @@ def state_machine_model(
     taken: dict[str, list[Any]] = {}
     order: dict[str, int] = {}
     actions: dict[str, list[str]] = {}
-    uses: dict[str, int] = {}
+    numbers: dict[str, list[int]] = {}  # edge -> the numbers of the steps that took it
     visited: set[str] = set()
     for step in steps:
         if not isinstance(step, Mapping):
@@ -387,9 +392,9 @@ def state_machine_model(
             order[edge] = len(order) + 1
         taken.setdefault(edge, []).append(step.get("seq"))
         actions.setdefault(edge, []).append(str(step.get("action") or ""))
-        # a run of merged steps (a stream of deltas) counts once: the label, and with it the
+        # a run of merged steps (a stream of deltas) is one step: the label, and with it the
         # diagram synced to the browser, does not change with every delta
-        uses[edge] = uses.get(edge, 0) + 1
+        numbers.setdefault(edge, []).append(sum(map(len, numbers.values())) + 1)
         visited.add(to)
         if isinstance(frm, str):
             visited.add(frm)
@@ -428,7 +433,7 @@ def state_machine_model(
             "seqs": [s for s in (seqs or [])[:20] if isinstance(s, int)],
         }
         if seqs is not None and e["label"]:
-            edge["text"] = _label_text(edge["order"], actions.get(e["id"], []), uses.get(e["id"], 0))
+            edge["text"] = _label_text(numbers.get(e["id"], []), actions.get(e["id"], []))
             labelled.append((edge, edge["text"]))
         edges.append(edge)
     labelled.sort(key=lambda pair: pair[0]["order"] or 0)

@@ -165,7 +165,10 @@ def test_no_two_labels_meet_and_none_leaves_the_diagram(choices):
             assert not _meets(a, b), (edge, other, a, b)
 
 
-def test_labels_name_the_actions_that_took_the_edge():
+def test_labels_name_the_actions_that_took_the_edge_after_the_steps_that_took_it():
+    """The numbers were the order of each edge's first use: "4. toolCallConfirmed ×2" then
+    "5. toolCallReady" read as steps 4 and 5, where the 6th step was the second confirmation (the
+    first-hour user, round 54). They are the call's step numbers now."""
     steps = [
         {"from": None, "to": "streaming", "action": "chat/toolCallStart", "seq": 1},
         {"from": "streaming", "to": "streaming", "action": "chat/toolCallDelta", "seq": 2, "count": 3},
@@ -180,7 +183,7 @@ def test_labels_name_the_actions_that_took_the_edge():
         "start": "1. toolCallStart",
         "S-S": "2. toolCallDelta",  # three merged deltas: one run
         "S-PC": "3. toolCallReady",
-        "PC-R": "4. toolCallConfirmed ×2",
+        "PC-R": "4, 6. toolCallConfirmed",
         "R-PC": "5. toolCallReady",
     }
     assert m["height"] == HEIGHT and m["width"] == WIDTH  # the notebooks' paths need no legend
