@@ -132,15 +132,21 @@ export function renderInputs({ model, el }) {
     };
     const inputView = tc.toolInput && tc.toolInput.block ? textBlock(tc.toolInput.block, model, { cls: "ahp-input-preview" })
       : tc.toolInput && tc.toolInput.ref ? h("div", { class: "ahp-mono" }, `input: ${tc.toolInput.uri}`) : null;
-    const buttons = [
-      h("button", { class: "ahp-btn ahp-primary", type: "button", disabled: ro, "aria-label": `Approve ${name}`, onclick: () => decide(e.approve) }, "Approve"),
-      h("button", { class: "ahp-btn ahp-danger", type: "button", disabled: ro, "aria-label": `Deny ${name}`, onclick: () => decide(e.deny) }, "Deny"),
-    ];
+    // the call's own options stand for the plain buttons of their kind: "Approve" beside "Allow
+    // once" and "Always allow" left a person guessing which option it picked (none)
+    const options = e.options || [];
+    const buttons = [];
+    if (!options.some((o) => o.kind !== "deny")) {
+      buttons.push(h("button", { class: "ahp-btn ahp-primary", type: "button", disabled: ro, "aria-label": `Approve ${name}`, onclick: () => decide(e.approve) }, "Approve"));
+    }
+    if (!options.some((o) => o.kind === "deny")) {
+      buttons.push(h("button", { class: "ahp-btn ahp-danger", type: "button", disabled: ro, "aria-label": `Deny ${name}`, onclick: () => decide(e.deny) }, "Deny"));
+    }
     // approving as shown: not while an edit is open, which the person may think it carries (a
     // first-hour user clicked Approve with an edit open, and the input as it was ran)
-    const asShown = [buttons[0]];
+    const asShown = buttons.filter((b) => b.textContent === "Approve");
     let lastGroup = null;
-    for (const o of e.options || []) {
+    for (const o of options) {
       if (lastGroup !== null && o.group !== lastGroup) buttons.push(h("span", { class: "ahp-sep" }));
       lastGroup = o.group;
       const button = h("button", {

@@ -108,7 +108,16 @@ def test_workbench_renders_and_dispatches(jupyter_server, page):
     )
     assert lint.is_checked()
     # approve a tool confirmation and answer the question's draft
-    page.get_by_role("button", name="Approve Edit file", exact=True).click()
+    # its options stand for the plain buttons (the first-hour user, round 54: six buttons, and
+    # nothing said which option "Approve" picked)
+    card = page.locator(".ahp-inputs [data-entry-id$='#edit-1']")
+    labels = card.locator(".ahp-actions button").evaluate_all("bs => bs.map(b => b.textContent)")
+    assert (
+        labels[:3] == ["Allow once", "Always allow", "Never"]
+        and "Approve" not in labels
+        and "Deny" not in labels
+    )
+    page.get_by_role("button", name="Allow once Edit file", exact=True).click()
     page.wait_for_function(
         "!document.querySelector(\".ahp-inputs [data-entry-id$='#edit-1'] button\") || true"
     )
@@ -137,6 +146,7 @@ def test_workbench_renders_and_dispatches(jupyter_server, page):
         "toolCallId": "edit-1",
         "approved": True,
         "confirmed": "user-action",
+        "selectedOptionId": "once",
     }
     drafts = [a for a in actions if a["type"] == "chat/inputAnswerChanged"]
     assert {
