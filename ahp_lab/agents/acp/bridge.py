@@ -61,8 +61,6 @@ __all__ = ["AgentFailure", "Bridge"]
 MAX_EARLY_UPDATES = 64
 #: How many tool-call ids of ended turns are remembered, so that a late update of one is ignored.
 MAX_ENDED_CALLS = 10_000
-AUTH_REQUIRED = -32000  # ACP's error for a session/new that needs a login first
-MAX_AUTH_METHODS = 8  # the ways to log in a refusal names
 
 
 #: What the first turn on a restarted agent process says first (a ``systemNotification``).
@@ -252,28 +250,6 @@ class Bridge(WorkspaceServices, PermissionRequests, ConfigRequests, AgentOutput)
         self._spawn(self._map_early())
         return config
 
-    def refusal(self, exc: Exception) -> str:
-        """Why the agent refused to set up a session, for the person: for ``auth_required``, the
-        ways to log in the agent offers (the lab does not log in for it)."""
-        reason = str(exc)
-        if getattr(exc, "code", None) != AUTH_REQUIRED or not self.auth_methods:
-            return reason
-        ways = []
-        for method in self.auth_methods[:MAX_AUTH_METHODS]:
-            if not isinstance(method, dict):
-                continue
-            way = str(method.get("name") or method.get("id") or "")
-            if method.get("description"):
-                way += f" ({method['description']})"
-            names = [v.get("name") for v in method.get("vars") or () if isinstance(v, dict) and v.get("name")]
-            if method.get("type") == "env_var" and names:
-                way += f": set {', '.join(map(str, names))} in AcpAgent(env=...)"
-            elif method.get("type") == "terminal":
-                args = " ".join(map(str, method.get("args") or ()))
-                way += f": run the agent's command{' with ' + args if args else ''} in a terminal"
-            ways.append(masked_cut(way, MAX_TITLE_CHARS, self.ctx.redact))
-        return f"{reason}; the agent needs a login first, and offers: {'; '.join(ways)}. Then create the session again"
-
     async def _map_early(self) -> None:
         await self.ctx.opened()
         self._flush_early()
@@ -362,29 +338,6 @@ class Bridge(WorkspaceServices, PermissionRequests, ConfigRequests, AgentOutput)
                     shown[key] = fresh[key]
         if shown:  # the session shows what the agent now runs with, not what it refused
             self._link(self._agent_config(shown, offered))
-
-    async def _watch_exit(self, process: Any) -> None:
-        generation, ended = self.generation, self._stdout_ended
-        code = await process.wait()
-        if self._stopping:
-            return
-        # what it wrote before it exited is read first (an answer in the pipe is its answer); a
-        # child of its that holds stdout open is waited for 1 s at most
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(ended.wait(), 1.0)
-        if not self._stopping and generation == self.generation:  # not stopped or restarted meanwhile
-            self.fail(f"the agent process exited unexpectedly (exit code {code})", exited=True)
-
-    def unreported_failure(self) -> str | None:
-        """The failure nobody was told of yet (the agent failed between turns: its process exited,
-        say), once; ``None`` when there is none."""
-        process = self.process
-        if process is not None and process.returncode is not None and not self._stopping:
-            self.fail(f"the agent process exited unexpectedly (exit code {process.returncode})")
-        if self.failure is None or self.failure_reported:
-            return None
-        self.failure_reported = True
-        return self.failure
 
     def fail(self, reason: str, *, exited: bool = False) -> None:
         """Mark the agent as failed (the first reason wins; ``exited``: its process's exit) and wake

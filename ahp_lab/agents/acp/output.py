@@ -1,5 +1,6 @@
 """What an ACP agent writes besides its messages: stdout lines that are not JSON-RPC, a line too
-long to read, and stderr, whose tail a failure shows.
+long to read, and stderr, whose tail a failure shows; its process's exit, and how a failure or a
+refusal reads to the person.
 
 A mixin of :class:`~.bridge.Bridge`: it reads the bridge's agent, session context and process,
 and fails the bridge (:meth:`~.bridge.Bridge.fail`) when the agent breaks a bound.
@@ -17,6 +18,7 @@ from pydantic import ValidationError
 
 from ...protocol.printable import printable
 from ...tools import first_error
+from .content import MAX_TITLE_CHARS
 from .context import _BRIDGE
 
 __all__ = ["AgentOutput", "masked_cut", "not_jsonrpc"]
@@ -24,6 +26,8 @@ __all__ = ["AgentOutput", "masked_cut", "not_jsonrpc"]
 #: Past a cut, how much more of the text is masked first: a secret the cut falls in is masked whole.
 CUT_MARGIN = 1024
 
+AUTH_REQUIRED = -32000  # ACP's error for a session/new that needs a login first
+MAX_AUTH_METHODS = 8  # the ways to log in a refusal names
 #: How much of a stdout line that is not JSON-RPC the failure's reason shows.
 MAX_GARBAGE_SHOWN = 80
 _JSON_KINDS = {list: "a JSON array", str: "a JSON string", bool: "a JSON boolean", type(None): "JSON null"}
@@ -200,3 +204,48 @@ class AgentOutput:
     def failure_message(self, reason: str) -> str:
         tail = self.stderr_tail()
         return f"{reason}. Its stderr ended with:\n{tail}" if tail else f"{reason}."
+
+    async def _watch_exit(self, process: Any) -> None:
+        generation, ended = self.generation, self._stdout_ended
+        code = await process.wait()
+        if self._stopping:
+            return
+        # what it wrote before it exited is read first (an answer in the pipe is its answer); a
+        # child of its that holds stdout open is waited for 1 s at most
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(ended.wait(), 1.0)
+        if not self._stopping and generation == self.generation:  # not stopped or restarted meanwhile
+            self.fail(f"the agent process exited unexpectedly (exit code {code})", exited=True)
+
+    def unreported_failure(self) -> str | None:
+        """The failure nobody was told of yet (the agent failed between turns: its process exited,
+        say), once; ``None`` when there is none."""
+        process = self.process
+        if process is not None and process.returncode is not None and not self._stopping:
+            self.fail(f"the agent process exited unexpectedly (exit code {process.returncode})")
+        if self.failure is None or self.failure_reported:
+            return None
+        self.failure_reported = True
+        return self.failure
+
+    def refusal(self, exc: Exception) -> str:
+        """Why the agent refused to set up a session, for the person: for ``auth_required``, the
+        ways to log in the agent offers (the lab does not log in for it)."""
+        reason = str(exc)
+        if getattr(exc, "code", None) != AUTH_REQUIRED or not self.auth_methods:
+            return reason
+        ways = []
+        for method in self.auth_methods[:MAX_AUTH_METHODS]:
+            if not isinstance(method, dict):
+                continue
+            way = str(method.get("name") or method.get("id") or "")
+            if method.get("description"):
+                way += f" ({method['description']})"
+            names = [v.get("name") for v in method.get("vars") or () if isinstance(v, dict) and v.get("name")]
+            if method.get("type") == "env_var" and names:
+                way += f": set {', '.join(map(str, names))} in AcpAgent(env=...)"
+            elif method.get("type") == "terminal":
+                args = " ".join(map(str, method.get("args") or ()))
+                way += f": run the agent's command{' with ' + args if args else ''} in a terminal"
+            ways.append(masked_cut(way, MAX_TITLE_CHARS, self.ctx.redact))
+        return f"{reason}; the agent needs a login first, and offers: {'; '.join(ways)}. Then create the session again"
