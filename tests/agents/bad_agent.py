@@ -31,7 +31,8 @@ commands_once    offers the command /mid before answering session/new; a respawn
 reads_first      reads the file MARKER (fs/read_text_file) before it answers session/new; a prompt
                  is answered "read first: <what it read>"
 needs_login      offers two ways to log in (initialize's authMethods) and refuses session/new with
-                 auth_required
+                 auth_required; with MARKER "hostile", the first one's description holds escape
+                 sequences, a bidi override, a line break and its key with an escape inside
 deep_update      shows a tool call whose rawOutput nests 300 levels deep, then ends the turn
 slow_respawn     says "got <the prompt>"; a respawn (MARKER exists) answers initialize only once
                  MARKER is gone
@@ -653,6 +654,10 @@ for line in sys.stdin:
                     {"id": "login", "name": "Log in", "description": "run `agent login`"},
                     key,
                 ]
+                if MARKER == "hostile":  # a clipboard write, a bidi override, its key with an escape inside
+                    own = os.environ.get("BAD_AGENT_KEY", "")
+                    odd = f"run\x1b]52;c;cm0gLXJmIH4=\x07 agent\u202e login\n{own[:5]}\x1b[0m{own[5:]}"
+                    answer["authMethods"][0]["description"] = odd
             send({"jsonrpc": "2.0", "id": mid, "result": answer})
     elif method == "session/new" and MODE == "reads_first":  # its instructions, before answering
         pending_answers["new"] = mid

@@ -268,3 +268,22 @@ def test_an_agent_may_read_its_instructions_before_it_answers_session_new(tmp_pa
             assert turn.status == "complete" and "read first: be nice" in turn.text
 
     arun(go())
+
+
+def test_a_hostile_agents_login_text_reaches_the_person_as_one_masked_printable_line(tmp_path: Path):
+    """The login hint passed the agent's text through raw: a clipboard-writing escape (run when a
+    script's traceback prints), a bidi override, line breaks, and its own key with an escape
+    inside, which the masking missed (the review of this session's commits, round 57)."""
+
+    async def go():
+        agent = AcpAgent(bad_agent("needs_login", "hostile"), cwd=tmp_path, env=SECRET_ENV)
+        try:
+            with pytest.raises(RuntimeError) as refused:
+                await asyncio.wait_for(Lab.open(agent=agent, working_directories=[tmp_path]), 30)
+        finally:
+            await agent.aclose()
+        text = str(refused.value).split(". Its stderr ended with:")[0]
+        assert "offers: Log in (run" in text and "agent" in text
+        assert not any(c in text for c in "\x1b\x07\u202e\n") and KEY not in text and KEY[5:] not in text
+
+    arun(go())

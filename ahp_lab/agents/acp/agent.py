@@ -308,7 +308,7 @@ class AcpAgent:
         except RequestError as exc:
             bridge.finish_turn()
             bridge.end_turn()
-            raise TurnFailed(str(exc), "agentError") from None
+            raise TurnFailed(bridge.refusal(exc), "agentError") from None
         bridge.finish_turn()
         if usage is not None:
             bridge.emit(mapping.usage_action(bridge.turn, tokens=usage))

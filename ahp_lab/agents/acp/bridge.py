@@ -46,7 +46,7 @@ from .content import MAX_TITLE_CHARS, Resolver
 from .context import _BRIDGE, _CAUSE, _FRAME, _TURN, AgentFailure
 from .frames import AcpFrame
 from .mapping import ProtocolViolation, TurnMap
-from .output import AgentOutput, _jsonrpc_problem, masked_cut, not_jsonrpc
+from .output import AgentOutput, _jsonrpc_problem, masked_cut, not_jsonrpc, said_line
 from .permissions import PermissionRequests
 from .workspace import OPEN_CALL, WorkspaceServices, shows_terminal
 
@@ -415,7 +415,7 @@ class Bridge(WorkspaceServices, PermissionRequests, ConfigRequests, AgentOutput)
             raise AgentFailure(self.failure) from None
         except RequestError as exc:  # the agent's words, cut as a title is (20 MB of data in one)
             detail = f" ({exc.data})" if exc.data else ""
-            said = masked_cut(f"{exc}{detail}", MAX_TITLE_CHARS, self.ctx.redact)
+            said = said_line(f"{exc}{detail}", self.ctx.redact)
             raise RequestError(exc.code, f"the agent answered {what} with an error: {said}") from None
         except ConnectionError:
             if self.process is not None:

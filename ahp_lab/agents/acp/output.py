@@ -21,7 +21,7 @@ from ...tools import first_error
 from .content import MAX_TITLE_CHARS
 from .context import _BRIDGE
 
-__all__ = ["AgentOutput", "masked_cut", "not_jsonrpc"]
+__all__ = ["AgentOutput", "masked_cut", "not_jsonrpc", "said_line"]
 
 #: Past a cut, how much more of the text is masked first: a secret the cut falls in is masked whole.
 CUT_MARGIN = 1024
@@ -39,6 +39,13 @@ def masked_cut(text: str, most: int, redact: Callable[[str], str]) -> str:
     if len(text) <= most:
         return text
     return f"{redact(text[: most + CUT_MARGIN])[:most]}…[{len(text) - most:,} more characters]"
+
+
+def said_line(text: str, redact: Callable[[str], str]) -> str:
+    """Words the agent wrote (an error's message, a login method's description) as one printable
+    line, masked, cut as a title is: printable first, so that an escape sequence inside a key does
+    not hide it from the masking (and none reaches a terminal a traceback prints in)."""
+    return masked_cut(" ".join(printable(text).split()), MAX_TITLE_CHARS, redact)
 
 
 def not_jsonrpc(line: str, what: str, redact: Callable[[str], str]) -> str:
@@ -234,6 +241,7 @@ class AgentOutput:
         reason = str(exc)
         if getattr(exc, "code", None) != AUTH_REQUIRED or not self.auth_methods:
             return reason
+        reason = said_line(reason, self.ctx.redact)
         ways = []
         for method in self.auth_methods[:MAX_AUTH_METHODS]:
             if not isinstance(method, dict):
@@ -247,5 +255,5 @@ class AgentOutput:
             elif method.get("type") == "terminal":
                 args = " ".join(map(str, method.get("args") or ()))
                 way += f": run the agent's command{' with ' + args if args else ''} in a terminal"
-            ways.append(masked_cut(way, MAX_TITLE_CHARS, self.ctx.redact))
+            ways.append(said_line(way, self.ctx.redact))
         return f"{reason}; the agent needs a login first, and offers: {'; '.join(ways)}. Then create the session again"
