@@ -50,6 +50,8 @@ CONTENT_SCHEME = "ahp-content:/"
 _RECENT_INPUT_MIN = 64 * 1024
 _RECENT_INPUTS = 8
 MAX_COMMANDS = 200
+#: How many times the read limit a read of some lines may scan to reach them (8 MiB by default: 64 MiB)
+MAX_SCANNED_READS = 8
 _SEQ_SEARCH = 2000  # how far back latest_seq looks
 #: After a terminal's command exits, how long its output is still read when something it started
 #: keeps the output open.
@@ -384,35 +386,37 @@ class HostSessionContext:
         returned is at most the host's read limit; lines are read from the file as they come, so a
         few lines of a file larger than that limit can be read too.
         """
-        if line is None and limit is None:
-            try:
+        try:
+            if line is None and limit is None:
                 text = self._files._resourceRead(None, {"uri": self._uri(path), "encoding": "utf-8"})
-            except RpcError as exc:
-                if exc.code == ErrorCode.PERMISSION_DENIED:
-                    raise FileAccessDenied(
-                        _working_dirs_reason(exc.message, self.working_directories)
-                    ) from None
-                if exc.code == ErrorCode.NOT_FOUND:
-                    raise FileNotFoundError(exc.message) from None
-                raise OSError(exc.message) from None
-            if text.get("encoding") != "utf-8":
-                raise OSError(f"{path} is not a UTF-8 text file")
-            return text["data"]
-        real = self.check_path(path)
-        if not os.path.lexists(real):
-            raise FileNotFoundError(f"{path} does not exist")
-        if not os.path.isfile(real):
-            raise OSError(f"{path} is not a regular file")
+                if text.get("encoding") != "utf-8":
+                    raise OSError(f"{path} is not a UTF-8 text file")
+                return text["data"]
+            handle, _st = self._files.open_checked(None, self._uri(path))
+        except RpcError as exc:
+            if exc.code == ErrorCode.PERMISSION_DENIED:
+                raise FileAccessDenied(_working_dirs_reason(exc.message, self.working_directories)) from None
+            if exc.code == ErrorCode.NOT_FOUND:
+                raise FileNotFoundError(exc.message) from None
+            raise OSError(exc.message) from None
         first = max(0, (line or 1) - 1)
         end = None if limit is None else first + max(0, limit)
         most = self.host.limits.max_read_bytes
+        # the lines skipped count too: line 2 of an 8 GiB file without a line break read it all
+        scan = MAX_SCANNED_READS * most
         kept: list[bytes] = []
-        size = number = 0
-        with open(real, "rb") as f:
+        size = number = scanned = 0
+        with handle as f:
             while end is None or number < end:
                 piece = f.readline(most + 1)  # a bounded piece: a line longer than that comes in several
                 if not piece:
                     break
+                scanned += len(piece)
+                if scanned > scan:
+                    raise OSError(
+                        f"reading line {first + 1:,} of {path} takes reading more than {scan:,} bytes, "
+                        f"{MAX_SCANNED_READS} times the read limit"
+                    )
                 if number >= first:
                     size += len(piece)
                     if size > most:
@@ -485,7 +489,7 @@ class HostSessionContext:
             "terminal",
             {
                 "title": title,
-                "cwd": file_uri(workdir),
+                "cwd": self.redact(file_uri(workdir)),  # a folder named after a key the agent got
                 "content": [],
                 "claim": {"kind": "session", "session": self.session},
                 "isPty": False,

@@ -21,6 +21,7 @@ import inspect
 import mimetypes
 import os
 import re
+import secrets
 import site
 import stat as statmod
 import sys
@@ -316,6 +317,45 @@ class ResourceService:
             {"request": request},
         )
 
+    def open_checked(self, connection: Any, uri: Any) -> tuple[Any, os.stat_result]:
+        """The regular file ``uri`` names, opened for reading if this host lets ``connection`` read
+        it, and its ``fstat``. The file opened is checked again (a symlink swapped between the
+        check and the open read a file outside the roots), and a FIFO or a device is refused, never
+        waited on (opened without blocking: a FIFO swapped in held the host's loop)."""
+        path = self.check(connection, uri)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise _os_error(exc, uri) from None
+        try:
+            st = os.fstat(fd)
+            if not statmod.S_ISREG(st.st_mode):
+                raise RpcError(ErrorCode.INVALID_PARAMS, f"{uri} is not a regular file")
+            self._check_opened(connection, fd, uri)
+            return os.fdopen(fd, "rb"), st
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def _check_opened(
+        self, connection: Any, fd: int, uri: Any, name: str | None = None, write: bool = False
+    ) -> None:
+        """The file (or, with ``name``, that entry of the folder) open as ``fd`` is one ``connection``
+        may use: where it really is, as the kernel opened it (Linux's /proc/self/fd; elsewhere the
+        check before the open stands)."""
+        try:
+            opened = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            return
+        try:
+            self.check(connection, file_uri(os.path.join(opened, name) if name else opened), write=write)
+        except RpcError:
+            raise RpcError(
+                ErrorCode.PERMISSION_DENIED,
+                f"{uri} is refused because it changed while it was opened: it led to {opened}",
+                {"request": {"uri": uri, "write": True} if write else {"uri": uri, "read": True}},
+            ) from None
+
     # -- commands -------------------------------------------------------------------------------
 
     def _resourceRequest(self, connection: Any, params: dict) -> dict:
@@ -324,20 +364,20 @@ class ResourceService:
 
     def _resourceRead(self, connection: Any, params: dict) -> dict:
         uri = params.get("uri")
-        path = self.check(connection, uri)
-        st = _stat(path, uri)
-        if not statmod.S_ISREG(st.st_mode):
-            raise RpcError(ErrorCode.INVALID_PARAMS, f"{uri} is not a regular file")
+        handle, st = self.open_checked(connection, uri)
         limit = self.limits.max_read_bytes
-        if st.st_size > limit:
-            raise RpcError(
-                ErrorCode.INVALID_PARAMS,
-                f"{uri} is {st.st_size:,} bytes, over the read limit of {limit:,} bytes",
-            )
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise _os_error(exc, uri) from None
+        with handle:
+            if st.st_size > limit:
+                raise RpcError(
+                    ErrorCode.INVALID_PARAMS,
+                    f"{uri} is {st.st_size:,} bytes, over the read limit of {limit:,} bytes",
+                )
+            try:
+                data = handle.read(limit + 1)  # a file growing meanwhile is read no further
+            except OSError as exc:
+                raise _os_error(exc, uri) from None
+        if len(data) > limit:
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"{uri} grew past the read limit of {limit:,} bytes")
         wanted = params.get("encoding") or "utf-8"
         result: dict[str, Any] = {}
         if wanted == "utf-8":
@@ -349,7 +389,7 @@ class ResourceService:
             result = {"data": base64.b64encode(data).decode("ascii"), "encoding": "base64"}
         elif not result:
             raise RpcError(ErrorCode.INVALID_PARAMS, f"unknown encoding {wanted!r}; use 'utf-8' or 'base64'")
-        content_type = _content_type(path)
+        content_type = _content_type(uri_path(uri))
         if content_type:
             result["contentType"] = content_type
         return result
@@ -396,8 +436,9 @@ class ResourceService:
                 )
             existing = b""
             if exists:
-                with open(path, "rb") as fh:
-                    existing = fh.read(min(position, size)) if mode == "truncate" else fh.read()
+                handle, _st = self.open_checked(connection, uri)  # what it keeps is read where it is
+                with handle:
+                    existing = handle.read(min(position, size)) if mode == "truncate" else handle.read(size)
         except OSError as exc:
             raise _os_error(exc, uri) from None
         if mode == "truncate":
@@ -413,7 +454,7 @@ class ResourceService:
                 ErrorCode.INVALID_PARAMS,
                 f"{uri} would grow past the write limit of {self.limits.max_write_bytes:,} bytes",
             )
-        _atomic_write(path, new, uri)
+        _atomic_write(path, new, uri, lambda fd: self._check_opened(connection, fd, uri, path.name, True))
         return {}
 
     def _resourceList(self, connection: Any, params: dict) -> Awaitable[dict]:
@@ -646,7 +687,7 @@ class ResourceService:
         if kind == "file":
             out["size"] = st.st_size
             out["etag"] = _etag(st)
-            content_type = _content_type(path)
+            content_type = _content_type(uri_path(uri))
             if content_type:
                 out["contentType"] = content_type
         return out
@@ -904,25 +945,39 @@ def _decode(params: dict) -> bytes:
     raise RpcError(ErrorCode.INVALID_PARAMS, f"unknown encoding {encoding!r}; use 'utf-8' or 'base64'")
 
 
-def _atomic_write(path: Path, data: bytes, uri: Any) -> None:
-    """Write through a temporary file and rename it into place, so a watcher never sees half a file."""
+def _atomic_write(path: Path, data: bytes, uri: Any, check_folder: Callable[[int], None]) -> None:
+    """Write through a temporary file and rename it into place, so a watcher never sees half a file.
+
+    Everything happens in the folder as opened (``check_folder`` is given its descriptor and raises
+    when it is not one the writer may write in): a folder swapped for a symlink after the path was
+    checked made the host write outside the roots. The rename replaces the entry itself, a symlink
+    swapped in for the file too, and never follows it."""
     try:
-        mode = os.stat(path).st_mode & 0o7777 if path.exists() else None
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise _os_error(exc, uri) from None
+    try:
+        check_folder(folder)
+        try:
+            old = os.stat(path.name, dir_fd=folder, follow_symlinks=False)
+            mode = old.st_mode & 0o7777 if statmod.S_ISREG(old.st_mode) else None
+        except FileNotFoundError:
+            mode = None
+        tmp = f".{path.name}.{secrets.token_hex(6)}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600, dir_fd=folder)
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
-            if mode is not None:
-                os.chmod(tmp, mode)
-            else:
-                os.chmod(tmp, 0o666 & ~_umask())
-            os.replace(tmp, path)
+                os.fchmod(handle.fileno(), mode if mode is not None else 0o666 & ~_umask())
+            os.replace(tmp, path.name, src_dir_fd=folder, dst_dir_fd=folder)
         except BaseException:
             with contextlib.suppress(OSError):
-                os.unlink(tmp)
+                os.unlink(tmp, dir_fd=folder)
             raise
     except OSError as exc:
         raise _os_error(exc, uri) from None
+    finally:
+        os.close(folder)
 
 
 def _umask() -> int:

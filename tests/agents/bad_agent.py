@@ -33,6 +33,8 @@ reads_first      reads the file MARKER (fs/read_text_file) before it answers ses
 needs_login      offers two ways to log in (initialize's authMethods) and refuses session/new with
                  auth_required; with MARKER "hostile", the first one's description holds escape
                  sequences, a bidi override, a line break and its key with an escape inside
+keyed_cwd        makes the folder MARKER/<its key> and runs `true` in it (terminal/create), then ends
+                 the turn
 deep_update      shows a tool call whose rawOutput nests 300 levels deep, then ends the turn
 slow_respawn     says "got <the prompt>"; a respawn (MARKER exists) answers initialize only once
                  MARKER is gone
@@ -355,6 +357,10 @@ def request(mode: str, mid) -> None:
         options = [{"optionId": "ao", "name": ODD_TITLE, "kind": "allow_once"}]
         call = {"toolCallId": "p1", "title": ODD_TITLE, "kind": "edit"}
         ask("odd_asked", "session/request_permission", {"toolCall": call, "options": options})
+    elif mode == "keyed_cwd":  # a folder named after its key, a command run in it
+        folder = os.path.join(MARKER, os.environ.get("BAD_AGENT_KEY", ""))
+        os.makedirs(folder, exist_ok=True)
+        ask("keyed", "terminal/create", {"command": "true", "cwd": folder})
     elif mode == "bare_terminal":
         command = "exec sleep 30" if prompt_text in ("leave", "wait", "shown") else "echo hello"
         command = "echo failing >&2; exit 2" if prompt_text == "fail" else command
@@ -1124,6 +1130,7 @@ for line in sys.stdin:
             "denied_ran",
             "odd_titles",
             "bare_terminal",
+            "keyed_cwd",
         ):
             prompt_id = mid
             prompt_text = msg["params"]["prompt"][0].get("text")

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from ahp_lab.protocol.jsonvalue import to_json
+from ahp_lab.protocol.uris import file_uri
 
 from .conftest import SECRET_ENV, acp_lab, arun, bad_agent, pending_call, transitions
 
@@ -918,5 +919,37 @@ def test_a_secret_named_as_one_stays_masked_whatever_the_agent_offers(tmp_path: 
             modes = lab.session_state["config"]["schema"]["properties"]["mode"]["enum"]
             assert "plan" in modes and "code" not in modes, modes  # the password stays masked: ***
             assert lab.host.redactor.text("the code and the plan") == "the *** and the plan"
+
+    arun(go())
+
+
+def test_a_few_lines_deep_in_a_file_without_line_breaks_are_refused_early(tmp_path: Path) -> None:
+    """Line 3 of an 8 GiB sparse file with no line break: the host read all of it to get there,
+    its loop blocked some 30 s (a 1 TB file, an hour): the lines skipped count toward a bound now
+    (hostile ACP agent, attacker round 33)."""
+    with open(tmp_path / "lines.txt", "wb") as f:
+        f.truncate(8 * 1024**3)  # sparse: no disk used
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("files", str(tmp_path))) as lab:
+            turn = await asyncio.wait_for(lab.send("go"), 60)
+            assert "line3=" not in turn.text
+            assert "takes reading more than 67,108,864 bytes" in json.dumps(lab.chat_state)
+
+    arun(go())
+
+
+def test_a_terminal_run_in_a_folder_named_after_the_agents_key_does_not_show_the_key(tmp_path: Path) -> None:
+    """The terminal channel's ``cwd`` was the folder's URI unmasked: an agent naming a folder after
+    the key it was given put the key in state, the export and every client's snapshot (hostile ACP
+    agent, attacker round 33)."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("keyed_cwd", str(tmp_path))) as lab:
+            turn = await asyncio.wait_for(lab.send("go"), 30)
+            assert turn.status == "complete", turn.error
+            [terminal] = [uri for uri in lab.host.store.channels() if uri.startswith("ahp-terminal:")]
+            cwd = lab.host.store.state(terminal)["cwd"]
+            assert cwd.startswith(file_uri(tmp_path)) and SECRET_ENV["BAD_AGENT_KEY"] not in cwd
 
     arun(go())
