@@ -4,6 +4,7 @@ a closed lab is ``closed``, and so is the source of its views."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import shlex
 import weakref
@@ -108,6 +109,13 @@ class LabSource:
     its variable is gone. Then, or once the lab is closed, ``closed`` is true, reads show the
     last state, and every dispatch raises ``PermissionError``.
     """
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The loop the lab's work runs on (its agent's pipes, its connection): the views hand the
+        browser's messages to it (``None``: the lab is gone, or has none)."""
+        lifetime = getattr(self._lab(), "_lifetime", None)
+        return lifetime.state.get("loop") if lifetime is not None else None
 
     def __init__(self, lab: LabBase) -> None:
         self.store = lab.store

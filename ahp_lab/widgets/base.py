@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import threading
 import time
 import weakref
 from collections.abc import Callable
@@ -215,16 +214,17 @@ class BrowserView(anywidget.AnyWidget):
     """
 
     def __init__(self, **kwargs: Any) -> None:
-        try:
-            home = asyncio.get_running_loop()
-        except RuntimeError:  # a script: messages are handled where they arrive
-            home = None
-        self._home = (threading.get_ident(), home)
+        self._home = asyncio._get_running_loop()  # None in a script: messages are handled where they arrive
         super().__init__(**kwargs)
 
+    def work_loop(self) -> asyncio.AbstractEventLoop | None:
+        """The loop this view's messages are handled on: the one it was made on (a view of a lab
+        hands them to the lab's own, wherever the view was made: a subshell console's view too)."""
+        return self._home
+
     def _handle_msg(self, msg: dict) -> None:
-        ident, home = self._home
-        if home is not None and threading.get_ident() != ident and not home.is_closed():
+        home = self.work_loop()
+        if home is not None and asyncio._get_running_loop() is not home and not home.is_closed():
             home.call_soon_threadsafe(self._handle_at_home, msg)
             return
         super()._handle_msg(msg)
@@ -275,6 +275,9 @@ class SourceView(BrowserView):
         self.on_msg(self._on_custom_msg)
         self.sent_messages = 0
         self._refresh()
+
+    def work_loop(self) -> asyncio.AbstractEventLoop | None:
+        return getattr(getattr(self, "_source", None), "loop", None) or super().work_loop()
 
     def __repr__(self) -> str:
         return text_fallback(VIEW_TEXT.get(self._kind, "workbench view"))

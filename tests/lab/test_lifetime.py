@@ -291,3 +291,77 @@ def test_a_rejected_dispatch_in_a_cell_shows_the_cell_and_the_reason_not_the_eve
     assert lines[-1] == "ActionRejected: chat/toolCallConfirmed: no tool call 'y' in the active turn 'x'"
     assert not [line for line in lines if "asyncio" in line or "ahp_lab/lab/turns.py" in line]
     assert len(lines) < 20, "\n".join(lines)
+
+
+def _subshell(kc) -> str:
+    """A new kernel subshell (ipykernel 7): a thread and an event loop of its own."""
+    msg = kc.session.msg("create_subshell_request", {})
+    kc.control_channel.send(msg)
+    while True:
+        reply = kc.control_channel.get_msg(timeout=DEADLINE_S)
+        if reply["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
+            return reply["content"]["subshell_id"]
+
+
+def _on(kc, subshell: str | None, msg_type: str, content: dict) -> str:
+    msg = kc.session.msg(msg_type, content)
+    if subshell is not None:
+        msg["header"]["subshell_id"] = subshell
+    kc.shell_channel.send(msg)
+    return msg["header"]["msg_id"]
+
+
+def _output(kc, msg_id: str) -> str:
+    out = []
+    while True:
+        reply = kc.get_iopub_msg(timeout=DEADLINE_S)
+        if reply["parent_header"].get("msg_id") != msg_id:
+            continue
+        kind, content = reply["msg_type"], reply["content"]
+        if kind == "stream":
+            out.append(content["text"])
+        elif kind == "error":
+            raise AssertionError("\n".join(content["traceback"]))
+        elif kind == "status" and content["execution_state"] == "idle":
+            return "".join(out)
+
+
+ACP_LAB = f"""\
+import json, sys, tempfile, threading
+from ahp_lab import Lab
+from ahp_lab.agents.acp import AcpAgent
+from ahp_lab.protocol.jsonvalue import to_json
+agent = AcpAgent([sys.executable, {str(REPO_ROOT / "examples" / "acp_agent.py")!r}], cwd=tempfile.mkdtemp())
+lab = await Lab.open(agent=agent)
+answered = threading.Event()
+lab.store.subscribe(lambda _t: "Hello from the offline ACP agent" in json.dumps(to_json(lab.chat_state)) and answered.set())
+"""
+
+
+@pytest.mark.parametrize("made_in", ["main shell", "subshell console"])
+def test_a_chat_message_sent_through_a_subshell_reaches_an_acp_agent_while_the_kernel_idles(made_in):
+    """JupyterLab sends widget messages through kernel subshells (ipykernel 7), each with its own
+    thread and loop; the view ran the turn there, while the ACP agent's pipes live on the lab's
+    loop: the chat read "working…" until a cell ran on the main shell (the first-hour user, round
+    54), and, for a view made in a subshell console, after the first fix too (the review, round 57)."""
+    km = KernelManager(kernel_name="python3", kernel_spec_manager=nbtools.this_python_kernels())
+    km.start_kernel(cwd=str(REPO_ROOT), env={**os.environ, "AHP_LAB_UNATTENDED": "1"})
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=DEADLINE_S)
+        console, comms, waiter = _subshell(kc), _subshell(kc), _subshell(kc)
+        _execute(kc, ACP_LAB)
+        make = "views = lab.show(); print(views.chat.comm.comm_id)"
+        where = console if made_in == "subshell console" else None
+        comm_id = _output(kc, _on(kc, where, "execute_request", {"code": make, "silent": False})).strip()
+        prompt = {"method": "custom", "content": {"type": "prompt", "text": "hello there"}}
+        _on(kc, comms, "comm_msg", {"comm_id": comm_id, "data": prompt})
+        # nothing runs on the main shell from here: the answer comes while it idles
+        said = _output(
+            kc, _on(kc, waiter, "execute_request", {"code": "print(answered.wait(30))", "silent": False})
+        )
+        assert said.strip() == "True"
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
