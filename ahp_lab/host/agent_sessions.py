@@ -108,6 +108,22 @@ class ShellMarks:
         return _SHELL_INTEGRATION.sub("", text)
 
 
+def _group_members(group: int) -> list[int]:
+    """The processes of process group ``group`` but its leader (``/proc``; none where there is no
+    ``/proc``)."""
+    members = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit() or int(entry.name) == group:
+                continue
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                with open(f"/proc/{entry.name}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()  # after the command's name
+                if int(fields[2]) == group:  # state, ppid, pgrp
+                    members.append(int(entry.name))
+    return members
+
+
 class HostTerminal:
     """A command the host runs for an agent, mirrored into an AHP terminal channel (its output
     without shell-integration sequences; the agent reads it as the command wrote it)."""
@@ -156,10 +172,18 @@ class HostTerminal:
 
     def kill(self) -> None:
         """Kill the command and whatever it started (its process group); the terminal stays readable."""
-        # The command leads its own session (start_new_session), so its group id is its pid; a group
-        # id is not reused while any process of the group lives.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signal.SIGKILL)
+        # The command leads its own session (start_new_session), so its group id is its pid. Until
+        # the command is reaped its pid is its own; after, the id may be another program's (killing
+        # group <pid> then killed whatever took the pid: attacker round 33), so the processes left
+        # of the group are killed one by one: while one of them lives, no other can take the id.
+        pid = self.process.pid
+        if self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+            return
+        for member in _group_members(pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(member, signal.SIGKILL)
 
     def release(self) -> None:
         """Kill the command if it still runs and stop tracking it; the channel's history stays."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -951,5 +953,46 @@ def test_a_terminal_run_in_a_folder_named_after_the_agents_key_does_not_show_the
             [terminal] = [uri for uri in lab.host.store.channels() if uri.startswith("ahp-terminal:")]
             cwd = lab.host.store.state(terminal)["cwd"]
             assert cwd.startswith(file_uri(tmp_path)) and SECRET_ENV["BAD_AGENT_KEY"] not in cwd
+
+    arun(go())
+
+
+def _started_with_pid(pid: int) -> subprocess.Popen | None:
+    """A program started later that got ``pid`` (forced through ns_last_pid), or ``None``."""
+    for _ in range(200):
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(pid - 1))
+        program = subprocess.Popen(["sleep", "1000"], start_new_session=True)
+        if program.pid == pid:
+            return program
+        program.kill()
+        program.wait()
+    return None
+
+
+@pytest.mark.skipif(
+    not os.access("/proc/sys/kernel/ns_last_pid", os.W_OK), reason="forcing a pid's reuse needs ns_last_pid"
+)
+def test_stopping_a_terminal_whose_command_ended_kills_no_program_that_took_its_pid(tmp_path: Path) -> None:
+    """Stopping a terminal (a restart, a dispose, a release, closing the lab) killed the process
+    group of its command's pid long after the command ended: another program of the person's that
+    took the pid, leading a group of its own, died (attacker round 33)."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("bare_terminal")) as lab:
+            turn = await asyncio.wait_for(lab.send("go"), 30)
+            assert turn.status == "complete", turn.error
+            [terminal] = lab.host.agent_sessions.context(lab.session).terminals.values()
+            assert terminal.process.returncode == 0  # ended, and reaped: its pid is free
+            program = _started_with_pid(terminal.process.pid)
+            if program is None:
+                pytest.skip("the pid was not handed out again")
+            try:
+                terminal.kill()
+                await asyncio.wait_for(lab.restart_agent(), 30)
+                assert program.poll() is None  # alive
+            finally:
+                program.kill()
+                program.wait()
 
     arun(go())
