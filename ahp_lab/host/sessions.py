@@ -160,7 +160,10 @@ class SessionsAndChats:
             self.stranger_opening.discard(uri)
             self.sessions[uri] = runtime
             self.store.add_channel(uri, "session", state)
-            if active_client is not None:
+            # a creator whose socket closed while the agent opened the session (and that is not
+            # back) is no active client of it: nothing would ever remove it (the review, round 57)
+            gone = conn is not None and conn.closed and self.connection_of(client_id) is None
+            if active_client is not None and not gone:
                 self.dispatch(uri, {"type": "session/activeClientSet", "activeClient": active_client})
             self._count_sessions()
             try:

@@ -84,3 +84,37 @@ def test_sockets_that_subscribed_to_an_opening_session_and_closed_hold_nothing()
             await lab.aclose()
 
     arun(main())
+
+
+def test_a_creator_that_closed_while_its_session_opened_is_not_left_its_active_client():
+    """A client created a session naming itself its active client and closed its socket while the
+    agent opened it: the ready session listed it for good (its tools offered to the agent, counted
+    against the session's limits), since its close looked only at the sessions already open (the
+    review of this session's commits, round 57)."""
+
+    async def main():
+        agent = SlowToOpen()
+        lab = await Lab.open(agent=agent)
+        try:
+            url = await lab.aserve()
+            ws = await websockets.connect(url, compression=None)
+            params = {"channel": "ahp-root://", "protocolVersions": ["0.8.0"], "clientId": "mallory"}
+            await ws.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}))
+            assert "result" in json.loads(await ws.recv())
+            tool = {"name": "lurk", "description": "x", "inputSchema": {"type": "object"}}
+            create = {"channel": SESSION, "activeClient": {"clientId": "mallory", "tools": [tool]}}
+            await ws.send(
+                json.dumps({"jsonrpc": "2.0", "id": 2, "method": "createSession", "params": create})
+            )
+            await asyncio.wait_for(_until(lambda: SESSION in lab.host.agent_sessions.opening), 10)
+            await ws.close()
+            await asyncio.wait_for(_until(lambda: lab.host.connection_of("mallory") is None), 10)
+            agent.gate.set()
+            ready = await lab.wait_for(
+                SESSION, lambda s: s if s.get("lifecycle") == "ready" else None, timeout=10
+            )
+            assert [c["clientId"] for c in ready.get("activeClients") or ()] == []
+        finally:
+            await lab.aclose()
+
+    arun(main())
