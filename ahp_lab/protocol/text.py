@@ -13,7 +13,10 @@ states stay valid.
 
 A ``Text`` compares equal to the equal ``str`` (and hashes like it), serializes as a plain string
 through :func:`ahp_lab.protocol.jsonvalue.to_json` / ``dumps``, and ``str(text)`` joins it once and
-caches the result. :func:`append_text` keeps a text of up to :data:`TAIL_MAX` characters a plain
+caches the result. It answers what a string answers through its operators and methods (``in``,
+``+`` either side, ordering, ``format``, slicing, iteration, ``startswith``, ``count``, ``encode``
+and every other ``str`` method); what insists on a real ``str`` (``json.loads``, ``re``, ``*``,
+``isinstance(text, str)``) takes ``str(text)``. :func:`append_text` keeps a text of up to :data:`TAIL_MAX` characters a plain
 ``str`` (copying that little costs less than a new object), so short parts stay plain JSON.
 """
 
