@@ -50,6 +50,8 @@ CONTENT_SCHEME = "ahp-content:/"
 _RECENT_INPUT_MIN = 64 * 1024
 _RECENT_INPUTS = 8
 MAX_COMMANDS = 200
+#: Ended and released terminals a session keeps listing in ``RootState.terminals`` (the newest)
+MAX_ENDED_TERMINALS = 32
 #: How many times the read limit a read of some lines may scan to reach them (8 MiB by default: 64 MiB)
 MAX_SCANNED_READS = 8
 _SEQ_SEARCH = 2000  # how far back latest_seq looks
@@ -537,7 +539,13 @@ class HostSessionContext:
             self.publish_terminals()
 
     def publish_terminals(self) -> None:
-        """Replace ``RootState.terminals`` with the host's terminals (``root/terminalsChanged``)."""
+        """Replace ``RootState.terminals`` with the host's terminals (``root/terminalsChanged``):
+        those running, and the newest :data:`MAX_ENDED_TERMINALS` that ended and were released
+        (their channels stay readable). Each change sends the whole list: an agent creating and
+        releasing terminals by the thousand made every event cost more (attacker round 33)."""
+        ended = [uri for uri, t in self.terminals.items() if t.released and t.exited]
+        for uri in ended[: max(0, len(ended) - MAX_ENDED_TERMINALS)]:
+            del self.terminals[uri]
         self.sessions.publish_terminals()
 
     def close(self) -> None:

@@ -33,6 +33,8 @@ reads_first      reads the file MARKER (fs/read_text_file) before it answers ses
 needs_login      offers two ways to log in (initialize's authMethods) and refuses session/new with
                  auth_required; with MARKER "hostile", the first one's description holds escape
                  sequences, a bidi override, a line break and its key with an escape inside
+terminal_churn   creates a terminal running `true`, waits for its exit and releases it, 60 times,
+                 then ends the turn
 keyed_cwd        makes the folder MARKER/<its key> and runs `true` in it (terminal/create), then ends
                  the turn
 deep_update      shows a tool call whose rawOutput nests 300 levels deep, then ends the turn
@@ -267,6 +269,8 @@ def ask(what, method: str, params: dict) -> None:
 ODD_TITLE = "\u202eevil\nline \x1b[31mred\x1b[0m nul\x00 end"
 #: How long big_texts's texts are.
 BIG_TEXT = 3_000_000
+#: How many terminals terminal_churn creates and releases, one after the other.
+TERMINAL_CHURN = 60
 #: How many terminals terminal_burst asks for at once.
 TERMINAL_BURST = 24
 #: What odd_commands asks to run: nothing the operating system can take.
@@ -357,6 +361,8 @@ def request(mode: str, mid) -> None:
         options = [{"optionId": "ao", "name": ODD_TITLE, "kind": "allow_once"}]
         call = {"toolCallId": "p1", "title": ODD_TITLE, "kind": "edit"}
         ask("odd_asked", "session/request_permission", {"toolCall": call, "options": options})
+    elif mode == "terminal_churn":
+        ask(("churn_made", 1), "terminal/create", {"command": "true"})
     elif mode == "keyed_cwd":  # a folder named after its key, a command run in it
         folder = os.path.join(MARKER, os.environ.get("BAD_AGENT_KEY", ""))
         os.makedirs(folder, exist_ok=True)
@@ -452,6 +458,19 @@ def answered(what, msg: dict) -> None:
             else ""
         )
         update("s1", chunk(f"[{what} failed ({error.get('code')}): {error.get('message')}{details}] "))
+    if isinstance(what, tuple) and what[0] == "churn_made":  # terminal_churn: wait, release, again
+        ask(
+            ("churn_exited", what[1], result["terminalId"]),
+            "terminal/wait_for_exit",
+            {"terminalId": result["terminalId"]},
+        )
+        return
+    if isinstance(what, tuple) and what[0] == "churn_exited":
+        ask(("churn_released", what[1]), "terminal/release", {"terminalId": what[2]})
+        return
+    if isinstance(what, tuple) and what[0] == "churn_released" and what[1] < TERMINAL_CHURN:
+        ask(("churn_made", what[1] + 1), "terminal/create", {"command": "true"})
+        return
     if what == "approved":  # approved_then_changed: it runs, and writes a file while it does
         update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "r1", "status": "in_progress"})
         ask("planted", "fs/write_text_file", {"path": MARKER, "content": "planted"})
@@ -1131,6 +1150,7 @@ for line in sys.stdin:
             "odd_titles",
             "bare_terminal",
             "keyed_cwd",
+            "terminal_churn",
         ):
             prompt_id = mid
             prompt_text = msg["params"]["prompt"][0].get("text")
