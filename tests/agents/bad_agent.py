@@ -33,6 +33,8 @@ reads_first      reads the file MARKER (fs/read_text_file) before it answers ses
 needs_login      offers two ways to log in (initialize's authMethods) and refuses session/new with
                  auth_required; with MARKER "hostile", the first one's description holds escape
                  sequences, a bidi override, a line break and its key with an escape inside
+terminal_everywhere  runs a command printing 40 lines over 0.8 s, shows its terminal ten times in
+                 each of 30 running calls, waits for its exit and ends the turn
 terminal_churn   creates a terminal running `true`, waits for its exit and releases it, 60 times,
                  then ends the turn
 keyed_cwd        makes the folder MARKER/<its key> and runs `true` in it (terminal/create), then ends
@@ -361,6 +363,9 @@ def request(mode: str, mid) -> None:
         options = [{"optionId": "ao", "name": ODD_TITLE, "kind": "allow_once"}]
         call = {"toolCallId": "p1", "title": ODD_TITLE, "kind": "edit"}
         ask("odd_asked", "session/request_permission", {"toolCall": call, "options": options})
+    elif mode == "terminal_everywhere":
+        script = "for i in $(seq 40); do echo line $i; sleep 0.02; done"
+        ask("everywhere_made", "terminal/create", {"command": "sh", "args": ["-c", script]})
     elif mode == "terminal_churn":
         ask(("churn_made", 1), "terminal/create", {"command": "true"})
     elif mode == "keyed_cwd":  # a folder named after its key, a command run in it
@@ -458,6 +463,13 @@ def answered(what, msg: dict) -> None:
             else ""
         )
         update("s1", chunk(f"[{what} failed ({error.get('code')}): {error.get('message')}{details}] "))
+    if what == "everywhere_made":  # terminal_everywhere: 30 running calls show it, 10 times each
+        shown = [{"type": "terminal", "terminalId": result["terminalId"]}] * 10
+        for k in range(30):
+            call = {"toolCallId": f"w{k}", "title": f"Watch {k}", "kind": "execute", "status": "in_progress"}
+            update("s1", {"sessionUpdate": "tool_call", **call, "content": shown})
+        ask("everywhere_exited", "terminal/wait_for_exit", {"terminalId": result["terminalId"]})
+        return
     if isinstance(what, tuple) and what[0] == "churn_made":  # terminal_churn: wait, release, again
         ask(
             ("churn_exited", what[1], result["terminalId"]),
@@ -1151,6 +1163,7 @@ for line in sys.stdin:
             "bare_terminal",
             "keyed_cwd",
             "terminal_churn",
+            "terminal_everywhere",
         ):
             prompt_id = mid
             prompt_text = msg["params"]["prompt"][0].get("text")

@@ -1013,3 +1013,25 @@ def test_terminals_created_and_released_by_the_thousand_are_not_listed_for_good(
             assert lab.host.store.state(made[0])["exitCode"] == 0  # the first one's channel stays
 
     arun(go())
+
+
+def test_a_terminal_shown_in_many_running_calls_is_previewed_in_a_few_once_each(tmp_path: Path) -> None:
+    """Each preview tick rebuilt and sent the whole content of every running call showing the
+    terminal, each time it listed it: 200 calls listing one terminal 64 times blocked the loop 8 s
+    a tick and made 1,123 MB of actions for 1.2 MB of output (attacker round 33)."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("terminal_everywhere")) as lab:
+            turn = await asyncio.wait_for(lab.send("go"), 60)
+            assert turn.status == "complete", turn.error
+            changed = transitions(lab, "chat/toolCallContentChanged")
+            assert changed and all(
+                sum(i["type"] == "terminal" for i in t.action["content"]) == 1 for t in changed
+            )
+            runs, run = [], 0  # each preview: a run of changes, one per call it refreshes
+            for t in lab.transitions:
+                run = run + 1 if t.type == "chat/toolCallContentChanged" else 0
+                runs.append(run)
+            assert max(runs) <= 8
+
+    arun(go())

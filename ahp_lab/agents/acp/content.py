@@ -164,6 +164,7 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
     """Display-ready ``ToolResultContent[]``: text, diffs (a unified diff + a ``fileEdit``),
     terminals (the terminal + its output so far), then the call's locations as resources."""
     out: list[dict] = []
+    terminals_shown: set[str] = set()  # a terminal listed 64 times is shown once (attacker round 33)
     for item in _shown_items(call.content):
         kind = item.get("type") if isinstance(item, dict) else None
         if kind == "content":
@@ -201,6 +202,9 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
             except FileAccessDenied as exc:  # the diff above stays; its sides are not kept
                 out.append({"type": "text", "text": f"[the file's sides are not kept: {exc}]"})
         elif kind == "terminal":
+            if str(item.get("terminalId")) in terminals_shown:
+                continue
+            terminals_shown.add(str(item.get("terminalId")))
             terminal = resolver.terminal(str(item.get("terminalId")))
             if terminal is None:
                 out.append(

@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 
 #: How often, at most, a running tool call shows its terminal's output as it grows (seconds).
 PREVIEW_EVERY_S = 0.25
+#: The running calls showing one terminal whose previews follow its output (the newest of them)
+MAX_PREVIEW_CALLS = 8
 
 
 class WorkspaceServices:
@@ -282,16 +284,18 @@ class WorkspaceServices:
         if turn is None:
             return
         tid = next((k for k, v in self.terminals.items() if v is terminal), None)
-        for call in turn.calls.values():
-            if call.status == "running" and shows_terminal(call, tid):
-                self.emit(
-                    {
-                        "type": "chat/toolCallContentChanged",
-                        "turnId": turn.turn_id,
-                        "toolCallId": call.id,
-                        "content": content.tool_content(call, self.resolver),
-                    }
-                )
+        showing = [c for c in turn.calls.values() if c.status == "running" and shows_terminal(c, tid)]
+        # the newest few: 200 calls showing one terminal made each tick block the loop 8 s (attacker
+        # round 33); the others show it as it is when they end
+        for call in showing[-MAX_PREVIEW_CALLS:]:
+            self.emit(
+                {
+                    "type": "chat/toolCallContentChanged",
+                    "turnId": turn.turn_id,
+                    "toolCallId": call.id,
+                    "content": content.tool_content(call, self.resolver),
+                }
+            )
 
     async def terminal_output(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
         """``terminal/output``: what the command printed so far (and its exit status once it exited)."""
