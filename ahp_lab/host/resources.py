@@ -687,7 +687,7 @@ class ResourceService:
         if kind == "file":
             out["size"] = st.st_size
             out["etag"] = _etag(st)
-            content_type = _content_type(uri_path(uri))
+            content_type = _content_type(path)
             if content_type:
                 out["contentType"] = content_type
         return out

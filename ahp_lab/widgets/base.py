@@ -204,13 +204,13 @@ class ViewContext:
 
 
 class BrowserView(anywidget.AnyWidget):
-    """A widget whose messages from the browser are handled on the thread that made it.
+    """A widget whose messages from the browser are handled on its work loop (:meth:`work_loop`):
+    its lab's, for a view of a lab, else the loop it was made on.
 
     JupyterLab may send a widget's messages to a kernel subshell (ipykernel 7), whose own thread
     and event loop would then run the view's handlers: a lab's work (an ACP agent's pipes, its
     tasks) lives on the notebook's loop, and a turn a click started there waited, unseen, until a
-    cell ran (the first-hour user, round 54). Each message is handed to the loop of the thread
-    that made the view.
+    cell ran (the first-hour user, round 54). Each message is handed to that loop.
     """
 
     def __init__(self, **kwargs: Any) -> None:
