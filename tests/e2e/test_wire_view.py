@@ -7,7 +7,7 @@ cut in its row and shown whole when selected. Screenshots: ``artifacts/wire-*.pn
 
 from __future__ import annotations
 
-from .conftest import ARTIFACTS_DIR, run_cell, write_notebook
+from .conftest import ARTIFACTS_DIR, open_cells, run_cell
 
 SETUP = """\
 from ahp_lab import Lab
@@ -23,10 +23,7 @@ w
 
 
 def test_the_wire_view_lists_filters_and_opens_frames(jupyter_server, page):
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    write_notebook(jupyter_server.root_dir, "wire_view.ipynb", [SETUP])
-    jupyter_server.open_notebook(page, "wire_view.ipynb")
+    errors = open_cells(jupyter_server, page, "wire_view.ipynb", [SETUP])
     run_cell(page, 0)
     view = page.locator(".ahp-wire")
     view.wait_for()
@@ -84,10 +81,7 @@ WireView(log)
 def test_the_wire_view_pages_back_to_the_first_frame(jupyter_server, page):
     """It said "495 of 495" and listed the newest 200, opened at their top (the first-hour user,
     round 54): it names the page, opens at the newest frame, and pages back to the first."""
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    write_notebook(jupyter_server.root_dir, "wire_paged.ipynb", [PAGED])
-    jupyter_server.open_notebook(page, "wire_paged.ipynb")
+    errors = open_cells(jupyter_server, page, "wire_paged.ipynb", [PAGED])
     run_cell(page, 0)
     view = page.locator(".ahp-wire")
     count = view.locator(".ahp-count")

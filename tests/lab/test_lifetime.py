@@ -5,13 +5,16 @@ process table (``/proc``), as a person would with ``ps``."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import os
 import re
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from jupyter_client.manager import KernelManager
@@ -135,18 +138,39 @@ def test_aclose_stops_the_server_and_closes_the_lab_and_its_views():
 # -- in a real kernel ------------------------------------------------------------------------
 
 
-def _execute(kc, code: str, cell_id: str | None = None) -> str:
-    """Run ``code`` as JupyterLab does (with the cell's id in the request's metadata); its stdout."""
-    msg = kc.session.msg(
-        "execute_request",
-        {"code": code, "silent": False, "store_history": True, "user_expressions": {}, "allow_stdin": False},
-        metadata={"cellId": cell_id} if cell_id else {},
-    )
+@contextlib.contextmanager
+def _kernel(*, now: bool = True) -> Iterator[tuple[KernelManager, Any]]:
+    """A real kernel of this Python, ready: ``(manager, client)``; shut down on exit (``now=False``:
+    with a shutdown request, as JupyterLab sends)."""
+    km = KernelManager(kernel_name="python3", kernel_spec_manager=nbtools.this_python_kernels())
+    km.start_kernel(cwd=str(REPO_ROOT), env={**os.environ, "AHP_LAB_UNATTENDED": "1"})
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=DEADLINE_S)
+        yield km, kc
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=now)
+
+
+def _send(
+    kc, msg_type: str, content: dict, *, subshell: str | None = None, metadata: dict | None = None
+) -> str:
+    """Send a shell message (to ``subshell``, a kernel subshell, when given); its id."""
+    msg = kc.session.msg(msg_type, content, metadata=metadata or {})
+    if subshell is not None:
+        msg["header"]["subshell_id"] = subshell
     kc.shell_channel.send(msg)
+    return msg["header"]["msg_id"]
+
+
+def _output(kc, msg_id: str) -> str:
+    """The stdout of request ``msg_id`` once the kernel is idle again; its error raises."""
     out = []
     while True:
         reply = kc.get_iopub_msg(timeout=DEADLINE_S)
-        if reply["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
+        if reply["parent_header"].get("msg_id") != msg_id:
             continue
         kind, content = reply["msg_type"], reply["content"]
         if kind == "stream":
@@ -157,18 +181,26 @@ def _execute(kc, code: str, cell_id: str | None = None) -> str:
             return "".join(out)
 
 
+def _execute(kc, code: str, cell_id: str | None = None, subshell: str | None = None) -> str:
+    """Run ``code`` as JupyterLab does (with the cell's id in the request's metadata); its stdout."""
+    content = {
+        "code": code,
+        "silent": False,
+        "store_history": True,
+        "user_expressions": {},
+        "allow_stdin": False,
+    }
+    metadata = {"cellId": cell_id} if cell_id else {}
+    return _output(kc, _send(kc, "execute_request", content, subshell=subshell, metadata=metadata))
+
+
 LAB_CELL = f"from ahp_lab import Lab\nlab = Lab(plugins=[{str(DEMO_PLUGIN)!r}])\nlab"  # the tour's first cell
 WAIT_READY = """await lab.wait_for(lab.session, lambda s: any(
     (c.get("state") or {}).get("kind") == "ready" for e in s["customizations"] for c in e.get("children") or ()))"""
 
 
 def test_rerunning_a_lab_cell_three_times_leaves_one_server_and_none_after_shutdown():
-    km = KernelManager(kernel_name="python3", kernel_spec_manager=nbtools.this_python_kernels())
-    km.start_kernel(cwd=str(REPO_ROOT), env={**os.environ, "AHP_LAB_UNATTENDED": "1"})
-    kc = km.client()
-    kc.start_channels()
-    try:
-        kc.wait_for_ready(timeout=DEADLINE_S)
+    with _kernel(now=False) as (km, kc):
         kernel = km.provisioner.process.pid
         seen: set[int] = set()
 
@@ -193,9 +225,6 @@ def test_rerunning_a_lab_cell_three_times_leaves_one_server_and_none_after_shutd
         # Out still holds them: closed all the same
         assert said.strip() == "[True, True, True, True, True, False] False"
         last = servers(parent=kernel)
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=False)  # a shutdown request, as JupyterLab sends
     asyncio.run(until(lambda: not (last & servers()), "the last lab's server exited with the kernel"))
 
 
@@ -273,20 +302,12 @@ def test_a_rejected_dispatch_in_a_cell_shows_the_cell_and_the_reason_not_the_eve
     """A refused ``lab.dispatch`` in a notebook printed some 49 lines through run_sync,
     nest_asyncio2 and asyncio's futures and tasks before the host's one-sentence reason (the
     first-hour user, round 54); the guide promises the reason, from the caller's cell."""
-    km = KernelManager(kernel_name="python3", kernel_spec_manager=nbtools.this_python_kernels())
-    km.start_kernel(cwd=str(REPO_ROOT), env={**os.environ, "AHP_LAB_UNATTENDED": "1"})
-    kc = km.client()
-    kc.start_channels()
-    try:
-        kc.wait_for_ready(timeout=DEADLINE_S)
+    with _kernel() as (_km, kc):
         _execute(kc, "from ahp_lab import Lab\nlab = Lab()")
         confirm = {"type": "chat/toolCallConfirmed", "turnId": "x", "toolCallId": "y", "approved": True}
         confirm["confirmed"] = "user-action"
         with pytest.raises(AssertionError) as shown:
             _execute(kc, f"lab.dispatch({confirm!r})")
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
     lines = re.sub(r"\x1b\[[0-9;]*m", "", str(shown.value)).splitlines()
     assert lines[-1] == "ActionRejected: chat/toolCallConfirmed: no tool call 'y' in the active turn 'x'"
     assert not [line for line in lines if "asyncio" in line or "ahp_lab/lab/turns.py" in line]
@@ -301,29 +322,6 @@ def _subshell(kc) -> str:
         reply = kc.control_channel.get_msg(timeout=DEADLINE_S)
         if reply["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
             return reply["content"]["subshell_id"]
-
-
-def _on(kc, subshell: str | None, msg_type: str, content: dict) -> str:
-    msg = kc.session.msg(msg_type, content)
-    if subshell is not None:
-        msg["header"]["subshell_id"] = subshell
-    kc.shell_channel.send(msg)
-    return msg["header"]["msg_id"]
-
-
-def _output(kc, msg_id: str) -> str:
-    out = []
-    while True:
-        reply = kc.get_iopub_msg(timeout=DEADLINE_S)
-        if reply["parent_header"].get("msg_id") != msg_id:
-            continue
-        kind, content = reply["msg_type"], reply["content"]
-        if kind == "stream":
-            out.append(content["text"])
-        elif kind == "error":
-            raise AssertionError("\n".join(content["traceback"]))
-        elif kind == "status" and content["execution_state"] == "idle":
-            return "".join(out)
 
 
 ACP_LAB = f"""\
@@ -344,24 +342,12 @@ def test_a_chat_message_sent_through_a_subshell_reaches_an_acp_agent_while_the_k
     thread and loop; the view ran the turn there, while the ACP agent's pipes live on the lab's
     loop: the chat read "working…" until a cell ran on the main shell (the first-hour user, round
     54), and, for a view made in a subshell console, after the first fix too (the review, round 57)."""
-    km = KernelManager(kernel_name="python3", kernel_spec_manager=nbtools.this_python_kernels())
-    km.start_kernel(cwd=str(REPO_ROOT), env={**os.environ, "AHP_LAB_UNATTENDED": "1"})
-    kc = km.client()
-    kc.start_channels()
-    try:
-        kc.wait_for_ready(timeout=DEADLINE_S)
+    with _kernel() as (_km, kc):
         console, comms, waiter = _subshell(kc), _subshell(kc), _subshell(kc)
         _execute(kc, ACP_LAB)
         make = "views = lab.show(); print(views.chat.comm.comm_id)"
-        where = console if made_in == "subshell console" else None
-        comm_id = _output(kc, _on(kc, where, "execute_request", {"code": make, "silent": False})).strip()
+        comm_id = _execute(kc, make, subshell=console if made_in == "subshell console" else None).strip()
         prompt = {"method": "custom", "content": {"type": "prompt", "text": "hello there"}}
-        _on(kc, comms, "comm_msg", {"comm_id": comm_id, "data": prompt})
+        _send(kc, "comm_msg", {"comm_id": comm_id, "data": prompt}, subshell=comms)
         # nothing runs on the main shell from here: the answer comes while it idles
-        said = _output(
-            kc, _on(kc, waiter, "execute_request", {"code": "print(answered.wait(30))", "silent": False})
-        )
-        assert said.strip() == "True"
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
+        assert _execute(kc, "print(answered.wait(30))", subshell=waiter).strip() == "True"
