@@ -25,7 +25,9 @@ import os
 import re
 import signal
 import uuid
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from ..agents.base import COMMAND_META, FileAccessDenied, TurnFailed
@@ -145,7 +147,12 @@ class HostTerminal:
         self.process = process
         self.limit = limit
         self.on_output = on_output
-        self._buffer = ""
+        # the output kept: the last ``limit`` bytes, as the chunks read, each with its size in
+        # bytes (one read re-encoded the whole kept output: a command writing a byte at a time
+        # into a full 1 MiB kept the loop 48% busy, 16 of them 90%: attacker round 35)
+        self._chunks: deque[str] = deque()
+        self._sizes: deque[int] = deque()
+        self._bytes = 0
         self._truncated = False
         self._marks = ShellMarks()  # what the state shows: the output without them
         self._in_state = 0
@@ -160,8 +167,42 @@ class HostTerminal:
         self._pump = asyncio.ensure_future(self._read())
 
     def output(self) -> tuple[str, bool, int | None, str | None]:
-        """``(text kept so far, whether the start was cut, exit code, signal name)``."""
-        return self._buffer, self._truncated, self.exit_code, self.signal
+        """``(text kept so far, whether the start was cut, exit code, signal name)``.
+
+        Where the start was cut, the end of a known secret left there is masked
+        (:meth:`~ahp_lab.host.redaction.Redactor.start_cut`): the agent's own record of the
+        exchange, which views and exports show masked, knows only whole secrets."""
+        excess = self._bytes - self.limit
+        if excess > 0:
+            first = self._chunks[0].encode("utf-8")[excess:].decode("utf-8", "ignore")
+            text = first + "".join(islice(self._chunks, 1, None))
+        else:
+            text = "".join(self._chunks)
+        cut = self._truncated or excess > 0
+        if cut:
+            text = self.ctx.host.redactor.start_cut(text)
+        return text, cut, self.exit_code, self.signal
+
+    def preview(self, chars: int) -> tuple[str, bool]:
+        """``(the last chars characters or fewer of the output kept, readable, whether its start was
+        cut)``: what a tool call showing the terminal previews. Read from the newest chunks (a
+        preview of a 1 MiB output reads its end), without escapes and control characters, and the
+        end of a known secret left at the cut masked (as :meth:`output`)."""
+        taken: list[str] = []
+        size = 0
+        # the newest chunks but the first, which :meth:`output` cuts to the bytes kept
+        for chunk in islice(reversed(self._chunks), max(0, len(self._chunks) - 1)):
+            taken.append(chunk)
+            size += len(chunk)
+            if size >= 2 * chars:
+                text, cut = "".join(reversed(taken)), True
+                break
+        else:
+            text, cut, _, _ = self.output()
+        text = printable(text[-2 * chars :])
+        cut = cut or len(text) > chars
+        text = text[-chars:] if chars else ""
+        return (self.ctx.host.redactor.start_cut(text) if cut else text), cut
 
     @property
     def exited(self) -> bool:
@@ -252,18 +293,25 @@ class HostTerminal:
     def _append(self, text: str, final: bool = False) -> None:
         if not text and not final:
             return
-        self._buffer += text
-        raw = self._buffer.encode("utf-8")
-        if len(raw) > self.limit:  # keep the last bytes, cut on a character boundary
-            self._buffer = raw[len(raw) - self.limit :].decode("utf-8", "ignore")
-            self._truncated = True
+        if text:
+            self._chunks.append(text)
+            self._sizes.append(len(text.encode("utf-8")))
+            self._bytes += self._sizes[-1]
+            # drop the chunks wholly before the last ``limit`` bytes (output cuts into the first)
+            while self._chunks and self._bytes - self._sizes[0] >= self.limit:
+                self._bytes -= self._sizes.popleft()
+                self._chunks.popleft()
+                self._truncated = True
         text = self._marks.strip(text, final)
         host = self.ctx.host
         if text and host.store.has_channel(self.uri) and self._in_state < self._state_cap:
-            shown = text[: self._state_cap - self._in_state]
-            self._in_state += len(shown)
-            if len(shown) < len(text):
+            raw = text.encode("utf-8")  # the cap is in bytes: 4-byte characters counted one made it 4 MiB
+            room = self._state_cap - self._in_state
+            shown = text if len(raw) <= room else raw[:room].decode("utf-8", "ignore")
+            self._in_state += min(len(raw), room)
+            if len(raw) > room:
                 shown += "\n[output beyond this point is not recorded]\n"
+                self._in_state = self._state_cap
             host.dispatch(self.uri, {"type": "terminal/data", "data": shown}, self.ctx.origin)
         self._notify()
 
@@ -509,7 +557,9 @@ class HostSessionContext:
             self._starting -= 1
         uri = f"ahp-terminal:/{uuid.uuid4()}"
         # the channel's first state is not an action the host redacts: masked here, before the cut
-        title = self.redact(" ".join([command, *(args or [])]))[:200]
+        # one line without escapes, control or bidi characters, as the session's title (the raw
+        # command line reached every client's RootState.terminals: attacker round 35)
+        title = self.redact(" ".join(printable(" ".join([command, *(args or [])])).split()))[:200]
         self.host.store.add_channel(
             uri,
             "terminal",
@@ -540,13 +590,25 @@ class HostSessionContext:
 
     def publish_terminals(self) -> None:
         """Replace ``RootState.terminals`` with the host's terminals (``root/terminalsChanged``):
-        those running, and the newest :data:`MAX_ENDED_TERMINALS` that ended and were released
-        (their channels stay readable). Each change sends the whole list: an agent creating and
-        releasing terminals by the thousand made every event cost more (attacker round 33)."""
+        those running, and the newest :data:`MAX_ENDED_TERMINALS` that ended and were released.
+        Each change sends the whole list: an agent creating and releasing terminals by the
+        thousand made every event cost more (attacker round 33). An ended terminal no longer
+        listed goes, its channel with it (its output stays in the transition log, as long as the
+        log keeps it): each kept up to 1 MiB of output in the host's state, and 40 commands run
+        one after another held 160 MiB for good (attacker round 35)."""
         ended = [uri for uri, t in self.terminals.items() if t.released and t.exited]
         for uri in ended[: max(0, len(ended) - MAX_ENDED_TERMINALS)]:
-            del self.terminals[uri]
+            self.forget_terminal(uri)
         self.sessions.publish_terminals()
+
+    def forget_terminal(self, uri: str) -> None:
+        """Drop terminal ``uri``: the session's record of it and its channel, with the host's
+        subscribers to it and what its stream held back."""
+        self.terminals.pop(uri, None)
+        host = self.host
+        host.store.remove_channel(uri)
+        host.subscribers.pop(uri, None)
+        host.streamed.drop(uri)
 
     def close(self) -> None:
         """Stop the session's terminals (their commands and whatever those started)."""
@@ -644,6 +706,8 @@ class AgentSessions:
         if ctx is None:
             return
         ctx.close()
+        for terminal in list(ctx.terminals):  # their commands are stopped: nothing shows them now
+            ctx.forget_terminal(terminal)
         self.publish_terminals()
         agent = self.host.agents.get(ctx.provider)
         if _has(agent, "close_session"):

@@ -715,6 +715,28 @@ class Redactor:
                 p = text.find(secret[0], p + 1)
         return longest
 
+    def secret_suffix(self, text: str) -> int:
+        """How many characters at the start of ``text`` could be the end of a known secret (the
+        longest such head, shorter than the secret): what a cut at the start left of one."""
+        first = text[:1]
+        longest = 0
+        if first:
+            for secret in self._secrets:
+                p = secret.find(first, max(1, len(secret) - len(text)))
+                while p != -1 and len(secret) - p > longest:
+                    if text.startswith(secret[p:]):
+                        longest = len(secret) - p
+                        break
+                    p = secret.find(first, p + 1)
+        return longest
+
+    def start_cut(self, text: str) -> str:
+        """``text``, cut at its start (the tail of an output kept): the end of a known secret left
+        there (``HELD_MASKED`` characters of it or more) is masked, which :meth:`text`, knowing
+        only whole secrets, cannot tell. Nothing else is masked: whole secrets are the readers'."""
+        keep = self.secret_suffix(text)
+        return MASK + text[keep:] if keep >= HELD_MASKED else text
+
     def credential_begun(self, text: str, *, numbers: bool = True) -> int:
         """How many characters at the end of ``text`` may begin a credential the generic rules
         mask whole (a token of a known shape cut anywhere, a secret-looking name's assignment, a

@@ -92,6 +92,11 @@ terminal_slow    runs `sh -c 'sleep 2; echo finished'`, waits for its exit (send
                  meanwhile), reports it and ends the turn
 terminal_key     as terminal_slow, with a command that writes an sk- key and $BAD_AGENT_KEY, each in
                  two parts 0.3 s apart
+terminal_cut     shows a terminal in running call t1 whose command writes 100 A, its key, 3,989 Z and,
+                 with MARKER "wide", 2,000 four-byte characters, the terminal asked for with an
+                 outputByteLimit of 4,004 (the output kept and the call's 4,000-character preview both
+                 cut inside the key), its command line holding an escape sequence, a right-to-left
+                 override and a line break; waits for its exit, reads its output, completes t1, ends the turn
 late_update      first prompt: starts tool call bg-9 and ends the turn with it running; second
                  prompt: completes bg-9 (too late), says "done" and ends the turn
 diffs            shows three new files (MARKER/f0.txt ..., 40,000 characters each) as diffs of
@@ -336,6 +341,15 @@ def request(mode: str, mid) -> None:
                 "options": [{"optionId": i, "name": n, "kind": k} for i, n, k in kinds],
             },
         )
+    elif mode == "terminal_cut":
+        call = {"toolCallId": "t1", "title": "Print", "kind": "execute", "status": "in_progress"}
+        update("s1", {"sessionUpdate": "tool_call", **call})
+        wide = "; printf '\\360\\237\\230\\200%.0s' $(seq 2000)" if MARKER == "wide" else ""
+        command = "printf 'A%.0s' $(seq 100); printf '%s' \"$K\"; printf 'Z%.0s' $(seq 3989)" + wide
+        env = [{"name": "K", "value": os.environ.get("BAD_AGENT_KEY", "")}]
+        odd = "\x1b]0;pwned\x07\u202eevil\nline"  # $0 of the command: only its title shows it
+        params = {"command": "sh", "args": ["-c", command, odd], "env": env, "outputByteLimit": 4004}
+        ask("cut_create", "terminal/create", params)
     elif mode in TERMINAL_COMMANDS:
         if mode == "cancelled_terminal":
             call = {"toolCallId": "c1", "title": "npm install", "kind": "execute", "status": "in_progress"}
@@ -573,6 +587,22 @@ def answered(what, msg: dict) -> None:
     elif isinstance(what, tuple) and what[0] == "background_exit":
         update("s1", chunk(f"exited={json.dumps(result, sort_keys=True)}"))
         ask("release", "terminal/release", {"terminalId": what[1]})
+        return
+    elif what == "cut_create":
+        shown = [{"type": "terminal", "terminalId": result["terminalId"]}]
+        update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "content": shown})
+        ask(
+            ("cut_exited", result["terminalId"]),
+            "terminal/wait_for_exit",
+            {"terminalId": result["terminalId"]},
+        )
+        return
+    elif isinstance(what, tuple) and what[0] == "cut_exited":
+        ask("cut_read", "terminal/output", {"terminalId": what[1]})
+        return
+    elif what == "cut_read":
+        update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"})
+        send(end_turn(prompt_id))
         return
     elif what == "create" and MODE == "background_wait":  # a dev server: waited on, not awaited
         background[0] = True
@@ -1164,6 +1194,7 @@ for line in sys.stdin:
             "keyed_cwd",
             "terminal_churn",
             "terminal_everywhere",
+            "terminal_cut",
         ):
             prompt_id = mid
             prompt_text = msg["params"]["prompt"][0].get("text")

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.limits import cut_noted
-from ...protocol.printable import printable
 from ..base import FileAccessDenied
 
 if TYPE_CHECKING:
@@ -211,13 +210,10 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
                     {"type": "text", "text": f"[terminal {item.get('terminalId')} is not known to this host]"}
                 )
                 continue
-            text, truncated, _, _ = terminal.output()
             # the tool call shows the output's tail, readable: the whole of it is the terminal
             # channel's (the output so far, up to 1 MiB, sent again at each read grew the log 15-fold)
             # without escapes and control characters: raw in a tool call, a client would print them
-            text = printable(text[-2 * TERMINAL_PREVIEW :])
-            cut = truncated or len(text) > TERMINAL_PREVIEW
-            text = text[-TERMINAL_PREVIEW:]
+            text, cut = terminal.preview(TERMINAL_PREVIEW)
             entry: dict[str, Any] = {
                 "type": "terminal",
                 "resource": terminal.uri,
@@ -231,13 +227,7 @@ def tool_content(call: ToolCall, resolver: Resolver) -> list[dict]:
                 entry["result"] = result
             out.append(entry)
             if not text:  # an exited command's tail may also be cut away whole (inside a character)
-                text = (
-                    "(no output yet)"
-                    if not terminal.exited
-                    else "(output cut)"
-                    if truncated
-                    else "(no output)"
-                )
+                text = "(no output yet)" if not terminal.exited else "(output cut)" if cut else "(no output)"
             elif cut:
                 text = "…" + text
             out.append({"type": "text", "text": text})

@@ -1,0 +1,106 @@
+"""A hostile ACP agent's terminals (attacker round 35): output cut inside its key, output in
+four-byte characters, terminals by the dozen, a command line with escapes. Real agent subprocesses
+(``bad_agent.py``)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from ahp_lab.protocol.jsonvalue import to_json
+from ahp_lab.protocol.limits import Limits
+
+from .conftest import SECRET_ENV, acp_lab, arun, bad_agent
+
+NOT_RECORDED = "\n[output beyond this point is not recorded]\n"
+
+
+def _terminal_channels(lab) -> list[str]:
+    return [uri for uri in lab.host.store.channels() if uri.startswith("ahp-terminal:")]
+
+
+def test_output_cut_inside_the_agents_key_shows_no_part_of_it(tmp_path: Path) -> None:
+    """The host cut a terminal's output before it masked it: where the cut fell inside a key, the
+    masking no longer knew it, and the key's end (15 of its 20 characters) reached the tool call's
+    preview, the chat's state, the export and the frames of ``terminal/output``. A known secret's
+    end left at a cut is masked now, wherever the host cuts an output at its start."""
+    key = SECRET_ENV["BAD_AGENT_KEY"]
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("terminal_cut")) as lab:
+            turn = await asyncio.wait_for(lab.send("go"), 60)
+            assert turn.status == "complete", turn.error
+            [call] = turn.tool_calls
+            [shown] = [c for c in call.state["content"] if c["type"] == "terminal"]
+            preview = shown["result"]["preview"]
+            assert shown["result"]["truncated"] and preview.startswith("***Z") and preview.endswith("Z")
+            export = tmp_path / "export.jsonl"
+            lab.export(export)
+            frames = json.dumps([f.to_json() for f in lab.acp_frames])
+            [read] = [f for f in lab.acp_frames if "output" in (f.message.get("result") or {})]
+            assert read.message["result"]["output"].startswith("***Z")
+            recorded = json.dumps(to_json(lab.host.store.state(lab.chat))) + export.read_text() + frames
+            for end in (key[5:], key[9:], key[-6:]):
+                assert end not in recorded, end
+
+    arun(go())
+
+
+def test_a_terminal_keeps_its_output_cap_in_bytes_in_its_channel(tmp_path: Path) -> None:
+    """The cap on what a terminal's channel records counted characters against a number of bytes:
+    output in four-byte characters kept four times the cap in the host's state."""
+
+    async def go() -> None:
+        limits = Limits(max_terminal_output_bytes=6000)  # its first 4,109 in ASCII
+        async with acp_lab(tmp_path, bad_agent("terminal_cut", "wide"), limits=limits) as lab:
+            turn = await asyncio.wait_for(lab.send("go"), 60)
+            assert turn.status == "complete", turn.error
+            [terminal] = _terminal_channels(lab)
+            data = "".join(
+                t.action["data"]
+                for t in lab.transitions
+                if t.channel == terminal and t.accepted and t.type == "terminal/data"
+            )
+            assert data.endswith(NOT_RECORDED) and "\U0001f600" in data
+            assert 5960 < len(data[: -len(NOT_RECORDED)].encode()) <= 6000  # (its key masked: 17 fewer)
+
+    arun(go())
+
+
+def test_ended_terminals_no_longer_listed_leave_the_hosts_state(tmp_path: Path) -> None:
+    """Terminals an agent ran one after another kept their channels, output and all, after they
+    left ``RootState.terminals``: 40 of them held 160 MiB for good. Only the listed ones keep
+    theirs, and a disposed session's go with it."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("terminal_churn")) as lab:
+            turn = await asyncio.wait_for(lab.send("go"), 60)
+            assert turn.status == "complete", turn.error
+            listed = [t["resource"] for t in lab.host.store.state("ahp-root://")["terminals"]]
+            made = {t.channel for t in lab.transitions if t.channel.startswith("ahp-terminal:")}
+            assert len(made) == 60 and len(listed) <= 33
+            assert sorted(_terminal_channels(lab)) == sorted(listed)
+            assert all(lab.host.store.state(uri)["exitCode"] == 0 for uri in listed)
+            lab.host.dispose_session(lab.session)
+            assert _terminal_channels(lab) == [] and lab.host.store.state("ahp-root://")["terminals"] == []
+
+    arun(go())
+
+
+def test_a_terminals_title_is_one_printable_line(tmp_path: Path) -> None:
+    """A terminal's title kept the escape sequence, the right-to-left override and the line break
+    of the command line the agent sent, in its channel and in every client's ``RootState.terminals``
+    (the tool call showing the same command had a clean title)."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("terminal_cut")) as lab:
+            turn = await asyncio.wait_for(lab.send("go"), 60)
+            assert turn.status == "complete", turn.error
+            [terminal] = _terminal_channels(lab)
+            titles = [lab.host.store.state(terminal)["title"]]
+            titles += [t["title"] for t in lab.host.store.state("ahp-root://")["terminals"]]
+            assert all(t.startswith("sh -c printf") and t.endswith("evil line") for t in titles), titles
+            assert not any(c in t for t in titles for c in "\x1b\x07\u202e\n")
+
+    arun(go())
