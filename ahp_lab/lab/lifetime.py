@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import hashlib
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 __all__ = ["LabLifetime", "close_extensions", "weakly"]
@@ -46,21 +46,26 @@ def weakly(method: Callable[..., Any]) -> Callable[..., None]:
     return call
 
 
-async def close_extensions(host: Any, owner: bool = True) -> None:
+async def close_extensions(host: Any, owner: bool = True, own: Iterable[str] = ()) -> None:
     """Stop what a host runs outside this process: its extensions' MCP servers and directory
     watchers, and its sessions' agent processes (an ACP agent's ``close_session``). Its turns
     stop first, when the lab closing is the ``owner`` of the host: a queued message starting as
-    the lab closed spawned an agent after it had (a lab given another lab's host leaves its turns)."""
+    the lab closed spawned an agent after it had.
+
+    A lab given another lab's host stops only the agent processes of the sessions it made
+    (``own``): the host goes on, with its extensions and the other labs' sessions (closing a
+    second lab on a host ended the first lab's agent for good: ACP round 16)."""
     stop_turns = getattr(host, "stop_turns", None)  # none for a lab attached to another host
     if stop_turns is not None and owner:
         running = stop_turns()
         if running:
             await asyncio.wait(running, timeout=10)
-    for ext in list(host.extensions):
+    for ext in list(host.extensions) if owner else ():
         close = getattr(ext, "aclose", None)
         if close is not None:
             await close()
-    for session in list(getattr(host, "sessions", ())):
+    live = getattr(host, "sessions", ())
+    for session in list(live) if owner else [s for s in own if s in live]:
         try:
             close_session = getattr(host.agent_for(session), "close_session", None)
         except KeyError:  # a session whose agent is gone
@@ -76,15 +81,16 @@ def _release(host: Any, state: dict) -> None:
         return
     state["closed"] = True
     sessions = getattr(host, "agent_sessions", None)  # none for a lab attached to another host
-    for ctx in list(sessions.contexts.values()) if sessions is not None else ():
-        ctx.close()  # agents' terminals lead their own process groups: killed now, loop or not
+    for uri, ctx in list(sessions.contexts.items()) if sessions is not None else ():
+        if state["owner"] or uri in state["sessions"]:
+            ctx.close()  # agents' terminals lead their own process groups: killed now, loop or not
     loop = state["loop"]
     if loop is None or loop.is_closed():
         return  # nothing to drive them: stdio servers see their stdin close when this process exits
     if loop.is_running():  # in a cell, or collected on another thread: close on the lab's loop
 
         def schedule() -> None:
-            task = asyncio.ensure_future(close_extensions(host, state["owner"]))
+            task = asyncio.ensure_future(close_extensions(host, state["owner"], state["sessions"]))
             _closing.add(task)
             task.add_done_callback(_closing.discard)
 
@@ -92,7 +98,9 @@ def _release(host: Any, state: dict) -> None:
             loop.call_soon_threadsafe(schedule)
     else:  # interpreter exit (a kernel shutting down, a script ending): the loop can still run
         with contextlib.suppress(Exception):
-            loop.run_until_complete(asyncio.wait_for(close_extensions(host, state["owner"]), 10))
+            loop.run_until_complete(
+                asyncio.wait_for(close_extensions(host, state["owner"], state["sessions"]), 10)
+            )
 
 
 class LabLifetime:
@@ -103,7 +111,8 @@ class LabLifetime:
 
     def __init__(self, lab: Any, host: Any, owns_host: bool) -> None:
         self.host = host
-        self.state: dict[str, Any] = {"closed": False, "loop": None, "owner": owns_host}
+        # the sessions the lab made: what closing it stops on a host it does not own
+        self.state: dict[str, Any] = {"closed": False, "loop": None, "owner": owns_host, "sessions": set()}
         self._finalizer = weakref.finalize(lab, _release, host, self.state) if owns_host else None
         _track_cell(lab)
 
@@ -127,7 +136,7 @@ class LabLifetime:
         self.state["closed"] = True
         if self._finalizer is not None:
             self._finalizer.detach()
-        await close_extensions(self.host, self.state["owner"])
+        await close_extensions(self.host, self.state["owner"], self.state["sessions"])
 
 
 def _current_cell() -> list[str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ahp_lab import ActionRejected
+from ahp_lab import ActionRejected, Lab
 from ahp_lab.protocol.jsonrpc import ErrorCode
 from ahp_lab.transport import RpcError
 
@@ -539,5 +539,23 @@ def test_a_call_an_always_allow_approves_shows_its_content_while_it_runs(tmp_pat
                 and t.action.get("toolCallId") == ready[-1].action["toolCallId"]
             ]
             assert shown and "will run npm test" in json.dumps(shown[0].action["content"])
+
+    arun(go())
+
+
+def test_closing_a_second_lab_on_a_host_leaves_the_first_labs_agent_running(tmp_path: Path) -> None:
+    """A lab opened on another lab's host (``Lab(host=...)``) stopped, as it closed, the agent
+    process of every session on that host: the first lab's next turn failed ("no ACP agent was
+    opened") and so did every restart (ACP round 16). It stops only its own session's now."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path) as first:
+            second = await Lab.open(host=first.host, working_directories=[tmp_path], client_id="second")
+            assert (await first.send("hello")).status == "complete"
+            assert (await second.send("hello")).status == "complete"
+            await second.aclose()
+            again = await first.send("hello")
+            assert again.status == "complete", again.error
+            assert again.text.startswith("Hello from the offline ACP agent!")
 
     arun(go())
