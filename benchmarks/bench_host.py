@@ -9,7 +9,8 @@ comparable:
 * an agent streaming deltas through the host: host → store → JSON-RPC envelope → client reduce;
 * client dispatches: client validate → JSON-RPC → host validate → store → echo → client reconcile;
 * tool calls through the host (start, ready, complete: the session's inputNeeded follows each) in a
-  turn of 100 and of 3,000 calls, and the growth of their cost (1.0 = flat);
+  turn of 100 and of 3,000 calls, and the growth of their cost (1.0 = flat); the same for text
+  parts appended to a turn (``chat/responsePart``);
 * memory per recorded streamed-delta transition (tracemalloc, the store's growth over N deltas).
 """
 
@@ -177,6 +178,24 @@ def bench_tool_calls_through_host(calls: int) -> float:
     return calls / (time.perf_counter() - start)
 
 
+def bench_parts_through_host(parts: int) -> float:
+    """Response parts per second, each a text part appended (``chat/responsePart``) to one turn
+    of ``parts`` parts, as an ACP agent's alternating thought and message chunks make them."""
+    from ahp_lab.host import Host
+
+    host = Host()
+    session = "ahp-session:/bench"
+    host.create_session(session, {})
+    chat = host.store.state(session)["defaultChat"]
+    host.dispatch(chat, {"type": "chat/turnStarted", "turnId": "t", "startedAt": "x", "message": USER})
+    gc.collect()
+    start = time.perf_counter()
+    for i in range(parts):
+        part = {"kind": "markdown", "id": f"p{i}", "content": "a few words"}
+        host.dispatch(chat, {"type": "chat/responsePart", "turnId": "t", "part": part})
+    return parts / (time.perf_counter() - start)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=100_000, help="transitions per case")
@@ -191,6 +210,8 @@ def main() -> None:
     dispatch_rate = asyncio.run(bench_client_dispatch(n // 5))
     short_turn = max(bench_tool_calls_through_host(100) for _ in range(5))
     long_turn = bench_tool_calls_through_host(3000)
+    few_parts = max(bench_parts_through_host(100) for _ in range(5))
+    many_parts = bench_parts_through_host(3000)
     print(f"{'case':<60} {'transitions/s':>14} {'µs each':>9}")
     for label, rate in [
         ("chat/delta, reducer alone", reducer),
@@ -212,6 +233,10 @@ def main() -> None:
     print(
         f"tool calls through the host: {short_turn:,.0f}/s in a turn of 100, {long_turn:,.0f}/s in a turn "
         f"of 3,000; growth {long_turn / short_turn:.2f} (1.0 = flat)"
+    )
+    print(
+        f"text parts through the host: {few_parts:,.0f}/s in a turn of 100, {many_parts:,.0f}/s in a turn "
+        f"of 3,000; growth {many_parts / few_parts:.2f} (1.0 = flat)"
     )
 
 

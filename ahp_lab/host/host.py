@@ -645,7 +645,7 @@ class Host(SessionsAndChats):
                     self.dispatch(
                         session_uri, {"type": "session/chatUpdated", "chat": chat_uri, "changes": changes}
                     )
-            if action_type in _BLOCKING_ACTIONS:
+            if action_type in _BLOCKING_ACTIONS and not mirror.asks_nobody(transition.action):
                 # a tool-call action changes that call alone: only its entry is brought in line
                 session_state = self.store.state(session_uri)
                 for action in mirror.input_needed_actions(

@@ -1,6 +1,7 @@
 """The session's inputNeeded list follows its chats' blocking tool calls and input requests, and a
-tool-call action brings only that call's entry in line: the list is the same as a full
-recomputation after every action, however long the turn (hypothesis drives the actions)."""
+tool-call action brings only that call's entry in line, and a part nobody answers none: the list is
+the same as a full recomputation after every action, however long the turn (hypothesis drives the
+actions)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,24 @@ def _step(call: str, what: str) -> list[dict]:
     if what == "request":
         request = {"id": f"r-{call}", "message": "which?", "questions": []}
         return [{"type": "chat/inputRequested", "turnId": "t", "request": request}]
+    if what == "part-text":  # a part nobody answers: the entries stand (nothing is read again)
+        return [
+            {
+                "type": "chat/responsePart",
+                "turnId": "t",
+                "part": {"kind": "markdown", "id": call, "content": "x"},
+            }
+        ]
+    if what == "part-odd":
+        return [{"type": "chat/responsePart", "turnId": "t", "part": [call]}]
+    if what == "part-input":  # an open input request, appended as a part
+        request = {"id": f"p-{call}", "message": "which?"}
+        return [
+            {"type": "chat/responsePart", "turnId": "t", "part": {"kind": "inputRequest", "request": request}}
+        ]
+    if what == "part-call":  # a call waiting for confirmation, appended as a part
+        tc = {"toolCallId": call, "toolName": "x", "displayName": "X", "status": "pending-confirmation"}
+        return [{"type": "chat/responsePart", "turnId": "t", "part": {"kind": "toolCall", "toolCall": tc}}]
     return [{"type": "chat/inputCompleted", "turnId": "t", "requestId": f"r-{call}", "response": "decline"}]
 
 
@@ -57,6 +76,10 @@ STEPS = st.lists(
                 "ask-result",
                 "request",
                 "answer",
+                "part-text",
+                "part-odd",
+                "part-input",
+                "part-call",
             ]
         ),
     ),
