@@ -11,6 +11,10 @@ from .sanitize import one_line, safe_url, text_block
 __all__ = ["part_view", "turn_view", "chat_view_model", "active_turn_patch", "promote_patch", "MAX_PARTS"]
 
 MAX_PARTS = 400
+#: A turn of more than MAX_PARTS parts shows its newest ones, from a part whose position is a
+#: multiple of this: the window moves in steps (each a reset of the active turn in the view),
+#: not at every part.
+PARTS_STEP = 100
 
 
 def _m(v: Any) -> Mapping[str, Any]:
@@ -96,6 +100,9 @@ def turn_view(
     tid = one_line(t.get("id"), 200)
     parts = t.get("responseParts")
     parts = parts if isinstance(parts, list) else []
+    # the newest parts: a question or a tool call waiting for the person, and the answer, come last
+    # (the oldest 400 were shown, and "N more parts not shown" hid them: ACP round 16)
+    first = 0 if len(parts) <= MAX_PARTS else -(-(len(parts) - MAX_PARTS) // PARTS_STEP) * PARTS_STEP
     err = _m(t.get("error"))
     usage = _m(t.get("usage"))
     return {
@@ -104,9 +111,9 @@ def turn_view(
         "state": "active" if active else (one_line(t.get("state"), 20) or "complete"),
         "message": _message_view(t.get("message"), f"turn/{tid}/message", limits),
         "parts": [
-            _cached_part(p, f"turn/{tid}/part/{i}", limits, cache) for i, p in enumerate(parts[:MAX_PARTS])
+            _cached_part(p, f"turn/{tid}/part/{i}", limits, cache) for i, p in enumerate(parts[first:], first)
         ],
-        "partsOmitted": max(0, len(parts) - MAX_PARTS),
+        "partsOmitted": first,  # the earliest ones
         "error": one_line(err.get("message"), 500) if err else None,
         "duration": t.get("duration")
         if isinstance(t.get("duration"), (int, float)) and not isinstance(t.get("duration"), bool)
@@ -181,8 +188,10 @@ def active_turn_patch(
         return None
     if previous is None or current is None or previous.get("id") != current.get("id"):
         return {"reset": current}
-    if previous.get("message") != current.get("message"):
-        return {"reset": current}
+    if previous.get("message") != current.get("message") or previous.get("partsOmitted") != current.get(
+        "partsOmitted"
+    ):
+        return {"reset": current}  # (the window of the newest parts moved: indexes differ)
     old = previous.get("parts", [])
     new = current.get("parts", [])
     parts: list[list[Any]] = []
@@ -196,7 +205,7 @@ def active_turn_patch(
             appends.append([i, *append])
             continue
         parts.append([i, p])
-    extra = {k: current[k] for k in ("usage", "partsOmitted") if current.get(k) != previous.get(k)}
+    extra = {k: current[k] for k in ("usage",) if current.get(k) != previous.get(k)}
     return {"id": current.get("id"), "parts": parts, "appends": appends, "length": len(new), **extra}
 
 

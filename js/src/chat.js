@@ -112,8 +112,9 @@ export function renderChat({ model, el }) {
     const parts = h("div", { class: "ahp-parts" });
     const els = (t.parts || []).map(partEl);
     parts.append(...els);
+    // the view holds a long turn's newest parts: the earliest ones are left out
+    if (t.partsOmitted) el2.appendChild(h("div", { class: "ahp-dim ahp-parts-omitted" }, `${t.partsOmitted} earlier parts not shown`));
     el2.appendChild(parts);
-    if (t.partsOmitted) el2.appendChild(h("div", { class: "ahp-dim" }, `${t.partsOmitted} more parts not shown`));
     if (t.active) el2.appendChild(activeNote());
     else if (t.state === "error") el2.appendChild(h("div", { class: "ahp-err-text" }, `Turn failed: ${t.error || "error"}`));
     else if (t.state === "cancelled") el2.appendChild(h("div", { class: "ahp-dim" }, "Turn cancelled"));

@@ -100,3 +100,35 @@ def test_malformed_never_raises(weird):
         },
     ]:
         json.dumps(chat_view_model(st))
+
+
+def test_a_long_turn_shows_its_newest_parts_where_the_question_and_the_answer_are():
+    """A turn of more than 400 parts showed its first 400 and "N more parts not shown": a tool call
+    waiting for the person and the agent's answer, which come last, never appeared (ACP round 16).
+    The view holds the newest parts; its window moves in steps, each a reset of the active turn."""
+
+    def turn(n):
+        parts = [{"kind": "markdown", "id": f"p{i}", "content": f"thought {i}"} for i in range(n - 1)]
+        call = {
+            "toolCallId": "c1",
+            "toolName": "rm",
+            "displayName": "Delete files",
+            "status": "pending-confirmation",
+        }
+        return {
+            "id": "t",
+            "message": {"text": "go"},
+            "responseParts": [*parts, {"kind": "toolCall", "toolCall": call}],
+        }
+
+    view = turn_view(turn(1000), active=True)
+    assert view["partsOmitted"] == 600 and len(view["parts"]) == 400
+    assert view["parts"][-1]["toolCall"]["status"] == "pending-confirmation"
+    assert view["parts"][0]["block"]["text"] == "thought 600"
+    grown = turn_view(turn(1001), active=True)
+    assert grown["partsOmitted"] == 700 and grown["parts"][-1]["kind"] == "toolCall"
+    assert active_turn_patch(view, grown) == {"reset": grown}  # the window moved
+    again = turn_view(turn(1002), active=True)
+    patch = active_turn_patch(grown, again)
+    assert "reset" not in patch and patch["length"] == len(again["parts"]) == 302
+    assert [i for i, _ in patch["parts"]] == [300, 301]  # the call moved one on; a thought took its place
