@@ -438,3 +438,25 @@ def test_a_call_with_more_items_than_shown_keeps_its_own_and_the_newest_notes() 
     ]  # (a verification round)
     assert texts[63] == "read f79"
     assert texts[-1] == "[18 more content items]"
+
+
+def test_an_attachment_whose_data_is_not_base64_is_said_not_sent() -> None:
+    """A text attachment whose ``data`` did not decode failed the turn with a Python traceback in
+    the chat's state, and left the bridge taking the ended turn for running (ACP round 16)."""
+    message = {
+        "text": "look",
+        "attachments": [
+            {
+                "type": "embeddedResource",
+                "label": "x.txt",
+                "data": "!!!notbase64",
+                "contentType": "text/plain",
+            },
+            {"type": "embeddedResource", "label": "shot", "data": "abcde", "contentType": "image/png"},
+        ],
+    }
+    for caps in ({}, {"image": True, "embeddedContext": True}):
+        blocks = mapping.prompt_blocks(message, caps)
+        assert [b["type"] for b in blocks] == ["text", "text", "text"]
+        assert blocks[1]["text"] == "[attachment x.txt (text/plain) is not valid base64: not sent]"
+        assert blocks[2]["text"] == "[attachment shot (image/png) is not valid base64: not sent]"

@@ -309,6 +309,10 @@ class AcpAgent:
             bridge.finish_turn()
             bridge.end_turn()
             raise TurnFailed(bridge.refusal(exc), "agentError") from None
+        except Exception:  # a fault of ours: the turn fails, and the bridge no longer takes it for running
+            bridge.finish_turn()
+            bridge.end_turn()
+            raise
         bridge.finish_turn()
         if usage is not None:
             bridge.emit(mapping.usage_action(bridge.turn, tokens=usage))

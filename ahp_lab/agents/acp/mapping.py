@@ -163,9 +163,14 @@ def prompt_blocks(message: dict, prompt_caps: dict) -> list[dict]:
         elif kind == "embeddedResource" and isinstance(att.get("data"), str):
             mime = str(att.get("contentType") or "application/octet-stream")
             media = mime.split("/")[0]
-            text = None
-            if media == "text":
-                text = base64.b64decode(att["data"]).decode("utf-8", "replace")
+            try:  # data that is not base64 failed the turn with a traceback (ACP round 16)
+                raw = base64.b64decode(att["data"])
+            except ValueError:
+                blocks.append(
+                    {"type": "text", "text": f"[attachment {label} ({mime}) is not valid base64: not sent]"}
+                )
+                continue
+            text = raw.decode("utf-8", "replace") if media == "text" else None
             if media in ("image", "audio") and prompt_caps.get(media):
                 blocks.append({"type": media, "data": att["data"], "mimeType": mime})
             elif prompt_caps.get("embeddedContext"):
