@@ -52,6 +52,8 @@ CONTENT_SCHEME = "ahp-content:/"
 _RECENT_INPUT_MIN = 64 * 1024
 _RECENT_INPUTS = 8
 MAX_COMMANDS = 200
+#: The longest name, description or hint of an agent's slash command (a longer name is not offered)
+MAX_COMMAND_TEXT = 1000
 #: Ended and released terminals a session keeps listing in ``RootState.terminals`` (the newest)
 MAX_ENDED_TERMINALS = 32
 #: How many times the read limit a read of some lines may scan to reach them (8 MiB by default: 64 MiB)
@@ -427,12 +429,24 @@ class HostSessionContext:
             name = c.get("name") if isinstance(c, dict) else None
             if (
                 isinstance(name, str)
-                and name
+                and 0 < len(name) <= MAX_COMMAND_TEXT
                 and printable(name) == name
                 and not any(ch.isspace() for ch in name)
+                and name not in named
             ):
-                named.setdefault(name, c)
+                named[name] = {**c, "description": self._command_text(c.get("description"))}
+                if c.get("hint") is not None:
+                    named[name]["hint"] = self._command_text(c["hint"])
         self.commands = list(named.values())[:MAX_COMMANDS]
+
+    def _command_text(self, text: Any) -> str:
+        """A command's description or hint, cut at :data:`MAX_COMMAND_TEXT` characters, masked before
+        the cut: 200 commands of 150,000 characters made each ``/`` completion 30 MB, masked again
+        each time, the loop held 3 s (attacker round 35)."""
+        text = text if isinstance(text, str) else ""
+        if len(text) <= MAX_COMMAND_TEXT:
+            return text
+        return self.redact(text[: MAX_COMMAND_TEXT + 200])[:MAX_COMMAND_TEXT] + "…"
 
     def put_content(self, data: str | bytes, content_type: str = "text/plain") -> dict:
         return self.sessions.put_content(data, content_type)

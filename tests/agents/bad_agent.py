@@ -97,6 +97,8 @@ terminal_cut     shows a terminal in running call t1 whose command writes 100 A,
                  outputByteLimit of 4,004 (the output kept and the call's 4,000-character preview both
                  cut inside the key), its command line holding an escape sequence, a right-to-left
                  override and a line break; waits for its exit, reads its output, completes t1, ends the turn
+big_commands     offers 200 commands whose descriptions are 150,000 characters, its key across the
+                 1,000th, and one whose name is 5,000 characters, then ends the turn
 late_update      first prompt: starts tool call bg-9 and ends the turn with it running; second
                  prompt: completes bg-9 (too late), says "done" and ends the turn
 diffs            shows three new files (MARKER/f0.txt ..., 40,000 characters each) as diffs of
@@ -1201,6 +1203,13 @@ for line in sys.stdin:
             if MODE == "background_wait" and background[0]:
                 continue  # a later prompt: hangs
             request(MODE, mid)
+        elif MODE == "big_commands":
+            key = os.environ.get("BAD_AGENT_KEY", "")
+            text = "d" * 995 + key + "d" * 150_000
+            commands = [{"name": f"c{i}", "description": text} for i in range(200)]
+            commands.insert(0, {"name": "n" * 5000, "description": "a long name"})
+            update("s1", {"sessionUpdate": "available_commands_update", "availableCommands": commands})
+            send(end_turn(mid))
         elif MODE == "leaks":
             key = os.environ.get("BAD_AGENT_KEY", "")
             update("s1", {"sessionUpdate": "session_info_update", "title": "t" * (200 - 10) + key})

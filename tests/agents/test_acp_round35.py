@@ -1,6 +1,6 @@
-"""A hostile ACP agent's terminals (attacker round 35): output cut inside its key, output in
-four-byte characters, terminals by the dozen, a command line with escapes. Real agent subprocesses
-(``bad_agent.py``)."""
+"""A hostile ACP agent (attacker round 35): terminal output cut inside its key, output in four-byte
+characters, terminals by the dozen, a command line with escapes, slash commands of 150,000
+characters. Real agent subprocesses (``bad_agent.py``)."""
 
 from __future__ import annotations
 
@@ -102,5 +102,31 @@ def test_a_terminals_title_is_one_printable_line(tmp_path: Path) -> None:
             titles += [t["title"] for t in lab.host.store.state("ahp-root://")["terminals"]]
             assert all(t.startswith("sh -c printf") and t.endswith("evil line") for t in titles), titles
             assert not any(c in t for t in titles for c in "\x1b\x07\u202e\n")
+
+    arun(go())
+
+
+def test_slash_commands_are_offered_cut_and_masked(tmp_path: Path) -> None:
+    """An agent's 200 commands of 150,000 characters made each ``/`` completion 30 MB (over the
+    16 MiB a message may be), masked again each time: the loop held 3 s a request. A command's
+    description is cut at 1,000 characters, masked before the cut; a name that long is not offered."""
+    key = SECRET_ENV["BAD_AGENT_KEY"]
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("big_commands")) as lab:
+            assert (await asyncio.wait_for(lab.send("go"), 60)).status == "complete"
+            answer = await lab.client.request(
+                "completions", {"channel": lab.chat, "kind": "userMessage", "text": "/c1", "offset": 3}
+            )
+            items = answer["items"]
+            assert len(items) == 111 and items[0]["insertText"] == "/c1 "  # c1, c10-c19, c100-c199
+            described = items[0]["attachment"]["modelRepresentation"]
+            assert described == "d" * 995 + "***dd…"  # its key masked, then cut
+            assert key[:6] not in json.dumps(answer)
+            assert len(json.dumps(answer)) < 200_000
+            long = await lab.client.request(
+                "completions", {"channel": lab.chat, "kind": "userMessage", "text": "/nnn", "offset": 4}
+            )
+            assert long["items"] == []
 
     arun(go())
