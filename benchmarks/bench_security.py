@@ -268,6 +268,32 @@ async def validation_costs(n: int) -> list[tuple[str, float]]:
         await lab.aclose()
 
 
+#: 1 MB texts a stranger may send in one member, for :func:`redaction_per_megabyte`.
+HOSTILE_TEXTS = {
+    "prose": ("The suite ran 12 tests in 0.4 s; all passed. Coverage is 87 %. " * 20_000)[: 1 << 20],
+    "query parameters (A=1&A=1&...)": ("x?" + "A=1&" * (1 << 18))[: 1 << 20],
+    "secret parameters (key=1&...)": ("x?" + "key=1&" * (1 << 18))[: 1 << 20],
+    "assignments (token = x; ...)": ("token = x; " * (1 << 17))[: 1 << 20],
+}
+
+
+def redaction_per_megabyte() -> list[tuple[str, float]]:
+    """Seconds the redactor takes over each 1 MB text of :data:`HOSTILE_TEXTS`, best of 3: what
+    one member of a stranger's action costs the host's loop per megabyte (attacker round 34: 14 MB
+    of ``A=1&…`` held it 10.7 s)."""
+    redactor = Redactor()
+    redactor.add("sk-live-abcdef0123456789")
+    out = []
+    for label, text in HOSTILE_TEXTS.items():
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            redactor.text(text)
+            best = min(best, time.perf_counter() - start)
+        out.append((label, best))
+    return out
+
+
 class _NoRedaction:
     def action(self, action: dict) -> dict:
         return action
@@ -341,6 +367,11 @@ def main() -> None:
         print("|---|---:|---:|")
         for label, seconds in rows:
             print(f"| {label} | {seconds * 1e6:.1f} | {seconds / base:.2f} |")
+        print("\n## Redaction of 1 MB texts (best of 3)\n")
+        print("| text | seconds per MB |")
+        print("|---|---:|")
+        for label, seconds in redaction_per_megabyte():
+            print(f"| {label} | {seconds:.3f} |")
 
     finally:
         shutil.rmtree(work, ignore_errors=True)

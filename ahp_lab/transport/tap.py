@@ -89,7 +89,7 @@ def _classify(text: str) -> dict:
         return _classify_head(text)
     try:
         message = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # a frame nested past Python's stack is no message either
         return {"kind": "invalid", "method": None, "id": None, "error": None}
     if not isinstance(message, dict):
         return {"kind": "invalid", "method": None, "id": None, "error": None}

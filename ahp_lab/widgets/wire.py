@@ -51,7 +51,9 @@ def _detail(frame: Any, limits: dict[str, int] | None) -> dict[str, Any]:
     ref = f"frame-{frame.n}"
     try:
         block = json_preview(json.loads(frame.text), ref, limits)
-    except ValueError:  # not JSON: show the raw text (cleaned, capped)
+    # not JSON, or nested past Python's stack (a stranger's frame of 20,000 levels blanked the
+    # view: attacker round 34): the raw text (cleaned, capped)
+    except (ValueError, RecursionError):
         block = text_block(frame.text, ref, limits, markdown=False)
     return {**frame_row(frame), "json": block}
 
