@@ -291,24 +291,15 @@ class TurnRunner:
         invocation = f"{display}({', '.join(f'{k}={json.dumps(v, ensure_ascii=False)}' for k, v in (arguments or {}).items())})"
         if resolved is None:
             # No server or client tool has that name: the call is declined with a failed result.
-            self._dispatch(
-                {
-                    "type": "chat/toolCallReady",
-                    **base,
-                    "invocationMessage": invocation,
-                    "toolInput": args_json,
-                    "confirmed": "not-needed",
-                }
-            )
             message = f"No tool named {name!r} is available in this session"
-            self._dispatch(
-                {
-                    "type": "chat/toolCallComplete",
-                    **base,
-                    "result": failure_result(display, message, "unknownTool"),
-                }
-            )
-            return self._outcome(call_id)
+            return self._decline(call_id, invocation, args_json, display, message, "unknownTool")
+        if resolved.kind == "client" and not host.is_active_client(self.session, resolved.owner):
+            # The owner left while the call streamed (customizations §5.2): a streaming call cannot
+            # be completed, so the removal skipped it, and made ready it ran for an absent client
+            # while the turn waited out client_tool_timeout (300 s). It fails now instead, as the
+            # removal fails the owner's running calls.
+            message = f"Client {resolved.owner} left the session before the tool call was ready"
+            return self._decline(call_id, invocation, args_json, display, message, "clientRemoved")
         needs_confirmation = host.needs_confirmation(resolved, confirm)
         ready: dict[str, Any] = {
             "type": "chat/toolCallReady",
@@ -335,6 +326,25 @@ class TurnRunner:
             tc = await self._wait_call(call_id, {"running", "auth-required"})
         if tc.get("status") == "pending-result-confirmation":
             await self._wait_call(call_id, {"pending-result-confirmation"})
+        return self._outcome(call_id)
+
+    def _decline(
+        self, call_id: str, invocation: str, args_json: str, display: str, message: str, error_type: str
+    ) -> ToolOutcome:
+        """Make the call ready and complete it at once with a failed result (nobody runs it)."""
+        base = {"turnId": self.turn_id, "toolCallId": call_id}
+        self._dispatch(
+            {
+                "type": "chat/toolCallReady",
+                **base,
+                "invocationMessage": invocation,
+                "toolInput": args_json,
+                "confirmed": "not-needed",
+            }
+        )
+        self._dispatch(
+            {"type": "chat/toolCallComplete", **base, "result": failure_result(display, message, error_type)}
+        )
         return self._outcome(call_id)
 
     def _turn_client(self) -> str | None:
