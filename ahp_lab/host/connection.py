@@ -365,8 +365,17 @@ class Connection:
         # createSession's activeClient need no subscription)
         sessions = [s for s in self.host.sessions if self.host.is_active_client(s, client_id)]
         grace = self.host.client_grace_s
+        departures = self.host.departures
+        departures[client_id] = self
 
         def expire() -> None:
+            if departures.get(client_id) is not self:
+                # it came back and dropped again since: that drop's own grace period decides (each
+                # drop's timer asked only whether the client was connected when it fired, and
+                # removed a client that dropped twice within the period, back within
+                # milliseconds each time)
+                return
+            del departures[client_id]
             back = self.host.connection_of(client_id)
             for session in sessions:
                 # a client that came back keeps the sessions it subscribed to again (a reconnect

@@ -169,6 +169,9 @@ class Host(SessionsAndChats):
         self.strangers_budget = RequestBudget(self.limits.max_request_bytes_per_s / 2)
         #: client id → the live connection that holds it (identity is bound to the connection)
         self.clients: dict[str, Connection] = {}
+        #: client id → its connection that closed last, while that close's grace period runs: a
+        #: client that came back and dropped again is judged by its last drop, not an earlier one
+        self.departures: dict[str, Connection] = {}
         self.subscribers: dict[str, set] = {}
         #: what untrusted clients have put into state, bounded by ``limits.max_client_content_bytes``
         self.client_content = ClientContent(self.limits.max_client_content_bytes)
