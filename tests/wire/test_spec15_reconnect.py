@@ -8,6 +8,7 @@ period" (customizations §5.1); a reconnect's replay must bring what the client 
 from __future__ import annotations
 
 from ahp_lab.host import Host
+from ahp_lab.reducers import reduce
 
 from .conftest import ROOT, RawPeer, run, served
 
@@ -70,5 +71,87 @@ def test_a_client_that_dropped_twice_is_judged_by_its_last_drop():
             ]
             assert host.departures == {}
             await observer.close()
+
+    run(main(), timeout=60)
+
+
+def _last_seen(peer: RawPeer, snapshot: dict) -> int:
+    return max([snapshot["fromSeq"]] + [e["serverSeq"] for e in peer.actions()])
+
+
+def _caught_up(result: dict, channel: str, held: dict) -> dict:
+    """What a client holds of ``channel`` after applying a reconnect's result (overview §7)."""
+    if result["type"] == "snapshot":
+        return next(s["state"] for s in result["snapshots"] if s["resource"] == channel)
+    state = held
+    for envelope in result["actions"]:
+        if envelope["channel"] == channel:
+            state = reduce(
+                envelope["channel"].split(":")[0].removeprefix("ahp-"), state, envelope["action"], 0
+            )
+    return state
+
+
+async def _session_with_chat(host: Host, owner: RawPeer) -> str:
+    """A session of the scripted agent, ready; its default chat."""
+    assert "result" in await owner.call("createSession", {"channel": SESSION})
+    await owner.call("subscribe", {"channel": SESSION})
+    await owner.wait(lambda: host.store.state(SESSION)["lifecycle"] == "ready")
+    return host.store.state(SESSION)["defaultChat"]
+
+
+async def _turn(owner: RawPeer, chat: str, turn_id: str, seq: int) -> None:
+    """A turn of the scripted agent, to its end."""
+    message = {"text": "hello", "origin": {"kind": "user"}}
+    action = {"type": "chat/turnStarted", "turnId": turn_id, "startedAt": "x", "message": message}
+    owner.notify("dispatchAction", {"channel": chat, "clientSeq": seq, "action": action})
+    await owner.wait(
+        lambda: any(
+            e["action"]["type"] == "chat/turnComplete" and e["action"]["turnId"] == turn_id
+            for e in owner.actions(chat)
+        )
+    )
+
+
+def _turn_ids(state: dict) -> list:
+    return [t["id"] for t in state.get("turns") or ()]
+
+
+def test_a_windowed_client_that_missed_a_truncation_holds_what_the_host_holds_after_a_reconnect():
+    """Chat-channel §9: history is paged in before a truncation into a client's window. A client
+    away at the time was replayed the truncation alone, a no-op in its window: it kept ['t3'] while
+    the host held ['t0', 't1']."""
+
+    async def main():
+        async with served() as (host, server):
+            owner = await RawPeer.open(server.url_with_token)
+            await owner.initialize("owner")
+            chat = await _session_with_chat(host, owner)
+            await owner.call("subscribe", {"channel": chat})
+            for i in range(4):
+                await _turn(owner, chat, f"t{i}", i + 1)
+
+            viewer = await RawPeer.open(server.url_with_token)
+            await viewer.initialize("viewer")
+            window = (await viewer.call("subscribe", {"channel": chat, "view": {"turns": 1}}))["result"][
+                "snapshot"
+            ]
+            assert _turn_ids(window["state"]) == ["t3"]
+            last = _last_seen(viewer, window)
+            await viewer.close()
+
+            truncate = {"type": "chat/truncated", "turnId": "t1"}
+            owner.notify("dispatchAction", {"channel": chat, "clientSeq": 9, "action": truncate})
+            await owner.wait(lambda: any(e["action"] == truncate for e in owner.actions(chat)))
+
+            back = await RawPeer.open(server.url_with_token)
+            answer = await back.call(
+                "reconnect",
+                {"channel": ROOT, "clientId": "viewer", "lastSeenServerSeq": last, "subscriptions": [chat]},
+            )
+            held = _caught_up(answer["result"], chat, window["state"])
+            assert _turn_ids(held) == _turn_ids(host.store.state(chat)) == ["t0", "t1"]
+            await back.close()
+            await owner.close()
 
     run(main(), timeout=60)
