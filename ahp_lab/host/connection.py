@@ -601,6 +601,7 @@ class Connection:
             turns = (store.state(channel) or {}).get("turns") if store.kind_of(channel) == "chat" else None
             if turns:  # its state may be a window (view.turns): a truncation pages history in first
                 self.windows[channel] = turns[-1].get("id")
+        disposed = self.host.disposed_at
         if (
             last > store.last_seq
             or store.last_seq - last > REPLAY_LIMIT
@@ -608,6 +609,10 @@ class Connection:
             # a replay that large would cost more than the channels' states: each reconnect would
             # make the host build it again, and it could not pass the send buffer
             or store.log_bytes_since(last + 1) > self.limits.max_message_bytes
+            # a channel disposed after what the client saw and created again under its URI: the
+            # client holds the old one, which the new one's actions do not bring up to date (it
+            # kept the old chat's turns and the old session's title, told of nothing missing)
+            or any(disposed.get(c, -1) >= last for c in live)
         ):
             return self._snapshots(live, missing)
         start = max(last + 1, store.first_seq)

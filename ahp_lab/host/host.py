@@ -172,6 +172,10 @@ class Host(SessionsAndChats):
         #: client id → its connection that closed last, while that close's grace period runs: a
         #: client that came back and dropped again is judged by its last drop, not an earlier one
         self.departures: dict[str, Connection] = {}
+        #: channel URI → the last seq before the host disposed of the channel under that URI,
+        #: oldest first (a reconnect that saw less holds a channel the URI no longer names), for
+        #: as long as a reconnect could be answered with a replay
+        self.disposed_at: dict[str, int] = {}
         self.subscribers: dict[str, set] = {}
         #: what untrusted clients have put into state, bounded by ``limits.max_client_content_bytes``
         self.client_content = ClientContent(self.limits.max_client_content_bytes)

@@ -26,7 +26,7 @@ from ..transport import RpcError
 from . import mirror
 from .agent_sessions import working_directory_paths
 from .client_content import unseen_bytes
-from .connection import MAX_CHANNEL_URI_CHARS, ROOT, Connection, check_name
+from .connection import MAX_CHANNEL_URI_CHARS, REPLAY_LIMIT, ROOT, Connection, check_name
 from .resources import file_uri
 from .validation import (
     check_client_action,
@@ -537,6 +537,7 @@ class SessionsAndChats:
         if runner is not None:
             runner.cancel()
         self.streamed.drop(chat)  # what its parts held goes with it
+        self._note_disposed(chat)
         self.store.remove_channel(chat)
         self.chat_session.pop(chat, None)
         self.chat_creators.pop(chat, None)
@@ -558,12 +559,23 @@ class SessionsAndChats:
                 hook(uri)
         for chat in list(runtime.chats):
             self._forget_chat(chat)
+        self._note_disposed(uri)
         self.store.remove_channel(uri)
         self.subscribers.pop(uri, None)
         self.client_content.forget(uri)
         del self.sessions[uri]
         self._count_sessions()
         self._notify_root("root/sessionRemoved", {"session": uri})
+
+    def _note_disposed(self, uri: str) -> None:
+        """Remember when ``uri`` was disposed of, while a reconnect that saw less could be replayed
+        (:meth:`Connection._replay` answers such a one with snapshots)."""
+        marks, store = self.disposed_at, self.store
+        marks.pop(uri, None)  # (in order of disposal)
+        marks[uri] = store.last_seq
+        oldest = max(store.first_seq - 1, store.last_seq - REPLAY_LIMIT)  # before it: snapshots anyway
+        while marks and next(iter(marks.values())) < oldest:
+            del marks[next(iter(marks))]
 
     def _count_sessions(self) -> None:
         if self.store.state(ROOT).get("activeSessions") != len(self.sessions):

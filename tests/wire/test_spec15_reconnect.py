@@ -155,3 +155,81 @@ def test_a_windowed_client_that_missed_a_truncation_holds_what_the_host_holds_af
             await owner.close()
 
     run(main(), timeout=60)
+
+
+def test_a_chat_disposed_and_created_again_under_its_uri_is_sent_as_it_is_now():
+    """Overview §7: the replay brings what the client holds up to date. A chat disposed and
+    created again while the client was away was replayed nothing, and the client kept the old
+    chat's turn for a chat the host held empty."""
+
+    async def main():
+        async with served() as (host, server):
+            owner = await RawPeer.open(server.url_with_token)
+            await owner.initialize("owner")
+            await _session_with_chat(host, owner)
+            second = "ahp-chat:/0b3d7c1e-0000-4000-8000-0000000000c2"
+            assert "result" in await owner.call("createChat", {"channel": SESSION, "chat": second})
+            await owner.call("subscribe", {"channel": second})
+            await _turn(owner, second, "old", 1)
+
+            viewer = await RawPeer.open(server.url_with_token)
+            await viewer.initialize("viewer")
+            snapshot = (await viewer.call("subscribe", {"channel": second}))["result"]["snapshot"]
+            assert _turn_ids(snapshot["state"]) == ["old"]
+            last = _last_seen(viewer, snapshot)
+            await viewer.close()
+
+            assert "result" in await owner.call("disposeChat", {"channel": second})
+            assert "result" in await owner.call("createChat", {"channel": SESSION, "chat": second})
+
+            back = await RawPeer.open(server.url_with_token)
+            answer = await back.call(
+                "reconnect",
+                {"channel": ROOT, "clientId": "viewer", "lastSeenServerSeq": last, "subscriptions": [second]},
+            )
+            assert answer["result"]["missing"] == []
+            held = _caught_up(answer["result"], second, snapshot["state"])
+            assert _turn_ids(held) == _turn_ids(host.store.state(second)) == []
+            await back.close()
+            await owner.close()
+
+    run(main(), timeout=60)
+
+
+def test_a_session_disposed_and_created_again_under_its_uri_is_sent_as_it_is_now():
+    async def main():
+        async with served() as (host, server):
+            owner = await RawPeer.open(server.url_with_token)
+            await owner.initialize("owner")
+            await _session_with_chat(host, owner)
+            title = {"type": "session/titleChanged", "title": "the old one"}
+            owner.notify("dispatchAction", {"channel": SESSION, "clientSeq": 1, "action": title})
+            await owner.wait(lambda: any(e["action"] == title for e in owner.actions(SESSION)))
+
+            viewer = await RawPeer.open(server.url_with_token)
+            await viewer.initialize("viewer")
+            snapshot = (await viewer.call("subscribe", {"channel": SESSION}))["result"]["snapshot"]
+            assert snapshot["state"]["title"] == "the old one"
+            last = _last_seen(viewer, snapshot)
+            await viewer.close()
+
+            assert "result" in await owner.call("disposeSession", {"channel": SESSION})
+            await _session_with_chat(host, owner)
+
+            back = await RawPeer.open(server.url_with_token)
+            answer = await back.call(
+                "reconnect",
+                {
+                    "channel": ROOT,
+                    "clientId": "viewer",
+                    "lastSeenServerSeq": last,
+                    "subscriptions": [SESSION],
+                },
+            )
+            held = _caught_up(answer["result"], SESSION, snapshot["state"])
+            assert held["title"] == host.store.state(SESSION)["title"] != "the old one"
+            assert held["chats"] == host.store.state(SESSION)["chats"]
+            await back.close()
+            await owner.close()
+
+    run(main(), timeout=60)
