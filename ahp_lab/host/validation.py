@@ -32,6 +32,17 @@ def find_tool_call(chat: dict, turn_id: Any, call_id: Any) -> dict | None:
     return parts[0]["toolCall"] if parts else None
 
 
+def _no_tool_call(kind: str, chat: dict, turn_id: Any, call_id: Any) -> str:
+    """Why ``kind`` finds no tool call to act on. A turn that has ended is named as such: a client
+    acting on a call of a turn that had just completed was told there was no such call "in the
+    active turn", though no turn was active, which read like a wrong tool call id."""
+    if any(type(t) is dict and t.get("id") == turn_id for t in chat.get("turns") or ()):
+        active = _active_turn(chat)
+        now = "no turn is active" if active is None else f"the active turn is {active.get('id')!r}"
+        return f"{kind}: turn {turn_id!r} has ended ({now}): only the active turn's tool calls can change"
+    return f"{kind}: no tool call {call_id!r} in the active turn {turn_id!r}"
+
+
 def find_open_request(chat: dict, request_id: Any) -> dict | None:
     active = _active_turn(chat)
     for part in (active or {}).get("responseParts") or ():
@@ -265,9 +276,10 @@ def _check_chat(
         value = action.get(field)
         if value is not None and value not in allowed:
             return f"{kind}: {field} is one of {', '.join(map(repr, allowed))}, not {value!r}"
-    if kind == "chat/turnStarted" and _active_turn(chat) is not None:
+    if kind == "chat/turnStarted" and (active := _active_turn(chat)) is not None:
         return (
-            "a turn is already in progress: cancel it first or queue the message with chat/pendingMessageSet"
+            f"chat/turnStarted: a turn is already in progress ({active.get('id')!r}): cancel it "
+            "first (chat/turnCancelled) or queue the message with chat/pendingMessageSet"
         )
     if kind == "chat/turnStarted":
         turn_id = action.get("turnId")
@@ -287,7 +299,7 @@ def _check_chat(
     ):
         tc = find_tool_call(chat, action.get("turnId"), action.get("toolCallId"))
         if tc is None:
-            return f"{kind}: no tool call {action.get('toolCallId')!r} in the active turn {action.get('turnId')!r}"
+            return _no_tool_call(kind, chat, action.get("turnId"), action.get("toolCallId"))
         status = tc.get("status")
         if kind == "chat/toolCallConfirmed" and status != "pending-confirmation":
             return f"{kind}: tool call {action.get('toolCallId')!r} is not waiting for confirmation (it is {status})"
@@ -404,7 +416,8 @@ def _check_session(
     if kind == "session/activeClientRemoved" and action.get("clientId") != client_id and not trusted:
         return (
             f"session/activeClientRemoved: a client may only remove itself (clientId {client_id!r}); "
-            "only the notebook that owns the host may remove other clients"
+            "the host removes other clients when they leave (unsubscribe from the session, or "
+            "disconnect and do not come back)"
         )
     if kind == "session/customizationToggled" and not _customization_exists(session_state, action.get("id")):
         listed = _published_as(session_state, client_id, action.get("id"))
