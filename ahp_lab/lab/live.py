@@ -163,7 +163,9 @@ class Lab(Sending, Answering, LabBase):
         if ours:
             extra["title"] = self._title
         self.session = await self.client.create_session(**extra)
-        self._lifetime.state["sessions"].add(self.session)
+        lifetime = getattr(self, "_lifetime", None)  # (a lab attached to another host has none)
+        if lifetime is not None:
+            lifetime.state["sessions"].add(self.session)
         state = await self.client.wait_for(
             self.session,
             lambda s: s if s and s.get("lifecycle") in ("ready", "creationFailed") else None,
