@@ -84,8 +84,8 @@ class Bridge(WorkspaceServices, PermissionRequests, ConfigRequests, AgentOutput)
         self.prompt_task: asyncio.Task | None = None
         self.always: dict[tuple[str, str], str] = {}
         self.terminals: dict[str, Any] = {}
-        # terminal -> [the call_later that shows its output next, whether more came meanwhile]
-        self._preview_later: dict[Any, list] = {}
+        self._preview_pending: set = set()  # terminals that wrote since the last preview
+        self._preview_handle: asyncio.TimerHandle | None = None
         self.failure: str | None = None
         self._exited = False  # the failure is the process's exit (not a fault of what it sent)
         self._failed_from = 0  # the index of the first frame after the failure (see fail)
