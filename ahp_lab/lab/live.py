@@ -33,9 +33,11 @@ from ..client import AhpClient
 from ..host import ROOT, Host
 from ..protocol import ProtocolError
 from ..protocol.actions import channel_kind_of_action
+from ..protocol.jsonrpc import ErrorCode
 from ..protocol.jsonvalue import to_json
 from ..store import Store, Transition, wall_clock_ms
 from ..tools import Tool
+from ..transport.jsonrpc import RpcError
 from ..waiting import check_wait_arguments
 from .answering import Answering
 from .base import LabBase, LabReplay, LabSource
@@ -136,6 +138,7 @@ class Lab(Sending, Answering, LabBase):
         self._title = title
         self._working_directories = [Path(d).expanduser().resolve().as_uri() for d in working_directories]
         self._background: set[asyncio.Task] = set()
+        self._added_clients: dict[str, AhpClient] = {}  # client id -> the client add_client connected
         # Held weakly, like the views' source: nothing the lab owns keeps the lab alive.
         self.client.on_change(weakly(self._on_client_change))
         self.store.subscribe(weakly(self._on_transition))
@@ -398,6 +401,11 @@ class Lab(Sending, Answering, LabBase):
         self, client_id: str, display_name: str | None = None, *, trusted_host: bool = True
     ) -> AhpClient:
         """Connect another client (say, an IDE) and make it active in this session."""
+        # The id is this lab's until remove_client (which closes that client's connection): running
+        # the cell again replaces the client this lab added under that id, as running Lab() again
+        # replaces the lab.
+        self._check_client_id(client_id)
+        await self._replace_client(client_id)
         client = AhpClient(
             self.host.connect(client_id),
             client_id=client_id,
@@ -406,8 +414,41 @@ class Lab(Sending, Answering, LabBase):
             clock_ms=self.store.clock_ms,
             limits=self.host.limits,
         )
-        await client.initialize([ROOT])
+        self._added_clients[client_id] = client
+        try:
+            await client.initialize([ROOT])
+        except RpcError as exc:
+            client.close()
+            self._added_clients.pop(client_id, None)
+            if exc.code == ErrorCode.ALREADY_EXISTS:  # another connection (not this lab's) holds it
+                raise RpcError(  # noqa: B904 - the host's reason, without the client's frames
+                    exc.code,
+                    f"client id {client_id!r} is held by another live connection (not one this lab "
+                    "added): pick another id",
+                ) from None
+            raise
         return await self._make_active(client)
+
+    def _check_client_id(self, client_id: Any) -> None:
+        if not isinstance(client_id, str) or not client_id:
+            raise TypeError(f"add_client(client_id): a non-empty string, not {client_id!r}")
+        if client_id == self.client.client_id:
+            raise ValueError(
+                f"{client_id!r} is this notebook's own client id (lab.client): pick another id for "
+                "the other client"
+            )
+
+    async def _replace_client(self, client_id: str) -> None:
+        """A client this lab added under ``client_id`` before (its cell ran again, or it was
+        removed) leaves the session and closes before the id is taken again: a second
+        ``add_client("ide")`` was refused, even after ``remove_client("ide")``."""
+        old = self._added_clients.get(client_id)
+        if old is None:
+            return
+        if self.session is not None and not self.closed:
+            self._remove_client(client_id, "was replaced: add_client ran again")
+        self._added_clients.pop(client_id, None)
+        await old.aclose()
 
     async def _make_active(self, client: AhpClient) -> AhpClient:
         """Subscribe another client to this session and its chat and wait until it is listed."""
@@ -464,7 +505,15 @@ class Lab(Sending, Answering, LabBase):
 
     def remove_client(self, client_id: str) -> None:
         """Remove an active client from the session (its running tool calls fail)."""
-        self.host.remove_client(self.session, client_id, "was removed from the session")
+        self._remove_client(client_id, "was removed from the session")
+
+    def _remove_client(self, client_id: str, why: str) -> None:
+        """A client that :meth:`add_client` connected is disconnected too, so that its id can be
+        added again (its connection kept the id: a second ``add_client("ide")`` was refused)."""
+        self.host.remove_client(self.session, client_id, why)
+        added = self._added_clients.pop(client_id, None)
+        if added is not None:
+            added.close()
 
     def allow_mcp(self, server: str, shown: str | None = None) -> dict:
         """Let a remote client's MCP server run: a local decision, recorded in ``lab.mcp.decisions``.

@@ -8,6 +8,7 @@ recorded in a :class:`~ahp_lab.transport.tap.FrameLog` (the raw wire view reads 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from ..waiting import check_wait_arguments
 from .clientlog import ClientLog
 from .lifetime import weakly
 from .live import Lab
+from .turns import run_sync
 
 __all__ = ["serve_host", "RemoteLab", "NotAvailableRemotely"]
 
@@ -121,6 +123,7 @@ class RemoteLab(Lab):
         self._title = "Notebook session"
         self._working_directories: list[str] = []  # a new session is created without any
         self._background: set[asyncio.Task] = set()
+        self._added_clients: dict = {}  # client id -> the client add_client connected (see Lab)
         self._closed = False
 
     @classmethod
@@ -258,14 +261,36 @@ class RemoteLab(Lab):
         """Connect another client to the same remote host (a second socket) and make it active here."""
         from ..client.connect import connect
 
+        self._check_client_id(client_id)
+        # a client added under this id before (its cell ran again, or it was removed) leaves and its
+        # socket closes first: the host kept the id for that socket, and refused the id again
+        old = self._added_clients.pop(client_id, None)
+        if old is not None:
+            await self._leave(old)
         client = await connect(
             self._url, self._token, client_id=client_id, display_name=display_name, trusted_host=trusted_host
         )
+        self._added_clients[client_id] = client
         return await self._make_active(client)
 
     def remove_client(self, client_id: str) -> None:
         """Ask the host to remove an active client from the session (``session/activeClientRemoved``)."""
-        self.dispatch({"type": "session/activeClientRemoved", "clientId": client_id}, self.session)
+        added = self._added_clients.pop(client_id, None)
+        if added is None:
+            self.dispatch({"type": "session/activeClientRemoved", "clientId": client_id}, self.session)
+        else:  # one add_client connected leaves by itself (only the host's notebook removes others)
+            run_sync(self._leave(added))
+
+    async def _leave(self, client: AhpClient) -> None:
+        """A client :meth:`add_client` connected leaves the session and its socket closes, so that
+        the host frees its id (the socket kept it: the id was refused to the next ``add_client``)."""
+        if not client.closed:
+            client.dispatch(
+                self.session, {"type": "session/activeClientRemoved", "clientId": client.client_id}
+            )
+            with contextlib.suppress(ConnectionError, TimeoutError):
+                await client.settle(timeout=10)
+        await client.aclose()
 
     _deaf_when_closed = True
     _queued_when_closed = "the message stays in the host's queue"
