@@ -24,7 +24,7 @@ import os
 import re
 import warnings
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +93,9 @@ class Lab(Sending, Answering, LabBase):
         limits: Any = None,
         working_directories: list | tuple = (),
     ) -> None:
+        plugins, directories = _several("plugins", plugins), _several("directories", directories)
+        working_directories = _several("working_directories", working_directories)
+        roots = None if roots is None else _several("roots", roots)
         owns_host = host is None
         self.host = host or Host(
             agent,
@@ -763,6 +766,18 @@ class Lab(Sending, Answering, LabBase):
         from .remote import RemoteLab
 
         return run_sync(RemoteLab.open(url, token, **options))
+
+
+def _several(name: str, value: Any) -> list:
+    """``plugins=``, ``directories=``, ``working_directories=``, ``roots=``: a list of entries, of
+    which one alone (a path, or a directory's mapping) is a list of one. A string was read as a
+    list of characters: ``Lab(plugins="examples/plugins/ahp-lab-demo")`` made 29 plugins named
+    ``e``, ``x``, ``a``, ... and as many warnings."""
+    if isinstance(value, (str, os.PathLike, Mapping)):
+        return [value]
+    if isinstance(value, (bytes, bytearray)) or not isinstance(value, Iterable):
+        raise TypeError(f"Lab({name}=...) takes a folder or a list of folders, not {type(value).__name__}")
+    return list(value)
 
 
 def _folders_resolved(session: Any) -> bool:
