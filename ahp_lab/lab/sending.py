@@ -10,10 +10,11 @@ starts a queued message.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import uuid
 import warnings
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Coroutine
 from typing import Any
 
 from ..protocol.clock import iso_ms
@@ -308,6 +309,49 @@ class Sending:
             await self._wait_started(sent, stop_when_blocked)
         return await self._wait_turn(sent, stop_when_blocked)
 
+    async def _awaited(self, sent: Sent, waiting: Awaitable[Turn]) -> Turn:
+        """A cell awaits ``waiting``, the turn of ``sent``: while the message is queued behind a
+        turn that waits for a person, say so (:meth:`_tell_queued`)."""
+        if sent.kind != "queued" or sent.turn_id is not None:
+            return await waiting
+        telling = asyncio.ensure_future(self._tell_queued(sent))
+        try:
+            return await waiting
+        finally:
+            telling.cancel()
+
+    async def _tell_queued(self, sent: Sent) -> None:
+        """Warn, once for each turn ahead and what it waits for, that an awaited queued message
+        waits for a person: a corrected ``await lab.send(...)`` queued behind the turn its first
+        try left waiting (``approve="no"``) showed ``[*]`` and nothing else, for good."""
+        told: set[str] = set()
+        while True:
+
+            def check(state: Any) -> Any:
+                if sent.turn_id is not None or sent.removed or self.closed:
+                    return ("over", None)
+                ahead = ((state or {}).get("activeTurn") or {}).get("id")
+                policy = self._policies.get(ahead)
+                if policy is not None and not policy.leaves_open():
+                    return None  # its approve=/answers= answer it
+                reason = self._queued_behind(sent.chat, ahead)
+                return None if reason is None or reason in told else ("blocked", reason)
+
+            kind, reason = await self.client.wait_for(sent.chat, check)
+            if kind == "over":
+                return
+            told.add(reason)
+            queued = (self.client.state(sent.chat) or {}).get("queuedMessages") or ()
+            text = next((m["message"].get("text") for m in queued if m.get("id") == sent.message_id), None)
+            shown = "" if text is None else f" {str(text)[:40]!r}" + ("..." if len(str(text)) > 40 else "")
+            warnings.warn(
+                f"this cell waits: the message{shown} ({sent.message_id}) is {reason}. It starts when "
+                "that turn ends: answer or stop that turn in the workbench (lab.show()); other cells "
+                "run only after this one, and Kernel → Interrupt does not stop a cell that awaits "
+                "(Kernel → Restart does)",
+                stacklevel=1,
+            )
+
     async def _wait_started(self, sent: Sent, stop_when_blocked: bool) -> None:
         """Wait until the host starts a queued message as a turn."""
 
@@ -515,7 +559,7 @@ class Sending:
 
     async def _send(self, text, script, approve, answers, chat, queue, steer) -> Turn:
         sent = self._submit("send", text, script, approve, answers, chat, queue, steer)
-        return await self._wait_sent(sent)
+        return await self._awaited(sent, self._wait_sent(sent))
 
     def start(
         self,

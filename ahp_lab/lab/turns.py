@@ -369,7 +369,8 @@ class PendingTurn:
         return self._sent.kind == "queued" and self._sent.turn_id is None and not self.done()
 
     def __await__(self):
-        return self._task.__await__()
+        # while queued behind a turn that waits for a person, the awaiting cell is told so
+        return self.lab._awaited(self._sent, self._task).__await__()
 
     def done(self) -> bool:
         """Whether the turn has ended."""
