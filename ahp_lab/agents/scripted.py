@@ -206,6 +206,11 @@ def call(
     Arguments go as keywords (``call("deploy", target="prod")``) or, when a name collides with an
     option of ``call`` itself, in ``args`` (``call("x", args={"title": "..."})``).
     """
+    if args is not None and not hasattr(args, "keys"):  # ("auth": "'str' object is not a mapping")
+        raise TypeError(
+            f"call({name!r}, {args!r:.40}): a tool's arguments go as keywords, "
+            f"call({name!r}, argument=value), or as a dict, call({name!r}, {{'argument': value}})"
+        )
     return _Call(
         name, {**(args or {}), **arguments}, confirm, options, title, intention, requires_result_confirmation
     )

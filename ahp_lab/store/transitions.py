@@ -273,6 +273,11 @@ class TransitionLog:
         return len(self._store._actions) - self._store._dropped
 
     def _position(self, i: int) -> int:
+        if isinstance(i, bool) or not isinstance(i, int):  # "x" said "'<' not supported between ..."
+            raise TypeError(
+                f"lab.transitions[...] takes a server seq (an int, negative from the newest) or a slice, "
+                f"not {type(i).__name__}; to filter, use lab.transitions.where(channel=..., type=...)"
+            )
         store = self._store
         end = len(store._actions)
         pos = end + i if i < 0 else i - store._seq0
