@@ -151,7 +151,9 @@ function field(s0, value, path, name, required, root, depth, onChange) {
   } else {
     const inp = simpleInput(kind, s, value, aria, nullable);
     control = inp.el;
-    read = inp.read;
+    // a required text left empty is missing, and the check says "is required" next to it: read as
+    // "", it was sent and the tool ran with name="" (a first-hour user)
+    read = required && kind === "string" ? () => { const v = inp.read(); return v === "" ? undefined : v; } : inp.read;
   }
   if (kind !== "object" && kind !== "array") {
     control.addEventListener("input", onChange);
@@ -224,7 +226,9 @@ export function schemaForm(schema, value, onChange) {
     const v = read();
     const errors = [];
     badJson(v, "", errors);
-    return errors.length ? errors : validate(v, schema);
+    if (errors.length) return errors;
+    // a field of the form left empty: say what to do, next to it
+    return validate(v, schema).map((e) => (e.message === "is required" && fields.has(e.path) ? { ...e, message: "is required: fill it in before approving" } : e));
   };
   const showErrors = (errors, general) => {
     for (const e of fields.values()) { e.hidden = true; e.textContent = ""; }
