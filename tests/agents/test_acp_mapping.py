@@ -460,3 +460,17 @@ def test_an_attachment_whose_data_is_not_base64_is_said_not_sent() -> None:
         assert [b["type"] for b in blocks] == ["text", "text", "text"]
         assert blocks[1]["text"] == "[attachment x.txt (text/plain) is not valid base64: not sent]"
         assert blocks[2]["text"] == "[attachment shot (image/png) is not valid base64: not sent]"
+
+
+def test_json_and_other_text_attachments_reach_an_agent_that_takes_only_text() -> None:
+    """Embedded text reaches any agent as a text block (ACP's baseline), but only ``text/*`` was
+    taken for text: a JSON attachment became "not supported by the agent" (ACP round 16)."""
+    data = base64.b64encode(b'{"a": 1}').decode()
+    for mime in ("application/json", "application/vnd.api+json", "application/json; charset=utf-8"):
+        message = {"text": "see", "attachments": [{"type": "embeddedResource", "label": "d", "data": data, "contentType": mime}]}  # fmt: skip
+        plain = mapping.prompt_blocks(message, {})
+        assert plain[1] == {"type": "text", "text": f'[attachment d ({mime})]\n{{"a": 1}}'}
+        rich = mapping.prompt_blocks(message, {"embeddedContext": True})
+        assert rich[1]["resource"] == {"uri": "attachment:d", "mimeType": mime, "text": '{"a": 1}'}
+    binary = {"text": "see", "attachments": [{"type": "embeddedResource", "label": "z", "data": data, "contentType": "application/zip"}]}  # fmt: skip
+    assert "not supported by the agent" in mapping.prompt_blocks(binary, {})[1]["text"]

@@ -170,7 +170,7 @@ def prompt_blocks(message: dict, prompt_caps: dict) -> list[dict]:
                     {"type": "text", "text": f"[attachment {label} ({mime}) is not valid base64: not sent]"}
                 )
                 continue
-            text = raw.decode("utf-8", "replace") if media == "text" else None
+            text = raw.decode("utf-8", "replace") if textual(mime) else None
             if media in ("image", "audio") and prompt_caps.get(media):
                 blocks.append({"type": media, "data": att["data"], "mimeType": mime})
             elif prompt_caps.get("embeddedContext"):
@@ -451,6 +451,31 @@ def as_json(model: Any) -> Any:
     if isinstance(model, list):
         return [as_json(m) for m in model]
     return model
+
+
+#: Media types outside ``text/`` whose content is text (a JSON attachment was "not supported" by an
+#: agent that takes text: ACP round 16).
+TEXT_APPLICATIONS = frozenset(
+    {
+        "application/json",
+        "application/xml",
+        "application/javascript",
+        "application/ecmascript",
+        "application/yaml",
+        "application/x-yaml",
+        "application/toml",
+        "application/sql",
+        "application/graphql",
+        "application/x-sh",
+        "application/x-httpd-php",
+    }
+)
+
+
+def textual(mime: str) -> bool:
+    """Whether content of media type ``mime`` is text: ``text/*``, JSON, XML, YAML and the like."""
+    base = mime.split(";")[0].strip().lower()
+    return base.startswith("text/") or base.endswith(("+json", "+xml")) or base in TEXT_APPLICATIONS
 
 
 def id_problem(value: Any) -> str | None:
