@@ -38,3 +38,50 @@ def test_a_frame_nested_past_pythons_stack_leaves_the_wire_view_and_its_filters_
             transport.close()
 
     arun(go())
+
+
+def _slow_skill(name: str) -> str:
+    """A skill whose 64 KB of frontmatter (2,000 small YAML mappings) takes some 0.3 s to read."""
+    body = "".join(f"  k{i}: {{a: 1, b: [1, 2], c: x}}\n" for i in range(2000))
+    return f"---\nname: {name}\ndescription: d\nmetadata:\n{body}---\nbody\n"
+
+
+def test_a_strangers_plugins_leave_the_notebooks_sync_tools_their_threads(connect_stranger):
+    """A stranger's plugins were resolved in the default executor, where the notebook's sync tools
+    run: 16 plugins of slow skills held it 158 s (a sync tool waited as long), 378 s of CPU of which
+    79 s were charged to the stranger. They are resolved one at a time on a worker of their own."""
+    from .conftest import joined
+
+    async def main():
+        async with open_lab() as lab:
+            s = await joined(connect_stranger, lab, "burner")
+            plugins = []
+            for k in range(8):  # more than the default executor's workers on a small machine
+                root = f"virtual://burner/p{k}"
+                s.files.update({f"{root}/skills/s{j}/SKILL.md": _slow_skill(f"s{j}") for j in range(4)})
+                plugins.append(
+                    {
+                        "type": "plugin",
+                        "id": f"p{k}",
+                        "uri": root,
+                        "name": f"p{k}",
+                        "enabled": True,
+                        "nonce": "1",
+                    }
+                )
+            active = {"clientId": "burner", "tools": [], "customizations": plugins}
+            s.dispatch(lab.session, 1, {"type": "session/activeClientSet", "activeClient": active})
+            assert "rejectionReason" not in await s.echo(1)
+            await s.wait(lambda: sum(m.get("method") == "resourceRead" for m in s.received) >= 32, 60)
+            # every plugin is read: their resolutions are under way, some 1.5 s each
+            await asyncio.wait_for(asyncio.to_thread(int), 0.5)  # a sync tool's thread is free
+
+            def loaded(state):
+                entries = [e for e in state.get("customizations") or () if e.get("name", "").startswith("p")]
+                done = [e for e in entries if (e.get("load") or {}).get("kind") == "loaded"]
+                return entries if len(entries) == 8 and len(done) == 8 else None
+
+            assert all(len(e["children"]) == 4 for e in await lab.wait_for(lab.session, loaded, timeout=120))
+            s.close()
+
+    arun(main())
