@@ -99,6 +99,8 @@ terminal_cut     shows a terminal in running call t1 whose command writes 100 A,
                  override and a line break; waits for its exit, reads its output, completes t1, ends the turn
 big_commands     offers 200 commands whose descriptions are 150,000 characters, its key across the
                  1,000th, and one whose name is 5,000 characters, then ends the turn
+many_calls       announces 2,050 completed tool calls, then updates the 2,040th, says "done" and ends
+                 the turn
 late_update      first prompt: starts tool call bg-9 and ends the turn with it running; second
                  prompt: completes bg-9 (too late), says "done" and ends the turn
 diffs            shows three new files (MARKER/f0.txt ..., 40,000 characters each) as diffs of
@@ -1282,6 +1284,13 @@ for line in sys.stdin:
         elif MODE == "huge_line":  # one message chunk of 40 MB, in one line
             update("s1", chunk("z" * 40_000_000))
             send(end_turn(mid))
+        elif MODE == "many_calls":
+            calls = [
+                notification("s1", {"sessionUpdate": "tool_call", "toolCallId": f"c{i}", "title": f"Read {i}", "kind": "read", "status": "completed"})
+                for i in range(2050)
+            ]  # fmt: skip
+            late = {"sessionUpdate": "tool_call_update", "toolCallId": "c2040", "status": "completed"}
+            lines(*calls, notification("s1", late), notification("s1", chunk("done")), end_turn(mid))
         elif MODE == "big_chunks":
             for i in range(200):
                 update("s1", chunk(f"[{i:03}]" + "y" * 16_000))

@@ -130,3 +130,24 @@ def test_slash_commands_are_offered_cut_and_masked(tmp_path: Path) -> None:
             assert long["items"] == []
 
     arun(go())
+
+
+def test_a_turn_shows_at_most_2000_of_the_agents_tool_calls(tmp_path: Path) -> None:
+    """Nothing bounded the tool calls of a turn: 25,000 small ones took the loop 60 s and made a chat
+    of 21 MB, more than a message may be. A turn shows 2,000; one note says the rest are not shown,
+    and an update of one of those is no protocol violation."""
+    from ahp_lab.agents.acp.mapping import MAX_TURN_CALLS
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("many_calls")) as lab:
+            turn = await asyncio.wait_for(lab.send("go"), 120)
+            assert turn.status == "complete", turn.error
+            assert len(turn.tool_calls) == MAX_TURN_CALLS == 2000 and turn.text.endswith("done")
+            notes = [
+                p["content"] for p in turn.state["responseParts"] if p.get("kind") == "systemNotification"
+            ]
+            assert notes == [
+                "The agent's further tool calls in this turn are not shown: it announced more than 2,000."
+            ]
+
+    arun(go())

@@ -121,6 +121,11 @@ class ToolCall:
 ToolCalls = dict[str, ToolCall]
 
 
+#: The most tool calls of the agent's a turn shows: 25,000 small ones took the loop 60 s and made
+#: a chat of 21 MB, more than a message may be (attacker round 35).
+MAX_TURN_CALLS = 2_000
+
+
 @dataclass
 class TurnMap:
     """Per-turn mapping state: the open text part and the turn's tool calls."""
@@ -136,6 +141,7 @@ class TurnMap:
     ended_calls: Container[str] = ()  # ids of the agent's calls in turns that ended
     waiting_on_host: int = 0  # the agent's requests of this turn the host has not answered yet
     commands: dict = field(default_factory=dict)  # terminal id -> one started while no call was open
+    calls_left_out: int = 0  # the agent's calls past MAX_TURN_CALLS, not shown
 
     def new_id(self, prefix: str) -> str:
         self.parts += 1
@@ -517,10 +523,20 @@ def _start(turn: TurnMap, update: dict) -> tuple[ToolCall, list[dict]]:
 
 
 def on_tool_call(turn: TurnMap, update: dict, resolver: Resolver) -> list[dict]:
-    """``tool_call`` → ``toolCallStart``, then whatever its status already says (ready, complete)."""
+    """``tool_call`` → ``toolCallStart``, then whatever its status already says (ready, complete).
+
+    A turn shows at most :data:`MAX_TURN_CALLS` of the agent's calls; of the rest, one note says
+    they are not shown (a permission request still shows its call)."""
     known = turn.calls.get(str(update.get("toolCallId")))
     if known is not None:  # announced again: an update
         return on_tool_call_update(turn, update, resolver)
+    if len(turn.calls) >= MAX_TURN_CALLS:
+        turn.calls_left_out += 1
+        if turn.calls_left_out > 1:
+            return []
+        text = f"The agent's further tool calls in this turn are not shown: it announced more than {MAX_TURN_CALLS:,}."
+        part = {"kind": "systemNotification", "content": text}
+        return [*end_run(turn), {"type": "chat/responsePart", "turnId": turn.turn_id, "part": part}]
     call, start = _start(turn, update)
     _merge(call, update)
     call.acp_status = str(update.get("status") or "pending")
@@ -533,6 +549,8 @@ def on_tool_call_update(turn: TurnMap, update: dict, resolver: Resolver) -> list
     if call is None:
         if str(update.get("toolCallId")) in turn.ended_calls:
             return []  # a call of a turn that ended (and closed it): too late to show
+        if turn.calls_left_out:
+            return []  # (most likely) one of the calls past MAX_TURN_CALLS, not shown
         raise ProtocolViolation(
             f"the agent updated tool call {update.get('toolCallId')!r}, which it never announced"
         )
