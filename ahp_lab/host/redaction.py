@@ -402,13 +402,15 @@ def _masked_query(match: re.Match) -> str:
     secret = _QUERY_NAMES.get(name)
     if secret is None:
         secret = not _QUERY_WORDS.isdisjoint(_QUERY_SEPARATORS.split(name[1:-1].lower()))
-        if len(_QUERY_NAMES) >= 4096:
-            _QUERY_NAMES.clear()
-        _QUERY_NAMES[name] = secret
+        if len(name) <= 64:  # a stranger's long names are read each time, not kept
+            if len(_QUERY_NAMES) >= 4096:
+                _QUERY_NAMES.clear()
+            _QUERY_NAMES[name] = secret
     return name + MASK if secret else match.group(0)
 
 
-#: Parameter names (their separator and ``=`` included) read so far -> whether they name a secret.
+#: Parameter names up to 64 characters (their separator and ``=`` included) read so far -> whether
+#: they name a secret.
 _QUERY_NAMES: dict[str, bool] = {}
 
 
@@ -657,9 +659,9 @@ class Redactor:
         if generic:
             if "://" in text:
                 text = _URL_USERINFO.sub(r"\1", text)
-            # the words a rule needs are looked for in the lower-cased text first, at memory speed:
+            # the words a rule needs are looked for in the case-folded text first, at memory speed:
             # a case-insensitive pattern scans a megabyte in some 0.14 s, each
-            low = text.lower()
+            low = text.casefold()  # (as the patterns' IGNORECASE reads "ſ" for "s" and "K" for "k")
             if (
                 "=" in text
                 and ("?" in text or "&" in text or ";" in text)
@@ -757,7 +759,17 @@ class Redactor:
         there (``HELD_MASKED`` characters of it or more) is masked, which :meth:`text`, knowing
         only whole secrets, cannot tell. Nothing else is masked: whole secrets are the readers'."""
         keep = self.secret_suffix(text)
-        return MASK + text[keep:] if keep >= HELD_MASKED else text
+        if keep < HELD_MASKED:
+            return text
+        # a whole secret that begins inside the masked head goes with it: with the cut where a
+        # secret that repeats its start at its end ("hunter2-hunter2") begins, masking only the
+        # repeated end left the rest no whole secret the readers' masking knows (review 58)
+        longest = max(map(len, self._secrets))
+        for match in self._literal.finditer(text, 0, keep + longest) if self._literal is not None else ():
+            if match.start() >= keep:
+                break
+            keep = max(keep, match.end())
+        return MASK + text[keep:]
 
     def credential_begun(self, text: str, *, numbers: bool = True) -> int:
         """How many characters at the end of ``text`` may begin a credential the generic rules

@@ -85,3 +85,28 @@ def test_a_strangers_plugins_leave_the_notebooks_sync_tools_their_threads(connec
             s.close()
 
     arun(main())
+
+
+def test_a_strangers_long_parameter_names_are_not_kept_and_odd_letters_still_name_a_secret(connect_stranger):
+    """The redactor's cache of parameter names kept names of any length: titles of ``?token<256 KB>=v``
+    held 500 MiB for good (review 58). And the quick look for a secret's name missed the long s
+    ("paſsword=…"), which the patterns read as an s."""
+    from ahp_lab.host import redaction
+
+    from .conftest import joined
+
+    async def main():
+        async with open_lab() as lab:
+            s = await joined(connect_stranger, lab, "namer")
+            for seq in range(1, 21):
+                title = (
+                    f"see ?token{'x' * 100_000}{seq}=v&q=1 paſsword=hunter2hunter2 client_ſecret=zz9zz9zz9"
+                )
+                s.dispatch(lab.session, seq, {"type": "session/titleChanged", "title": title})
+                assert "rejectionReason" not in await s.echo(seq)
+            kept = lab.session_state["title"]
+            assert "hunter2" not in kept and "zz9zz9" not in kept and kept.endswith("=***")
+            assert sum(map(len, redaction._QUERY_NAMES)) < 100_000
+            s.close()
+
+    arun(main())
