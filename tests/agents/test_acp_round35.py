@@ -151,3 +151,88 @@ def test_a_turn_shows_at_most_2000_of_the_agents_tool_calls(tmp_path: Path) -> N
             ]
 
     arun(go())
+
+
+# -- review 58: the cuts and the forgetting above, read again ---------------------------------------
+
+
+async def _terminal(lab, script: str):
+    """A command the host runs for the lab's agent session (a real ``sh``)."""
+    ctx = lab.host.agent_sessions.contexts[lab.session]
+    return await ctx.create_terminal("sh", ["-c", script])
+
+
+def test_a_secret_that_repeats_its_start_cut_where_it_begins_is_masked_whole(tmp_path: Path) -> None:
+    """With the cut of a kept output exactly where a secret that repeats its start at its end
+    begins ("hunter2-hunter2"), only the repeated end was masked: "***-hunter2" showed, no whole
+    secret left for the readers' masking to know."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path) as lab:
+            lab.host.redactor.add("hunter2-hunter2")
+            terminal = await _terminal(lab, "printf 'xxxxhunter2-hunter2 and more output'")
+            await terminal.wait_for_exit()
+            terminal.limit = len("hunter2-hunter2 and more output")  # as an outputByteLimit cutting there
+            text, cut, _, _ = terminal.output()
+            preview, _ = terminal.preview(len("hunter2-hunter2 and more output"))
+            assert cut and text == preview == "*** and more output"
+
+    arun(go())
+
+
+def test_a_secret_the_channels_cap_cuts_is_masked_from_where_it_starts(tmp_path: Path) -> None:
+    """The cap on a terminal channel's output cut a known secret after its 14th character, and the
+    note that follows left nothing for the stream to hold back: 14 of its 20 characters reached the
+    channel, the log and every client's view."""
+    secret = "Zx9Qw8Er7Ty6Ui5Op4Lk"
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, limits=Limits(max_terminal_output_bytes=4000)) as lab:
+            lab.host.redactor.add(secret)
+            terminal = await _terminal(lab, f"head -c 3986 /dev/zero | tr '\\0' x; printf '{secret} done'")
+            await terminal.wait_for_exit()
+            data = "".join(
+                t.action["data"]
+                for t in lab.transitions
+                if t.channel == terminal.uri and t.type == "terminal/data"
+            )
+            assert data.endswith("x***" + NOT_RECORDED) and secret[:6] not in data
+
+    arun(go())
+
+
+def test_a_disposed_sessions_last_output_and_its_forgotten_terminals_memory(tmp_path: Path) -> None:
+    """Output goes into a terminal's channel every 50 ms: a session disposed in between lost the
+    command's last words. And a terminal the host dropped kept its output (up to 1 MiB) for as long
+    as the agent's bridge held it."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path) as lab:
+            read = asyncio.get_running_loop().create_future()
+            ctx = lab.host.agent_sessions.contexts[lab.session]
+            terminal = await ctx.create_terminal(
+                "sh",
+                ["-c", "printf 'last words'; exec sleep 30"],
+                on_output=lambda t: read.done() or read.set_result(0),
+            )
+            await read  # read, not yet in the channel
+            lab.host.dispose_session(lab.session)
+            await terminal.wait_for_exit()
+            logged = "".join(t.action.get("data", "") for t in lab.transitions if t.channel == terminal.uri)
+            assert logged == "last words" and terminal.forgotten and terminal.output()[0] == ""
+
+    arun(go())
+
+
+def test_terminals_the_host_dropped_leave_the_agents_bridge(tmp_path: Path) -> None:
+    """The bridge kept every terminal the agent made, output and all, after the host had dropped
+    it: 27 ended ones held 27 MiB. It drops them as the agent makes the next one."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("terminal_churn")) as lab:
+            assert (await asyncio.wait_for(lab.send("go"), 60)).status == "complete"
+            bridge = lab.agent.bridges[lab.session]
+            assert len(bridge.terminals) <= 34 and not any(t.forgotten for t in bridge.terminals.values())
+            assert sorted(bridge.terminals)[-1] == "term-60" or "term-60" in bridge.terminals
+
+    arun(go())

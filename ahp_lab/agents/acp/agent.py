@@ -174,10 +174,13 @@ class AcpAgent:
         return config
 
     async def close_session(self, session: str) -> None:
-        """Stop the session's agent process."""
+        """Stop the session's agent process (:meth:`aclose` waits for it too: a session disposed
+        just before the agent was closed left its process running past the loop's end)."""
         bridge = self.bridges.pop(session, None)
         if bridge is not None:
-            await bridge.stop()
+            stop = asyncio.ensure_future(bridge.stop())
+            self.track(stop)
+            await asyncio.shield(stop)
 
     async def config_changed(self, session: str, changes: dict) -> None:
         """A client changed the mode or a config option: ``session/set_mode`` / ``set_config_option``."""

@@ -84,6 +84,7 @@ class Bridge(WorkspaceServices, PermissionRequests, ConfigRequests, AgentOutput)
         self.prompt_task: asyncio.Task | None = None
         self.always: dict[tuple[str, str], str] = {}
         self.terminals: dict[str, Any] = {}
+        self.terminals_made = 0  # the ids are term-1, term-2, ...: never one of a terminal dropped since
         self._preview_pending: set = set()  # terminals that wrote since the last preview
         self._preview_handle: asyncio.TimerHandle | None = None
         self.failure: str | None = None

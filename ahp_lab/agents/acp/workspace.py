@@ -181,7 +181,10 @@ class WorkspaceServices:
             raise RequestError(
                 -32603, f"the command could not be started: {exc}", {"command": command}
             ) from None
-        terminal_id = f"term-{len(self.terminals) + 1}"
+        for gone in [k for k, t in self.terminals.items() if getattr(t, "forgotten", False)]:
+            self.claims.pop(self.terminals.pop(gone), None)  # the host dropped it: so does the bridge
+        self.terminals_made += 1
+        terminal_id = f"term-{self.terminals_made}"
         self.terminals[terminal_id] = terminal
         turn = self.turn
         if turn is not None:
