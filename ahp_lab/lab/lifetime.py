@@ -46,21 +46,28 @@ def weakly(method: Callable[..., Any]) -> Callable[..., None]:
     return call
 
 
-async def close_extensions(host: Any, owner: bool = True, own: Iterable[str] = ()) -> None:
+async def close_extensions(
+    host: Any, owner: bool = True, own: Iterable[str] = (), own_extensions: Iterable[Any] = ()
+) -> None:
     """Stop what a host runs outside this process: its extensions' MCP servers and directory
     watchers, and its sessions' agent processes (an ACP agent's ``close_session``). Its turns
     stop first, when the lab closing is the ``owner`` of the host: a queued message starting as
     the lab closed spawned an agent after it had.
 
-    A lab given another lab's host stops only the agent processes of the sessions it made
-    (``own``): the host goes on, with its extensions and the other labs' sessions (closing a
-    second lab on a host ended the first lab's agent for good: ACP round 16)."""
+    A lab given another lab's host stops only what it started: the agent processes of the
+    sessions it made (``own``) and its own extensions (``own_extensions``: its WebSocket server),
+    which leave the host; the host goes on, with its extensions and the other labs' sessions
+    (closing a second lab on a host ended the first lab's agent for good: ACP round 16)."""
     stop_turns = getattr(host, "stop_turns", None)  # none for a lab attached to another host
     if stop_turns is not None and owner:
         running = stop_turns()
         if running:
             await asyncio.wait(running, timeout=10)
-    for ext in list(host.extensions) if owner else ():
+    for ext in list(host.extensions) if owner else list(own_extensions):
+        if not owner:
+            if ext not in host.extensions:
+                continue  # stopped already (lab.stop_serving())
+            host.extensions.remove(ext)
         close = getattr(ext, "aclose", None)
         if close is not None:
             await close()
@@ -90,7 +97,9 @@ def _release(host: Any, state: dict) -> None:
     if loop.is_running():  # in a cell, or collected on another thread: close on the lab's loop
 
         def schedule() -> None:
-            task = asyncio.ensure_future(close_extensions(host, state["owner"], state["sessions"]))
+            task = asyncio.ensure_future(
+                close_extensions(host, state["owner"], state["sessions"], state["extensions"])
+            )
             _closing.add(task)
             task.add_done_callback(_closing.discard)
 
@@ -99,7 +108,9 @@ def _release(host: Any, state: dict) -> None:
     else:  # interpreter exit (a kernel shutting down, a script ending): the loop can still run
         with contextlib.suppress(Exception):
             loop.run_until_complete(
-                asyncio.wait_for(close_extensions(host, state["owner"], state["sessions"]), 10)
+                asyncio.wait_for(
+                    close_extensions(host, state["owner"], state["sessions"], state["extensions"]), 10
+                )
             )
 
 
@@ -111,8 +122,14 @@ class LabLifetime:
 
     def __init__(self, lab: Any, host: Any, owns_host: bool) -> None:
         self.host = host
-        # the sessions the lab made: what closing it stops on a host it does not own
-        self.state: dict[str, Any] = {"closed": False, "loop": None, "owner": owns_host, "sessions": set()}
+        # the sessions and extensions the lab made: what closing it stops on a host it does not own
+        self.state: dict[str, Any] = {
+            "closed": False,
+            "loop": None,
+            "owner": owns_host,
+            "sessions": set(),
+            "extensions": [],
+        }
         self._finalizer = weakref.finalize(lab, _release, host, self.state) if owns_host else None
         _track_cell(lab)
 
@@ -136,7 +153,9 @@ class LabLifetime:
         self.state["closed"] = True
         if self._finalizer is not None:
             self._finalizer.detach()
-        await close_extensions(self.host, self.state["owner"], self.state["sessions"])
+        await close_extensions(
+            self.host, self.state["owner"], self.state["sessions"], self.state["extensions"]
+        )
 
 
 def _current_cell() -> list[str]:

@@ -714,7 +714,11 @@ class Lab(Sending, Answering, LabBase):
             self.server, self.frames = serve_host(self.host, port=port, **options)
             # one of the host's extensions, so every way the lab closes (aclose, a cell run again,
             # garbage collection, kernel shutdown) stops serving too
-            self.host.extensions.append(_ServingExtension(self.server))
+            serving = _ServingExtension(self.server)
+            self.host.extensions.append(serving)
+            lifetime = getattr(self, "_lifetime", None)
+            if lifetime is not None:  # its own, however the host's owner goes on
+                lifetime.state["extensions"].append(serving)
         return await self.server.start()
 
     def wire(self, connection: int | None = None):

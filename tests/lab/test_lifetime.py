@@ -351,3 +351,30 @@ def test_a_chat_message_sent_through_a_subshell_reaches_an_acp_agent_while_the_k
         _send(kc, "comm_msg", {"comm_id": comm_id, "data": prompt}, subshell=comms)
         # nothing runs on the main shell from here: the answer comes while it idles
         assert _execute(kc, "print(answered.wait(30))", subshell=waiter).strip() == "True"
+
+
+def test_a_lab_served_on_another_labs_host_stops_serving_however_it_closes():
+    """Closing a lab on another lab's host had come to stop none of the host's extensions, its own
+    WebSocket server among them: after ``lab.close()`` (what running its cell again does) the
+    server went on taking clients (review 58). The lab's own server stops; the host goes on."""
+    import websockets
+
+    from ahp_lab.lab import lifetime
+
+    async def main():
+        owner = await Lab.open()
+        guest = await Lab.open(host=owner.host, client_id="guest")
+        url = await guest.aserve()
+        guest.close()
+        marker = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().call_soon_threadsafe(marker.set_result, None)  # after close's own
+        await marker
+        await asyncio.gather(*list(lifetime._closing))
+        with pytest.raises((OSError, websockets.exceptions.WebSocketException)):
+            async with websockets.connect(url, open_timeout=5):
+                pass
+        assert not [e for e in owner.host.extensions if type(e).__name__ == "_ServingExtension"]
+        assert (await owner.send("still here")).status == "complete"
+        await owner.aclose()
+
+    asyncio.run(main())
