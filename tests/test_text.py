@@ -124,3 +124,20 @@ def test_a_long_text_answers_every_string_question_as_its_string(body, part, oth
     assert f"{text:.5}|{text!s:>3}" == f"{plain:.5}|{plain:>3}" and list(text) == list(plain)
     assert (text < other, text <= other, text > other) == (plain < other, plain <= other, plain > other)
     assert text.splitlines() == plain.splitlines() and text.upper() == plain.upper()
+
+
+def test_a_text_answers_another_text_as_it_answers_a_string():
+    """Two streamed contents are both ``Text``: ``word in big``, ``big.count(word)``,
+    ``.startswith``, ``.replace`` and ``%`` raised ``TypeError`` where a ``str`` argument worked
+    (hunt 15)."""
+    needle = "x" * 200 + "needle" + "y" * 100  # long enough to be a Text once appended
+    big = append_text(append_text("the " + needle + " and ", "the haystack, " * 30), "a " + needle)
+    word = append_text(needle[:150], needle[150:])
+    assert type(big) is Text and type(word) is Text
+    plain_big, plain_word = str(big), str(word)
+    assert (word in big) is True and (plain_word in big) is True
+    assert big.count(word) == plain_big.count(plain_word) == 2
+    assert big.startswith(append_text("the " + needle[:150], needle[150:])) and big.find(word) == 4
+    assert big.replace(word, "pin") == plain_big.replace(plain_word, "pin")
+    assert big.split(word) == plain_big.split(plain_word)
+    assert append_text("%s and " * 60, "%d") % (*"a" * 60, 2) == "a and " * 60 + "2"

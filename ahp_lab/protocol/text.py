@@ -131,8 +131,11 @@ class Text:
     def __radd__(self, other: str) -> str:
         return other + str(self)
 
-    def __contains__(self, part: str) -> bool:
-        return part in str(self)
+    def __contains__(self, part: str | Text) -> bool:
+        return _plain(part) in str(self)
+
+    def __mod__(self, values):  # %-formatting of the joined text
+        return str(self) % values
 
     def __iter__(self):
         return iter(str(self))
@@ -159,8 +162,16 @@ class Text:
         return (Text, ((str(self),),))
 
 
+def _plain(value):
+    """``value``, a :class:`Text` read as the string it stands for (str's own methods take no other)."""
+    return str(value) if type(value) is Text else value
+
+
 def _str_method(name: str):
     def method(self: Text, *args, **kwargs):
+        args = [_plain(a) for a in args]  # another Text (a second streamed content) as its string
+        if kwargs:
+            kwargs = {k: _plain(v) for k, v in kwargs.items()}
         return getattr(str(self), name)(*args, **kwargs)
 
     method.__name__ = method.__qualname__ = name

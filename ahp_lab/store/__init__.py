@@ -393,8 +393,10 @@ class Store:
         t0 = time.perf_counter_ns()
         after = ch.reducer(before, action, now)
         elapsed = time.perf_counter_ns() - t0
-        self._states[channel] = after
+        # recorded first: a transition the log cannot take (a number JSON cannot write) leaves the
+        # state as it was, which the log and every replay agree with (hunt 15)
         index = self._record(ch, action, origin, now, elapsed)
+        self._states[channel] = after
         count = len(ch.positions)
         if count % self.checkpoint_every == 0:
             ch.checkpoints.append((count, after))

@@ -328,3 +328,24 @@ def test_an_action_reusing_an_object_of_the_state_reduces_as_its_replay_does():
     live = to_json(store.state("c"))
     assert to_json(store.state_at(done.seq)["c"]) == live
     assert to_json(Store.load(io.StringIO(text.getvalue())).state("c")) == live
+
+
+def test_an_action_the_log_cannot_take_leaves_the_state_as_the_log_has_it(tmp_path):
+    """``Store.apply`` set the live state before recording: an action holding an integer JSON
+    cannot write (10**5000) raised, but the state kept its change, which the log, the listeners,
+    an export and every replay lacked (hunt 15)."""
+    from ahp_lab.store import Store
+
+    store = Store()
+    uri = "ahp-session:/big"
+    store.add_channel(uri, "session", {"title": "t", "status": 1})
+    heard = []
+    store.subscribe(heard.append)
+    with pytest.raises(ValueError):
+        store.apply(uri, {"type": "session/metaChanged", "_meta": {"n": 10**5000}})
+    assert "_meta" not in store.state(uri) and heard == [] and store.last_seq == 0
+    store.apply(uri, {"type": "session/titleChanged", "title": "after"})
+    store.export(tmp_path / "log.jsonl")
+    assert (
+        Store.load(tmp_path / "log.jsonl").state(uri) == store.state(uri) == {"title": "after", "status": 1}
+    )
