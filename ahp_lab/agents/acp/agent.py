@@ -174,8 +174,10 @@ class AcpAgent:
         return config
 
     async def close_session(self, session: str) -> None:
-        """Stop the session's agent process (:meth:`aclose` waits for it too: a session disposed
-        just before the agent was closed left its process running past the loop's end)."""
+        """Stop the session's agent process.
+
+        :meth:`aclose` waits for it too: a session disposed just before the agent was closed left
+        its process running past the loop's end."""
         bridge = self.bridges.pop(session, None)
         if bridge is not None:
             stop = asyncio.ensure_future(bridge.stop())
