@@ -838,12 +838,13 @@ class Redactor:
         return self.text(text[: len(text) - keep], generic=generic), text[len(text) - keep :]
 
     def held_end(self, raw: str, *, generic: bool = True) -> str:
-        """What the text a stream held becomes when the stream ends without its rest: masked when
-        it is ``HELD_MASKED`` characters or more of a known secret's start, or ends in the start of
+        """What the text a stream held becomes when the stream ends without its rest: masked from
+        where it ends in ``HELD_MASKED`` characters or more of a known secret's start, or ends in the start of
         a token of a known shape of 12 characters or more with a digit (its start came, its end
         never did); redacted as it is otherwise (without ``generic``: for the known secrets only)."""
-        if len(raw) >= HELD_MASKED and self.secret_prefix(raw) == len(raw):
-            return MASK
+        keep = self.secret_prefix(raw) if len(raw) >= HELD_MASKED else 0
+        if keep >= HELD_MASKED:  # (a stream holds a run of word characters whole: "FFF…hunter2-se")
+            return self.text(raw[:-keep], generic=generic) + MASK
         if not generic:
             return self.text(raw, generic=False)
         token = _token_begun(raw, len(raw) - len(raw.rstrip(_RUN_CHARACTERS)))

@@ -101,6 +101,8 @@ big_commands     offers 200 commands whose descriptions are 150,000 characters, 
                  1,000th, and one whose name is 5,000 characters, then ends the turn
 many_calls       announces 2,050 completed tool calls, then updates the 2,040th, says "done" and ends
                  the turn
+permission_storm asks permission 40 times at once, each for a call of its own (p0 ... p39), and reports
+                 each refusal as text
 late_update      first prompt: starts tool call bg-9 and ends the turn with it running; second
                  prompt: completes bg-9 (too late), says "done" and ends the turn
 diffs            shows three new files (MARKER/f0.txt ..., 40,000 characters each) as diffs of
@@ -345,6 +347,11 @@ def request(mode: str, mid) -> None:
                 "options": [{"optionId": i, "name": n, "kind": k} for i, n, k in kinds],
             },
         )
+    elif mode == "permission_storm":
+        options = [{"optionId": "ok", "name": "Allow", "kind": "allow_once"}]
+        for i in range(40):
+            call = {"toolCallId": f"p{i}", "title": f"rm {i}", "kind": "delete"}
+            ask(("storm", i), "session/request_permission", {"toolCall": call, "options": options})
     elif mode == "terminal_cut":
         call = {"toolCallId": "t1", "title": "Print", "kind": "execute", "status": "in_progress"}
         update("s1", {"sessionUpdate": "tool_call", **call})
@@ -487,6 +494,8 @@ def answered(what, msg: dict) -> None:
             call = {"toolCallId": f"w{k}", "title": f"Watch {k}", "kind": "execute", "status": "in_progress"}
             update("s1", {"sessionUpdate": "tool_call", **call, "content": shown})
         ask("everywhere_exited", "terminal/wait_for_exit", {"terminalId": result["terminalId"]})
+        return
+    if isinstance(what, tuple) and what[0] == "storm":  # permission_storm: a refusal is said above
         return
     if isinstance(what, tuple) and what[0] == "churn_made":  # terminal_churn: wait, release, again
         ask(
@@ -1199,6 +1208,7 @@ for line in sys.stdin:
             "terminal_churn",
             "terminal_everywhere",
             "terminal_cut",
+            "permission_storm",
         ):
             prompt_id = mid
             prompt_text = msg["params"]["prompt"][0].get("text")

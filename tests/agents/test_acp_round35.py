@@ -236,3 +236,78 @@ def test_terminals_the_host_dropped_leave_the_agents_bridge(tmp_path: Path) -> N
             assert sorted(bridge.terminals)[-1] == "term-60" or "term-60" in bridge.terminals
 
     arun(go())
+
+
+# -- attacker round 36: the cuts and the caps above, attacked again -----------------------------------
+
+
+def test_a_key_the_channels_cap_cuts_across_two_reads_is_masked(tmp_path: Path) -> None:
+    """The cap's cut was masked within the read it fell in, but the stream had held back the key's
+    start from the read before and gave it back joined with the note: 15 of its 20 characters
+    reached the channel, the log and the export. The cap ends the stream, whose held start is
+    masked as a cut end is."""
+    key = SECRET_ENV["BAD_AGENT_KEY"]
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, limits=Limits(max_terminal_output_bytes=3000)) as lab:
+            lab.host.redactor.add(key)
+            script = f"head -c 2985 /dev/zero | tr '\\0' F; printf '{key[:10]}'; sleep 0.3; printf '{key[10:]}tail'"
+            terminal = await _terminal(lab, script)  # (the sleep is the command's: two reads)
+            await terminal.wait_for_exit()
+            data = "".join(
+                t.action["data"]
+                for t in lab.transitions
+                if t.channel == terminal.uri and t.type == "terminal/data"
+            )
+            assert data.endswith("F***" + NOT_RECORDED) and key[:6] not in data
+            export = tmp_path / "export.jsonl"
+            lab.export(export)
+            assert key[:15] not in export.read_text()  # (the command line holds its two halves apart)
+
+    arun(go())
+
+
+def test_a_command_whose_description_masks_shorter_shows_no_key_where_it_is_cut(tmp_path: Path) -> None:
+    """A command's description was cut at 1,200 characters, masked, then cut at 1,000: twelve copies
+    of the key before shrank to *** each, and a thirteenth, cut at 1,200 before masking and so not
+    known, came within the 1,000 kept (15 of its characters in every client's / completion)."""
+    key = SECRET_ENV["BAD_AGENT_KEY"]
+
+    async def go() -> None:
+        async with acp_lab(tmp_path) as lab:
+            description = (key + " ") * 12 + "x" * (1185 - 12 * (len(key) + 1)) + key + " tail " + "y" * 500
+            lab.host.agent_sessions.contexts[lab.session].set_commands(
+                [{"name": "c1", "description": description}]
+            )
+            answer = await lab.client.request(
+                "completions", {"channel": lab.chat, "kind": "userMessage", "text": "/c", "offset": 2}
+            )
+            shown = answer["items"][0]["attachment"]["modelRepresentation"]
+            assert shown.startswith("*** " * 12) and key[:6] not in shown and shown.endswith("x***…")
+
+    arun(go())
+
+
+def test_permission_requests_an_agent_keeps_waiting_are_bounded(tmp_path: Path) -> None:
+    """3,000 permission requests asked at once, each for a call of its own, all waited for the person
+    past the turn's 2,000 calls, and each read the chat again at every change: the loop stood still
+    9.8 s. 32 may wait at once; the others are refused, each with its reason."""
+
+    async def go() -> None:
+        async with acp_lab(tmp_path, bad_agent("permission_storm")) as lab:
+            lab.start("go")
+
+            def settled(chat):
+                parts = (chat.get("activeTurn") or {}).get("responseParts") or ()
+                waiting = [
+                    p for p in parts if (p.get("toolCall") or {}).get("status") == "pending-confirmation"
+                ]
+                said = "".join(p.get("content", "") for p in parts if p.get("kind") == "markdown")
+                return (len(waiting), said) if said.count("failed (-32602)") == 8 else None
+
+            waiting, said = await lab.wait_for(lab.chat, settled, timeout=60)
+            assert (
+                waiting == 32 and said.count("32 permission requests are waiting for the person already") == 8
+            )
+
+    arun(go())

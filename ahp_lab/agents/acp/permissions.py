@@ -22,6 +22,10 @@ from .context import _CAUSE, _TURN
 __all__ = ["PermissionRequests", "MAX_PERMISSION_OPTIONS"]
 
 MAX_PERMISSION_OPTIONS = 16
+#: Permission requests of one session that may wait for the person at once: 3,000 asked at once,
+#: each about a call of its own past the turn's MAX_TURN_CALLS, held the loop 9.8 s (attacker
+#: round 36), each waiting one reading the chat again at every change.
+MAX_OPEN_PERMISSIONS = 32
 
 
 class PermissionRequests:
@@ -50,6 +54,16 @@ class PermissionRequests:
             if problem is not None:
                 raise RequestError.invalid_params({"details": f"{what} {problem}"})
         known = turn.calls.get(str(asked.get("toolCallId")))
+        if len(self._asking) >= MAX_OPEN_PERMISSIONS:
+            raise RequestError.invalid_params(
+                {"details": f"{MAX_OPEN_PERMISSIONS} permission requests are waiting for the person already"}
+            )
+        if known is None and len(turn.calls) >= mapping.MAX_TURN_CALLS:
+            raise RequestError.invalid_params(
+                {
+                    "details": f"this turn shows {mapping.MAX_TURN_CALLS:,} tool calls already: ask in the next turn"
+                }
+            )
         if known is not None and known.options is not None:
             # one confirmation per call: a person's answer to it cannot be told apart for two requests
             raise RequestError.invalid_params(
