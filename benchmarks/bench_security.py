@@ -274,6 +274,7 @@ HOSTILE_TEXTS = {
     "query parameters (A=1&A=1&...)": ("x?" + "A=1&" * (1 << 18))[: 1 << 20],
     "secret parameters (key=1&...)": ("x?" + "key=1&" * (1 << 18))[: 1 << 20],
     "assignments (token = x; ...)": ("token = x; " * (1 << 17))[: 1 << 20],
+    "long parameter names (&sss...skey=1)": ("x?" + ("&" + "s" * 1000 + "key=1") * 1100)[: 1 << 20],
 }
 
 
