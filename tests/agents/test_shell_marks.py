@@ -8,7 +8,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ahp_lab.host.agent_sessions import ShellMarks
+from ahp_lab.host.terminals import ShellMarks
 from tests.conftest import examples
 
 pieces = st.sampled_from(
