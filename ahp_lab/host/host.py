@@ -33,9 +33,10 @@ from .agent_sessions import AgentSessions
 from .client_content import ClientContent
 from .connection import MAX_CLIENT_ID_CHARS, ROOT, Connection, introduced, name_problem, older_envelope
 from .pending import PendingOwners
-from .redaction import STREAMED_FIELDS, Redactor, StreamedText
+from .redaction import Redactor
 from .roots import WorkingDirectories
 from .sessions import SessionRuntime, SessionsAndChats
+from .streamed import STREAMED_FIELDS, StreamedText
 from .turns import TurnRunner
 from .validation import (
     check_client_action,

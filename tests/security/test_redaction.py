@@ -321,7 +321,7 @@ def test_a_generic_rule_does_not_mask_half_a_known_secret_streamed_in_two_chunks
     """'export API_KEY=hunter2-cor' then 'rect-horse-battery': the generic rule masked the first
     half, so the held end never met the rest, which went out ('API_KEY=***rect-horse-battery').
     The known secrets are read first."""
-    from ahp_lab.host.redaction import StreamedText
+    from ahp_lab.host.streamed import StreamedText
 
     redactor = Redactor()
     redactor.add("hunter2-correct-horse-battery")
@@ -418,7 +418,7 @@ def test_a_credential_streamed_in_chunks_is_masked_as_if_it_came_whole(credentia
     was cut: anywhere, right after its first letter too ("A" then "PI_KEY=…", "s" then "k-…", as an
     agent sending a character a chunk cuts it). The shapes added at stop 50 were masked whole but
     not held: sent a character a chunk, each went out whole (found at stop 51)."""
-    from ahp_lab.host.redaction import StreamedText
+    from ahp_lab.host.streamed import StreamedText
 
     text = before + credential + after
     bounds = sorted({c % (len(text) + 1) for c in cuts} | {0, len(text)})
@@ -767,7 +767,7 @@ def test_a_begin_line_mentioned_in_prose_masks_that_line_not_the_rest():
     """A PEM key's shape took everything after a BEGIN line to the next five dashes: a model
     explaining "the file begins with `-----BEGIN OPENSSH PRIVATE KEY-----`" lost the rest of its
     answer, whole and streamed (held to the turn's end, then masked). Only a key's own lines are."""
-    from ahp_lab.host.redaction import StreamedText
+    from ahp_lab.host.streamed import StreamedText
 
     text = "Check that the file begins with `-----BEGIN OPENSSH PRIVATE KEY-----`. Then run ssh-add.\nDone."
     redactor = Redactor()
@@ -789,7 +789,7 @@ def test_a_terminals_output_ending_in_a_number_shows_whole_while_it_waits(text):
     """Holding a number at a stream's end (a Telegram bot's token may follow) kept a command's
     "Step 3/10" as "Step 3/" until it wrote again (the review of stop 51's hold-back): a terminal's
     output holds no number; a header's start is still held however far its value is aligned."""
-    from ahp_lab.host.redaction import StreamedText
+    from ahp_lab.host.streamed import StreamedText
 
     streamed = StreamedText(Redactor())
     shown = streamed.delta("ahp-terminal:/t", {"type": "terminal/data", "data": text}, {"kind": "agent"})[

@@ -11,9 +11,10 @@ import pytest
 from ahp_lab import HumanInputNeeded
 from ahp_lab.agents.acp.frames import AcpFrameLog
 from ahp_lab.agents.scripted import call, say
-from ahp_lab.host.redaction import Redactor, StreamedText
+from ahp_lab.host.redaction import Redactor
 from ahp_lab.host.resources import file_uri
 from ahp_lab.host.roots import WorkingDirectories
+from ahp_lab.host.streamed import StreamedText
 from ahp_lab.lab.turns import read_verdict
 
 from .conftest import arun, deploy_tool, joined, open_lab, waiting_call
