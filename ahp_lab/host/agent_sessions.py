@@ -389,8 +389,7 @@ class HostSessionContext:
             terminal.forget()
         host = self.host
         if host.store.has_channel(uri):
-            for held, by in host.streamed.drop(uri):
-                host._apply(uri, held, by)
+            host.end_streams(uri)
         host.store.remove_channel(uri)
         host.subscribers.pop(uri, None)
 

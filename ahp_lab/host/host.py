@@ -357,6 +357,13 @@ class Host(SessionsAndChats):
             return self._apply(channel, redacted, origin)
         return self._apply(channel, self.redactor.action(action), origin)
 
+    def end_streams(self, channel: str) -> None:
+        """End ``channel``'s streamed text with nothing more to come (a terminal dropped, or its
+        output cut at the channel's cap): what the streams held back goes in as their end, a known
+        secret's start masked, as when a turn or a command ends."""
+        for held, by in self.streamed.drop(channel):
+            self._apply(channel, held, by)
+
     def _apply(self, channel: str, action: dict, origin: dict) -> Transition:
         """Reduce an accepted action into the store and do the follow-ups (both dispatch paths).
 

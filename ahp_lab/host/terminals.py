@@ -269,8 +269,7 @@ class HostTerminal:
                 # round 36), then the note, a stream of its own.
                 self._unsent.append(raw[:room].decode("utf-8", "ignore"))
                 self._send()
-                for held, by in host.streamed.drop(self.uri):
-                    host._apply(self.uri, held, by)
+                host.end_streams(self.uri)
                 note = {"type": "terminal/data", "data": "\n[output beyond this point is not recorded]\n"}
                 host.dispatch(self.uri, note, self.ctx.origin)
                 self._in_state = self._state_cap
