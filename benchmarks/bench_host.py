@@ -156,8 +156,8 @@ async def bench_client_dispatch(n: int) -> float:
     return n / elapsed
 
 
-def bench_tool_calls_through_host(calls: int) -> float:
-    """Tool calls per second, each started, run and completed in one turn of ``calls`` calls."""
+def _host_in_a_turn() -> tuple:
+    """A host with one session whose chat has a turn ``t`` running: ``(host, chat)``."""
     from ahp_lab.host import Host
 
     host = Host()
@@ -166,6 +166,12 @@ def bench_tool_calls_through_host(calls: int) -> float:
     chat = host.store.state(session)["defaultChat"]
     host.dispatch(chat, {"type": "chat/turnStarted", "turnId": "t", "startedAt": "x", "message": USER})
     gc.collect()
+    return host, chat
+
+
+def bench_tool_calls_through_host(calls: int) -> float:
+    """Tool calls per second, each started, run and completed in one turn of ``calls`` calls."""
+    host, chat = _host_in_a_turn()
     start = time.perf_counter()
     for i in range(calls):
         base = {"turnId": "t", "toolCallId": f"c{i}"}
@@ -181,14 +187,7 @@ def bench_tool_calls_through_host(calls: int) -> float:
 def bench_parts_through_host(parts: int) -> float:
     """Response parts per second, each a text part appended (``chat/responsePart``) to one turn
     of ``parts`` parts, as an ACP agent's alternating thought and message chunks make them."""
-    from ahp_lab.host import Host
-
-    host = Host()
-    session = "ahp-session:/bench"
-    host.create_session(session, {})
-    chat = host.store.state(session)["defaultChat"]
-    host.dispatch(chat, {"type": "chat/turnStarted", "turnId": "t", "startedAt": "x", "message": USER})
-    gc.collect()
+    host, chat = _host_in_a_turn()
     start = time.perf_counter()
     for i in range(parts):
         part = {"kind": "markdown", "id": f"p{i}", "content": "a few words"}

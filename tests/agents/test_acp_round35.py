@@ -16,6 +16,15 @@ from .conftest import SECRET_ENV, acp_lab, arun, bad_agent
 NOT_RECORDED = "\n[output beyond this point is not recorded]\n"
 
 
+def _data(lab, terminal: str) -> str:
+    """The output a terminal channel recorded (its ``terminal/data`` in the log, joined)."""
+    return "".join(
+        t.action["data"]
+        for t in lab.transitions
+        if t.channel == terminal and t.accepted and t.type == "terminal/data"
+    )
+
+
 def _terminal_channels(lab) -> list[str]:
     return [uri for uri in lab.host.store.channels() if uri.startswith("ahp-terminal:")]
 
@@ -57,11 +66,7 @@ def test_a_terminal_keeps_its_output_cap_in_bytes_in_its_channel(tmp_path: Path)
             turn = await asyncio.wait_for(lab.send("go"), 60)
             assert turn.status == "complete", turn.error
             [terminal] = _terminal_channels(lab)
-            data = "".join(
-                t.action["data"]
-                for t in lab.transitions
-                if t.channel == terminal and t.accepted and t.type == "terminal/data"
-            )
+            data = _data(lab, terminal)
             assert data.endswith(NOT_RECORDED) and "\U0001f600" in data
             assert 5960 < len(data[: -len(NOT_RECORDED)].encode()) <= 6000  # (its key masked: 17 fewer)
 
@@ -191,11 +196,7 @@ def test_a_secret_the_channels_cap_cuts_is_masked_from_where_it_starts(tmp_path:
             lab.host.redactor.add(secret)
             terminal = await _terminal(lab, f"head -c 3986 /dev/zero | tr '\\0' x; printf '{secret} done'")
             await terminal.wait_for_exit()
-            data = "".join(
-                t.action["data"]
-                for t in lab.transitions
-                if t.channel == terminal.uri and t.type == "terminal/data"
-            )
+            data = _data(lab, terminal.uri)
             assert data.endswith("x***" + NOT_RECORDED) and secret[:6] not in data
 
     arun(go())
@@ -218,7 +219,7 @@ def test_a_disposed_sessions_last_output_and_its_forgotten_terminals_memory(tmp_
             await read  # read, not yet in the channel
             lab.host.dispose_session(lab.session)
             await terminal.wait_for_exit()
-            logged = "".join(t.action.get("data", "") for t in lab.transitions if t.channel == terminal.uri)
+            logged = _data(lab, terminal.uri)
             assert logged == "last words" and terminal.forgotten and terminal.output()[0] == ""
 
     arun(go())
@@ -254,11 +255,7 @@ def test_a_key_the_channels_cap_cuts_across_two_reads_is_masked(tmp_path: Path) 
             script = f"head -c 2985 /dev/zero | tr '\\0' F; printf '{key[:10]}'; sleep 0.3; printf '{key[10:]}tail'"
             terminal = await _terminal(lab, script)  # (the sleep is the command's: two reads)
             await terminal.wait_for_exit()
-            data = "".join(
-                t.action["data"]
-                for t in lab.transitions
-                if t.channel == terminal.uri and t.type == "terminal/data"
-            )
+            data = _data(lab, terminal.uri)
             assert data.endswith("F***" + NOT_RECORDED) and key[:6] not in data
             export = tmp_path / "export.jsonl"
             lab.export(export)
