@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 
-from .conftest import cell_output_text, open_cells, run_cell, wait_idle
+from .conftest import cell_output_text, open_cells, run_cell, screenshot, wait_idle
 from .test_views_fake import _set_theme
 from .test_workbench_lab import _shot
 
@@ -152,4 +152,63 @@ def test_edit_validation_blocks_a_bad_edit_and_sends_a_good_one(jupyter_server, 
     page.get_by_role("button", name="Deny Resize Image", exact=True).click()
     page.wait_for_selector(CARD, state="detached")
     wait_idle(page)
+    assert errors == [], errors
+
+
+REQUIRED_SETUP = """\
+from ahp_lab import Lab
+from ahp_lab.agents.scripted import call, summarize
+lab = Lab()
+
+@lab.tool
+def delete_branch(name: str) -> str:
+    \"\"\"Delete a git branch.\"\"\"
+    return f"deleted {name!r}"
+
+task = lab.start("clean up", script=[call("delete_branch", name="old", confirm=True), summarize()])
+lab.show()
+"""
+REQUIRED_STATUS = """\
+import json
+print("CALL=" + json.dumps({"status": lab.tool_calls[-1].status,
+      "confirmed": [t.action.get("editedToolInput") for t in lab.transitions if t.type == "chat/toolCallConfirmed"]}))
+"""
+REQUIRED_FINISH = """\
+turn = await task
+print("DONE=" + json.dumps({"result": turn.tool_calls[0].result_text, "input": turn.tool_calls[0].input}))
+"""
+NAME = f"{CARD} .ahp-edit .ahp-field[data-field='/name']"
+
+
+def test_a_required_text_left_empty_is_refused_next_to_its_field(jupyter_server, page):
+    """Clearing the required **Name \\*** of a call (notebook 05's ``delete_branch``) and clicking
+    *Approve with edits* sent ``editedToolInput: '{"name":""}'`` and the tool ran as ``deleted ''``:
+    the form read the empty text as ``""``, which JSON Schema counts as present (first-hour user,
+    round 55). The edit form refuses it next to the field, as the question form does. Screenshot:
+    ``artifacts/fh55-edit-required-empty.png``."""
+    errors = open_cells(
+        jupyter_server, page, "fh55_edit_required.ipynb", [REQUIRED_SETUP, REQUIRED_STATUS, REQUIRED_FINISH]
+    )
+    run_cell(page, 0)
+    page.wait_for_selector(CARD)
+    page.get_by_role("button", name="Edit input of Delete Branch before approving").click()
+    page.wait_for_selector(f"{CARD} .ahp-edit[data-edit-mode='form']")
+    approve = page.get_by_role("button", name="Approve Delete Branch with edited input")
+    assert page.locator(f"{NAME} input").input_value() == "old" and approve.is_enabled()
+
+    page.locator(f"{NAME} input").fill("")
+    error = page.locator(f"{NAME} .ahp-field-error")
+    error.wait_for(state="visible")
+    assert error.inner_text() == "is required: fill it in before approving"
+    assert approve.is_disabled()
+    screenshot(page, "fh55-edit-required-empty")
+    got = _call(page, 1, "CALL")  # nothing reached the kernel
+    assert got == {"status": "pending-confirmation", "confirmed": []}, got
+
+    page.locator(f"{NAME} input").fill("stale")
+    page.wait_for_selector(f"{CARD} .ahp-edit[data-valid='true']")
+    approve.click()
+    page.wait_for_selector(CARD, state="detached")
+    done = _call(page, 2, "DONE")
+    assert done == {"result": "deleted 'stale'", "input": {"name": "stale"}}, done
     assert errors == [], errors
